@@ -1,0 +1,36 @@
+# sparkberg: `make demo` and `make test` each create their own virtualenv from setup.cfg.
+PYTHON ?= python3
+VENV   ?= .venv
+IVENV  ?= .venv-interop
+SHARED ?= ../shared
+PYTEST_FLAGS ?= -q
+
+.PHONY: demo test test-spec interop clean
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/python jobs/demo.py --warehouse ./warehouse
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/spec tests/spark
+
+test-spec: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/spec
+
+# Reference engines: Apache Iceberg 1.10.2 (Java, PySpark 3.5), PyIceberg 0.12, DuckDB 1.5.5
+$(IVENV)/.installed: setup.cfg pyproject.toml $(SHARED)/interop/setup-reference.sh
+	bash $(SHARED)/interop/setup-reference.sh $(IVENV)
+	$(IVENV)/bin/pip install -q -e '.[test]'
+	$(IVENV)/bin/python -c "import pyspark; assert pyspark.__version__.startswith('3.5'), pyspark.__version__"
+	touch $@
+
+interop: $(IVENV)/.installed
+	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
+
+clean:
+	rm -rf $(VENV) $(IVENV) warehouse

@@ -1,0 +1,1 @@
+"""Manifest lists and manifests as Avro (fastavro); no pyspark."""

@@ -1,0 +1,498 @@
+"""Manifest lists and manifests of format versions 1-3, read and written with fastavro.
+
+Reading maps every field by its Avro ``field-id`` (names differ between writers and versions)
+into one canonical model; values absent in a version take the spec's read defaults
+("sequence_number: v2+, 0 for v1"). Inheritance (spec: "Sequence Number Inheritance", "First Row
+ID Inheritance") is a separate step, :func:`inherit`, so the raw model round-trips exactly.
+Functions take and return bytes; the caller does the I/O.
+"""
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Sequence
+
+import fastavro
+
+from sparkberg.avro.schemas import (
+    LEGACY_DATA_FILE_FIELDS, LEGACY_MANIFEST_FILE_NAMES, manifest_entry_schema, manifest_list_schema,
+)
+from sparkberg.avro.types import from_avro_value, partition_record, strip_logical_types, to_avro_value
+from sparkberg.errors import InvalidMetadataError, ValidationError
+from sparkberg.spec.partitioning import PartitionSpec
+from sparkberg.spec.types import Schema, StructType
+from sparkberg.spec.values import is_nan, to_bytes
+
+# manifest entry status
+EXISTING, ADDED, DELETED = 0, 1, 2
+# data file content
+DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
+# manifest content
+MANIFEST_DATA, MANIFEST_DELETES = 0, 1
+V1_BLOCK_SIZE = 64 * 1024 * 1024  # what Java writes in the deprecated v1 block_size_in_bytes
+AVRO_CODEC = "deflate"
+
+
+@dataclass(frozen=True)
+class FieldSummary:
+    contains_null: bool
+    contains_nan: bool | None = None
+    lower_bound: bytes | None = None
+    upper_bound: bytes | None = None
+
+
+@dataclass(frozen=True)
+class ManifestFile:
+    """One entry of a manifest list (``manifest_file``)."""
+
+    manifest_path: str
+    manifest_length: int
+    partition_spec_id: int
+    added_snapshot_id: int
+    content: int = MANIFEST_DATA
+    sequence_number: int = 0
+    min_sequence_number: int = 0
+    added_files_count: int | None = None
+    existing_files_count: int | None = None
+    deleted_files_count: int | None = None
+    added_rows_count: int | None = None
+    existing_rows_count: int | None = None
+    deleted_rows_count: int | None = None
+    partitions: tuple[FieldSummary, ...] | None = None
+    key_metadata: bytes | None = None
+    first_row_id: int | None = None
+
+    def has_added_files(self) -> bool:
+        return self.added_files_count is None or self.added_files_count > 0
+
+    def has_existing_files(self) -> bool:
+        return self.existing_files_count is None or self.existing_files_count > 0
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A data or delete file as tracked by a manifest (``data_file``); partition keyed by field id."""
+
+    file_path: str
+    file_format: str
+    partition: dict[int, Any]
+    record_count: int
+    file_size_in_bytes: int
+    content: int = DATA
+    column_sizes: dict[int, int] | None = None
+    value_counts: dict[int, int] | None = None
+    null_value_counts: dict[int, int] | None = None
+    nan_value_counts: dict[int, int] | None = None
+    lower_bounds: dict[int, bytes] | None = None
+    upper_bounds: dict[int, bytes] | None = None
+    key_metadata: bytes | None = None
+    split_offsets: tuple[int, ...] | None = None
+    equality_ids: tuple[int, ...] | None = None
+    sort_order_id: int | None = None
+    first_row_id: int | None = None
+    referenced_data_file: str | None = None
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
+    block_size_in_bytes: int | None = None  # v1 only, deprecated
+    distinct_counts: dict[int, int] | None = None  # deprecated, read only
+
+    def __hash__(self):
+        return hash((self.file_path, self.content_offset))
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    status: int
+    data_file: DataFile
+    snapshot_id: int | None = None
+    sequence_number: int | None = None
+    file_sequence_number: int | None = None
+
+    @property
+    def is_live(self) -> bool:
+        return self.status != DELETED
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A whole manifest: its key-value metadata and entries (raw, before inheritance)."""
+
+    entries: tuple[ManifestEntry, ...]
+    format_version: int
+    content: int
+    partition_spec_id: int
+    schema_json: str | None = None
+    partition_spec_json: str | None = None
+    schema_id: int | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def schema(self) -> Schema | None:
+        return None if self.schema_json is None else Schema.from_json(json.loads(self.schema_json))
+
+    @property
+    def partition_spec(self) -> PartitionSpec | None:
+        if self.partition_spec_json is None:
+            return None
+        return PartitionSpec(self.partition_spec_id, PartitionSpec.fields_from_json(json.loads(self.partition_spec_json)))
+
+
+# --- reading ----------------------------------------------------------------------------------------------
+
+def _open(data: bytes, path: str | None) -> tuple[Any, dict]:
+    """A fastavro reader returning raw stored values, and the writer's schema as JSON."""
+    try:
+        head = fastavro.reader(io.BytesIO(data))
+        raw = json.loads(head.metadata["avro.schema"])
+        reader = fastavro.reader(io.BytesIO(data), reader_schema=strip_logical_types(raw))
+        return reader, raw
+    except InvalidMetadataError:
+        raise
+    except Exception as e:  # fastavro raises many types for foreign or truncated files
+        raise InvalidMetadataError(f"not a readable Avro file: {type(e).__name__}: {e}", path) from None
+
+
+def _records(reader, path: str | None) -> list[dict]:
+    try:
+        return list(reader)
+    except Exception as e:
+        raise InvalidMetadataError(f"corrupt or truncated Avro data: {type(e).__name__}: {e}", path) from None
+
+
+def _ids(record_schema: dict) -> dict[int, tuple[str, Any]]:
+    """Field id -> (name, avro type) of an Avro record schema."""
+    out = {}
+    for f in record_schema.get("fields", []):
+        fid = f.get("field-id")
+        if fid is not None:
+            out[int(fid)] = (f["name"], f["type"])
+    return out
+
+
+def _nonnull(t: Any) -> Any:
+    if isinstance(t, list):
+        rest = [x for x in t if x != "null"]
+        return rest[0] if len(rest) == 1 else t
+    return t
+
+
+def _kv_map(value: Any) -> dict | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):  # Avro map with string keys (some writers)
+        return {int(k): v for k, v in value.items()}
+    return {int(kv["key"]): kv["value"] for kv in value}
+
+
+def _value_converter(avro_type: Any, named: dict[str, dict]):
+    """Converter for a raw partition value, from the writer's (logical-typed) Avro type."""
+    t = _nonnull(avro_type)
+    if isinstance(t, str) and t in named:
+        t = named[t]
+    if isinstance(t, dict):
+        logical = t.get("logicalType")
+        if logical == "decimal":
+            scale = int(t.get("scale", 0))
+            from sparkberg.spec.types import DecimalType
+            dtype = DecimalType(int(t.get("precision", 38)), scale)
+            return lambda v: from_avro_value(dtype, v)
+        if logical == "uuid":
+            from sparkberg.spec.types import UUID
+            return lambda v: from_avro_value(UUID, v)
+        if t.get("type") == "fixed":
+            return lambda v: None if v is None else bytes(v)
+    return lambda v: v
+
+
+def _named_types(schema: Any, out: dict[str, dict]) -> dict[str, dict]:
+    if isinstance(schema, list):
+        for s in schema:
+            _named_types(s, out)
+    elif isinstance(schema, dict):
+        if schema.get("type") in ("fixed", "record", "enum") and "name" in schema:
+            out[schema["name"]] = schema
+        for key in ("fields", "items", "values"):
+            if key in schema:
+                _named_types(schema[key], out)
+        if "type" in schema and isinstance(schema["type"], (dict, list)):
+            _named_types(schema["type"], out)
+    return out
+
+
+def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFile]:
+    """Parse a manifest list of any format version into :class:`ManifestFile` entries."""
+    reader, raw = _open(data, path)
+    ids = _ids(raw)
+    for legacy, fid in LEGACY_MANIFEST_FILE_NAMES.items():
+        for f in raw.get("fields", []):
+            if f["name"] == legacy and fid not in ids:
+                ids[fid] = (legacy, f["type"])
+    if 500 not in ids:
+        raise InvalidMetadataError("not a manifest list (no manifest_path field with id 500)", path, "manifest_path")
+    name = {fid: n for fid, (n, _) in ids.items()}
+    summary_names = {}
+    if 507 in ids:
+        items = _nonnull(ids[507][1])
+        items = items.get("items") if isinstance(items, dict) else None
+        if isinstance(items, dict):
+            summary_names = {fid: n for fid, (n, _) in _ids(items).items()}
+    out = []
+    for i, r in enumerate(_records(reader, path)):
+        def g(fid, default=None, r=r):
+            n = name.get(fid)
+            v = r.get(n) if n is not None else None
+            return default if v is None else v
+        try:
+            parts = g(507)
+            summaries = None if parts is None else tuple(
+                FieldSummary(bool(p.get(summary_names.get(509, "contains_null"))),
+                             p.get(summary_names.get(518, "contains_nan")),
+                             p.get(summary_names.get(510, "lower_bound")),
+                             p.get(summary_names.get(511, "upper_bound"))) for p in parts)
+            out.append(ManifestFile(
+                manifest_path=r[name[500]], manifest_length=int(r[name[501]]), partition_spec_id=int(r[name[502]]),
+                added_snapshot_id=int(g(503, 0)), content=int(g(517, 0)), sequence_number=int(g(515, 0)),
+                min_sequence_number=int(g(516, 0)), added_files_count=g(504), existing_files_count=g(505),
+                deleted_files_count=g(506), added_rows_count=g(512), existing_rows_count=g(513),
+                deleted_rows_count=g(514), partitions=summaries, key_metadata=g(519), first_row_id=g(520)))
+        except (KeyError, TypeError, ValueError) as e:
+            raise InvalidMetadataError(f"malformed manifest list entry {i}: {e}", path, str(e)) from None
+    return out
+
+
+def read_manifest(data: bytes, path: str | None = None) -> Manifest:
+    """Parse a manifest of any format version (raw: no inheritance applied)."""
+    reader, raw = _open(data, path)
+    meta = {k: (v.decode("utf-8") if isinstance(v, bytes) else v) for k, v in reader.metadata.items()
+            if not k.startswith("avro.")}
+    entry_ids = _ids(raw)
+    if 2 not in entry_ids or 0 not in entry_ids:
+        raise InvalidMetadataError("not a manifest (no status/data_file fields with ids 0 and 2)", path, "data_file")
+    df_schema = _nonnull(entry_ids[2][1])
+    df_ids = _ids(df_schema)
+    if 100 not in df_ids or 102 not in df_ids:
+        raise InvalidMetadataError("not a manifest (data_file lacks file_path/partition)", path, "data_file")
+    for fid, legacy in LEGACY_DATA_FILE_FIELDS.items():
+        if fid not in df_ids:
+            continue
+    named = _named_types(raw, {})
+    part_schema = _nonnull(df_ids[102][1])
+    if isinstance(part_schema, str):
+        part_schema = named.get(part_schema, {"fields": []})
+    part_fields = [(int(f["field-id"]) if "field-id" in f else 1000 + i, f["name"], _value_converter(f["type"], named))
+                   for i, f in enumerate(part_schema.get("fields", []))]
+    en = {fid: n for fid, (n, _) in entry_ids.items()}
+    dn = {fid: n for fid, (n, _) in df_ids.items()}
+    try:
+        fv = int(meta.get("format-version", "1"))
+    except ValueError:
+        raise InvalidMetadataError(f"bad format-version {meta.get('format-version')!r}", path, "format-version") from None
+    content_name = meta.get("content", "data")
+    if content_name not in ("data", "deletes"):
+        raise InvalidMetadataError(f"bad manifest content {content_name!r}", path, "content")
+    entries = []
+    for i, r in enumerate(_records(reader, path)):
+        try:
+            d = r[en[2]]
+
+            def g(fid, d=d):
+                n = dn.get(fid)
+                return None if n is None else d.get(n)
+
+            part = d[dn[102]] or {}
+            split = g(132)
+            eq = g(135)
+            df = DataFile(
+                file_path=d[dn[100]], file_format=str(d[dn[101]]).lower(),
+                partition={fid: conv(part.get(n)) for fid, n, conv in part_fields},
+                record_count=int(d[dn[103]]), file_size_in_bytes=int(d[dn[104]]),
+                content=int(g(134) or 0), column_sizes=_kv_map(g(108)), value_counts=_kv_map(g(109)),
+                null_value_counts=_kv_map(g(110)), nan_value_counts=_kv_map(g(137)),
+                lower_bounds=_kv_map(g(125)), upper_bounds=_kv_map(g(128)), key_metadata=g(131),
+                split_offsets=None if split is None else tuple(split), equality_ids=None if eq is None else tuple(eq),
+                sort_order_id=g(140), first_row_id=g(142), referenced_data_file=g(143), content_offset=g(144),
+                content_size_in_bytes=g(145), block_size_in_bytes=g(105), distinct_counts=_kv_map(g(111)))
+            entries.append(ManifestEntry(
+                status=int(r[en[0]]), data_file=df, snapshot_id=r.get(en[1]) if 1 in en else None,
+                sequence_number=r.get(en[3]) if 3 in en else None,
+                file_sequence_number=r.get(en[4]) if 4 in en else None))
+        except (KeyError, TypeError, ValueError) as e:
+            raise InvalidMetadataError(f"malformed manifest entry {i}: {type(e).__name__}: {e}", path) from None
+    try:
+        spec_id = int(meta.get("partition-spec-id", "0"))
+        schema_id = int(meta["schema-id"]) if "schema-id" in meta else None
+    except ValueError as e:
+        raise InvalidMetadataError(f"bad manifest key-value metadata: {e}", path, "partition-spec-id") from None
+    return Manifest(tuple(entries), fv, MANIFEST_DELETES if content_name == "deletes" else MANIFEST_DATA, spec_id,
+                    meta.get("schema"), meta.get("partition-spec"), schema_id, meta)
+
+
+def inherit(entries: Iterable[ManifestEntry], manifest: ManifestFile) -> list[ManifestEntry]:
+    """Entries with inherited snapshot ids, sequence numbers and (v3) first_row_id filled in.
+
+    Null snapshot ids take the manifest's ``added_snapshot_id``; null sequence numbers of ADDED
+    entries take the manifest's sequence number (v1 manifests: 0); null ``first_row_id`` of data
+    files take the manifest's ``first_row_id`` plus the record counts of the preceding data files
+    that also had none (spec: "First Row ID Inheritance").
+    """
+    out = []
+    next_row_id = manifest.first_row_id
+    assign_rows = manifest.content == MANIFEST_DATA and next_row_id is not None
+    for e in entries:
+        changes: dict[str, Any] = {}
+        if e.snapshot_id is None:
+            changes["snapshot_id"] = manifest.added_snapshot_id
+        if e.sequence_number is None and (e.status == ADDED or manifest.sequence_number == 0):
+            changes["sequence_number"] = manifest.sequence_number
+        if e.file_sequence_number is None and (e.status == ADDED or manifest.sequence_number == 0):
+            changes["file_sequence_number"] = manifest.sequence_number
+        if assign_rows and e.data_file.content == DATA and e.data_file.first_row_id is None:
+            changes["data_file"] = replace(e.data_file, first_row_id=next_row_id)
+            next_row_id += e.data_file.record_count
+        out.append(replace(e, **changes) if changes else e)
+    return out
+
+
+# --- writing ----------------------------------------------------------------------------------------------
+
+def _kv_list(m: dict | None) -> list | None:
+    return None if m is None else [{"key": k, "value": v} for k, v in m.items()]
+
+
+def _entry_record(e: ManifestEntry, version: int, ptype: StructType) -> dict:
+    from sparkberg.avro.types import make_compatible_name
+
+    d = e.data_file
+    if version == 1 and d.content != DATA:
+        raise ValidationError(f"v1 manifests cannot hold delete files ({d.file_path})")
+    part = {make_compatible_name(f.name): to_avro_value(f.field_type, d.partition.get(f.field_id))
+            for f in ptype.fields}
+    df: dict[str, Any] = {
+        "content": d.content, "file_path": d.file_path, "file_format": d.file_format.upper(),
+        "partition": part, "record_count": d.record_count, "file_size_in_bytes": d.file_size_in_bytes,
+        "block_size_in_bytes": d.block_size_in_bytes if d.block_size_in_bytes is not None else V1_BLOCK_SIZE,
+        "column_sizes": _kv_list(d.column_sizes), "value_counts": _kv_list(d.value_counts),
+        "null_value_counts": _kv_list(d.null_value_counts), "nan_value_counts": _kv_list(d.nan_value_counts),
+        "lower_bounds": _kv_list(d.lower_bounds), "upper_bounds": _kv_list(d.upper_bounds),
+        "key_metadata": d.key_metadata, "split_offsets": None if d.split_offsets is None else list(d.split_offsets),
+        "equality_ids": None if d.equality_ids is None else list(d.equality_ids), "sort_order_id": d.sort_order_id,
+        "first_row_id": d.first_row_id if d.content == DATA else None,
+        "referenced_data_file": d.referenced_data_file,
+        "content_offset": d.content_offset, "content_size_in_bytes": d.content_size_in_bytes,
+    }
+    rec: dict[str, Any] = {"status": e.status, "snapshot_id": e.snapshot_id, "data_file": df,
+                           "sequence_number": e.sequence_number, "file_sequence_number": e.file_sequence_number}
+    if version == 1:
+        if e.snapshot_id is None:
+            raise ValidationError(f"v1 manifest entries need a snapshot id ({d.file_path})")
+    return rec
+
+
+def write_manifest(entries: Sequence[ManifestEntry], *, format_version: int, spec: PartitionSpec, schema: Schema,
+                   content: int = MANIFEST_DATA) -> bytes:
+    """Serialize manifest entries with the spec's Avro schema and key-value metadata."""
+    if format_version not in (1, 2, 3):
+        raise ValidationError(f"unsupported manifest format version {format_version}")
+    ptype = spec.partition_type(schema)
+    avro_schema = manifest_entry_schema(format_version, partition_record(ptype))
+    meta = {
+        "schema": json.dumps(schema.to_json()), "schema-id": str(schema.schema_id),
+        "partition-spec": json.dumps(spec.fields_to_json(format_version)),
+        "partition-spec-id": str(spec.spec_id), "format-version": str(format_version),
+    }
+    if format_version >= 2:
+        meta["content"] = "deletes" if content == MANIFEST_DELETES else "data"
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(avro_schema),
+                    (_entry_record(e, format_version, ptype) for e in entries), codec=AVRO_CODEC, metadata=meta)
+    return buf.getvalue()
+
+
+def write_manifest_list(manifests: Sequence[ManifestFile], *, format_version: int, snapshot_id: int,
+                        parent_snapshot_id: int | None, sequence_number: int,
+                        first_row_id: int | None = None) -> bytes:
+    """Serialize a manifest list with the spec's Avro schema and Java's key-value metadata."""
+    meta = {"snapshot-id": str(snapshot_id), "parent-snapshot-id": str(parent_snapshot_id) if parent_snapshot_id
+            is not None else "null", "format-version": str(format_version)}
+    if format_version >= 2:
+        meta["sequence-number"] = str(sequence_number)
+    if format_version >= 3 and first_row_id is not None:
+        meta["first-row-id"] = str(first_row_id)
+
+    def rec(m: ManifestFile) -> dict:
+        if format_version == 1 and m.content != MANIFEST_DATA:
+            raise ValidationError(f"v1 manifest lists cannot track delete manifests ({m.manifest_path})")
+        return {
+            "manifest_path": m.manifest_path, "manifest_length": m.manifest_length,
+            "partition_spec_id": m.partition_spec_id, "content": m.content, "sequence_number": m.sequence_number,
+            "min_sequence_number": m.min_sequence_number, "added_snapshot_id": m.added_snapshot_id,
+            "added_files_count": m.added_files_count, "existing_files_count": m.existing_files_count,
+            "deleted_files_count": m.deleted_files_count, "added_rows_count": m.added_rows_count,
+            "existing_rows_count": m.existing_rows_count, "deleted_rows_count": m.deleted_rows_count,
+            "partitions": None if m.partitions is None else [
+                {"contains_null": s.contains_null, "contains_nan": s.contains_nan, "lower_bound": s.lower_bound,
+                 "upper_bound": s.upper_bound} for s in m.partitions],
+            "key_metadata": m.key_metadata,
+            "first_row_id": m.first_row_id if m.content == MANIFEST_DATA else None,
+        }
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(manifest_list_schema(format_version)), (rec(m) for m in manifests),
+                    codec=AVRO_CODEC, metadata=meta)
+    return buf.getvalue()
+
+
+def partition_summaries(entries: Iterable[ManifestEntry], ptype: StructType) -> tuple[FieldSummary, ...]:
+    """Per partition field: contains null/NaN and the lower/upper bound of the other values (Appendix D bytes)."""
+    from sparkberg.spec.values import to_bytes as _tb  # noqa: F401 - same serializer as bounds
+
+    stats = [[False, False, None, None] for _ in ptype.fields]
+    for e in entries:
+        for i, f in enumerate(ptype.fields):
+            v = e.data_file.partition.get(f.field_id)
+            s = stats[i]
+            if v is None:
+                s[0] = True
+            elif is_nan(v):
+                s[1] = True
+            else:
+                if s[2] is None or _order_key(v) < _order_key(s[2]):
+                    s[2] = v
+                if s[3] is None or _order_key(v) > _order_key(s[3]):
+                    s[3] = v
+    out = []
+    for f, (has_null, has_nan, lo, hi) in zip(ptype.fields, stats):
+        out.append(FieldSummary(has_null, has_nan if f.field_type.to_json() in ("float", "double") else False,
+                                None if lo is None else to_bytes(f.field_type, lo),
+                                None if hi is None else to_bytes(f.field_type, hi)))
+    return tuple(out)
+
+
+def _order_key(v: Any) -> Any:
+    if isinstance(v, float):
+        import math
+        # -0.0 sorts before +0.0 (IEEE totalOrder, spec note on bounds)
+        return (v, math.copysign(1.0, v))
+    if isinstance(v, str):
+        return v.encode("utf-8")  # Iceberg compares strings by UTF-8 bytes (unsigned)
+    return v
+
+
+def manifest_file_for(entries: Sequence[ManifestEntry], *, path: str, length: int, spec: PartitionSpec,
+                      schema: Schema, added_snapshot_id: int, content: int = MANIFEST_DATA,
+                      sequence_number: int = 0, first_row_id: int | None = None) -> ManifestFile:
+    """The manifest-list entry describing a manifest with these entries (counts, summaries, min seq)."""
+    added = [e for e in entries if e.status == ADDED]
+    existing = [e for e in entries if e.status == EXISTING]
+    deleted = [e for e in entries if e.status == DELETED]
+    live_seqs = [e.sequence_number if e.sequence_number is not None else sequence_number
+                 for e in entries if e.status != DELETED]
+    return ManifestFile(
+        manifest_path=path, manifest_length=length, partition_spec_id=spec.spec_id, added_snapshot_id=added_snapshot_id,
+        content=content, sequence_number=sequence_number, min_sequence_number=min(live_seqs, default=sequence_number),
+        added_files_count=len(added), existing_files_count=len(existing), deleted_files_count=len(deleted),
+        added_rows_count=sum(e.data_file.record_count for e in added),
+        existing_rows_count=sum(e.data_file.record_count for e in existing),
+        deleted_rows_count=sum(e.data_file.record_count for e in deleted),
+        partitions=partition_summaries([e for e in entries if e.status != DELETED], spec.partition_type(schema)),
+        first_row_id=first_row_id)

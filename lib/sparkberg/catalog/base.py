@@ -1,0 +1,87 @@
+"""What every catalog shares: identifiers, reading a metadata file, and preparing the next version."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+from sparkberg.errors import InvalidIdentifierError, InvalidMetadataError, NoSuchTableError
+from sparkberg.io.fileio import FileIO
+from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.snapshots import MetadataLogEntry
+
+PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+_BAD_PART = re.compile(r"[/\\\x00]")
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """A table or namespace identifier: namespace levels and a name."""
+
+    namespace: tuple[str, ...]
+    name: str
+
+    def __str__(self) -> str:
+        return ".".join(self.namespace + (self.name,))
+
+
+def check_part(part: str, what: str, full: str) -> str:
+    """Reject identifier parts that are empty or could escape the warehouse directory."""
+    if not isinstance(part, str) or part.strip() == "" or part in (".", "..") or _BAD_PART.search(part):
+        raise InvalidIdentifierError(f"invalid {what} {part!r} in identifier {full!r}: parts must be non-empty "
+                                     f"and may not be '.', '..' or contain '/', '\\' or NUL")
+    return part
+
+
+def parse_namespace(namespace: str | Iterable[str]) -> tuple[str, ...]:
+    """A namespace from ``"a.b"`` or ``("a", "b")``, each level checked."""
+    full = namespace if isinstance(namespace, str) else ".".join(namespace)
+    parts = tuple(namespace.split(".")) if isinstance(namespace, str) else tuple(namespace)
+    if not parts:
+        raise InvalidIdentifierError("empty namespace")
+    return tuple(check_part(p, "namespace level", full) for p in parts)
+
+
+def parse_identifier(identifier: str | Iterable[str]) -> Identifier:
+    """A table identifier from ``"db.events"`` or ``("db", "events")``; needs a namespace."""
+    full = identifier if isinstance(identifier, str) else ".".join(identifier)
+    parts = tuple(identifier.split(".")) if isinstance(identifier, str) else tuple(identifier)
+    if len(parts) < 2:
+        raise InvalidIdentifierError(f"table identifier {full!r} needs a namespace, like 'db.table'")
+    for p in parts:
+        check_part(p, "identifier part", full)
+    return Identifier(parts[:-1], parts[-1])
+
+
+def read_metadata(io: FileIO, location: str) -> TableMetadata:
+    """Read and parse one metadata file; errors name the file."""
+    try:
+        data = io.read(location)
+    except FileNotFoundError:
+        raise NoSuchTableError(f"metadata file does not exist: {location}") from None
+    return TableMetadata.from_bytes(data, location)
+
+
+def with_metadata_log(base: TableMetadata | None, base_location: str | None, new: TableMetadata
+                      ) -> tuple[TableMetadata, list[str]]:
+    """``new`` with the previous metadata file appended to its metadata log, trimmed to
+    ``write.metadata.previous-versions-max``; also returns the files that fell off the log."""
+    if base is None or base_location is None:
+        return new, []
+    try:
+        keep = int(new.properties.get(PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT))
+    except ValueError:
+        raise InvalidMetadataError(f"table property {PREVIOUS_VERSIONS_MAX} must be an integer") from None
+    log = list(new.metadata_log) + [MetadataLogEntry(base.last_updated_ms, base_location)]
+    dropped = []
+    if len(log) > max(keep, 1):
+        cut = len(log) - max(keep, 1)
+        dropped = [e.metadata_file for e in log[:cut]]
+        log = log[cut:]
+    return replace(new, metadata_log=tuple(log)), dropped
+
+
+def delete_after_commit(metadata: TableMetadata) -> bool:
+    return metadata.properties.get(DELETE_AFTER_COMMIT, "false").lower() == "true"

@@ -1,0 +1,78 @@
+"""One exception hierarchy for sparkberg.
+
+Every error a user can provoke derives from :class:`SparkbergError`, so jobs can catch one type
+and schedulers get a clear message. Messages name the file, the field and the offending value.
+"""
+from __future__ import annotations
+
+
+class SparkbergError(Exception):
+    """Base class of every error sparkberg raises on purpose."""
+
+
+class ValidationError(SparkbergError, ValueError):
+    """Input that breaks the Iceberg spec or the table's rules: bad schema, spec, value or update."""
+
+
+class InvalidMetadataError(ValidationError):
+    """A metadata file (JSON, manifest list, manifest, Puffin) that is malformed, truncated or foreign.
+
+    ``path`` names the file and ``field`` the offending field, when known.
+    """
+
+    def __init__(self, message: str, path: str | None = None, field: str | None = None):
+        self.path = path
+        self.field = field
+        where = []
+        if path:
+            where.append(f"file {path}")
+        if field:
+            where.append(f"field {field!r}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+
+
+class UnsupportedFormatVersionError(InvalidMetadataError):
+    """Table metadata with a format version this library cannot read (above 3)."""
+
+
+class NotSupportedError(SparkbergError, NotImplementedError):
+    """A valid Iceberg feature this library does not support yet (for example reading variant data)."""
+
+
+class NoSuchNamespaceError(SparkbergError):
+    """The namespace does not exist in the catalog."""
+
+
+class NamespaceAlreadyExistsError(SparkbergError):
+    """The namespace already exists in the catalog."""
+
+
+class NamespaceNotEmptyError(SparkbergError):
+    """The namespace still holds tables and cannot be dropped."""
+
+
+class NoSuchTableError(SparkbergError):
+    """The table does not exist in the catalog, or the path holds no Iceberg table."""
+
+
+class TableAlreadyExistsError(SparkbergError):
+    """A table with that identifier already exists."""
+
+
+class InvalidIdentifierError(ValidationError):
+    """A namespace or table identifier that is empty or tries to escape the warehouse."""
+
+
+class CommitFailedException(SparkbergError):
+    """A commit lost the race for the next metadata version, or its requirements no longer hold.
+
+    The table is left exactly as the winning writer left it; nothing of this commit is visible.
+    """
+
+
+class CommitStateUnknownException(SparkbergError):
+    """The commit may or may not have succeeded (for example the catalog swap timed out)."""
+
+
+NoSuchTable = NoSuchTableError
+CommitFailed = CommitFailedException

@@ -1,0 +1,213 @@
+"""FileIO: the few operations table metadata needs, for local paths and for any pyarrow filesystem.
+
+Locations are URIs as they appear in metadata (``file:/x``, ``file:///x``, ``s3://b/x``,
+``hdfs://nn/x``) or plain local paths. ``create`` never overwrites: on the local file system it
+writes a temporary file and links it into place, which fails atomically if the target exists —
+the commit primitive of the file-system catalog.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Iterator
+from urllib.parse import unquote, urlparse
+
+from sparkberg.errors import SparkbergError
+
+
+class FileAlreadyExistsError(SparkbergError, FileExistsError):
+    """``create`` found the target file already there."""
+
+
+def to_local_path(location: str) -> str | None:
+    """The local path of a ``file:`` URI or plain path; None for other schemes."""
+    if location.startswith("file:"):
+        p = urlparse(location)
+        return unquote(p.path) if p.netloc in ("", "localhost") else None
+    if "://" in location:
+        return None
+    return location
+
+
+class FileIO:
+    """Read, create (never overwrite), list and delete files by location."""
+
+    def read(self, location: str) -> bytes:
+        raise NotImplementedError
+
+    def exists(self, location: str) -> bool:
+        raise NotImplementedError
+
+    def create(self, location: str, data: bytes) -> None:
+        """Write ``data`` to a new file; raise FileAlreadyExistsError if it exists (atomically where supported)."""
+        raise NotImplementedError
+
+    def write(self, location: str, data: bytes) -> None:
+        """Write ``data``, replacing any file there (for files no reader depends on, like version hints)."""
+        raise NotImplementedError
+
+    def delete(self, location: str) -> None:
+        raise NotImplementedError
+
+    def size(self, location: str) -> int:
+        raise NotImplementedError
+
+    def list(self, location: str) -> Iterator[str]:
+        """Names of the entries directly under a directory location (empty if it does not exist)."""
+        raise NotImplementedError
+
+    def list_recursive(self, location: str) -> Iterator[str]:
+        """Locations of all files under a directory location."""
+        raise NotImplementedError
+
+    def delete_dir(self, location: str) -> None:
+        raise NotImplementedError
+
+    def is_dir(self, location: str) -> bool:
+        raise NotImplementedError
+
+    def makedirs(self, location: str) -> None:
+        raise NotImplementedError
+
+
+class LocalFileIO(FileIO):
+    """Local files; ``create`` is atomic and exclusive (temp file + hard link)."""
+
+    @staticmethod
+    def _p(location: str) -> str:
+        p = to_local_path(location)
+        if p is None:
+            raise SparkbergError(f"not a local location: {location}")
+        return p
+
+    def read(self, location):
+        with open(self._p(location), "rb") as f:
+            return f.read()
+
+    def exists(self, location):
+        return os.path.exists(self._p(location))
+
+    def size(self, location):
+        return os.path.getsize(self._p(location))
+
+    def makedirs(self, location):
+        os.makedirs(self._p(location), exist_ok=True)
+
+    def create(self, location, data):
+        path = self._p(location)
+        d = os.path.dirname(path)
+        os.makedirs(d, exist_ok=True)
+        tmp = os.path.join(d, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # atomic; fails with EEXIST if another writer got there first
+        except FileExistsError:
+            raise FileAlreadyExistsError(f"file already exists: {location}") from None
+        finally:
+            os.unlink(tmp)
+
+    def write(self, location, data):
+        path = self._p(location)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+
+    def delete(self, location):
+        try:
+            os.unlink(self._p(location))
+        except FileNotFoundError:
+            pass
+
+    def list(self, location):
+        p = self._p(location)
+        if not os.path.isdir(p):
+            return iter(())
+        return iter(sorted(os.listdir(p)))
+
+    def list_recursive(self, location):
+        root = self._p(location)
+        for d, _, files in os.walk(root):
+            for f in files:
+                yield os.path.join(d, f)
+
+    def is_dir(self, location):
+        return os.path.isdir(self._p(location))
+
+    def delete_dir(self, location):
+        import shutil
+        shutil.rmtree(self._p(location), ignore_errors=True)
+
+
+class PyArrowFileIO(FileIO):
+    """Object stores and HDFS through ``pyarrow.fs``; ``create`` checks then writes (not atomic on
+    object stores, which is why the SQL catalog, not the file-system catalog, suits them)."""
+
+    def __init__(self, location: str):
+        from pyarrow import fs
+        self._fs, _ = fs.FileSystem.from_uri(location)
+        self._scheme = urlparse(location).scheme
+
+    def _p(self, location: str) -> str:
+        p = urlparse(location)
+        return f"{p.netloc}{p.path}" if self._scheme not in ("hdfs", "viewfs") else p.path
+
+    def read(self, location):
+        with self._fs.open_input_stream(self._p(location)) as f:
+            return f.read()
+
+    def exists(self, location):
+        from pyarrow import fs
+        return self._fs.get_file_info(self._p(location)).type != fs.FileType.NotFound
+
+    def size(self, location):
+        return self._fs.get_file_info(self._p(location)).size
+
+    def makedirs(self, location):
+        self._fs.create_dir(self._p(location), recursive=True)
+
+    def create(self, location, data):
+        if self.exists(location):
+            raise FileAlreadyExistsError(f"file already exists: {location}")
+        self.write(location, data)
+
+    def write(self, location, data):
+        with self._fs.open_output_stream(self._p(location)) as f:
+            f.write(data)
+
+    def delete(self, location):
+        try:
+            self._fs.delete_file(self._p(location))
+        except FileNotFoundError:
+            pass
+
+    def list(self, location):
+        from pyarrow import fs
+        sel = fs.FileSelector(self._p(location), allow_not_found=True)
+        return iter(sorted(info.base_name for info in self._fs.get_file_info(sel)))
+
+    def list_recursive(self, location):
+        from pyarrow import fs
+        sel = fs.FileSelector(self._p(location), allow_not_found=True, recursive=True)
+        prefix = location.split("://", 1)[0] + "://"
+        for info in self._fs.get_file_info(sel):
+            if info.type == fs.FileType.File:
+                yield prefix + info.path
+
+    def is_dir(self, location):
+        from pyarrow import fs
+        return self._fs.get_file_info(self._p(location)).type == fs.FileType.Directory
+
+    def delete_dir(self, location):
+        self._fs.delete_dir(self._p(location))
+
+
+def file_io_for(location: str) -> FileIO:
+    """The FileIO for a location: local for ``file:`` and plain paths, pyarrow.fs otherwise."""
+    if to_local_path(location) is not None:
+        return LocalFileIO()
+    return PyArrowFileIO(location)

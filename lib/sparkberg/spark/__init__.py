@@ -1,0 +1,1 @@
+"""The lowest layer that imports pyspark: Iceberg <-> Spark types."""

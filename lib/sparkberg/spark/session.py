@@ -1,0 +1,34 @@
+"""A SparkSession builder with the settings of the project's ``spark-defaults.conf``."""
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+DEFAULTS_FILE = "spark-defaults.conf"
+
+
+def read_defaults(path: str) -> Iterator[tuple[str, str]]:
+    """(key, value) pairs of a spark-defaults.conf file (whitespace separated, # comments)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = line.split(None, 1)
+            if len(parts) == 2:
+                yield parts[0], parts[1].strip()
+
+
+def session_builder(app_name: str = "sparkberg", master: str | None = None, defaults: str | None = None):
+    """A SparkSession.Builder with the project's defaults applied (found next to the working directory
+    or given by ``defaults`` / $SPARKBERG_SPARK_DEFAULTS)."""
+    from pyspark.sql import SparkSession
+
+    b = SparkSession.builder.appName(app_name)
+    if master:
+        b = b.master(master)
+    path = defaults or os.environ.get("SPARKBERG_SPARK_DEFAULTS") or DEFAULTS_FILE
+    if os.path.exists(path):
+        for k, v in read_defaults(path):
+            b = b.config(k, v)
+    return b

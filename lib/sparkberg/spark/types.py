@@ -1,0 +1,125 @@
+"""Iceberg <-> Spark types, as Iceberg's own Spark integration maps them.
+
+timestamp -> TIMESTAMP_NTZ, timestamptz -> TIMESTAMP, uuid -> STRING, fixed/binary -> BINARY,
+byte/short -> int on the way in, char/varchar -> string. Types Spark cannot hold raise
+:class:`NotSupportedError` naming the column.
+"""
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.spec import types as I
+
+
+def _spark_time_type():
+    return getattr(T, "TimeType", None)
+
+
+def to_spark_type(t: I.IcebergType, where: str = "") -> T.DataType:
+    """The Spark type that holds values of Iceberg type ``t``."""
+    simple = {
+        I.BOOLEAN: T.BooleanType(), I.INT: T.IntegerType(), I.LONG: T.LongType(), I.FLOAT: T.FloatType(),
+        I.DOUBLE: T.DoubleType(), I.DATE: T.DateType(), I.TIMESTAMP: T.TimestampNTZType(),
+        I.TIMESTAMPTZ: T.TimestampType(), I.STRING: T.StringType(), I.UUID: T.StringType(),
+        I.BINARY: T.BinaryType(), I.UNKNOWN: T.NullType(),
+    }
+    if t in simple:
+        return simple[t]
+    if isinstance(t, I.DecimalType):
+        return T.DecimalType(t.precision, t.scale)
+    if isinstance(t, I.FixedType):
+        return T.BinaryType()
+    if t == I.TIME:
+        tt = _spark_time_type()
+        if tt is not None:
+            return tt(6)
+        raise NotSupportedError(f"Spark {_spark_version()} has no type for Iceberg time{where}")
+    if isinstance(t, I.StructType):
+        return T.StructType([to_spark_field(f) for f in t.fields])
+    if isinstance(t, I.ListType):
+        return T.ArrayType(to_spark_type(t.element_type, where), containsNull=not t.element_required)
+    if isinstance(t, I.MapType):
+        return T.MapType(to_spark_type(t.key_type, where), to_spark_type(t.value_type, where),
+                         valueContainsNull=not t.value_required)
+    if isinstance(t, I.VariantType) and hasattr(T, "VariantType"):
+        return T.VariantType()
+    raise NotSupportedError(f"Iceberg type {t} cannot be represented in Spark{where}; not supported yet")
+
+
+def to_spark_field(f: I.NestedField) -> T.StructField:
+    meta = {"comment": f.doc} if f.doc else {}
+    return T.StructField(f.name, to_spark_type(f.field_type, f" (column {f.name!r})"), nullable=not f.required,
+                         metadata=meta)
+
+
+def to_spark_schema(schema: I.Schema) -> T.StructType:
+    """The Spark StructType of an Iceberg schema."""
+    return T.StructType([to_spark_field(f) for f in schema.fields])
+
+
+def _spark_version() -> str:
+    import pyspark
+    return pyspark.__version__
+
+
+def from_spark_type(dt: T.DataType, next_id, where: str = "") -> I.IcebergType:
+    """The Iceberg type for a Spark type; ``next_id()`` hands out field ids for nested fields."""
+    if isinstance(dt, T.BooleanType):
+        return I.BOOLEAN
+    if isinstance(dt, (T.ByteType, T.ShortType, T.IntegerType)):
+        return I.INT
+    if isinstance(dt, T.LongType):
+        return I.LONG
+    if isinstance(dt, T.FloatType):
+        return I.FLOAT
+    if isinstance(dt, T.DoubleType):
+        return I.DOUBLE
+    if isinstance(dt, T.DecimalType):
+        return I.DecimalType(dt.precision, dt.scale)
+    if isinstance(dt, T.DateType):
+        return I.DATE
+    if isinstance(dt, T.TimestampNTZType):
+        return I.TIMESTAMP
+    if isinstance(dt, T.TimestampType):
+        return I.TIMESTAMPTZ
+    if isinstance(dt, (T.StringType, T.CharType, T.VarcharType)):
+        return I.STRING
+    if isinstance(dt, T.BinaryType):
+        return I.BINARY
+    if isinstance(dt, T.NullType):
+        return I.UNKNOWN
+    tt = _spark_time_type()
+    if tt is not None and isinstance(dt, tt):
+        return I.TIME
+    if hasattr(T, "VariantType") and isinstance(dt, T.VariantType):
+        return I.VARIANT
+    if isinstance(dt, T.StructType):
+        ids = [next_id() for _ in dt.fields]
+        return I.StructType(_field(f, fid, next_id, where) for f, fid in zip(dt.fields, ids))
+    if isinstance(dt, T.ArrayType):
+        eid = next_id()
+        return I.ListType(eid, from_spark_type(dt.elementType, next_id, where), not dt.containsNull)
+    if isinstance(dt, T.MapType):
+        kid, vid = next_id(), next_id()
+        return I.MapType(kid, from_spark_type(dt.keyType, next_id, where), vid,
+                         from_spark_type(dt.valueType, next_id, where), not dt.valueContainsNull)
+    raise ValidationError(f"Spark type {dt.simpleString()} has no Iceberg equivalent{where}")
+
+
+def _field(f: T.StructField, fid: int, next_id, where: str) -> I.NestedField:
+    doc = (f.metadata or {}).get("comment")
+    return I.NestedField(fid, f.name, from_spark_type(f.dataType, next_id, f" (column {f.name!r})"),
+                         required=not f.nullable, doc=doc)
+
+
+def from_spark_schema(struct: T.StructType) -> I.Schema:
+    """An Iceberg schema for a Spark StructType, ids assigned 1.. parents before children."""
+    counter = [0]
+
+    def next_id() -> int:
+        counter[0] += 1
+        return counter[0]
+
+    t = from_spark_type(struct, next_id)
+    return I.Schema(t.fields, 0)

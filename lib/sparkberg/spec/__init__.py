@@ -1,0 +1,1 @@
+"""The Iceberg format itself: pure Python, no pyspark and no I/O."""

@@ -1,0 +1,419 @@
+"""The public API: catalogs and tables.
+
+    cat = sparkberg.catalog(spark, "file:///data/warehouse")
+    t = cat.create_table("db.events", "id bigint NOT NULL, ts timestamp, v string",
+                         partition_by=["day(ts)", "bucket(16, id)"], properties={"format-version": "2"})
+    t = cat.load_table("db.events"); t.metadata.format_version
+    t = sparkberg.load_table(spark, "/path/to/table")   # read-only, any Iceberg table
+
+A :class:`Table` holds one metadata version; metadata changes are commits of pure updates
+(:mod:`sparkberg.spec.updates`) that retry on conflict per ``commit.retry.*``.
+"""
+from __future__ import annotations
+
+import random
+import re
+import time
+from typing import Any, Iterable, Sequence
+
+from sparkberg.catalog.base import Identifier, parse_identifier, read_metadata
+from sparkberg.catalog.filesystem import FileSystemCatalog
+from sparkberg.errors import (
+    CommitFailedException, InvalidMetadataError, NoSuchTableError, SparkbergError, ValidationError,
+)
+from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
+from sparkberg.spec import updates as U
+from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
+from sparkberg.spec.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from sparkberg.spec.snapshots import Snapshot
+from sparkberg.spec.transforms import parse_transform_call
+from sparkberg.spec.types import Schema
+
+COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
+COMMIT_MIN_WAIT_MS = ("commit.retry.min-wait-ms", 100)
+COMMIT_MAX_WAIT_MS = ("commit.retry.max-wait-ms", 60_000)
+COMMIT_TOTAL_TIMEOUT_MS = ("commit.retry.total-timeout-ms", 1_800_000)
+_PARTITION_SUFFIX = {"bucket": "bucket", "truncate": "trunc", "year": "year", "month": "month", "day": "day",
+                     "hour": "hour", "void": "null"}
+
+
+def _int_property(props, key_default: tuple[str, int]) -> int:
+    key, default = key_default
+    raw = props.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationError(f"table property {key} must be an integer, got {raw!r}") from None
+
+
+def normalize_location(location: str) -> str:
+    """A warehouse or table location as a URI: plain local paths become absolute ``file:`` URIs."""
+    import os
+    if "://" in location or location.startswith("file:"):
+        return location.rstrip("/")
+    return "file://" + os.path.abspath(location)
+
+
+class Table:
+    """An Iceberg table at one metadata version. ``metadata`` is read-only; commits replace it."""
+
+    def __init__(self, identifier: Identifier | None, metadata: TableMetadata, metadata_location: str,
+                 io: FileIO, catalog: "Catalog | None" = None, spark: Any = None):
+        self.identifier = identifier
+        self._metadata = metadata
+        self.metadata_location = metadata_location
+        self.io = io
+        self.catalog = catalog
+        self.spark = spark
+
+    def __repr__(self) -> str:
+        name = str(self.identifier) if self.identifier else self.metadata_location
+        return f"Table({name}, format-version={self._metadata.format_version})"
+
+    @property
+    def metadata(self) -> TableMetadata:
+        """The table metadata (format version, schemas, specs, snapshots, refs, properties, location)."""
+        return self._metadata
+
+    @property
+    def name(self) -> str:
+        return str(self.identifier) if self.identifier else self.location
+
+    @property
+    def location(self) -> str:
+        return self._metadata.location
+
+    @property
+    def format_version(self) -> int:
+        return self._metadata.format_version
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self._metadata.properties)
+
+    def schema(self, schema_id: int | None = None) -> Schema:
+        """The current schema, or the schema with that id."""
+        return self._metadata.schema(schema_id)
+
+    def spec(self, spec_id: int | None = None) -> PartitionSpec:
+        """The default partition spec, or the spec with that id."""
+        return self._metadata.spec(spec_id)
+
+    def sort_order(self) -> SortOrder:
+        return self._metadata.sort_order()
+
+    def current_snapshot(self) -> Snapshot | None:
+        return self._metadata.current_snapshot
+
+    def snapshots(self) -> list[Snapshot]:
+        return list(self._metadata.snapshots)
+
+    def spark_schema(self):
+        """The current schema as a Spark StructType."""
+        from sparkberg.spark.types import to_spark_schema
+        return to_spark_schema(self.schema())
+
+    def refresh(self) -> "Table":
+        """Reload the newest committed metadata version."""
+        if self.catalog is None:
+            t = load_table(self.spark, self.metadata_location.rsplit("/metadata/", 1)[0])
+            self._metadata, self.metadata_location = t._metadata, t.metadata_location
+            return self
+        _, loc, meta = self.catalog._backend.load(self.identifier)
+        self._metadata, self.metadata_location = meta, loc
+        return self
+
+    # --- metadata commits ------------------------------------------------------------------------
+    def commit_updates(self, updates: Sequence[U.TableUpdate],
+                       requirements: Sequence[U.TableRequirement] = ()) -> "Table":
+        """Atomically apply metadata updates; on a lost race, refresh, re-check requirements and retry
+        per ``commit.retry.*``. A commit that cannot succeed raises CommitFailedException and leaves
+        the table as it was."""
+        if self.catalog is None:
+            raise SparkbergError(f"table {self.name} was loaded by path and is read-only; load it from a catalog "
+                                 "to change it")
+        props = self._metadata.properties
+        retries = _int_property(props, COMMIT_NUM_RETRIES)
+        min_wait = _int_property(props, COMMIT_MIN_WAIT_MS)
+        max_wait = _int_property(props, COMMIT_MAX_WAIT_MS)
+        deadline = time.monotonic() + _int_property(props, COMMIT_TOTAL_TIMEOUT_MS) / 1000
+        attempt = 0
+        while True:
+            base = self._metadata
+            for r in requirements:
+                r.check(base)
+            new = U.apply_all(updates, base)
+            try:
+                loc, written = self.catalog._backend.commit(self.identifier, self.metadata_location, new, base)
+            except CommitFailedException:
+                attempt += 1
+                if attempt > retries or time.monotonic() > deadline:
+                    raise
+                wait_ms = min(max_wait, min_wait * 2 ** (attempt - 1))
+                time.sleep(wait_ms * (0.5 + random.random() / 2) / 1000)
+                self.refresh()
+                continue
+            self._metadata, self.metadata_location = written, loc
+            return self
+
+    def set_properties(self, properties: dict[str, str] | None = None, **kwargs: str) -> "Table":
+        """Set table properties (one commit)."""
+        props = dict(properties or {}, **kwargs)
+        return self.commit_updates([U.SetProperties(props)])
+
+    def remove_properties(self, *keys: str) -> "Table":
+        """Remove table properties (one commit); missing keys are ignored."""
+        return self.commit_updates([U.RemoveProperties(tuple(keys))])
+
+    def upgrade_format_version(self, format_version: int) -> "Table":
+        """Upgrade the table's format version (v1->v2->v3, never down), per the spec's upgrade rules."""
+        return self.commit_updates([U.UpgradeFormatVersion(int(format_version))])
+
+    def set_location(self, location: str) -> "Table":
+        return self.commit_updates([U.SetLocation(location)])
+
+    def add_columns(self, columns: Any) -> "Table":
+        """Add optional columns (Spark StructType or DDL) at the end of the schema, with new ids."""
+        from dataclasses import replace as _replace
+        incoming = _schema_from(self.spark, columns)
+        base = self._metadata
+        current = base.current_schema
+        offset = base.last_column_id
+        from sparkberg.spec.updates import assign_fresh_ids
+        fresh = assign_fresh_ids(incoming)
+
+        def shift(t):
+            from sparkberg.spec import types as I
+            if isinstance(t, I.StructType):
+                return I.StructType(_replace(f, field_id=f.field_id + offset, field_type=shift(f.field_type))
+                                    for f in t.fields)
+            if isinstance(t, I.ListType):
+                return I.ListType(t.element_id + offset, shift(t.element_type), t.element_required)
+            if isinstance(t, I.MapType):
+                return I.MapType(t.key_id + offset, shift(t.key_type), t.value_id + offset, shift(t.value_type),
+                                 t.value_required)
+            return t
+        added = shift(fresh.as_struct).fields
+        for f in added:
+            if current.as_struct.field_by_name(f.name) is not None:
+                raise ValidationError(f"cannot add column {f.name!r}: it already exists")
+            if f.required:
+                raise ValidationError(f"cannot add required column {f.name!r} without a default")
+        new_schema = Schema(current.fields + tuple(added), 0, current.identifier_field_ids)
+        return self.commit_updates(
+            [U.AddSchema(new_schema, new_schema.highest_field_id()), U.SetCurrentSchema(U.LAST_ADDED)],
+            [U.AssertCurrentSchemaId(current.schema_id), U.AssertLastAssignedFieldId(base.last_column_id)])
+
+    def update_spec(self, partition_by: Iterable[str]) -> "Table":
+        """Replace the default partition spec (partition evolution); existing data keeps its spec.
+
+        Fields equivalent to an existing spec's reuse their partition field ids (spec: "Partition
+        Evolution"); in v1 tables dropped fields become ``void`` and new ones go at the end.
+        """
+        base = self._metadata
+        schema = base.current_schema
+        wanted = [_partition_field(schema, expr, 0) for expr in partition_by]
+        known: dict[tuple, int] = {}
+        for spec in base.partition_specs:
+            for f in spec.fields:
+                known.setdefault((f.all_source_ids, str(f.transform)), f.field_id)
+        next_id = base.last_partition_id
+        fields = []
+        if base.format_version == 1:
+            old = list(base.default_spec.fields)
+            keys = {(f.all_source_ids, str(f.transform)) for f in wanted}
+            from sparkberg.spec.transforms import VoidTransform
+            for f in old:
+                if (f.all_source_ids, str(f.transform)) in keys:
+                    fields.append(f)
+                else:
+                    fields.append(PartitionField(f.source_id, f.field_id, VoidTransform(), f.name, f.source_ids))
+            have = {(f.all_source_ids, str(f.transform)) for f in fields}
+            for f in wanted:
+                if (f.all_source_ids, str(f.transform)) not in have:
+                    fields.append(PartitionField(f.source_id, 1000 + len(fields), f.transform, f.name, f.source_ids))
+        else:
+            for f in wanted:
+                fid = known.get((f.all_source_ids, str(f.transform)))
+                if fid is None:
+                    next_id += 1
+                    fid = next_id
+                fields.append(PartitionField(f.source_id, fid, f.transform, f.name, f.source_ids))
+        return self.commit_updates(
+            [U.AddPartitionSpec(PartitionSpec(0, fields)), U.SetDefaultSpec(U.LAST_ADDED)],
+            [U.AssertDefaultSpecId(base.default_spec_id)])
+
+
+def _partition_field(schema: Schema, expr: str, index: int) -> PartitionField:
+    transform, column = parse_transform_call(expr)
+    src = schema.find_field(column)
+    full = schema.name_of(src.field_id) or column
+    name = full if str(transform) == "identity" else f"{full}_{_PARTITION_SUFFIX[str(transform).split('[')[0]]}"
+    transform.check(src.field_type, f" (partition expression {expr!r})")
+    return PartitionField(src.field_id, 1000 + index, transform, name)
+
+
+def build_partition_spec(schema: Schema, partition_by: Iterable[str] | None) -> PartitionSpec:
+    """A partition spec from expressions like ``day(ts)``, ``bucket(16, id)``, ``truncate(name, 4)``, ``region``."""
+    fields = [_partition_field(schema, expr, i) for i, expr in enumerate(partition_by or ())]
+    names = [f.name for f in fields]
+    for n in names:
+        if names.count(n) > 1:
+            raise ValidationError(f"partition field {n!r} appears twice in {list(partition_by or ())}")
+    return PartitionSpec(0, fields)
+
+
+def build_sort_order(schema: Schema, sort_by: Iterable[str] | None) -> SortOrder:
+    """A sort order from expressions like ``ts DESC NULLS LAST`` or ``bucket(16, id)``."""
+    fields = []
+    for expr in sort_by or ():
+        m = re.match(r"^(.*?)(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last))?\s*$", expr.strip(), re.I)
+        body, direction, nulls = m.group(1), (m.group(2) or "asc").lower(), m.group(3)
+        transform, column = parse_transform_call(body)
+        src = schema.find_field(column)
+        transform.check(src.field_type, f" (sort expression {expr!r})")
+        null_order = f"nulls-{nulls.lower()}" if nulls else ("nulls-first" if direction == "asc" else "nulls-last")
+        fields.append(SortField(src.field_id, transform, direction, null_order))
+    return SortOrder(1 if fields else 0, fields)
+
+
+def _schema_from(spark: Any, schema: Any) -> Schema:
+    """A sparkberg Schema from a Spark StructType, a DDL string, or a Schema."""
+    if isinstance(schema, Schema):
+        return schema
+    from pyspark.sql import types as T
+    from sparkberg.spark.types import from_spark_schema
+    if isinstance(schema, str):
+        schema = _parse_ddl(spark, schema)
+    if not isinstance(schema, T.StructType):
+        raise ValidationError(f"schema must be a Spark StructType, a DDL string or a sparkberg Schema, "
+                              f"got {type(schema).__name__}")
+    return from_spark_schema(schema)
+
+
+def _parse_ddl(spark: Any, ddl: str):
+    from pyspark.sql import types as T
+    try:
+        if hasattr(T.StructType, "fromDDL"):
+            parsed = T.StructType.fromDDL(ddl)
+        else:  # PySpark 3.5 (classic session)
+            from pyspark.sql.types import _parse_datatype_string
+            parsed = _parse_datatype_string(ddl)
+    except Exception as e:
+        raise ValidationError(f"cannot parse schema DDL {ddl!r}: {e}") from None
+    if not isinstance(parsed, T.StructType):
+        raise ValidationError(f"schema DDL {ddl!r} must describe columns, like 'id bigint, v string'")
+    return parsed
+
+
+class Catalog:
+    """A catalog of Iceberg tables: namespaces, and tables created, loaded, listed and dropped."""
+
+    def __init__(self, spark: Any, backend: FileSystemCatalog, uri: str):
+        self.spark = spark
+        self._backend = backend
+        self.uri = uri
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.uri})"
+
+    @property
+    def warehouse(self) -> str:
+        return self._backend.warehouse
+
+    def create_namespace(self, namespace: str | Sequence[str]) -> None:
+        self._backend.create_namespace(namespace)
+
+    def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
+        return self._backend.namespace_exists(namespace)
+
+    def list_namespaces(self, parent: str | Sequence[str] = ()) -> list[tuple[str, ...]]:
+        return self._backend.list_namespaces(parent)
+
+    def drop_namespace(self, namespace: str | Sequence[str]) -> None:
+        self._backend.drop_namespace(namespace)
+
+    def list_tables(self, namespace: str | Sequence[str]) -> list[str]:
+        return [str(i) for i in self._backend.list_tables(namespace)]
+
+    def table_exists(self, identifier: str | Sequence[str]) -> bool:
+        return self._backend.table_exists(identifier)
+
+    def create_table(self, identifier: str | Sequence[str], schema: Any, partition_by: Iterable[str] | None = None,
+                     properties: dict[str, str] | None = None, sort_by: Iterable[str] | None = None,
+                     location: str | None = None) -> Table:
+        """Create an empty table. ``schema`` is a Spark StructType, a DDL string or a Schema;
+        ``partition_by`` holds transform expressions (``day(ts)``, ``bucket(16, id)``, ``col``);
+        ``properties`` may set ``format-version`` (1, 2 or 3; default 2)."""
+        ident = parse_identifier(identifier)
+        props = dict(properties or {})
+        try:
+            version = int(props.pop("format-version", DEFAULT_FORMAT_VERSION))
+        except ValueError:
+            raise ValidationError(f"format-version must be 1, 2 or 3, got {properties['format-version']!r}") from None
+        s = _schema_from(self.spark, schema)
+        s = U.assign_fresh_ids(s)
+        spec = build_partition_spec(s, partition_by)
+        order = build_sort_order(s, sort_by)
+        if location is not None and self._backend.table_location(ident) != normalize_location(location).rstrip("/"):
+            raise ValidationError("the file-system catalog keeps tables at <warehouse>/<namespace>/<table>; "
+                                  f"a custom location ({location}) is not supported")
+        loc = self._backend.default_table_location(ident)
+        metadata = U.new_table_metadata(s, loc, spec, order, props, version)
+        ident, mloc, meta = self._backend.create(ident, metadata)
+        return Table(ident, meta, mloc, self._backend.io, self, self.spark)
+
+    def load_table(self, identifier: str | Sequence[str]) -> Table:
+        ident, loc, meta = self._backend.load(identifier)
+        return Table(ident, meta, loc, self._backend.io, self, self.spark)
+
+    def drop_table(self, identifier: str | Sequence[str], purge: bool = False) -> None:
+        """Drop a table; ``purge`` also deletes every file its metadata references."""
+        self._backend.drop(identifier, purge)
+
+
+def catalog(spark: Any, uri: str, warehouse: str | None = None) -> Catalog:
+    """Open a catalog. ``uri`` is a warehouse location (``file:///data/wh``, a local path,
+    ``s3://bucket/wh``, ``hdfs://...``) for the file-system catalog (Iceberg's HadoopCatalog layout)."""
+    if uri.startswith(("sqlite:", "postgresql:", "jdbc:")):
+        raise SparkbergError(f"SQL catalogs ({uri.split(':')[0]}) are not supported yet; use a warehouse "
+                             "location for the file-system catalog")
+    loc = normalize_location(warehouse or uri)
+    return Catalog(spark, FileSystemCatalog(loc), loc)
+
+
+_METASTORE_NAME = re.compile(r"^(\d+)-[0-9a-fA-F-]+\.(?:gz\.)?metadata\.json(?:\.gz)?$")
+
+
+def load_table(spark: Any, path: str) -> Table:
+    """Load any Iceberg table read-only, by its directory or a metadata JSON file, written by anyone."""
+    loc = normalize_location(path)
+    io = file_io_for(loc)
+    if loc.endswith(".json") or loc.endswith(".json.gz"):
+        meta = read_metadata(io, loc)
+        return Table(None, meta, loc, io, None, spark)
+    fs = FileSystemCatalog(loc.rsplit("/", 1)[0] or "/", io)
+    current = fs._current_version(loc)
+    if current is not None:
+        return Table(None, read_metadata(io, current[1]), current[1], io, None, spark)
+    # metastore-style names (<V>-<uuid>.metadata.json, as REST/SQL catalogs write): take the highest V
+    mdir = loc + "/metadata"
+    candidates = []
+    for name in io.list(mdir):
+        m = _METASTORE_NAME.match(name)
+        if m:
+            candidates.append((int(m.group(1)), name))
+    if not candidates:
+        if to_local_path(loc) is not None and not io.exists(loc):
+            raise NoSuchTableError(f"no table at {path}: the directory does not exist")
+        raise NoSuchTableError(f"no Iceberg metadata found under {mdir}")
+    version = max(c[0] for c in candidates)
+    newest = [f"{mdir}/{n}" for v, n in candidates if v == version]
+    metas = [(read_metadata(io, p), p) for p in newest]
+    meta, mloc = max(metas, key=lambda x: x[0].last_updated_ms)
+    return Table(None, meta, mloc, io, None, spark)
+
+
+__all__ = ["Catalog", "Table", "catalog", "load_table", "InvalidMetadataError"]

@@ -1,0 +1,28 @@
+"""Shared fixtures. One SparkSession for the whole run (local[2], 4 shuffle partitions, AQE coalescing
+off so partition-order bugs show, UTC, UI off), created only when a test asks for it."""
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from sparkberg.spark.session import session_builder
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    b = (session_builder("sparkberg-tests", master="local[2]", defaults=os.path.join(ROOT, "spark-defaults.conf"))
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.session.timeZone", "UTC"))
+    session = b.getOrCreate()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    return str(tmp_path / "warehouse")
