@@ -18,7 +18,7 @@ import fastavro
 from sparkberg.avro.schemas import (
     LEGACY_DATA_FILE_FIELDS, LEGACY_MANIFEST_FILE_NAMES, manifest_entry_schema, manifest_list_schema,
 )
-from sparkberg.avro.types import from_avro_value, partition_record, strip_logical_types, to_avro_value
+from sparkberg.avro.types import from_avro_value, partition_record, to_avro_value
 from sparkberg.errors import InvalidMetadataError, ValidationError
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.types import Schema, StructType
@@ -141,11 +141,10 @@ class Manifest:
 # --- reading ----------------------------------------------------------------------------------------------
 
 def _open(data: bytes, path: str | None) -> tuple[Any, dict]:
-    """A fastavro reader returning raw stored values, and the writer's schema as JSON."""
+    """A fastavro reader, and the writer's schema as JSON (with its field ids and logical types)."""
     try:
-        head = fastavro.reader(io.BytesIO(data))
-        raw = json.loads(head.metadata["avro.schema"])
-        reader = fastavro.reader(io.BytesIO(data), reader_schema=strip_logical_types(raw))
+        reader = fastavro.reader(io.BytesIO(data))
+        raw = json.loads(reader.metadata["avro.schema"])
         return reader, raw
     except InvalidMetadataError:
         raise
@@ -186,12 +185,16 @@ def _kv_map(value: Any) -> dict | None:
 
 
 def _value_converter(avro_type: Any, named: dict[str, dict]):
-    """Converter for a raw partition value, from the writer's (logical-typed) Avro type."""
+    """Converter of a decoded partition value to the in-memory form, from the writer's Avro type
+    (fastavro decodes logical types into date/datetime/time/Decimal/UUID objects)."""
     t = _nonnull(avro_type)
     if isinstance(t, str) and t in named:
         t = named[t]
     if isinstance(t, dict):
         logical = t.get("logicalType")
+        if logical in ("date", "time-micros", "timestamp-micros", "local-timestamp-micros", "timestamp-nanos",
+                       "local-timestamp-nanos", "time-millis", "timestamp-millis"):
+            return _temporal_converter(logical)
         if logical == "decimal":
             scale = int(t.get("scale", 0))
             from sparkberg.spec.types import DecimalType
@@ -203,6 +206,25 @@ def _value_converter(avro_type: Any, named: dict[str, dict]):
         if t.get("type") == "fixed":
             return lambda v: None if v is None else bytes(v)
     return lambda v: v
+
+
+def _temporal_converter(logical: str):
+    import datetime as _dt
+
+    from sparkberg.spec.values import date_to_days, datetime_to_micros, time_to_micros
+
+    def convert(v):
+        if v is None or isinstance(v, int):
+            return v
+        if logical == "date":
+            return date_to_days(v)
+        if isinstance(v, _dt.time):
+            return time_to_micros(v) // (1000 if logical == "time-millis" else 1)
+        micros = datetime_to_micros(v)
+        if logical.endswith("nanos"):
+            return micros * 1000
+        return micros // 1000 if logical.endswith("millis") else micros
+    return convert
 
 
 def _named_types(schema: Any, out: dict[str, dict]) -> dict[str, dict]:

@@ -83,16 +83,6 @@ def partition_record(partition_type: StructType) -> dict:
         for f in partition_type.fields]}
 
 
-def strip_logical_types(schema: Any) -> Any:
-    """A copy of an Avro schema without logical types, so readers get the raw stored values."""
-    if isinstance(schema, list):
-        return [strip_logical_types(s) for s in schema]
-    if isinstance(schema, dict):
-        out = {k: strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
-        return out
-    return schema
-
-
 def from_avro_value(t: IcebergType, value: Any) -> Any:
     """A raw (logical-type-free) Avro value of Iceberg type ``t`` as the in-memory value."""
     if value is None:

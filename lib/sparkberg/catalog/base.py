@@ -44,8 +44,10 @@ def parse_namespace(namespace: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(check_part(p, "namespace level", full) for p in parts)
 
 
-def parse_identifier(identifier: str | Iterable[str]) -> Identifier:
+def parse_identifier(identifier: "str | Iterable[str] | Identifier") -> Identifier:
     """A table identifier from ``"db.events"`` or ``("db", "events")``; needs a namespace."""
+    if isinstance(identifier, Identifier):
+        return identifier
     full = identifier if isinstance(identifier, str) else ".".join(identifier)
     parts = tuple(identifier.split(".")) if isinstance(identifier, str) else tuple(identifier)
     if len(parts) < 2:

@@ -63,33 +63,18 @@ class PuffinFooter:
 
 
 def _decompress(codec: str | None, data: bytes, path: str | None) -> bytes:
+    """Decompress a single lz4 or zstd frame (pyarrow's codecs, already a dependency)."""
     if codec is None:
         return data
-    import pyarrow as pa  # zstd and lz4-frame codecs, already a dependency
-
-    name = {"lz4": "lz4", "zstd": "zstd"}.get(codec)
-    if name is None:
+    if codec not in ("lz4", "zstd"):
         raise NotSupportedError(f"unsupported Puffin compression codec {codec!r} in {path}")
-    return pa.decompress(data, codec=name, decompressed_size=_frame_content_size(codec, data, path)).to_pybytes()
+    import pyarrow as pa
 
-
-def _frame_content_size(codec: str, data: bytes, path: str | None) -> int:
-    """Both codecs store the content size in the frame header (the spec requires it present)."""
-    if codec == "zstd":
-        import pyarrow as pa  # noqa: F401
-        # zstd frame header: magic(4) FHD(1) [window(1)] [dictID] [FCS]
-        fhd = data[4]
-        fcs_flag, single = fhd >> 6, (fhd >> 5) & 1
-        did_flag = fhd & 3
-        pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[did_flag]
-        size = (1 if single else 0, 2, 4, 8)[fcs_flag]
-        value = int.from_bytes(data[pos:pos + size], "little")
-        return value + 256 if size == 2 else value
-    # lz4 frame: magic(4) FLG(1) BD(1) [content size(8)] ...
-    flg = data[4]
-    if not flg & 0x08:
-        raise InvalidMetadataError("lz4 frame without content size", path)
-    return int.from_bytes(data[6:14], "little")
+    try:
+        with pa.CompressedInputStream(pa.BufferReader(data), codec) as stream:
+            return stream.read()
+    except (OSError, pa.ArrowException) as e:
+        raise InvalidMetadataError(f"corrupt {codec} data: {e}", path) from None
 
 
 def read_footer(data: bytes, path: str | None = None) -> PuffinFooter:

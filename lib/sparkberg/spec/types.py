@@ -343,6 +343,9 @@ def parse_field(obj: dict, path: str = "field") -> NestedField:
     initial = obj.get("initial-default")
     write = obj.get("write-default")
     name = obj["name"]
+    if (initial is not None or write is not None) and (
+            ftype in (UNKNOWN, VARIANT) or isinstance(ftype, (GeometryType, GeographyType))):
+        raise ValidationError(f"field {name!r} of type {ftype} must default to null (at {path})")
     return NestedField(
         field_id=int(obj["id"]), name=name, field_type=ftype, required=bool(obj["required"]),
         doc=obj.get("doc"),

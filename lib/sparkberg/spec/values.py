@@ -22,6 +22,7 @@ EPOCH = _dt.datetime(1970, 1, 1)
 EPOCH_DATE = _dt.date(1970, 1, 1)
 EPOCH_TZ = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 MICROS_PER_DAY = 86_400_000_000
+_EXACT = decimal.Context(prec=100)  # decimal(38, s) needs more than the default 28 digits
 NANOS_PER_MICRO = 1000
 
 
@@ -29,14 +30,14 @@ NANOS_PER_MICRO = 1000
 
 def decimal_unscaled(value: decimal.Decimal, scale: int) -> int:
     """The unscaled integer of a decimal at the given scale (exact; raises if it does not fit)."""
-    q = value.scaleb(scale)
+    q = value.scaleb(scale, _EXACT)
     if q != q.to_integral_value():
         raise ValidationError(f"decimal {value} does not fit scale {scale}")
     return int(q)
 
 
 def unscaled_to_decimal(unscaled: int, scale: int) -> decimal.Decimal:
-    return decimal.Decimal(unscaled).scaleb(-scale)
+    return decimal.Decimal(unscaled).scaleb(-scale, _EXACT)
 
 
 def int_to_min_bytes(n: int) -> bytes:
@@ -140,7 +141,8 @@ def time_to_micros(t: _dt.time) -> int:
 def _format_ts(total: int, per_second: int, digits: int) -> str:
     seconds, frac = divmod(total, per_second)
     base = EPOCH + _dt.timedelta(seconds=seconds)
-    return base.strftime("%Y-%m-%dT%H:%M:%S") + "." + str(frac).rjust(digits, "0")
+    return (f"{base.year:04d}-{base.month:02d}-{base.day:02d}T{base.hour:02d}:{base.minute:02d}:{base.second:02d}"
+            f".{str(frac).rjust(digits, '0')}")
 
 
 def _parse_ts(text: str, zoned: bool, nanos: bool) -> int:
@@ -267,9 +269,7 @@ def from_json_value(t: IcebergType, obj: Any) -> Any:
         if isinstance(t, MapType):
             return {from_json_value(t.key_type, k): from_json_value(t.value_type, v)
                     for k, v in zip(obj["keys"], obj["values"])}
-    except ValidationError:
-        raise
-    except (ValueError, TypeError, KeyError, decimal.InvalidOperation) as e:
+    except (ValidationError, ValueError, TypeError, KeyError, decimal.InvalidOperation) as e:
         raise ValidationError(f"invalid JSON value {obj!r} for type {t}: {e}") from None
     raise ValidationError(f"type {t} cannot have a non-null value (got {obj!r})")
 

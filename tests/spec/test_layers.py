@@ -1,0 +1,65 @@
+"""Imports point downward only (errors < spec < expressions/avro/io < spark < planning/read/write < commit/catalog
+< maintenance < table/inspect/__init__ < jobs), and spec/, expressions/, avro/ never import pyspark."""
+import ast
+import os
+
+import pytest
+
+LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "sparkberg")
+LAYERS = [
+    {"errors"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"}, {"planning", "read", "write"},
+    {"commit", "catalog"}, {"maintenance"}, {"table", "inspect", "__init__"},
+]
+RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
+PURE = {"spec", "expressions", "avro"}
+
+
+def modules():
+    for root, _, files in os.walk(LIB):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(root, f)
+                rel = os.path.relpath(path, LIB)
+                yield rel, path
+
+
+def imports(path):
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+
+
+def unit(rel):
+    first = rel.split(os.sep)[0]
+    return first[:-3] if first.endswith(".py") else first
+
+
+@pytest.mark.parametrize("rel,path", sorted(modules()))
+def test_imports_point_downward(rel, path):
+    me = unit(rel)
+    assert me in RANK, f"{rel} is not in a known layer"
+    for name in imports(path):
+        if name.startswith("pyspark"):
+            assert me not in PURE, f"{rel} imports {name}; {me}/ must stay free of pyspark"
+        if name.startswith("sparkberg."):
+            target = name.split(".")[1]
+            assert RANK[target] <= RANK[me], f"{rel} imports {name}, a higher layer"
+
+
+def test_pure_layers_import_without_pyspark():
+    import subprocess
+    import sys
+    code = ("import sys, builtins\n"
+            "real = builtins.__import__\n"
+            "def guard(name, *a, **k):\n"
+            "    if name.startswith('pyspark'): raise ImportError('pyspark imported by ' + name)\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = guard\n"
+            "import sparkberg.spec.metadata, sparkberg.spec.updates, sparkberg.spec.puffin, sparkberg.avro.manifest\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr

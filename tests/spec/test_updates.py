@@ -1,0 +1,156 @@
+"""Pure metadata updates: apply(update, base) -> new metadata; base never changes; errors name values.
+Includes the spec's row-lineage example (first-row-id 1000, 375 rows assigned -> next-row-id 1375)."""
+import pytest
+
+from sparkberg.errors import CommitFailedException, ValidationError
+from sparkberg.spec import types as T
+from sparkberg.spec import updates as U
+from sparkberg.spec.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from sparkberg.spec.snapshots import Snapshot
+from sparkberg.spec.transforms import BucketTransform, DayTransform, IdentityTransform
+
+SCHEMA = T.Schema([
+    T.NestedField(10, "id", T.LONG, True),
+    T.NestedField(20, "ts", T.TIMESTAMPTZ),
+    T.NestedField(30, "loc", T.StructType([T.NestedField(31, "lat", T.DOUBLE), T.NestedField(32, "lon", T.DOUBLE)])),
+    T.NestedField(40, "tags", T.ListType(41, T.STRING)),
+])
+
+
+def new(version=2, spec=None):
+    return U.new_table_metadata(SCHEMA, "file:///wh/db/t", spec, format_version=version, timestamp_ms=1000)
+
+
+def test_new_table_assigns_fresh_ids():
+    m = new(spec=PartitionSpec(0, [PartitionField(20, 1000, DayTransform(), "ts_day")]))
+    s = m.current_schema
+    assert [f.field_id for f in s.fields] == [1, 2, 3, 4]
+    assert s.find_field("loc.lat").field_id == 5 and s.find_field("tags.element").field_id == 7
+    assert m.last_column_id == 7
+    assert m.default_spec.fields[0].source_id == 2  # follows the column to its new id
+    assert m.last_partition_id == 1000
+    assert m.table_uuid and m.next_row_id is None
+    assert new(3).next_row_id == 0
+
+
+def test_new_table_rejects_v3_types_in_v2():
+    with pytest.raises(ValidationError, match="format-version 3"):
+        U.new_table_metadata(T.Schema([T.NestedField(1, "t", T.TIMESTAMP_NS)]), "/x", format_version=2)
+
+
+def test_upgrade_v1_v2_v3():
+    m1 = new(1)
+    m2 = U.apply(U.UpgradeFormatVersion(2), m1)
+    assert m1.format_version == 1 and m2.format_version == 2
+    m3 = U.apply(U.UpgradeFormatVersion(3), m2)
+    assert m3.format_version == 3 and m3.next_row_id == 0
+    with pytest.raises(ValidationError, match="downgrade"):
+        U.apply(U.UpgradeFormatVersion(2), m3)
+    with pytest.raises(ValidationError, match="unsupported format version 4"):
+        U.apply(U.UpgradeFormatVersion(4), m3)
+
+
+def snap(sid, parent, seq, first_row_id=None, added_rows=None, ts=2000):
+    return Snapshot(sid, ts, parent, seq, f"s3://x/snap-{sid}.avro", None, {"operation": "append"}, 0,
+                    first_row_id, added_rows)
+
+
+def test_row_lineage_example_advances_next_row_id():
+    base = U.apply_all([U.UpgradeFormatVersion(3)], new(2))
+    base = U.apply_all([U.AddSnapshot(snap(1, None, 1, 0, 1000)), U.SetSnapshotRef("main", 1)], base)
+    assert base.next_row_id == 1000
+    # spec "Row lineage example": first-row-id 1000; manifests assigned 125 + 100 + 150 = 375 rows
+    m = U.apply_all([U.AddSnapshot(snap(2, 1, 2, 1000, 375, 3000)), U.SetSnapshotRef("main", 2)], base)
+    assert m.next_row_id == 1375
+    assert m.current_snapshot_id == 2 and m.last_sequence_number == 2
+    assert [e.snapshot_id for e in m.snapshot_log] == [1, 2]
+    with pytest.raises(ValidationError, match="first-row-id 10 is below"):
+        U.apply(U.AddSnapshot(snap(3, 2, 3, 10, 5)), m)
+    with pytest.raises(ValidationError, match="first-row-id and added-rows"):
+        U.apply(U.AddSnapshot(snap(3, 2, 3)), m)
+
+
+def test_sequence_numbers_must_increase():
+    m = U.apply_all([U.AddSnapshot(snap(1, None, 1)), U.SetSnapshotRef("main", 1)], new())
+    with pytest.raises(ValidationError, match="sequence number 1 must be greater"):
+        U.apply(U.AddSnapshot(snap(2, 1, 1)), m)
+
+
+def test_branches_tags_and_expiry():
+    m = U.apply_all([U.AddSnapshot(snap(1, None, 1)), U.SetSnapshotRef("main", 1),
+                     U.AddSnapshot(snap(2, 1, 2, ts=3000)), U.SetSnapshotRef("main", 2),
+                     U.SetSnapshotRef("t1", 1, "tag", max_ref_age_ms=5),
+                     U.SetSnapshotRef("b1", 1, "branch", min_snapshots_to_keep=3)], new())
+    assert m.refs["t1"].type == "tag" and m.refs["b1"].min_snapshots_to_keep == 3
+    with pytest.raises(ValidationError, match="is a tag"):
+        U.apply(U.SetSnapshotRef("t1", 2, "branch"), m)
+    with pytest.raises(ValidationError, match="unknown snapshot 9"):
+        U.apply(U.SetSnapshotRef("x", 9), m)
+    with pytest.raises(ValidationError, match="current snapshot"):
+        U.apply(U.RemoveSnapshots((2,)), m)
+    gone = U.apply_all([U.RemoveSnapshots((1,))], m)
+    assert [s.snapshot_id for s in gone.snapshots] == [2]
+    assert "t1" not in gone.refs and "b1" not in gone.refs
+    assert [e.snapshot_id for e in gone.snapshot_log] == [2]
+    assert U.apply(U.RemoveSnapshotRef("t1"), m).refs.keys() == {"main", "b1"}
+
+
+def test_schema_evolution_updates():
+    base = new()
+    s = base.current_schema
+    added = T.Schema(s.fields + (T.NestedField(8, "v", T.STRING),))
+    m = U.apply_all([U.AddSchema(added, 8), U.SetCurrentSchema(U.LAST_ADDED)], base)
+    assert m.current_schema_id == 1 and m.last_column_id == 8
+    again = U.apply_all([U.AddSchema(added, 8), U.SetCurrentSchema(U.LAST_ADDED)], m)
+    assert len(again.schemas) == 2  # an identical schema is reused, not added twice
+    with pytest.raises(ValidationError, match="no schema was added"):
+        U.apply_all([U.SetCurrentSchema(U.LAST_ADDED)], base)
+    with pytest.raises(ValidationError, match="format version 3"):
+        U.apply(U.AddSchema(T.Schema(s.fields + (T.NestedField(8, "n", T.TIMESTAMP_NS),))), base)
+
+
+def test_partition_evolution_updates():
+    base = new()
+    spec = PartitionSpec(0, [PartitionField(1, 1000, BucketTransform(8), "id_bucket")])
+    m = U.apply_all([U.AddPartitionSpec(spec), U.SetDefaultSpec(U.LAST_ADDED)], base)
+    assert m.default_spec_id == 1 and m.last_partition_id == 1000
+    same = U.apply_all([U.AddPartitionSpec(spec), U.SetDefaultSpec(U.LAST_ADDED)], m)
+    assert len(same.partition_specs) == 2
+    with pytest.raises(ValidationError, match="missing source column id 99"):
+        U.apply(U.AddPartitionSpec(PartitionSpec(0, [PartitionField(99, 1001, IdentityTransform(), "x")])), base)
+    with pytest.raises(ValidationError, match="cannot be applied"):
+        U.apply(U.AddPartitionSpec(PartitionSpec(0, [PartitionField(1, 1001, DayTransform(), "x")])), base)
+    with pytest.raises(ValidationError, match="must be primitive"):
+        U.apply(U.AddPartitionSpec(PartitionSpec(0, [PartitionField(3, 1001, IdentityTransform(), "x")])), base)
+    with pytest.raises(ValidationError, match="list or map"):
+        U.apply(U.AddPartitionSpec(PartitionSpec(0, [PartitionField(7, 1001, IdentityTransform(), "x")])), base)
+
+
+def test_sort_orders_and_properties():
+    base = new()
+    order = SortOrder(0, [SortField(1, IdentityTransform(), "desc", "nulls-last")])
+    m = U.apply_all([U.AddSortOrder(order), U.SetDefaultSortOrder(U.LAST_ADDED)], base)
+    assert m.default_sort_order_id == 1
+    m = U.apply_all([U.SetProperties({"a": "1", "b": "2"}), U.RemoveProperties(("b",))], m)
+    assert dict(m.properties) == {"a": "1"}
+    with pytest.raises(ValidationError, match="reserved"):
+        U.apply(U.SetProperties({"format-version": "3"}), m)
+    assert base.properties == {}  # the base is untouched
+
+
+def test_requirements():
+    m = new()
+    U.AssertTableUUID(m.table_uuid).check(m)
+    with pytest.raises(CommitFailedException, match="table uuid changed"):
+        U.AssertTableUUID("other").check(m)
+    U.AssertRefSnapshotId("main", None).check(m)
+    with pytest.raises(CommitFailedException, match="ref 'main' changed"):
+        U.AssertRefSnapshotId("main", 5).check(m)
+    with pytest.raises(CommitFailedException):
+        U.AssertCurrentSchemaId(3).check(m)
+
+
+def test_last_updated_never_goes_back():
+    m = new()
+    out = U.apply_all([U.SetProperties({"a": "b"})], m, timestamp_ms=10)
+    assert out.last_updated_ms == m.last_updated_ms
