@@ -1,0 +1,353 @@
+"""Iceberg's predicate tree: unbound (by column name) and bound (by field id, literals in the column's type).
+
+    e = And(Predicate("gt_eq", "ts", datetime(2024, 1, 1)), Predicate("eq", "id", 5))
+    bound = bind(e, schema)          # names resolved, literals converted, errors named
+    evaluate(bound, {1: 5, 2: ...})  # the scalar reference evaluator, rows keyed by field id
+
+Comparison follows Iceberg: nulls match only ``is_null``/``not_in``-style negations as SQL does
+(a comparison with a null value is false), NaN matches only ``is_nan``, strings compare by code point
+(= UTF-8 byte order), binary unsigned.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Union
+
+from sparkberg.errors import ValidationError
+from sparkberg.spec import types as T
+from sparkberg.spec.values import from_json_value, from_python
+
+UNARY = ("is_null", "not_null", "is_nan", "not_nan")
+LITERAL = ("lt", "lt_eq", "gt", "gt_eq", "eq", "not_eq", "starts_with", "not_starts_with")
+SET = ("in", "not_in")
+NEGATE = {"is_null": "not_null", "not_null": "is_null", "is_nan": "not_nan", "not_nan": "is_nan", "lt": "gt_eq",
+          "lt_eq": "gt", "gt": "lt_eq", "gt_eq": "lt", "eq": "not_eq", "not_eq": "eq", "in": "not_in",
+          "not_in": "in", "starts_with": "not_starts_with", "not_starts_with": "starts_with"}
+FLIP = {"lt": "gt", "lt_eq": "gt_eq", "gt": "lt", "gt_eq": "lt_eq", "eq": "eq", "not_eq": "not_eq"}
+
+
+class Expression:
+    """Base of all expressions."""
+
+    def __and__(self, other: "Expression") -> "Expression":
+        return and_(self, other)
+
+    def __or__(self, other: "Expression") -> "Expression":
+        return or_(self, other)
+
+    def __invert__(self) -> "Expression":
+        return not_(self)
+
+
+@dataclass(frozen=True)
+class AlwaysTrue(Expression):
+    def __repr__(self):
+        return "true"
+
+
+@dataclass(frozen=True)
+class AlwaysFalse(Expression):
+    def __repr__(self):
+        return "false"
+
+
+TRUE = AlwaysTrue()
+FALSE = AlwaysFalse()
+
+
+@dataclass(frozen=True)
+class And(Expression):
+    left: Expression
+    right: Expression
+
+    def __repr__(self):
+        return f"({self.left!r} and {self.right!r})"
+
+
+@dataclass(frozen=True)
+class Or(Expression):
+    left: Expression
+    right: Expression
+
+    def __repr__(self):
+        return f"({self.left!r} or {self.right!r})"
+
+
+@dataclass(frozen=True)
+class Not(Expression):
+    child: Expression
+
+    def __repr__(self):
+        return f"not {self.child!r}"
+
+
+@dataclass(frozen=True)
+class Predicate(Expression):
+    """An unbound predicate on a column name: ``op`` from UNARY, LITERAL or SET."""
+
+    op: str
+    term: str
+    value: Any = None
+
+    def __post_init__(self):
+        if self.op not in UNARY + LITERAL + SET:
+            raise ValidationError(f"unknown predicate operation {self.op!r}")
+        if self.op in SET:
+            object.__setattr__(self, "value", tuple(self.value))
+
+    def __repr__(self):
+        return f"{self.op}({self.term}{'' if self.op in UNARY else ', ' + repr(self.value)})"
+
+
+@dataclass(frozen=True)
+class BoundPredicate(Expression):
+    """A predicate bound to a field id; literals are in the field type's in-memory form."""
+
+    op: str
+    field_id: int
+    field_type: T.IcebergType
+    value: Any = None
+    name: str = ""
+
+    def __repr__(self):
+        return f"{self.op}({self.name or self.field_id}{'' if self.op in UNARY else ', ' + repr(self.value)})"
+
+
+Bound = Union[AlwaysTrue, AlwaysFalse, And, Or, Not, BoundPredicate]
+
+
+def and_(*exprs: Expression) -> Expression:
+    """Conjunction that simplifies constants."""
+    out: Expression = TRUE
+    for e in exprs:
+        if isinstance(e, AlwaysFalse) or isinstance(out, AlwaysFalse):
+            return FALSE
+        if isinstance(e, AlwaysTrue):
+            continue
+        out = e if isinstance(out, AlwaysTrue) else And(out, e)
+    return out
+
+
+def or_(*exprs: Expression) -> Expression:
+    """Disjunction that simplifies constants."""
+    out: Expression = FALSE
+    for e in exprs:
+        if isinstance(e, AlwaysTrue) or isinstance(out, AlwaysTrue):
+            return TRUE
+        if isinstance(e, AlwaysFalse):
+            continue
+        out = e if isinstance(out, AlwaysFalse) else Or(out, e)
+    return out
+
+
+def not_(e: Expression) -> Expression:
+    if isinstance(e, AlwaysTrue):
+        return FALSE
+    if isinstance(e, AlwaysFalse):
+        return TRUE
+    if isinstance(e, Not):
+        return e.child
+    return Not(e)
+
+
+def rewrite_not(e: Expression) -> Expression:
+    """Push negations down to predicates (De Morgan), so projections see no Not."""
+    if isinstance(e, Not):
+        c = e.child
+        if isinstance(c, Not):
+            return rewrite_not(c.child)
+        if isinstance(c, And):
+            return or_(rewrite_not(Not(c.left)), rewrite_not(Not(c.right)))
+        if isinstance(c, Or):
+            return and_(rewrite_not(Not(c.left)), rewrite_not(Not(c.right)))
+        if isinstance(c, (AlwaysTrue, AlwaysFalse)):
+            return not_(c)
+        if isinstance(c, Predicate):
+            return Predicate(NEGATE[c.op], c.term, c.value)
+        if isinstance(c, BoundPredicate):
+            return BoundPredicate(NEGATE[c.op], c.field_id, c.field_type, c.value, c.name)
+    if isinstance(e, And):
+        return and_(rewrite_not(e.left), rewrite_not(e.right))
+    if isinstance(e, Or):
+        return or_(rewrite_not(e.left), rewrite_not(e.right))
+    return e
+
+
+# --- binding --------------------------------------------------------------------------------------
+
+def convert_literal(t: T.IcebergType, value: Any, where: str = "") -> Any:
+    """A user literal (Python object or ISO string) as an in-memory value of type ``t``; named error if it
+    cannot be."""
+    if value is None:
+        raise ValidationError(f"null literal in a comparison{where}; use is_null/not_null")
+    try:
+        if isinstance(value, str) and t not in (T.STRING,) and not isinstance(t, (T.FixedType,)) and t != T.BINARY:
+            if t == T.UUID:
+                return from_python(t, value)
+            if t in (T.INT, T.LONG):
+                return _check_range(t, int(value))
+            if t in (T.FLOAT, T.DOUBLE):
+                return float(value)
+            if isinstance(t, T.DecimalType):
+                return from_json_value(t, value)
+            if t == T.BOOLEAN:
+                return {"true": True, "false": False}[value.lower()]
+            if t in (T.TIMESTAMPTZ, T.TIMESTAMPTZ_NS) and not _has_zone(value):
+                value = value.replace(" ", "T") + "+00:00"
+            return from_json_value(t, value.replace(" ", "T") if "T" not in value and t not in (T.DATE, T.TIME)
+                                   else value)
+        if t in (T.INT, T.LONG):
+            if isinstance(value, bool) or not isinstance(value, int):
+                if isinstance(value, float) and value.is_integer():
+                    return _check_range(t, int(value))
+                raise ValueError(f"{value!r} is not an integer")
+            return _check_range(t, value)
+        if t in (T.FLOAT, T.DOUBLE):
+            return float(value)
+        if isinstance(t, T.DecimalType):
+            d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+            return from_json_value(t, str(d.quantize(decimal.Decimal(1).scaleb(-t.scale))) if t.scale >= 0 else d)
+        if t == T.DATE and isinstance(value, _dt.datetime):
+            raise ValueError("a timestamp cannot compare with a date column")
+        if t in (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS) and isinstance(value, int):
+            return value
+        if t in (T.DATE, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ) and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        converted = from_python(t, value)
+        if isinstance(t, T.FixedType) and len(converted) != t.length:
+            raise ValueError(f"fixed[{t.length}] needs {t.length} bytes")
+        return converted
+    except (ValueError, KeyError, TypeError, decimal.InvalidOperation, ValidationError) as e:
+        raise ValidationError(f"cannot use {value!r} as a {t} value{where}: {e}") from None
+
+
+def _has_zone(s: str) -> bool:
+    s = s.strip()
+    return s.endswith("Z") or (len(s) > 6 and s[-6] in "+-" and s[-3] == ":")
+
+
+def _check_range(t: T.IcebergType, v: int) -> int:
+    bits = 32 if t == T.INT else 64
+    if not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1):
+        raise ValueError(f"{v} is out of range for {t}")
+    return v
+
+
+def bind(e: Expression, schema: T.Schema, case_sensitive: bool = False) -> Bound:
+    """Resolve column names against ``schema`` and convert literals to the columns' types."""
+    if isinstance(e, (AlwaysTrue, AlwaysFalse)):
+        return e
+    if isinstance(e, And):
+        return and_(bind(e.left, schema, case_sensitive), bind(e.right, schema, case_sensitive))
+    if isinstance(e, Or):
+        return or_(bind(e.left, schema, case_sensitive), bind(e.right, schema, case_sensitive))
+    if isinstance(e, Not):
+        return not_(bind(e.child, schema, case_sensitive))
+    if isinstance(e, BoundPredicate):
+        return e
+    assert isinstance(e, Predicate)
+    by_name = schema.index_by_name()
+    f = by_name.get(e.term)
+    if f is None and not case_sensitive:
+        f = {k.lower(): v for k, v in by_name.items()}.get(e.term.lower())
+    if f is None:
+        raise ValidationError(f"cannot bind predicate {e!r}: no column {e.term!r} in schema {schema.schema_id}")
+    t = f.field_type
+    where = f" (column {e.term!r})"
+    if not t.is_primitive:
+        raise ValidationError(f"cannot filter on non-primitive column {e.term!r} of type {t}")
+    if e.op in UNARY:
+        if e.op in ("is_nan", "not_nan") and t not in (T.FLOAT, T.DOUBLE):
+            return (FALSE if e.op == "is_nan" else BoundPredicate("not_null", f.field_id, t, None, e.term))
+        if f.required and e.op == "is_null":
+            return FALSE
+        if f.required and e.op == "not_null":
+            return TRUE
+        return BoundPredicate(e.op, f.field_id, t, None, e.term)
+    if e.op in ("starts_with", "not_starts_with") and t != T.STRING:
+        raise ValidationError(f"{e.op} needs a string column, {e.term!r} is {t}")
+    if e.op in SET:
+        values = tuple(dict.fromkeys(convert_literal(t, v, where) for v in e.value if v is not None))
+        if not values:
+            return FALSE if e.op == "in" else TRUE  # SQL: x IN () is false
+        if len(values) == 1:
+            return BoundPredicate("eq" if e.op == "in" else "not_eq", f.field_id, t, values[0], e.term)
+        return BoundPredicate(e.op, f.field_id, t, frozenset(values), e.term)
+    value = convert_literal(t, e.value, where)
+    if isinstance(value, float) and math.isnan(value) and e.op in ("eq", "not_eq"):
+        return BoundPredicate("is_nan" if e.op == "eq" else "not_nan", f.field_id, t, None, e.term)
+    return BoundPredicate(e.op, f.field_id, t, value, e.term)
+
+
+# --- evaluation ---------------------------------------------------------------------------------------
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def test_predicate(p: BoundPredicate, v: Any) -> bool:
+    """Whether value ``v`` of the predicate's field satisfies it (SQL null semantics, Iceberg NaN rules)."""
+    op = p.op
+    if op == "is_null":
+        return v is None
+    if op == "not_null":
+        return v is not None
+    if op == "is_nan":
+        return _is_nan(v)
+    if op == "not_nan":
+        return not _is_nan(v)
+    if v is None:
+        return False
+    if op == "in":
+        return v in p.value
+    if op == "not_in":
+        return v not in p.value
+    if op == "starts_with":
+        return v.startswith(p.value)
+    if op == "not_starts_with":
+        return not v.startswith(p.value)
+    if _is_nan(v):
+        return op == "not_eq"
+    x = p.value
+    if op == "eq":
+        return v == x
+    if op == "not_eq":
+        return v != x
+    if op == "lt":
+        return v < x
+    if op == "lt_eq":
+        return v <= x
+    if op == "gt":
+        return v > x
+    if op == "gt_eq":
+        return v >= x
+    raise ValidationError(f"unknown operation {op!r}")
+
+
+def evaluate(e: Bound, row: dict[int, Any]) -> bool:
+    """The reference evaluator: whether a row (values keyed by field id) matches a bound expression."""
+    if isinstance(e, AlwaysTrue):
+        return True
+    if isinstance(e, AlwaysFalse):
+        return False
+    if isinstance(e, And):
+        return evaluate(e.left, row) and evaluate(e.right, row)
+    if isinstance(e, Or):
+        return evaluate(e.left, row) or evaluate(e.right, row)
+    if isinstance(e, Not):
+        return evaluate(rewrite_not(e), row)  # as Iceberg evaluates: NOT(x < 5) is x >= 5, false for null
+    return test_predicate(e, row.get(e.field_id))
+
+
+def predicates(e: Expression) -> Iterable[Expression]:
+    """Every predicate of an expression tree."""
+    if isinstance(e, (And, Or)):
+        yield from predicates(e.left)
+        yield from predicates(e.right)
+    elif isinstance(e, Not):
+        yield from predicates(e.child)
+    elif isinstance(e, (Predicate, BoundPredicate)):
+        yield e
