@@ -251,3 +251,16 @@ def test_manifest_roundtrip_property(rows, version):
                for status, p, rc, c, lb, fr, seq, b, n in rows]
     got = read_manifest(write_manifest(entries, format_version=version, spec=spec, schema=SCHEMA)).entries
     assert list(got) == entries
+
+
+def test_v1_snapshot_manifests_list_without_manifest_list():
+    from sparkberg.avro.manifest import manifest_file_from_manifest
+    entries = [ManifestEntry(ADDED, data_file("s3://b/d1.parquet", part(day=3), 10), 5),
+               ManifestEntry(EXISTING, data_file("s3://b/d2.parquet", part(day=9), 4), 4)]
+    data = write_manifest(entries, format_version=1, spec=SPEC, schema=SCHEMA)
+    mf = manifest_file_from_manifest("s3://b/m.avro", len(data), data, snapshot_id=5)
+    assert (mf.partition_spec_id, mf.content, mf.sequence_number, mf.added_snapshot_id) == (3, MANIFEST_DATA, 0, 5)
+    assert (mf.added_files_count, mf.existing_files_count, mf.added_rows_count) == (1, 1, 10)
+    assert from_bytes(T.DATE, mf.partitions[0].lower_bound) == 3
+    got = inherit(read_manifest(data).entries, mf)
+    assert [(e.sequence_number, e.snapshot_id) for e in got] == [(0, 5), (0, 4)]

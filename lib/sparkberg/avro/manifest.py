@@ -518,3 +518,17 @@ def manifest_file_for(entries: Sequence[ManifestEntry], *, path: str, length: in
         deleted_rows_count=sum(e.data_file.record_count for e in deleted),
         partitions=partition_summaries([e for e in entries if e.status != DELETED], spec.partition_type(schema)),
         first_row_id=first_row_id)
+
+
+def manifest_file_from_manifest(path: str, length: int, data: bytes, snapshot_id: int) -> ManifestFile:
+    """The manifest-list entry of a manifest named by a v1 snapshot's ``manifests`` list (no manifest list
+    exists): spec id and content from the manifest's key-value metadata, counts from its entries,
+    sequence numbers 0 as v1 requires, ``added_snapshot_id`` the snapshot's."""
+    m = read_manifest(data, path)
+    spec_fields = m.partition_spec
+    schema = m.schema
+    if spec_fields is None or schema is None:
+        raise InvalidMetadataError("manifest lacks the 'schema'/'partition-spec' key-value metadata that v1 "
+                                   "manifests must carry", path, "partition-spec")
+    return manifest_file_for(m.entries, path=path, length=length, spec=spec_fields, schema=schema,
+                             added_snapshot_id=snapshot_id, content=MANIFEST_DATA, sequence_number=0)
