@@ -125,6 +125,87 @@ class Table:
         self._metadata, self.metadata_location = meta, loc
         return self
 
+    # --- reads --------------------------------------------------------------------------------------
+    def resolve_snapshot(self, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
+                         ref: str | None = None) -> tuple[Snapshot | None, Schema]:
+        """The snapshot a read sees and the schema it reads with: the snapshot's own schema for time travel
+        by id, timestamp or tag; the table schema for the current state and for branches (as Iceberg's Spark
+        integration does)."""
+        m = self._metadata
+        if sum(x is not None for x in (snapshot_id, as_of_timestamp_ms, ref)) > 1:
+            raise ValidationError("give at most one of snapshot_id, as_of_timestamp_ms and ref")
+        if snapshot_id is not None:
+            snap = m.snapshot_by_id(int(snapshot_id))
+            if snap is None:
+                raise ValidationError(f"snapshot {snapshot_id} does not exist in table {self.name}")
+            return snap, self._snapshot_schema(snap)
+        if as_of_timestamp_ms is not None:
+            snap = m.snapshot_as_of(int(as_of_timestamp_ms))
+            if snap is None:
+                raise ValidationError(f"table {self.name} has no snapshot at or before {as_of_timestamp_ms} ms")
+            return snap, self._snapshot_schema(snap)
+        if ref is not None:
+            r = m.refs.get(ref)
+            if r is None:
+                raise ValidationError(f"table {self.name} has no branch or tag {ref!r}; refs are {sorted(m.refs)}")
+            snap = m.snapshot_by_id(r.snapshot_id)
+            return snap, (m.current_schema if r.type == "branch" else self._snapshot_schema(snap))
+        return m.current_snapshot, m.current_schema
+
+    def _snapshot_schema(self, snap: Snapshot) -> Schema:
+        if snap.schema_id is None:
+            return self._metadata.current_schema
+        try:
+            return self._metadata.schema(snap.schema_id)
+        except ValidationError:
+            return self._metadata.current_schema
+
+    def _bound_filter(self, filter: Any, schema: Schema):
+        from sparkberg.expressions.predicates import TRUE, bind
+        from sparkberg.expressions.sql import translate_filter
+        if filter is None:
+            return TRUE
+        if not isinstance(filter, str):
+            return TRUE  # a Column filter is applied exactly but prunes nothing
+        return bind(translate_filter(filter, schema, _session_time_zone(self.spark)), schema)
+
+    def plan_files(self, filter: Any = None, snapshot_id: int | None = None, ref: str | None = None,
+                   as_of_timestamp_ms: int | None = None):
+        """The data files a scan reads, as a DataFrame, one row per file (in manifest order):
+
+        ``file_path``, ``file_format``, ``spec_id``, ``partition`` (struct of every spec's partition fields,
+        Iceberg's Spark types), ``record_count``, ``file_size_in_bytes``, ``data_sequence_number``,
+        ``first_row_id`` (v3; null before row lineage), and ``deletes``: array<struct<``file_path``,
+        ``content`` (1 position, 2 equality), ``file_format``, ``equality_ids``, ``referenced_data_file``,
+        ``content_offset``, ``content_size_in_bytes``>> of the delete files that apply.
+
+        ``filter`` (a Spark SQL expression) prunes files by partition and metrics; files it cannot rule out
+        are kept, so it may list files with no matching row.
+        """
+        from pyspark.sql import functions as F
+
+        from sparkberg.planning.scan import partition_column, plan
+        snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
+        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema))
+        return p.tasks.withColumn("partition", partition_column(p.layout, F.col("partition")))
+
+    def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
+              ref: str | None = None, columns: Sequence[str] | None = None):
+        """The table's rows as a Spark DataFrame, deletes applied.
+
+        ``filter`` (Spark SQL expression or Column) is applied exactly to the rows and, as far as it translates
+        to Iceberg predicates, prunes files. ``snapshot_id``, ``as_of_timestamp_ms`` and ``ref`` (branch or tag)
+        time travel. ``columns`` may name metadata columns: ``_file``, ``_pos``, ``_spec_id``, ``_partition``,
+        and on v3 tables ``_row_id`` and ``_last_updated_sequence_number``.
+        """
+        from sparkberg.planning.scan import plan
+        from sparkberg.read.reader import read_tasks
+        snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
+        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema))
+        with job_description(self.spark, f"DATA-PLANNING {self.name}"):
+            tasks = p.tasks.collect()
+        return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
+
     # --- metadata commits ------------------------------------------------------------------------
     def commit_updates(self, updates: Sequence[U.TableUpdate],
                        requirements: Sequence[U.TableRequirement] = ()) -> "Table":
@@ -244,6 +325,38 @@ class Table:
         return self.commit_updates(
             [U.AddPartitionSpec(PartitionSpec(0, fields)), U.SetDefaultSpec(U.LAST_ADDED)],
             [U.AssertDefaultSpecId(base.default_spec_id)])
+
+
+def _session_time_zone(spark: Any) -> str:
+    try:
+        return spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    except Exception:  # noqa: BLE001 - no session (metadata-only use)
+        return "UTC"
+
+
+class job_description:
+    """Label the Spark jobs run inside the block (shown in the Spark UI); a no-op over Spark Connect."""
+
+    def __init__(self, spark: Any, label: str):
+        self.spark = spark
+        self.label = label
+        self.sc = None
+
+    def __enter__(self):
+        try:
+            from pyspark.sql import SparkSession as Classic
+            if isinstance(self.spark, Classic):
+                self.sc = self.spark.sparkContext
+                self.previous = self.sc.getLocalProperty("spark.job.description")
+                self.sc.setJobDescription(self.label)
+        except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
+            self.sc = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.sc is not None:
+            self.sc.setJobDescription(self.previous)
+        return False
 
 
 def _partition_field(schema: Schema, expr: str, index: int) -> PartitionField:

@@ -21,6 +21,7 @@ def java_warehouse(tmp_path_factory):
 def java(java_warehouse):
     """A SparkSession with Iceberg Java (catalog `ref` over ``java_warehouse``); sparkberg runs on it too."""
     from reference import iceberg_java_session
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors import sparkberg from this venv
     spark = iceberg_java_session(java_warehouse, extra={"spark.sql.adaptive.coalescePartitions.enabled": "false",
                                                         "spark.sql.parquet.fieldId.read.enabled": "true"})
     spark.sparkContext.setLogLevel("ERROR")

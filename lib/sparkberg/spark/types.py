@@ -123,3 +123,25 @@ def from_spark_schema(struct: T.StructType) -> I.Schema:
 
     t = from_spark_type(struct, next_id)
     return I.Schema(t.fields, 0)
+
+
+FIELD_ID_KEY = "parquet.field.id"
+
+
+def to_spark_read_type(t: I.IcebergType, where: str = "") -> T.DataType:
+    """Like :func:`to_spark_type`, with the Parquet field id on every nested struct field."""
+    if isinstance(t, I.StructType):
+        return T.StructType([to_spark_read_field(f) for f in t.fields])
+    if isinstance(t, I.ListType):
+        return T.ArrayType(to_spark_read_type(t.element_type, where), containsNull=not t.element_required)
+    if isinstance(t, I.MapType):
+        return T.MapType(to_spark_read_type(t.key_type, where), to_spark_read_type(t.value_type, where),
+                         valueContainsNull=not t.value_required)
+    return to_spark_type(t, where)
+
+
+def to_spark_read_field(f: I.NestedField, name: str | None = None) -> T.StructField:
+    """A StructField that Spark's Parquet reader matches by Iceberg field id (always nullable: a column
+    added later is missing, hence null, in older files)."""
+    return T.StructField(name or f.name, to_spark_read_type(f.field_type, f" (column {f.name!r})"), nullable=True,
+                         metadata={FIELD_ID_KEY: f.field_id})

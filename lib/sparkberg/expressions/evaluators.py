@@ -1,0 +1,183 @@
+"""Evaluators that decide from statistics whether rows *may* match (never a false "no"):
+
+- :func:`manifest_may_match`: a partition predicate against a manifest's partition field summaries
+  (as Iceberg Java's ``ManifestEvaluator``);
+- :func:`metrics_may_match`: a row predicate against a data file's column metrics: value, null and NaN
+  counts and lower/upper bounds (as Iceberg Java's ``InclusiveMetricsEvaluator``; bounds may be truncated,
+  so string/binary upper bounds are never trusted for equality beyond their prefix).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from sparkberg.expressions.predicates import (
+    AlwaysFalse, AlwaysTrue, And, Bound, BoundPredicate, Not, Or, rewrite_not,
+)
+from sparkberg.spec import types as T
+from sparkberg.spec.values import from_bytes
+
+IN_PREDICATE_LIMIT = 200
+
+
+def _decode(t: T.IcebergType, b: bytes | None) -> Any:
+    if b is None:
+        return None
+    try:
+        return from_bytes(t, b)
+    except Exception:  # noqa: BLE001 - unreadable bound: treat as absent (may match)
+        return None
+
+
+def _walk(e: Bound, leaf) -> bool:
+    if isinstance(e, AlwaysTrue):
+        return True
+    if isinstance(e, AlwaysFalse):
+        return False
+    if isinstance(e, And):
+        return _walk(e.left, leaf) and _walk(e.right, leaf)
+    if isinstance(e, Or):
+        return _walk(e.left, leaf) or _walk(e.right, leaf)
+    if isinstance(e, Not):
+        return _walk(rewrite_not(e), leaf)
+    return leaf(e)
+
+
+def _is_float(t: T.IcebergType) -> bool:
+    return t in (T.FLOAT, T.DOUBLE)
+
+
+def _cmp_key(v: Any) -> Any:
+    if isinstance(v, float) and v == 0.0:
+        return (0.0, math.copysign(1.0, v))  # -0.0 before +0.0
+    if isinstance(v, float):
+        return (v, 0.0)
+    return v
+
+
+def _range_may_match(op: str, value: Any, lower: Any, upper: Any, t: T.IcebergType) -> bool:
+    """Whether some x in [lower, upper] (either may be None = unknown) satisfies ``x op value``."""
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    truncatable = t in (T.STRING, T.BINARY)
+    if op in ("lt", "lt_eq"):
+        if lower is None:
+            return True
+        lo, v = _cmp_key(lower), _cmp_key(value)
+        return lo < v if op == "lt" else lo <= v
+    if op in ("gt", "gt_eq"):
+        if upper is None:
+            return True
+        hi, v = _cmp_key(upper), _cmp_key(value)
+        return hi > v if op == "gt" else hi >= v
+    if op == "eq":
+        if lower is not None and _cmp_key(lower) > _cmp_key(value):
+            return False
+        if upper is not None and _cmp_key(upper) < _cmp_key(value):
+            return False
+        return True
+    if op == "in":
+        if len(value) > IN_PREDICATE_LIMIT:
+            return True
+        return any(_range_may_match("eq", v, lower, upper, t) for v in value)
+    if op == "starts_with":
+        if lower is not None:
+            lp = lower[:len(value)]
+            if lp > value:
+                return False
+        if upper is not None:
+            up = upper[:len(value)]
+            if up < value:
+                return False
+        return True
+    del truncatable
+    return True
+
+
+# --- manifests ------------------------------------------------------------------------------------------
+
+def manifest_may_match(partition_pred: Bound, partition_type: T.StructType, summaries: Sequence[Any] | None) -> bool:
+    """Whether a manifest with these partition field summaries may hold a partition matching the predicate."""
+    if summaries is None:
+        return True
+    pos = {f.field_id: i for i, f in enumerate(partition_type.fields)}
+
+    def leaf(p: BoundPredicate) -> bool:
+        i = pos.get(p.field_id)
+        if i is None or i >= len(summaries):
+            return True
+        s = summaries[i]
+        t = partition_type.fields[i].field_type
+        lower, upper = _decode(t, s.lower_bound), _decode(t, s.upper_bound)
+        all_null_or_nan = lower is None and upper is None
+        if p.op == "is_null":
+            return bool(s.contains_null)
+        if p.op == "not_null":
+            return not (s.contains_null and all_null_or_nan and s.contains_nan is False)
+        if p.op == "is_nan":
+            return s.contains_nan is not False
+        if p.op == "not_nan":
+            return not (s.contains_nan and all_null_or_nan and not s.contains_null)
+        if p.op in ("not_eq", "not_in", "not_starts_with"):
+            return True
+        if all_null_or_nan:
+            return False  # only nulls/NaNs: no comparison can match
+        return _range_may_match(p.op, p.value, lower, upper, t)
+
+    return _walk(partition_pred, leaf)
+
+
+# --- data file metrics -------------------------------------------------------------------------------------
+
+def metrics_may_match(pred: Bound, schema_types: dict[int, T.IcebergType], record_count: int,
+                      value_counts: dict | None, null_counts: dict | None, nan_counts: dict | None,
+                      lower_bounds: dict | None, upper_bounds: dict | None) -> bool:
+    """Whether a file with these metrics may hold a row matching ``pred`` (bound to the table schema)."""
+    if record_count == 0:
+        return False
+    value_counts = value_counts or {}
+    null_counts = null_counts or {}
+    nan_counts = nan_counts or {}
+    lower_bounds = lower_bounds or {}
+    upper_bounds = upper_bounds or {}
+
+    def all_nulls(fid: int) -> bool:
+        vc, nc = value_counts.get(fid), null_counts.get(fid)
+        return vc is not None and nc is not None and vc == nc
+
+    def all_nans(fid: int) -> bool:
+        vc, nn = value_counts.get(fid), nan_counts.get(fid)
+        return vc is not None and nn is not None and vc == nn
+
+    def leaf(p: BoundPredicate) -> bool:
+        fid = p.field_id
+        t = schema_types.get(fid, p.field_type)
+        if not t.is_primitive:
+            return True
+        if p.op == "is_null":
+            nc = null_counts.get(fid)
+            return nc is None or nc > 0
+        if p.op == "not_null":
+            return not all_nulls(fid)
+        if p.op == "is_nan":
+            nn = nan_counts.get(fid)
+            if nn is not None and nn == 0:
+                return False
+            return not all_nulls(fid)
+        if p.op == "not_nan":
+            return not all_nans(fid)
+        if p.op in ("not_eq", "not_in", "not_starts_with"):
+            return True
+        if all_nulls(fid) or all_nans(fid):
+            return False
+        lower = _decode(t, lower_bounds.get(fid))
+        upper = _decode(t, upper_bounds.get(fid))
+        if _is_float(t):
+            # a NaN bound was written by a broken writer: trust nothing; NaNs are not in bounds anyway
+            if (lower is not None and math.isnan(lower)) or (upper is not None and math.isnan(upper)):
+                return True
+        if p.op == "starts_with" and t != T.STRING:
+            return True
+        return _range_may_match(p.op, p.value, lower, upper, t)
+
+    return _walk(pred, leaf)

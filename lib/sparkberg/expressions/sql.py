@@ -1,0 +1,412 @@
+"""Spark SQL filter strings into Iceberg predicates, for pruning only.
+
+The filter itself is always applied by Spark to the rows; what this module returns is a *weakening*:
+every row the SQL filter keeps also satisfies the translation, so pruning with it never drops a
+matching file. What it cannot translate (functions, arithmetic, casts, column-to-column comparisons,
+literals whose conversion could differ from Spark's) becomes ``TRUE`` (or ``FALSE`` under a ``NOT``).
+Comparisons of floating-point columns prune as Iceberg Java's Spark integration prunes them (NaN matches
+no ordering comparison, ``-0.0`` sorts before ``0.0``), so the rows are the ones Iceberg Java returns.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sparkberg.errors import ValidationError
+from sparkberg.expressions.predicates import (
+    FALSE, TRUE, Expression, Predicate, and_, convert_literal, not_, or_, rewrite_not,
+)
+from sparkberg.spec import types as T
+from sparkberg.spec.values import datetime_to_micros
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:BD|bd|[LlDdFfSsYy])?)
+  | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*")
+  | (?P<bq>`(?:[^`]|``)+`)
+  | (?P<op><=>|<=|>=|<>|!=|==|=|<|>|\(|\)|,|\.|\*|\+|-|/|%)
+  | (?P<id>[A-Za-z_][A-Za-z_0-9]*)
+""", re.X)
+_KEYWORDS = {"and", "or", "not", "is", "null", "in", "between", "like", "true", "false", "date", "timestamp",
+             "timestamp_ntz", "timestamp_ltz", "x"}
+
+
+@dataclass
+class _Col:
+    name: str
+
+
+@dataclass
+class _Lit:
+    value: Any
+    kind: str  # number, string, date, timestamp, timestamp_ntz, bool, null, binary
+
+
+@dataclass
+class _Opaque:
+    pass
+
+
+@dataclass
+class _Node:
+    kind: str
+    args: tuple
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    out, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise ValidationError(f"cannot parse filter {text!r} at position {pos}: {text[pos:pos + 10]!r}")
+        pos = m.end()
+        kind = m.lastgroup
+        if kind != "ws":
+            out.append((kind, m.group()))
+    return out
+
+
+def _unquote(s: str) -> str:
+    q = s[0]
+    body = s[1:-1]
+    if q == "'":
+        body = body.replace("''", "'")
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.toks = _tokens(text)
+        self.i = 0
+
+    def peek(self, k: int = 0) -> tuple[str, str] | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def kw(self, word: str, k: int = 0) -> bool:
+        t = self.peek(k)
+        return t is not None and t[0] == "id" and t[1].lower() == word
+
+    def take(self) -> tuple[str, str]:
+        t = self.peek()
+        if t is None:
+            raise ValidationError(f"unexpected end of filter {self.text!r}")
+        self.i += 1
+        return t
+
+    def expect(self, value: str) -> None:
+        t = self.take()
+        if t[1].lower() != value:
+            raise ValidationError(f"expected {value!r} in filter {self.text!r}, found {t[1]!r}")
+
+    def parse(self):
+        e = self.or_()
+        if self.peek() is not None:
+            raise ValidationError(f"unexpected {self.peek()[1]!r} in filter {self.text!r}")
+        return e
+
+    def or_(self):
+        e = self.and_()
+        while self.kw("or"):
+            self.take()
+            e = _Node("or", (e, self.and_()))
+        return e
+
+    def and_(self):
+        e = self.not_()
+        while self.kw("and"):
+            self.take()
+            e = _Node("and", (e, self.not_()))
+        return e
+
+    def not_(self):
+        if self.kw("not") or (self.peek() and self.peek()[1] == "!"):
+            self.take()
+            return _Node("not", (self.not_(),))
+        return self.predicate()
+
+    def predicate(self):
+        left = self.operand()
+        t = self.peek()
+        if t is None:
+            return left
+        if t[0] == "op" and t[1] in ("=", "==", "<>", "!=", "<", "<=", ">", ">=", "<=>"):
+            self.take()
+            right = self.operand()
+            return _Node("cmp", (t[1], left, right))
+        negate = False
+        if self.kw("is"):
+            self.take()
+            if self.kw("not"):
+                self.take()
+                negate = True
+            if self.kw("null"):
+                self.take()
+                return _Node("isnull", (left, negate))
+            if self.kw("true") or self.kw("false"):
+                val = self.take()[1].lower() == "true"
+                return _Node("isbool", (left, val, negate))
+            raise ValidationError(f"unsupported IS expression in filter {self.text!r}")
+        if self.kw("not") and (self.kw("in", 1) or self.kw("between", 1) or self.kw("like", 1)):
+            self.take()
+            negate = True
+        if self.kw("in"):
+            self.take()
+            self.expect("(")
+            items = [self.operand()]
+            while self.peek() and self.peek()[1] == ",":
+                self.take()
+                items.append(self.operand())
+            self.expect(")")
+            return _Node("in", (left, tuple(items), negate))
+        if self.kw("between"):
+            self.take()
+            lo = self.operand()
+            self.expect("and")
+            hi = self.operand()
+            return _Node("between", (left, lo, hi, negate))
+        if self.kw("like"):
+            self.take()
+            return _Node("like", (left, self.operand(), negate))
+        return left
+
+    def operand(self):
+        """A column, a literal, a parenthesized expression, or anything else (opaque)."""
+        node = self.atom()
+        # arithmetic, concatenation and the like: consume and give up on translating
+        while self.peek() and self.peek()[0] == "op" and self.peek()[1] in ("+", "-", "*", "/", "%"):
+            self.take()
+            self.atom()
+            node = _Opaque()
+        return node
+
+    def atom(self):
+        kind, text = self.take()
+        if kind == "op" and text == "(":
+            e = self.or_()
+            self.expect(")")
+            return e
+        if kind == "op" and text == "-":
+            inner = self.atom()
+            if isinstance(inner, _Lit) and inner.kind == "number":
+                return _Lit(_negate(inner.value), "number")
+            return _Opaque()
+        if kind == "num":
+            return _Lit(_number(text), "number")
+        if kind == "str":
+            return _Lit(_unquote(text), "string")
+        if kind == "bq":
+            name = text[1:-1].replace("``", "`")
+            return self._dotted(name)
+        if kind == "id":
+            low = text.lower()
+            nxt = self.peek()
+            if low in ("date", "timestamp", "timestamp_ntz", "timestamp_ltz") and nxt and nxt[0] == "str":
+                self.take()
+                return _Lit(_unquote(nxt[1]), {"timestamp_ltz": "timestamp"}.get(low, low))
+            if low == "x" and nxt and nxt[0] == "str":
+                self.take()
+                return _Lit(bytes.fromhex(_unquote(nxt[1])), "binary")
+            if low in ("true", "false"):
+                return _Lit(low == "true", "bool")
+            if low == "null":
+                return _Lit(None, "null")
+            if nxt and nxt[1] == "(":  # a function call
+                self.take()
+                args = []
+                if self.peek() and self.peek()[1] != ")":
+                    args.append(self.or_())
+                    while self.peek() and self.peek()[1] == ",":
+                        self.take()
+                        args.append(self.or_())
+                self.expect(")")
+                if low == "isnan" and len(args) == 1 and isinstance(args[0], _Col):
+                    return _Node("isnan", (args[0],))
+                return _Opaque()
+            return self._dotted(text)
+        raise ValidationError(f"unexpected {text!r} in filter {self.text!r}")
+
+    def _dotted(self, first: str):
+        parts = [first]
+        while self.peek() and self.peek()[1] == "." and self.peek(1) and self.peek(1)[0] in ("id", "bq"):
+            self.take()
+            kind, text = self.take()
+            parts.append(text[1:-1].replace("``", "`") if kind == "bq" else text)
+        return _Col(".".join(parts))
+
+
+def _number(text: str) -> Any:
+    t = text.rstrip("LlDdFfSsYy")
+    if text[-2:].lower() == "bd":
+        return Decimal(text[:-2])
+    if text[-1:] in "DdFf":
+        return float(t)
+    if any(c in t for c in ".eE"):
+        return Decimal(t) if "e" not in t.lower() else float(t)
+    return int(t)
+
+
+def _negate(v: Any) -> Any:
+    return -v
+
+
+# --- translation -----------------------------------------------------------------------------------------
+
+class _Translator:
+    def __init__(self, schema: T.Schema, time_zone: str):
+        self.by_name = {k.lower(): v for k, v in schema.index_by_name().items()}
+        self.tz = time_zone
+
+    def field(self, node) -> T.NestedField | None:
+        if isinstance(node, _Col):
+            f = self.by_name.get(node.name.lower())
+            if f is not None and f.field_type.is_primitive:
+                return f
+        return None
+
+    def literal(self, f: T.NestedField, lit: _Lit) -> Any:
+        """The literal as a value of the column's type the way Spark would compare them, or raise."""
+        t = f.field_type
+        if lit.kind == "null":
+            raise ValueError("null literal")
+        if t == T.STRING:
+            if lit.kind != "string":
+                raise ValueError("Spark compares a string column with a non-string literal numerically")
+            return lit.value
+        if t == T.BOOLEAN:
+            if lit.kind != "bool":
+                raise ValueError("not a boolean literal")
+            return lit.value
+        if t in (T.TIMESTAMPTZ, T.TIMESTAMPTZ_NS, T.TIMESTAMP, T.TIMESTAMP_NS):
+            if lit.kind not in ("string", "timestamp", "timestamp_ntz", "date"):
+                raise ValueError("not a timestamp literal")
+            micros = self._micros(lit, zoned=t in (T.TIMESTAMPTZ, T.TIMESTAMPTZ_NS))
+            return micros * 1000 if t in (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS) else micros
+        if t == T.DATE:
+            if lit.kind not in ("string", "date"):
+                raise ValueError("Spark compares a date with a timestamp as timestamps")
+            return convert_literal(t, _dt.date.fromisoformat(lit.value.strip()[:10]) if lit.kind == "date"
+                                   else lit.value.strip())
+        if lit.kind not in ("number", "string"):
+            raise ValueError("not a numeric literal")
+        return convert_literal(t, lit.value)
+
+    def _micros(self, lit: _Lit, zoned: bool) -> int:
+        text = lit.value.strip().replace("T", " ")
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        ts = _dt.datetime.fromisoformat(text)
+        if ts.tzinfo is None and zoned:
+            from zoneinfo import ZoneInfo
+            ts = ts.replace(tzinfo=ZoneInfo(self.tz))
+        if ts.tzinfo is not None and not zoned:
+            raise ValueError("a zoned literal against a timestamp without zone")
+        return datetime_to_micros(ts)
+
+    def translate(self, node, positive: bool) -> Expression:
+        """A weakening of ``node`` (``positive``) or a strengthening (under an odd number of NOTs)."""
+        unknown = TRUE if positive else FALSE
+        if isinstance(node, _Node):
+            k, a = node.kind, node.args
+            if k == "and":
+                return and_(self.translate(a[0], positive), self.translate(a[1], positive))
+            if k == "or":
+                return or_(self.translate(a[0], positive), self.translate(a[1], positive))
+            if k == "not":
+                return rewrite_not(not_(self.translate(a[0], not positive)))
+            try:
+                exact = self.predicate(node)
+            except (ValueError, ValidationError, ArithmeticError, KeyError):
+                return unknown
+            return unknown if exact is None else exact
+        if isinstance(node, _Col):
+            f = self.field(node)
+            if f is not None and f.field_type == T.BOOLEAN:
+                return Predicate("eq", node.name, True)
+        return unknown
+
+    def predicate(self, node: _Node) -> Expression | None:
+        """The exact translation of one predicate, or None."""
+        k, a = node.kind, node.args
+        if k == "isnull":
+            f = self.field(a[0])
+            if f is None:
+                return None
+            p = Predicate("not_null" if a[1] else "is_null", a[0].name)
+            return p
+        if k == "isnan":
+            f = self.field(a[0])
+            return Predicate("is_nan", a[0].name) if f is not None and f.field_type in (T.FLOAT, T.DOUBLE) else None
+        if k == "cmp":
+            op, left, right = a
+            if isinstance(left, _Lit) and isinstance(right, _Col):
+                left, right = right, left
+                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+            f = self.field(left)
+            if f is None or not isinstance(right, _Lit):
+                return None
+            if op == "<=>" and right.kind == "null":
+                return Predicate("is_null", left.name)
+            v = self.literal(f, right)
+            iceberg_op = {"=": "eq", "==": "eq", "<=>": "eq", "<>": "not_eq", "!=": "not_eq", "<": "lt",
+                          "<=": "lt_eq", ">": "gt", ">=": "gt_eq"}[op]
+            return self._compare(left.name, f, iceberg_op, v)
+        if k == "in":
+            col, items, negate = a
+            f = self.field(col)
+            if f is None or not all(isinstance(i, _Lit) for i in items):
+                return None
+            if any(i.kind == "null" for i in items):
+                return None if negate else self.predicate(_Node("in", (col, tuple(i for i in items if i.kind !=
+                                                                                 "null"), False)))
+            values = [self.literal(f, i) for i in items]
+            if f.field_type in (T.FLOAT, T.DOUBLE) and any(v != v for v in values):
+                return None
+            return Predicate("not_in" if negate else "in", col.name, values)
+        if k == "between":
+            col, lo, hi, negate = a
+            inner = and_(self.predicate(_Node("cmp", (">=", col, lo))) or TRUE,
+                         self.predicate(_Node("cmp", ("<=", col, hi))) or TRUE)
+            if negate:
+                return None
+            return inner
+        if k == "like":
+            col, pat, negate = a
+            f = self.field(col)
+            if f is None or f.field_type != T.STRING or not isinstance(pat, _Lit) or pat.kind != "string":
+                return None
+            p = pat.value
+            if "\\" in p or "_" in p.rstrip("%"):
+                return None
+            body = p.rstrip("%")
+            if "%" in body:
+                return None
+            if body == p:
+                return Predicate("not_eq" if negate else "eq", col.name, body)
+            return Predicate("not_starts_with" if negate else "starts_with", col.name, body)
+        return None
+
+    @staticmethod
+    def _compare(name: str, f: T.NestedField, op: str, v: Any) -> Expression:
+        if f.field_type in (T.FLOAT, T.DOUBLE) and v != v:
+            # as Iceberg's SparkFilters: x = NaN is isNaN(x); other comparisons with NaN translate to nothing
+            return {"eq": Predicate("is_nan", name), "not_eq": Predicate("not_nan", name)}.get(op, TRUE)
+        return Predicate(op, name, v)
+
+
+def parse_filter(text: str):
+    """The parse tree of a Spark SQL boolean expression (raises ValidationError on syntax it cannot read)."""
+    return _Parser(text).parse()
+
+
+def translate_filter(text: str, schema: T.Schema, time_zone: str = "UTC") -> Expression:
+    """An unbound Iceberg expression implied by the Spark SQL filter ``text`` (for pruning)."""
+    try:
+        tree = parse_filter(text)
+    except ValidationError:
+        return TRUE  # Spark will report the syntax error when it applies the filter; prune nothing
+    return _Translator(schema, time_zone).translate(tree, True)

@@ -1,0 +1,1 @@
+"""Scan planning as DataFrame transformations: manifests, pruning, delete matching, row lineage."""

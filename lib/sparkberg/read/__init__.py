@@ -1,0 +1,1 @@
+"""Tasks to rows: field-id column mapping, deletes applied, metadata columns."""

@@ -1,0 +1,368 @@
+"""Tasks to rows: data files read by Spark's native Parquet reader with columns matched by field id,
+deletes applied as anti-joins, metadata columns and row lineage added, the filter applied exactly.
+
+Rows are matched to their task by the file path Spark reports (``_metadata.file_path``: a URI,
+percent-encoded) normalized the same way as the manifest's path; position deletes and deletion
+vectors by (file, ``_metadata.row_index``); equality deletes by null-safe equality on their columns.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+
+from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.io.fileio import file_io_for, to_local_path
+from sparkberg.planning.entries import PartitionLayout
+from sparkberg.planning.scan import partition_column
+from sparkberg.spark.types import FIELD_ID_KEY, to_spark_read_field, to_spark_type
+from sparkberg.spec import types as T
+from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.puffin import dv_positions
+from sparkberg.spec.types import UNSUPPORTED_DATA_TYPE_NAMES
+
+ROW_ID = T.NestedField(2147483540, "_row_id", T.LONG)
+LAST_UPDATED_SEQ = T.NestedField(2147483539, "_last_updated_sequence_number", T.LONG)
+DELETE_FILE_PATH = T.NestedField(2147483546, "file_path", T.STRING, True)
+DELETE_POS = T.NestedField(2147483545, "pos", T.LONG, True)
+METADATA_COLUMNS = ("_file", "_pos", "_spec_id", "_partition", "_row_id", "_last_updated_sequence_number")
+SPARK_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true",
+              "spark.sql.parquet.fieldId.read.ignoreMissing": "true"}
+
+
+def path_key(path: str) -> str:
+    """A file location as a join key: the same for ``/x``, ``file:/x`` and ``file:///x``."""
+    for prefix in ("file://", "file:"):
+        if path.startswith(prefix):
+            rest = path[len(prefix):]
+            return rest if rest.startswith("/") else "/" + rest
+    return path
+
+
+def spark_path_key(col: Column) -> Column:
+    """:func:`path_key` of the paths Spark reports in ``_metadata.file_path`` (percent-encoded URIs)."""
+    decoded = F.url_decode(F.regexp_replace(col, r"\+", "%2B"))
+    return F.regexp_replace(decoded, r"^file:(//)?(?=/)", "")
+
+
+def ensure_session_conf(spark) -> None:
+    """The settings the field-id reader needs; set on the session when not already set."""
+    for k, v in SPARK_CONF.items():
+        try:
+            if str(spark.conf.get(k, None)).lower() != v:
+                spark.conf.set(k, v)
+        except Exception:  # noqa: BLE001 - a session that refuses the setting still reads by name
+            pass
+
+
+def _check_readable(schema: T.Schema) -> None:
+    for f in schema.index_by_id().values():
+        name = f.field_type.to_json() if not f.field_type.is_nested else ""
+        if isinstance(name, str) and name.split("(")[0] in UNSUPPORTED_DATA_TYPE_NAMES:
+            raise NotSupportedError(f"reading column {f.name!r} of type {f.field_type} is not supported yet")
+
+
+def read_schema(schema: T.Schema, extra: Sequence[T.NestedField] = ()) -> ST.StructType:
+    """The Spark schema to read data files with: every column by field id, plus ``extra`` fields."""
+    return ST.StructType([to_spark_read_field(f) for f in schema.fields] + [to_spark_read_field(f) for f in extra])
+
+
+def _empty(spark, schema: ST.StructType) -> DataFrame:
+    return spark.createDataFrame([], schema)
+
+
+def promoted_fields(metadata: TableMetadata, schema: T.Schema) -> dict[int, T.NestedField]:
+    """Top-level columns of ``schema`` whose type was widened (int->long, float->double, decimal precision):
+    older files store them in the narrower type."""
+    out = {}
+    for f in schema.fields:
+        if not f.field_type.is_primitive:
+            continue
+        for s in metadata.schemas:
+            old = s.index_by_id().get(f.field_id)
+            if old is not None and old.field_type != f.field_type:
+                out[f.field_id] = f
+    return out
+
+
+class FooterTypes:
+    """Executor side: the stored type of the given field ids in each Parquet file (from its footer)."""
+
+    def __init__(self, field_ids: Sequence[int]):
+        self.field_ids = set(field_ids)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+        for batch in batches:
+            paths, sigs = [], []
+            for path in batch.column(0).to_pylist():
+                local = to_local_path(path)
+                if local is not None:
+                    arrow_schema = pq.read_schema(local)
+                else:
+                    fs, p = pa.fs.FileSystem.from_uri(path)
+                    with fs.open_input_file(p) as f:
+                        arrow_schema = pq.read_schema(f)
+                parts = []
+                for field in arrow_schema:
+                    fid = (field.metadata or {}).get(b"PARQUET:field_id")
+                    if fid is not None and int(fid) in self.field_ids:
+                        parts.append(f"{int(fid)}={field.type}")
+                paths.append(path)
+                sigs.append(";".join(sorted(parts)))
+            yield pa.RecordBatch.from_arrays([pa.array(paths, pa.string()), pa.array(sigs, pa.string())],
+                                             names=["file_path", "signature"])
+
+
+def _stored_spark_type(arrow_type: str) -> ST.DataType | None:
+    if arrow_type == "int32":
+        return ST.IntegerType()
+    if arrow_type == "float":
+        return ST.FloatType()
+    m = re.match(r"decimal128\((\d+), (\d+)\)", arrow_type)
+    if m:
+        return ST.DecimalType(int(m.group(1)), int(m.group(2)))
+    return None
+
+
+def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema: ST.StructType,
+                  paths: list[str]) -> DataFrame:
+    """Data files read by field id; files that store a widened column in its older type are read in that
+    type (grouped by their footers) and cast, since Spark 3.5's reader cannot widen while reading."""
+    def read(schema_: ST.StructType, files: list[str]) -> DataFrame:
+        return (spark.read.schema(schema_).parquet(*files)
+                .select("*", F.col("_metadata.file_path").alias("_spark_path"),
+                        F.col("_metadata.row_index").alias("_pos")))
+
+    promoted = promoted_fields(metadata, schema)
+    if not promoted:
+        return read(spark_schema, paths)
+    sigs = (spark.createDataFrame([(p,) for p in paths], "file_path string")
+            .mapInArrow(FooterTypes(list(promoted)), "file_path string, signature string").collect())
+    groups: dict[str, list[str]] = defaultdict(list)
+    for r in sigs:
+        groups[r["signature"]].append(r["file_path"])
+    out = None
+    for sig, files in sorted(groups.items()):
+        stored = {int(k): _stored_spark_type(v) for k, v in (p.split("=", 1) for p in sig.split(";") if p)}
+        fields = []
+        casts = {}
+        for f in spark_schema.fields:
+            fid = f.metadata.get(FIELD_ID_KEY)
+            st = stored.get(fid)
+            if st is not None and st != f.dataType:
+                fields.append(ST.StructField(f.name, st, True, f.metadata))
+                casts[f.name] = f.dataType
+            else:
+                fields.append(f)
+        df = read(ST.StructType(fields), files)
+        for name, target in casts.items():
+            df = df.withColumn(name, F.col(f"`{name}`").cast(target))
+        out = df if out is None else out.unionByName(df)
+    return out
+
+
+class DVDecoder:
+    """Executor side: (data file, puffin path, offset, length) -> one (file_path, pos) row per deleted position."""
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        ios: dict[str, Any] = {}
+        for batch in batches:
+            for r in batch.to_pylist():
+                path = r["puffin_path"]
+                scheme = path.split("://", 1)[0] if "://" in path else "file"
+                io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
+                blob = _read_range(io, path, r["content_offset"], r["content_size_in_bytes"])
+                positions = dv_positions(blob, path)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([r["data_file"]] * len(positions), pa.string()), pa.array(positions, pa.int64())],
+                    names=["_del_file", "_del_pos"])
+
+
+def _read_range(io, path: str, offset: int, length: int) -> bytes:
+    from sparkberg.io.fileio import to_local_path
+    local = to_local_path(path)
+    if local is not None:
+        with open(local, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
+    return io.read(path)[offset:offset + length]
+
+
+def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, layout: PartitionLayout,
+               columns: Sequence[str] | None, filter: str | Column | None) -> DataFrame:
+    """Rows of the given scan tasks (collected rows of the plan), projected to ``columns``."""
+    ensure_session_conf(spark)
+    _check_readable(schema)
+    v3 = metadata.format_version >= 3
+    wanted = list(columns) if columns is not None else [f.name for f in schema.fields]
+    for c in wanted:
+        if c in METADATA_COLUMNS:
+            if c in ("_row_id", "_last_updated_sequence_number") and not v3:
+                raise ValidationError(f"metadata column {c!r} exists only on v3 tables (this table is "
+                                      f"v{metadata.format_version})")
+        elif schema.as_struct.field_by_name(c) is None:
+            raise ValidationError(f"unknown column {c!r}; columns are {[f.name for f in schema.fields]} and the "
+                                  f"metadata columns {list(METADATA_COLUMNS)}")
+    # equality delete columns missing from this schema (dropped later) are read under hidden names
+    all_fields = {}
+    for s in metadata.schemas:
+        all_fields.update(s.index_by_id())
+    current_ids = set(schema.index_by_id())
+    eq_ids = sorted({i for t in tasks for d in t["deletes"] if d["content"] == 2 for i in d["equality_ids"] or ()})
+    hidden = [T.NestedField(i, f"_eq_{i}", all_fields[i].field_type) for i in eq_ids if i not in current_ids
+              and i in all_fields]
+    lineage = [ROW_ID, LAST_UPDATED_SEQ] if v3 else []
+    spark_schema = read_schema(schema, hidden + lineage)
+    output_schema = ST.StructType([to_spark_read_field(f) for f in schema.fields])
+    if not tasks:
+        return _select(_empty(spark, _with_metadata(output_schema, layout, v3)), wanted)
+    formats = {t["file_format"] for t in tasks}
+    if formats - {"parquet"}:
+        raise NotSupportedError(f"reading {sorted(formats - {'parquet'})} data files is not supported yet "
+                                "(Parquet only)")
+    paths = [t["file_path"] for t in tasks]
+    rows = _read_parquet(spark, metadata, schema, spark_schema, paths)
+    info_schema = ST.StructType([
+        ST.StructField("_key", ST.StringType()), ST.StructField("_file", ST.StringType()),
+        ST.StructField("_spec_id", ST.IntegerType()),
+        ST.StructField("_phys_partition", physical_partition_struct(layout)),
+        ST.StructField("_data_seq", ST.LongType()), ST.StructField("_first_row_id", ST.LongType())])
+    info = spark.createDataFrame(
+        [(path_key(t["file_path"]), t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"],
+          t["first_row_id"]) for t in tasks], info_schema)
+    rows = rows.withColumn("_key", spark_path_key(F.col("_spark_path"))).join(F.broadcast(info), "_key")
+    rows = _apply_position_deletes(spark, rows, tasks)
+    rows = _apply_equality_deletes(spark, rows, tasks, schema, all_fields, hidden)
+    rows = rows.withColumn("_partition", partition_column(layout, "_phys_partition"))
+    if v3:
+        has_id = F.col("_first_row_id").isNotNull()
+        rows = (rows.withColumn("_row_id", F.when(has_id, F.coalesce(F.col("_row_id"), F.col("_first_row_id") +
+                                                                   F.col("_pos"))))
+                .withColumn("_last_updated_sequence_number", F.when(has_id, F.coalesce(
+                    F.col("_last_updated_sequence_number"), F.col("_data_seq")))))
+    if filter is not None:
+        rows = rows.filter(filter)
+    return _select(rows, wanted)
+
+
+_PHYSICAL_SPARK = {"boolean": ST.BooleanType(), "int": ST.IntegerType(), "bigint": ST.LongType(),
+                   "float": ST.FloatType(), "double": ST.DoubleType(), "string": ST.StringType(),
+                   "binary": ST.BinaryType()}
+
+
+def physical_partition_struct(layout: PartitionLayout) -> ST.StructType:
+    """The Spark struct of the layout's physical partition values (as in the entries DataFrame)."""
+    from sparkberg.planning.entries import physical_types
+    if not layout.slots:
+        return ST.StructType([ST.StructField("_none", ST.IntegerType())])
+    fields = []
+    for s in layout.slots:
+        ddl = physical_types(s.field_type)[1]
+        t = _PHYSICAL_SPARK.get(ddl)
+        if t is None:  # decimal(p,s)
+            p, sc = ddl[len("decimal("):-1].split(",")
+            t = ST.DecimalType(int(p), int(sc))
+        fields.append(ST.StructField(s.name, t))
+    return ST.StructType(fields)
+
+
+def _with_metadata(schema: ST.StructType, layout: PartitionLayout, v3: bool) -> ST.StructType:
+    fields = list(schema.fields) + [ST.StructField("_file", ST.StringType()), ST.StructField("_pos", ST.LongType()),
+                                    ST.StructField("_spec_id", ST.IntegerType()),
+                                    ST.StructField("_partition", _typed_partition(layout))]
+    if v3:
+        fields += [ST.StructField("_row_id", ST.LongType()),
+                   ST.StructField("_last_updated_sequence_number", ST.LongType())]
+    return ST.StructType(fields)
+
+
+def _typed_partition(layout: PartitionLayout) -> ST.StructType:
+    if not layout.slots:
+        return ST.StructType([])
+    return ST.StructType([ST.StructField(s.name, to_spark_type(s.field_type)) for s in layout.slots])
+
+
+def _select(df: DataFrame, wanted: Sequence[str]) -> DataFrame:
+    return df.select(*[F.col(f"`{c}`") for c in wanted])
+
+
+def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
+    pairs = []  # (delete file, data file) for position delete files
+    dvs = []
+    for t in tasks:
+        for d in t["deletes"]:
+            if d["content"] != 1:
+                continue
+            if d["file_format"] == "puffin":
+                dvs.append((t["file_path"], d["file_path"], d["content_offset"], d["content_size_in_bytes"]))
+            else:
+                pairs.append((path_key(d["file_path"]), t["file_path"]))
+    deleted = []
+    if pairs:
+        files = sorted({d["file_path"] for t in tasks for d in t["deletes"]
+                        if d["content"] == 1 and d["file_format"] != "puffin"})
+        for fmt in {d["file_format"] for t in tasks for d in t["deletes"] if d["content"] == 1} - {"parquet", "puffin"}:
+            raise NotSupportedError(f"reading {fmt} position delete files is not supported yet")
+        pos = (spark.read.schema(read_schema(T.Schema([DELETE_FILE_PATH, DELETE_POS]))).parquet(*files)
+               .select(F.col("file_path").alias("_del_file"), F.col("pos").alias("_del_pos"),
+                       spark_path_key(F.col("_metadata.file_path")).alias("_del_key")))
+        applicable = spark.createDataFrame(pairs, "_del_key string, _data_file string")
+        deleted.append(pos.join(F.broadcast(applicable), (pos["_del_key"] == applicable["_del_key"]) &
+                                (pos["_del_file"] == applicable["_data_file"]))
+                       .select("_del_file", "_del_pos"))
+    if dvs:
+        refs = spark.createDataFrame(dvs, "data_file string, puffin_path string, content_offset bigint, "
+                                          "content_size_in_bytes bigint")
+        deleted.append(refs.mapInArrow(DVDecoder(), "_del_file string, _del_pos bigint"))
+    if not deleted:
+        return rows
+    d = deleted[0]
+    for other in deleted[1:]:
+        d = d.unionByName(other)
+    return rows.join(d, (rows["_file"] == d["_del_file"]) & (rows["_pos"] == d["_del_pos"]), "left_anti")
+
+
+def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, schema: T.Schema, all_fields: dict,
+                            hidden: list) -> DataFrame:
+    groups: dict[tuple, list] = defaultdict(list)
+    for t in tasks:
+        for d in t["deletes"]:
+            if d["content"] == 2:
+                groups[tuple(d["equality_ids"] or ())].append((path_key(d["file_path"]), d["file_path"],
+                                                               d["file_format"], t["file_path"]))
+    hidden_ids = {f.field_id for f in hidden}
+    for ids, entries in groups.items():
+        if not ids:
+            raise ValidationError(f"equality delete file {entries[0][1]} has no equality_ids")
+        for fmt in {e[2] for e in entries} - {"parquet"}:
+            raise NotSupportedError(f"reading {fmt} equality delete files is not supported yet")
+        fields = []
+        for i in ids:
+            f = all_fields.get(i)
+            if f is None:
+                raise ValidationError(f"equality delete file {entries[0][1]} uses field id {i}, unknown to the table")
+            fields.append(T.NestedField(i, f"_eqd_{i}", f.field_type))
+        files = sorted({e[1] for e in entries})
+        eq = (spark.read.schema(read_schema(T.Schema(fields))).parquet(*files)
+              .withColumn("_del_key", spark_path_key(F.col("_metadata.file_path"))))
+        applicable = spark.createDataFrame(sorted({(e[0], e[3]) for e in entries}), "_del_key string, _data_file string")
+        eq = eq.join(F.broadcast(applicable), "_del_key").drop("_del_key")
+        by_id = schema.index_by_id()
+        cond = rows["_file"] == eq["_data_file"]
+        for i in ids:
+            if i in hidden_ids:
+                row_col = rows[f"_eq_{i}"]
+            else:
+                name = schema.name_of(i)
+                if name is None or i not in by_id:
+                    raise ValidationError(f"equality delete column id {i} is not readable")
+                row_col = rows[name] if "." not in name else F.col(name)
+            cond = cond & row_col.eqNullSafe(eq[f"_eqd_{i}"])
+        rows = rows.join(eq, cond, "left_anti")
+    return rows
