@@ -1,0 +1,179 @@
+"""The read path on Spark 4 against tables written by PyIceberg 0.12: every snapshot reads as PyIceberg reads it,
+plan_files lists the files PyIceberg plans, filters prune soundly, and bad requests get named errors."""
+import datetime as dt
+import os
+import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from collections import Counter
+
+import pytest
+
+import sparkberg
+from sparkberg.errors import ValidationError
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="session")
+def pyi(tmp_path_factory):
+    from pyiceberg_tables import build
+    return build(str(tmp_path_factory.mktemp("pyiceberg-wh")))
+
+
+def _spark_norm(v):
+    if v is None:
+        return None
+    if isinstance(v, float) and v != v:
+        return "NaN"
+    if hasattr(v, "asDict"):
+        return tuple(_spark_norm(x) for x in v)
+    if isinstance(v, dict):  # an empty map and an empty list look alike in Arrow's Python form
+        return ("map", tuple(sorted((k, _spark_norm(x)) for k, x in v.items()))) if v else ()
+    if isinstance(v, list):
+        return tuple(_spark_norm(x) for x in v)
+    if isinstance(v, bytearray):
+        return bytes(v)
+    return v
+
+
+def _arrow_norm(v):
+    if v is None:
+        return None
+    if isinstance(v, float) and v != v:
+        return "NaN"
+    if isinstance(v, dt.datetime) and v.tzinfo is not None:
+        return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(v, dict):
+        return tuple(_arrow_norm(x) for x in v.values())
+    if isinstance(v, list):
+        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+            return ("map", tuple(sorted((k, _arrow_norm(x)) for k, x in v)))
+        return tuple(_arrow_norm(x) for x in v)
+    return v
+
+
+def spark_rows(df):
+    return Counter(tuple(_spark_norm(v) for v in r) for r in df.collect())
+
+
+def arrow_rows(table, columns):
+    return Counter(tuple(_arrow_norm(r[c]) for c in columns) for r in table.to_pylist())
+
+
+def load(spark, pt):
+    return sparkberg.load_table(spark, pt.metadata_location)
+
+
+@pytest.mark.parametrize("name", ["all_v1", "all_v2", "evolve"])
+def test_every_snapshot_reads_like_pyiceberg(spark, pyi, name):
+    pt = pyi[name]
+    t = load(spark, pt)
+    assert t.metadata.snapshots, name
+    for snap in t.metadata.snapshots:
+        schema = t.metadata.schema(snap.schema_id)
+        cols = [f.name for f in schema.fields]
+        ours = spark_rows(t.to_df(snapshot_id=snap.snapshot_id))
+        theirs = arrow_rows(pt.scan(snapshot_id=snap.snapshot_id).to_arrow(), cols)
+        assert ours == theirs, f"{name} snapshot {snap.snapshot_id}"
+
+
+@pytest.mark.parametrize("name", ["all_v1", "all_v2", "evolve"])
+def test_plan_files_like_pyiceberg(spark, pyi, name):
+    pt = pyi[name]
+    t = load(spark, pt)
+    theirs = {task.file.file_path for task in pt.scan().plan_files()}
+    tasks = t.plan_files().collect()
+    assert {r["file_path"] for r in tasks} == theirs
+    assert sum(r["record_count"] for r in tasks) == sum(task.file.record_count for task in pt.scan().plan_files())
+    for r in tasks:
+        assert r["deletes"] == [] and r["data_sequence_number"] >= (0 if t.format_version == 1 else 1)
+
+
+FILTERS = ["id = 7", "id IN (1, 2, 3) OR s = 'beta'", "d < DATE '1970-01-01'", "ts >= '2024-01-03'",
+           "tsn > TIMESTAMP_NTZ '1970-01-01 05:00:00'", "s LIKE 'al%'", "dec BETWEEN -1 AND 1", "f > 2.0",
+           "NOT (i = 0)", "ts IS NULL", "id IS NULL AND flag", "dbl = 0.0", "b = X'0001'", "upper(s) = 'BETA'",
+           "i = 1 AND (id > 10 OR s < 'b')", "isnan(f)"]
+
+
+@pytest.mark.parametrize("filter", FILTERS)
+def test_filters_are_exact_and_prune_soundly(spark, pyi, filter):
+    t = load(spark, pyi["all_v2"])
+    full = t.to_df(columns=[f.name for f in t.schema().fields] + ["_file"])
+    expected = full.filter(filter)
+    got = t.to_df(filter=filter, columns=[f.name for f in t.schema().fields] + ["_file"])
+    assert spark_rows(got) == spark_rows(expected)
+    planned = {r[0] for r in t.plan_files(filter=filter).collect()}
+    needed = {r["_file"] for r in expected.select("_file").collect()}
+    assert needed <= planned
+
+
+def test_pruning_drops_files(spark, pyi):
+    t = load(spark, pyi["all_v2"])
+    total = t.plan_files().count()
+    assert t.plan_files(filter="ts_month_is_not_a_column = 1 OR id = 7").count() == total  # untranslatable
+    assert 0 < t.plan_files(filter="id = 7").count() < total
+    assert t.plan_files(filter="d < DATE '1969-01-01'").count() == 0
+    assert t.plan_files(filter="i = 5").count() == 0
+
+
+def test_metadata_columns(spark, pyi):
+    t = load(spark, pyi["evolve"])
+    df = t.to_df(columns=["id", "_file", "_pos", "_spec_id", "_partition"])
+    got = sorted((r["id"], r["_spec_id"], r["_pos"]) for r in df.collect())
+    assert [g[0] for g in got] == [1, 2, 3, 4]
+    assert {g[1] for g in got} == {0, 1}
+    parts = {r["id"]: r["_partition"] for r in df.collect()}
+    assert parts[3]["label_trunc"] == "c" and parts[1]["label_trunc"] is None
+    assert df.schema["_partition"].dataType.fieldNames() == ["id_bucket", "label_trunc"]
+    plan = t.plan_files().select("partition").collect()
+    assert all(set(p[0].asDict()) == {"id_bucket", "label_trunc"} for p in plan)
+
+
+def test_schema_evolution_reads_by_field_id(spark, pyi):
+    t = load(spark, pyi["evolve"])
+    rows = {r["id"]: r for r in t.to_df().collect()}
+    assert rows[1]["label"] == "a" and rows[1]["score"] == 1.5  # renamed, promoted float -> double
+    assert rows[3]["loc"]["lat"] == 3.0 and rows[3]["tags"] == ["p", None] and rows[3]["attrs"] == {"z": None}
+    assert "added" not in t.to_df().columns
+    assert t.to_df().schema["id"].dataType.simpleString() == "bigint"
+
+
+def test_time_travel_and_refs(spark, pyi):
+    pt = pyi["all_v2"]
+    t = load(spark, pt)
+    snaps = t.metadata.snapshots
+    first = snaps[0]
+    assert t.to_df(snapshot_id=first.snapshot_id).count() == 20
+    assert t.to_df(as_of_timestamp_ms=first.timestamp_ms).count() == 20
+    assert t.to_df(ref="main").count() == t.to_df().count() == 37
+    with pytest.raises(ValidationError, match="does not exist"):
+        t.to_df(snapshot_id=1)
+    with pytest.raises(ValidationError, match="no snapshot at or before"):
+        t.to_df(as_of_timestamp_ms=1)
+    with pytest.raises(ValidationError, match="no branch or tag 'nope'"):
+        t.to_df(ref="nope")
+    with pytest.raises(ValidationError, match="at most one"):
+        t.to_df(ref="main", snapshot_id=first.snapshot_id)
+
+
+def test_bad_columns_are_named(spark, pyi):
+    t = load(spark, pyi["all_v2"])
+    with pytest.raises(ValidationError, match="unknown column 'nope'"):
+        t.to_df(columns=["id", "nope"])
+    with pytest.raises(ValidationError, match="only on v3 tables"):
+        t.to_df(columns=["_row_id"])
+
+
+def test_reads_from_a_metastore_style_directory(spark, pyi):
+    pt = pyi["all_v1"]
+    t = sparkberg.load_table(spark, pt.location())  # <V>-<uuid>.metadata.json files, newest wins
+    assert t.metadata_location == pt.metadata_location
+    assert t.to_df().count() == 37
+
+
+def test_empty_table_reads_empty(spark, warehouse):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.e", "id bigint, ts timestamp", partition_by=["day(ts)"], properties={"format-version": "3"})
+    assert t.to_df().count() == 0
+    assert t.to_df(columns=["id", "_row_id", "_partition"]).columns == ["id", "_row_id", "_partition"]
+    assert t.plan_files().count() == 0
