@@ -1,0 +1,42 @@
+"""Run over Spark Connect (a separate process: one classic session per test process is enough).
+
+    python connect_check.py METADATA_JSON EXPECTED_COUNT WAREHOUSE
+Prints one line per check; exits non-zero on the first failure."""
+import os
+import sys
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+import sparkberg  # noqa: E402
+
+
+def main(metadata: str, expected: int, warehouse: str) -> int:
+    spark = (SparkSession.builder.remote("local[2]").config("spark.sql.shuffle.partitions", "4")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    assert "connect" in type(spark).__module__, type(spark)
+    t = sparkberg.load_table(spark, metadata)
+    n = t.to_df().count()
+    assert n == expected, (n, expected)
+    print("to_df count ok", n)
+    f = t.to_df(filter="id = 7", columns=["id", "_file", "_pos"]).collect()
+    assert [r["id"] for r in f] == [7], f
+    print("filtered read ok")
+    files = t.plan_files(filter="id = 7").count()
+    assert 0 < files < t.plan_files().count()
+    print("plan_files pruning ok", files)
+    first = t.metadata.snapshots[0]
+    assert t.to_df(snapshot_id=first.snapshot_id).count() == 20
+    print("time travel ok")
+    cat = sparkberg.catalog(spark, warehouse)
+    e = cat.create_table("db.connect", "id bigint NOT NULL, v string", partition_by=["bucket(4, id)"],
+                         properties={"format-version": "3"})
+    assert e.to_df(columns=["id", "_row_id"]).count() == 0
+    print("catalog over connect ok")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3]))

@@ -1,0 +1,23 @@
+"""The read path over Spark Connect (PySpark 4, `SparkSession.builder.remote("local")`): no py4j, no
+SparkContext, no RDDs. Runs in its own process so the Connect server gets its own JVM."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from test_read import pyi  # noqa: F401 - the PyIceberg tables fixture
+
+pytestmark = pytest.mark.spark
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_reads_over_spark_connect(pyi, tmp_path):  # noqa: F811
+    pt = pyi["all_v2"]
+    out = subprocess.run([sys.executable, os.path.join(HERE, "connect_check.py"), pt.metadata_location, "37",
+                          str(tmp_path / "wh")], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    for check in ("to_df count ok", "filtered read ok", "plan_files pruning ok", "time travel ok",
+                  "catalog over connect ok"):
+        assert check in out.stdout
