@@ -130,3 +130,38 @@ def test_plan_files_matches_java_scan(corpus, java, java_warehouse, name):
     assert set(ours) == set(expected)
     for path, deletes in expected.items():
         assert deletes <= ours[path], path
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from sparkberg.expressions.predicates import bind  # noqa: E402
+from sparkberg.expressions.sql import translate_filter  # noqa: E402
+from sparkberg.planning.reference import reference_plan  # noqa: E402
+
+FILTER_PARTS = {
+    "v2_mor": ["id = {n}", "id < {n}", "cat = 'odd'", "cat = 'even'", "data = 'd{n}'", "id IN ({n}, {m})",
+               "data IS NULL", "NOT (id > {n})"],
+    "v3_dv": ["id = {n}", "ts < '2024-01-02'", "ts >= '2024-01-03'", "data LIKE 'd1%'", "id BETWEEN {n} AND {m}"],
+    "v2_eqdeletes": ["id = {n}", "cat = 'a'", "cat IS NULL", "v = 'x'", "id > {n} OR cat = 'b'"],
+    "v2_to_v3": ["id = {n}", "id >= {n}", "data = 'x'", "NOT (id = {m})"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILTER_PARTS))
+def test_distributed_planner_equals_reference_planner(corpus, java, java_warehouse, name):
+    t = table(java, java_warehouse, name)
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.sampled_from(FILTER_PARTS[name]), min_size=1, max_size=2), st.integers(0, 45),
+           st.integers(0, 45), st.sampled_from([" AND ", " OR "]),
+           st.sampled_from([s.snapshot_id for s in t.metadata.snapshots]))
+    def check(parts, n, m, joiner, snapshot_id):
+        text = joiner.join(p.format(n=n, m=m) for p in parts)
+        snap = t.metadata.snapshot_by_id(snapshot_id)
+        schema = t.metadata.schema(snap.schema_id) if snap.schema_id is not None else t.schema()
+        bound = bind(translate_filter(text, schema), schema)
+        expected = reference_plan(t.metadata, t.io, snap, bound)
+        ours = {r["file_path"]: {d["file_path"] for d in r["deletes"]}
+                for r in t.plan_files(filter=text, snapshot_id=snapshot_id).collect()}
+        assert ours == expected, text
+    check()
