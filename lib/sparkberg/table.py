@@ -170,7 +170,7 @@ class Table:
         return bind(translate_filter(filter, schema, _session_time_zone(self.spark)), schema)
 
     def plan_files(self, filter: Any = None, snapshot_id: int | None = None, ref: str | None = None,
-                   as_of_timestamp_ms: int | None = None):
+                   as_of_timestamp_ms: int | None = None, planning: str = "auto"):
         """The data files a scan reads, as a DataFrame, one row per file (in manifest order):
 
         ``file_path``, ``file_format``, ``spec_id``, ``partition`` (struct of every spec's partition fields,
@@ -180,17 +180,18 @@ class Table:
         ``content_offset``, ``content_size_in_bytes``>> of the delete files that apply.
 
         ``filter`` (a Spark SQL expression) prunes files by partition and metrics; files it cannot rule out
-        are kept, so it may list files with no matching row.
+        are kept, so it may list files with no matching row. ``planning`` is "auto" (small tables are planned on
+        the driver, large ones on the executors), "local" or "distributed"; the result is the same.
         """
         from pyspark.sql import functions as F
 
         from sparkberg.planning.scan import partition_column, plan
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
-        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema))
+        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning)
         return p.tasks.withColumn("partition", partition_column(p.layout, F.col("partition")))
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
-              ref: str | None = None, columns: Sequence[str] | None = None):
+              ref: str | None = None, columns: Sequence[str] | None = None, planning: str = "auto"):
         """The table's rows as a Spark DataFrame, deletes applied.
 
         ``filter`` (Spark SQL expression or Column) is applied exactly to the rows and, as far as it translates
@@ -201,9 +202,9 @@ class Table:
         from sparkberg.planning.scan import plan
         from sparkberg.read.reader import read_tasks
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
-        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema))
         with job_description(self.spark, f"DATA-PLANNING {self.name}"):
-            tasks = p.tasks.collect()
+            p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning)
+            tasks = p.rows()
         return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
 
     # --- metadata commits ------------------------------------------------------------------------

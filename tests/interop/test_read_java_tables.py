@@ -113,8 +113,9 @@ def test_filters_read_like_java_and_prune_no_more(corpus, java, java_warehouse, 
     assert needed <= ours
 
 
+@pytest.mark.parametrize("planning", ["local", "distributed"])
 @pytest.mark.parametrize("name", TABLES)
-def test_plan_files_matches_java_scan(corpus, java, java_warehouse, name):
+def test_plan_files_matches_java_scan(corpus, java, java_warehouse, name, planning):
     t = table(java, java_warehouse, name)
     jt = java._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(java._jsparkSession, f"ref.db.{name}")
     expected = {}
@@ -126,7 +127,7 @@ def test_plan_files_matches_java_scan(corpus, java, java_warehouse, name):
         while dit.hasNext():
             deletes.add(str(dit.next().location()))
         expected[str(task.file().location())] = deletes
-    ours = {r["file_path"]: {d["file_path"] for d in r["deletes"]} for r in t.plan_files().collect()}
+    ours = {r["file_path"]: {d["file_path"] for d in r["deletes"]} for r in t.plan_files(planning=planning).collect()}
     assert set(ours) == set(expected)
     for path, deletes in expected.items():
         assert deletes <= ours[path], path
@@ -162,6 +163,6 @@ def test_distributed_planner_equals_reference_planner(corpus, java, java_warehou
         bound = bind(translate_filter(text, schema), schema)
         expected = reference_plan(t.metadata, t.io, snap, bound)
         ours = {r["file_path"]: {d["file_path"] for d in r["deletes"]}
-                for r in t.plan_files(filter=text, snapshot_id=snapshot_id).collect()}
+                for r in t.plan_files(filter=text, snapshot_id=snapshot_id, planning="distributed").collect()}
         assert ours == expected, text
     check()

@@ -77,12 +77,13 @@ def test_every_snapshot_reads_like_pyiceberg(spark, pyi, name):
         assert ours == theirs, f"{name} snapshot {snap.snapshot_id}"
 
 
+@pytest.mark.parametrize("planning", ["local", "distributed"])
 @pytest.mark.parametrize("name", ["all_v1", "all_v2", "evolve"])
-def test_plan_files_like_pyiceberg(spark, pyi, name):
+def test_plan_files_like_pyiceberg(spark, pyi, name, planning):
     pt = pyi[name]
     t = load(spark, pt)
     theirs = {task.file.file_path for task in pt.scan().plan_files()}
-    tasks = t.plan_files().collect()
+    tasks = t.plan_files(planning=planning).collect()
     assert {r["file_path"] for r in tasks} == theirs
     assert sum(r["record_count"] for r in tasks) == sum(task.file.record_count for task in pt.scan().plan_files())
     for r in tasks:
@@ -105,6 +106,8 @@ def test_filters_are_exact_and_prune_soundly(spark, pyi, filter):
     planned = {r[0] for r in t.plan_files(filter=filter).collect()}
     needed = {r["_file"] for r in expected.select("_file").collect()}
     assert needed <= planned
+    distributed = t.plan_files(filter=filter, planning="distributed").collect()
+    assert [r["file_path"] for r in distributed] == [r[0] for r in t.plan_files(filter=filter).collect()]
 
 
 def test_pruning_drops_files(spark, pyi):

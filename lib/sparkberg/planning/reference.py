@@ -9,6 +9,7 @@ from sparkberg.expressions.evaluators import manifest_may_match, metrics_may_mat
 from sparkberg.expressions.predicates import TRUE, Bound, evaluate
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
+from sparkberg.planning.matching import DeleteIndex, partition_key
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 
@@ -41,25 +42,11 @@ def reference_plan(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | Non
             elif d.content != 0:
                 deletes.append((mf.partition_spec_id, e))
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
-    out: dict[str, set[str]] = {}
-    for spec_id, e in data:
-        d, seq = e.data_file, e.sequence_number
-        applied, has_dv = set(), False
-        positions = set()
-        for dspec, de in deletes:
-            dd, dseq = de.data_file, de.sequence_number
-            same_partition = dspec == spec_id and dd.partition == d.partition
-            if dd.content == 1 and dd.file_format.lower() == "puffin":
-                if dd.referenced_data_file == d.file_path and seq <= dseq:
-                    applied.add(dd.file_path)
-                    has_dv = True
-            elif dd.content == 1:
-                if same_partition and seq <= dseq and dd.referenced_data_file in (None, d.file_path):
-                    positions.add(dd.file_path)
-            elif dd.content == 2:
-                if seq < dseq and (dspec in unpartitioned or same_partition):
-                    applied.add(dd.file_path)
-        if not has_dv:
-            applied |= positions
-        out[d.file_path] = applied
-    return out
+    index = DeleteIndex(((spec_id, partition_key(e.data_file.partition), e.sequence_number,
+                          {"file_path": e.data_file.file_path, "content": e.data_file.content,
+                           "file_format": e.data_file.file_format.lower(),
+                           "referenced_data_file": e.data_file.referenced_data_file})
+                         for spec_id, e in deletes), unpartitioned)
+    return {e.data_file.file_path: {d["file_path"] for d in index.for_file(
+        spec_id, partition_key(e.data_file.partition), e.sequence_number, e.data_file.file_path)}
+        for spec_id, e in data}

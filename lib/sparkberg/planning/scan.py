@@ -28,7 +28,9 @@ from sparkberg.expressions.evaluators import manifest_may_match, metrics_may_mat
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
+from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
+from sparkberg.planning.matching import DeleteIndex
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
@@ -53,13 +55,36 @@ class MetricsFilter:
                                  d.nan_value_counts, d.lower_bounds, d.upper_bounds)
 
 
-@dataclass
-class ScanPlan:
-    """What a scan reads: the snapshot, its layout, and the tasks DataFrame."""
+LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
+LOCAL_MAX_BYTES_DEFAULT = 16 * 1024 * 1024
 
-    snapshot: Snapshot | None
-    layout: PartitionLayout
-    tasks: DataFrame
+
+class ScanPlan:
+    """What a scan reads: the snapshot, the partition layout, and the tasks, as a DataFrame (distributed
+    planning) or as rows planned on the driver (small tables), each available as the other."""
+
+    def __init__(self, spark, snapshot: Snapshot | None, layout: PartitionLayout, tasks: DataFrame | None = None,
+                 rows: list[dict] | None = None):
+        self.spark = spark
+        self.snapshot = snapshot
+        self.layout = layout
+        self._tasks = tasks
+        self._rows = rows
+
+    @property
+    def is_local(self) -> bool:
+        return self._rows is not None
+
+    @property
+    def tasks(self) -> DataFrame:
+        if self._tasks is None:
+            self._tasks = self.spark.createDataFrame(self._rows, _tasks_schema(self.layout))
+        return self._tasks
+
+    def rows(self) -> list:
+        if self._rows is None:
+            self._rows = self._tasks.collect()
+        return self._rows
 
 
 def _partition_filters(metadata: TableMetadata, bound: Bound) -> dict[int, Bound]:
@@ -82,21 +107,32 @@ def prune_manifests(metadata: TableMetadata, manifests, filters: dict[int, Bound
     return out
 
 
-def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, bound: Bound = TRUE) -> ScanPlan:
-    """The scan tasks of a snapshot: one row per data file with the delete files that apply to it."""
+def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, bound: Bound = TRUE,
+         mode: str = "auto") -> ScanPlan:
+    """The scan tasks of a snapshot: one row per data file with the delete files that apply to it.
+
+    ``mode`` "distributed" decodes manifests on the executors and matches deletes with joins; "local" does
+    the same on the driver; "auto" goes local when the manifests to read are smaller than the table
+    property ``sparkberg.planning.local-max-bytes`` (16 MiB by default), so small tables pay for no Spark job.
+    """
     layout = PartitionLayout(metadata)
     if snapshot is None:
-        return ScanPlan(None, layout, _empty_tasks(spark, layout))
+        return ScanPlan(spark, None, layout, rows=[])
     filters = _partition_filters(metadata, bound)
     manifests = prune_manifests(metadata, snapshot_manifests(io, snapshot), filters)
     data_manifests = [m for m in manifests if m.content == MANIFEST_DATA]
     delete_manifests = [m for m in manifests if m.content == MANIFEST_DELETES]
     if not data_manifests:
-        return ScanPlan(snapshot, layout, _empty_tasks(spark, layout))
+        return ScanPlan(spark, snapshot, layout, rows=[])
     types = {f.field_id: f.field_type for s in metadata.schemas for f in s.index_by_id().values()}
     types.update({f.field_id: f.field_type for f in metadata.current_schema.index_by_id().values()})
     metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types)
     data_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, metrics_filter=metrics)
+    delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters)
+    unpartitioned = [s.spec_id for s in metadata.partition_specs if s.is_unpartitioned]
+    if mode == "local" or (mode == "auto" and sum(m.manifest_length for m in manifests) <= _local_max(metadata)):
+        rows = _plan_locally(io, data_manifests, delete_manifests, data_decoder, delete_decoder, set(unpartitioned))
+        return ScanPlan(spark, snapshot, layout, rows=rows)
     data = (entries_df(spark, data_manifests, data_decoder)
             .filter(F.col("content") == 0)
             .select("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
@@ -105,23 +141,56 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     if not delete_manifests:
         tasks = data.withColumn("deletes", F.array().cast(_deletes_type()))
     else:
-        delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters)
         deletes = entries_df(spark, delete_manifests, delete_decoder).filter(F.col("content") != 0)
-        unpartitioned = [s.spec_id for s in metadata.partition_specs if s.is_unpartitioned]
         tasks = attach_deletes(data, deletes, unpartitioned)
     tasks = tasks.orderBy("_manifest_ordinal", "_entry_ordinal").drop("_manifest_ordinal", "_entry_ordinal")
-    return ScanPlan(snapshot, layout, tasks.select(*PLAN_COLUMNS))
+    return ScanPlan(spark, snapshot, layout, tasks=tasks.select(*PLAN_COLUMNS))
+
+
+def _local_max(metadata: TableMetadata) -> int:
+    raw = metadata.properties.get(LOCAL_MAX_BYTES)
+    try:
+        return LOCAL_MAX_BYTES_DEFAULT if raw is None else int(raw)
+    except ValueError:
+        raise ValidationError(f"table property {LOCAL_MAX_BYTES} must be an integer, got {raw!r}") from None
+
+
+def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder: EntryDecoder,
+                  delete_decoder: EntryDecoder, unpartitioned: set[int]) -> list[dict]:
+    """The distributed plan's rows, computed on the driver (same decoding, same rules, same order)."""
+    def pkey(row: dict) -> tuple:
+        return tuple(row["partition"].items())
+
+    deletes = []
+    for i, mf in enumerate(delete_manifests):
+        for r in delete_decoder.decode(mf, i, io.read(mf.manifest_path)):
+            if r["content"] != 0:
+                deletes.append((r["spec_id"], pkey(r), r["sequence_number"], {k: r[k] for k in DELETE_STRUCT}))
+    index = DeleteIndex(deletes, unpartitioned)
+    out = []
+    for i, mf in enumerate(data_manifests):
+        for r in data_decoder.decode(mf, i, io.read(mf.manifest_path)):
+            if r["content"] != 0:
+                continue
+            out.append({
+                "file_path": r["file_path"], "file_format": r["file_format"], "spec_id": r["spec_id"],
+                "partition": r["partition"], "record_count": r["record_count"],
+                "file_size_in_bytes": r["file_size_in_bytes"], "data_sequence_number": r["sequence_number"],
+                "first_row_id": r["first_row_id"],
+                "deletes": index.for_file(r["spec_id"], pkey(r), r["sequence_number"], r["file_path"]),
+            })
+    return out
+
+
+def _tasks_schema(layout: PartitionLayout) -> str:
+    return (f"file_path string, file_format string, spec_id int, partition {layout.spark_ddl()}, "
+            f"record_count bigint, file_size_in_bytes bigint, data_sequence_number bigint, first_row_id bigint, "
+            f"deletes {_deletes_type()}")
 
 
 def _deletes_type() -> str:
     return ("array<struct<file_path: string, content: int, file_format: string, equality_ids: array<int>, "
             "referenced_data_file: string, content_offset: bigint, content_size_in_bytes: bigint>>")
-
-
-def _empty_tasks(spark, layout: PartitionLayout) -> DataFrame:
-    ddl = (f"file_path string, file_format string, spec_id int, partition {layout.spark_ddl()}, record_count bigint, "
-           f"file_size_in_bytes bigint, data_sequence_number bigint, first_row_id bigint, deletes {_deletes_type()}")
-    return spark.createDataFrame([], ddl)
 
 
 def attach_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: list[int]) -> DataFrame:
