@@ -85,3 +85,26 @@ def build(root: str) -> dict:
                                     schema=evo.schema().as_arrow()))
     out["evolve"] = evo
     return out
+
+
+def build_migrated(root: str):
+    """A table whose data files have no field ids (added with PyIceberg's add_files, which sets the table's
+    name mapping), then renamed and widened."""
+    import pyarrow.parquet as pq
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import IntegerType, LongType, NestedField, StringType
+
+    cat = SqlCatalog("mig", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}")
+    cat.create_namespace("db")
+    t = cat.create_table("db.migrated", schema=Schema(NestedField(1, "n", IntegerType(), required=False),
+                                                      NestedField(2, "word", StringType(), required=False)),
+                         properties={"format-version": "2"})
+    import os
+    os.makedirs(f"{root}/plain", exist_ok=True)
+    pq.write_table(pa.table({"n": pa.array([1, 2, 3], pa.int32()), "word": ["a", "b", None]}), f"{root}/plain/f1.parquet")
+    t.add_files([f"file://{root}/plain/f1.parquet"])
+    with t.update_schema() as u:
+        u.rename_column("word", "label")
+        u.update_column("n", LongType())
+    return t

@@ -180,3 +180,14 @@ def test_empty_table_reads_empty(spark, warehouse):
     assert t.to_df().count() == 0
     assert t.to_df(columns=["id", "_row_id", "_partition"]).columns == ["id", "_row_id", "_partition"]
     assert t.plan_files().count() == 0
+
+
+def test_files_without_field_ids_read_by_name_mapping(spark, tmp_path):
+    from pyiceberg_tables import build_migrated
+    pt = build_migrated(str(tmp_path))
+    t = load(spark, pt)
+    assert "schema.name-mapping.default" in t.properties
+    got = sorted(tuple(r) for r in t.to_df().collect())
+    assert got == [(1, "a"), (2, "b"), (3, None)]
+    assert t.to_df().schema["n"].dataType.simpleString() == "bigint"
+    assert sorted(r[0] for r in t.to_df(filter="label = 'b'").collect()) == [2]

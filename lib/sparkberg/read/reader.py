@@ -90,11 +90,24 @@ def promoted_fields(metadata: TableMetadata, schema: T.Schema) -> dict[int, T.Ne
     return out
 
 
-class FooterTypes:
-    """Executor side: the stored type of the given field ids in each Parquet file (from its footer)."""
+class FooterSignatures:
+    """Executor side: what a Parquet footer says about the columns a read must handle per file: whether the
+    file has field ids, which of the ``field_ids`` it holds (with their stored types), and, for files without
+    ids, its top-level column names."""
 
     def __init__(self, field_ids: Sequence[int]):
         self.field_ids = set(field_ids)
+
+    def signature(self, arrow_schema: pa.Schema) -> str:
+        import json
+        ids = {}
+        for field in arrow_schema:
+            fid = (field.metadata or {}).get(b"PARQUET:field_id")
+            if fid is not None and int(fid) in self.field_ids:
+                ids[int(fid)] = str(field.type)
+        has_ids = any((f.metadata or {}).get(b"PARQUET:field_id") is not None for f in arrow_schema)
+        return json.dumps({"ids": has_ids, "present": sorted(ids.items()),
+                           "names": [] if has_ids else [f.name for f in arrow_schema]})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
@@ -108,13 +121,8 @@ class FooterTypes:
                     fs, p = pa.fs.FileSystem.from_uri(path)
                     with fs.open_input_file(p) as f:
                         arrow_schema = pq.read_schema(f)
-                parts = []
-                for field in arrow_schema:
-                    fid = (field.metadata or {}).get(b"PARQUET:field_id")
-                    if fid is not None and int(fid) in self.field_ids:
-                        parts.append(f"{int(fid)}={field.type}")
                 paths.append(path)
-                sigs.append(";".join(sorted(parts)))
+                sigs.append(self.signature(arrow_schema))
             yield pa.RecordBatch.from_arrays([pa.array(paths, pa.string()), pa.array(sigs, pa.string())],
                                              names=["file_path", "signature"])
 
@@ -130,41 +138,92 @@ def _stored_spark_type(arrow_type: str) -> ST.DataType | None:
     return None
 
 
+def name_mapping(metadata: TableMetadata) -> dict[int, list[str]]:
+    """Top-level field id -> names from ``schema.name-mapping.default`` (spec Appendix C "Name Mapping")."""
+    import json
+    raw = metadata.properties.get("schema.name-mapping.default")
+    if not raw:
+        return {}
+    try:
+        return {int(m["field-id"]): list(m.get("names") or []) for m in json.loads(raw) if "field-id" in m}
+    except (ValueError, TypeError, KeyError) as e:
+        raise ValidationError(f"table property schema.name-mapping.default is not a valid name mapping: {e}") \
+            from None
+
+
 def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema: ST.StructType,
                   paths: list[str]) -> DataFrame:
-    """Data files read by field id; files that store a widened column in its older type are read in that
-    type (grouped by their footers) and cast, since Spark 3.5's reader cannot widen while reading."""
+    """Data files read by field id. Where files differ from the read schema in ways Spark's reader cannot
+    bridge, they are grouped by their footers and each group is read its own way: columns widened since the
+    file was written (int->long, float->double, decimal precision) are read in the stored type and cast,
+    v3 columns with an ``initial-default`` that the file lacks take the default, and files without field ids
+    (migrated tables) are read by the table's name mapping, or by position as Iceberg Java falls back."""
+    import json
+
     def read(schema_: ST.StructType, files: list[str]) -> DataFrame:
         return (spark.read.schema(schema_).parquet(*files)
                 .select("*", F.col("_metadata.file_path").alias("_spark_path"),
                         F.col("_metadata.row_index").alias("_pos")))
 
     promoted = promoted_fields(metadata, schema)
-    if not promoted:
+    defaults = {f.field_id: f for f in schema.fields if f.initial_default is not None}
+    mapping = name_mapping(metadata)
+    if not promoted and not defaults and not mapping:
         return read(spark_schema, paths)
     sigs = (spark.createDataFrame([(p,) for p in paths], "file_path string")
-            .mapInArrow(FooterTypes(list(promoted)), "file_path string, signature string").collect())
+            .mapInArrow(FooterSignatures(list(promoted) + list(defaults)), "file_path string, signature string")
+            .collect())
     groups: dict[str, list[str]] = defaultdict(list)
     for r in sigs:
         groups[r["signature"]].append(r["file_path"])
     out = None
     for sig, files in sorted(groups.items()):
-        stored = {int(k): _stored_spark_type(v) for k, v in (p.split("=", 1) for p in sig.split(";") if p)}
-        fields = []
-        casts = {}
-        for f in spark_schema.fields:
+        info = json.loads(sig)
+        present = {int(k): v for k, v in info["present"]}
+        fields, after = [], []
+        for pos, f in enumerate(spark_schema.fields):
             fid = f.metadata.get(FIELD_ID_KEY)
-            st = stored.get(fid)
-            if st is not None and st != f.dataType:
-                fields.append(ST.StructField(f.name, st, True, f.metadata))
-                casts[f.name] = f.dataType
+            if not info["ids"]:  # no field ids in this file: by name mapping, else by position
+                names = info["names"]
+                candidates = mapping.get(fid, []) if mapping else ([names[pos]] if pos < len(names) and
+                                                                   fid == pos + 1 else [])
+                found = next((n for n in candidates if n in names), None)
+                if found is None:
+                    after.append((f.name, _default_column(schema, fid, f.dataType)))
+                    fields.append(ST.StructField(f"_missing_{pos}", f.dataType, True))
+                    continue
+                fields.append(ST.StructField(found, f.dataType, True))
+                if found != f.name:
+                    after.append((f.name, F.col(f"`{found}`")))
+                continue
+            if fid in defaults and fid not in present:
+                fields.append(f)
+                after.append((f.name, _default_column(schema, fid, f.dataType)))
+                continue
+            stored = _stored_spark_type(present.get(fid, "")) if fid in promoted else None
+            if stored is not None and stored != f.dataType:
+                fields.append(ST.StructField(f.name, stored, True, f.metadata))
+                after.append((f.name, F.col(f"`{f.name}`").cast(f.dataType)))
             else:
                 fields.append(f)
         df = read(ST.StructType(fields), files)
-        for name, target in casts.items():
-            df = df.withColumn(name, F.col(f"`{name}`").cast(target))
+        for name, column in after:
+            df = df.withColumn(name, column)
+        df = df.select(*[F.col(f"`{f.name}`") for f in spark_schema.fields], "_spark_path", "_pos")
         out = df if out is None else out.unionByName(df)
     return out
+
+
+def _default_column(schema: T.Schema, field_id: int, spark_type: ST.DataType) -> Column:
+    """The v3 ``initial-default`` of a column (null when it has none), as a literal of its Spark type."""
+    from sparkberg.spec.values import to_python
+    f = schema.index_by_id().get(field_id)
+    if f is None or f.initial_default is None:
+        return F.lit(None).cast(spark_type)
+    value = to_python(f.field_type, f.initial_default)
+    if f.field_type == T.UUID:
+        value = str(value)
+    return F.lit(value).cast(spark_type)
 
 
 class DVDecoder:
