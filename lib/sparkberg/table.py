@@ -207,6 +207,25 @@ class Table:
             tasks = p.rows()
         return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
 
+    # --- writes -------------------------------------------------------------------------------------
+    def append(self, df) -> "Table":
+        """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
+        the table schema (missing optional columns are null); nothing is committed on error."""
+        from sparkberg.commit.append import fast_append
+        from sparkberg.write.dataframe import delete_written, write_files
+        if self.catalog is None:
+            raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
+        with job_description(self.spark, f"WRITE {self.name}"):
+            files = write_files(self.spark, self._metadata, df)
+        if not files:
+            return self
+        try:
+            fast_append(self, files)
+        except BaseException:
+            delete_written(self.io, files)
+            raise
+        return self
+
     # --- metadata commits ------------------------------------------------------------------------
     def commit_updates(self, updates: Sequence[U.TableUpdate],
                        requirements: Sequence[U.TableRequirement] = ()) -> "Table":

@@ -1,0 +1,1 @@
+"""Driver-side committers: snapshot producers, conflict handling, cleanup."""

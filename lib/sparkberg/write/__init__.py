@@ -1,0 +1,1 @@
+"""Rows to data files: partition transforms, Parquet with field ids, file sizing, metrics."""

@@ -1,0 +1,391 @@
+"""Rows to data files: Parquet written with pyarrow inside ``mapInArrow`` (so it runs the same on a classic
+session and over Spark Connect), with Iceberg field ids, the table's compression, files cut at
+``write.target-file-size-bytes``, and per-file metrics as Iceberg writes them (value, null and NaN counts,
+column sizes, lower/upper bounds per Appendix D truncated per ``write.metadata.metrics.*``). Each task
+returns one row per file it wrote; the driver turns them into manifest entries.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+import uuid
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from sparkberg.avro.manifest import DataFile
+from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.spec import types as T
+from sparkberg.spec.partitioning import PartitionSpec
+from sparkberg.spec.values import to_bytes
+from sparkberg.write.arrow_transforms import apply_transform, physical
+
+TARGET_FILE_SIZE = ("write.target-file-size-bytes", 512 * 1024 * 1024)
+COMPRESSION = ("write.parquet.compression-codec", "zstd")
+METRICS_DEFAULT = ("write.metadata.metrics.default", "truncate(16)")
+METRICS_COLUMN_PREFIX = "write.metadata.metrics.column."
+PARTITION_PREFIX = "_sbp_"
+RESULT_DDL = "data_file string"
+
+
+def arrow_type(t: T.IcebergType, name: str = "") -> pa.DataType:
+    """The Arrow type a Parquet file stores Iceberg type ``t`` in (nested fields carry field ids)."""
+    simple = {T.BOOLEAN: pa.bool_(), T.INT: pa.int32(), T.LONG: pa.int64(), T.FLOAT: pa.float32(),
+              T.DOUBLE: pa.float64(), T.DATE: pa.date32(), T.TIME: pa.time64("us"), T.TIMESTAMP: pa.timestamp("us"),
+              T.TIMESTAMPTZ: pa.timestamp("us", "UTC"), T.TIMESTAMP_NS: pa.timestamp("ns"),
+              T.TIMESTAMPTZ_NS: pa.timestamp("ns", "UTC"), T.STRING: pa.string(), T.BINARY: pa.binary()}
+    if t in simple:
+        return simple[t]
+    if isinstance(t, T.DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, T.FixedType):
+        return pa.binary(t.length)
+    if isinstance(t, T.StructType):
+        return pa.struct([arrow_field(f) for f in t.fields])
+    if isinstance(t, T.ListType):
+        return pa.list_(pa.field("element", arrow_type(t.element_type), nullable=not t.element_required,
+                                 metadata={b"PARQUET:field_id": str(t.element_id).encode()}))
+    if isinstance(t, T.MapType):
+        return pa.map_(pa.field("key", arrow_type(t.key_type), nullable=False,
+                                metadata={b"PARQUET:field_id": str(t.key_id).encode()}),
+                       pa.field("value", arrow_type(t.value_type), nullable=not t.value_required,
+                                metadata={b"PARQUET:field_id": str(t.value_id).encode()}))
+    raise NotSupportedError(f"writing column {name!r} of type {t} is not supported yet")
+
+
+def arrow_field(f: T.NestedField) -> pa.Field:
+    return pa.field(f.name, arrow_type(f.field_type, f.name), nullable=not f.required,
+                    metadata={b"PARQUET:field_id": str(f.field_id).encode()})
+
+
+def arrow_schema(schema: T.Schema) -> pa.Schema:
+    """The Parquet (Arrow) schema of data files of ``schema``, with field ids."""
+    return pa.schema([arrow_field(f) for f in schema.fields])
+
+
+def _metrics_mode(props: dict, name: str) -> tuple[str, int]:
+    raw = props.get(METRICS_COLUMN_PREFIX + name, props.get(METRICS_DEFAULT[0], METRICS_DEFAULT[1])).strip().lower()
+    if raw in ("none", "counts", "full"):
+        return raw, 0
+    m = re.fullmatch(r"truncate\((\d+)\)", raw)
+    if not m or int(m.group(1)) <= 0:
+        raise ValidationError(f"invalid metrics mode {raw!r} for column {name!r}")
+    return "truncate", int(m.group(1))
+
+
+def truncate_upper_string(s: str, n: int) -> str | None:
+    """The smallest string of at most ``n`` code points that is >= every string with prefix s[:n]
+    (increment the last code point that can be incremented, as Iceberg Java does)."""
+    if len(s) <= n:
+        return s
+    chars = list(s[:n])
+    while chars:
+        c = ord(chars[-1]) + 1
+        if 0xD800 <= c <= 0xDFFF:
+            c = 0xE000
+        if c <= 0x10FFFF:
+            chars[-1] = chr(c)
+            return "".join(chars)
+        chars.pop()
+    return None
+
+
+def truncate_upper_binary(b: bytes, n: int) -> bytes | None:
+    if len(b) <= n:
+        return b
+    out = bytearray(b[:n])
+    while out:
+        if out[-1] < 0xFF:
+            out[-1] += 1
+            return bytes(out)
+        out.pop()
+    return None
+
+
+class _ColumnStats:
+    def __init__(self, field: T.NestedField, mode: tuple[str, int]):
+        self.field = field
+        self.mode = mode
+        self.values = 0
+        self.nulls = 0
+        self.nans = 0
+        self.lower: Any = None
+        self.upper: Any = None
+
+    def update(self, arr: pa.Array) -> None:
+        t = self.field.field_type
+        self.values += len(arr)
+        self.nulls += arr.null_count
+        if self.mode[0] in ("none", "counts"):
+            if t in (T.FLOAT, T.DOUBLE) and self.mode[0] == "counts":
+                self.nans += int(pc.sum(pc.is_nan(arr)).as_py() or 0)
+            return
+        if t in (T.FLOAT, T.DOUBLE):
+            nan = pc.is_nan(arr)
+            self.nans += int(pc.sum(nan).as_py() or 0)
+            arr = arr.filter(pc.invert(pc.fill_null(nan, True)))
+        if t == T.BOOLEAN or t.is_primitive:
+            values = physical(arr, t)
+            if len(values) - values.null_count == 0:
+                return
+            mm = pc.min_max(values)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if isinstance(lo, float) and (lo == 0.0 or hi == 0.0):
+                # spec: -0.0 must precede +0.0 in bounds; min/max may return either zero
+                v = values.drop_null().to_numpy()
+                zeros = v == 0
+                if lo == 0.0:
+                    lo = -0.0 if np.any(zeros & np.signbit(v)) else 0.0
+                if hi == 0.0:
+                    hi = 0.0 if np.any(zeros & ~np.signbit(v)) else -0.0
+            if self.lower is None or _lt(lo, self.lower):
+                self.lower = lo
+            if self.upper is None or _lt(self.upper, hi):
+                self.upper = hi
+
+    def bounds(self) -> tuple[bytes | None, bytes | None]:
+        t = self.field.field_type
+        if self.lower is None or self.mode[0] in ("none", "counts"):
+            return None, None
+        lo, hi = self.lower, self.upper
+        if self.mode[0] == "truncate":
+            n = self.mode[1]
+            if t == T.STRING:
+                lo, hi = lo[:n], truncate_upper_string(hi, n)
+            elif t in (T.BINARY,) or isinstance(t, T.FixedType):
+                lo, hi = lo[:n], truncate_upper_binary(hi, n)
+        try:
+            return to_bytes(t, lo), (None if hi is None else to_bytes(t, hi))
+        except Exception:  # noqa: BLE001 - a type without a binary form has no bounds
+            return None, None
+
+
+def _lt(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a.encode("utf-8") < b.encode("utf-8")
+    return a < b
+
+
+class PartitionColumns:
+    """Executor side: the input batch plus one physical column per partition field (``_sbp_<i>``)."""
+
+    def __init__(self, schema: T.Schema, spec: PartitionSpec):
+        self.schema = schema
+        self.spec = spec
+        by_id = schema.index_by_id()
+        self.sources = [(schema.name_of(f.source_id), by_id[f.source_id].field_type, f.transform) for f in spec.fields]
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            cols = list(batch.columns)
+            names = list(batch.schema.names)
+            for i, (name, t, tr) in enumerate(self.sources):
+                src = _column(batch, name)
+                cols.append(apply_transform(tr, t, src))
+                names.append(f"{PARTITION_PREFIX}{i}")
+            yield pa.RecordBatch.from_arrays(cols, names=names)
+
+
+def _column(batch: pa.RecordBatch, dotted: str) -> pa.Array:
+    parts = dotted.split(".")
+    arr = batch.column(batch.schema.get_field_index(parts[0]))
+    for p in parts[1:]:
+        arr = pc.struct_field(arr, p)
+    return arr
+
+
+class FileWriter:
+    """Executor side: writes the rows it is given (clustered by partition) into Parquet files and returns
+    one JSON-encoded data-file row per file."""
+
+    def __init__(self, schema: T.Schema, spec: PartitionSpec, data_location: str, properties: dict[str, str],
+                 write_id: str):
+        self.schema = schema
+        self.spec = spec
+        self.data_location = data_location.rstrip("/")
+        self.properties = dict(properties)
+        self.write_id = write_id
+        self.arrow_schema = arrow_schema(schema)
+        try:
+            self.target = int(self.properties.get(*TARGET_FILE_SIZE))
+        except ValueError:
+            raise ValidationError(f"table property {TARGET_FILE_SIZE[0]} must be an integer") from None
+        self.compression = self.properties.get(*COMPRESSION).lower()
+        if self.compression == "uncompressed":
+            self.compression = "none"
+        self.required = [f.name for f in schema.fields if f.required]
+        self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive]
+        self.ptype = spec.partition_type(schema)
+
+    def _conform(self, batch: pa.RecordBatch) -> pa.Table:
+        for name in self.required:
+            idx = batch.schema.get_field_index(name)
+            if idx >= 0 and batch.column(idx).null_count:
+                raise ValidationError(f"column {name!r} is required (NOT NULL) but the data has nulls")
+        arrays = []
+        for f in self.arrow_schema:
+            src = batch.column(batch.schema.get_field_index(f.name))
+            arrays.append(_cast(src, f.type, f.name))
+        return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        open_file = None
+        n_files = 0
+        results = []
+        nparts = len(self.spec.fields)
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            keys = [batch.column(batch.schema.get_field_index(f"{PARTITION_PREFIX}{i}")) for i in range(nparts)]
+            data = self._conform(batch)
+            for start, end, key in _runs(keys, batch.num_rows):
+                chunk = data.slice(start, end - start)
+                if open_file is not None and (open_file.key != key or open_file.size() >= self.target):
+                    results.append(open_file.close())
+                    open_file = None
+                if open_file is None:
+                    n_files += 1
+                    open_file = _OpenFile(self, key, n_files)
+                open_file.write(chunk)
+        if open_file is not None:
+            results.append(open_file.close())
+        if results:
+            yield pa.RecordBatch.from_arrays([pa.array(results, pa.string())], names=["data_file"])
+
+
+def _cast(arr: pa.Array, target: pa.DataType, name: str) -> pa.Array:
+    if arr.type.equals(target):
+        return arr
+    try:
+        if pa.types.is_timestamp(target) and pa.types.is_timestamp(arr.type):
+            return arr.cast(target)
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise ValidationError(f"column {name!r}: cannot write {arr.type} data as {target}: {e}") from None
+
+
+def _runs(keys: list[pa.Array], n: int):
+    """(start, end, key) of runs of equal partition keys (rows arrive clustered)."""
+    if not keys:
+        yield 0, n, ()
+        return
+    py = [k.to_pylist() for k in keys]
+    start = 0
+    current = tuple(col[0] for col in py)
+    for i in range(1, n):
+        k = tuple(col[i] for col in py)
+        if k != current:
+            yield start, i, current
+            start, current = i, k
+    yield start, n, current
+
+
+class _OpenFile:
+    def __init__(self, w: FileWriter, key: tuple, ordinal: int):
+        from sparkberg.io.fileio import to_local_path
+        self.w = w
+        self.key = key
+        self.partition = {f.field_id: v for f, v in zip(w.spec.fields, key)}
+        rel = w.spec.partition_to_path(self.partition, w.schema) if w.spec.fields else ""
+        name = f"{ordinal:05d}-{w.write_id}-{uuid.uuid4().hex[:12]}.parquet"
+        self.path = "/".join(p for p in (w.data_location, rel, name) if p)
+        local = to_local_path(self.path)
+        if local is not None:
+            import os
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            self.sink = pa.OSFile(local, "wb")
+        else:
+            from pyarrow import fs
+            filesystem, p = fs.FileSystem.from_uri(self.path)
+            self.sink = filesystem.open_output_stream(p)
+        self.writer = pq.ParquetWriter(self.sink, w.arrow_schema, compression=w.compression,
+                                       write_statistics=True)
+        self.records = 0
+        self.stats = [_ColumnStats(f, _metrics_mode(w.properties, f.name)) for f in w.stat_fields]
+
+    def size(self) -> int:
+        return self.sink.tell()
+
+    def write(self, table: pa.Table) -> None:
+        self.writer.write_table(table)
+        self.records += table.num_rows
+        for s in self.stats:
+            s.update(table.column(s.field.name).combine_chunks())
+
+    def close(self) -> str:
+        self.writer.close()
+        size = self.sink.tell()
+        self.sink.close()
+        meta = _read_footer(self.path)
+        ids = {f.name: f.field_id for f in self.w.schema.fields}
+        column_sizes: dict[int, int] = {}
+        offsets = []
+        if meta is not None:
+            for rg in range(meta.num_row_groups):
+                g = meta.row_group(rg)
+                offsets.append(g.column(0).dictionary_page_offset or g.column(0).data_page_offset)
+                for c in range(g.num_columns):
+                    col = g.column(c)
+                    fid = ids.get(col.path_in_schema)
+                    if fid is not None:
+                        column_sizes[fid] = column_sizes.get(fid, 0) + col.total_compressed_size
+        lower, upper = {}, {}
+        value_counts, null_counts, nan_counts = {}, {}, {}
+        for s in self.stats:
+            fid = s.field.field_id
+            if s.mode[0] == "none":
+                continue
+            value_counts[fid] = s.values
+            null_counts[fid] = s.nulls
+            if s.field.field_type in (T.FLOAT, T.DOUBLE):
+                nan_counts[fid] = s.nans
+            lo, hi = s.bounds()
+            if lo is not None:
+                lower[fid] = lo
+            if hi is not None:
+                upper[fid] = hi
+        enc = {k: base64.b64encode(v).decode("ascii") for k, v in lower.items()}
+        enc_u = {k: base64.b64encode(v).decode("ascii") for k, v in upper.items()}
+        from sparkberg.spec.values import to_json_value
+        part = {str(f.field_id): to_json_value(pf.field_type, self.partition[f.field_id])
+                for f, pf in zip(self.w.spec.fields, self.w.ptype.fields)}
+        return json.dumps({"file_path": self.path, "record_count": self.records, "file_size_in_bytes": size,
+                           "partition": part, "column_sizes": column_sizes, "value_counts": value_counts,
+                           "null_value_counts": null_counts, "nan_value_counts": nan_counts,
+                           "lower_bounds": enc, "upper_bounds": enc_u, "split_offsets": sorted(offsets)})
+
+
+def _read_footer(path: str):
+    from sparkberg.io.fileio import to_local_path
+    local = to_local_path(path)
+    if local is not None:
+        return pq.read_metadata(local)
+    from pyarrow import fs
+    filesystem, p = fs.FileSystem.from_uri(path)
+    with filesystem.open_input_file(p) as f:
+        return pq.read_metadata(f)
+
+
+def data_file_from_json(text: str, spec: PartitionSpec, schema: T.Schema) -> DataFile:
+    """The manifest's data file for one row the writer returned."""
+    from sparkberg.spec.values import from_json_value
+    d = json.loads(text)
+    ptype = spec.partition_type(schema)
+    partition = {f.field_id: from_json_value(pf.field_type, d["partition"].get(str(f.field_id)))
+                 for f, pf in zip(spec.fields, ptype.fields)}
+
+    def ints(m):
+        return {int(k): int(v) for k, v in m.items()} or None
+
+    return DataFile(
+        file_path=d["file_path"], file_format="parquet", partition=partition, record_count=d["record_count"],
+        file_size_in_bytes=d["file_size_in_bytes"], column_sizes=ints(d["column_sizes"]),
+        value_counts=ints(d["value_counts"]), null_value_counts=ints(d["null_value_counts"]),
+        nan_value_counts=ints(d["nan_value_counts"]),
+        lower_bounds={int(k): base64.b64decode(v) for k, v in d["lower_bounds"].items()} or None,
+        upper_bounds={int(k): base64.b64decode(v) for k, v in d["upper_bounds"].items()} or None,
+        split_offsets=tuple(d["split_offsets"]) or None, sort_order_id=0)
