@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from typing import Iterator
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from sparkberg.errors import SparkbergError
 
@@ -20,10 +20,13 @@ class FileAlreadyExistsError(SparkbergError, FileExistsError):
 
 
 def to_local_path(location: str) -> str | None:
-    """The local path of a ``file:`` URI or plain path; None for other schemes."""
+    """The local path of a ``file:`` URI or plain path; None for other schemes.
+
+    Like Hadoop's ``Path`` (which Iceberg Java resolves locations with), percent signs are literal: Java
+    writes partition directories such as ``s_trunc=%C3%A9t`` with those characters in the name."""
     if location.startswith("file:"):
         p = urlparse(location)
-        return unquote(p.path) if p.netloc in ("", "localhost") else None
+        return p.path if p.netloc in ("", "localhost") else None
     if "://" in location:
         return None
     return location

@@ -83,8 +83,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame) -> list[DataFile]
     if any(not f.transform.is_known for f in spec.fields):
         raise ValidationError("cannot write with a partition spec that has an unknown transform")
     for f in schema.index_by_id().values():
-        if f.field_type == T.UUID or f.field_type.to_json() in T.UNSUPPORTED_DATA_TYPE_NAMES or \
-                isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
+        if f.field_type == T.UUID or isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
             raise ValidationError(f"writing column {f.name!r} of type {f.field_type} is not supported yet")
     aligned = align(df, schema)
     write_id = uuid.uuid4().hex[:16]

@@ -242,15 +242,18 @@ class FileWriter:
                 continue
             keys = [batch.column(batch.schema.get_field_index(f"{PARTITION_PREFIX}{i}")) for i in range(nparts)]
             data = self._conform(batch)
+            row_bytes = max(1, data.nbytes // max(1, data.num_rows))
+            step = max(1, min(batch.num_rows, self.target // row_bytes))  # rows per piece, so files roll in time
             for start, end, key in _runs(keys, batch.num_rows):
-                chunk = data.slice(start, end - start)
-                if open_file is not None and (open_file.key != key or open_file.size() >= self.target):
-                    results.append(open_file.close())
-                    open_file = None
-                if open_file is None:
-                    n_files += 1
-                    open_file = _OpenFile(self, key, n_files)
-                open_file.write(chunk)
+                for piece in range(start, end, step):
+                    chunk = data.slice(piece, min(step, end - piece))
+                    if open_file is not None and (open_file.key != key or open_file.size() >= self.target):
+                        results.append(open_file.close())
+                        open_file = None
+                    if open_file is None:
+                        n_files += 1
+                        open_file = _OpenFile(self, key, n_files)
+                    open_file.write(chunk)
         if open_file is not None:
             results.append(open_file.close())
         if results:
