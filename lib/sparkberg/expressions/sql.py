@@ -403,10 +403,11 @@ def parse_filter(text: str):
     return _Parser(text).parse()
 
 
-def translate_filter(text: str, schema: T.Schema, time_zone: str = "UTC") -> Expression:
-    """An unbound Iceberg expression implied by the Spark SQL filter ``text`` (for pruning)."""
+def translate_filter(text: str, schema: T.Schema, time_zone: str = "UTC", strengthen: bool = False) -> Expression:
+    """An unbound Iceberg expression implied by the Spark SQL filter ``text`` (for pruning); with
+    ``strengthen``, one that implies it instead (for deciding that every row of a file matches)."""
     try:
         tree = parse_filter(text)
     except ValidationError:
-        return TRUE  # Spark will report the syntax error when it applies the filter; prune nothing
-    return _Translator(schema, time_zone).translate(tree, True)
+        return FALSE if strengthen else TRUE  # Spark reports the syntax error when it applies the filter
+    return _Translator(schema, time_zone).translate(tree, not strengthen)

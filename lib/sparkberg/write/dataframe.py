@@ -76,9 +76,12 @@ def _default_literal(f: T.NestedField) -> Any:
     return to_python(f.field_type, f.write_default)
 
 
-def write_files(spark, metadata: TableMetadata, df: DataFrame) -> list[DataFile]:
-    """Write ``df`` as data files for the table's default spec; returns their manifest descriptions."""
-    schema = metadata.current_schema
+def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=()) -> list[DataFile]:
+    """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
+    ``extra_fields`` are metadata columns to write too (the v3 row-lineage columns of rewritten rows)."""
+    table_schema = metadata.current_schema
+    schema = T.Schema(table_schema.fields + tuple(extra_fields), table_schema.schema_id,
+                      table_schema.identifier_field_ids)
     spec = metadata.default_spec
     if any(not f.transform.is_known for f in spec.fields):
         raise ValidationError("cannot write with a partition spec that has an unknown transform")
@@ -103,7 +106,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame) -> list[DataFile]
         rows = clustered.mapInArrow(writer, RESULT_DDL).collect()
     else:
         rows = aligned.mapInArrow(writer, RESULT_DDL).collect()
-    return [data_file_from_json(r["data_file"], spec, schema) for r in rows]
+    return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]
 
 
 def delete_written(io, files: list[DataFile]) -> None:

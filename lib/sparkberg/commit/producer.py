@@ -1,0 +1,246 @@
+"""The snapshot producer: one atomic commit of added data files, added delete files and removed files.
+
+New files go into new manifests, written once. Each attempt reads the freshest base, re-validates (the files
+to remove must still be live: a concurrent commit that removed them is a conflict, spec "Commit Conflict
+Resolution and Retry"; the caller may add its own isolation check), rewrites only the manifests that hold
+removed files (removed entries become DELETED, the rest EXISTING with their sequence numbers and row ids
+written out), writes a manifest list and swaps the metadata. Lost races retry per ``commit.retry.*``; a
+commit that cannot succeed deletes every file it wrote and leaves the table as it was.
+"""
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from sparkberg.avro.manifest import (
+    ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
+    ManifestFile, inherit, manifest_file_for, read_manifest, write_manifest, write_manifest_list,
+)
+from sparkberg.commit.append import SUMMARY_TOTALS, _retry_settings, assign_first_row_ids
+from sparkberg.errors import CommitFailedException, SparkbergError
+from sparkberg.planning.entries import snapshot_manifests
+from sparkberg.spec import updates as U
+from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.snapshots import MAIN_BRANCH, Snapshot, new_snapshot_id
+
+
+def file_key(d: DataFile) -> tuple[str, int | None]:
+    """Identity of a tracked file: its path, and for deletion vectors the blob offset in the Puffin file."""
+    return d.file_path, d.content_offset
+
+
+@dataclass
+class Changes:
+    """What one snapshot changes. ``added_deletes`` pairs each delete file with its partition spec id."""
+
+    operation: str
+    added_data: list[DataFile] = field(default_factory=list)
+    added_deletes: list[tuple[int, DataFile]] = field(default_factory=list)
+    removed: set[tuple[str, int | None]] = field(default_factory=set)
+    required: set[str] = field(default_factory=set)  # data files that must still be live (deletes target them)
+    validate: Callable[[TableMetadata, TableMetadata], None] | None = None  # (start, current) -> raise on conflict
+
+
+def _summary(base: TableMetadata, c: Changes, removed: list[DataFile], spec_ids: set[int]) -> dict[str, str]:
+    def count(files, content):
+        return [f for f in files if f.content == content]
+
+    added_rows = sum(f.record_count for f in c.added_data)
+    dels = [d for _, d in c.added_deletes]
+    removed_data = count(removed, 0)
+    removed_pos = count(removed, 1)
+    removed_eq = count(removed, 2)
+    s: dict[str, str] = {"operation": c.operation}
+
+    def put(key: str, value: int) -> None:
+        if value:
+            s[key] = str(value)
+
+    put("added-data-files", len(c.added_data))
+    put("deleted-data-files", len(removed_data))
+    put("added-records", added_rows)
+    put("deleted-records", sum(f.record_count for f in removed_data))
+    put("added-files-size", sum(f.file_size_in_bytes for f in c.added_data) + sum(f.file_size_in_bytes for f in dels))
+    put("removed-files-size", sum(f.file_size_in_bytes for f in removed))
+    put("added-delete-files", len(dels))
+    put("added-position-delete-files", len([d for d in dels if d.content == 1 and d.file_format != "puffin"]))
+    put("added-dvs", len([d for d in dels if d.file_format == "puffin"]))
+    put("added-position-deletes", sum(d.record_count for d in dels if d.content == 1))
+    put("added-equality-delete-files", len([d for d in dels if d.content == 2]))
+    put("added-equality-deletes", sum(d.record_count for d in dels if d.content == 2))
+    put("removed-delete-files", len(removed_pos) + len(removed_eq))
+    put("removed-position-deletes", sum(f.record_count for f in removed_pos))
+    put("removed-equality-deletes", sum(f.record_count for f in removed_eq))
+    s["changed-partition-count"] = str(len({(sid, tuple(sorted(f.partition.items(), key=lambda kv: kv[0])))
+                                            for sid, f in [(0, f) for f in c.added_data] + c.added_deletes
+                                            + [(0, f) for f in removed]}))
+    prev = (base.current_snapshot.summary or {}) if base.current_snapshot else {}
+    if base.current_snapshot is None or all(k in prev for k in SUMMARY_TOTALS):
+        deltas = {
+            "total-records": added_rows - sum(f.record_count for f in removed_data),
+            "total-files-size": int(s.get("added-files-size", 0)) - int(s.get("removed-files-size", 0)),
+            "total-data-files": len(c.added_data) - len(removed_data),
+            "total-delete-files": len(dels) - len(removed_pos) - len(removed_eq),
+            "total-position-deletes": sum(d.record_count for d in dels if d.content == 1)
+            - sum(f.record_count for f in removed_pos),
+            "total-equality-deletes": sum(d.record_count for d in dels if d.content == 2)
+            - sum(f.record_count for f in removed_eq),
+        }
+        for k in SUMMARY_TOTALS:
+            s[k] = str(int(prev.get(k, 0)) + deltas[k])
+    s["engine-name"] = "sparkberg"
+    return s
+
+
+def commit_changes(table, c: Changes) -> Snapshot:
+    """Commit ``c`` as one snapshot on ``main``; see the module docstring for the protocol."""
+    if table.catalog is None:
+        raise SparkbergError(f"table {table.name} was loaded by path and is read-only")
+    io = table.io
+    start = table.metadata
+    v = start.format_version
+    if v == 1 and c.added_deletes:
+        raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
+    schema = start.current_schema
+    snapshot_id = new_snapshot_id({s.snapshot_id for s in start.snapshots})
+    mdir = f"{start.location}/metadata"
+    permanent: list[str] = []
+    new_manifests: list[tuple[ManifestFile, list[ManifestEntry]]] = []
+
+    def write(entries: list[ManifestEntry], spec_id: int, content: int, seq: int = 0) -> ManifestFile:
+        spec = start.spec(spec_id)
+        path = f"{mdir}/{uuid.uuid4()}-m{len(permanent)}.avro"
+        data = write_manifest(entries, format_version=v, spec=spec, schema=schema, content=content)
+        io.create(path, data)
+        return manifest_file_for(entries, path=path, length=len(data), spec=spec, schema=schema,
+                                 added_snapshot_id=snapshot_id, content=content, sequence_number=seq)
+
+    try:
+        if c.added_data:
+            entries = [ManifestEntry(ADDED, f, snapshot_id) for f in c.added_data]
+            mf = write(entries, start.default_spec_id, MANIFEST_DATA)
+            permanent.append(mf.manifest_path)
+            new_manifests.append((mf, entries))
+        by_spec: dict[int, list[ManifestEntry]] = {}
+        for spec_id, d in c.added_deletes:
+            by_spec.setdefault(spec_id, []).append(ManifestEntry(ADDED, d, snapshot_id))
+        for spec_id, entries in sorted(by_spec.items()):
+            mf = write(entries, spec_id, MANIFEST_DELETES)
+            permanent.append(mf.manifest_path)
+            new_manifests.append((mf, entries))
+    except BaseException:
+        for p in permanent:
+            io.delete(p)
+        raise
+
+    retries, min_wait, max_wait, timeout = _retry_settings(start.properties)
+    deadline = time.monotonic() + timeout
+    attempt = 0
+    try:
+        while True:
+            base = table.metadata
+            if c.validate is not None:
+                c.validate(start, base)
+            seq = base.last_sequence_number + 1 if v >= 2 else 0
+            attempt_files: list[str] = []
+            try:
+                manifests, removed = _carry_over(table, base, c.removed, snapshot_id, seq, v, schema, attempt_files,
+                                                 c.required)
+                fresh = [manifest_file_for(entries, path=mf.manifest_path, length=mf.manifest_length,
+                                           spec=base.spec(mf.partition_spec_id), schema=schema,
+                                           added_snapshot_id=snapshot_id, content=mf.content, sequence_number=seq)
+                         for mf, entries in new_manifests]
+                manifests = fresh + manifests
+                first_row_id = added_rows = None
+                if v >= 3:
+                    first_row_id = base.next_row_id or 0
+                    manifests, next_row_id = assign_first_row_ids(manifests, first_row_id)
+                    added_rows = next_row_id - first_row_id
+                list_path = f"{mdir}/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
+                io.create(list_path, write_manifest_list(manifests, format_version=v, snapshot_id=snapshot_id,
+                                                         parent_snapshot_id=base.current_snapshot_id,
+                                                         sequence_number=seq, first_row_id=first_row_id))
+                attempt_files.append(list_path)
+                snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=int(time.time() * 1000),
+                                parent_snapshot_id=base.current_snapshot_id,
+                                sequence_number=seq if v >= 2 else None, manifest_list=list_path,
+                                summary=_summary(base, c, removed, set()), schema_id=schema.schema_id,
+                                first_row_id=first_row_id, added_rows=added_rows)
+                new_meta = U.apply_all([U.AddSnapshot(snap), U.SetSnapshotRef(MAIN_BRANCH, snapshot_id)], base)
+                loc, meta = table.catalog._backend.commit(table.identifier, table.metadata_location, new_meta, base)
+            except CommitFailedException:
+                for p in attempt_files:
+                    io.delete(p)
+                attempt += 1
+                if attempt > retries or time.monotonic() > deadline:
+                    raise
+                time.sleep(min(max_wait, min_wait * 2 ** (attempt - 1)) * (0.5 + random.random() / 2) / 1000)
+                table.refresh()
+                continue
+            except BaseException:
+                for p in attempt_files:
+                    io.delete(p)
+                raise
+            table._metadata, table.metadata_location = meta, loc
+            return snap
+    except BaseException:
+        for p in permanent:
+            io.delete(p)
+        raise
+
+
+def _carry_over(table, base: TableMetadata, removed_keys: set, snapshot_id: int, seq: int, v: int, schema,
+                written: list[str], required: set[str] = frozenset()) -> tuple[list[ManifestFile], list[DataFile]]:
+    """The base snapshot's manifests, with those holding files to remove rewritten; fails (conflict) when a
+    file to remove is no longer live."""
+    io = table.io
+    kept: list[ManifestFile] = []
+    removed: list[DataFile] = []
+    found: set = set()
+    if base.current_snapshot is None:
+        if removed_keys:
+            raise CommitFailedException(f"cannot remove {len(removed_keys)} files: the table has no snapshot")
+        return kept, removed
+    still_live: set[str] = set()
+    for mf in snapshot_manifests(io, base.current_snapshot):
+        if not removed_keys and not (required and mf.content == MANIFEST_DATA):
+            kept.append(mf)
+            continue
+        entries = inherit(read_manifest(io.read(mf.manifest_path), mf.manifest_path).entries, mf)
+        live = [e for e in entries if e.status != DELETED]
+        still_live.update(e.data_file.file_path for e in live if e.data_file.content == 0)
+        hits = [e for e in live if file_key(e.data_file) in removed_keys]
+        if not hits:
+            kept.append(mf)
+            continue
+        out = []
+        for e in live:
+            d = e.data_file
+            if file_key(d) in removed_keys:
+                found.add(file_key(d))
+                removed.append(d)
+                out.append(ManifestEntry(DELETED, d, snapshot_id, e.sequence_number, e.file_sequence_number))
+            else:
+                out.append(ManifestEntry(EXISTING, d, e.snapshot_id, e.sequence_number, e.file_sequence_number))
+        spec = base.spec(mf.partition_spec_id)
+        path = f"{base.location}/metadata/{uuid.uuid4()}-m-rewrite.avro"
+        data = write_manifest(out, format_version=v, spec=spec, schema=schema, content=mf.content)
+        io.create(path, data)
+        written.append(path)
+        new_mf = manifest_file_for(out, path=path, length=len(data), spec=spec, schema=schema,
+                                   added_snapshot_id=snapshot_id, content=mf.content, sequence_number=seq)
+        kept.append(new_mf)
+    gone = set(required) - still_live
+    if gone:
+        raise CommitFailedException(f"conflict: data file {sorted(gone)[0]} was removed by a concurrent commit")
+    missing = removed_keys - found
+    if missing:
+        raise CommitFailedException(f"conflict: {len(missing)} file(s) to remove are no longer in table "
+                                    f"{table.name}, e.g. {sorted(missing)[0][0]}")
+    return kept, removed
+
+
+__all__ = ["Changes", "commit_changes", "file_key", "POSITION_DELETES"]

@@ -1,0 +1,165 @@
+"""Row-level delete files written on the executors: position delete files (v2, one per data file, sorted by
+position, ``referenced_data_file`` set) and deletion vectors (v3, one per data file, merged with the file's
+existing DV and position deletes, written into one Puffin file per task)."""
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sparkberg.avro.manifest import POSITION_DELETES, DataFile
+from sparkberg.io.fileio import file_io_for, to_local_path
+from sparkberg.spec import types as T
+from sparkberg.spec.puffin import dv_blob_metadata, dv_positions, serialize_dv, write_puffin
+from sparkberg.spec.values import to_bytes, to_json_value
+
+POS_SCHEMA = pa.schema([
+    pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": b"2147483546"}),
+    pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"2147483545"}),
+])
+RESULT_DDL = "delete_file string"
+
+
+def _open_out(path: str):
+    local = to_local_path(path)
+    if local is not None:
+        import os
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        return pa.OSFile(local, "wb")
+    from pyarrow import fs
+    filesystem, p = fs.FileSystem.from_uri(path)
+    return filesystem.open_output_stream(p)
+
+
+class DeleteWriter:
+    """Executor side: rows (``_file``, ``_pos``) clustered by ``_file`` -> one delete file (or DV) per data file.
+
+    ``targets`` maps each data file to (spec id, partition as JSON by field id, delete directory, previous
+    deletes to merge for DVs: a list of (puffin path, offset, length) and position delete file paths)."""
+
+    def __init__(self, targets: dict[str, dict], dv: bool, write_id: str, compression: str = "zstd"):
+        self.targets = targets
+        self.dv = dv
+        self.write_id = write_id
+        self.compression = compression
+
+    def _positions(self, batches) -> Iterator[tuple[str, list[int]]]:
+        current, positions = None, []
+        for batch in batches:
+            files = batch.column(0).to_pylist()
+            pos = batch.column(1).to_pylist()
+            for f, p in zip(files, pos):
+                if f != current:
+                    if current is not None:
+                        yield current, positions
+                    current, positions = f, []
+                positions.append(p)
+        if current is not None:
+            yield current, positions
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        results = []
+        blobs = []
+        for data_file, positions in self._positions(batches):
+            target = self.targets[data_file]
+            if self.dv:
+                merged = set(positions) | set(_previous_positions(data_file, target))
+                blobs.append((data_file, sorted(merged)))
+            else:
+                results.append(self._write_position_file(data_file, sorted(set(positions)), target))
+        if blobs:
+            results += self._write_puffin(blobs)
+        if results:
+            yield pa.RecordBatch.from_arrays([pa.array(results, pa.string())], names=["delete_file"])
+
+    def _write_position_file(self, data_file: str, positions: list[int], target: dict) -> str:
+        path = f"{target['dir']}/{self.write_id}-{uuid.uuid4().hex[:12]}-deletes.parquet"
+        sink = _open_out(path)
+        table = pa.Table.from_arrays([pa.array([data_file] * len(positions), pa.string()),
+                                      pa.array(positions, pa.int64())], schema=POS_SCHEMA)
+        pq.write_table(table, sink, compression=self.compression)
+        size = sink.tell()
+        sink.close()
+        enc = lambda b: base64.b64encode(b).decode("ascii")  # noqa: E731
+        return json.dumps({
+            "file_path": path, "file_format": "parquet", "record_count": len(positions), "file_size_in_bytes": size,
+            "spec_id": target["spec_id"], "partition": target["partition"], "referenced_data_file": data_file,
+            "value_counts": {"2147483546": len(positions), "2147483545": len(positions)},
+            "null_value_counts": {"2147483546": 0, "2147483545": 0},
+            "lower_bounds": {"2147483546": enc(to_bytes(T.STRING, data_file)),
+                             "2147483545": enc(to_bytes(T.LONG, positions[0]))},
+            "upper_bounds": {"2147483546": enc(to_bytes(T.STRING, data_file)),
+                             "2147483545": enc(to_bytes(T.LONG, positions[-1]))}})
+
+    def _write_puffin(self, blobs: list[tuple[str, list[int]]]) -> list[str]:
+        first = self.targets[blobs[0][0]]
+        path = f"{first['dir']}/{self.write_id}-{uuid.uuid4().hex[:12]}-dvs.puffin"
+        payloads = [(dv_blob_metadata(f, len(p)), serialize_dv(p)) for f, p in blobs]
+        data, footer = write_puffin(payloads)
+        sink = _open_out(path)
+        sink.write(data)
+        sink.close()
+        out = []
+        for (f, positions), meta in zip(blobs, footer.blobs):
+            t = self.targets[f]
+            out.append(json.dumps({
+                "file_path": path, "file_format": "puffin", "record_count": len(positions),
+                "file_size_in_bytes": len(data), "spec_id": t["spec_id"], "partition": t["partition"],
+                "referenced_data_file": f, "content_offset": meta.offset, "content_size_in_bytes": meta.length}))
+        return out
+
+
+def _previous_positions(data_file: str, target: dict) -> list[int]:
+    """Positions already deleted in a data file: its current DV and any position delete files."""
+    out: list[int] = []
+    for puffin, offset, length in target.get("dvs", ()):
+        local = to_local_path(puffin)
+        if local is not None:
+            with open(local, "rb") as fh:
+                fh.seek(offset)
+                blob = fh.read(length)
+        else:
+            blob = file_io_for(puffin).read(puffin)[offset:offset + length]
+        out.extend(dv_positions(blob, puffin))
+    for path in target.get("position_files", ()):
+        local = to_local_path(path)
+        table = pq.read_table(local if local is not None else path, columns=None)
+        names = {f.metadata.get(b"PARQUET:field_id") if f.metadata else None: f.name for f in table.schema}
+        fp = table.column(names.get(b"2147483546", "file_path")).to_pylist()
+        pos = table.column(names.get(b"2147483545", "pos")).to_pylist()
+        out.extend(p for f, p in zip(fp, pos) if f == data_file)
+    return out
+
+
+def delete_file_from_json(text: str, metadata) -> tuple[int, DataFile]:
+    """(spec id, manifest data file) of one row the delete writer returned."""
+    from sparkberg.spec.values import from_json_value
+    d = json.loads(text)
+    spec = metadata.spec(d["spec_id"])
+    ptype = spec.partition_type(metadata.current_schema)
+    partition = {f.field_id: from_json_value(pf.field_type, d["partition"].get(str(f.field_id)))
+                 for f, pf in zip(spec.fields, ptype.fields)}
+
+    def ints(m):
+        return None if m is None else {int(k): int(v) for k, v in m.items()}
+
+    def bins(m):
+        return None if m is None else {int(k): base64.b64decode(v) for k, v in m.items()}
+
+    return d["spec_id"], DataFile(
+        file_path=d["file_path"], file_format=d["file_format"], partition=partition, record_count=d["record_count"],
+        file_size_in_bytes=d["file_size_in_bytes"], content=POSITION_DELETES,
+        value_counts=ints(d.get("value_counts")), null_value_counts=ints(d.get("null_value_counts")),
+        lower_bounds=bins(d.get("lower_bounds")), upper_bounds=bins(d.get("upper_bounds")),
+        referenced_data_file=d["referenced_data_file"], content_offset=d.get("content_offset"),
+        content_size_in_bytes=d.get("content_size_in_bytes"))
+
+
+def partition_json(spec, schema, partition: dict) -> dict:
+    ptype = spec.partition_type(schema)
+    return {str(f.field_id): to_json_value(pf.field_type, partition.get(f.field_id))
+            for f, pf in zip(spec.fields, ptype.fields)}
