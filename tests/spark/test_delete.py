@@ -1,0 +1,114 @@
+"""Deletes on Spark 4: copy-on-write and merge-on-read on v2 and v3, whole-file drops, DVs merged, row lineage
+kept, summaries, conflicts detected, and a failed commit leaving the table as it was."""
+import os
+
+import pytest
+
+import sparkberg
+from sparkberg.avro.manifest import read_manifest, read_manifest_list
+from sparkberg.errors import CommitFailedException, ValidationError
+
+pytestmark = pytest.mark.spark
+
+
+def make(spark, warehouse, version, mode, name="t"):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table(f"db.{name}", "id bigint, cat string, v string", partition_by=["cat"],
+                         properties={"format-version": str(version), "write.delete.mode": mode})
+    t.append(spark.sql("SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS cat, concat('v', id) AS v "
+                       "FROM range(0, 30)"))
+    return cat, t
+
+
+def ids(t, **kw):
+    return sorted(r[0] for r in t.to_df(columns=["id"], **kw).collect())
+
+
+@pytest.mark.parametrize("version,mode", [(2, "merge-on-read"), (3, "merge-on-read"), (2, "copy-on-write"),
+                                          (3, "copy-on-write"), (1, "copy-on-write")])
+def test_delete_modes(spark, warehouse, version, mode):
+    cat, t = make(spark, warehouse, version, mode)
+    before = t.metadata.current_snapshot.snapshot_id
+    lineage = {r[0]: r[1] for r in t.to_df(columns=["id", "_row_id"]).collect()} if version == 3 else None
+    t.delete("id % 5 = 0").delete("id = 3 OR v = 'v7'")
+    expected = [i for i in range(30) if i % 5 and i not in (3, 7)]
+    assert ids(t) == expected
+    assert ids(cat.load_table("db.t")) == expected
+    assert len(ids(t, snapshot_id=before)) == 30  # time travel sees the rows again
+    tasks = t.plan_files().collect()
+    if mode == "merge-on-read":
+        deletes = [d for r in tasks for d in r["deletes"]]
+        if version == 3:
+            assert all(d["file_format"] == "puffin" for d in deletes)
+            assert all(len(r["deletes"]) <= 1 for r in tasks)  # one DV per data file, merged
+        else:
+            assert deletes and all(d["file_format"] == "parquet" and d["referenced_data_file"] for d in deletes)
+        assert t.metadata.current_snapshot.summary["operation"] == "delete"
+    else:
+        assert all(r["deletes"] == [] for r in tasks)
+        assert t.metadata.current_snapshot.summary["operation"] == "overwrite"
+    if version == 3:
+        after = {r[0]: r[1] for r in t.to_df(columns=["id", "_row_id"]).collect()}
+        assert all(after[i] == lineage[i] for i in after)  # row ids survive rewrites
+    s = t.metadata.current_snapshot.summary
+    assert int(s["total-records"]) - int(s.get("total-position-deletes", 0)) >= len(expected)
+
+
+def test_whole_partition_is_dropped_without_reading(spark, warehouse):
+    cat, t = make(spark, warehouse, 2, "merge-on-read")
+    files_before = {r["file_path"] for r in t.plan_files().collect()}
+    t.delete("cat = 'even'")
+    s = t.metadata.current_snapshot.summary
+    assert s["deleted-data-files"] == "1" and "added-delete-files" not in s
+    assert ids(t) == list(range(1, 30, 2))
+    assert {r["file_path"] for r in t.plan_files().collect()} < files_before
+
+
+def test_untranslatable_filter_never_drops_whole_files(spark, warehouse):
+    cat, t = make(spark, warehouse, 2, "copy-on-write")
+    t.delete("upper(cat) = 'NOPE'")  # matches nothing, prunes nothing: nothing changes
+    assert len(t.metadata.snapshots) == 1
+    t.delete("upper(cat) = 'EVEN' AND id > 20")
+    assert ids(t) == [i for i in range(30) if not (i % 2 == 0 and i > 20)]
+
+
+def test_delete_conflicts_with_concurrent_append_to_matching_partition(spark, warehouse):
+    cat, t = make(spark, warehouse, 2, "copy-on-write")
+    stale = cat.load_table("db.t")
+    t.append(spark.sql("SELECT 100L AS id, 'odd' AS cat, 'x' AS v"))
+    before = cat.load_table("db.t").metadata
+    stale.delete("cat = 'even' AND id = 4")  # a different partition: no conflict, retried on the new base
+    assert ids(cat.load_table("db.t")) == sorted([i for i in range(30) if i != 4] + [100])
+    stale2 = cat.load_table("db.t")
+    cat.load_table("db.t").append(spark.sql("SELECT 101L AS id, 'odd' AS cat, 'y' AS v"))
+    mid = cat.load_table("db.t").metadata
+    with pytest.raises(CommitFailedException, match="serializable"):
+        stale2.delete("cat = 'odd' AND id = 5")
+    assert cat.load_table("db.t").metadata == mid
+    assert before is not None
+
+
+def test_failed_commit_leaves_no_files(spark, warehouse, monkeypatch):
+    cat, t = make(spark, warehouse, 3, "merge-on-read")
+    before = cat.load_table("db.t").metadata
+    data_dir = os.path.join(warehouse, "db", "t")
+    files_before = {os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs}
+    from sparkberg.catalog.filesystem import FileSystemCatalog
+
+    def fail(*a, **k):
+        raise OSError("injected failure before the catalog swap")
+    monkeypatch.setattr(FileSystemCatalog, "commit", fail)
+    with pytest.raises(OSError, match="injected"):
+        t.delete("id = 1")
+    monkeypatch.undo()
+    assert cat.load_table("db.t").metadata == before
+    files_after = {os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs}
+    assert files_after == files_before
+
+
+def test_delete_needs_a_filter(spark, warehouse):
+    cat, t = make(spark, warehouse, 2, "copy-on-write")
+    with pytest.raises(ValidationError, match="needs a filter"):
+        t.delete("")
+    t.delete("true")
+    assert ids(t) == []
