@@ -107,3 +107,30 @@ def test_java_appends_and_compacts_on_top(java, written):
     cols = [f.name for f in t.schema().fields]
     assert rows(t.to_df().collect()) == rows(java.sql(f"SELECT {', '.join(cols)} FROM ref.sbw.t_v2").collect())
     assert t.to_df().count() == 55
+
+
+@pytest.mark.parametrize("version,mode", [(2, "merge-on-read"), (3, "merge-on-read"), (2, "copy-on-write"),
+                                          (3, "copy-on-write")])
+def test_engines_read_sparkberg_deletes(java, java_warehouse, duck, version, mode):
+    from pyiceberg.table import StaticTable
+    cat = sparkberg.catalog(java, java_warehouse)
+    name = f"del_v{version}_{mode.split('-')[0]}"
+    t = cat.create_table(f"sbw.{name}", DDL, partition_by=["bucket(4, id)", "day(ts)"],
+                         properties={"format-version": str(version), "write.delete.mode": mode})
+    t.append(source(java, 0, 60))
+    t.delete("id % 7 = 3").delete("s = 'beta' AND id > 30").delete("id IN (1, 2)")
+    cols = [f.name for f in t.schema().fields]
+    ours = rows(t.to_df().collect())
+    assert rows(java.sql(f"SELECT {', '.join(cols)} FROM ref.sbw.{name}").collect()) == ours
+    pt = StaticTable.from_metadata(t.metadata_location)
+    assert rows(tuple(r[c] for c in cols) for r in pt.scan().to_arrow().to_pylist()) == ours
+    duck.execute("SET TimeZone = 'UTC'")
+    assert rows(duck.sql(f"SELECT {', '.join(cols)} FROM iceberg_scan('{t.metadata_location}')").fetchall()) == ours
+    if version == 3:
+        java_ids = {r[0]: r[1] for r in java.sql(f"SELECT id, _row_id FROM ref.sbw.{name}").collect()}
+        ours_ids = {r[0]: r[1] for r in t.to_df(columns=["id", "_row_id"]).collect()}
+        assert java_ids == ours_ids and set(ours_ids.values()) <= set(range(60))
+    # Java deletes more on top (its own DVs or position deletes) and sparkberg reads that
+    java.sql(f"DELETE FROM ref.sbw.{name} WHERE id = 10")
+    t = sparkberg.load_table(java, t.location)
+    assert rows(t.to_df().collect()) == rows(java.sql(f"SELECT {', '.join(cols)} FROM ref.sbw.{name}").collect())
