@@ -236,6 +236,38 @@ class Table:
             delete_rows(self, filter)
         return self
 
+    def overwrite(self, df, filter: str | None = None) -> "Table":
+        """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
+        commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
+        from sparkberg.commit.rowlevel import overwrite
+        self._writable()
+        with job_description(self.spark, f"OVERWRITE {self.name}"):
+            overwrite(self, df, filter)
+        return self
+
+    def dynamic_overwrite(self, df) -> "Table":
+        """Replace each partition that ``df`` has rows for (in the default spec) with those rows, in one commit."""
+        from sparkberg.commit.rowlevel import dynamic_overwrite
+        self._writable()
+        with job_description(self.spark, f"OVERWRITE {self.name}"):
+            dynamic_overwrite(self, df)
+        return self
+
+    def update(self, set: dict[str, str], filter: str | None = None) -> "Table":
+        """Set columns to Spark SQL expressions (``{"v": "v + 1"}``) on the rows matching ``filter``, in one
+        commit: copy-on-write or merge-on-read per ``write.update.mode``; v3 rows keep their ``_row_id``."""
+        from sparkberg.commit.rowlevel import update
+        self._writable()
+        if not set:
+            raise ValidationError("update needs at least one column to set")
+        with job_description(self.spark, f"UPDATE {self.name}"):
+            update(self, dict(set), filter)
+        return self
+
+    def _writable(self) -> None:
+        if self.catalog is None:
+            raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
+
     # --- metadata commits ------------------------------------------------------------------------
     def commit_updates(self, updates: Sequence[U.TableUpdate],
                        requirements: Sequence[U.TableRequirement] = ()) -> "Table":
