@@ -264,6 +264,13 @@ class Table:
             update(self, dict(set), filter)
         return self
 
+    def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s"):
+        """A MERGE builder: ``t.merge(src, "t.id = s.id").when_matched_update({"v": "s.v"})
+        .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``."""
+        from sparkberg.commit.merge import MergeBuilder
+        self._writable()
+        return MergeBuilder(self, source, condition, target_alias, source_alias)
+
     def _writable(self) -> None:
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")

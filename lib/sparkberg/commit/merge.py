@@ -1,0 +1,188 @@
+"""MERGE in the style of Delta's builder:
+
+    t.merge(src, "t.id = s.id", target_alias="t", source_alias="s") \\
+        .when_matched_update({"v": "s.v"}, condition="s.op = 'u'").when_matched_delete("s.op = 'd'") \\
+        .when_not_matched_insert_all().execute()
+
+Clauses are tried in the order given; a target row matched by more than one source row is an error (as in
+Iceberg's Spark integration), and nothing is committed. ``write.merge.mode`` picks copy-on-write or
+merge-on-read; updated v3 rows keep their ``_row_id``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from sparkberg.commit.delete import _file_scoped_deletes
+from sparkberg.commit.rowlevel import RowLevel
+from sparkberg.errors import ValidationError
+from sparkberg.read.reader import LAST_UPDATED_SEQ, ROW_ID
+from sparkberg.write.dataframe import write_files
+
+
+def _expr(e: str | Column) -> Column:
+    return e if isinstance(e, Column) else F.expr(e)
+
+
+class MergeBuilder:
+    """Collects MERGE clauses; :meth:`execute` runs them as one commit."""
+
+    def __init__(self, table, source, condition: str | Column, target_alias: str = "t", source_alias: str = "s"):
+        self.table = table
+        self.source = source
+        self.condition = condition
+        self.ta = target_alias
+        self.sa = source_alias
+        self.matched: list[tuple[str, Any, Any]] = []  # ("update", cond, set) | ("delete", cond, None)
+        self.not_matched: list[tuple[Any, Any]] = []  # (cond, values or None for all)
+
+    def when_matched_update(self, set: dict[str, str | Column], condition: str | Column | None = None
+                            ) -> "MergeBuilder":
+        self.matched.append(("update", condition, dict(set)))
+        return self
+
+    def when_matched_update_all(self, condition: str | Column | None = None) -> "MergeBuilder":
+        self.matched.append(("update", condition, None))
+        return self
+
+    def when_matched_delete(self, condition: str | Column | None = None) -> "MergeBuilder":
+        self.matched.append(("delete", condition, None))
+        return self
+
+    def when_not_matched_insert(self, values: dict[str, str | Column], condition: str | Column | None = None
+                                ) -> "MergeBuilder":
+        self.not_matched.append((condition, dict(values)))
+        return self
+
+    def when_not_matched_insert_all(self, condition: str | Column | None = None) -> "MergeBuilder":
+        self.not_matched.append((condition, None))
+        return self
+
+    def execute(self) -> None:
+        """Run the merge: one atomic commit, or an error and nothing committed."""
+        if not self.matched and not self.not_matched:
+            raise ValidationError("merge needs at least one when_matched or when_not_matched clause")
+        rl = RowLevel(self.table, None)
+        cols = [f.name for f in rl.schema.fields]
+        lineage = rl.lineage
+        ta, sa = self.ta, self.sa
+        src_cols = {c.lower(): c for c in self.source.columns}
+        if rl.tasks:
+            tgt = rl.read(rl.tasks, cols + lineage + ["_file", "_pos"], None)
+        else:
+            tgt = rl.spark.createDataFrame([], rl.table.spark_schema()).select(
+                "*", *[F.lit(None).cast("bigint").alias(c) for c in lineage],
+                F.lit(None).cast("string").alias("_file"), F.lit(None).cast("bigint").alias("_pos"))
+        tgt = tgt.withColumn("_tgt", F.lit(True)).alias(ta)
+        src = self.source.withColumn("_src", F.lit(True)).alias(sa)
+        j = tgt.join(src, _expr(self.condition), "full_outer")
+        both = F.col(f"{ta}._tgt").isNotNull() & F.col(f"{sa}._src").isNotNull()
+        src_only = F.col(f"{ta}._tgt").isNull()
+        action = F.lit("K")
+        for i, (kind, cond, _) in reversed(list(enumerate(self.matched))):
+            hit = both if cond is None else both & F.coalesce(_expr(cond), F.lit(False))
+            action = F.when(hit, F.lit(f"U{i}" if kind == "update" else "D")).otherwise(action)
+        ins = F.lit("X")
+        for i, (cond, _) in reversed(list(enumerate(self.not_matched))):
+            hit = src_only if cond is None else src_only & F.coalesce(_expr(cond), F.lit(False))
+            ins = F.when(hit, F.lit(f"I{i}")).otherwise(ins)
+        j = j.withColumn("_action", F.when(src_only, ins).otherwise(action)).cache()
+        try:
+            dup = (j.filter(both).groupBy(F.col(f"{ta}._file"), F.col(f"{ta}._pos")).count()
+                   .filter("count > 1").limit(1).collect())
+            if dup:
+                raise ValidationError("MERGE matched a single row of the target table with more than one source row "
+                                      f"(file {dup[0][0]}, position {dup[0][1]}); make the source keys unique")
+            self._commit(rl, j, cols, lineage, src_cols)
+        finally:
+            j.unpersist()
+
+    def _values(self, cols, src_cols, lineage, kind: str, spec) -> list[Column]:
+        ta, sa = self.ta, self.sa
+        out = []
+        for c in cols:
+            if kind == "update":
+                if spec is None:
+                    if c.lower() not in src_cols:
+                        raise ValidationError(f"update_all: source has no column {c!r}")
+                    out.append(F.col(f"{sa}.`{src_cols[c.lower()]}`").alias(c))
+                else:
+                    match = {k.lower(): v for k, v in spec.items()}
+                    out.append((_expr(match[c.lower()]) if c.lower() in match else F.col(f"{ta}.`{c}`")).alias(c))
+            else:
+                if spec is None:
+                    if c.lower() not in src_cols:
+                        raise ValidationError(f"insert_all: source has no column {c!r}")
+                    out.append(F.col(f"{sa}.`{src_cols[c.lower()]}`").alias(c))
+                else:
+                    match = {k.lower(): v for k, v in spec.items()}
+                    out.append((_expr(match[c.lower()]) if c.lower() in match else F.lit(None)).alias(c))
+        if lineage:
+            if kind == "update":
+                out += [F.col(f"{ta}._row_id").alias("_row_id"),
+                        F.lit(None).cast("bigint").alias("_last_updated_sequence_number")]
+            else:
+                out += [F.lit(None).cast("bigint").alias(c) for c in lineage]
+        return out
+
+    def _rows(self, j, cols, lineage, src_cols, keep_unchanged: bool):
+        """The rows to write: updated and inserted rows (and, for copy-on-write, the untouched target rows)."""
+        ta = self.ta
+        parts = []
+        for i, (kind, _, spec) in enumerate(self.matched):
+            if kind == "update":
+                for name in (spec or {}):
+                    if name.lower() not in {c.lower() for c in cols}:
+                        raise ValidationError(f"cannot update unknown column {name!r}")
+                parts.append(j.filter(F.col("_action") == f"U{i}").select(*self._values(cols, src_cols, lineage,
+                                                                                         "update", spec)))
+        for i, (_, spec) in enumerate(self.not_matched):
+            for name in (spec or {}):
+                if name.lower() not in {c.lower() for c in cols}:
+                    raise ValidationError(f"cannot insert unknown column {name!r}")
+            parts.append(j.filter(F.col("_action") == f"I{i}").select(*self._values(cols, src_cols, lineage,
+                                                                                     "insert", spec)))
+        if keep_unchanged is not None:
+            parts.append(keep_unchanged.select(*[F.col(f"{ta}.`{c}`").alias(c) for c in cols],
+                                               *[F.col(f"{ta}.`{c}`").alias(c) for c in lineage]))
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.unionByName(p)
+        return out
+
+    def _commit(self, rl: RowLevel, j, cols, lineage, src_cols) -> None:
+        ta = self.ta
+        changed = j.filter(F.col("_action").startswith("U") | (F.col("_action") == "D"))
+        mode = rl.m.properties.get("write.merge.mode", "copy-on-write").lower()
+        extra = [ROW_ID, LAST_UPDATED_SEQ] if lineage else []
+        if mode == "merge-on-read" and rl.m.format_version >= 2:
+            new_rows = self._rows(j, cols, lineage, src_cols, None)
+            added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra)
+            try:
+                positions = changed.select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos"))
+                has_changes = positions.limit(1).count() > 0
+                added_deletes, removed = rl.delete_positions(positions, rl.tasks) if has_changes else ([], set())
+            except BaseException:
+                for f in added:
+                    rl.table.io.delete(f.file_path)
+                raise
+            if not added and not added_deletes:
+                return
+            rl.commit("overwrite", added, added_deletes, removed,
+                      required={d.referenced_data_file for _, d in added_deletes},
+                      level_key="write.merge.isolation-level")
+            return
+        hit = {r[0] for r in changed.select(F.col(f"{ta}._file")).distinct().collect()}
+        untouched = j.filter((F.col("_action") == "K") & F.col(f"{ta}._file").isin(list(hit))) if hit else None
+        new_rows = self._rows(j, cols, lineage, src_cols, untouched)
+        added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra)
+        removed = set()
+        for t in rl.tasks:
+            if t["file_path"] in hit:
+                removed.add((t["file_path"], None))
+                removed |= _file_scoped_deletes(t)
+        if not added and not removed:
+            return
+        rl.commit("overwrite", added, [], removed, level_key="write.merge.isolation-level")
