@@ -1,0 +1,83 @@
+"""update, overwrite, dynamic_overwrite and merge on Spark 4, both modes, v2 and v3 (row ids kept)."""
+import pytest
+
+import sparkberg
+from sparkberg.errors import ValidationError
+
+pytestmark = pytest.mark.spark
+MODES = [(2, "merge-on-read"), (3, "merge-on-read"), (2, "copy-on-write"), (3, "copy-on-write")]
+
+
+def table(spark, warehouse, version, mode, name="t"):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table(f"db.{name}", "id bigint, cat string, n int", partition_by=["cat"], properties={
+        "format-version": str(version), "write.update.mode": mode, "write.merge.mode": mode,
+        "write.delete.mode": mode})
+    t.append(spark.sql("SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS cat, 0 AS n FROM range(0, 10)"))
+    return cat, t
+
+
+def state(t):
+    return sorted(tuple(r) for r in t.to_df(columns=["id", "cat", "n"]).collect())
+
+
+def row_ids(t):
+    return {r[0]: r[1] for r in t.to_df(columns=["id", "_row_id"]).collect()}
+
+
+@pytest.mark.parametrize("version,mode", MODES)
+def test_update(spark, warehouse, version, mode):
+    cat, t = table(spark, warehouse, version, mode)
+    ids_before = row_ids(t) if version == 3 else None
+    t.update({"n": "n + 1"}, "id < 4").update({"cat": "'moved'", "n": "n * 10 + 7"}, "id = 9")
+    expected = sorted([(i, "even" if i % 2 == 0 else "odd", 1 if i < 4 else 0) for i in range(9)] + [(9, "moved", 7)])
+    assert state(t) == expected == state(cat.load_table("db.t"))
+    if version == 3:
+        assert row_ids(t) == ids_before  # the same rows, the same ids
+        seqs = {r[0]: r[1] for r in t.to_df(columns=["id", "_last_updated_sequence_number"]).collect()}
+        assert seqs[9] == 3 and seqs[1] == 2 and seqs[5] == 1
+    with pytest.raises(ValidationError, match="unknown column 'nope'"):
+        t.update({"nope": "1"})
+
+
+@pytest.mark.parametrize("version,mode", MODES)
+def test_overwrite_and_dynamic_overwrite(spark, warehouse, version, mode):
+    cat, t = table(spark, warehouse, version, mode)
+    t.overwrite(spark.sql("SELECT 100L AS id, 'odd' AS cat, 5 AS n"), "id = 7 OR id = 8")
+    assert state(t) == sorted([(i, "even" if i % 2 == 0 else "odd", 0) for i in range(10) if i not in (7, 8)]
+                              + [(100, "odd", 5)])
+    t.dynamic_overwrite(spark.sql("SELECT 200L AS id, 'even' AS cat, 6 AS n"))
+    assert [r for r in state(t) if r[1] == "even"] == [(200, "even", 6)]
+    assert len([r for r in state(t) if r[1] == "odd"]) == 5
+    t.overwrite(spark.sql("SELECT 1L AS id, 'x' AS cat, 1 AS n"))
+    assert state(t) == [(1, "x", 1)]
+    assert t.metadata.current_snapshot.summary["operation"] == "overwrite"
+
+
+@pytest.mark.parametrize("version,mode", MODES)
+def test_merge(spark, warehouse, version, mode):
+    cat, t = table(spark, warehouse, version, mode)
+    ids_before = row_ids(t) if version == 3 else None
+    src = spark.sql("SELECT * FROM VALUES (1L, 'odd', 11, 'u'), (2L, 'even', 0, 'd'), (50L, 'even', 5, 'i'), "
+                    "(51L, 'odd', 5, 'skip') AS s(id, cat, n, op)")
+    (t.merge(src, "t.id = s.id").when_matched_update({"n": "s.n"}, "s.op = 'u'").when_matched_delete("s.op = 'd'")
+     .when_not_matched_insert_all("s.op = 'i'").execute())
+    expected = sorted([(i, "even" if i % 2 == 0 else "odd", 11 if i == 1 else 0) for i in range(10) if i != 2]
+                      + [(50, "even", 5)])
+    assert state(t) == expected
+    if version == 3:
+        after = row_ids(t)
+        assert all(after[i] == ids_before[i] for i in after if i in ids_before)
+        assert len(set(after.values())) == len(after)
+    dup = spark.sql("SELECT 1L AS id, 'odd' AS cat, 1 AS n UNION ALL SELECT 1L, 'odd', 2")
+    before = cat.load_table("db.t").metadata
+    with pytest.raises(ValidationError, match="more than one source row"):
+        t.merge(dup, "t.id = s.id").when_matched_update_all().execute()
+    assert cat.load_table("db.t").metadata == before
+
+
+def test_merge_into_empty_table(spark, warehouse):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.e", "id bigint, v string", properties={"format-version": "3"})
+    t.merge(spark.sql("SELECT 1L AS id, 'a' AS v"), "t.id = s.id").when_not_matched_insert_all().execute()
+    assert [tuple(r) for r in t.to_df().collect()] == [(1, "a")]
