@@ -134,3 +134,29 @@ def test_engines_read_sparkberg_deletes(java, java_warehouse, duck, version, mod
     java.sql(f"DELETE FROM ref.sbw.{name} WHERE id = 10")
     t = sparkberg.load_table(java, t.location)
     assert rows(t.to_df().collect()) == rows(java.sql(f"SELECT {', '.join(cols)} FROM ref.sbw.{name}").collect())
+
+
+@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+def test_java_row_ids_stable_across_sparkberg_updates_and_merges(java, java_warehouse, duck, mode):
+    cat = sparkberg.catalog(java, java_warehouse)
+    name = f"lineage_{mode.split('-')[0]}"
+    t = cat.create_table(f"sbw.{name}", "id bigint, cat string, n int", partition_by=["cat"], properties={
+        "format-version": "3", "write.update.mode": mode, "write.merge.mode": mode, "write.delete.mode": mode})
+    t.append(java.sql("SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS cat, 0 AS n FROM range(0, 20)"))
+    ids0 = {r[0]: r[1] for r in java.sql(f"SELECT id, _row_id FROM ref.sbw.{name}").collect()}
+    t.update({"n": "n + 1", "cat": "'moved'"}, "id % 3 = 0")
+    src = java.sql("SELECT * FROM VALUES (1L, 'odd', 9), (100L, 'new', 1) AS s(id, cat, n)")
+    t.merge(src, "t.id = s.id").when_matched_update({"n": "s.n"}).when_not_matched_insert_all().execute()
+    t.delete("id = 4")
+    java.sql(f"REFRESH TABLE ref.sbw.{name}")  # Iceberg's SparkCatalog caches the table it read before
+    java_rows = {r[0]: tuple(r[1:]) for r in java.sql(
+        f"SELECT id, cat, n, _row_id, _last_updated_sequence_number FROM ref.sbw.{name}").collect()}
+    ours = {r[0]: tuple(r[1:]) for r in t.to_df(
+        columns=["id", "cat", "n", "_row_id", "_last_updated_sequence_number"]).collect()}
+    assert java_rows == ours
+    assert all(java_rows[i][2] == ids0[i] for i in java_rows if i in ids0)  # ids survive updates and merges
+    assert len({v[2] for v in java_rows.values()}) == len(java_rows)
+    assert java_rows[3][3] == 2 and java_rows[1][3] == 3 and java_rows[5][3] == 1
+    duck.execute("SET TimeZone = 'UTC'")
+    got = duck.sql(f"SELECT id, cat, n FROM iceberg_scan('{t.metadata_location}')").fetchall()
+    assert sorted(got) == sorted((i, v[0], v[1]) for i, v in ours.items())
