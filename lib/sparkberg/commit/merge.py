@@ -101,24 +101,27 @@ class MergeBuilder:
 
     def _values(self, cols, src_cols, lineage, kind: str, spec) -> list[Column]:
         ta, sa = self.ta, self.sa
+        types = {f.name: f.dataType for f in self.table.spark_schema().fields}
         out = []
         for c in cols:
             if kind == "update":
                 if spec is None:
                     if c.lower() not in src_cols:
                         raise ValidationError(f"update_all: source has no column {c!r}")
-                    out.append(F.col(f"{sa}.`{src_cols[c.lower()]}`").alias(c))
+                    out.append(F.col(f"{sa}.`{src_cols[c.lower()]}`").cast(types[c]).alias(c))
                 else:
                     match = {k.lower(): v for k, v in spec.items()}
-                    out.append((_expr(match[c.lower()]) if c.lower() in match else F.col(f"{ta}.`{c}`")).alias(c))
+                    out.append((_expr(match[c.lower()]).cast(types[c]) if c.lower() in match
+                                else F.col(f"{ta}.`{c}`")).alias(c))
             else:
                 if spec is None:
                     if c.lower() not in src_cols:
                         raise ValidationError(f"insert_all: source has no column {c!r}")
-                    out.append(F.col(f"{sa}.`{src_cols[c.lower()]}`").alias(c))
+                    out.append(F.col(f"{sa}.`{src_cols[c.lower()]}`").cast(types[c]).alias(c))
                 else:
                     match = {k.lower(): v for k, v in spec.items()}
-                    out.append((_expr(match[c.lower()]) if c.lower() in match else F.lit(None)).alias(c))
+                    out.append((_expr(match[c.lower()]) if c.lower() in match else F.lit(None))
+                               .cast(types[c]).alias(c))
         if lineage:
             if kind == "update":
                 out += [F.col(f"{ta}._row_id").alias("_row_id"),

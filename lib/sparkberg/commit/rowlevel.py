@@ -158,8 +158,13 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
     mode = rl.m.properties.get("write.update.mode", "copy-on-write").lower()
     extra = [ROW_ID, LAST_UPDATED_SEQ] if rl.lineage else []
 
+    spark_types = {f.name: f.dataType for f in rl.table.spark_schema().fields}
+
+    def assigned(c):  # SQL store assignment: the expression is cast to the column's type
+        return F.expr(set_by_name[c]).cast(spark_types[c])
+
     def updated(df):
-        out = [F.expr(set_by_name[c]).alias(c) if c in set_by_name else F.col(f"`{c}`") for c in cols]
+        out = [assigned(c).alias(c) if c in set_by_name else F.col(f"`{c}`") for c in cols]
         if rl.lineage:
             out += [F.col("_row_id"), F.lit(None).cast("bigint").alias("_last_updated_sequence_number")]
         return df.select(*out)
@@ -188,7 +193,7 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
         return
     rows = rl.read(rewrite, cols + rl.lineage, None)
     is_hit = F.coalesce(F.expr(f"({filter})"), F.lit(False)) if filter is not None else F.lit(True)
-    out = [F.when(is_hit, F.expr(set_by_name[c])).otherwise(F.col(f"`{c}`")).alias(c) if c in set_by_name
+    out = [F.when(is_hit, assigned(c)).otherwise(F.col(f"`{c}`")).alias(c) if c in set_by_name
            else F.col(f"`{c}`") for c in cols]
     if rl.lineage:
         out += [F.col("_row_id"), F.when(is_hit, F.lit(None).cast("bigint"))
