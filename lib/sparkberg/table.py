@@ -28,6 +28,7 @@ from sparkberg.spec.partitioning import PartitionField, PartitionSpec, SortField
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.transforms import parse_transform_call
 from sparkberg.spec.types import Schema
+from sparkberg.spark.session import session_time_zone
 
 COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
 COMMIT_MIN_WAIT_MS = ("commit.retry.min-wait-ms", 100)
@@ -167,7 +168,7 @@ class Table:
             return TRUE
         if not isinstance(filter, str):
             return TRUE  # a Column filter is applied exactly but prunes nothing
-        return bind(translate_filter(filter, schema, _session_time_zone(self.spark)), schema)
+        return bind(translate_filter(filter, schema, session_time_zone(self.spark)), schema)
 
     def plan_files(self, filter: Any = None, snapshot_id: int | None = None, ref: str | None = None,
                    as_of_timestamp_ms: int | None = None, planning: str = "auto"):
@@ -394,13 +395,6 @@ class Table:
         return self.commit_updates(
             [U.AddPartitionSpec(PartitionSpec(0, fields)), U.SetDefaultSpec(U.LAST_ADDED)],
             [U.AssertDefaultSpecId(base.default_spec_id)])
-
-
-def _session_time_zone(spark: Any) -> str:
-    try:
-        return spark.conf.get("spark.sql.session.timeZone") or "UTC"
-    except Exception:  # noqa: BLE001 - no session (metadata-only use)
-        return "UTC"
 
 
 class job_description:

@@ -65,7 +65,7 @@ def serializable_check(table, filter_bound):
 def delete_rows(table, filter: str) -> bool:
     """Delete the rows matching a Spark SQL filter in one commit; False when nothing matched."""
     from sparkberg.expressions.sql import translate_filter
-    from sparkberg.table import _session_time_zone
+    from sparkberg.spark.session import session_time_zone
     if not isinstance(filter, str) or not filter.strip():
         raise ValidationError("delete needs a filter (a Spark SQL boolean expression); use 'true' to delete all")
     m = table.metadata
@@ -73,7 +73,7 @@ def delete_rows(table, filter: str) -> bool:
         return False
     spark = table.spark
     schema = m.current_schema
-    tz = _session_time_zone(spark)
+    tz = session_time_zone(spark)
     weak = bind(translate_filter(filter, schema, tz), schema)
     strong = bind(translate_filter(filter, schema, tz, strengthen=True), schema)
     p = plan(spark, m, table.io, m.current_snapshot, weak)

@@ -25,13 +25,13 @@ class RowLevel:
 
     def __init__(self, table, filter: str | None):
         from sparkberg.expressions.sql import translate_filter
-        from sparkberg.table import _session_time_zone
+        from sparkberg.spark.session import session_time_zone
         self.table = table
         self.m = m = table.metadata
         self.spark = table.spark
         self.schema = schema = m.current_schema
         self.filter = filter
-        tz = _session_time_zone(self.spark)
+        tz = session_time_zone(self.spark)
         self.weak = TRUE if filter is None else bind(translate_filter(filter, schema, tz), schema)
         strong = TRUE if filter is None else bind(translate_filter(filter, schema, tz, strengthen=True), schema)
         self.plan = plan(self.spark, m, table.io, m.current_snapshot, self.weak) if m.current_snapshot else None

@@ -32,3 +32,11 @@ def session_builder(app_name: str = "sparkberg", master: str | None = None, defa
         for k, v in read_defaults(path):
             b = b.config(k, v)
     return b
+
+
+def session_time_zone(spark) -> str:
+    """The session time zone Spark interprets zone-less timestamp literals in (UTC without a session)."""
+    try:
+        return spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    except Exception:  # noqa: BLE001 - no session (metadata-only use)
+        return "UTC"
