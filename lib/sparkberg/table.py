@@ -265,6 +265,15 @@ class Table:
             update(self, dict(set), filter)
         return self
 
+    def delete_by_keys(self, df, key_columns) -> "Table":
+        """Delete the rows whose ``key_columns`` equal those of a row of ``df`` (null-safe), without reading
+        the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
+        from sparkberg.commit.equality import delete_by_keys
+        self._writable()
+        with job_description(self.spark, f"DELETE {self.name}"):
+            delete_by_keys(self, df, key_columns)
+        return self
+
     def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s"):
         """A MERGE builder: ``t.merge(src, "t.id = s.id").when_matched_update({"v": "s.v"})
         .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``."""

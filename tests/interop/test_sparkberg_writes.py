@@ -160,3 +160,18 @@ def test_java_row_ids_stable_across_sparkberg_updates_and_merges(java, java_ware
     duck.execute("SET TimeZone = 'UTC'")
     got = duck.sql(f"SELECT id, cat, n FROM iceberg_scan('{t.metadata_location}')").fetchall()
     assert sorted(got) == sorted((i, v[0], v[1]) for i, v in ours.items())
+
+
+def test_java_reads_sparkberg_equality_deletes(java, java_warehouse, duck):
+    cat = sparkberg.catalog(java, java_warehouse)
+    t = cat.create_table("sbw.eq", "id bigint, cat string, v string", partition_by=["cat"])
+    t.append(java.sql("SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS cat, 'x' AS v FROM range(0, 20)"))
+    t.delete_by_keys(java.sql("SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS cat FROM range(0, 20) "
+                              "WHERE id % 3 = 0"), ["id"])
+    t.append(java.sql("SELECT 3L AS id, 'odd' AS cat, 'back' AS v"))
+    ours = rows(t.to_df().collect())
+    assert rows(java.sql("SELECT id, cat, v FROM ref.sbw.eq").collect()) == ours
+    from pyiceberg.table import StaticTable
+    pt = StaticTable.from_metadata(t.metadata_location)
+    assert rows((r["id"], r["cat"], r["v"]) for r in pt.scan().to_arrow().to_pylist()) == ours
+    assert sum(ours.values()) == 20 - 7 + 1

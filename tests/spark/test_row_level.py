@@ -81,3 +81,22 @@ def test_merge_into_empty_table(spark, warehouse):
     t = cat.create_table("db.e", "id bigint, v string", properties={"format-version": "3"})
     t.merge(spark.sql("SELECT 1L AS id, 'a' AS v"), "t.id = s.id").when_not_matched_insert_all().execute()
     assert [tuple(r) for r in t.to_df().collect()] == [(1, "a")]
+
+
+@pytest.mark.parametrize("partition_by", [[], ["cat"]])
+def test_delete_by_keys_writes_equality_deletes(spark, warehouse, partition_by):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.eq", "id bigint, cat string, v string", partition_by=partition_by)
+    t.append(spark.sql("SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS cat, 'x' AS v "
+                       "FROM range(0, 10)"))
+    keys = spark.sql("SELECT 3L AS id, 'odd' AS cat UNION ALL SELECT 4L, 'even' UNION ALL SELECT 5L, 'even'")
+    t.delete_by_keys(keys, ["id"]).append(spark.sql("SELECT 3L AS id, 'odd' AS cat, 'again' AS v"))
+    got = sorted(tuple(r) for r in t.to_df(columns=["id", "v"]).collect())
+    deleted = {3, 4, 5} if not partition_by else {3, 4}  # partitioned deletes apply within their partition
+    assert got == sorted([(i, "x") for i in range(10) if i not in deleted] + [(3, "again")])
+    deletes = [d for r in t.plan_files().collect() for d in r["deletes"]]
+    assert deletes and all(d["content"] == 2 and d["equality_ids"] == [1] for d in deletes)
+    assert t.metadata.snapshots[1].summary["added-equality-delete-files"] == str(len({d["file_path"]
+                                                                                      for d in deletes}))
+    with pytest.raises(ValidationError, match="key column 'nope'"):
+        t.delete_by_keys(keys, ["nope"])
