@@ -230,7 +230,7 @@ class Table:
     def delete(self, filter: str) -> "Table":
         """Delete the rows matching a Spark SQL filter, in one commit: copy-on-write or merge-on-read per
         the table property ``write.delete.mode`` (position delete files on v2, deletion vectors on v3)."""
-        from sparkberg.commit.delete import delete_rows
+        from sparkberg.commit.rowlevel import delete_rows
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
         with job_description(self.spark, f"DELETE {self.name}"):

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from sparkberg.avro.manifest import (
-    DATA, DELETED, MANIFEST_DELETES, POSITION_DELETES, ManifestFile, inherit, read_manifest, read_manifest_list,
+    DATA, DELETED, MANIFEST_DELETES, POSITION_DELETES, inherit, read_manifest, read_manifest_list,
     write_manifest, write_manifest_list,
 )
 from sparkberg.io.fileio import LocalFileIO

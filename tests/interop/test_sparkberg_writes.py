@@ -2,7 +2,6 @@
 sparkberg reads in Iceberg Java, PyIceberg and DuckDB; Java's _row_id is unique and matches; Java writes more on
 top and Java maintenance runs, and sparkberg reads the result."""
 import datetime as dt
-import os
 from collections import Counter
 
 import pytest

@@ -1,15 +1,12 @@
 """Appends on Spark 4: every transform and format version round-trips, metrics and summaries are Iceberg's,
 row lineage advances, and bad data gets a named error with nothing committed and nothing left behind."""
-import datetime as dt
 import os
-from decimal import Decimal
 
 import pytest
 from pyspark.sql import functions as F
 
 import sparkberg
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
-from sparkberg.errors import ValidationError
 from sparkberg.spec import types as T
 from sparkberg.spec.values import from_bytes
 

@@ -39,7 +39,7 @@ STEPS = {
     "at the catalog swap": lambda mp, mod: mp.setattr(FileSystemCatalog, "commit", boom),
 }
 OPERATIONS = {
-    "append": ("sparkberg.commit.append", lambda spark, t: t.append(spark.range(100, 110).selectExpr(
+    "append": ("sparkberg.commit.producer", lambda spark, t: t.append(spark.range(100, 110).selectExpr(
         "id", "'odd' AS cat"))),
     "delete (merge-on-read)": ("sparkberg.commit.producer", lambda spark, t: t.delete("id % 3 = 0")),
     "update (copy-on-write)": ("sparkberg.commit.producer", lambda spark, t: t.update({"cat": "'x'"}, "id < 5")),

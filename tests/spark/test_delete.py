@@ -5,7 +5,6 @@ import os
 import pytest
 
 import sparkberg
-from sparkberg.avro.manifest import read_manifest, read_manifest_list
 from sparkberg.errors import CommitFailedException, ValidationError
 
 pytestmark = pytest.mark.spark

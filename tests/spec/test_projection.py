@@ -5,7 +5,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from sparkberg.errors import ValidationError
 from sparkberg.expressions import (

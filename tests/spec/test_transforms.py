@@ -177,3 +177,10 @@ def test_human_strings():
     assert YearTransform().to_human_string(T.INT, 0) == "1970"
     assert IdentityTransform().to_human_string(T.STRING, None) == "null"
     assert from_python(T.DATE, dt.date(1970, 1, 2)) == 1
+
+
+def test_truncate_wraps_at_the_integer_edge_like_java():
+    # Java computes v - (((v % W) + W) % W) in int arithmetic, which wraps for values near the minimum
+    assert TruncateTransform(3).apply(T.INT)(-2147483647) == 2147483647
+    assert TruncateTransform(3).apply(T.LONG)(-(2 ** 63) + 1) == 2 ** 63 - 1
+    assert TruncateTransform(10).apply(T.INT)(-2147483648) == 2147483646  # -2147483650 wrapped

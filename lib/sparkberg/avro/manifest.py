@@ -466,8 +466,6 @@ def write_manifest_list(manifests: Sequence[ManifestFile], *, format_version: in
 
 def partition_summaries(entries: Iterable[ManifestEntry], ptype: StructType) -> tuple[FieldSummary, ...]:
     """Per partition field: contains null/NaN and the lower/upper bound of the other values (Appendix D bytes)."""
-    from sparkberg.spec.values import to_bytes as _tb  # noqa: F401 - same serializer as bounds
-
     stats = [[False, False, None, None] for _ in ptype.fields]
     for e in entries:
         for i, f in enumerate(ptype.fields):

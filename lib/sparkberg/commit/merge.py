@@ -15,8 +15,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from sparkberg.commit.delete import _file_scoped_deletes
-from sparkberg.commit.rowlevel import RowLevel
+from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes
 from sparkberg.errors import ValidationError
 from sparkberg.read.reader import LAST_UPDATED_SEQ, ROW_ID
 from sparkberg.write.dataframe import write_files

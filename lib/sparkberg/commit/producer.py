@@ -13,7 +13,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable
 
 from sparkberg.avro.manifest import (
     ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,

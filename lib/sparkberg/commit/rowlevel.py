@@ -1,23 +1,67 @@
-"""Overwrite, dynamic overwrite and update, built from the same pieces as delete
-(:mod:`sparkberg.commit.delete`): find the files a filter may touch, drop whole files, rewrite or add delete
-files for the rest, add new data, commit once."""
+"""Row-level operations: delete, overwrite, dynamic overwrite and update (merge builds on the same pieces).
+
+Each finds the files a filter may touch (the weak translation of the filter prunes), drops files whose
+partition strictly matches (the strict projection of a *strengthened* translation, so an untranslatable
+filter never drops a file), and for the rest either rewrites the files without / with changed rows
+(copy-on-write; v3 rows keep ``_row_id`` and ``_last_updated_sequence_number``) or adds delete files for
+the affected positions (merge-on-read: position delete files on v2, one deletion vector per data file on v3,
+merged with the file's existing deletes), then commits once. Under serializable isolation
+(``write.*.isolation-level``, the default) a concurrent append of files the filter may match is a conflict.
+"""
 from __future__ import annotations
 
 import uuid
 
 from pyspark.sql import functions as F
 
-from sparkberg.commit.delete import (
-    _file_scoped_deletes, _partition_by_id, serializable_check,
-)
+from sparkberg.avro.manifest import ADDED, MANIFEST_DATA, inherit, read_manifest
 from sparkberg.commit.producer import Changes, commit_changes
-from sparkberg.errors import ValidationError
+from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.predicates import TRUE, bind, evaluate
-from sparkberg.expressions.projection import strict_projection
+from sparkberg.expressions.projection import inclusive_projection, strict_projection
+from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.planning.scan import plan
 from sparkberg.read.reader import LAST_UPDATED_SEQ, ROW_ID, read_tasks
-from sparkberg.write.dataframe import align, write_files
+from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
+
+
+def _partition_by_id(layout, spec_id: int, partition) -> dict:
+    values = partition if isinstance(partition, dict) else partition.asDict()
+    return {fid: values[layout.slots[i].name] for fid, i in layout.by_spec.get(spec_id, ())}
+
+
+def _file_scoped_deletes(task) -> set:
+    """Delete files that only concern this data file (its DV, position deletes naming it)."""
+    out = set()
+    for d in task["deletes"]:
+        if d["content"] == 1 and d["referenced_data_file"] == task["file_path"]:
+            out.add((d["file_path"], d["content_offset"]))
+    return out
+
+
+def serializable_check(table, filter_bound):
+    """A validation that fails when files a filter may match were added after the operation started."""
+    def check(start, current):
+        if start.current_snapshot_id == current.current_snapshot_id or isinstance(filter_bound, type(None)):
+            return
+        seen = {s.snapshot_id for s in start.ancestors(start.current_snapshot_id)}
+        schema = current.current_schema
+        for snap in current.ancestors(current.current_snapshot_id):
+            if snap.snapshot_id in seen:
+                break
+            if snap.operation == "replace":
+                continue
+            for mf in snapshot_manifests(table.io, snap):
+                if mf.content != MANIFEST_DATA or mf.added_snapshot_id != snap.snapshot_id:
+                    continue
+                proj = inclusive_projection(filter_bound, current.spec(mf.partition_spec_id), schema)
+                for e in inherit(read_manifest(table.io.read(mf.manifest_path)).entries, mf):
+                    if e.status == ADDED and evaluate(proj, e.data_file.partition):
+                        raise CommitFailedException(
+                            f"conflict: snapshot {snap.snapshot_id} added {e.data_file.file_path}, which may hold "
+                            "rows the delete filter matches (serializable isolation)")
+    return check
 
 
 class RowLevel:
@@ -96,6 +140,40 @@ class RowLevel:
             for path in {d.file_path for _, d in added_deletes}:
                 self.table.io.delete(path)
             raise
+
+
+def delete_rows(table, filter: str) -> bool:
+    """Delete the rows matching a Spark SQL filter in one commit (``write.delete.mode``); False when nothing
+    matched."""
+    if not isinstance(filter, str) or not filter.strip():
+        raise ValidationError("delete needs a filter (a Spark SQL boolean expression); use 'true' to delete all")
+    rl = RowLevel(table, filter)
+    if not rl.tasks:
+        return False
+    removed = set(rl.removed)
+    added_data, added_deletes, required = [], [], set()
+    mode = rl.m.properties.get("write.delete.mode", "copy-on-write").lower()
+    if rl.partial:
+        matched = rl.read(rl.partial, ["_file", "_pos"], filter)
+        if mode == "merge-on-read" and rl.m.format_version >= 2:
+            added_deletes, more = rl.delete_positions(matched, rl.partial)
+            removed |= more
+            required = {d.referenced_data_file for _, d in added_deletes}
+        else:
+            hit = {r[0] for r in matched.select("_file").distinct().collect()}
+            rewrite = [t for t in rl.partial if t["file_path"] in hit]
+            if rewrite:
+                keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
+                               F.expr(f"NOT coalesce(({filter}), false)"))
+                added_data = write_files(rl.spark, rl.m, keep,
+                                         extra_fields=[ROW_ID, LAST_UPDATED_SEQ] if rl.lineage else [])
+                for t in rewrite:
+                    removed.add((t["file_path"], None))
+                    removed |= _file_scoped_deletes(t)
+    if not removed and not added_deletes:
+        return False
+    rl.commit("overwrite" if added_data else "delete", added_data, added_deletes, removed, required)
+    return True
 
 
 def overwrite(table, df, filter: str | None) -> None:
@@ -206,4 +284,4 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
     rl.commit("overwrite", added, [], removed, level_key="write.update.isolation-level")
 
 
-__all__ = ["overwrite", "dynamic_overwrite", "update", "align"]
+__all__ = ["delete_rows", "overwrite", "dynamic_overwrite", "update"]

@@ -21,7 +21,7 @@ from sparkberg.expressions.predicates import (
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec
 from sparkberg.spec.transforms import (
-    BucketTransform, IdentityTransform, Transform, TruncateTransform, VoidTransform, _TimeTransform,
+    BucketTransform, IdentityTransform, TruncateTransform, VoidTransform, _TimeTransform,
 )
 from sparkberg.spec.values import decimal_unscaled, unscaled_to_decimal
 
@@ -240,7 +240,3 @@ def _truncate_binary(p: BoundPredicate, w: int, apply, pred, strict: bool):
     if op == "gt":
         return pred("gt", apply(v))
     return None
-
-
-def transform_is_projectable(t: Transform) -> bool:
-    return t.is_known

@@ -17,9 +17,6 @@ Iceberg Java writes equality deletes one rule at a time; here one ">= rule" serv
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -247,7 +244,3 @@ def physical_to_spark(v: Column, t: T.IcebergType) -> Column:
         return F.expr("TIMESTAMP_NTZ'1970-01-01 00:00:00'") + F.make_dt_interval(
             secs=(v.cast("decimal(20,0)") / F.lit(1_000_000)).cast("decimal(18,6)"))
     return v
-
-
-def typed_partition_ddl(layout: PartitionLayout) -> Any:
-    return layout.spark_ddl()

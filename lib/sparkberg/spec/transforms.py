@@ -202,7 +202,9 @@ class TruncateTransform(Transform):
     def apply(self, source):
         w = self.width
         if source in (INT, LONG):
-            return lambda v: None if v is None else v - (v % w)  # Python's % is non-negative for w > 0
+            bits = 32 if source == INT else 64
+            # Python's % is non-negative for w > 0; the result wraps like Java's int/long arithmetic at the edge
+            return lambda v: None if v is None else _wrap(v - (v % w), bits)
         if isinstance(source, DecimalType):
             def trunc_decimal(v):
                 if v is None:
@@ -218,6 +220,12 @@ class TruncateTransform(Transform):
 
     def __str__(self):
         return f"truncate[{self.width}]"
+
+
+def _wrap(v: int, bits: int) -> int:
+    """Two's complement wrap-around, as Java's fixed-width integer arithmetic."""
+    half = 1 << (bits - 1)
+    return (v + half) % (1 << bits) - half
 
 
 class _TimeTransform(Transform):

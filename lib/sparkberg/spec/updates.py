@@ -15,13 +15,13 @@ from typing import Any, Iterable, Union
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, SUPPORTED_FORMAT_VERSIONS, TableMetadata
 from sparkberg.spec.partitioning import (
-    PARTITION_DATA_ID_START, PartitionField, PartitionSpec, SortField, SortOrder, UNSORTED,
+    PARTITION_DATA_ID_START, PartitionField, PartitionSpec, SortOrder, UNSORTED,
 )
 from sparkberg.spec.snapshots import (
     BRANCH, MAIN_BRANCH, TAG, PartitionStatisticsFile, Snapshot, SnapshotLogEntry, SnapshotRef, StatisticsFile,
 )
 from sparkberg.spec.types import (
-    IcebergType, ListType, MapType, NestedField, Schema, StructType, type_min_format_version,
+    IcebergType, ListType, MapType, Schema, StructType, type_min_format_version,
 )
 
 # Table properties that are not stored as properties but drive metadata (as Iceberg Java reserves them)

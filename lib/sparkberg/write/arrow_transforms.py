@@ -95,8 +95,11 @@ def apply_transform(transform: Transform, t: T.IcebergType, arr: pa.Array) -> pa
         w = transform.width
         if t in (T.INT, T.LONG):
             values, valid = _ints(arr)
-            out = values - np.mod(values, w)
-            return pa.array(out, pa.int32() if t == T.INT else pa.int64(), mask=~valid)
+            with np.errstate(over="ignore"):
+                out = values - np.mod(values, w)  # wraps at the int64 edge, like Java
+            if t == T.INT:
+                return pa.array(out.astype(np.int32), pa.int32(), mask=~valid)  # wraps like Java's int
+            return pa.array(out, pa.int64(), mask=~valid)
         if t == T.STRING:
             return pc.utf8_slice_codeunits(arr, 0, w)
         if t == T.BINARY:
