@@ -170,7 +170,10 @@ def test_java_reads_sparkberg_equality_deletes(java, java_warehouse, duck):
     t.append(java.sql("SELECT 3L AS id, 'odd' AS cat, 'back' AS v"))
     ours = rows(t.to_df().collect())
     assert rows(java.sql("SELECT id, cat, v FROM ref.sbw.eq").collect()) == ours
+    assert sum(ours.values()) == 20 - 7 + 1
+    duck.execute("SET TimeZone = 'UTC'")
+    assert rows(duck.sql(f"SELECT id, cat, v FROM iceberg_scan('{t.metadata_location}')").fetchall()) == ours
     from pyiceberg.table import StaticTable
     pt = StaticTable.from_metadata(t.metadata_location)
-    assert rows((r["id"], r["cat"], r["v"]) for r in pt.scan().to_arrow().to_pylist()) == ours
-    assert sum(ours.values()) == 20 - 7 + 1
+    with pytest.raises(ValueError, match="does not yet support equality deletes"):  # PyIceberg 0.12's limit
+        pt.scan().to_arrow()
