@@ -2,6 +2,7 @@
 sparkberg reads in Iceberg Java, PyIceberg and DuckDB; Java's _row_id is unique and matches; Java writes more on
 top and Java maintenance runs, and sparkberg reads the result."""
 import datetime as dt
+import os
 from collections import Counter
 
 import pytest
@@ -102,10 +103,19 @@ def test_java_appends_and_compacts_on_top(java, written):
     java.sql("INSERT INTO ref.sbw.t_v2 SELECT * FROM ref.sbw.t_v2 WHERE id < 5")
     java.sql("CALL ref.system.rewrite_data_files(table => 'sbw.t_v2', options => map('rewrite-all', 'true'))")
     java.sql("CALL ref.system.rewrite_manifests('sbw.t_v2')")
+    java.sql("CALL ref.system.expire_snapshots(table => 'sbw.t_v2', older_than => TIMESTAMP '2999-01-01 00:00:00', "
+             "retain_last => 1)")
     t = sparkberg.load_table(java, t.location)
+    assert len(t.metadata.snapshots) == 1
     cols = [f.name for f in t.schema().fields]
     assert rows(t.to_df().collect()) == rows(java.sql(f"SELECT {', '.join(cols)} FROM ref.sbw.t_v2").collect())
     assert t.to_df().count() == 55
+    # and sparkberg keeps writing on top of what Java left
+    t = sparkberg.catalog(java, os.path.dirname(os.path.dirname(t.location.replace("file://", "")))).load_table(
+        "sbw.t_v2")
+    t.append(source(java, 50, 55))
+    java.sql("REFRESH TABLE ref.sbw.t_v2")
+    assert java.sql("SELECT count(*) FROM ref.sbw.t_v2").collect()[0][0] == 60
 
 
 @pytest.mark.parametrize("version,mode", [(2, "merge-on-read"), (3, "merge-on-read"), (2, "copy-on-write"),
