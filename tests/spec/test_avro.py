@@ -264,3 +264,19 @@ def test_v1_snapshot_manifests_list_without_manifest_list():
     assert from_bytes(T.DATE, mf.partitions[0].lower_bound) == 3
     got = inherit(read_manifest(data).entries, mf)
     assert [(e.sequence_number, e.snapshot_id) for e in got] == [(0, 5), (0, 4)]
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_reading_without_metrics_skips_only_the_metrics(version):
+    entries = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(), 10, value_counts={1: 10},
+                                              lower_bounds={1: b"\x01" * 8}, split_offsets=(4,), sort_order_id=0),
+                             7) for i in range(3)]
+    data = write_manifest(entries, format_version=version, spec=SPEC, schema=SCHEMA)
+    full = read_manifest(data).entries
+    lean = read_manifest(data, with_metrics=False).entries
+    assert [e.data_file.value_counts for e in lean] == [None] * 3
+    assert [e.data_file.lower_bounds for e in lean] == [None] * 3
+    strip = dict(value_counts=None, lower_bounds=None, column_sizes=None, null_value_counts=None,
+                 nan_value_counts=None, upper_bounds=None)
+    assert [ManifestEntry(e.status, DataFile(**{**e.data_file.__dict__, **strip}), e.snapshot_id, e.sequence_number,
+                          e.file_sequence_number) for e in full] == list(lean)

@@ -283,9 +283,34 @@ def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFil
     return out
 
 
-def read_manifest(data: bytes, path: str | None = None) -> Manifest:
-    """Parse a manifest of any format version (raw: no inheritance applied)."""
+LEGACY_KEEP_IDS = frozenset({105})  # v1 block size: required in v1 files, kept for exact round trips
+# data_file fields every reader of entries needs; the metrics maps are the bulk of a manifest
+ESSENTIAL_DATA_FILE_IDS = frozenset({134, 100, 101, 102, 103, 104, 135, 140, 142, 143, 144, 145, 131, 132})
+METRICS_DATA_FILE_IDS = frozenset({108, 109, 110, 137, 125, 128})
+
+
+def _projected(raw: dict, keep_ids: frozenset[int]) -> dict:
+    """The writer schema with only the ``data_file`` fields in ``keep_ids`` (fastavro then skips the rest)."""
+    import copy
+    schema = copy.deepcopy(raw)
+    for f in schema.get("fields", []):
+        if f.get("field-id") == 2:
+            record = _nonnull(f["type"])
+            if isinstance(record, dict):
+                record["fields"] = [x for x in record["fields"] if x.get("field-id") in keep_ids]
+    return schema
+
+
+def read_manifest(data: bytes, path: str | None = None, with_metrics: bool = True) -> Manifest:
+    """Parse a manifest of any format version (raw: no inheritance applied). Without ``with_metrics`` the
+    column metrics maps are not decoded (they stay None), which makes planning reads several times cheaper."""
     reader, raw = _open(data, path)
+    if not with_metrics:
+        try:
+            reader = fastavro.reader(io.BytesIO(data), reader_schema=_projected(
+                raw, ESSENTIAL_DATA_FILE_IDS | LEGACY_KEEP_IDS))
+        except Exception as e:  # noqa: BLE001 - same failure modes as _open
+            raise InvalidMetadataError(f"not a readable Avro file: {type(e).__name__}: {e}", path) from None
     meta = {k: (v.decode("utf-8") if isinstance(v, bytes) else v) for k, v in reader.metadata.items()
             if not k.startswith("avro.")}
     entry_ids = _ids(raw)

@@ -157,7 +157,7 @@ class EntryDecoder:
         self.schema = _arrow_schema(layout, with_metrics)
 
     def decode(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> list[dict]:
-        m = read_manifest(data, mf.manifest_path)
+        m = read_manifest(data, mf.manifest_path, with_metrics=self.with_metrics or self.metrics_filter is not None)
         pfilter = self.partition_filters.get(mf.partition_spec_id, TRUE)
         rows = []
         for i, e in enumerate(inherit(m.entries, mf)):
