@@ -177,17 +177,28 @@ def _fix_time_strict(out):
     return out
 
 
+_UNHANDLED = object()
+
+
+def _prefix_inclusive(op: str, v, apply, pred):
+    """Inclusive rules shared by string and binary truncation (prefixes keep order, not strictness)."""
+    if op in ("lt", "lt_eq"):
+        return pred("lt_eq", apply(v))
+    if op in ("gt", "gt_eq"):
+        return pred("gt_eq", apply(v))
+    if op == "eq":
+        return pred("eq", apply(v))
+    if op == "in":
+        return pred("in", frozenset(apply(x) for x in v))
+    return _UNHANDLED
+
+
 def _truncate_string(p: BoundPredicate, w: int, apply, pred, strict: bool):
     op, v = p.op, p.value
     if not strict:
-        if op in ("lt", "lt_eq"):
-            return pred("lt_eq", apply(v))
-        if op in ("gt", "gt_eq"):
-            return pred("gt_eq", apply(v))
-        if op == "eq":
-            return pred("eq", apply(v))
-        if op == "in":
-            return pred("in", frozenset(apply(x) for x in v))
+        shared = _prefix_inclusive(op, v, apply, pred)
+        if shared is not _UNHANDLED:
+            return shared
         if op == "starts_with":
             return pred("starts_with", v) if len(v) < w else pred("eq", apply(v))
         if op == "not_starts_with":
@@ -222,15 +233,8 @@ def _truncate_string(p: BoundPredicate, w: int, apply, pred, strict: bool):
 def _truncate_binary(p: BoundPredicate, w: int, apply, pred, strict: bool):
     op, v = p.op, p.value
     if not strict:
-        if op in ("lt", "lt_eq"):
-            return pred("lt_eq", apply(v))
-        if op in ("gt", "gt_eq"):
-            return pred("gt_eq", apply(v))
-        if op == "eq":
-            return pred("eq", apply(v))
-        if op == "in":
-            return pred("in", frozenset(apply(x) for x in v))
-        return None
+        shared = _prefix_inclusive(op, v, apply, pred)
+        return None if shared is _UNHANDLED else shared
     if op == "not_eq":
         return pred("not_eq", apply(v))
     if op == "not_in":
