@@ -1,7 +1,7 @@
 """The interop corpus: tables written by Apache Iceberg 1.10 (Java, Spark 3.5), each from a short SQL script.
 
 Covers v1, v2, v3; every transform; partition and schema evolution; position deletes, equality deletes
-(written through Iceberg's Java API), deletion vectors; branches and tags; row lineage; an upgraded v2->v3
+(written through Iceberg's Java API), deletion vectors; ORC and Avro data and delete files; branches and tags; row lineage; an upgraded v2->v3
 table; gzip-compressed metadata.
 """
 from __future__ import annotations
@@ -85,7 +85,6 @@ SCRIPTS: dict[str, list[str]] = {
         "CREATE TABLE {t} (id int, name string, score float, dec decimal(5,2)) USING iceberg "
         "PARTITIONED BY (bucket(4, id)) TBLPROPERTIES ('format-version'='2')",
         "INSERT INTO {t} VALUES (1, 'a', 1.5, 1.25), (2, 'b', 2.5, 2.50)",
-        "ALTER TABLE {t} ALTER COLUMN id TYPE bigint",
         "ALTER TABLE {t} ALTER COLUMN score TYPE double",
         "ALTER TABLE {t} ALTER COLUMN dec TYPE decimal(9,2)",
         "ALTER TABLE {t} RENAME COLUMN name TO label",
@@ -118,6 +117,35 @@ SCRIPTS: dict[str, list[str]] = {
         "JAVA eq_delete spec=1 cat=b id=3",
     ],
 }
+for _fmt in ("orc", "avro"):
+    SCRIPTS[f"v2_{_fmt}"] = [
+        "CREATE TABLE {t} (id int, s string, d date, ts timestamp, dec decimal(9,2), f float, "
+        "loc struct<lat: double, tags: array<string>>, attrs map<string, int>, ids map<int, string>) USING iceberg "
+        "PARTITIONED BY (bucket(4, id), days(ts)) "
+        f"TBLPROPERTIES ('format-version'='2', 'write.format.default'='{_fmt}', "
+        f"'write.delete.format.default'='{_fmt}', " + MOR + ")",
+        "INSERT INTO {t} SELECT CAST(id AS int), concat('s', id), date_add(date'2024-01-01', CAST(id % 3 AS int)), "
+        "timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % 3 AS int)), CAST(id / 7 AS decimal(9,2)), "
+        "CASE WHEN id = 5 THEN float('NaN') ELSE CAST(id AS float) END, named_struct('lat', id * 1.5D, 'tags', "
+        "array(concat('t', id))), map('k', CAST(id AS int)), map(CAST(id AS int), 'v') FROM range(0, 30) AS r(id)",
+        "INSERT INTO {t} VALUES (100, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+        "DELETE FROM {t} WHERE id % 4 = 0",
+        f"JAVA eq_delete spec=0 id=3 ts=1704067200000000 format={_fmt.upper()}",
+        "ALTER TABLE {t} RENAME COLUMN s TO label",
+        "ALTER TABLE {t} ALTER COLUMN f TYPE double",
+        "ALTER TABLE {t} ALTER COLUMN dec TYPE decimal(12,2)",
+        "ALTER TABLE {t} ADD COLUMN extra string",
+        "INSERT INTO {t} VALUES (200, 'new', date'2024-02-01', timestamp'2024-02-01 00:00:00', 1.50, 2.5D,"
+        " named_struct('lat', 0.5D, 'tags', array()), map(), map(), 'x')",
+        "UPDATE {t} SET label = 'upd' WHERE id IN (1, 2, 200)",
+    ]
+SCRIPTS["v3_avro"] = [
+    "CREATE TABLE {t} (id bigint, v string) USING iceberg PARTITIONED BY (bucket(2, id)) "
+    "TBLPROPERTIES ('format-version'='3', 'write.format.default'='avro', " + MOR + ")",
+    "INSERT INTO {t} SELECT id, concat('v', id) FROM range(0, 20) AS r(id)",
+    "DELETE FROM {t} WHERE id % 3 = 0",
+    "UPDATE {t} SET v = 'upd' WHERE id IN (1, 2)",
+]
 
 
 def java_eq_delete(spark, table_name: str, spec_id: int, values: dict[str, str]) -> None:
@@ -132,15 +160,21 @@ def java_eq_delete(spark, table_name: str, spec_id: int, values: dict[str, str])
     names.add("id")
     delete_schema = schema.select(names)
     factory = jvm.org.apache.iceberg.data.GenericAppenderFactory(schema, spec, ids, delete_schema, None)
-    location = table.locationProvider().newDataLocation(f"eq-{jvm.java.util.UUID.randomUUID().toString()}.parquet")
+    ext = values.get("format", "PARQUET").lower()
+    location = table.locationProvider().newDataLocation(f"eq-{jvm.java.util.UUID.randomUUID().toString()}.{ext}")
     out = jvm.org.apache.iceberg.encryption.EncryptedFiles.plainAsEncryptedOutput(table.io().newOutputFile(location))
     key = None
     if spec.isPartitioned():
         record = jvm.org.apache.iceberg.data.GenericRecord.create(schema)
-        record.setField("cat", values["cat"])
+        for name, value in values.items():
+            if name in ("id", "ts"):  # ts: micros (the internal form PartitionKey reads)
+                record.setField(name, int(value))
+            elif name != "format":
+                record.setField(name, value)
         key = jvm.org.apache.iceberg.PartitionKey(spec, schema)
         key.partition(record)
-    writer = factory.newEqDeleteWriter(out, jvm.org.apache.iceberg.FileFormat.PARQUET, key)
+    fmt = values.get("format", "PARQUET")
+    writer = factory.newEqDeleteWriter(out, getattr(jvm.org.apache.iceberg.FileFormat, fmt), key)
     rec = jvm.org.apache.iceberg.data.GenericRecord.create(delete_schema)
     rec.setField("id", int(values["id"]))
     writer.write(rec)

@@ -10,7 +10,7 @@ import sparkberg
 
 pytestmark = pytest.mark.interop
 TABLES = ["v1_evolve", "v2_transforms", "v2_transforms_days", "v2_mor", "v3_dv", "v2_to_v3", "v2_evolution",
-          "v2_nested", "v2_eqdeletes"]
+          "v2_nested", "v2_eqdeletes", "v2_orc", "v2_avro", "v3_avro"]
 
 
 def rows(df):
@@ -40,6 +40,12 @@ def _norm(v):
     return v
 
 
+# A deliberate difference: Iceberg Java 1.10 reads ``_row_id`` of Avro data files as the file's ``first_row_id``
+# without adding the row's position (every row of a file gets the same id); the spec's rule is
+# ``first_row_id + _pos``, which sparkberg follows (checked on its own in test_v3_avro_row_ids_follow_the_spec).
+SKIP_COLUMNS = {"v3_avro": {"_row_id"}}
+
+
 def table(java, warehouse, name):
     return sparkberg.load_table(java, os.path.join(warehouse, "db", name))
 
@@ -55,7 +61,7 @@ def test_every_snapshot_reads_like_java(corpus, java, java_warehouse, name):
         schema = t.metadata.schema(snap.schema_id) if snap.schema_id is not None else t.schema()
         cols = [f.name for f in schema.fields]
         if t.format_version >= 3:
-            cols += ["_row_id", "_last_updated_sequence_number"]
+            cols += [c for c in ("_row_id", "_last_updated_sequence_number") if c not in SKIP_COLUMNS.get(name, ())]
         ours = t.to_df(snapshot_id=snap.snapshot_id, columns=cols)
         theirs = java_select(java, name, cols, f"VERSION AS OF {snap.snapshot_id}")
         compare = rows_nested if name == "v2_nested" else rows
@@ -70,6 +76,25 @@ def test_current_state_and_metadata_columns(corpus, java, java_warehouse, name):
     theirs = java_select(java, name, cols)
     compare = rows_nested if name == "v2_nested" else rows
     assert compare(ours) == compare(theirs)
+
+
+@pytest.mark.parametrize("name,formats", [("v2_orc", {"orc"}), ("v2_avro", {"avro"}), ("v3_avro", {"avro", "puffin"})])
+def test_orc_and_avro_files_are_in_the_corpus(corpus, java, java_warehouse, name, formats):
+    tasks = table(java, java_warehouse, name).plan_files().collect()
+    seen = {r["file_format"] for r in tasks} | {d["file_format"] for r in tasks for d in r["deletes"]}
+    assert formats <= seen
+    if name != "v3_avro":
+        assert {1, 2} <= {d["content"] for r in tasks for d in r["deletes"]}
+
+
+def test_v3_avro_row_ids_follow_the_spec(corpus, java, java_warehouse):
+    t = table(java, java_warehouse, "v3_avro")
+    first = {r["file_path"]: r["first_row_id"] for r in t.plan_files().collect()}
+    # the append and the delete; Java's update then stored the ids it misread into the rewritten rows
+    for snap in t.metadata.snapshots[:2]:
+        got = t.to_df(snapshot_id=snap.snapshot_id, columns=["_file", "_pos", "_row_id"]).collect()
+        assert len(got) == len({r["_row_id"] for r in got}) > 0
+        assert all(r["_row_id"] == first[r["_file"]] + r["_pos"] for r in got)
 
 
 def test_refs_read_like_java(corpus, java, java_warehouse):
@@ -100,7 +125,8 @@ def test_time_travel_by_timestamp(corpus, java, java_warehouse):
     ("v2_transforms", "tsn < TIMESTAMP_NTZ '2020-01-01 01:00:00'"), ("v2_transforms", "s IN ('beta', 'x')"),
     ("v2_transforms_days", "ts > '2024-01-01'"), ("v2_transforms_days", "dec = 1234567890.0123456789"),
     ("v2_mor", "cat = 'odd' AND id > 30"), ("v3_dv", "ts < '2024-01-02'"), ("v2_eqdeletes", "cat = 'a'"),
-    ("v2_evolution", "label = 'cc'"), ("v2_nested", "loc.lat = 1.0"), ("v1_evolve", "ts IS NULL OR id > 4"),
+    ("v2_evolution", "label = 'cc'"), ("v2_orc", "label = 's7' OR id > 100"), ("v2_orc", "f > 10.0"),
+    ("v2_avro", "ts < '2024-01-02' AND dec > 1"), ("v2_avro", "ids[7] = 'v'"), ("v3_avro", "id < 5"), ("v2_nested", "loc.lat = 1.0"), ("v1_evolve", "ts IS NULL OR id > 4"),
 ])
 def test_filters_read_like_java_and_prune_no_more(corpus, java, java_warehouse, name, filter):
     t = table(java, java_warehouse, name)

@@ -19,6 +19,7 @@ from pyspark.sql import types as ST
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.planning.entries import PartitionLayout
+from sparkberg.read.formats import ARROW_READ_FORMATS, path_key, read_with_arrow
 from sparkberg.planning.scan import partition_column
 from sparkberg.spark.types import FIELD_ID_KEY, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
@@ -33,15 +34,6 @@ DELETE_POS = T.NestedField(2147483545, "pos", T.LONG, True)
 METADATA_COLUMNS = ("_file", "_pos", "_spec_id", "_partition", "_row_id", "_last_updated_sequence_number")
 SPARK_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true",
               "spark.sql.parquet.fieldId.read.ignoreMissing": "true"}
-
-
-def path_key(path: str) -> str:
-    """A file location as a join key: the same for ``/x``, ``file:/x`` and ``file:///x``."""
-    for prefix in ("file://", "file:"):
-        if path.startswith(prefix):
-            rest = path[len(prefix):]
-            return rest if rest.startswith("/") else "/" + rest
-    return path
 
 
 def spark_path_key(col: Column) -> Column:
@@ -161,9 +153,7 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
     import json
 
     def read(schema_: ST.StructType, files: list[str]) -> DataFrame:
-        return (spark.read.schema(schema_).parquet(*files)
-                .select("*", F.col("_metadata.file_path").alias("_spark_path"),
-                        F.col("_metadata.row_index").alias("_pos")))
+        return _parquet(spark, schema_, files)
 
     promoted = promoted_fields(metadata, schema)
     defaults = {f.field_id: f for f in schema.fields if f.initial_default is not None}
@@ -209,8 +199,39 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
         df = read(ST.StructType(fields), files)
         for name, column in after:
             df = df.withColumn(name, column)
-        df = df.select(*[F.col(f"`{f.name}`") for f in spark_schema.fields], "_spark_path", "_pos")
+        df = df.select(*[F.col(f"`{f.name}`") for f in spark_schema.fields], "_key", "_pos")
         out = df if out is None else out.unionByName(df)
+    return out
+
+
+def _parquet(spark, schema: ST.StructType, files: Sequence[str]) -> DataFrame:
+    return (spark.read.schema(schema).parquet(*files)
+            .select("*", spark_path_key(F.col("_metadata.file_path")).alias("_key"),
+                    F.col("_metadata.row_index").alias("_pos")))
+
+
+def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str,
+               parquet=None, mapping: dict[int, list[str]] | None = None) -> DataFrame:
+    """The rows of ``files`` ((format, path) pairs; Parquet, ORC or Avro) with ``fields`` matched by field id,
+    plus ``_key`` (the path as a join key) and ``_pos`` (the row's position in its file). ``parquet`` reads
+    the Parquet paths when the caller needs more than a plain field-id read."""
+    spark_schema = ST.StructType([to_spark_read_field(f) for f in fields])
+    by_format: dict[str, list[str]] = defaultdict(list)
+    for fmt, path in files:
+        by_format[fmt.lower()].append(path)
+    unknown = sorted(set(by_format) - {"parquet", *ARROW_READ_FORMATS})
+    if unknown:
+        raise NotSupportedError(f"reading {unknown} {what} files is not supported (e.g. {by_format[unknown[0]][0]}); "
+                                f"Parquet, ORC and Avro are")
+    parts = []
+    for fmt, paths in sorted(by_format.items()):
+        if fmt == "parquet":
+            parts.append(parquet(paths) if parquet is not None else _parquet(spark, spark_schema, paths))
+        else:
+            parts.append(read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping))
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p)
     return out
 
 
@@ -281,12 +302,10 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     output_schema = ST.StructType([to_spark_read_field(f) for f in schema.fields])
     if not tasks:
         return _select(_empty(spark, _with_metadata(output_schema, layout, v3)), wanted)
-    formats = {t["file_format"] for t in tasks}
-    if formats - {"parquet"}:
-        raise NotSupportedError(f"reading {sorted(formats - {'parquet'})} data files is not supported yet "
-                                "(Parquet only)")
-    paths = [t["file_path"] for t in tasks]
-    rows = _read_parquet(spark, metadata, schema, spark_schema, paths)
+    fields = list(schema.fields) + hidden + lineage
+    rows = read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in tasks], "data",
+                      parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths),
+                      mapping=name_mapping(metadata))
     info_schema = ST.StructType([
         ST.StructField("_key", ST.StringType()), ST.StructField("_file", ST.StringType()),
         ST.StructField("_spec_id", ST.IntegerType()),
@@ -295,7 +314,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     info = spark.createDataFrame(
         [(path_key(t["file_path"]), t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"],
           t["first_row_id"]) for t in tasks], info_schema)
-    rows = rows.withColumn("_key", spark_path_key(F.col("_spark_path"))).join(F.broadcast(info), "_key")
+    rows = rows.join(F.broadcast(info), "_key")
     rows = _apply_position_deletes(spark, rows, tasks)
     rows = _apply_equality_deletes(spark, rows, tasks, schema, all_fields, hidden)
     rows = rows.withColumn("_partition", partition_column(layout, "_phys_partition"))
@@ -364,13 +383,11 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
                 pairs.append((path_key(d["file_path"]), t["file_path"]))
     deleted = []
     if pairs:
-        files = sorted({d["file_path"] for t in tasks for d in t["deletes"]
+        files = sorted({(d["file_format"], d["file_path"]) for t in tasks for d in t["deletes"]
                         if d["content"] == 1 and d["file_format"] != "puffin"})
-        for fmt in {d["file_format"] for t in tasks for d in t["deletes"] if d["content"] == 1} - {"parquet", "puffin"}:
-            raise NotSupportedError(f"reading {fmt} position delete files is not supported yet")
-        pos = (spark.read.schema(read_schema(T.Schema([DELETE_FILE_PATH, DELETE_POS]))).parquet(*files)
+        pos = (read_files(spark, [DELETE_FILE_PATH, DELETE_POS], files, "position delete")
                .select(F.col("file_path").alias("_del_file"), F.col("pos").alias("_del_pos"),
-                       spark_path_key(F.col("_metadata.file_path")).alias("_del_key")))
+                       F.col("_key").alias("_del_key")))
         applicable = spark.createDataFrame(pairs, "_del_key string, _data_file string")
         deleted.append(pos.join(F.broadcast(applicable), (pos["_del_key"] == applicable["_del_key"]) &
                                 (pos["_del_file"] == applicable["_data_file"]))
@@ -399,17 +416,15 @@ def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, schema: T.Schem
     for ids, entries in groups.items():
         if not ids:
             raise ValidationError(f"equality delete file {entries[0][1]} has no equality_ids")
-        for fmt in {e[2] for e in entries} - {"parquet"}:
-            raise NotSupportedError(f"reading {fmt} equality delete files is not supported yet")
         fields = []
         for i in ids:
             f = all_fields.get(i)
             if f is None:
                 raise ValidationError(f"equality delete file {entries[0][1]} uses field id {i}, unknown to the table")
             fields.append(T.NestedField(i, f"_eqd_{i}", f.field_type))
-        files = sorted({e[1] for e in entries})
-        eq = (spark.read.schema(read_schema(T.Schema(fields))).parquet(*files)
-              .withColumn("_del_key", spark_path_key(F.col("_metadata.file_path"))))
+        files = sorted({(e[2], e[1]) for e in entries})
+        eq = (read_files(spark, fields, files, "equality delete")
+              .withColumnRenamed("_key", "_del_key").drop("_pos"))
         applicable = spark.createDataFrame(sorted({(e[0], e[3]) for e in entries}), "_del_key string, _data_file string")
         eq = eq.join(F.broadcast(applicable), "_del_key").drop("_del_key")
         by_id = schema.index_by_id()

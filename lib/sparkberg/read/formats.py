@@ -1,0 +1,266 @@
+"""ORC and Avro data and delete files, read on the executors into Arrow batches of the read schema.
+
+Spark reads Parquet natively and matches columns by field id (see :mod:`sparkberg.read.reader`).
+Its ORC reader matches by name and its Avro reader is a separate package, so both formats are read
+here with pyarrow (ORC: Iceberg's ``iceberg.id`` type attributes arrive as field metadata) and
+fastavro (Avro: ``field-id``, ``element-id``, ``key-id``, ``value-id`` in the schema), each column
+found by its field id, at any depth. Files without ids fall back to the table's name mapping, then
+to the current names, as Iceberg Java does. Narrower stored types are widened (int->long,
+float->double, decimal precision) and top-level columns a file lacks take their v3 ``initial-default``.
+
+Each output batch carries ``_key`` (the file's path as a join key) and ``_pos`` (the row's position
+in the file), the two columns Spark's ``_metadata`` gives the Parquet path.
+"""
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Any, Callable, Iterator, Sequence
+
+import pyarrow as pa
+
+from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.spec import types as T
+
+ORC_ID = b"iceberg.id"
+ARROW_READ_FORMATS = ("orc", "avro")
+
+
+def path_key(path: str) -> str:
+    """A file location as a join key: the same for ``/x``, ``file:/x`` and ``file:///x``."""
+    for prefix in ("file://", "file:"):
+        if path.startswith(prefix):
+            rest = path[len(prefix):]
+            return rest if rest.startswith("/") else "/" + rest
+    return path
+
+
+def _default_value(f: T.NestedField) -> Any:
+    """The in-memory ``initial-default`` of ``f`` as Arrow takes it for the Spark type."""
+    v = f.initial_default
+    if v is None:
+        return None
+    if f.field_type in (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS):
+        return v // 1000
+    if f.field_type == T.UUID:
+        return str(v)
+    return v
+
+
+def _orc_id(field: pa.Field) -> int | None:
+    raw = (field.metadata or {}).get(ORC_ID)
+    return int(raw) if raw is not None else None
+
+
+def _cast(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str) -> pa.Array:
+    if ice == T.UUID and not pa.types.is_string(array.type):
+        return pa.array([None if b is None else str(uuid.UUID(bytes=b)) for b in array.to_pylist()], target)
+    if array.type == target:
+        return array
+    try:
+        return array.cast(target, safe=not pa.types.is_timestamp(target))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise ValidationError(f"{where}: stored type {array.type} cannot be read as {ice}: {e}") from None
+
+
+def conform_orc(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str) -> pa.Array:
+    """``array`` (as pyarrow reads it from ORC, with ``iceberg.id`` on its fields) as the Arrow ``target``
+    type of Iceberg type ``ice``: struct fields by id, lists and maps element-wise, primitives cast."""
+    if isinstance(ice, T.StructType):
+        children = {(_orc_id(array.type.field(i)) or -1): a for i, a in enumerate(array.flatten())}
+        out = []
+        for f, tf in zip(ice.fields, target):
+            a = children.get(f.field_id)
+            out.append(pa.nulls(len(array), tf.type) if a is None else
+                       conform_orc(a, f.field_type, tf.type, f"{where}.{f.name}"))
+        return pa.StructArray.from_arrays(out, fields=list(target), mask=array.is_null())
+    if isinstance(ice, T.ListType):
+        values = conform_orc(array.values, ice.element_type, target.value_type, f"{where}.element")
+        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
+    if isinstance(ice, T.MapType):
+        keys = conform_orc(array.keys, ice.key_type, target.key_type, f"{where}.key")
+        items = conform_orc(array.items, ice.value_type, target.item_type, f"{where}.value")
+        return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=array.is_null())
+    return _cast(array, ice, target, where)
+
+
+def _strip_logical(schema: Any) -> Any:
+    """The Avro schema with logical types removed, so fastavro hands back the stored values."""
+    if isinstance(schema, list):
+        return [_strip_logical(s) for s in schema]
+    if isinstance(schema, dict):
+        return {k: _strip_logical(v) for k, v in schema.items() if k != "logicalType"}
+    return schema
+
+
+def _non_null(schema: Any) -> Any:
+    if isinstance(schema, list):
+        rest = [s for s in schema if s != "null"]
+        return rest[0] if len(rest) == 1 else schema
+    return schema
+
+
+def _avro_primitive(ice: T.IcebergType, node: Any, where: str) -> Callable[[Any], Any]:
+    if isinstance(ice, T.DecimalType):
+        scale = ice.scale
+        return lambda b: Decimal(int.from_bytes(b, "big", signed=True)).scaleb(-scale) \
+            if isinstance(b, (bytes, bytearray)) else Decimal(b)
+    if ice == T.UUID:
+        return lambda b: str(uuid.UUID(bytes=b)) if isinstance(b, (bytes, bytearray)) else str(b)
+    if ice in (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS):
+        return lambda v: v // 1000
+    return lambda v: v
+
+
+def avro_converter(node: Any, ice: T.IcebergType, where: str) -> Callable[[Any], Any]:
+    """A function from a value fastavro decodes (logical types stripped) for the writer schema ``node`` to
+    the Python value Arrow takes for Iceberg type ``ice``; fields matched by Avro ``field-id``."""
+    node = _non_null(node)
+    if isinstance(ice, T.StructType):
+        if not isinstance(node, dict) or node.get("type") != "record":
+            raise ValidationError(f"{where}: expected an Avro record for {ice}, found {node}")
+        by_id = {f["field-id"]: f for f in node["fields"] if "field-id" in f}
+        by_name = {f["name"]: f for f in node["fields"]}
+        parts = []
+        for f in ice.fields:
+            af = by_id.get(f.field_id) if by_id else by_name.get(f.name)
+            if af is None:
+                parts.append((f.name, None, None))
+            else:
+                parts.append((f.name, af["name"], avro_converter(af["type"], f.field_type, f"{where}.{f.name}")))
+
+        def record(r: dict) -> dict | None:
+            if r is None:
+                return None
+            return {name: (None if src is None or r.get(src) is None else conv(r[src])) for name, src, conv in parts}
+        return record
+    if isinstance(ice, T.ListType):
+        element = avro_converter(node["items"], ice.element_type, f"{where}.element")
+        return lambda xs: None if xs is None else [None if x is None else element(x) for x in xs]
+    if isinstance(ice, T.MapType):
+        if isinstance(node, dict) and node.get("type") == "map":
+            key, value = (lambda k: k), avro_converter(node["values"], ice.value_type, f"{where}.value")
+            return lambda m: None if m is None else [(key(k), None if v is None else value(v)) for k, v in m.items()]
+        # a map with non-string keys: an array of key/value records
+        kv = _non_null(node["items"])
+        fields = {f.get("field-id"): f for f in kv["fields"]}
+        kf, vf = fields.get(ice.key_id, kv["fields"][0]), fields.get(ice.value_id, kv["fields"][1])
+        key = avro_converter(kf["type"], ice.key_type, f"{where}.key")
+        value = avro_converter(vf["type"], ice.value_type, f"{where}.value")
+        kn, vn = kf["name"], vf["name"]
+        return lambda xs: None if xs is None else [(key(x[kn]), None if x[vn] is None else value(x[vn])) for x in xs]
+    return _avro_primitive(ice, node, where)
+
+
+class ArrowFileReader:
+    """Executor side: paths of ORC or Avro files -> Arrow batches with the read schema's columns (by field id),
+    ``_key`` and ``_pos``."""
+
+    def __init__(self, fmt: str, fields: Sequence[T.NestedField], arrow_schema: pa.Schema,
+                 mapping: dict[int, list[str]] | None = None, batch_rows: int = 65536):
+        if fmt not in ARROW_READ_FORMATS:
+            raise NotSupportedError(f"reading {fmt} files is not supported")
+        self.fmt, self.fields, self.mapping, self.batch_rows = fmt, list(fields), mapping or {}, batch_rows
+        self.schema = arrow_schema
+        self.data_schema = pa.schema(list(arrow_schema)[:len(self.fields)])
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path in batch.column(0).to_pylist():
+                read = self._orc if self.fmt == "orc" else self._avro
+                start = 0
+                for rb in read(path):
+                    n = rb.num_rows
+                    cols = list(rb.columns) + [pa.array([path_key(path)] * n, pa.string()),
+                                               pa.array(range(start, start + n), pa.int64())]
+                    start += n
+                    yield pa.RecordBatch.from_arrays(cols, schema=self.schema)
+
+    def _open(self, path: str):
+        from sparkberg.io.fileio import to_local_path
+        local = to_local_path(path)
+        if local is not None:
+            return open(local, "rb")
+        fs, p = pa.fs.FileSystem.from_uri(path)
+        return fs.open_input_file(p)
+
+    def _top_level(self, names: list[str], ids: list[int | None]) -> dict[int, int]:
+        """Field id -> column index in a file, by id, else by name mapping, else by current name."""
+        if any(i is not None for i in ids):
+            return {i: k for k, i in enumerate(ids) if i is not None}
+        out = {}
+        for f in self.fields:
+            for n in self.mapping.get(f.field_id, [f.name]):
+                if n in names:
+                    out[f.field_id] = names.index(n)
+                    break
+        return out
+
+    def _fill(self, columns: dict[int, pa.Array], n: int) -> pa.RecordBatch:
+        arrays = []
+        for f, tf in zip(self.fields, self.data_schema):
+            a = columns.get(f.field_id)
+            if a is None:
+                d = _default_value(f)
+                a = pa.nulls(n, tf.type) if d is None else pa.array([d] * n, tf.type)
+            arrays.append(a)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.data_schema)
+
+    def _orc(self, path: str) -> Iterator[pa.RecordBatch]:
+        import pyarrow.orc as orc
+        with self._open(path) as fo:
+            f = orc.ORCFile(fo)
+            names = f.schema.names
+            index = self._top_level(names, [_orc_id(x) for x in f.schema])
+            wanted = [(fld, tf, index[fld.field_id]) for fld, tf in zip(self.fields, self.data_schema)
+                      if fld.field_id in index]
+            for s in range(f.nstripes):
+                stripe = f.read_stripe(s, columns=[names[k] for _, _, k in wanted] or None)
+                by_name = {stripe.schema.names[k]: stripe.column(k) for k in range(stripe.num_columns)}
+                cols = {fld.field_id: conform_orc(by_name[names[k]], fld.field_type, tf.type, f"{path}: {fld.name}")
+                        for fld, tf, k in wanted}
+                yield self._fill(cols, stripe.num_rows)
+
+    def _avro(self, path: str) -> Iterator[pa.RecordBatch]:
+        import fastavro
+        with self._open(path) as fo:
+            header = fastavro.reader(fo)
+            writer = header.writer_schema
+        top = writer["fields"]
+        index = self._top_level([f["name"] for f in top], [f.get("field-id") for f in top])
+        converters = [(fld.field_id, tf.type, top[index[fld.field_id]]["name"],
+                       avro_converter(top[index[fld.field_id]]["type"], fld.field_type, f"{path}: {fld.name}"))
+                      for fld, tf in zip(self.fields, self.data_schema) if fld.field_id in index]
+        with self._open(path) as fo:
+            rows = fastavro.reader(fo, reader_schema=_strip_logical(writer))
+            chunk: list[dict] = []
+            for r in rows:
+                chunk.append(r)
+                if len(chunk) >= self.batch_rows:
+                    yield self._avro_batch(chunk, converters)
+                    chunk = []
+            if chunk:
+                yield self._avro_batch(chunk, converters)
+
+    def _avro_batch(self, rows: list[dict], converters: list) -> pa.RecordBatch:
+        cols = {}
+        for fid, typ, name, conv in converters:
+            cols[fid] = pa.array([None if r.get(name) is None else conv(r[name]) for r in rows], typ)
+        return self._fill(cols, len(rows))
+
+
+def read_with_arrow(spark, fmt: str, fields: Sequence[T.NestedField], spark_fields: Sequence, paths: Sequence[str],
+                    mapping: dict[int, list[str]] | None = None):
+    """A DataFrame of the rows of ORC or Avro files ``paths``: ``spark_fields`` (the Spark fields of ``fields``)
+    plus ``_key`` and ``_pos``, decoded on the executors."""
+    from pyspark.sql import types as ST
+    from pyspark.sql.pandas.types import to_arrow_schema
+    out = ST.StructType(list(spark_fields) + [ST.StructField("_key", ST.StringType()),
+                                              ST.StructField("_pos", ST.LongType())])
+    try:
+        arrow_schema = to_arrow_schema(out, timezone="UTC")
+    except TypeError:  # PySpark 3.5 takes no time zone and uses UTC
+        arrow_schema = to_arrow_schema(out)
+    reader = ArrowFileReader(fmt, fields, arrow_schema, mapping)
+    return (spark.createDataFrame([(p,) for p in paths], "file_path string")
+            .mapInArrow(reader, out))
