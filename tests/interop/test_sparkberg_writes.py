@@ -125,7 +125,8 @@ def test_engines_read_sparkberg_deletes(java, java_warehouse, duck, version, mod
     cat = sparkberg.catalog(java, java_warehouse)
     name = f"del_v{version}_{mode.split('-')[0]}"
     t = cat.create_table(f"sbw.{name}", DDL, partition_by=["bucket(4, id)", "day(ts)"],
-                         properties={"format-version": str(version), "write.delete.mode": mode})
+                         properties={"format-version": str(version), "write.delete.mode": mode,
+                                     "commit.manifest.min-count-to-merge": "2"})  # every commit merges
     t.append(source(java, 0, 60))
     t.delete("id % 7 = 3").delete("s = 'beta' AND id > 30").delete("id IN (1, 2)")
     cols = [f.name for f in t.schema().fields]
@@ -150,7 +151,8 @@ def test_java_row_ids_stable_across_sparkberg_updates_and_merges(java, java_ware
     cat = sparkberg.catalog(java, java_warehouse)
     name = f"lineage_{mode.split('-')[0]}"
     t = cat.create_table(f"sbw.{name}", "id bigint, cat string, n int", partition_by=["cat"], properties={
-        "format-version": "3", "write.update.mode": mode, "write.merge.mode": mode, "write.delete.mode": mode})
+        "format-version": "3", "write.update.mode": mode, "write.merge.mode": mode, "write.delete.mode": mode,
+        "commit.manifest.min-count-to-merge": "2"})
     t.append(java.sql("SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS cat, 0 AS n FROM range(0, 20)"))
     ids0 = {r[0]: r[1] for r in java.sql(f"SELECT id, _row_id FROM ref.sbw.{name}").collect()}
     t.update({"n": "n + 1", "cat": "'moved'"}, "id % 3 = 0")

@@ -4,7 +4,8 @@ New files go into new manifests, written once. Each attempt reads the freshest b
 to remove must still be live: a concurrent commit that removed them is a conflict, spec "Commit Conflict
 Resolution and Retry"; the caller may add its own isolation check), rewrites only the manifests that hold
 removed files (removed entries become DELETED, the rest EXISTING with their sequence numbers and row ids
-written out), writes a manifest list and swaps the metadata. Lost races retry per ``commit.retry.*``; a
+written out), merges manifests per ``commit.manifest-merge.*`` (:mod:`sparkberg.commit.manifests`), writes
+a manifest list and swaps the metadata. Lost races retry per ``commit.retry.*``; a
 commit that cannot succeed deletes every file it wrote and leaves the table as it was.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sparkberg.avro.manifest import (
     ManifestFile, inherit, manifest_file_for, read_manifest, write_manifest, write_manifest_list,
 )
 from sparkberg.commit.append import SUMMARY_TOTALS, _retry_settings, assign_first_row_ids
+from sparkberg.commit.manifests import merge_manifests
 from sparkberg.errors import CommitFailedException, SparkbergError
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.spec import updates as U
@@ -153,7 +155,18 @@ def commit_changes(table, c: Changes) -> Snapshot:
                                            spec=base.spec(mf.partition_spec_id), schema=schema,
                                            added_snapshot_id=snapshot_id, content=mf.content, sequence_number=seq)
                          for mf, entries in new_manifests]
-                manifests = fresh + manifests
+
+
+                def write_merged(entries: list[ManifestEntry], spec_id: int, content: int) -> ManifestFile:
+                    spec = base.spec(spec_id)
+                    path = f"{mdir}/{uuid.uuid4()}-m-merged.avro"
+                    data = write_manifest(entries, format_version=v, spec=spec, schema=schema, content=content)
+                    io.create(path, data)
+                    attempt_files.append(path)
+                    return manifest_file_for(entries, path=path, length=len(data), spec=spec, schema=schema,
+                                             added_snapshot_id=snapshot_id, content=content, sequence_number=seq)
+
+                manifests = merge_manifests(fresh + manifests, snapshot_id, base.properties, io, write_merged)
                 first_row_id = added_rows = None
                 if v >= 3:
                     first_row_id = base.next_row_id or 0
@@ -185,6 +198,11 @@ def commit_changes(table, c: Changes) -> Snapshot:
                     io.delete(p)
                 raise
             table._metadata, table.metadata_location = meta, loc
+            # new manifests folded into merged ones are referenced by nothing
+            referenced = {m.manifest_path for m in manifests} | {list_path}
+            for p in permanent + attempt_files:
+                if p not in referenced:
+                    io.delete(p)
             return snap
     except BaseException:
         for p in permanent:

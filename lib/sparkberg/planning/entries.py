@@ -21,6 +21,7 @@ from sparkberg.avro.manifest import (
 )
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.io.fileio import FileIO, file_io_for
+from sparkberg.planning.matching import path_bounds
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
@@ -107,7 +108,7 @@ class PartitionLayout:
 
 
 # The canonical entries schema (spec field names; `_`-prefixed columns are bookkeeping)
-def entries_ddl(layout: PartitionLayout, with_metrics: bool) -> str:
+def entries_ddl(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False) -> str:
     cols = [
         "_manifest_ordinal int", "_entry_ordinal int", "manifest_path string", "status int", "snapshot_id bigint",
         "sequence_number bigint", "file_sequence_number bigint", "content int", "file_path string",
@@ -119,10 +120,12 @@ def entries_ddl(layout: PartitionLayout, with_metrics: bool) -> str:
     if with_metrics:
         cols += ["column_sizes map<int,bigint>", "value_counts map<int,bigint>", "null_value_counts map<int,bigint>",
                  "nan_value_counts map<int,bigint>", "lower_bounds map<int,binary>", "upper_bounds map<int,binary>"]
+    if with_path_bounds:
+        cols += ["_path_lower string", "_path_upper string"]
     return ", ".join(cols)
 
 
-def _arrow_schema(layout: PartitionLayout, with_metrics: bool) -> pa.Schema:
+def _arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False) -> pa.Schema:
     fields = [
         ("_manifest_ordinal", pa.int32()), ("_entry_ordinal", pa.int32()), ("manifest_path", pa.string()),
         ("status", pa.int32()), ("snapshot_id", pa.int64()), ("sequence_number", pa.int64()),
@@ -137,6 +140,8 @@ def _arrow_schema(layout: PartitionLayout, with_metrics: bool) -> pa.Schema:
         fields += [(n, pa.map_(pa.int32(), pa.int64())) for n in ("column_sizes", "value_counts",
                                                                   "null_value_counts", "nan_value_counts")]
         fields += [(n, pa.map_(pa.int32(), pa.binary())) for n in ("lower_bounds", "upper_bounds")]
+    if with_path_bounds:
+        fields += [("_path_lower", pa.string()), ("_path_upper", pa.string())]
     return pa.schema(fields)
 
 
@@ -148,16 +153,23 @@ class EntryDecoder:
     """Executor-side decoding of manifests into canonical entry rows (picklable; no Spark inside)."""
 
     def __init__(self, layout: PartitionLayout, with_metrics: bool = False, include_deleted: bool = False,
-                 partition_filters: dict[int, Bound] | None = None, metrics_filter: Any = None):
+                 partition_filters: dict[int, Bound] | None = None, metrics_filter: Any = None,
+                 with_path_bounds: bool = False):
         self.layout = layout
         self.with_metrics = with_metrics
+        self.with_path_bounds = with_path_bounds  # position delete files' file_path range (delete pruning)
         self.include_deleted = include_deleted
         self.partition_filters = partition_filters or {}
         self.metrics_filter = metrics_filter
-        self.schema = _arrow_schema(layout, with_metrics)
+        self.schema = _arrow_schema(layout, with_metrics, with_path_bounds)
+
+    @property
+    def ddl(self) -> str:
+        return entries_ddl(self.layout, self.with_metrics, self.with_path_bounds)
 
     def decode(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> list[dict]:
-        m = read_manifest(data, mf.manifest_path, with_metrics=self.with_metrics or self.metrics_filter is not None)
+        m = read_manifest(data, mf.manifest_path, with_metrics=self.with_metrics or self.with_path_bounds or
+                          self.metrics_filter is not None)
         pfilter = self.partition_filters.get(mf.partition_spec_id, TRUE)
         rows = []
         for i, e in enumerate(inherit(m.entries, mf)):
@@ -186,6 +198,9 @@ class EntryDecoder:
                 row.update(column_sizes=_map(d.column_sizes), value_counts=_map(d.value_counts),
                            null_value_counts=_map(d.null_value_counts), nan_value_counts=_map(d.nan_value_counts),
                            lower_bounds=_map(d.lower_bounds), upper_bounds=_map(d.upper_bounds))
+            if self.with_path_bounds:
+                lower, upper = path_bounds(d.lower_bounds, d.upper_bounds) if d.content == 1 else (None, None)
+                row.update(_path_lower=lower, _path_upper=upper)
             rows.append(row)
         return rows
 
@@ -232,7 +247,7 @@ def entries_df(spark, manifests: Sequence[ManifestFile], decoder: EntryDecoder):
     df = manifests_df(spark, manifests)
     if len(manifests) > 1:
         df = df.repartition(min(len(manifests), max(2, _parallelism(spark))), "manifest_path")
-    return df.mapInArrow(decoder, entries_ddl(decoder.layout, decoder.with_metrics))
+    return df.mapInArrow(decoder, decoder.ddl)
 
 
 def _parallelism(spark) -> int:

@@ -9,7 +9,7 @@ from sparkberg.expressions.evaluators import manifest_may_match, metrics_may_mat
 from sparkberg.expressions.predicates import TRUE, Bound, evaluate
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
-from sparkberg.planning.matching import DeleteIndex, partition_key
+from sparkberg.planning.matching import DeleteIndex, partition_key, path_bounds
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 
@@ -45,7 +45,8 @@ def reference_plan(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | Non
     index = DeleteIndex(((spec_id, partition_key(e.data_file.partition), e.sequence_number,
                           {"file_path": e.data_file.file_path, "content": e.data_file.content,
                            "file_format": e.data_file.file_format.lower(),
-                           "referenced_data_file": e.data_file.referenced_data_file})
+                           "referenced_data_file": e.data_file.referenced_data_file},
+                          path_bounds(e.data_file.lower_bounds, e.data_file.upper_bounds))
                          for spec_id, e in deletes), unpartitioned)
     return {e.data_file.file_path: {d["file_path"] for d in index.for_file(
         spec_id, partition_key(e.data_file.partition), e.sequence_number, e.data_file.file_path)}

@@ -7,7 +7,8 @@ decoding). Delete files are matched to data files with joins, by the spec's rule
 (spec "Scan Planning"):
 
 - position delete files: same spec and partition, data sequence number <= the delete's, and when the delete
-  names a ``referenced_data_file``, only that file;
+  names a ``referenced_data_file``, only that file; files outside the delete file's ``file_path`` bounds are
+  skipped, as Iceberg Java's DeleteFileIndex does;
 - deletion vectors: exactly their ``referenced_data_file``; a file with a DV ignores its position delete files;
 - equality delete files: data sequence number strictly below the delete's, same spec and partition, or every
   partition when the delete file's spec is unpartitioned (a global delete).
@@ -125,7 +126,7 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     types.update({f.field_id: f.field_type for f in metadata.current_schema.index_by_id().values()})
     metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types)
     data_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, metrics_filter=metrics)
-    delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters)
+    delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True)
     unpartitioned = [s.spec_id for s in metadata.partition_specs if s.is_unpartitioned]
     if mode == "local" or (mode == "auto" and sum(m.manifest_length for m in manifests) <= _local_max(metadata)):
         rows = _plan_locally(io, data_manifests, delete_manifests, data_decoder, delete_decoder, set(unpartitioned))
@@ -162,7 +163,8 @@ def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder: En
     for i, mf in enumerate(delete_manifests):
         for r in delete_decoder.decode(mf, i, io.read(mf.manifest_path)):
             if r["content"] != 0:
-                deletes.append((r["spec_id"], pkey(r), r["sequence_number"], {k: r[k] for k in DELETE_STRUCT}))
+                deletes.append((r["spec_id"], pkey(r), r["sequence_number"], {k: r[k] for k in DELETE_STRUCT},
+                                (r["_path_lower"], r["_path_upper"]) if "_path_lower" in r else None))
     index = DeleteIndex(deletes, unpartitioned)
     out = []
     for i, mf in enumerate(data_manifests):
@@ -196,13 +198,19 @@ def attach_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: 
         F.col("spec_id").alias("_d_spec"), F.col("partition").alias("_d_partition"),
         F.col("sequence_number").alias("_d_seq"), F.col("content").alias("_d_content"),
         F.col("file_format").alias("_d_format"), F.col("referenced_data_file").alias("_d_ref"),
+        *([F.col("_path_lower").alias("_d_lower"), F.col("_path_upper").alias("_d_upper")]
+          if "_path_lower" in deletes.columns else [F.lit(None).cast("string").alias("_d_lower"),
+                                                    F.lit(None).cast("string").alias("_d_upper")]),
         F.struct(*[F.col(c) for c in DELETE_STRUCT]).alias("_delete"))
     a = data.select(F.col("file_path").alias("_a_path"), F.col("spec_id").alias("_a_spec"),
                     F.col("partition").alias("_a_partition"), F.col("data_sequence_number").alias("_a_seq"))
     is_dv = (F.col("_d_content") == 1) & (F.col("_d_format") == "puffin")
     same_partition = (F.col("_a_spec") == F.col("_d_spec")) & F.col("_a_partition").eqNullSafe(F.col("_d_partition"))
     positions = d.filter((F.col("_d_content") == 1) & ~is_dv)
-    pos_match = a.join(positions, same_partition & (F.col("_a_seq") <= F.col("_d_seq")) & (
+    # a position delete file whose file_path bounds exclude the data file cannot apply (as Java's DeleteFileIndex)
+    in_bounds = ((F.col("_d_lower").isNull() | (F.col("_a_path") >= F.col("_d_lower"))) &
+                 (F.col("_d_upper").isNull() | (F.col("_a_path") <= F.col("_d_upper"))))
+    pos_match = a.join(positions, same_partition & (F.col("_a_seq") <= F.col("_d_seq")) & in_bounds & (
         F.col("_d_ref").isNull() | (F.col("_d_ref") == F.col("_a_path"))))
     dv_match = a.join(d.filter(is_dv), (F.col("_d_ref") == F.col("_a_path")) & (F.col("_a_seq") <= F.col("_d_seq")))
     equality = d.filter(F.col("_d_content") == 2)

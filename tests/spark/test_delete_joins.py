@@ -1,0 +1,44 @@
+"""The distributed delete matching (joins) equals the spec's rules row at a time (DeleteIndex), on generated
+data and delete files: sequence numbers, partitions, global equality deletes, DVs, referenced files, bounds."""
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from sparkberg.planning.matching import DeleteIndex
+from sparkberg.planning.scan import DELETE_STRUCT, attach_deletes
+
+PATHS = ["/w/a", "/w/b", "/w/c", "/w/d"]
+data_files = st.lists(st.tuples(st.sampled_from([0, 1]), st.integers(0, 2), st.integers(1, 6)), min_size=1,
+                      max_size=4)
+delete_files = st.lists(st.tuples(
+    st.sampled_from(["pos", "eq", "dv"]), st.sampled_from([0, 1]), st.integers(0, 2), st.integers(1, 6),
+    st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS)),
+    max_size=6)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data_files, delete_files)
+def test_joins_equal_the_rules(spark, data, deletes):
+    data_rows = [(PATHS[i], spec, {"p": None if spec == 1 else p}, seq) for i, (spec, p, seq) in enumerate(data)]
+    delete_rows, index_rows = [], []
+    for i, (kind, spec, p, seq, ref, lower, upper) in enumerate(deletes):
+        content = 2 if kind == "eq" else 1
+        fmt = "puffin" if kind == "dv" else "parquet"
+        ref = ref or PATHS[0] if kind == "dv" else (None if kind == "eq" else ref)
+        d = {"file_path": f"/w/del-{i}", "content": content, "file_format": fmt, "equality_ids": [1] if content == 2
+             else None, "referenced_data_file": ref, "content_offset": None, "content_size_in_bytes": None}
+        bounds = (lower, upper) if kind == "pos" else (None, None)
+        partition = {"p": None if spec == 1 else p}
+        delete_rows.append((spec, partition, seq, *[d[k] for k in DELETE_STRUCT], *bounds))
+        index_rows.append((spec, tuple(partition.items()), seq, d, bounds))
+    data_df = spark.createDataFrame(data_rows, "file_path string, spec_id int, partition struct<p: int>, "
+                                               "data_sequence_number bigint")
+    deletes_df = spark.createDataFrame(delete_rows, "spec_id int, partition struct<p: int>, sequence_number bigint, "
+                                                    "file_path string, content int, file_format string, "
+                                                    "equality_ids array<int>, referenced_data_file string, "
+                                                    "content_offset bigint, content_size_in_bytes bigint, "
+                                                    "_path_lower string, _path_upper string")
+    got = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"])
+           for r in attach_deletes(data_df, deletes_df, [1]).collect()}
+    index = DeleteIndex(index_rows, {1})
+    expected = {path: sorted(d["file_path"] for d in index.for_file(spec, tuple(part.items()), seq, path))
+                for path, spec, part, seq in data_rows}
+    assert got == expected
