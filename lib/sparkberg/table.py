@@ -281,6 +281,18 @@ class Table:
         self._writable()
         return MergeBuilder(self, source, condition, target_alias, source_alias)
 
+    def rewrite_data_files(self, filter: str | None = None, target_file_size_bytes: int | None = None,
+                           min_input_files: int = 5, rewrite_all: bool = False, **options: Any):
+        """Compact data files (bin-pack): small, oversized and delete-laden files of each partition are
+        rewritten at the target size with their deletes applied, in one ``replace`` snapshot; v3 row ids are
+        kept. Options as Iceberg's ``rewrite_data_files`` (``min_file_size_bytes``, ``max_file_size_bytes``,
+        ``delete_file_threshold``). Returns the counts the Java procedure reports."""
+        from sparkberg.commit.rewrite import rewrite_data_files
+        self._writable()
+        with job_description(self.spark, f"REWRITE {self.name}"):
+            return rewrite_data_files(self, filter, target_file_size_bytes, min_input_files,
+                                      rewrite_all=rewrite_all, **options)
+
     def _writable(self) -> None:
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")

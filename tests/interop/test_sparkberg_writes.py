@@ -189,3 +189,29 @@ def test_java_reads_sparkberg_equality_deletes(java, java_warehouse, duck):
     pt = StaticTable.from_metadata(t.metadata_location)
     with pytest.raises(ValueError, match="does not yet support equality deletes"):  # PyIceberg 0.12's limit
         pt.scan().to_arrow()
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_engines_read_after_sparkberg_compaction(java, java_warehouse, duck, version):
+    from pyiceberg.table import StaticTable
+    cat = sparkberg.catalog(java, java_warehouse)
+    name = f"compact_v{version}"
+    t = cat.create_table(f"sbw.{name}", DDL, partition_by=["bucket(2, id)"],
+                         properties={"format-version": str(version), "write.delete.mode": "merge-on-read"})
+    for lo in range(0, 60, 10):
+        t.append(source(java, lo, lo + 10))
+    t.delete("id % 4 = 1")
+    lineage = ["_row_id", "_last_updated_sequence_number"] if version == 3 else []
+    ids_before = rows(t.to_df(columns=["id"] + lineage).collect())
+    result = t.rewrite_data_files()
+    assert result.rewritten_data_files_count >= 6 and t.metadata.current_snapshot.operation == "replace"
+    cols = [f.name for f in t.schema().fields]
+    ours = rows(t.to_df().collect())
+    java.sql(f"REFRESH TABLE ref.sbw.{name}")
+    assert rows(java.sql(f"SELECT {', '.join(cols)} FROM ref.sbw.{name}").collect()) == ours
+    assert rows(java.sql(f"SELECT id{''.join(', ' + c for c in lineage)} FROM ref.sbw.{name}").collect()) == \
+        ids_before
+    pt = StaticTable.from_metadata(t.metadata_location)
+    assert rows(tuple(r[c] for c in cols) for r in pt.scan().to_arrow().to_pylist()) == ours
+    duck.execute("SET TimeZone = 'UTC'")
+    assert rows(duck.sql(f"SELECT {', '.join(cols)} FROM iceberg_scan('{t.metadata_location}')").fetchall()) == ours

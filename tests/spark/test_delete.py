@@ -78,13 +78,44 @@ def test_delete_conflicts_with_concurrent_append_to_matching_partition(spark, wa
     before = cat.load_table("db.t").metadata
     stale.delete("cat = 'even' AND id = 4")  # a different partition: no conflict, retried on the new base
     assert ids(cat.load_table("db.t")) == sorted([i for i in range(30) if i != 4] + [100])
-    stale2 = cat.load_table("db.t")
+    # a concurrent append whose metrics rule out the filter is no conflict (as Iceberg's metrics evaluator)
+    stale3 = cat.load_table("db.t")
     cat.load_table("db.t").append(spark.sql("SELECT 101L AS id, 'odd' AS cat, 'y' AS v"))
+    stale3.delete("cat = 'odd' AND id = 3")
+    stale2 = cat.load_table("db.t")
+    cat.load_table("db.t").append(spark.sql("SELECT 5L AS id, 'odd' AS cat, 'y' AS v"))
     mid = cat.load_table("db.t").metadata
     with pytest.raises(CommitFailedException, match="serializable"):
         stale2.delete("cat = 'odd' AND id = 5")
     assert cat.load_table("db.t").metadata == mid
     assert before is not None
+
+
+@pytest.mark.parametrize("version,mode,isolation", [(3, "merge-on-read", "snapshot"), (2, "merge-on-read", "snapshot"),
+                                                    (3, "copy-on-write", "serializable")])
+def test_concurrent_deletes_on_the_same_file_conflict_under_any_isolation(spark, warehouse, version, mode,
+                                                                          isolation):
+    cat, t = make(spark, warehouse, version, mode)
+    t.set_properties({"write.delete.isolation-level": isolation})
+    stale, other = cat.load_table("db.t"), cat.load_table("db.t")  # both start before the next delete
+    t.delete("id = 2")  # a DV / position delete file for the 'even' file
+    mid = cat.load_table("db.t").metadata
+    # a rewrite or a second DV of that file would drop or double the concurrent delete
+    with pytest.raises(CommitFailedException, match="delete file" if mode == "merge-on-read" else "conflict"):
+        stale.delete("id = 4")
+    assert cat.load_table("db.t").metadata == mid
+    assert 4 in ids(cat.load_table("db.t")) and 2 not in ids(cat.load_table("db.t"))
+    other.delete("cat = 'odd' AND id = 5")  # another partition: no conflict
+    assert ids(cat.load_table("db.t")) == [i for i in range(30) if i not in (2, 5)]
+
+
+def test_isolation_level_must_be_known(spark, warehouse):
+    cat = sparkberg.catalog(spark, warehouse)
+    t2 = cat.create_table("db.iso", "id bigint", properties={"write.delete.isolation-level": "sometimes"})
+    t2.append(spark.sql("SELECT id FROM range(0, 3)"))
+    with pytest.raises(ValidationError, match="isolation-level"):
+        t2.delete("id = 1")
+    assert len(cat.load_table("db.iso").metadata.snapshots) == 1
 
 
 def test_failed_commit_leaves_no_files(spark, warehouse, monkeypatch):

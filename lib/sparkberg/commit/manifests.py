@@ -96,7 +96,8 @@ def _merged_entries(manifests: Sequence[ManifestFile], snapshot_id: int, io: Fil
                                                  full.file_sequence_number))
             elif full.status == ADDED and full.snapshot_id == snapshot_id:
                 # added by this snapshot: sequence numbers and row ids still to be inherited from the new manifest
-                entries.append(ManifestEntry(ADDED, e.data_file, snapshot_id))
+                entries.append(ManifestEntry(ADDED, e.data_file, snapshot_id, e.sequence_number,
+                                             e.file_sequence_number))
             else:
                 entries.append(ManifestEntry(EXISTING, full.data_file, full.snapshot_id, full.sequence_number,
                                              full.file_sequence_number))

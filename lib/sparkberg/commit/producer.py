@@ -44,6 +44,7 @@ class Changes:
     removed: set[tuple[str, int | None]] = field(default_factory=set)
     required: set[str] = field(default_factory=set)  # data files that must still be live (deletes target them)
     validate: Callable[[TableMetadata, TableMetadata], None] | None = None  # (start, current) -> raise on conflict
+    data_sequence_number: int | None = None  # rewrites: added rows keep the starting snapshot's (Java's default)
 
 
 def _summary(base: TableMetadata, c: Changes, removed: list[DataFile], spec_ids: set[int]) -> dict[str, str]:
@@ -122,7 +123,7 @@ def commit_changes(table, c: Changes) -> Snapshot:
 
     try:
         if c.added_data:
-            entries = [ManifestEntry(ADDED, f, snapshot_id) for f in c.added_data]
+            entries = [ManifestEntry(ADDED, f, snapshot_id, c.data_sequence_number) for f in c.added_data]
             mf = write(entries, start.default_spec_id, MANIFEST_DATA)
             permanent.append(mf.manifest_path)
             new_manifests.append((mf, entries))

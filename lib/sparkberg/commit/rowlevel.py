@@ -6,7 +6,9 @@ filter never drops a file), and for the rest either rewrites the files without /
 (copy-on-write; v3 rows keep ``_row_id`` and ``_last_updated_sequence_number``) or adds delete files for
 the affected positions (merge-on-read: position delete files on v2, one deletion vector per data file on v3,
 merged with the file's existing deletes), then commits once. Under serializable isolation
-(``write.*.isolation-level``, the default) a concurrent append of files the filter may match is a conflict.
+(``write.*.isolation-level``, the default) a concurrent append of files the filter may match is a conflict;
+under both serializable and snapshot isolation, so are concurrent delete files for the data files the
+operation rewrites or adds deletes for (their deletes would be lost, or a file would get two DVs).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pyspark.sql import functions as F
 from sparkberg.avro.manifest import ADDED, MANIFEST_DATA, inherit, read_manifest
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.errors import CommitFailedException, ValidationError
+from sparkberg.expressions.evaluators import metrics_may_match
 from sparkberg.expressions.predicates import TRUE, bind, evaluate
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
 from sparkberg.planning.entries import snapshot_manifests
@@ -47,6 +50,7 @@ def serializable_check(table, filter_bound):
             return
         seen = {s.snapshot_id for s in start.ancestors(start.current_snapshot_id)}
         schema = current.current_schema
+        types = {f.field_id: f.field_type for s in current.schemas for f in s.index_by_id().values()}
         for snap in current.ancestors(current.current_snapshot_id):
             if snap.snapshot_id in seen:
                 break
@@ -57,10 +61,58 @@ def serializable_check(table, filter_bound):
                     continue
                 proj = inclusive_projection(filter_bound, current.spec(mf.partition_spec_id), schema)
                 for e in inherit(read_manifest(table.io.read(mf.manifest_path)).entries, mf):
-                    if e.status == ADDED and evaluate(proj, e.data_file.partition):
+                    d = e.data_file
+                    if e.status == ADDED and evaluate(proj, d.partition) and metrics_may_match(
+                            filter_bound, types, d.record_count, d.value_counts, d.null_value_counts,
+                            d.nan_value_counts, d.lower_bounds, d.upper_bounds):
                         raise CommitFailedException(
                             f"conflict: snapshot {snap.snapshot_id} added {e.data_file.file_path}, which may hold "
                             "rows the delete filter matches (serializable isolation)")
+    return check
+
+
+def no_new_deletes_check(table, touched: dict[str, tuple[int, dict]], ignore_equality: bool = False):
+    """A validation that fails when a commit after the operation started added delete files that may apply to
+    data files it rewrites or adds deletes for (``touched``: path -> (spec id, partition by field id)): their
+    deletes would be lost or doubled. Both isolation levels check this, as Iceberg does. Rewrites that keep
+    the starting sequence number let equality deletes through (they still apply to the new files)."""
+    from sparkberg.avro.manifest import MANIFEST_DELETES
+
+    def check(start, current):
+        if not touched or start.current_snapshot_id == current.current_snapshot_id:
+            return
+        seen = {s.snapshot_id for s in start.ancestors(start.current_snapshot_id)}
+        unpartitioned = {s.spec_id for s in current.partition_specs if s.is_unpartitioned}
+        partitions = {(spec_id, tuple(sorted(p.items()))) for spec_id, p in touched.values()}
+        for snap in current.ancestors(current.current_snapshot_id):
+            if snap.snapshot_id in seen:
+                break
+            for mf in snapshot_manifests(table.io, snap):
+                if mf.content != MANIFEST_DELETES or mf.added_snapshot_id != snap.snapshot_id:
+                    continue
+                for e in inherit(read_manifest(table.io.read(mf.manifest_path)).entries, mf):
+                    d = e.data_file
+                    if e.status != ADDED or (d.content == 2 and ignore_equality):
+                        continue
+                    if d.referenced_data_file is not None:
+                        hit = d.referenced_data_file in touched
+                    elif d.content == 2 and mf.partition_spec_id in unpartitioned:
+                        hit = True
+                    else:
+                        hit = (mf.partition_spec_id, tuple(sorted(d.partition.items()))) in partitions
+                    if hit:
+                        raise CommitFailedException(
+                            f"conflict: snapshot {snap.snapshot_id} added delete file {d.file_path} for data "
+                            "files this operation rewrites or deletes from")
+    return check
+
+
+def _both(*checks):
+    checks = [c for c in checks if c is not None]
+
+    def check(start, current):
+        for c in checks:
+            c(start, current)
     return check
 
 
@@ -130,7 +182,14 @@ class RowLevel:
 
     def commit(self, op: str, added_data, added_deletes, removed, required=frozenset(), level_key=None):
         isolation = self.m.properties.get(level_key or "write.delete.isolation-level", "serializable").lower()
-        validate = serializable_check(self.table, self.weak) if isolation == "serializable" else None
+        if isolation not in ("serializable", "snapshot"):
+            raise ValidationError(f"table property {level_key or 'write.delete.isolation-level'} must be "
+                                  f"'serializable' or 'snapshot', got {isolation!r}")
+        by_path = {t["file_path"]: t for t in self.tasks}
+        touched = {p: (by_path[p]["spec_id"], self.partition(by_path[p]))
+                   for p in {k[0] for k in removed} | set(required) if p in by_path}
+        validate = _both(serializable_check(self.table, self.weak) if isolation == "serializable" else None,
+                         no_new_deletes_check(self.table, touched))
         try:
             commit_changes(self.table, Changes(op, list(added_data), list(added_deletes), set(removed),
                                                set(required), validate))

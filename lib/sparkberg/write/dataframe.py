@@ -76,9 +76,11 @@ def _default_literal(f: T.NestedField) -> Any:
     return to_python(f.field_type, f.write_default)
 
 
-def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=()) -> list[DataFile]:
+def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
+                properties: dict[str, str] | None = None) -> list[DataFile]:
     """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
-    ``extra_fields`` are metadata columns to write too (the v3 row-lineage columns of rewritten rows)."""
+    ``extra_fields`` are metadata columns to write too (the v3 row-lineage columns of rewritten rows);
+    ``properties`` replace the table's write properties (a compaction's target file size)."""
     table_schema = metadata.current_schema
     schema = T.Schema(table_schema.fields + tuple(extra_fields), table_schema.schema_id,
                       table_schema.identifier_field_ids)
@@ -91,7 +93,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=()) 
     aligned = align(df, schema)
     write_id = uuid.uuid4().hex[:16]
     data_location = metadata.properties.get("write.data.path", f"{metadata.location}/data")
-    writer = FileWriter(schema, spec, data_location, dict(metadata.properties), write_id)
+    writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id)
     if spec.fields:
         by_id = schema.index_by_id()
         part_cols = [f"{PARTITION_PREFIX}{i}" for i in range(len(spec.fields))]
