@@ -281,6 +281,15 @@ class Table:
         self._writable()
         return MergeBuilder(self, source, condition, target_alias, source_alias)
 
+    def metadata_table(self, name: str, snapshot_id: int | None = None):
+        """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see
+        :data:`sparkberg.inspect.METADATA_TABLES`) as a DataFrame with Iceberg's Spark columns; ``snapshot_id``
+        picks the snapshot for the tables that describe one (entries, files, manifests, partitions...)."""
+        from sparkberg.inspect import MetadataTables
+        with job_description(self.spark, f"METADATA {self.name}.{name}"):
+            return MetadataTables(self.spark, self._metadata, self.io, self.metadata_location).table(
+                name, snapshot_id)
+
     def rewrite_data_files(self, filter: str | None = None, target_file_size_bytes: int | None = None,
                            min_input_files: int = 5, rewrite_all: bool = False, **options: Any):
         """Compact data files (bin-pack): small, oversized and delete-laden files of each partition are

@@ -254,13 +254,9 @@ def read_with_arrow(spark, fmt: str, fields: Sequence[T.NestedField], spark_fiel
     """A DataFrame of the rows of ORC or Avro files ``paths``: ``spark_fields`` (the Spark fields of ``fields``)
     plus ``_key`` and ``_pos``, decoded on the executors."""
     from pyspark.sql import types as ST
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from sparkberg.spark.types import arrow_schema
     out = ST.StructType(list(spark_fields) + [ST.StructField("_key", ST.StringType()),
                                               ST.StructField("_pos", ST.LongType())])
-    try:
-        arrow_schema = to_arrow_schema(out, timezone="UTC")
-    except TypeError:  # PySpark 3.5 takes no time zone and uses UTC
-        arrow_schema = to_arrow_schema(out)
-    reader = ArrowFileReader(fmt, fields, arrow_schema, mapping)
+    reader = ArrowFileReader(fmt, fields, arrow_schema(out), mapping)
     return (spark.createDataFrame([(p,) for p in paths], "file_path string")
             .mapInArrow(reader, out))

@@ -145,3 +145,12 @@ def to_spark_read_field(f: I.NestedField, name: str | None = None) -> T.StructFi
     added later is missing, hence null, in older files)."""
     return T.StructField(name or f.name, to_spark_read_type(f.field_type, f" (column {f.name!r})"), nullable=True,
                          metadata={FIELD_ID_KEY: f.field_id})
+
+
+def arrow_schema(struct: T.StructType):
+    """The Arrow schema Spark exchanges for ``struct`` (``mapInArrow``), timestamps in UTC, on PySpark 3.5 and 4."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    try:
+        return to_arrow_schema(struct, timezone="UTC")
+    except TypeError:  # PySpark 3.5 takes no time zone and uses UTC
+        return to_arrow_schema(struct)

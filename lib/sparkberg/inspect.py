@@ -1,0 +1,372 @@
+"""Iceberg's metadata tables as Spark DataFrames, with the names, columns and types of Iceberg's Spark
+metadata tables (``SELECT * FROM cat.db.t.files`` in Iceberg Java).
+
+Everything that grows with the table (entries, files, partitions, position deletes) is a transformation of
+the entries DataFrame that the executors decode from the manifests, as scan planning does; only manifest
+lists, snapshots, refs and logs (small, already in the metadata) are built on the driver.
+
+Deliberate differences from Iceberg Java are listed in :data:`DIFFERENCES`.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+
+from sparkberg.avro.manifest import MANIFEST_DATA, ManifestFile
+from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
+from sparkberg.planning.scan import partition_column
+from sparkberg.spark.types import arrow_schema, to_spark_type
+from sparkberg.spec import types as T
+from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.snapshots import Snapshot
+from sparkberg.spec.values import from_bytes
+
+METADATA_TABLES = ("entries", "files", "data_files", "delete_files", "manifests", "history",
+                   "metadata_log_entries", "snapshots", "refs", "partitions", "all_data_files", "all_delete_files",
+                   "all_files", "all_manifests", "all_entries", "position_deletes")
+
+DIFFERENCES = {
+    "readable_metrics": "columns of Iceberg type time are left out on Spark versions without a TIME type",
+}
+
+DATA_FILE_COLUMNS = ("content", "file_path", "file_format", "spec_id", "partition", "record_count",
+                     "file_size_in_bytes", "column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
+                     "lower_bounds", "upper_bounds", "key_metadata", "split_offsets", "equality_ids", "sort_order_id",
+                     "first_row_id", "referenced_data_file", "content_offset", "content_size_in_bytes")
+METRIC_FIELDS = ("column_size", "value_count", "null_value_count", "nan_value_count", "lower_bound", "upper_bound")
+
+
+def readable_columns(schema: T.Schema) -> list[tuple[str, int, T.IcebergType, ST.DataType]]:
+    """(full name, field id, type, Spark type) of every primitive column, nested ones included, sorted by name:
+    the fields of ``readable_metrics``."""
+    out = []
+    for name, f in schema.index_by_name().items():
+        if not f.field_type.is_primitive:
+            continue
+        try:
+            spark_type = to_spark_type(f.field_type)
+        except NotSupportedError:
+            continue
+        out.append((name, f.field_id, f.field_type, spark_type))
+    return sorted(out)
+
+
+def _readable_type(columns) -> ST.StructType:
+    return ST.StructType([ST.StructField(name, ST.StructType(
+        [ST.StructField(m, ST.LongType()) for m in METRIC_FIELDS[:4]] +
+        [ST.StructField("lower_bound", st), ST.StructField("upper_bound", st)])) for name, _, _, st in columns])
+
+
+def ddl(dt: ST.DataType) -> str:
+    """A Spark type as DDL with every struct field name quoted (``readable_metrics`` has ``loc.lat``)."""
+    if isinstance(dt, ST.StructType):
+        return "struct<" + ", ".join(f"`{f.name.replace('`', '``')}`: {ddl(f.dataType)}" for f in dt.fields) + ">"
+    if isinstance(dt, ST.ArrayType):
+        return f"array<{ddl(dt.elementType)}>"
+    if isinstance(dt, ST.MapType):
+        return f"map<{ddl(dt.keyType)}, {ddl(dt.valueType)}>"
+    return dt.simpleString()
+
+
+def _bound(t: T.IcebergType, raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    v = from_bytes(t, bytes(raw))
+    if t in (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS):
+        return v // 1000
+    if t == T.UUID:
+        return str(v)
+    return v
+
+
+class MetadataDecoder(EntryDecoder):
+    """Entries with every metric, deleted entries included, the file format as written, and
+    ``readable_metrics`` (bounds decoded per Appendix D for the current schema's columns)."""
+
+    def __init__(self, layout: PartitionLayout, schema: T.Schema):
+        super().__init__(layout, with_metrics=True, include_deleted=True)
+        self.columns = readable_columns(schema)
+        self.readable = _readable_type(self.columns)
+        self.schema = pa.schema(list(self.schema) + [
+            pa.field("readable_metrics", pa.struct(list(arrow_schema(self.readable)))),
+            pa.field("file_format_raw", pa.string())])
+
+    @property
+    def ddl(self) -> str:
+        return super().ddl + f", readable_metrics {ddl(self.readable)}, file_format_raw string"
+
+    def decode(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> list[dict]:
+        rows = super().decode(mf, manifest_ordinal, data)
+        for r in rows:
+            sizes, values, nulls, nans = (dict(r[k] or ()) for k in ("column_sizes", "value_counts",
+                                                                     "null_value_counts", "nan_value_counts"))
+            lower, upper = dict(r["lower_bounds"] or ()), dict(r["upper_bounds"] or ())
+            r["readable_metrics"] = {name: {
+                "column_size": sizes.get(fid), "value_count": values.get(fid), "null_value_count": nulls.get(fid),
+                "nan_value_count": nans.get(fid), "lower_bound": _bound(t, lower.get(fid)),
+                "upper_bound": _bound(t, upper.get(fid))} for name, fid, t, _ in self.columns}
+            r["file_format_raw"] = r["file_format"].upper()
+        return rows
+
+
+class MetadataTables:
+    """The metadata tables of one table (``t.metadata_table(name)``)."""
+
+    def __init__(self, spark, metadata: TableMetadata, io, metadata_location: str | None):
+        self.spark, self.m, self.io, self.location = spark, metadata, io, metadata_location
+        self.layout = PartitionLayout(metadata)
+
+    def table(self, name: str, snapshot_id: int | None = None) -> DataFrame:
+        if name not in METADATA_TABLES:
+            raise ValidationError(f"unknown metadata table {name!r}; there are {', '.join(METADATA_TABLES)}")
+        snap = self._snapshot(snapshot_id)
+        return getattr(self, f"_{name}")(snap)
+
+    def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
+        if snapshot_id is None:
+            return self.m.current_snapshot
+        snap = self.m.snapshot_by_id(snapshot_id)
+        if snap is None:
+            raise ValidationError(f"table has no snapshot {snapshot_id}")
+        return snap
+
+    # --- entries and files -------------------------------------------------------------------------
+    def _manifests_of(self, snap: Snapshot | None) -> list[ManifestFile]:
+        return snapshot_manifests(self.io, snap) if snap is not None else []
+
+    def _all_manifest_files(self) -> list[ManifestFile]:
+        seen, out = set(), []
+        for s in self.m.snapshots:
+            for mf in snapshot_manifests(self.io, s):
+                if mf.manifest_path not in seen:
+                    seen.add(mf.manifest_path)
+                    out.append(mf)
+        return out
+
+    def _raw_entries(self, manifests: Sequence[ManifestFile]) -> DataFrame:
+        decoder = MetadataDecoder(self.layout, self.m.current_schema)
+        if not manifests:
+            return self.spark.createDataFrame([], decoder.ddl)
+        return entries_df(self.spark, manifests, decoder)
+
+    def _data_file(self, df: DataFrame) -> list:
+        cols = []
+        for c in DATA_FILE_COLUMNS:
+            if c == "partition":
+                cols.append(self._partition(df).alias("partition"))
+            elif c == "file_format":
+                cols.append(F.col("file_format_raw").alias("file_format"))
+            else:
+                cols.append(F.col(c))
+        return cols
+
+    def _partition(self, df: DataFrame):
+        return partition_column(self.layout, "partition") if self.layout.slots else F.struct()
+
+    def _entries_table(self, manifests) -> DataFrame:
+        df = self._raw_entries(manifests)
+        return df.select("status", "snapshot_id", "sequence_number", "file_sequence_number",
+                         F.struct(*self._data_file(df)).alias("data_file"), "readable_metrics")
+
+    def _files_table(self, manifests, content: Sequence[int]) -> DataFrame:
+        df = self._raw_entries(manifests)
+        df = df.filter((F.col("status") != 2) & F.col("content").isin(list(content)))
+        return df.select(*self._data_file(df), "readable_metrics")
+
+    def _entries(self, snap):
+        return self._entries_table(self._manifests_of(snap))
+
+    def _all_entries(self, snap):
+        return self._entries_table(self._all_manifest_files())
+
+    def _files(self, snap):
+        return self._files_table(self._manifests_of(snap), (0, 1, 2))
+
+    def _data_files(self, snap):
+        return self._files_table([m for m in self._manifests_of(snap) if m.content == MANIFEST_DATA], (0,))
+
+    def _delete_files(self, snap):
+        return self._files_table([m for m in self._manifests_of(snap) if m.content != MANIFEST_DATA], (1, 2))
+
+    def _all_files(self, snap):
+        return self._files_table(self._all_manifest_files(), (0, 1, 2))
+
+    def _all_data_files(self, snap):
+        return self._files_table([m for m in self._all_manifest_files() if m.content == MANIFEST_DATA], (0,))
+
+    def _all_delete_files(self, snap):
+        return self._files_table([m for m in self._all_manifest_files() if m.content != MANIFEST_DATA], (1, 2))
+
+    # --- manifests -----------------------------------------------------------------------------------
+    MANIFESTS_DDL = ("content int, path string, length bigint, partition_spec_id int, added_snapshot_id bigint, "
+                     "added_data_files_count int, existing_data_files_count int, deleted_data_files_count int, "
+                     "added_delete_files_count int, existing_delete_files_count int, "
+                     "deleted_delete_files_count int, partition_summaries array<struct<contains_null: boolean, "
+                     "contains_nan: boolean, lower_bound: string, upper_bound: string>>")
+
+    def _manifest_row(self, mf: ManifestFile) -> tuple:
+        spec = self.m.spec(mf.partition_spec_id)
+        ptype = spec.partition_type(self.m.current_schema)
+        summaries = []
+        for pf, field, s in zip(spec.fields, ptype.fields, mf.partitions or ()):
+            def human(raw):  # Java prints a missing bound as "null"
+                if raw is None:
+                    return "null"
+                return pf.transform.to_human_string(field.field_type, from_bytes(field.field_type, bytes(raw)))
+            summaries.append((s.contains_null, s.contains_nan, human(s.lower_bound), human(s.upper_bound)))
+        data = mf.content == MANIFEST_DATA
+        counts = (mf.added_files_count or 0, mf.existing_files_count or 0, mf.deleted_files_count or 0)
+        return (mf.content, mf.manifest_path, mf.manifest_length, mf.partition_spec_id, mf.added_snapshot_id,
+                *(counts if data else (0, 0, 0)), *((0, 0, 0) if data else counts), summaries)
+
+    def _manifests(self, snap):
+        return self.spark.createDataFrame([self._manifest_row(mf) for mf in self._manifests_of(snap)],
+                                          self.MANIFESTS_DDL)
+
+    def _all_manifests(self, snap):
+        rows = [self._manifest_row(mf) + (s.snapshot_id,) for s in self.m.snapshots
+                for mf in snapshot_manifests(self.io, s)]
+        return self.spark.createDataFrame(rows, self.MANIFESTS_DDL + ", reference_snapshot_id bigint")
+
+    # --- snapshots, history, refs, logs ----------------------------------------------------------------
+    def _ts(self, df: DataFrame, *cols: str) -> DataFrame:
+        for c in cols:
+            df = df.withColumn(c, F.timestamp_millis(F.col(c)))
+        return df
+
+    def _snapshots(self, snap):
+        rows = [(s.timestamp_ms, s.snapshot_id, s.parent_snapshot_id, s.operation, s.manifest_list,
+                 {k: v for k, v in (s.summary or {}).items() if k != "operation"}) for s in self.m.snapshots]
+        df = self.spark.createDataFrame(rows, "committed_at bigint, snapshot_id bigint, parent_id bigint, "
+                                              "operation string, manifest_list string, summary map<string,string>")
+        return self._ts(df, "committed_at")
+
+    def _history(self, snap):
+        current = {s.snapshot_id for s in self.m.ancestors(self.m.current_snapshot_id)}
+        rows = []
+        for e in self.m.snapshot_log:
+            s = self.m.snapshot_by_id(e.snapshot_id)
+            rows.append((e.timestamp_ms, e.snapshot_id, s.parent_snapshot_id if s else None,
+                         e.snapshot_id in current))
+        df = self.spark.createDataFrame(rows, "made_current_at bigint, snapshot_id bigint, parent_id bigint, "
+                                              "is_current_ancestor boolean")
+        return self._ts(df, "made_current_at")
+
+    def _refs(self, snap):
+        rows = [(name, r.type.upper(), r.snapshot_id, r.max_ref_age_ms, r.min_snapshots_to_keep,
+                 r.max_snapshot_age_ms) for name, r in self.m.refs.items()]
+        return self.spark.createDataFrame(rows, "name string, type string, snapshot_id bigint, "
+                                                "max_reference_age_in_ms bigint, min_snapshots_to_keep int, "
+                                                "max_snapshot_age_in_ms bigint")
+
+    def _metadata_log_entries(self, snap):
+        entries = [(e.timestamp_ms, e.metadata_file) for e in self.m.metadata_log]
+        if self.location:
+            current = self.location
+            if entries and not entries[-1][1].startswith("file:") and current.startswith("file:"):
+                from sparkberg.read.formats import path_key
+                current = path_key(current)  # named like the files the log lists (as the writer named them)
+            entries.append((self.m.last_updated_ms, current))
+        rows = []
+        for ts, path in entries:
+            s = self._snapshot_as_of(ts)
+            rows.append((ts, path, s.snapshot_id if s else None, s.schema_id if s else None,
+                         (s.sequence_number or 0) if s else None))
+        df = self.spark.createDataFrame(rows, "timestamp bigint, file string, latest_snapshot_id bigint, "
+                                              "latest_schema_id int, latest_sequence_number bigint")
+        return self._ts(df, "timestamp")
+
+    def _snapshot_as_of(self, ts: int) -> Snapshot | None:
+        found = None
+        for e in self.m.snapshot_log:
+            if e.timestamp_ms <= ts:
+                found = e.snapshot_id
+        return self.m.snapshot_by_id(found) if found is not None else None
+
+    # --- partitions and position deletes ----------------------------------------------------------------
+    def _partitions(self, snap):
+        df = self._raw_entries(self._manifests_of(snap)).filter(F.col("status") != 2)
+        times = self.spark.createDataFrame([(s.snapshot_id, s.timestamp_ms) for s in self.m.snapshots],
+                                           "snapshot_id bigint, _ts bigint")
+        df = df.join(F.broadcast(times), "snapshot_id", "left")
+        is_data, is_pos, is_eq = F.col("content") == 0, F.col("content") == 1, F.col("content") == 2
+
+        def total(cond, c="record_count"):
+            return F.coalesce(F.sum(F.when(cond, F.col(c))), F.lit(0)).cast("bigint")
+
+        def count(cond):
+            return F.count(F.when(cond, 1)).cast("int")
+        keys = ["partition", "spec_id"] if self.layout.slots else []
+        agg = (df.groupBy(*keys).agg(
+            total(is_data).alias("record_count"), count(is_data).alias("file_count"),
+            total(is_data, "file_size_in_bytes").alias("total_data_file_size_in_bytes"),
+            total(is_pos).alias("position_delete_record_count"), count(is_pos).alias("position_delete_file_count"),
+            total(is_eq).alias("equality_delete_record_count"), count(is_eq).alias("equality_delete_file_count"),
+            F.max(F.struct("_ts", "snapshot_id")).alias("_last")))
+        out = agg.select(*([partition_column(self.layout, "partition").alias("partition"), "spec_id"]
+                           if keys else []),
+                         "record_count", "file_count", "total_data_file_size_in_bytes",
+                         "position_delete_record_count", "position_delete_file_count",
+                         "equality_delete_record_count", "equality_delete_file_count",
+                         F.timestamp_millis(F.col("_last._ts")).alias("last_updated_at"),
+                         F.col("_last.snapshot_id").alias("last_updated_snapshot_id"))
+        return out
+
+    def _position_deletes(self, snap):
+        from sparkberg.read.reader import DELETE_FILE_PATH, DELETE_POS, DVDecoder, read_files
+        from sparkberg.spark.types import to_spark_read_field
+        schema = self.m.current_schema
+        row_field = T.NestedField(2147483544, "row", T.StructType(schema.fields))
+        v3 = self.m.format_version >= 3
+        deletes = (self._raw_entries([m for m in self._manifests_of(snap) if m.content != MANIFEST_DATA])
+                   .filter((F.col("status") != 2) & (F.col("content") == 1))
+                   .select("file_path", "file_format", "spec_id", "partition", "referenced_data_file",
+                           "content_offset", "content_size_in_bytes").collect())
+        row_type = to_spark_read_field(row_field).dataType
+        out_cols = ["file_path", "pos", "row", "partition", "spec_id", "delete_file_path"] + \
+            (["content_offset", "content_size_in_bytes"] if v3 else [])
+        info_ddl = (f"_del_key string, _df_path string, spec_id int, _phys {self.layout.spark_ddl()}, "
+                    "content_offset bigint, content_size_in_bytes bigint")
+        files = [d for d in deletes if d["file_format"] != "puffin"]
+        dvs = [d for d in deletes if d["file_format"] == "puffin"]
+        parts = []
+        if files:
+            from sparkberg.read.formats import path_key
+            rows = read_files(self.spark, [DELETE_FILE_PATH, DELETE_POS, row_field],
+                              [(d["file_format"], d["file_path"]) for d in files], "position delete")
+            info = self.spark.createDataFrame([(path_key(d["file_path"]), d["file_path"], d["spec_id"],
+                                                d["partition"], None, None) for d in files], info_ddl)
+            parts.append(rows.withColumnRenamed("_key", "_del_key").drop("_pos").join(F.broadcast(info), "_del_key"))
+        if dvs:
+            refs = self.spark.createDataFrame(
+                [(d["referenced_data_file"], d["file_path"], d["content_offset"], d["content_size_in_bytes"])
+                 for d in dvs], "data_file string, puffin_path string, content_offset bigint, "
+                                "content_size_in_bytes bigint")
+            positions = refs.mapInArrow(DVDecoder(), "_del_file string, _del_pos bigint")
+            info = self.spark.createDataFrame([(d["referenced_data_file"], d["file_path"], d["spec_id"],
+                                                d["partition"], d["content_offset"], d["content_size_in_bytes"])
+                                               for d in dvs], info_ddl.replace("_del_key", "_del_file"))
+            parts.append(positions.join(F.broadcast(info), "_del_file").select(
+                F.col("_del_file").alias("file_path"), F.col("_del_pos").alias("pos"),
+                F.lit(None).cast(row_type).alias("row"), "_df_path", "spec_id", "_phys", "content_offset",
+                "content_size_in_bytes"))
+        if not parts:
+            empty_ddl = (f"file_path string, pos bigint, row {ddl(row_type)}, "
+                         f"partition {self.layout.spark_ddl()}, spec_id int, delete_file_path string"
+                         + (", content_offset bigint, content_size_in_bytes bigint" if v3 else ""))
+            df = self.spark.createDataFrame([], empty_ddl)
+            return df.withColumn("partition", partition_column(self.layout, "partition")) if self.layout.slots \
+                else df.withColumn("partition", F.struct())
+        df = parts[0].select("file_path", "pos", "row", "_df_path", "spec_id", "_phys", "content_offset",
+                             "content_size_in_bytes")
+        for p in parts[1:]:
+            df = df.unionByName(p)
+        partition = partition_column(self.layout, "_phys") if self.layout.slots else F.struct()
+        return df.select("file_path", "pos", "row", partition.alias("partition"), "spec_id",
+                         F.col("_df_path").alias("delete_file_path"),
+                         *(["content_offset", "content_size_in_bytes"] if v3 else [])).select(*out_cols)
