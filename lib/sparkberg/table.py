@@ -290,6 +290,12 @@ class Table:
             return MetadataTables(self.spark, self._metadata, self.io, self.metadata_location).table(
                 name, snapshot_id)
 
+    def register_views(self, name: str | None = None) -> list[str]:
+        """Temporary Spark SQL views of this table (``events``) and its metadata tables (``events__snapshots``,
+        ...); see :mod:`sparkberg.views`. Returns the view names."""
+        from sparkberg.views import register_table_views
+        return register_table_views(self, name)
+
     def rewrite_data_files(self, filter: str | None = None, target_file_size_bytes: int | None = None,
                            min_input_files: int = 5, rewrite_all: bool = False, **options: Any):
         """Compact data files (bin-pack): small, oversized and delete-laden files of each partition are
@@ -574,6 +580,16 @@ class Catalog:
     def load_table(self, identifier: str | Sequence[str]) -> Table:
         ident, loc, meta = self._backend.load(identifier)
         return Table(ident, meta, loc, self._backend.io, self, self.spark)
+
+    def register_views(self, spark: Any = None, namespace: str | Sequence[str] | None = None,
+                       qualified: bool = False) -> list[str]:
+        """Temporary Spark SQL views for the tables of ``namespace`` (all when None) and their metadata tables:
+        ``SELECT * FROM events`` and ``SELECT * FROM events__snapshots`` then work without an Iceberg jar
+        (``qualified=True``: ``db__events``...). ``spark`` defaults to the catalog's session."""
+        from sparkberg.views import register_catalog_views
+        if spark is not None and spark is not self.spark:
+            return Catalog(spark, self._backend, self.uri).register_views(None, namespace, qualified)
+        return register_catalog_views(self, namespace, qualified)
 
     def drop_table(self, identifier: str | Sequence[str], purge: bool = False) -> None:
         """Drop a table; ``purge`` also deletes every file its metadata references."""

@@ -1,0 +1,106 @@
+"""What the jobs share: the session, exit codes a scheduler can act on, and progress for the waiting driver."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from sparkberg.errors import (
+    CommitFailedException, NoSuchNamespaceError, NoSuchTableError, SparkbergError, ValidationError,
+)
+
+OK, FAILED, USAGE, NOT_FOUND, INVALID, CONFLICT = 0, 1, 2, 3, 4, 5
+EXIT_CODES = {OK: "success", FAILED: "unexpected failure", USAGE: "bad arguments", NOT_FOUND: "no such table or "
+              "namespace", INVALID: "invalid input (data, filter or options)", CONFLICT: "commit conflict: retry"}
+
+
+def add_session_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--warehouse", "--catalog", dest="warehouse",
+                   default=os.environ.get("SPARKBERG_WAREHOUSE", "./warehouse"),
+                   help="catalog URI: the warehouse location (path, file://, s3://...; env SPARKBERG_WAREHOUSE)")
+    p.add_argument("--master", default=None, help="Spark master when not launched by spark-submit (default local[*])")
+
+
+def session(app: str, master: str | None = None):
+    """The active SparkSession (spark-submit, notebooks), or one built from spark-defaults.conf."""
+    from pyspark.sql import SparkSession
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit: its master and properties file apply
+        return SparkSession.builder.appName(app).getOrCreate()
+    from sparkberg.spark.session import session_builder
+    defaults = os.path.join(os.getcwd(), "spark-defaults.conf")
+    b = session_builder(app, master=master or os.environ.get("SPARKBERG_MASTER") or "local[*]",
+                        defaults=defaults if os.path.exists(defaults) else None)
+    return b.getOrCreate()
+
+
+def run(main: Callable[[], int]) -> int:
+    """Run a job body and map errors to exit codes, with one line on stderr that names the problem."""
+    try:
+        return main()
+    except (NoSuchTableError, NoSuchNamespaceError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return NOT_FOUND
+    except CommitFailedException as e:
+        print(f"error: {e}", file=sys.stderr)
+        return CONFLICT
+    except (ValidationError, SparkbergError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return INVALID
+    except KeyboardInterrupt:
+        return FAILED
+    except Exception as e:  # noqa: BLE001 - a scheduler needs an exit code, the log has the trace
+        if type(e).__name__ in ("AnalysisException", "ParseException"):  # missing input path, bad SQL
+            print(f"error: {e}", file=sys.stderr)
+            return INVALID
+        import traceback
+        traceback.print_exc()
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return FAILED
+
+
+@contextmanager
+def progress(spark: Any, label: str, enabled: bool | None = None) -> Iterator[None]:
+    """While the driver waits on Spark, a one-line progress bar on stderr (tasks done / total of the running
+    stages), when stderr is a terminal and the session is classic; silent otherwise."""
+    enabled = sys.stderr.isatty() if enabled is None else enabled
+    tracker = None
+    if enabled:
+        try:
+            tracker = spark.sparkContext.statusTracker()
+        except Exception:  # noqa: BLE001 - Spark Connect has no status tracker
+            tracker = None
+    if tracker is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def draw():
+        while not stop.wait(0.25):
+            done = total = 0
+            for sid in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(sid)
+                if info:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            if total:
+                width = 30
+                filled = int(width * done / total)
+                sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} tasks ")
+                sys.stderr.flush()
+    t = threading.Thread(target=draw, daemon=True)
+    t.start()
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+        sys.stderr.write(f"\r{label} done in {time.monotonic() - start:.1f} s{' ' * 30}\n")
+        sys.stderr.flush()

@@ -1,0 +1,62 @@
+"""Spark SQL access without an Iceberg jar: temporary views over tables and their metadata tables.
+
+``cat.register_views(spark)`` registers, for every table ``db.events`` of the catalog, a view ``events`` (the
+table's rows) and ``events__<metadata table>`` for each of Iceberg's metadata tables (``events__snapshots``,
+``events__files``...). Spark SQL names temporary views with one identifier, so Iceberg's ``events.snapshots``
+becomes ``events__snapshots``: a double underscore, which no metadata table name contains, keeps the two
+parts unambiguous and needs no quoting. With ``qualified=True`` the namespace is kept
+(``db__events``, ``db__events__snapshots``) for catalogs with the same table name in several namespaces.
+
+A view is a DataFrame over the snapshot current when it was registered (the files to read are planned
+then); register again after writes to see them.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from sparkberg.inspect import METADATA_TABLES
+
+SEPARATOR = "__"
+
+
+def view_name(table_name: str, metadata_table: str | None = None, prefix: str = "") -> str:
+    """The temporary view name for a table (and one of its metadata tables)."""
+    base = f"{prefix}{table_name}"
+    return base if metadata_table is None else f"{base}{SEPARATOR}{metadata_table}"
+
+
+def register_table_views(table: Any, name: str | None = None, metadata_tables: Sequence[str] = METADATA_TABLES,
+                         ) -> list[str]:
+    """Register ``name`` (default: the table's name without namespace) and its metadata table views;
+    returns the view names."""
+    base = name or (table.identifier.name if table.identifier is not None else table.name.split(".")[-1])
+    out = [base]
+    table.to_df().createOrReplaceTempView(base)
+    for mt in metadata_tables:
+        v = view_name(base, mt)
+        table.metadata_table(mt).createOrReplaceTempView(v)
+        out.append(v)
+    return out
+
+
+def register_catalog_views(catalog: Any, namespace: str | Sequence[str] | None = None, qualified: bool = False,
+                           metadata_tables: Sequence[str] = METADATA_TABLES) -> list[str]:
+    """Register views for every table of ``namespace`` (every namespace when None); returns the view names."""
+    namespaces = [tuple(namespace.split(".")) if isinstance(namespace, str) else tuple(namespace)] \
+        if namespace is not None else _all_namespaces(catalog)
+    out = []
+    for ns in namespaces:
+        for full_name in catalog.list_tables(ns):
+            t = catalog.load_table(full_name)
+            base = SEPARATOR.join(ns + (t.identifier.name,)) if qualified else t.identifier.name
+            out += register_table_views(t, base, metadata_tables)
+    return out
+
+
+def _all_namespaces(catalog: Any) -> list[tuple[str, ...]]:
+    out, todo = [], list(catalog.list_namespaces())
+    while todo:
+        ns = todo.pop(0)
+        out.append(tuple(ns))
+        todo += [tuple(c) for c in catalog.list_namespaces(ns)]
+    return out
