@@ -27,6 +27,8 @@ $(IVENV)/.installed: setup.cfg pyproject.toml $(SHARED)/interop/setup-reference.
 	bash $(SHARED)/interop/setup-reference.sh $(IVENV)
 	# sparkberg and the test runner only: the test extras pin engines (PyIceberg, Spark Connect) for the main suite
 	$(IVENV)/bin/pip install -q -e . "pytest>=8" "hypothesis>=6" "pytest-timeout>=2"
+	# DuckDB writes Iceberg only through a REST catalog, over HTTP: its httpfs extension, from PyPI like the others
+	$(IVENV)/bin/pip install -q "duckdb-extension-httpfs==1.5.5"
 	$(IVENV)/bin/python -c "import pyspark; assert pyspark.__version__.startswith('3.5'), pyspark.__version__"
 	touch $@
 

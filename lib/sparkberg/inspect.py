@@ -157,16 +157,14 @@ class MetadataTables:
     def _data_file(self, df: DataFrame) -> list:
         cols = []
         for c in DATA_FILE_COLUMNS:
-            if c == "partition":
-                cols.append(self._partition(df).alias("partition"))
+            if c == "partition":  # unpartitioned tables have no partition column (as in Iceberg Java)
+                if self.layout.slots:
+                    cols.append(partition_column(self.layout, "partition").alias("partition"))
             elif c == "file_format":
                 cols.append(F.col("file_format_raw").alias("file_format"))
             else:
                 cols.append(F.col(c))
         return cols
-
-    def _partition(self, df: DataFrame):
-        return partition_column(self.layout, "partition") if self.layout.slots else F.struct()
 
     def _entries_table(self, manifests) -> DataFrame:
         df = self._raw_entries(manifests)
@@ -328,8 +326,9 @@ class MetadataTables:
                    .select("file_path", "file_format", "spec_id", "partition", "referenced_data_file",
                            "content_offset", "content_size_in_bytes").collect())
         row_type = to_spark_read_field(row_field).dataType
-        out_cols = ["file_path", "pos", "row", "partition", "spec_id", "delete_file_path"] + \
-            (["content_offset", "content_size_in_bytes"] if v3 else [])
+        parted = bool(self.layout.slots)
+        out_cols = ["file_path", "pos", "row"] + (["partition"] if parted else []) + ["spec_id", "delete_file_path"] \
+            + (["content_offset", "content_size_in_bytes"] if v3 else [])
         info_ddl = (f"_del_key string, _df_path string, spec_id int, _phys {self.layout.spark_ddl()}, "
                     "content_offset bigint, content_size_in_bytes bigint")
         files = [d for d in deletes if d["file_format"] != "puffin"]
@@ -360,13 +359,14 @@ class MetadataTables:
                          f"partition {self.layout.spark_ddl()}, spec_id int, delete_file_path string"
                          + (", content_offset bigint, content_size_in_bytes bigint" if v3 else ""))
             df = self.spark.createDataFrame([], empty_ddl)
-            return df.withColumn("partition", partition_column(self.layout, "partition")) if self.layout.slots \
-                else df.withColumn("partition", F.struct())
+            if parted:
+                df = df.withColumn("partition", partition_column(self.layout, "partition"))
+            return df.select(*out_cols)
         df = parts[0].select("file_path", "pos", "row", "_df_path", "spec_id", "_phys", "content_offset",
                              "content_size_in_bytes")
         for p in parts[1:]:
             df = df.unionByName(p)
-        partition = partition_column(self.layout, "_phys") if self.layout.slots else F.struct()
-        return df.select("file_path", "pos", "row", partition.alias("partition"), "spec_id",
+        partition = [partition_column(self.layout, "_phys").alias("partition")] if parted else []
+        return df.select("file_path", "pos", "row", *partition, "spec_id",
                          F.col("_df_path").alias("delete_file_path"),
                          *(["content_offset", "content_size_in_bytes"] if v3 else [])).select(*out_cols)

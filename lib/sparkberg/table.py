@@ -189,7 +189,12 @@ class Table:
         from sparkberg.planning.scan import partition_column, plan
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
         p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning)
-        return p.tasks.withColumn("partition", partition_column(p.layout, F.col("partition")))
+        try:
+            return p.tasks.withColumn("partition", partition_column(p.layout, F.col("partition")))
+        except Exception:  # noqa: BLE001 - Spark 3.5 cannot encode the empty struct of an unpartitioned table
+            if p.layout.slots:
+                raise
+            return p.tasks  # its placeholder struct<_none: int>, always null
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
               ref: str | None = None, columns: Sequence[str] | None = None, planning: str = "auto"):
@@ -434,12 +439,14 @@ class Table:
 
 
 class job_description:
-    """Label the Spark jobs run inside the block (shown in the Spark UI); a no-op over Spark Connect."""
+    """Label the Spark jobs run inside the block: the job description on a classic session (shown in the Spark
+    UI), a job tag over Spark Connect (``spark.addTag``; shown with the jobs, usable to interrupt them)."""
 
     def __init__(self, spark: Any, label: str):
         self.spark = spark
         self.label = label
         self.sc = None
+        self.tag = None
 
     def __enter__(self):
         try:
@@ -448,13 +455,21 @@ class job_description:
                 self.sc = self.spark.sparkContext
                 self.previous = self.sc.getLocalProperty("spark.job.description")
                 self.sc.setJobDescription(self.label)
-        except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
-            self.sc = None
+            elif hasattr(self.spark, "addTag"):
+                self.tag = re.sub(r"[^A-Za-z0-9_.:=-]+", "_", self.label)  # tags take no commas
+                self.spark.addTag(self.tag)
+        except Exception:  # noqa: BLE001 - a session that refuses labels still runs the jobs
+            self.sc = self.tag = None
         return self
 
     def __exit__(self, *exc):
         if self.sc is not None:
             self.sc.setJobDescription(self.previous)
+        elif self.tag is not None:
+            try:
+                self.spark.removeTag(self.tag)
+            except Exception:  # noqa: BLE001
+                pass
         return False
 
 

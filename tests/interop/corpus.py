@@ -139,6 +139,12 @@ for _fmt in ("orc", "avro"):
         " named_struct('lat', 0.5D, 'tags', array()), map(), map(), 'x')",
         "UPDATE {t} SET label = 'upd' WHERE id IN (1, 2, 200)",
     ]
+SCRIPTS["v2_unpartitioned"] = [
+    "CREATE TABLE {t} (id int, v string) USING iceberg TBLPROPERTIES ('format-version'='2', " + MOR + ")",
+    "INSERT INTO {t} SELECT id, concat('v', id) FROM range(0, 10) AS r(id)",
+    "DELETE FROM {t} WHERE id = 4",
+    "JAVA eq_delete spec=0 id=6",
+]
 SCRIPTS["v3_avro"] = [
     "CREATE TABLE {t} (id bigint, v string) USING iceberg PARTITIONED BY (bucket(2, id)) "
     "TBLPROPERTIES ('format-version'='3', 'write.format.default'='avro', " + MOR + ")",

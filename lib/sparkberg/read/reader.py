@@ -317,7 +317,8 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     rows = rows.join(F.broadcast(info), "_key")
     rows = _apply_position_deletes(spark, rows, tasks)
     rows = _apply_equality_deletes(spark, rows, tasks, schema, all_fields, hidden)
-    rows = rows.withColumn("_partition", partition_column(layout, "_phys_partition"))
+    if "_partition" in wanted:  # (an unpartitioned table's is an empty struct, which Spark 3.5 cannot encode)
+        rows = rows.withColumn("_partition", partition_column(layout, "_phys_partition"))
     if v3:
         has_id = F.col("_first_row_id").isNotNull()
         rows = (rows.withColumn("_row_id", F.when(has_id, F.coalesce(F.col("_row_id"), F.col("_first_row_id") +
