@@ -5,7 +5,7 @@ IVENV  ?= .venv-interop
 SHARED ?= ../shared
 PYTEST_FLAGS ?= -q
 
-.PHONY: demo test test-spec interop clean
+.PHONY: demo test test-spec interop bench clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ $(IVENV)/.installed: setup.cfg pyproject.toml $(SHARED)/interop/setup-reference.
 
 interop: $(IVENV)/.installed
 	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
+
+# Benchmarks against Iceberg Java in the same session (not tests): BENCH_SIZES=10000,100000,1000000 BENCH_ROWS=...
+bench: $(IVENV)/.installed
+	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python tests/benchmarks/bench.py --json bench.json
 
 clean:
 	rm -rf $(VENV) $(IVENV) warehouse

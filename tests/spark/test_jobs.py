@@ -56,6 +56,15 @@ def test_ingest_through_spark_submit_creates_and_appends(tmp_path, warehouse):
                          capture_output=True, text=True, env=env(), timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"table": "raw.people", "count": 3}
+    # the health job through spark-submit too
+    report = tmp_path / "health.json"
+    out = subprocess.run([os.path.join(BIN, "spark-submit"), "--properties-file",
+                          os.path.join(ROOT, "spark-defaults.conf"), os.path.join(ROOT, "jobs", "health.py"),
+                          "--warehouse", warehouse, "--table", "raw.people", "--output-json", str(report)],
+                         capture_output=True, text=True, env=env(), timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    growth = json.loads(report.read_text())["raw.people"]["snapshot_growth"]
+    assert [r["total_records"] for r in growth] == [2, 3]
 
 
 def test_ingest_errors_have_exit_codes(spark, warehouse, tmp_path, events):

@@ -169,7 +169,8 @@ def _ids(record_schema: dict) -> dict[int, tuple[str, Any]]:
     return out
 
 
-def _nonnull(t: Any) -> Any:
+def non_null(t: Any) -> Any:
+    """The non-null branch of an optional Avro union (``["null", T]`` -> ``T``); other types unchanged."""
     if isinstance(t, list):
         rest = [x for x in t if x != "null"]
         return rest[0] if len(rest) == 1 else t
@@ -187,7 +188,7 @@ def _kv_map(value: Any) -> dict | None:
 def _value_converter(avro_type: Any, named: dict[str, dict]):
     """Converter of a decoded partition value to the in-memory form, from the writer's Avro type
     (fastavro decodes logical types into date/datetime/time/Decimal/UUID objects)."""
-    t = _nonnull(avro_type)
+    t = non_null(avro_type)
     if isinstance(t, str) and t in named:
         t = named[t]
     if isinstance(t, dict):
@@ -255,7 +256,7 @@ def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFil
     name = {fid: n for fid, (n, _) in ids.items()}
     summary_names = {}
     if 507 in ids:
-        items = _nonnull(ids[507][1])
+        items = non_null(ids[507][1])
         items = items.get("items") if isinstance(items, dict) else None
         if isinstance(items, dict):
             summary_names = {fid: n for fid, (n, _) in _ids(items).items()}
@@ -295,7 +296,7 @@ def _projected(raw: dict, keep_ids: frozenset[int]) -> dict:
     schema = copy.deepcopy(raw)
     for f in schema.get("fields", []):
         if f.get("field-id") == 2:
-            record = _nonnull(f["type"])
+            record = non_null(f["type"])
             if isinstance(record, dict):
                 record["fields"] = [x for x in record["fields"] if x.get("field-id") in keep_ids]
     return schema
@@ -316,7 +317,7 @@ def read_manifest(data: bytes, path: str | None = None, with_metrics: bool = Tru
     entry_ids = _ids(raw)
     if 2 not in entry_ids or 0 not in entry_ids:
         raise InvalidMetadataError("not a manifest (no status/data_file fields with ids 0 and 2)", path, "data_file")
-    df_schema = _nonnull(entry_ids[2][1])
+    df_schema = non_null(entry_ids[2][1])
     df_ids = _ids(df_schema)
     if 100 not in df_ids or 102 not in df_ids:
         raise InvalidMetadataError("not a manifest (data_file lacks file_path/partition)", path, "data_file")
@@ -324,7 +325,7 @@ def read_manifest(data: bytes, path: str | None = None, with_metrics: bool = Tru
         if fid not in df_ids:
             continue
     named = _named_types(raw, {})
-    part_schema = _nonnull(df_ids[102][1])
+    part_schema = non_null(df_ids[102][1])
     if isinstance(part_schema, str):
         part_schema = named.get(part_schema, {"fields": []})
     part_fields = [(int(f["field-id"]) if "field-id" in f else 1000 + i, f["name"], _value_converter(f["type"], named))

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
+from sparkberg.avro.manifest import non_null
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.spec import types as T
 
@@ -93,13 +94,6 @@ def _strip_logical(schema: Any) -> Any:
     return schema
 
 
-def _non_null(schema: Any) -> Any:
-    if isinstance(schema, list):
-        rest = [s for s in schema if s != "null"]
-        return rest[0] if len(rest) == 1 else schema
-    return schema
-
-
 def _avro_primitive(ice: T.IcebergType, node: Any, where: str) -> Callable[[Any], Any]:
     if isinstance(ice, T.DecimalType):
         scale = ice.scale
@@ -115,7 +109,7 @@ def _avro_primitive(ice: T.IcebergType, node: Any, where: str) -> Callable[[Any]
 def avro_converter(node: Any, ice: T.IcebergType, where: str) -> Callable[[Any], Any]:
     """A function from a value fastavro decodes (logical types stripped) for the writer schema ``node`` to
     the Python value Arrow takes for Iceberg type ``ice``; fields matched by Avro ``field-id``."""
-    node = _non_null(node)
+    node = non_null(node)
     if isinstance(ice, T.StructType):
         if not isinstance(node, dict) or node.get("type") != "record":
             raise ValidationError(f"{where}: expected an Avro record for {ice}, found {node}")
@@ -142,7 +136,7 @@ def avro_converter(node: Any, ice: T.IcebergType, where: str) -> Callable[[Any],
             key, value = (lambda k: k), avro_converter(node["values"], ice.value_type, f"{where}.value")
             return lambda m: None if m is None else [(key(k), None if v is None else value(v)) for k, v in m.items()]
         # a map with non-string keys: an array of key/value records
-        kv = _non_null(node["items"])
+        kv = non_null(node["items"])
         fields = {f.get("field-id"): f for f in kv["fields"]}
         kf, vf = fields.get(ice.key_id, kv["fields"][0]), fields.get(ice.value_id, kv["fields"][1])
         key = avro_converter(kf["type"], ice.key_type, f"{where}.key")

@@ -1,0 +1,314 @@
+"""``make bench``: sparkberg against Iceberg Java 1.10.2 on the same tables, in the same Spark 3.5 session.
+
+    .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10000,100000] [--rows 10000000] [--repeats 3]
+        [--only planning,reads,append,commit,memory] [--json bench.json]
+
+- planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
+  delete file per 100 data files), written directly as metadata; full scan and a selective filter that prunes
+  by manifest, partition and metrics. sparkberg distributed and local (its small-table path) vs Java
+  ``planFiles()``; manifests are re-read each time (no cache: sparkberg keeps none).
+- reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
+  about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines; the merge-on-read overhead is
+  each read over the delete-free read.
+- append: ROWS rows partitioned by day and bucket[16].
+- commit: latency of a one-file, one-row append.
+- memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
+  a fresh process.
+
+Prints a table of medians and ratios (sparkberg / Java) and writes them to a JSON file. A benchmark, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.environ.get("SPARKBERG_SHARED") or os.path.join(HERE, "..", "..", "..", "shared")
+sys.path.insert(0, os.path.join(SHARED, "interop"))
+
+
+def session(wh: str):
+    from reference import iceberg_java_session
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = iceberg_java_session(wh, extra={"spark.driver.memory": "8g", "spark.sql.shuffle.partitions": "4",
+                                            "spark.sql.parquet.fieldId.read.enabled": "true"})
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def timed(fn, repeats: int) -> tuple[float, object]:
+    runs, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs), out
+
+
+# --- synthetic tables -------------------------------------------------------------------------------------
+def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: int = 1000):
+    """A v2 table of ``files`` data files and files/100 position delete files, written as metadata only."""
+    import sparkberg
+    from sparkberg.avro.manifest import (
+        ADDED, MANIFEST_DELETES, DataFile, ManifestEntry, manifest_file_for, write_manifest, write_manifest_list,
+    )
+    from sparkberg.spec import updates as U
+    from sparkberg.spec.snapshots import Snapshot
+    cat = sparkberg.catalog(spark, wh)
+    t = cat.create_table(f"b.{name}", "id bigint, ts timestamp, v string", partition_by=["day(ts)", "bucket(16, id)"])
+    m = t.metadata
+    spec, schema = m.default_spec, m.current_schema
+    sid, manifests = 1, []
+
+    def part(i):
+        return {1000: 19700 + i // 1600, 1001: i % 16}
+
+    for start in range(0, files, per_manifest):
+        entries, deletes = [], []
+        for i in range(start, min(files, start + per_manifest)):
+            path = f"{t.location}/data/f{i}.parquet"
+            entries.append(ManifestEntry(ADDED, DataFile(
+                file_path=path, file_format="parquet", partition=part(i), record_count=1000,
+                file_size_in_bytes=100_000, value_counts={1: 1000, 2: 1000}, null_value_counts={1: 0, 2: 0},
+                lower_bounds={1: struct.pack("<q", i * 1000)}, upper_bounds={1: struct.pack("<q", i * 1000 + 999)}),
+                sid))
+            if i % 100 == 0:
+                deletes.append(ManifestEntry(ADDED, DataFile(
+                    content=1, file_path=f"{t.location}/data/d{i}.parquet", file_format="parquet",
+                    partition=part(i), record_count=10, file_size_in_bytes=2_000, referenced_data_file=path,
+                    lower_bounds={2147483546: path.encode()}, upper_bounds={2147483546: path.encode()}), sid))
+        for content, es in ((0, entries), (MANIFEST_DELETES, deletes)):
+            if not es:
+                continue
+            data = write_manifest(es, format_version=2, spec=spec, schema=schema, content=content)
+            path = f"{t.location}/metadata/m{start}-{content}.avro"
+            t.io.create(path, data)
+            manifests.append(manifest_file_for(es, path=path, length=len(data), spec=spec, schema=schema,
+                                               added_snapshot_id=sid, content=content, sequence_number=1))
+    lst = f"{t.location}/metadata/snap-1.avro"
+    t.io.create(lst, write_manifest_list(manifests, format_version=2, snapshot_id=sid, parent_snapshot_id=None,
+                                         sequence_number=1))
+    snap = Snapshot(sid, int(time.time() * 1000), None, 1, lst, None, {"operation": "append"}, 0)
+    t.commit_updates([U.AddSnapshot(snap), U.SetSnapshotRef("main", sid)])
+    return t
+
+
+def selective_filter(files: int) -> tuple[int, int]:
+    """ids of 16 files in the middle of one day: prunes by manifest, by partition (day) and by metrics (id)."""
+    lo = (files // 2 // 1600) * 1600 * 1000 + 800 * 1000
+    return lo, lo + 16_000
+
+
+# --- the benchmarks ---------------------------------------------------------------------------------------
+def bench_planning(spark, wh, sizes, repeats, results):
+    jvm = spark._jvm
+    size = jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size
+    expr = jvm.org.apache.iceberg.expressions.Expressions
+    for n in sizes:
+        t0 = time.perf_counter()
+        t = build_planning_table(spark, wh, f"plan{n}", n)
+        print(f"built a {n}-file table in {time.perf_counter() - t0:.1f} s", flush=True)
+        jt = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"ref.b.plan{n}")
+        lo, hi = selective_filter(n)
+
+        def java(selective):
+            jt.refresh()
+            scan = jt.newScan()
+            if selective:
+                scan = scan.filter(getattr(expr, "and")(expr.greaterThanOrEqual("id", lo), expr.lessThan("id", hi)))
+            return size(scan.planFiles())
+
+        text = f"id >= {lo} AND id < {hi}"
+        for kind, sel in (("full", False), ("selective", True)):
+            java_s, java_n = timed(lambda: java(sel), repeats)
+            for mode in ("distributed", "local"):
+                ours_s, ours_n = timed(lambda: t.plan_files(filter=text if sel else None, planning=mode).count(),
+                                       repeats)
+                results.append({"benchmark": f"planning {n} files, {kind}", "variant": mode,
+                                "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
+                                "files": ours_n, "java_files": java_n})
+                print(results[-1], flush=True)
+
+
+def bench_reads(spark, wh, rows, repeats, results):
+    import sparkberg
+    cat = sparkberg.catalog(spark, wh)
+    src = spark.sql(f"""SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % 30 AS int)) AS ts,
+                        concat('v', id) AS v, CAST(id % 1000 AS double) AS x FROM range(0, {rows})""")
+    tables = {}
+    for name, version, how in (("none", 2, None), ("pos", 2, "pos"), ("dv", 3, "pos"), ("eq", 2, "eq")):
+        t = cat.create_table(f"b.read_{name}", "id bigint, ts timestamp, v string, x double",
+                             partition_by=["day(ts)", "bucket(16, id)"],
+                             properties={"format-version": str(version), "write.delete.mode": "merge-on-read"})
+        t.append(src)
+        if how == "pos":
+            t.delete("id % 20 = 7")
+        elif how == "eq":
+            keys = spark.sql(f"SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % 30 AS int)) "
+                             f"AS ts FROM range(0, {rows}) WHERE id % 20 = 7")
+            t.delete_by_keys(keys, ["id"])
+        tables[name] = t
+    base: dict[str, float] = {}
+    for name, t in tables.items():  # "none" first: the delete-free read is the base of the overheads
+        ours_s, ours = timed(lambda: t.to_df().agg({"x": "sum", "*": "count"}).collect()[0], repeats)
+        java_s, theirs = timed(lambda: spark.sql(f"SELECT count(*), sum(x) FROM ref.b.read_{name}").collect()[0],
+                               repeats)
+        assert sorted(ours.asDict().values()) == sorted(theirs.asDict().values()), (name, ours, theirs)
+        if name == "none":
+            base = {"ours": ours_s, "java": java_s}
+        results.append({"benchmark": f"read {rows} rows", "variant": {"none": "no deletes", "pos": "position deletes",
+                                                                       "dv": "deletion vectors",
+                                                                       "eq": "equality deletes"}[name],
+                        "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
+                        "mor_overhead": ours_s / base["ours"], "java_mor_overhead": java_s / base["java"]})
+        print(results[-1], flush=True)
+
+
+def bench_append(spark, wh, rows, repeats, results):
+    import sparkberg
+    cat = sparkberg.catalog(spark, wh)
+    src = spark.sql(f"""SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % 30 AS int)) AS ts,
+                        concat('v', id) AS v, CAST(id % 1000 AS double) AS x FROM range(0, {rows})""").cache()
+    src.count()
+    ours, java = [], []
+    for i in range(repeats):
+        t = cat.create_table(f"b.app{i}", "id bigint, ts timestamp, v string, x double",
+                             partition_by=["day(ts)", "bucket(16, id)"])
+        t0 = time.perf_counter()
+        t.append(src)
+        ours.append(time.perf_counter() - t0)
+        spark.sql(f"CREATE TABLE ref.b.japp{i} (id bigint, ts timestamp, v string, x double) USING iceberg "
+                  "PARTITIONED BY (days(ts), bucket(16, id))")
+        t0 = time.perf_counter()
+        src.writeTo(f"ref.b.japp{i}").append()
+        java.append(time.perf_counter() - t0)
+    src.unpersist()
+    o, j = statistics.median(ours), statistics.median(java)
+    results.append({"benchmark": f"append {rows} rows (day x bucket[16])", "variant": "",
+                    "sparkberg_s": o, "java_s": j, "ratio": o / j})
+    print(results[-1], flush=True)
+
+
+def bench_commit(spark, wh, repeats, results):
+    import sparkberg
+    cat = sparkberg.catalog(spark, wh)
+    t = cat.create_table("b.commit", "id bigint, v string")
+    spark.sql("CREATE TABLE ref.b.jcommit (id bigint, v string) USING iceberg")
+    one = spark.createDataFrame([(1, "x")], "id bigint, v string")
+    t.append(one)
+    one.writeTo("ref.b.jcommit").append()
+    n = max(repeats, 10)
+    o, _ = timed(lambda: t.append(one), n)
+    j, _ = timed(lambda: one.writeTo("ref.b.jcommit").append(), n)
+    results.append({"benchmark": "commit latency, one-file append", "variant": f"median of {n}",
+                    "sparkberg_s": o, "java_s": j, "ratio": o / j})
+    print(results[-1], flush=True)
+
+
+def _peak_rss_mb() -> float:
+    """Peak RSS (VmHWM) of this process and its children (the JVM), in MiB."""
+    def hwm(pid):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            return 0.0
+        return 0.0
+    pids = [os.getpid()]
+    try:
+        pids += [int(p) for p in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()]
+    except OSError:
+        pass
+    return sum(hwm(p) for p in pids)
+
+
+def memory_child(engine: str, files: int) -> None:
+    """In a fresh process: build (sparkberg) or load the table, plan it once, print the peak RSS."""
+    wh = os.environ["BENCH_MEMORY_WH"]
+    spark = session(wh)
+    if engine == "sparkberg":
+        import sparkberg
+        t = sparkberg.catalog(spark, wh).load_table(f"b.plan{files}")
+        n = t.plan_files(planning="distributed").count()
+    else:
+        jt = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"ref.b.plan{files}")
+        n = spark._jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size(jt.newScan().planFiles())
+    print(json.dumps({"engine": engine, "files": n, "peak_rss_mb": _peak_rss_mb()}))
+
+
+def bench_memory(wh, files, results):
+    out = {}
+    for engine in ("sparkberg", "java"):
+        p = subprocess.run([sys.executable, __file__, "--memory-child", engine, "--sizes", str(files)],
+                           capture_output=True, text=True, env={**os.environ, "BENCH_MEMORY_WH": wh}, timeout=1800)
+        line = [x for x in p.stdout.splitlines() if x.startswith("{")]
+        if not line:
+            raise RuntimeError(p.stderr[-2000:])
+        out[engine] = json.loads(line[-1])["peak_rss_mb"]
+    results.append({"benchmark": f"peak driver RSS planning {files} files (MiB)", "variant": "python + JVM",
+                    "sparkberg_s": out["sparkberg"], "java_s": out["java"], "ratio": out["sparkberg"] / out["java"]})
+    print(results[-1], flush=True)
+
+
+def table(results) -> str:
+    lines = [f"{'benchmark':45s} {'variant':18s} {'sparkberg':>10s} {'java':>10s} {'ratio':>6s}  notes"]
+    for r in results:
+        notes = ""
+        if "mor_overhead" in r:
+            notes = f"MoR overhead x{r['mor_overhead']:.2f} (java x{r['java_mor_overhead']:.2f})"
+        if "files" in r:
+            notes = f"files {r['files']} (java {r['java_files']})"
+        lines.append(f"{r['benchmark']:45s} {r['variant']:18s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
+                     f"{r['ratio']:6.2f}  {notes}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "10000,100000"))
+    p.add_argument("--rows", type=int, default=int(os.environ.get("BENCH_ROWS", 10_000_000)))
+    p.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", 3)))
+    p.add_argument("--only", default="planning,reads,append,commit,memory")
+    p.add_argument("--json", default="bench.json")
+    p.add_argument("--memory-child", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.memory_child:
+        memory_child(args.memory_child, sizes[-1])
+        return 0
+    only = set(args.only.split(","))
+    wh = tempfile.mkdtemp(prefix="sparkberg-bench-")
+    spark = session(wh)
+    results: list[dict] = []
+    started = time.time()
+    if "planning" in only or "memory" in only:
+        bench_planning(spark, wh, sizes, args.repeats, results) if "planning" in only else \
+            build_planning_table(spark, wh, f"plan{sizes[-1]}", sizes[-1])
+    if "reads" in only:
+        bench_reads(spark, wh, args.rows, args.repeats, results)
+    if "append" in only:
+        bench_append(spark, wh, args.rows, args.repeats, results)
+    if "commit" in only:
+        bench_commit(spark, wh, args.repeats, results)
+    spark.stop()
+    if "memory" in only:
+        bench_memory(wh, sizes[-1], results)
+    print("\n" + table(results))
+    with open(args.json, "w") as f:
+        json.dump({"started": started, "seconds": time.time() - started, "sizes": sizes, "rows": args.rows,
+                   "repeats": args.repeats, "results": results}, f, indent=2)
+    print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
