@@ -28,7 +28,7 @@ from sparkberg.spec.partitioning import PartitionField, PartitionSpec, SortField
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.transforms import parse_transform_call
 from sparkberg.spec.types import Schema
-from sparkberg.spark.session import session_time_zone
+from sparkberg.spark.session import job_description, session_time_zone
 
 COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
 COMMIT_MIN_WAIT_MS = ("commit.retry.min-wait-ms", 100)
@@ -188,7 +188,7 @@ class Table:
 
         from sparkberg.planning.scan import partition_column, plan
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
-        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning)
+        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning, self.name)
         try:
             return p.tasks.withColumn("partition", partition_column(p.layout, F.col("partition")))
         except Exception:  # noqa: BLE001 - Spark 3.5 cannot encode the empty struct of an unpartitioned table
@@ -209,7 +209,7 @@ class Table:
         from sparkberg.read.reader import read_tasks
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
         with job_description(self.spark, f"DATA-PLANNING {self.name}"):
-            p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning)
+            p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning, self.name)
             tasks = p.rows()
         return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
 
@@ -436,41 +436,6 @@ class Table:
         return self.commit_updates(
             [U.AddPartitionSpec(PartitionSpec(0, fields)), U.SetDefaultSpec(U.LAST_ADDED)],
             [U.AssertDefaultSpecId(base.default_spec_id)])
-
-
-class job_description:
-    """Label the Spark jobs run inside the block: the job description on a classic session (shown in the Spark
-    UI), a job tag over Spark Connect (``spark.addTag``; shown with the jobs, usable to interrupt them)."""
-
-    def __init__(self, spark: Any, label: str):
-        self.spark = spark
-        self.label = label
-        self.sc = None
-        self.tag = None
-
-    def __enter__(self):
-        try:
-            from pyspark.sql import SparkSession as Classic
-            if isinstance(self.spark, Classic):
-                self.sc = self.spark.sparkContext
-                self.previous = self.sc.getLocalProperty("spark.job.description")
-                self.sc.setJobDescription(self.label)
-            elif hasattr(self.spark, "addTag"):
-                self.tag = re.sub(r"[^A-Za-z0-9_.:=-]+", "_", self.label)  # tags take no commas
-                self.spark.addTag(self.tag)
-        except Exception:  # noqa: BLE001 - a session that refuses labels still runs the jobs
-            self.sc = self.tag = None
-        return self
-
-    def __exit__(self, *exc):
-        if self.sc is not None:
-            self.sc.setJobDescription(self.previous)
-        elif self.tag is not None:
-            try:
-                self.spark.removeTag(self.tag)
-            except Exception:  # noqa: BLE001
-                pass
-        return False
 
 
 def _partition_field(schema: Schema, expr: str, index: int) -> PartitionField:

@@ -215,3 +215,26 @@ def test_engines_read_after_sparkberg_compaction(java, java_warehouse, duck, ver
     assert rows(tuple(r[c] for c in cols) for r in pt.scan().to_arrow().to_pylist()) == ours
     duck.execute("SET TimeZone = 'UTC'")
     assert rows(duck.sql(f"SELECT {', '.join(cols)} FROM iceberg_scan('{t.metadata_location}')").fetchall()) == ours
+
+
+def test_engines_read_sparkberg_uuid_columns_and_buckets(java, java_warehouse, duck):
+    import uuid
+
+    from pyiceberg.table import StaticTable
+
+    from sparkberg.spec import types as T
+    cat = sparkberg.catalog(java, java_warehouse)
+    t = cat.create_table("sbw.uuids", T.Schema((T.NestedField(1, "id", T.LONG), T.NestedField(2, "u", T.UUID))),
+                         partition_by=["bucket(4, u)"])
+    values = [(i, str(uuid.UUID(int=(i * 0x9E3779B97F4A7C15) % (1 << 128)))) for i in range(12)] + [(99, None)]
+    t.append(java.createDataFrame(values, "id bigint, u string"))
+    assert sorted(tuple(r) for r in java.sql("SELECT id, u FROM ref.sbw.uuids").collect()) == sorted(values)
+    # Java's bucket of each uuid is the partition sparkberg wrote it to
+    java_parts = {r[0]: r[1] for r in java.sql("SELECT id, _partition.u_bucket FROM ref.sbw.uuids").collect()}
+    ours = {r[0]: r[1][0] for r in t.to_df(columns=["id", "_partition"]).collect()}
+    assert java_parts == ours
+    got = StaticTable.from_metadata(t.metadata_location).scan().to_arrow().to_pylist()
+    assert sorted((r["id"], None if r["u"] is None else str(uuid.UUID(bytes=r["u"]) if isinstance(r["u"], bytes)
+                                                              else r["u"])) for r in got) == sorted(values)
+    rows = duck.sql(f"SELECT id, u::VARCHAR FROM iceberg_scan('{t.metadata_location}')").fetchall()
+    assert sorted(rows, key=lambda r: r[0]) == sorted(values)

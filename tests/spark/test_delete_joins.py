@@ -42,3 +42,28 @@ def test_joins_equal_the_rules(spark, data, deletes):
     expected = {path: sorted(d["file_path"] for d in index.for_file(spec, tuple(part.items()), seq, path))
                 for path, spec, part, seq in data_rows}
     assert got == expected
+
+
+def test_distributed_planning_decodes_deletes_once_in_a_labelled_job(spark, warehouse, monkeypatch):
+    import contextlib
+
+    import sparkberg
+    import sparkberg.planning.scan as scan
+    labels = []
+
+    @contextlib.contextmanager
+    def record(session, label):
+        labels.append(label)
+        yield
+
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.lbl", "id bigint, p int", partition_by=["p"],
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 3 AS int) AS p FROM range(0, 30)"))
+    t.delete("id % 7 = 0")
+    monkeypatch.setattr(scan, "job_description", record)
+    distributed = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"])
+                   for r in t.plan_files(planning="distributed").collect()}
+    assert labels == ["DELETE-PLANNING db.lbl"]
+    local = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"]) for r in t.plan_files(planning="local").collect()}
+    assert distributed == local and any(distributed.values())

@@ -157,7 +157,6 @@ def commit_changes(table, c: Changes) -> Snapshot:
                                            added_snapshot_id=snapshot_id, content=mf.content, sequence_number=seq)
                          for mf, entries in new_manifests]
 
-
                 def write_merged(entries: list[ManifestEntry], spec_id: int, content: int) -> ManifestFile:
                     spec = base.spec(spec_id)
                     path = f"{mdir}/{uuid.uuid4()}-m-merged.avro"

@@ -130,7 +130,8 @@ class RowLevel:
         tz = session_time_zone(self.spark)
         self.weak = TRUE if filter is None else bind(translate_filter(filter, schema, tz), schema)
         strong = TRUE if filter is None else bind(translate_filter(filter, schema, tz, strengthen=True), schema)
-        self.plan = plan(self.spark, m, table.io, m.current_snapshot, self.weak) if m.current_snapshot else None
+        self.plan = plan(self.spark, m, table.io, m.current_snapshot, self.weak, label=table.name) \
+            if m.current_snapshot else None
         self.tasks = self.plan.rows() if self.plan else []
         strict = {s.spec_id: strict_projection(strong, s, schema) for s in m.partition_specs}
         self.whole = [t for t in self.tasks if evaluate(strict[t["spec_id"]], self.partition(t))]

@@ -29,6 +29,7 @@ from sparkberg.io.fileio import FileIO
 from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
 from sparkberg.planning.matching import DeleteIndex
+from sparkberg.spark.session import job_description
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
@@ -106,12 +107,14 @@ def prune_manifests(metadata: TableMetadata, manifests, filters: dict[int, Bound
 
 
 def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, bound: Bound = TRUE,
-         mode: str = "auto") -> ScanPlan:
+         mode: str = "auto", label: str = "") -> ScanPlan:
     """The scan tasks of a snapshot: one row per data file with the delete files that apply to it.
 
     ``mode`` "distributed" decodes manifests on the executors and matches deletes with joins; "local" does
     the same on the driver; "auto" goes local when the manifests to read are smaller than the table
     property ``sparkberg.planning.local-max-bytes`` (16 MiB by default), so small tables pay for no Spark job.
+    Distributed, the delete files are decoded once, in a job of their own (``DELETE-PLANNING <label>``), and
+    kept on the executors (a local checkpoint) for the joins that match them to data files.
     """
     layout = PartitionLayout(metadata)
     if snapshot is None:
@@ -140,6 +143,11 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
         tasks = data.withColumn("deletes", F.array().cast(_deletes_type()))
     else:
         deletes = entries_df(spark, delete_manifests, delete_decoder).filter(F.col("content") != 0)
+        try:
+            with job_description(spark, f"DELETE-PLANNING {label}".strip()):
+                deletes = deletes.localCheckpoint(eager=True)
+        except Exception:  # noqa: BLE001 - a session without checkpoints decodes them within the joins
+            pass
         tasks = attach_deletes(data, deletes, unpartitioned)
     tasks = tasks.orderBy("_manifest_ordinal", "_entry_ordinal").drop("_manifest_ordinal", "_entry_ordinal")
     return ScanPlan(spark, snapshot, layout, tasks=tasks.select(*PLAN_COLUMNS))

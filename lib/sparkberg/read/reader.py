@@ -152,8 +152,18 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
     (migrated tables) are read by the table's name mapping, or by position as Iceberg Java falls back."""
     import json
 
+    uuids = {f.name for f in schema.fields if f.field_type == T.UUID}
+
     def read(schema_: ST.StructType, files: list[str]) -> DataFrame:
-        return _parquet(spark, schema_, files)
+        if not uuids:
+            return _parquet(spark, schema_, files)
+        # uuid columns are 16-byte values in the file and strings in Spark (Iceberg's Spark type mapping)
+        fields = [ST.StructField(f.name, ST.BinaryType(), True, f.metadata) if f.name in uuids else f
+                  for f in schema_.fields]
+        df = _parquet(spark, ST.StructType(fields), files)
+        for name in uuids & set(schema_.fieldNames()):
+            df = df.withColumn(name, uuid_string(F.col(f"`{name}`")))
+        return df
 
     promoted = promoted_fields(metadata, schema)
     defaults = {f.field_id: f for f in schema.fields if f.initial_default is not None}
@@ -202,6 +212,13 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
         df = df.select(*[F.col(f"`{f.name}`") for f in spark_schema.fields], "_key", "_pos")
         out = df if out is None else out.unionByName(df)
     return out
+
+
+def uuid_string(col: Column) -> Column:
+    """16 UUID bytes as the canonical string (``f79c3e09-677c-4bbd-a479-3f349cb785e7``)."""
+    h = F.lower(F.hex(col))
+    parts = [F.substring(h, a, n) for a, n in ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))]
+    return F.when(col.isNotNull(), F.concat_ws("-", *parts))
 
 
 def _parquet(spark, schema: ST.StructType, files: Sequence[str]) -> DataFrame:

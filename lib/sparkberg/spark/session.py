@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import os
-from typing import Iterator
+import re
+from typing import Any, Iterator
 
 DEFAULTS_FILE = "spark-defaults.conf"
 
@@ -40,3 +41,38 @@ def session_time_zone(spark) -> str:
         return spark.conf.get("spark.sql.session.timeZone") or "UTC"
     except Exception:  # noqa: BLE001 - no session (metadata-only use)
         return "UTC"
+
+
+class job_description:
+    """Label the Spark jobs run inside the block: the job description on a classic session (shown in the Spark
+    UI), a job tag over Spark Connect (``spark.addTag``; shown with the jobs, usable to interrupt them)."""
+
+    def __init__(self, spark: Any, label: str):
+        self.spark = spark
+        self.label = label
+        self.sc = None
+        self.tag = None
+
+    def __enter__(self):
+        try:
+            from pyspark.sql import SparkSession as Classic
+            if isinstance(self.spark, Classic):
+                self.sc = self.spark.sparkContext
+                self.previous = self.sc.getLocalProperty("spark.job.description")
+                self.sc.setJobDescription(self.label)
+            elif hasattr(self.spark, "addTag"):
+                self.tag = re.sub(r"[^A-Za-z0-9_.:=-]+", "_", self.label)  # tags take no commas
+                self.spark.addTag(self.tag)
+        except Exception:  # noqa: BLE001 - a session that refuses labels still runs the jobs
+            self.sc = self.tag = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.sc is not None:
+            self.sc.setJobDescription(self.previous)
+        elif self.tag is not None:
+            try:
+                self.spark.removeTag(self.tag)
+            except Exception:  # noqa: BLE001
+                pass
+        return False

@@ -76,6 +76,23 @@ def _default_literal(f: T.NestedField) -> Any:
     return to_python(f.field_type, f.write_default)
 
 
+class executor_errors:
+    """Re-raise a ``ValidationError`` raised on an executor (bad data found while writing) as itself on the
+    driver, instead of Spark's wrapper around the worker's traceback."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        import re
+        if exc is None or isinstance(exc, ValidationError):
+            return False
+        m = re.search(r"sparkberg\.errors\.ValidationError: ([^\n]+)", str(exc))
+        if m:
+            raise ValidationError(m.group(1).strip()) from None
+        return False
+
+
 def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
                 properties: dict[str, str] | None = None) -> list[DataFile]:
     """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
@@ -88,7 +105,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     if any(not f.transform.is_known for f in spec.fields):
         raise ValidationError("cannot write with a partition spec that has an unknown transform")
     for f in schema.index_by_id().values():
-        if f.field_type == T.UUID or isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
+        if isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
             raise ValidationError(f"writing column {f.name!r} of type {f.field_type} is not supported yet")
     aligned = align(df, schema)
     write_id = uuid.uuid4().hex[:16]
@@ -105,9 +122,11 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
             spark.createDataFrame([], ", ".join(ddl_parts)).schema.fields))
         with_parts = aligned.mapInArrow(PartitionColumns(schema, spec), out_schema)
         clustered = with_parts.repartition(*[F.col(c) for c in part_cols]).sortWithinPartitions(*part_cols)
-        rows = clustered.mapInArrow(writer, RESULT_DDL).collect()
+        with executor_errors():
+            rows = clustered.mapInArrow(writer, RESULT_DDL).collect()
     else:
-        rows = aligned.mapInArrow(writer, RESULT_DDL).collect()
+        with executor_errors():
+            rows = aligned.mapInArrow(writer, RESULT_DDL).collect()
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]
 
 

@@ -32,8 +32,29 @@ PARTITION_PREFIX = "_sbp_"
 RESULT_DDL = "data_file string"
 
 
+def uuid_arrow_type() -> pa.DataType:
+    """Parquet's UUID: 16 bytes, big-endian, annotated UUID where pyarrow has the extension type."""
+    return pa.uuid() if hasattr(pa, "uuid") else pa.binary(16)
+
+
+def uuids_from_strings(arr: pa.Array, name: str) -> pa.Array:
+    """Spark's UUID strings (Iceberg's Spark type for uuid) as the 16-byte values Parquet stores."""
+    import uuid as _uuid
+    out = []
+    for v in arr.to_pylist():
+        try:
+            out.append(None if v is None else _uuid.UUID(v).bytes)
+        except (ValueError, AttributeError, TypeError):
+            raise ValidationError(f"column {name!r}: {v!r} is not a UUID") from None
+    storage = pa.array(out, pa.binary(16))
+    target = uuid_arrow_type()
+    return storage if target == storage.type else pa.ExtensionArray.from_storage(target, storage)
+
+
 def arrow_type(t: T.IcebergType, name: str = "") -> pa.DataType:
     """The Arrow type a Parquet file stores Iceberg type ``t`` in (nested fields carry field ids)."""
+    if t == T.UUID:
+        return uuid_arrow_type()
     simple = {T.BOOLEAN: pa.bool_(), T.INT: pa.int32(), T.LONG: pa.int64(), T.FLOAT: pa.float32(),
               T.DOUBLE: pa.float64(), T.DATE: pa.date32(), T.TIME: pa.time64("us"), T.TIMESTAMP: pa.timestamp("us"),
               T.TIMESTAMPTZ: pa.timestamp("us", "UTC"), T.TIMESTAMP_NS: pa.timestamp("ns"),
@@ -124,6 +145,8 @@ class _ColumnStats:
             if t in (T.FLOAT, T.DOUBLE) and self.mode[0] == "counts":
                 self.nans += int(pc.sum(pc.is_nan(arr)).as_py() or 0)
             return
+        if t == T.UUID:  # counts only: engines order UUIDs differently (signed vs unsigned), so no bounds
+            return
         if t in (T.FLOAT, T.DOUBLE):
             nan = pc.is_nan(arr)
             self.nans += int(pc.sum(nan).as_py() or 0)
@@ -185,6 +208,9 @@ class PartitionColumns:
             names = list(batch.schema.names)
             for i, (name, t, tr) in enumerate(self.sources):
                 src = _column(batch, name)
+                if t == T.UUID:  # a malformed UUID string is bad data, named as such
+                    src = uuids_from_strings(src, name).storage if not pa.types.is_fixed_size_binary(
+                        src.type) and not isinstance(src.type, pa.ExtensionType) else src
                 cols.append(apply_transform(tr, t, src))
                 names.append(f"{PARTITION_PREFIX}{i}")
             yield pa.RecordBatch.from_arrays(cols, names=names)
@@ -263,6 +289,8 @@ class FileWriter:
 def _cast(arr: pa.Array, target: pa.DataType, name: str) -> pa.Array:
     if arr.type.equals(target):
         return arr
+    if target == uuid_arrow_type() and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return uuids_from_strings(arr, name)
     try:
         if pa.types.is_timestamp(target) and pa.types.is_timestamp(arr.type):
             return arr.cast(target)
