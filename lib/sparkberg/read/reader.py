@@ -222,9 +222,34 @@ def uuid_string(col: Column) -> Column:
 
 
 def _parquet(spark, schema: ST.StructType, files: Sequence[str]) -> DataFrame:
-    return (spark.read.schema(schema).parquet(*files)
-            .select("*", spark_path_key(F.col("_metadata.file_path")).alias("_key"),
-                    F.col("_metadata.row_index").alias("_pos")))
+    df = spark.read.schema(schema).parquet(*files)
+    keys = _raw_path_keys(spark, df)
+    if keys is None:  # no file listing to map from: normalize every row's path (slower)
+        return df.select("*", spark_path_key(F.col("_metadata.file_path")).alias("_key"),
+                         F.col("_metadata.row_index").alias("_pos"))
+    return (df.select("*", F.col("_metadata.file_path").alias("_raw_path"), F.col("_metadata.row_index").alias("_pos"))
+            .join(F.broadcast(keys), "_raw_path").drop("_raw_path"))
+
+
+def _raw_path_keys(spark, df: DataFrame) -> DataFrame | None:
+    """(the path as ``_metadata.file_path`` reports it, :func:`path_key` of it) for every file ``df`` reads,
+    from Spark's own file listing, so rows are matched to their task by a hash join on the raw path instead
+    of decoding every row's path. Spark reports local files as ``file:/x`` and lists them as ``file:///x``
+    (both percent-encoded); both spellings map to the key."""
+    from urllib.parse import unquote
+    try:
+        listed = df.inputFiles()
+    except Exception:  # noqa: BLE001 - a session that cannot list
+        return None
+    pairs = set()
+    for raw in listed:
+        key = path_key(unquote(raw))
+        pairs.add((raw, key))
+        if raw.startswith("file:///"):
+            pairs.add(("file:/" + raw[len("file:///"):], key))
+        elif raw.startswith("file:/") and not raw.startswith("file://"):
+            pairs.add(("file:///" + raw[len("file:/"):], key))
+    return spark.createDataFrame(sorted(pairs), "_raw_path string, _key string")
 
 
 def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str,
