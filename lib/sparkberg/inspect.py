@@ -154,7 +154,7 @@ class MetadataTables:
             return self.spark.createDataFrame([], decoder.ddl)
         return entries_df(self.spark, manifests, decoder)
 
-    def _data_file(self, df: DataFrame) -> list:
+    def _data_file(self) -> list:
         cols = []
         for c in DATA_FILE_COLUMNS:
             if c == "partition":  # unpartitioned tables have no partition column (as in Iceberg Java)
@@ -169,12 +169,12 @@ class MetadataTables:
     def _entries_table(self, manifests) -> DataFrame:
         df = self._raw_entries(manifests)
         return df.select("status", "snapshot_id", "sequence_number", "file_sequence_number",
-                         F.struct(*self._data_file(df)).alias("data_file"), "readable_metrics")
+                         F.struct(*self._data_file()).alias("data_file"), "readable_metrics")
 
     def _files_table(self, manifests, content: Sequence[int]) -> DataFrame:
         df = self._raw_entries(manifests)
         df = df.filter((F.col("status") != 2) & F.col("content").isin(list(content)))
-        return df.select(*self._data_file(df), "readable_metrics")
+        return df.select(*self._data_file(), "readable_metrics")
 
     def _entries(self, snap):
         return self._entries_table(self._manifests_of(snap))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
 
@@ -212,4 +211,4 @@ class RestCatalog:
         return {"metadata-location": new_loc, "metadata": meta.to_json()}
 
 
-__all__ = ["RestCatalog", "parse_update", "uuid"]
+__all__ = ["RestCatalog", "parse_update"]

@@ -1,5 +1,4 @@
 """ORC and Avro files read by field id (no Spark): renamed, widened, nested, missing-with-default columns."""
-import io
 import uuid
 from decimal import Decimal
 

@@ -94,7 +94,7 @@ def _strip_logical(schema: Any) -> Any:
     return schema
 
 
-def _avro_primitive(ice: T.IcebergType, node: Any, where: str) -> Callable[[Any], Any]:
+def _avro_primitive(ice: T.IcebergType) -> Callable[[Any], Any]:
     if isinstance(ice, T.DecimalType):
         scale = ice.scale
         return lambda b: Decimal(int.from_bytes(b, "big", signed=True)).scaleb(-scale) \
@@ -143,7 +143,7 @@ def avro_converter(node: Any, ice: T.IcebergType, where: str) -> Callable[[Any],
         value = avro_converter(vf["type"], ice.value_type, f"{where}.value")
         kn, vn = kf["name"], vf["name"]
         return lambda xs: None if xs is None else [(key(x[kn]), None if x[vn] is None else value(x[vn])) for x in xs]
-    return _avro_primitive(ice, node, where)
+    return _avro_primitive(ice)
 
 
 class ArrowFileReader:
