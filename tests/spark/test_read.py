@@ -204,3 +204,39 @@ def test_paths_with_spaces_percent_plus_and_accents(spark, tmp_path, version):
     assert sorted(r[0] for r in t.to_df(columns=["id"]).collect()) == [0, 1, 2, 5, 6, 7, 8, 9]
     files = {r["file_path"] for r in t.plan_files().collect()}
     assert {r["_file"] for r in t.to_df(columns=["_file"]).collect()} == files
+
+
+def test_initial_defaults_fill_columns_and_nested_fields_older_files_lack(spark, warehouse):
+    """v3 ``initial-default`` (spec "Default values"): a column or nested field added with one reads as that value
+    in files written before it existed; files written after keep what they hold, nulls included."""
+    from sparkberg.spec import types as T
+    from sparkberg.spec import updates as U
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.defaults", "id bigint, s struct<a: int>, l array<struct<x: int>>, "
+                         "m map<string, struct<v: int>>", properties={"format-version": "3"})
+    t.append(spark.sql("SELECT 1 AS id, named_struct('a', 10) AS s, array(named_struct('x', 1)) AS l, "
+                       "map('k', named_struct('v', 3)) AS m UNION ALL "
+                       "SELECT 2, CAST(NULL AS struct<a: int>), CAST(NULL AS array<struct<x: int>>), NULL"))
+    schema, next_id = t.metadata.current_schema, t.metadata.last_column_id + 1
+
+    def grow(f, more):
+        return T.NestedField(f.field_id, f.name, T.StructType(list(f.field_type.fields) + [more]), f.required)
+    s, l_, m = (schema.find_field(n) for n in ("s", "l", "m"))
+    new_l = T.NestedField(l_.field_id, "l", T.ListType(
+        l_.field_type.element_id, T.StructType(list(l_.field_type.element_type.fields) + [
+            T.NestedField(next_id + 1, "y", T.INT, initial_default=5)]), l_.field_type.element_required))
+    new_m = T.NestedField(m.field_id, "m", T.MapType(
+        m.field_type.key_id, T.STRING, m.field_type.value_id, T.StructType(list(m.field_type.value_type.fields) + [
+            T.NestedField(next_id + 2, "w", T.STRING, initial_default="dflt")]), m.field_type.value_required))
+    new = T.Schema([schema.find_field("id"), grow(s, T.NestedField(next_id, "b", T.LONG, initial_default=7)), new_l,
+                    new_m, T.NestedField(next_id + 3, "c", T.DATE, initial_default=19000)], 1)
+    t = t.commit_updates([U.AddSchema(new, next_id + 3), U.SetCurrentSchema(U.LAST_ADDED)])
+    t.append(spark.sql("SELECT 3 AS id, named_struct('a', 30, 'b', CAST(NULL AS bigint)) AS s, "
+                       "array(named_struct('x', 4, 'y', 40)) AS l, map('q', named_struct('v', 6, 'w', 'mine')) AS m, "
+                       "CAST(NULL AS date) AS c"))
+    rows = {r["id"]: r.asDict(recursive=True) for r in t.to_df().collect()}
+    assert rows[1] == {"id": 1, "s": {"a": 10, "b": 7}, "l": [{"x": 1, "y": 5}], "m": {"k": {"v": 3, "w": "dflt"}},
+                       "c": dt.date(2022, 1, 8)}
+    assert rows[2] == {"id": 2, "s": None, "l": None, "m": None, "c": dt.date(2022, 1, 8)}  # null parents stay null
+    assert rows[3] == {"id": 3, "s": {"a": 30, "b": None}, "l": [{"x": 4, "y": 40}], "m": {"q": {"v": 6, "w": "mine"}},
+                       "c": None}

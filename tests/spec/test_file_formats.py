@@ -70,9 +70,20 @@ def test_orc_struct_fields_are_matched_by_id_at_depth():
                        pa.field("a", pa.int32(), metadata=_orc_meta(11))])
     arr = pa.array([{"old_b": "x", "a": 1}, None], inner)
     ice = T.StructType((T.NestedField(11, "a", T.LONG), T.NestedField(12, "b", T.STRING),
+                        T.NestedField(13, "c", T.STRING), T.NestedField(14, "d", T.INT, initial_default=9)))
+    target = pa.struct([("a", pa.int64()), ("b", pa.string()), ("c", pa.string()), ("d", pa.int32())])
+    # a nested field the file lacks takes its initial-default; a null struct stays null
+    assert conform_orc(arr, ice, target, "s").to_pylist() == [{"a": 1, "b": "x", "c": None, "d": 9}, None]
+
+
+def test_avro_nested_fields_the_file_lacks_take_their_initial_default():
+    from sparkberg.read.formats import avro_converter
+    node = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int", "field-id": 11}]}
+    ice = T.StructType((T.NestedField(11, "a", T.INT), T.NestedField(12, "b", T.STRING, initial_default="dflt"),
                         T.NestedField(13, "c", T.STRING)))
-    target = pa.struct([("a", pa.int64()), ("b", pa.string()), ("c", pa.string())])
-    assert conform_orc(arr, ice, target, "s").to_pylist() == [{"a": 1, "b": "x", "c": None}, None]
+    convert = avro_converter(node, ice, "s")
+    assert convert({"a": 1}) == {"a": 1, "b": "dflt", "c": None}
+    assert convert(None) is None
 
 
 def test_orc_file_with_iceberg_ids_reads_renamed_and_missing_columns(tmp_path):

@@ -6,7 +6,7 @@ here with pyarrow (ORC: Iceberg's ``iceberg.id`` type attributes arrive as field
 fastavro (Avro: ``field-id``, ``element-id``, ``key-id``, ``value-id`` in the schema), each column
 found by its field id, at any depth. Files without ids fall back to the table's name mapping, then
 to the current names, as Iceberg Java does. Narrower stored types are widened (int->long,
-float->double, decimal precision) and top-level columns a file lacks take their v3 ``initial-default``.
+float->double, decimal precision) and columns or nested fields a file lacks take their v3 ``initial-default``.
 
 Each output batch carries ``_key`` (the file's path as a join key) and ``_pos`` (the row's position
 in the file), the two columns Spark's ``_metadata`` gives the Parquet path.
@@ -41,6 +41,8 @@ def _default_value(f: T.NestedField) -> Any:
     v = f.initial_default
     if v is None:
         return None
+    if isinstance(f.field_type, T.StructType):  # a struct's default is {}: its fields take their own defaults
+        return {c.name: _default_value(c) for c in f.field_type.fields}
     if f.field_type in (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS):
         return v // 1000
     if f.field_type == T.UUID:
@@ -72,8 +74,11 @@ def conform_orc(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where:
         out = []
         for f, tf in zip(ice.fields, target):
             a = children.get(f.field_id)
-            out.append(pa.nulls(len(array), tf.type) if a is None else
-                       conform_orc(a, f.field_type, tf.type, f"{where}.{f.name}"))
+            if a is None:  # a field the file lacks: its initial-default (v3), else null
+                d = _default_value(f)
+                out.append(pa.nulls(len(array), tf.type) if d is None else pa.array([d] * len(array), tf.type))
+            else:
+                out.append(conform_orc(a, f.field_type, tf.type, f"{where}.{f.name}"))
         return pa.StructArray.from_arrays(out, fields=list(target), mask=array.is_null())
     if isinstance(ice, T.ListType):
         values = conform_orc(array.values, ice.element_type, target.value_type, f"{where}.element")
@@ -118,15 +123,16 @@ def avro_converter(node: Any, ice: T.IcebergType, where: str) -> Callable[[Any],
         parts = []
         for f in ice.fields:
             af = by_id.get(f.field_id) if by_id else by_name.get(f.name)
-            if af is None:
-                parts.append((f.name, None, None))
+            if af is None:  # a field the file lacks: its initial-default (v3), else null
+                parts.append((f.name, None, _default_value(f)))
             else:
                 parts.append((f.name, af["name"], avro_converter(af["type"], f.field_type, f"{where}.{f.name}")))
 
         def record(r: dict) -> dict | None:
             if r is None:
                 return None
-            return {name: (None if src is None or r.get(src) is None else conv(r[src])) for name, src, conv in parts}
+            return {name: (conv if src is None else None if r.get(src) is None else conv(r[src]))
+                    for name, src, conv in parts}
         return record
     if isinstance(ice, T.ListType):
         element = avro_converter(node["items"], ice.element_type, f"{where}.element")

@@ -93,10 +93,23 @@ class FooterSignatures:
     def signature(self, arrow_schema: pa.Schema) -> str:
         import json
         ids = {}
-        for field in arrow_schema:
+
+        def visit(field: pa.Field) -> None:  # every depth: nested fields may have defaults too
             fid = (field.metadata or {}).get(b"PARQUET:field_id")
             if fid is not None and int(fid) in self.field_ids:
                 ids[int(fid)] = str(field.type)
+            t = field.type
+            if pa.types.is_struct(t):
+                for i in range(t.num_fields):
+                    visit(t.field(i))
+            elif pa.types.is_list(t) or pa.types.is_large_list(t):
+                visit(t.value_field)
+            elif pa.types.is_map(t):
+                visit(t.key_field)
+                visit(t.item_field)
+
+        for field in arrow_schema:
+            visit(field)
         has_ids = any((f.metadata or {}).get(b"PARQUET:field_id") is not None for f in arrow_schema)
         return json.dumps({"ids": has_ids, "present": sorted(ids.items()),
                            "names": [] if has_ids else [f.name for f in arrow_schema]})
@@ -167,11 +180,16 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
 
     promoted = promoted_fields(metadata, schema)
     defaults = {f.field_id: f for f in schema.fields if f.initial_default is not None}
+    # nested fields with an initial-default, by the top-level column holding them
+    nested_defaults = {f.field_id: ids for f in schema.fields if f.field_type.is_nested
+                       for ids in [_default_ids(f.field_type)] if ids}
     mapping = name_mapping(metadata)
-    if not promoted and not defaults and not mapping:
+    if not promoted and not defaults and not nested_defaults and not mapping:
         return read(spark_schema, paths)
+    watched = list(promoted) + list(defaults) + [i for ids in nested_defaults.values() for i in ids] + \
+        list(nested_defaults)
     sigs = (spark.createDataFrame([(p,) for p in paths], "file_path string")
-            .mapInArrow(FooterSignatures(list(promoted) + list(defaults)), "file_path string, signature string")
+            .mapInArrow(FooterSignatures(watched), "file_path string, signature string")
             .collect())
     groups: dict[str, list[str]] = defaultdict(list)
     for r in sigs:
@@ -199,6 +217,12 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
             if fid in defaults and fid not in present:
                 fields.append(f)
                 after.append((f.name, _default_column(schema, fid, f.dataType)))
+                continue
+            missing = nested_defaults.get(fid, set()) - set(present)
+            if missing and fid in present:  # the column is there, some nested fields with defaults are not
+                fields.append(f)
+                after.append((f.name, _fill_defaults(F.col(f"`{f.name}`"), schema.find_field(fid).field_type,
+                                                     missing, f.dataType)))
                 continue
             stored = _stored_spark_type(present.get(fid, "")) if fid in promoted else None
             if stored is not None and stored != f.dataType:
@@ -277,16 +301,57 @@ def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str
     return out
 
 
+def _default_ids(t: T.IcebergType) -> set[int]:
+    """Ids of the fields nested in ``t`` that have an initial-default."""
+    out: set[int] = set()
+    if isinstance(t, T.StructType):
+        for f in t.fields:
+            if f.initial_default is not None:
+                out.add(f.field_id)
+            out |= _default_ids(f.field_type)
+    elif isinstance(t, T.ListType):
+        out |= _default_ids(t.element_type)
+    elif isinstance(t, T.MapType):
+        out |= _default_ids(t.key_type) | _default_ids(t.value_type)
+    return out
+
+
+def _fill_defaults(col: Column, t: T.IcebergType, missing: set[int], spark_type: ST.DataType) -> Column:
+    """``col`` with the nested fields in ``missing`` (absent from the file) set to their initial-default;
+    null structs stay null, list elements and map values are filled one by one."""
+    if isinstance(t, T.StructType):
+        parts = []
+        for f, sf in zip(t.fields, spark_type.fields):
+            child = col.getField(sf.name)
+            if f.field_id in missing and f.initial_default is not None:
+                child = _literal_default(f, sf.dataType)
+            elif _default_ids(f.field_type) & missing:
+                child = _fill_defaults(child, f.field_type, missing, sf.dataType)
+            parts.append(child.alias(sf.name))
+        return F.when(col.isNull(), F.lit(None).cast(spark_type)).otherwise(F.struct(*parts))
+    if isinstance(t, T.ListType):
+        return F.transform(col, lambda e: _fill_defaults(e, t.element_type, missing, spark_type.elementType))
+    if isinstance(t, T.MapType):
+        return F.transform_values(col, lambda k, v: _fill_defaults(v, t.value_type, missing, spark_type.valueType))
+    return col
+
+
+def _literal_default(f: T.NestedField, spark_type: ST.DataType) -> Column:
+    """A field's initial-default as a literal of its Spark type (a struct's from its fields' defaults)."""
+    from sparkberg.spec.values import to_python
+    if f.initial_default is None:
+        return F.lit(None).cast(spark_type)
+    if isinstance(f.field_type, T.StructType):  # a struct's default is {}: its fields take their own defaults
+        return F.struct(*[_literal_default(c, sc.dataType).alias(sc.name)
+                          for c, sc in zip(f.field_type.fields, spark_type.fields)])
+    value = to_python(f.field_type, f.initial_default)
+    return F.lit(str(value) if f.field_type == T.UUID else value).cast(spark_type)
+
+
 def _default_column(schema: T.Schema, field_id: int, spark_type: ST.DataType) -> Column:
     """The v3 ``initial-default`` of a column (null when it has none), as a literal of its Spark type."""
-    from sparkberg.spec.values import to_python
     f = schema.index_by_id().get(field_id)
-    if f is None or f.initial_default is None:
-        return F.lit(None).cast(spark_type)
-    value = to_python(f.field_type, f.initial_default)
-    if f.field_type == T.UUID:
-        value = str(value)
-    return F.lit(value).cast(spark_type)
+    return F.lit(None).cast(spark_type) if f is None else _literal_default(f, spark_type)
 
 
 class DVDecoder:
