@@ -5,8 +5,9 @@
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
   delete file per 100 data files), written directly as metadata; full scan and a selective filter that prunes
-  by manifest, partition and metrics. sparkberg distributed and local (its small-table path) vs Java
-  ``planFiles()``; manifests are re-read each time (no cache: sparkberg keeps none).
+  by manifest, partition and metrics. sparkberg distributed (manifests decoded on the executors) and auto (what
+  ``plan_files`` does by default: on the driver when the manifests left after pruning are under 16 MiB) vs Java
+  ``planFiles()``; manifests are re-read and decoded each time by both (sparkberg keeps no manifest cache).
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
   about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines; the merge-on-read overhead is
   each read over the delete-free read.
@@ -100,10 +101,22 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
     return t
 
 
-def selective_filter(files: int) -> tuple[int, int]:
-    """ids of 16 files in the middle of one day: prunes by manifest, by partition (day) and by metrics (id)."""
-    lo = (files // 2 // 1600) * 1600 * 1000 + 800 * 1000
-    return lo, lo + 16_000
+def selective_filter(files: int) -> tuple[int, int, int, int]:
+    """~1% of the files, in the middle of the table: a ts range of whole days holding about 2% of them (prunes
+    manifests by their partition summaries and entries by day) and an id range over half of those (prunes by
+    metrics). Returns (first day, day after the last, low id, high id)."""
+    target = max(16, files // 100)
+    days = -(-2 * target // 1600)
+    day = 19700 + (files // 2) // 1600
+    first = (day - 19700) * 1600
+    return day, day + days, first * 1000, (first + target) * 1000
+
+
+def selective_text(files: int) -> str:
+    import datetime
+    d0, d1, lo, hi = selective_filter(files)
+    day = lambda d: (datetime.date(1970, 1, 1) + datetime.timedelta(days=d)).isoformat()  # noqa: E731
+    return f"ts >= TIMESTAMP'{day(d0)} 00:00:00Z' AND ts < TIMESTAMP'{day(d1)} 00:00:00Z' AND id >= {lo} AND id < {hi}"
 
 
 # --- the benchmarks ---------------------------------------------------------------------------------------
@@ -116,19 +129,22 @@ def bench_planning(spark, wh, sizes, repeats, results):
         t = build_planning_table(spark, wh, f"plan{n}", n)
         print(f"built a {n}-file table in {time.perf_counter() - t0:.1f} s", flush=True)
         jt = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"ref.b.plan{n}")
-        lo, hi = selective_filter(n)
+        d0, d1, lo, hi = selective_filter(n)
+        both = getattr(expr, "and")
+        java_filter = both(both(expr.greaterThanOrEqual("ts", d0 * 86_400_000_000), expr.lessThan("ts", d1 * 86_400_000_000)),
+                           both(expr.greaterThanOrEqual("id", lo), expr.lessThan("id", hi)))
 
         def java(selective):
             jt.refresh()
             scan = jt.newScan()
             if selective:
-                scan = scan.filter(getattr(expr, "and")(expr.greaterThanOrEqual("id", lo), expr.lessThan("id", hi)))
+                scan = scan.filter(java_filter)
             return size(scan.planFiles())
 
-        text = f"id >= {lo} AND id < {hi}"
+        text = selective_text(n)
         for kind, sel in (("full", False), ("selective", True)):
             java_s, java_n = timed(lambda: java(sel), repeats)
-            for mode in ("distributed", "local"):
+            for mode in ("distributed", "auto"):
                 ours_s, ours_n = timed(lambda: t.plan_files(filter=text if sel else None, planning=mode).count(),
                                        repeats)
                 results.append({"benchmark": f"planning {n} files, {kind}", "variant": mode,

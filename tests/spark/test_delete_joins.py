@@ -2,24 +2,43 @@
 data and delete files: sequence numbers, partitions, global equality deletes, DVs, referenced files, bounds."""
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sparkberg.planning.matching import DeleteIndex
-from sparkberg.planning.scan import DELETE_STRUCT, attach_deletes
+from sparkberg.planning.matching import DeleteIndex, eq_delete_sql, sortable_key
+from sparkberg.planning.scan import DELETE_STRUCT, attach_deletes, broadcast_deletes
+from sparkberg.spec import types as T
+from sparkberg.spec.values import to_bytes
 
 PATHS = ["/w/a", "/w/b", "/w/c", "/w/d"]
-data_files = st.lists(st.tuples(st.sampled_from([0, 1]), st.integers(0, 2), st.integers(1, 6)), min_size=1,
+keys = st.none() | st.integers(0, 4).map(lambda v: sortable_key(T.LONG, to_bytes(T.LONG, v)))
+# equality column stats of a file: (has bounds maps, null count, value count, lower, upper)
+stats = st.none() | st.tuples(st.booleans(), st.none() | st.integers(0, 2), st.none() | st.just(2), keys, keys)
+data_files = st.lists(st.tuples(st.sampled_from([0, 1]), st.integers(0, 2), st.integers(1, 6), stats), min_size=1,
                       max_size=4)
 delete_files = st.lists(st.tuples(
     st.sampled_from(["pos", "eq", "dv"]), st.sampled_from([0, 1]), st.integers(0, 2), st.integers(1, 6),
-    st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS)),
+    st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS), stats),
     max_size=6)
+STATS_DDL = "_eq_stats map<int, struct<nulls: bigint, vals: bigint, lower: binary, upper: binary>>, _has_bounds boolean"
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data_files, delete_files)
-def test_joins_equal_the_rules(spark, data, deletes):
-    data_rows = [(PATHS[i], spec, {"p": None if spec == 1 else p}, seq) for i, (spec, p, seq) in enumerate(data)]
+def _stats_columns(s):
+    if s is None:
+        return None, None
+    has, nulls, vals, lower, upper = s
+    return {1: {"nulls": nulls, "vals": vals, "lower": lower, "upper": upper}}, has
+
+
+def _stats(s):
+    return None if s is None else (s[0], {1: s[1:]})
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data_files, delete_files, st.booleans())
+def test_joins_equal_the_rules(spark, data, deletes, required):
+    """Shuffle joins and broadcast joins alike, with equality deletes pruned by column stats."""
+    data_rows = [(PATHS[i], spec, {"p": None if spec == 1 else p}, seq, *_stats_columns(s))
+                 for i, (spec, p, seq, s) in enumerate(data)]
     delete_rows, index_rows = [], []
-    for i, (kind, spec, p, seq, ref, lower, upper) in enumerate(deletes):
+    for i, (kind, spec, p, seq, ref, lower, upper, s) in enumerate(deletes):
         content = 2 if kind == "eq" else 1
         fmt = "puffin" if kind == "dv" else "parquet"
         ref = ref or PATHS[0] if kind == "dv" else (None if kind == "eq" else ref)
@@ -27,21 +46,29 @@ def test_joins_equal_the_rules(spark, data, deletes):
              else None, "referenced_data_file": ref, "content_offset": None, "content_size_in_bytes": None}
         bounds = (lower, upper) if kind == "pos" else (None, None)
         partition = {"p": None if spec == 1 else p}
-        delete_rows.append((spec, partition, seq, *[d[k] for k in DELETE_STRUCT], *bounds))
-        index_rows.append((spec, tuple(partition.items()), seq, d, bounds))
+        s = s if content == 2 else None
+        delete_rows.append((spec, partition, seq, *[d[k] for k in DELETE_STRUCT], *bounds, *_stats_columns(s)))
+        index_rows.append((spec, tuple(partition.items()), seq, d, bounds, _stats(s)))
     data_df = spark.createDataFrame(data_rows, "file_path string, spec_id int, partition struct<p: int>, "
-                                               "data_sequence_number bigint")
+                                               f"data_sequence_number bigint, {STATS_DDL}")
     deletes_df = spark.createDataFrame(delete_rows, "spec_id int, partition struct<p: int>, sequence_number bigint, "
                                                     "file_path string, content int, file_format string, "
                                                     "equality_ids array<int>, referenced_data_file string, "
                                                     "content_offset bigint, content_size_in_bytes bigint, "
-                                                    "_path_lower string, _path_upper string")
-    got = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"])
-           for r in attach_deletes(data_df, deletes_df, [1]).collect()}
-    index = DeleteIndex(index_rows, {1})
-    expected = {path: sorted(d["file_path"] for d in index.for_file(spec, tuple(part.items()), seq, path))
-                for path, spec, part, seq in data_rows}
-    assert got == expected
+                                                    f"_path_lower string, _path_upper string, {STATS_DDL}")
+    req = frozenset({1}) if required else frozenset()
+
+    def rule(**kw):
+        return eq_delete_sql(data_stats="_eq_stats", data_has_bounds="_has_bounds", required=req,
+                             prunable=frozenset({1}), **kw)
+    index = DeleteIndex(index_rows, {1}, req, frozenset({1}))
+    expected = {path: sorted(d["file_path"] for d in index.for_file(spec, tuple(part.items()), seq, path,
+                                                                      _stats(s)))
+                for (path, spec, part, seq, *_), (*_, s) in zip(data_rows, data)}
+    for join in (attach_deletes(data_df, deletes_df, [1], eq_rule=rule),
+                 broadcast_deletes(data_df, deletes_df, [1], eq_rule=rule)):
+        got = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"]) for r in join.collect()}
+        assert got == expected
 
 
 def test_distributed_planning_decodes_deletes_once_in_a_labelled_job(spark, warehouse, monkeypatch):

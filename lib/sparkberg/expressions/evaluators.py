@@ -181,3 +181,113 @@ def metrics_may_match(pred: Bound, schema_types: dict[int, T.IcebergType], recor
         return _range_may_match(p.op, p.value, lower, upper, t)
 
     return _walk(pred, leaf)
+
+
+# --- data file metrics, a column at a time ------------------------------------------------------------------
+
+# types whose single-value bounds are little-endian two's-complement integers (Appendix D) and compare as ints
+_INTEGRAL = (T.INT, T.LONG, T.DATE, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS)
+_OPS = ("is_null", "not_null", "is_nan", "not_nan", "not_eq", "not_in", "not_starts_with", "lt", "lt_eq", "gt",
+        "gt_eq", "eq", "in")
+
+
+def metrics_mask(pred: Bound, schema_types: dict[int, T.IcebergType], record_counts, metrics) -> Any:
+    """:func:`metrics_may_match` for many files at once, as a numpy bool array, or None when ``pred`` has a
+    predicate this vectorized form does not cover (then evaluate file by file). ``metrics(name, field_id)``
+    returns the per-file values of one metrics map (``value_counts``, ``null_value_counts``,
+    ``nan_value_counts``, ``lower_bounds``, ``upper_bounds``) for one field as an Arrow array (null = absent).
+    Covered: every predicate on int, long, date, time and timestamp columns (their bounds compare as integers)."""
+    import numpy as np
+
+    leaves: list[BoundPredicate] = []
+    if not _collect_leaves(pred, leaves) or any(
+            schema_types.get(p.field_id, p.field_type) not in _INTEGRAL or p.op not in _OPS for p in leaves):
+        return None
+    n = len(record_counts)
+    cache: dict[tuple[str, int], Any] = {}
+
+    def counts(name: str, fid: int):
+        key = (name, fid)
+        if key not in cache:
+            arr = metrics(name, fid)
+            cache[key] = (np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), np.int64),
+                          np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool))
+        return cache[key]
+
+    def bound(name: str, fid: int):
+        key = (name, fid)
+        if key not in cache:
+            values = metrics(name, fid).to_pylist()
+            known = np.array([b is not None and len(b) in (4, 8) for b in values], bool)  # else unreadable: absent
+            cache[key] = (np.array([int.from_bytes(b, "little", signed=True) if k else 0 for b, k in zip(values, known)],
+                                   np.int64), known)
+        return cache[key]
+
+    def all_of(count_name: str, fid: int):
+        vc, vc_known = counts("value_counts", fid)
+        c, c_known = counts(count_name, fid)
+        return vc_known & c_known & (vc == c)
+
+    def range_match(op: str, value: Any, fid: int):
+        if op == "in":
+            if len(value) > IN_PREDICATE_LIMIT:
+                return np.ones(n, bool)
+            out = np.zeros(n, bool)
+            for v in value:
+                out |= range_match("eq", v, fid)
+            return out
+        lower, lower_known = bound("lower_bounds", fid)
+        upper, upper_known = bound("upper_bounds", fid)
+        if op == "lt":
+            return ~lower_known | (lower < value)
+        if op == "lt_eq":
+            return ~lower_known | (lower <= value)
+        if op == "gt":
+            return ~upper_known | (upper > value)
+        if op == "gt_eq":
+            return ~upper_known | (upper >= value)
+        return (~lower_known | ~(lower > value)) & (~upper_known | ~(upper < value))  # eq
+
+    def leaf(p: BoundPredicate):
+        fid = p.field_id
+        if p.op == "is_null":
+            nc, known = counts("null_value_counts", fid)
+            return ~known | (nc > 0)
+        if p.op == "not_null":
+            return ~all_of("null_value_counts", fid)
+        if p.op == "is_nan":
+            nn, known = counts("nan_value_counts", fid)
+            return ~(known & (nn == 0)) & ~all_of("null_value_counts", fid)
+        if p.op == "not_nan":
+            return ~all_of("nan_value_counts", fid)
+        if p.op in ("not_eq", "not_in", "not_starts_with"):
+            return np.ones(n, bool)
+        return ~all_of("null_value_counts", fid) & ~all_of("nan_value_counts", fid) & range_match(p.op, p.value, fid)
+
+    def walk(e: Bound):
+        if isinstance(e, AlwaysTrue):
+            return np.ones(n, bool)
+        if isinstance(e, AlwaysFalse):
+            return np.zeros(n, bool)
+        if isinstance(e, And):
+            return walk(e.left) & walk(e.right)
+        if isinstance(e, Or):
+            return walk(e.left) | walk(e.right)
+        if isinstance(e, Not):
+            return walk(rewrite_not(e))
+        return leaf(e)
+
+    return (np.asarray(record_counts) != 0) & walk(pred)
+
+
+def _collect_leaves(e: Bound, out: list) -> bool:
+    if isinstance(e, (AlwaysTrue, AlwaysFalse)):
+        return True
+    if isinstance(e, (And, Or)):
+        return _collect_leaves(e.left, out) and _collect_leaves(e.right, out)
+    if isinstance(e, Not):
+        return _collect_leaves(rewrite_not(e), out)
+    if isinstance(e, BoundPredicate):
+        out.append(e)
+        return True
+    return False

@@ -14,14 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from sparkberg.avro.columnar import ManifestColumns, read_manifest_columns
 from sparkberg.avro.manifest import (
-    DELETED, ManifestFile, inherit, manifest_file_from_manifest, read_manifest, read_manifest_list,
+    ADDED, DELETED, MANIFEST_DATA, ManifestFile, inherit, manifest_file_from_manifest, read_manifest,
+    read_manifest_list,
 )
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.io.fileio import FileIO, file_io_for
-from sparkberg.planning.matching import path_bounds
+from sparkberg.planning.matching import DELETE_FILE_PATH_ID, eq_stats, path_bounds
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
@@ -108,7 +112,13 @@ class PartitionLayout:
 
 
 # The canonical entries schema (spec field names; `_`-prefixed columns are bookkeeping)
-def entries_ddl(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False) -> str:
+EQ_STATS_DDL = "map<int, struct<nulls: bigint, vals: bigint, lower: binary, upper: binary>>"
+EQ_STATS_TYPE = pa.map_(pa.int32(), pa.struct([("nulls", pa.int64()), ("vals", pa.int64()), ("lower", pa.binary()),
+                                               ("upper", pa.binary())]))
+
+
+def entries_ddl(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False,
+                with_eq_stats: bool = False) -> str:
     cols = [
         "_manifest_ordinal int", "_entry_ordinal int", "manifest_path string", "status int", "snapshot_id bigint",
         "sequence_number bigint", "file_sequence_number bigint", "content int", "file_path string",
@@ -122,10 +132,13 @@ def entries_ddl(layout: PartitionLayout, with_metrics: bool, with_path_bounds: b
                  "nan_value_counts map<int,bigint>", "lower_bounds map<int,binary>", "upper_bounds map<int,binary>"]
     if with_path_bounds:
         cols += ["_path_lower string", "_path_upper string"]
+    if with_eq_stats:
+        cols += [f"_eq_stats {EQ_STATS_DDL}", "_has_bounds boolean"]
     return ", ".join(cols)
 
 
-def _arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False) -> pa.Schema:
+def _arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False,
+                  with_eq_stats: bool = False) -> pa.Schema:
     fields = [
         ("_manifest_ordinal", pa.int32()), ("_entry_ordinal", pa.int32()), ("manifest_path", pa.string()),
         ("status", pa.int32()), ("snapshot_id", pa.int64()), ("sequence_number", pa.int64()),
@@ -142,7 +155,22 @@ def _arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds:
         fields += [(n, pa.map_(pa.int32(), pa.binary())) for n in ("lower_bounds", "upper_bounds")]
     if with_path_bounds:
         fields += [("_path_lower", pa.string()), ("_path_upper", pa.string())]
+    if with_eq_stats:
+        fields += [("_eq_stats", EQ_STATS_TYPE), ("_has_bounds", pa.bool_())]
     return pa.schema(fields)
+
+
+def _split_ddl(ddl: str) -> list[str]:
+    """Top-level ``name type`` items of a DDL string (commas inside ``<...>`` belong to the type)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(ddl):
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            out.append(ddl[start:i])
+            start = i + 1
+    out.append(ddl[start:])
+    return out
 
 
 def _map(m: dict | None):
@@ -154,21 +182,32 @@ class EntryDecoder:
 
     def __init__(self, layout: PartitionLayout, with_metrics: bool = False, include_deleted: bool = False,
                  partition_filters: dict[int, Bound] | None = None, metrics_filter: Any = None,
-                 with_path_bounds: bool = False):
+                 with_path_bounds: bool = False, columns: Sequence[str] | None = None,
+                 eq_types: dict[int, T.IcebergType] | None = None):
         self.layout = layout
         self.with_metrics = with_metrics
         self.with_path_bounds = with_path_bounds  # position delete files' file_path range (delete pruning)
         self.include_deleted = include_deleted
         self.partition_filters = partition_filters or {}
         self.metrics_filter = metrics_filter
-        self.schema = _arrow_schema(layout, with_metrics, with_path_bounds)
+        # stats of the equality delete columns (``_eq_stats``, ``_has_bounds``), to prune equality deletes
+        self.eq_types = eq_types or {}
+        full = _arrow_schema(layout, with_metrics, with_path_bounds, bool(self.eq_types))
+        # only the columns a step needs leave the executor (planning needs a third of them)
+        if columns is not None and self.eq_types:
+            columns = [*columns, "_eq_stats", "_has_bounds"]
+        self.schema = full if columns is None else pa.schema([full.field(c) for c in columns])
+        ddl = dict(c.strip().split(" ", 1) for c in _split_ddl(entries_ddl(layout, with_metrics, with_path_bounds,
+                                                                           bool(self.eq_types))))
+        self._ddl = ", ".join(f"{n} {ddl[n]}" for n in self.schema.names)
 
     @property
     def ddl(self) -> str:
-        return entries_ddl(self.layout, self.with_metrics, self.with_path_bounds)
+        return self._ddl
 
     def decode(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> list[dict]:
         m = read_manifest(data, mf.manifest_path, with_metrics=self.with_metrics or self.with_path_bounds or
+                          bool(self.eq_types) or
                           self.metrics_filter is not None)
         pfilter = self.partition_filters.get(mf.partition_spec_id, TRUE)
         rows = []
@@ -201,8 +240,134 @@ class EntryDecoder:
             if self.with_path_bounds:
                 lower, upper = path_bounds(d.lower_bounds, d.upper_bounds) if d.content == 1 else (None, None)
                 row.update(_path_lower=lower, _path_upper=upper)
+            if self.eq_types:
+                row.update(self._eq_columns(d.content, d.equality_ids, d.value_counts, d.null_value_counts,
+                                            d.lower_bounds, d.upper_bounds))
             rows.append(row)
         return rows
+
+    def decode_table(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> pa.Table:
+        """The rows of :meth:`decode` as an Arrow table: decoded into columns when the columnar reader can
+        (no Python object per entry), else by the reference decoder."""
+        cols = read_manifest_columns(data, self._physical(mf.partition_spec_id))
+        if cols is None:
+            return pa.Table.from_pylist(self.decode(mf, manifest_ordinal, data), schema=self.schema)
+        return self._from_columns(mf, manifest_ordinal, cols)
+
+    def _physical(self, spec_id: int) -> dict[int, pa.DataType]:
+        return {fid: physical_types(self.layout.slots[i].field_type)[0] for fid, i in self.layout.by_spec.get(spec_id, ())}
+
+    def _from_columns(self, mf: ManifestFile, manifest_ordinal: int, mc: ManifestColumns) -> pa.Table:
+        n, c = mc.num_rows, dict(mc.columns)
+        status = c["status"]
+        if mf.added_snapshot_id is not None:
+            c["snapshot_id"] = c["snapshot_id"].fill_null(pa.scalar(mf.added_snapshot_id, pa.int64()))
+        inherits = pc.equal(status, ADDED) if mf.sequence_number != 0 else pa.array(np.ones(n, bool))
+        for name in ("sequence_number", "file_sequence_number"):
+            missing = pc.and_(c[name].is_null(), inherits)
+            c[name] = pc.if_else(missing, pa.scalar(mf.sequence_number, pa.int64()), c[name])
+        if mf.content == MANIFEST_DATA and mf.first_row_id is not None:
+            assign = pc.and_(pc.equal(c["content"], 0), c["first_row_id"].is_null()).to_numpy(zero_copy_only=False)
+            counts = np.where(assign, c["record_count"].to_numpy(zero_copy_only=False), 0)
+            assigned = mf.first_row_id + np.cumsum(counts) - counts
+            c["first_row_id"] = pc.if_else(pa.array(assign), pa.array(assigned, pa.int64()), c["first_row_id"])
+        keep = np.ones(n, bool) if self.include_deleted else \
+            pc.not_equal(status, DELETED).to_numpy(zero_copy_only=False)
+        pfilter = self.partition_filters.get(mf.partition_spec_id, TRUE)
+        if not isinstance(pfilter, AlwaysTrue) and keep.any():
+            keep &= self._partition_mask(pfilter, mf.partition_spec_id, mc.partition, n)
+        if self.metrics_filter is not None and keep.any():
+            idx = np.flatnonzero(keep)
+            take = pa.array(idx, pa.int64())
+            vectorized = getattr(self.metrics_filter, "mask", None)
+            mask = None if vectorized is None else vectorized(
+                c["content"].take(take).to_numpy(zero_copy_only=False),
+                c["record_count"].take(take).to_numpy(zero_copy_only=False),
+                lambda name, fid: pc.map_lookup(c[name].take(take), pa.scalar(fid, pa.int32()), "first"))
+            keep[idx] = self._metrics_mask(c, idx) if mask is None else mask
+        idx = pa.array(np.flatnonzero(keep), pa.int64())
+        k = len(idx)
+        out = {
+            "_manifest_ordinal": pa.array(np.full(k, manifest_ordinal, np.int32)), "_entry_ordinal": idx.cast(pa.int32()),
+            "manifest_path": pa.array([mf.manifest_path] * k if "manifest_path" in self.schema.names else [None] * k,
+                                      pa.string()),
+            "spec_id": pa.array(np.full(k, mf.partition_spec_id, np.int32)),
+            "partition": self._partition_struct(mf.partition_spec_id, mc.partition, n).take(idx),
+        }
+        for name in self.schema.names:
+            if name not in out and name in c:
+                out[name] = c[name].take(idx)
+        if self.with_path_bounds:
+            lower, upper = self._path_bounds(c, idx)
+            out["_path_lower"], out["_path_upper"] = lower, upper
+        if self.eq_types:
+            names = ("value_counts", "null_value_counts", "lower_bounds", "upper_bounds")
+            maps = {name: c[name].take(idx).to_pylist() for name in names}
+            contents, eq_ids = c["content"].take(idx).to_pylist(), c["equality_ids"].take(idx).to_pylist()
+            rows = [self._eq_columns(contents[j], eq_ids[j], *(_dict(maps[name][j]) for name in names))
+                    for j in range(k)]
+            out["_eq_stats"] = pa.array([r["_eq_stats"] for r in rows], EQ_STATS_TYPE)
+            out["_has_bounds"] = pa.array([r["_has_bounds"] for r in rows], pa.bool_())
+        return pa.Table.from_arrays([out[f.name].cast(f.type) for f in self.schema], schema=self.schema)
+
+    def _eq_columns(self, content, equality_ids, value_counts, null_counts, lower_bounds, upper_bounds) -> dict:
+        """Stats of the equality columns: of a data file, every column in ``eq_types``; of an equality delete
+        file, its own equality columns; of a position delete file, none."""
+        types = self.eq_types if content == 0 else {
+            fid: self.eq_types[fid] for fid in (equality_ids or ()) if content == 2 and fid in self.eq_types}
+        has_bounds, stats = eq_stats(types, value_counts, null_counts, lower_bounds, upper_bounds)
+        return {"_has_bounds": has_bounds, "_eq_stats": [
+            (fid, {"nulls": n, "vals": v, "lower": lo, "upper": up}) for fid, (n, v, lo, up) in stats.items()]}
+
+    def _partition_struct(self, spec_id: int, partition: dict[int, pa.Array], n: int) -> pa.StructArray:
+        arrays: list[pa.Array | None] = [None] * max(1, len(self.layout.slots))
+        for fid, i in self.layout.by_spec.get(spec_id, ()):
+            arrays[i] = partition.get(fid)
+        struct_type = self.layout.arrow_type()
+        arrays = [a if a is not None else pa.nulls(n, f.type) for a, f in zip(arrays, struct_type)]
+        return pa.StructArray.from_arrays(arrays, fields=list(struct_type))
+
+    def _partition_mask(self, pfilter: Bound, spec_id: int, partition: dict[int, pa.Array], n: int) -> np.ndarray:
+        """The scalar evaluator on each distinct partition tuple (a manifest holds few), mapped back to rows."""
+        uuid_ids = {fid for fid, i in self.layout.by_spec.get(spec_id, ()) if self.layout.slots[i].field_type == T.UUID}
+        fids = list(partition)
+        values = [partition[f].to_pylist() for f in fids]
+        if uuid_ids:
+            import uuid
+            values = [[None if v is None else uuid.UUID(v) for v in vs] if f in uuid_ids else vs
+                      for f, vs in zip(fids, values)]
+        seen: dict[tuple, bool] = {}
+        mask = np.empty(n, bool)
+        for i, key in enumerate(zip(*values) if fids else ((),) * n):
+            ok = seen.get(key)
+            if ok is None:
+                ok = seen[key] = bool(evaluate(pfilter, dict(zip(fids, key))))
+            mask[i] = ok
+        return mask
+
+    def _metrics_mask(self, c: dict[str, pa.Array], idx: np.ndarray) -> list[bool]:
+        take = pa.array(idx, pa.int64())
+        cols = {name: c[name].take(take).to_pylist() for name in
+                ("content", "record_count", "value_counts", "null_value_counts", "nan_value_counts",
+                 "lower_bounds", "upper_bounds")}
+        out = []
+        for j in range(len(idx)):
+            out.append(bool(self.metrics_filter(_MetricsRow(
+                cols["content"][j], cols["record_count"][j],
+                *(_dict(cols[name][j]) for name in ("value_counts", "null_value_counts", "nan_value_counts",
+                                                    "lower_bounds", "upper_bounds"))))))
+        return out
+
+    def _path_bounds(self, c: dict[str, pa.Array], idx: pa.Array) -> tuple[pa.Array, pa.Array]:
+        content = c["content"].take(idx).to_pylist()
+        rows = [j for j, x in enumerate(content) if x == 1]
+        lower, upper = [None] * len(content), [None] * len(content)
+        if rows:
+            sel = idx.take(pa.array(rows, pa.int64()))
+            lows, ups = c["lower_bounds"].take(sel).to_pylist(), c["upper_bounds"].take(sel).to_pylist()
+            for j, lo, up in zip(rows, lows, ups):
+                lower[j], upper[j] = path_bounds(_dict(lo, DELETE_FILE_PATH_ID), _dict(up, DELETE_FILE_PATH_ID))
+        return pa.array(lower, pa.string()), pa.array(upper, pa.string())
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         io_by_scheme: dict[str, FileIO] = {}
@@ -212,9 +377,26 @@ class EntryDecoder:
                 path = mf.manifest_path
                 scheme = path.split("://", 1)[0] if "://" in path else "file"
                 io = io_by_scheme.get(scheme) or io_by_scheme.setdefault(scheme, file_io_for(path))
-                rows = self.decode(mf, r["_manifest_ordinal"], io.read(path))
-                if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=self.schema)
+                table = self.decode_table(mf, r["_manifest_ordinal"], io.read(path))
+                yield from table.to_batches()
+
+
+@dataclass(frozen=True)
+class _MetricsRow:
+    """What the metrics filter reads of a data file."""
+    content: int
+    record_count: int
+    value_counts: dict | None
+    null_value_counts: dict | None
+    nan_value_counts: dict | None
+    lower_bounds: dict | None
+    upper_bounds: dict | None
+
+
+def _dict(pairs: list | None, only: int | None = None) -> dict | None:
+    if pairs is None:
+        return None
+    return dict(pairs) if only is None else {k: v for k, v in pairs if k == only}
 
 
 _MANIFEST_COLUMNS = ("manifest_path", "manifest_length", "partition_spec_id", "added_snapshot_id", "content",
@@ -244,14 +426,5 @@ def manifests_df(spark, manifests: Sequence[ManifestFile]):
 
 def entries_df(spark, manifests: Sequence[ManifestFile], decoder: EntryDecoder):
     """Decode the manifests on the executors into the canonical entries DataFrame."""
-    df = manifests_df(spark, manifests)
-    if len(manifests) > 1:
-        df = df.repartition(min(len(manifests), max(2, _parallelism(spark))), "manifest_path")
-    return df.mapInArrow(decoder, decoder.ddl)
-
-
-def _parallelism(spark) -> int:
-    try:
-        return int(spark.conf.get("spark.sql.shuffle.partitions"))
-    except Exception:  # noqa: BLE001 - any config backend
-        return 4
+    # a local relation is split over the default parallelism in manifest-list order: no shuffle before decoding
+    return manifests_df(spark, manifests).mapInArrow(decoder, decoder.ddl)

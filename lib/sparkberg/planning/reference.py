@@ -9,7 +9,7 @@ from sparkberg.expressions.evaluators import manifest_may_match, metrics_may_mat
 from sparkberg.expressions.predicates import TRUE, Bound, evaluate
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
-from sparkberg.planning.matching import DeleteIndex, partition_key, path_bounds
+from sparkberg.planning.matching import DeleteIndex, eq_columns, eq_stats, partition_key, path_bounds
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 
@@ -42,12 +42,23 @@ def reference_plan(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | Non
             elif d.content != 0:
                 deletes.append((mf.partition_spec_id, e))
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
+    # equality deletes are pruned by the stats of their equality columns (Iceberg Java's DeleteFileIndex)
+    eq_ids = {i for _, e in deletes if e.data_file.content == 2 for i in e.data_file.equality_ids or ()}
+    eq_types, required, prunable = eq_columns(schema, eq_ids)
+
+    def stats(d, types):
+        return eq_stats(types, d.value_counts, d.null_value_counts, d.lower_bounds, d.upper_bounds)
+
     index = DeleteIndex(((spec_id, partition_key(e.data_file.partition), e.sequence_number,
                           {"file_path": e.data_file.file_path, "content": e.data_file.content,
                            "file_format": e.data_file.file_format.lower(),
-                           "referenced_data_file": e.data_file.referenced_data_file},
-                          path_bounds(e.data_file.lower_bounds, e.data_file.upper_bounds))
-                         for spec_id, e in deletes), unpartitioned)
+                           "referenced_data_file": e.data_file.referenced_data_file,
+                           "equality_ids": e.data_file.equality_ids},
+                          path_bounds(e.data_file.lower_bounds, e.data_file.upper_bounds),
+                          stats(e.data_file, {i: eq_types[i] for i in e.data_file.equality_ids or () if i in eq_types})
+                          if e.data_file.content == 2 else None)
+                         for spec_id, e in deletes), unpartitioned, required, prunable)
     return {e.data_file.file_path: {d["file_path"] for d in index.for_file(
-        spec_id, partition_key(e.data_file.partition), e.sequence_number, e.data_file.file_path)}
+        spec_id, partition_key(e.data_file.partition), e.sequence_number, e.data_file.file_path,
+        stats(e.data_file, eq_types) if eq_types else None)}
         for spec_id, e in data}

@@ -13,22 +13,24 @@ decoding). Delete files are matched to data files with joins, by the spec's rule
 - equality delete files: data sequence number strictly below the delete's, same spec and partition, or every
   partition when the delete file's spec is unpartitioned (a global delete).
 
-Iceberg Java writes equality deletes one rule at a time; here one ">= rule" serves both by comparing against
-``data_sequence_number + 1`` for equality deletes (as Java's DeleteFileIndex uses ``seq - 1``).
+Equality delete files are also pruned by comparing the stats of their equality columns with the data file's
+(Iceberg Java's ``DeleteFileIndex.canContainEqDeletesForFile``; :mod:`sparkberg.planning.matching`).
 """
 from __future__ import annotations
+
+from functools import partial
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES
-from sparkberg.expressions.evaluators import manifest_may_match, metrics_may_match
+from sparkberg.expressions.evaluators import manifest_may_match, metrics_mask, metrics_may_match
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
 from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
-from sparkberg.planning.matching import DeleteIndex
+from sparkberg.planning.matching import DeleteIndex, eq_columns, eq_delete_sql
 from sparkberg.spark.session import job_description
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -47,6 +49,12 @@ class MetricsFilter:
         self.pred = pred
         self.types = types
 
+    def mask(self, content, record_counts, metrics):
+        """:meth:`__call__` for many files at once (numpy bools), or None where only file by file works."""
+        import numpy as np
+        mask = metrics_mask(self.pred, self.types, record_counts, metrics)
+        return None if mask is None else mask | (np.asarray(content) != 0)
+
     def __call__(self, d) -> bool:
         if d.content != 0:
             return True
@@ -54,6 +62,12 @@ class MetricsFilter:
                                  d.nan_value_counts, d.lower_bounds, d.upper_bounds)
 
 
+# what planning decodes of data and delete entries
+DATA_ENTRY_COLUMNS = ("_manifest_ordinal", "_entry_ordinal", "content", "file_path", "file_format", "spec_id",
+                      "partition", "record_count", "file_size_in_bytes", "sequence_number", "first_row_id")
+DELETE_ENTRY_COLUMNS = ("content", "file_path", "file_format", "spec_id", "partition", "sequence_number",
+                        "equality_ids", "referenced_data_file", "content_offset", "content_size_in_bytes",
+                        "_path_lower", "_path_upper")
 LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
 LOCAL_MAX_BYTES_DEFAULT = 16 * 1024 * 1024
 
@@ -77,7 +91,7 @@ class ScanPlan:
     @property
     def tasks(self) -> DataFrame:
         if self._tasks is None:
-            self._tasks = self.spark.createDataFrame(self._rows, _tasks_schema(self.layout))
+            self._tasks = _local_dataframe(self.spark, self._rows, self.layout)
         return self._tasks
 
     def rows(self) -> list:
@@ -114,7 +128,10 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     the same on the driver; "auto" goes local when the manifests to read are smaller than the table
     property ``sparkberg.planning.local-max-bytes`` (16 MiB by default), so small tables pay for no Spark job.
     Distributed, the delete files are decoded once, in a job of their own (``DELETE-PLANNING <label>``), and
-    kept on the executors (a local checkpoint) for the joins that match them to data files.
+    kept on the executors (a local checkpoint) for the joins that match them to data files: broadcast joins
+    (no shuffle of the data entries) up to ``BROADCAST_DELETES_MAX`` delete files, shuffle joins beyond.
+    Manifests are decoded into Arrow columns (:mod:`sparkberg.avro.columnar`), only the columns planning
+    needs leave the executors, and metrics pruning runs a column at a time where it can.
     """
     layout = PartitionLayout(metadata)
     if snapshot is None:
@@ -128,27 +145,53 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     types = {f.field_id: f.field_type for s in metadata.schemas for f in s.index_by_id().values()}
     types.update({f.field_id: f.field_type for f in metadata.current_schema.index_by_id().values()})
     metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types)
-    data_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, metrics_filter=metrics)
-    delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True)
+    # equality delete files are pruned by comparing their column stats with the data file's (as Iceberg Java):
+    # delete entries carry the stats of their equality columns, data entries those of every equality column
+    # the scan's equality deletes use, once known
+    may_have_eq = bool(delete_manifests) and snapshot.summary.get("total-equality-deletes") != "0"
+    schema_eq_types, required, prunable = eq_columns(metadata.current_schema) if may_have_eq else ({}, None, None)
+
+    def data_decoder(eq_ids) -> EntryDecoder:
+        return EntryDecoder(layout, with_metrics=False, partition_filters=filters, metrics_filter=metrics,
+                            columns=DATA_ENTRY_COLUMNS, eq_types={i: schema_eq_types[i] for i in eq_ids
+                                                                  if i in schema_eq_types})
+    delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True,
+                                  columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types)
     unpartitioned = [s.spec_id for s in metadata.partition_specs if s.is_unpartitioned]
     if mode == "local" or (mode == "auto" and sum(m.manifest_length for m in manifests) <= _local_max(metadata)):
-        rows = _plan_locally(io, data_manifests, delete_manifests, data_decoder, delete_decoder, set(unpartitioned))
+        rows = _plan_locally(io, data_manifests, delete_manifests, data_decoder, delete_decoder, set(unpartitioned),
+                             required, prunable)
         return ScanPlan(spark, snapshot, layout, rows=rows)
-    data = (entries_df(spark, data_manifests, data_decoder)
-            .filter(F.col("content") == 0)
-            .select("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
-                    F.col("sequence_number").alias("data_sequence_number"), "first_row_id",
-                    "_manifest_ordinal", "_entry_ordinal"))
-    if not delete_manifests:
-        tasks = data.withColumn("deletes", F.array().cast(_deletes_type()))
-    else:
+    eq_ids: list[int] = []
+    if delete_manifests:
         deletes = entries_df(spark, delete_manifests, delete_decoder).filter(F.col("content") != 0)
         try:
             with job_description(spark, f"DELETE-PLANNING {label}".strip()):
                 deletes = deletes.localCheckpoint(eager=True)
         except Exception:  # noqa: BLE001 - a session without checkpoints decodes them within the joins
             pass
-        tasks = attach_deletes(data, deletes, unpartitioned)
+        if schema_eq_types:
+            with job_description(spark, f"DELETE-PLANNING {label} equality columns".strip()):
+                eq_ids = sorted(r[0] for r in deletes.filter(F.col("content") == 2)
+                                .select(F.explode("equality_ids")).distinct().collect())
+    data = (entries_df(spark, data_manifests, data_decoder(eq_ids))
+            .filter(F.col("content") == 0)
+            .select("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
+                    F.col("sequence_number").alias("data_sequence_number"), "first_row_id",
+                    "_manifest_ordinal", "_entry_ordinal", *(["_eq_stats", "_has_bounds"] if eq_ids else [])))
+    eq_rule = None
+    if eq_ids:
+        eq_rule = partial(eq_delete_sql, data_stats="_eq_stats", data_has_bounds="_has_bounds",
+                          required=required, prunable=prunable)
+    if not delete_manifests:
+        tasks = data.withColumn("deletes", F.array().cast(_deletes_type()))
+    else:
+        delete_files = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in delete_manifests)
+        if delete_files <= BROADCAST_DELETES_MAX:
+            tasks = broadcast_deletes(data, deletes, unpartitioned, with_dvs=metadata.format_version >= 3,
+                                      eq_rule=eq_rule)
+            return ScanPlan(spark, snapshot, layout, tasks=tasks.select(*PLAN_COLUMNS))
+        tasks = attach_deletes(data, deletes, unpartitioned, eq_rule=eq_rule)
     tasks = tasks.orderBy("_manifest_ordinal", "_entry_ordinal").drop("_manifest_ordinal", "_entry_ordinal")
     return ScanPlan(spark, snapshot, layout, tasks=tasks.select(*PLAN_COLUMNS))
 
@@ -161,22 +204,35 @@ def _local_max(metadata: TableMetadata) -> int:
         raise ValidationError(f"table property {LOCAL_MAX_BYTES} must be an integer, got {raw!r}") from None
 
 
-def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder: EntryDecoder,
-                  delete_decoder: EntryDecoder, unpartitioned: set[int]) -> list[dict]:
+def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder, delete_decoder: EntryDecoder,
+                  unpartitioned: set[int], required, prunable) -> list[dict]:
     """The distributed plan's rows, computed on the driver (same decoding, same rules, same order)."""
     def pkey(row: dict) -> tuple:
         return tuple(row["partition"].items())
 
-    deletes = []
+    def stats(row: dict):
+        if row.get("_eq_stats") is None:
+            return None
+        return (row["_has_bounds"], {fid: (s["nulls"], s["vals"], s["lower"], s["upper"])
+                                     for fid, s in row["_eq_stats"]})
+
+    deletes, eq_ids = [], set()
     for i, mf in enumerate(delete_manifests):
-        for r in delete_decoder.decode(mf, i, io.read(mf.manifest_path)):
+        for r in delete_decoder.decode_table(mf, i, io.read(mf.manifest_path)).to_pylist():
             if r["content"] != 0:
                 deletes.append((r["spec_id"], pkey(r), r["sequence_number"], {k: r[k] for k in DELETE_STRUCT},
-                                (r["_path_lower"], r["_path_upper"]) if "_path_lower" in r else None))
-    index = DeleteIndex(deletes, unpartitioned)
+                                (r["_path_lower"], r["_path_upper"]) if "_path_lower" in r else None, stats(r)))
+                if r["content"] == 2:
+                    eq_ids.update(r["equality_ids"] or ())
+    index = DeleteIndex(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
+    decoder = data_decoder(sorted(eq_ids))
     out = []
     for i, mf in enumerate(data_manifests):
-        for r in data_decoder.decode(mf, i, io.read(mf.manifest_path)):
+        table = decoder.decode_table(mf, i, io.read(mf.manifest_path))
+        table = table.select([c for c in ("content", "file_path", "file_format", "spec_id", "partition",
+                                          "record_count", "file_size_in_bytes", "sequence_number", "first_row_id",
+                                          "_eq_stats", "_has_bounds") if c in table.column_names])
+        for r in table.to_pylist():
             if r["content"] != 0:
                 continue
             out.append({
@@ -184,9 +240,31 @@ def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder: En
                 "partition": r["partition"], "record_count": r["record_count"],
                 "file_size_in_bytes": r["file_size_in_bytes"], "data_sequence_number": r["sequence_number"],
                 "first_row_id": r["first_row_id"],
-                "deletes": index.for_file(r["spec_id"], pkey(r), r["sequence_number"], r["file_path"]),
+                "deletes": index.for_file(r["spec_id"], pkey(r), r["sequence_number"], r["file_path"], stats(r)),
             })
     return out
+
+
+def _local_dataframe(spark, rows: list[dict], layout: PartitionLayout) -> DataFrame:
+    """Rows planned on the driver as a DataFrame: through Arrow where PySpark takes an Arrow table (4.x; several
+    times faster than row by row), else from the rows."""
+    import pyspark
+    if rows and int(pyspark.__version__.split(".")[0]) >= 4:
+        import pyarrow as pa
+        table = pa.Table.from_pylist(rows, schema=_tasks_arrow_schema(layout))
+        return spark.createDataFrame(table, _tasks_schema(layout))
+    return spark.createDataFrame(rows, _tasks_schema(layout))
+
+
+def _tasks_arrow_schema(layout: PartitionLayout):
+    import pyarrow as pa
+    delete = pa.struct([("file_path", pa.string()), ("content", pa.int32()), ("file_format", pa.string()),
+                        ("equality_ids", pa.list_(pa.int32())), ("referenced_data_file", pa.string()),
+                        ("content_offset", pa.int64()), ("content_size_in_bytes", pa.int64())])
+    return pa.schema([("file_path", pa.string()), ("file_format", pa.string()), ("spec_id", pa.int32()),
+                      ("partition", layout.arrow_type()), ("record_count", pa.int64()),
+                      ("file_size_in_bytes", pa.int64()), ("data_sequence_number", pa.int64()),
+                      ("first_row_id", pa.int64()), ("deletes", pa.list_(delete))])
 
 
 def _tasks_schema(layout: PartitionLayout) -> str:
@@ -200,7 +278,54 @@ def _deletes_type() -> str:
             "referenced_data_file: string, content_offset: bigint, content_size_in_bytes: bigint>>")
 
 
-def attach_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: list[int]) -> DataFrame:
+# live delete files up to which planning broadcasts them to the data files (one pass over the data entries, no
+# shuffle); above it, shuffle joins (attach_deletes)
+BROADCAST_DELETES_MAX = 200_000
+
+
+def broadcast_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: list[int],
+                      with_dvs: bool = True, eq_rule=None) -> DataFrame:
+    """Each data file with the delete files that apply to it, by the spec's rules, when the delete files are
+    few enough to send to every executor: delete files grouped by partition (position deletes and partition-
+    scoped equality deletes), by referenced data file (DVs, v3) and all global equality deletes (when a spec
+    is unpartitioned) are broadcast, and each data file keeps, of its groups, the deletes whose sequence
+    numbers and paths apply. Data entries are decoded once and keep their (manifest) order: no shuffle."""
+    dv = "(content = 1 AND file_format = 'puffin')"
+    is_global = (f"(content = 2 AND spec_id IN ({', '.join(str(i) for i in unpartitioned_spec_ids)}))"
+                 if unpartitioned_spec_ids else "false")
+    bounds = ("_path_lower AS lower, _path_upper AS upper" if "_path_lower" in deletes.columns
+              else "CAST(NULL AS string) AS lower, CAST(NULL AS string) AS upper")
+    stats = ", _eq_stats AS eq, _has_bounds AS has_bounds" if eq_rule is not None else ""
+    item = (f"collect_list(struct(sequence_number AS seq, content, referenced_data_file AS ref, {bounds}{stats}, "
+            f"struct({', '.join(DELETE_STRUCT)}) AS delete))")
+    # equality deletes: seq <, and (with stats) columns that may hold the deleted values (Java's DeleteFileIndex)
+    eq = "data_sequence_number < x.seq" + ("" if eq_rule is None else " AND " + eq_rule(
+        delete_stats="x.eq", delete_has_bounds="x.has_bounds", equality_ids="x.delete.equality_ids"))
+    scoped = (deletes.filter(f"NOT {dv} AND NOT {is_global}")
+              .groupBy(F.col("spec_id").alias("_s_spec"), F.col("partition").alias("_s_partition"))
+              .agg(F.expr(item).alias("_scoped")))
+    out = data.join(F.broadcast(scoped), (data["spec_id"] == F.col("_s_spec")) &
+                    data["partition"].eqNullSafe(F.col("_s_partition")), "left")
+    # position deletes: seq <=, the same file when they name one, the path within their file_path bounds;
+    # equality deletes: seq < (spec "Scan Planning")
+    hits = ("filter(coalesce(_scoped, array()), x -> (x.content = 1 AND data_sequence_number <= x.seq AND "
+            "(x.ref IS NULL OR x.ref = file_path) AND (x.lower IS NULL OR file_path >= x.lower) AND "
+            f"(x.upper IS NULL OR file_path <= x.upper)) OR (x.content = 2 AND {eq}))")
+    if with_dvs:
+        dvs = (deletes.filter(dv).groupBy(F.col("referenced_data_file").alias("_dv_ref"))
+               .agg(F.expr(item).alias("_dvs")))
+        out = out.join(F.broadcast(dvs), F.col("file_path") == F.col("_dv_ref"), "left")
+        dv_hits = "filter(coalesce(_dvs, array()), x -> data_sequence_number <= x.seq)"
+        # a DV replaces the position delete files of its data file (spec "Deletion Vectors")
+        hits = (f"concat(CASE WHEN size({dv_hits}) > 0 THEN filter({hits}, x -> x.content != 1) ELSE {hits} END, "
+                f"{dv_hits})")
+    if unpartitioned_spec_ids:
+        out = out.crossJoin(F.broadcast(deletes.filter(is_global).agg(F.expr(item).alias("_global"))))
+        hits = f"concat({hits}, filter(_global, x -> {eq}))"
+    return out.withColumn("deletes", F.expr(f"array_sort(transform({hits}, x -> x.delete))"))
+
+
+def attach_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: list[int], eq_rule=None) -> DataFrame:
     """Each data file with the array of delete files that apply to it (joins, by the spec's rules)."""
     d = deletes.select(
         F.col("spec_id").alias("_d_spec"), F.col("partition").alias("_d_partition"),
@@ -209,9 +334,13 @@ def attach_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: 
         *([F.col("_path_lower").alias("_d_lower"), F.col("_path_upper").alias("_d_upper")]
           if "_path_lower" in deletes.columns else [F.lit(None).cast("string").alias("_d_lower"),
                                                     F.lit(None).cast("string").alias("_d_upper")]),
+        *([F.col("_eq_stats").alias("_d_eq"), F.col("_has_bounds").alias("_d_has_bounds")] if eq_rule else []),
         F.struct(*[F.col(c) for c in DELETE_STRUCT]).alias("_delete"))
     a = data.select(F.col("file_path").alias("_a_path"), F.col("spec_id").alias("_a_spec"),
-                    F.col("partition").alias("_a_partition"), F.col("data_sequence_number").alias("_a_seq"))
+                    F.col("partition").alias("_a_partition"), F.col("data_sequence_number").alias("_a_seq"),
+                    *([F.col("_eq_stats"), F.col("_has_bounds")] if eq_rule else []))
+    eq_stats_apply = F.lit(True) if eq_rule is None else F.expr(eq_rule(
+        delete_stats="_d_eq", delete_has_bounds="_d_has_bounds", equality_ids="_delete.equality_ids"))
     is_dv = (F.col("_d_content") == 1) & (F.col("_d_format") == "puffin")
     same_partition = (F.col("_a_spec") == F.col("_d_spec")) & F.col("_a_partition").eqNullSafe(F.col("_d_partition"))
     positions = d.filter((F.col("_d_content") == 1) & ~is_dv)
@@ -223,8 +352,9 @@ def attach_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: 
     dv_match = a.join(d.filter(is_dv), (F.col("_d_ref") == F.col("_a_path")) & (F.col("_a_seq") <= F.col("_d_seq")))
     equality = d.filter(F.col("_d_content") == 2)
     is_global = F.col("_d_spec").isin(unpartitioned_spec_ids) if unpartitioned_spec_ids else F.lit(False)
-    eq_part = a.join(equality.filter(~is_global), same_partition & (F.col("_a_seq") < F.col("_d_seq")))
-    eq_global = a.join(F.broadcast(equality.filter(is_global)), F.col("_a_seq") < F.col("_d_seq"))
+    eq_part = a.join(equality.filter(~is_global), same_partition & (F.col("_a_seq") < F.col("_d_seq")) &
+                     eq_stats_apply)
+    eq_global = a.join(F.broadcast(equality.filter(is_global)), (F.col("_a_seq") < F.col("_d_seq")) & eq_stats_apply)
     cols = [F.col("_a_path"), F.col("_delete"), is_dv.alias("_is_dv")]
     matches = (pos_match.select(*cols).unionByName(dv_match.select(*cols))
                .unionByName(eq_part.select(*cols)).unionByName(eq_global.select(*cols)))
