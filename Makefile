@@ -35,7 +35,7 @@ $(IVENV)/.installed: setup.cfg pyproject.toml $(SHARED)/interop/setup-reference.
 interop: $(IVENV)/.installed
 	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
 
-# Benchmarks against Iceberg Java in the same session (not tests): BENCH_SIZES=10000,100000,1000000 BENCH_ROWS=...
+# Benchmarks against Iceberg Java in the same session (not tests); smaller: BENCH_SIZES=10,10000 BENCH_ROWS=1000000
 bench: $(IVENV)/.installed
 	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python tests/benchmarks/bench.py --json bench.json
 

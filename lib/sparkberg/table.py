@@ -178,7 +178,7 @@ class Table:
         Iceberg's Spark types), ``record_count``, ``file_size_in_bytes``, ``data_sequence_number``,
         ``first_row_id`` (v3; null before row lineage), and ``deletes``: array<struct<``file_path``,
         ``content`` (1 position, 2 equality), ``file_format``, ``equality_ids``, ``referenced_data_file``,
-        ``content_offset``, ``content_size_in_bytes``>> of the delete files that apply.
+        ``content_offset``, ``content_size_in_bytes``, ``record_count``>> of the delete files that apply (sorted).
 
         ``filter`` (a Spark SQL expression) prunes files by partition and metrics; files it cannot rule out
         are kept, so it may list files with no matching row. ``planning`` is "auto" (small tables are planned on

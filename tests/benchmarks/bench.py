@@ -1,6 +1,6 @@
 """``make bench``: sparkberg against Iceberg Java 1.10.2 on the same tables, in the same Spark 3.5 session.
 
-    .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10000,100000] [--rows 10000000] [--repeats 3]
+    .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
         [--only planning,reads,append,commit,memory] [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
@@ -290,7 +290,7 @@ def table(results) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "10000,100000"))
+    p.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "10,10000,100000,1000000"))
     p.add_argument("--rows", type=int, default=int(os.environ.get("BENCH_ROWS", 10_000_000)))
     p.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", 3)))
     p.add_argument("--only", default="planning,reads,append,commit,memory")

@@ -43,7 +43,8 @@ def test_joins_equal_the_rules(spark, data, deletes, required):
         fmt = "puffin" if kind == "dv" else "parquet"
         ref = ref or PATHS[0] if kind == "dv" else (None if kind == "eq" else ref)
         d = {"file_path": f"/w/del-{i}", "content": content, "file_format": fmt, "equality_ids": [1] if content == 2
-             else None, "referenced_data_file": ref, "content_offset": None, "content_size_in_bytes": None}
+             else None, "referenced_data_file": ref, "content_offset": None, "content_size_in_bytes": None,
+             "record_count": 1}
         bounds = (lower, upper) if kind == "pos" else (None, None)
         partition = {"p": None if spec == 1 else p}
         s = s if content == 2 else None
@@ -55,7 +56,7 @@ def test_joins_equal_the_rules(spark, data, deletes, required):
                                                     "file_path string, content int, file_format string, "
                                                     "equality_ids array<int>, referenced_data_file string, "
                                                     "content_offset bigint, content_size_in_bytes bigint, "
-                                                    f"_path_lower string, _path_upper string, {STATS_DDL}")
+                                                    f"record_count bigint, _path_lower string, _path_upper string, {STATS_DDL}")
     req = frozenset({1}) if required else frozenset()
 
     def rule(**kw):

@@ -20,6 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkberg.avro.manifest import _ids, non_null as _non_null
+
 # data_file field id -> the canonical column name (spec names; v1 manifests hold a subset)
 DATA_FILE_COLUMNS = {
     134: "content", 100: "file_path", 101: "file_format", 103: "record_count", 104: "file_size_in_bytes",
@@ -57,17 +59,6 @@ def _polars():
         return polars
     except ImportError:  # an optional speed-up: the reference decoder reads everything
         return None
-
-
-def _non_null(t: Any) -> Any:
-    if isinstance(t, list):
-        rest = [x for x in t if x != "null"]
-        return rest[0] if len(rest) == 1 else t
-    return t
-
-
-def _ids(record: dict) -> dict[int, tuple[str, Any]]:
-    return {int(f["field-id"]): (f["name"], f["type"]) for f in record.get("fields", []) if "field-id" in f}
 
 
 def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None = None) -> ManifestColumns | None:

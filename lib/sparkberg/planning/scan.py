@@ -37,7 +37,7 @@ from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 
 DELETE_STRUCT = ("file_path", "content", "file_format", "equality_ids", "referenced_data_file", "content_offset",
-                 "content_size_in_bytes")
+                 "content_size_in_bytes", "record_count")
 PLAN_COLUMNS = ("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
                 "data_sequence_number", "first_row_id", "deletes")
 
@@ -67,6 +67,7 @@ DATA_ENTRY_COLUMNS = ("_manifest_ordinal", "_entry_ordinal", "content", "file_pa
                       "partition", "record_count", "file_size_in_bytes", "sequence_number", "first_row_id")
 DELETE_ENTRY_COLUMNS = ("content", "file_path", "file_format", "spec_id", "partition", "sequence_number",
                         "equality_ids", "referenced_data_file", "content_offset", "content_size_in_bytes",
+                        "record_count",
                         "_path_lower", "_path_upper")
 LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
 LOCAL_MAX_BYTES_DEFAULT = 16 * 1024 * 1024
@@ -260,7 +261,8 @@ def _tasks_arrow_schema(layout: PartitionLayout):
     import pyarrow as pa
     delete = pa.struct([("file_path", pa.string()), ("content", pa.int32()), ("file_format", pa.string()),
                         ("equality_ids", pa.list_(pa.int32())), ("referenced_data_file", pa.string()),
-                        ("content_offset", pa.int64()), ("content_size_in_bytes", pa.int64())])
+                        ("content_offset", pa.int64()), ("content_size_in_bytes", pa.int64()),
+                        ("record_count", pa.int64())])
     return pa.schema([("file_path", pa.string()), ("file_format", pa.string()), ("spec_id", pa.int32()),
                       ("partition", layout.arrow_type()), ("record_count", pa.int64()),
                       ("file_size_in_bytes", pa.int64()), ("data_sequence_number", pa.int64()),
@@ -275,7 +277,8 @@ def _tasks_schema(layout: PartitionLayout) -> str:
 
 def _deletes_type() -> str:
     return ("array<struct<file_path: string, content: int, file_format: string, equality_ids: array<int>, "
-            "referenced_data_file: string, content_offset: bigint, content_size_in_bytes: bigint>>")
+            "referenced_data_file: string, content_offset: bigint, content_size_in_bytes: bigint, "
+            "record_count: bigint>>")
 
 
 # live delete files up to which planning broadcasts them to the data files (one pass over the data entries, no

@@ -7,6 +7,7 @@ vectors by (file, ``_metadata.row_index``); equality deletes by null-safe equali
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import defaultdict
 from typing import Any, Iterator, Sequence
@@ -157,7 +158,7 @@ def name_mapping(metadata: TableMetadata) -> dict[int, list[str]]:
 
 
 def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema: ST.StructType,
-                  paths: list[str]) -> DataFrame:
+                  paths: list[str], keys: bool = True, file_ids: dict[str, int] | None = None) -> DataFrame:
     """Data files read by field id. Where files differ from the read schema in ways Spark's reader cannot
     bridge, they are grouped by their footers and each group is read its own way: columns widened since the
     file was written (int->long, float->double, decimal precision) are read in the stored type and cast,
@@ -169,11 +170,11 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
 
     def read(schema_: ST.StructType, files: list[str]) -> DataFrame:
         if not uuids:
-            return _parquet(spark, schema_, files)
+            return _parquet(spark, schema_, files, keys, file_ids)
         # uuid columns are 16-byte values in the file and strings in Spark (Iceberg's Spark type mapping)
         fields = [ST.StructField(f.name, ST.BinaryType(), True, f.metadata) if f.name in uuids else f
                   for f in schema_.fields]
-        df = _parquet(spark, ST.StructType(fields), files)
+        df = _parquet(spark, ST.StructType(fields), files, keys, file_ids)
         for name in uuids & set(schema_.fieldNames()):
             df = df.withColumn(name, uuid_string(F.col(f"`{name}`")))
         return df
@@ -233,7 +234,8 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
         df = read(ST.StructType(fields), files)
         for name, column in after:
             df = df.withColumn(name, column)
-        df = df.select(*[F.col(f"`{f.name}`") for f in spark_schema.fields], "_key", "_pos")
+        df = df.select(*[F.col(f"`{f.name}`") for f in spark_schema.fields], "_key", "_pos",
+                       *(["_file_id"] if file_ids is not None else []))
         out = df if out is None else out.unionByName(df)
     return out
 
@@ -245,17 +247,53 @@ def uuid_string(col: Column) -> Column:
     return F.when(col.isNotNull(), F.concat_ws("-", *parts))
 
 
-def _parquet(spark, schema: ST.StructType, files: Sequence[str]) -> DataFrame:
-    df = spark.read.schema(schema).parquet(*files)
-    keys = _raw_path_keys(spark, df)
+_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+@contextlib.contextmanager
+def _listing_on_driver(spark, files: Sequence[str]):
+    """Spark checks every path it is given, with a job of one task per path beyond 32 paths (480 files: ~1.8 s
+    on 2 cores). For local files the driver does it in milliseconds, so, on a classic session, the threshold is
+    raised while the DataFrame is created (Spark Connect analyses later, on the server: left as it is)."""
+    local = all(f.startswith("/") or f.startswith("file:") for f in files)
+    if not local or len(files) <= 32 or not hasattr(spark, "_jsparkSession"):
+        yield
+        return
+    before = spark.conf.get(_LISTING_THRESHOLD, None)
+    spark.conf.set(_LISTING_THRESHOLD, str(len(files) + 1))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_LISTING_THRESHOLD)
+        else:
+            spark.conf.set(_LISTING_THRESHOLD, before)
+
+
+def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool = True,
+             file_ids: dict[str, int] | None = None) -> DataFrame:
+    """Parquet files read by field id, with ``_key`` (:func:`path_key` of the row's file) and ``_pos`` (its row
+    index) when ``keys``, and ``_file_id`` (``file_ids`` of the key) when given: all from one broadcast join on
+    the path Spark reports."""
+    with _listing_on_driver(spark, files):
+        df = spark.read.schema(schema).parquet(*files)
+    if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
+        return df.select("*", F.lit(None).cast("string").alias("_key"), F.lit(None).cast("bigint").alias("_pos"))
+    keys = _raw_path_keys(spark, df, file_ids)
     if keys is None:  # no file listing to map from: normalize every row's path (slower)
-        return df.select("*", spark_path_key(F.col("_metadata.file_path")).alias("_key"),
-                         F.col("_metadata.row_index").alias("_pos"))
+        out = df.select("*", spark_path_key(F.col("_metadata.file_path")).alias("_key"),
+                        F.col("_metadata.row_index").alias("_pos"))
+        return out if file_ids is None else _with_file_ids(spark, out, file_ids)
     return (df.select("*", F.col("_metadata.file_path").alias("_raw_path"), F.col("_metadata.row_index").alias("_pos"))
             .join(F.broadcast(keys), "_raw_path").drop("_raw_path"))
 
 
-def _raw_path_keys(spark, df: DataFrame) -> DataFrame | None:
+def _with_file_ids(spark, df: DataFrame, file_ids: dict[str, int]) -> DataFrame:
+    ids = spark.createDataFrame(sorted(file_ids.items()), "_key string, _file_id int")
+    return df.join(F.broadcast(ids), "_key")
+
+
+def _raw_path_keys(spark, df: DataFrame, file_ids: dict[str, int] | None = None) -> DataFrame | None:
     """(the path as ``_metadata.file_path`` reports it, :func:`path_key` of it) for every file ``df`` reads,
     from Spark's own file listing, so rows are matched to their task by a hash join on the raw path instead
     of decoding every row's path. Spark reports local files as ``file:/x`` and lists them as ``file:///x``
@@ -273,11 +311,15 @@ def _raw_path_keys(spark, df: DataFrame) -> DataFrame | None:
             pairs.add(("file:/" + raw[len("file:///"):], key))
         elif raw.startswith("file:/") and not raw.startswith("file://"):
             pairs.add(("file:///" + raw[len("file:/"):], key))
+    if file_ids is not None:
+        return spark.createDataFrame(sorted((raw, key, file_ids.get(key, -1)) for raw, key in pairs),
+                                     "_raw_path string, _key string, _file_id int")
     return spark.createDataFrame(sorted(pairs), "_raw_path string, _key string")
 
 
 def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str,
-               parquet=None, mapping: dict[int, list[str]] | None = None) -> DataFrame:
+               parquet=None, mapping: dict[int, list[str]] | None = None,
+               file_ids: dict[str, int] | None = None) -> DataFrame:
     """The rows of ``files`` ((format, path) pairs; Parquet, ORC or Avro) with ``fields`` matched by field id,
     plus ``_key`` (the path as a join key) and ``_pos`` (the row's position in its file). ``parquet`` reads
     the Parquet paths when the caller needs more than a plain field-id read."""
@@ -294,7 +336,8 @@ def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str
         if fmt == "parquet":
             parts.append(parquet(paths) if parquet is not None else _parquet(spark, spark_schema, paths))
         else:
-            parts.append(read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping))
+            part = read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping)
+            parts.append(part if file_ids is None else _with_file_ids(spark, part, file_ids))
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
@@ -410,23 +453,36 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     if not tasks:
         return _select(_empty(spark, _with_metadata(output_schema, layout, v3)), wanted)
     fields = list(schema.fields) + hidden + lineage
+    has_deletes = any(t["deletes"] for t in tasks)
+    # rows are matched to their task (a join on their file) only for deletes and metadata columns
+    # metadata columns come from the task of each row's file (a join on its file id)
+    needs_info = any(c in METADATA_COLUMNS and c != "_pos" for c in wanted) or (
+        filter is not None and any(c in str(filter) for c in METADATA_COLUMNS))
+    per_file = has_deletes or needs_info  # rows matched to their file: one broadcast join on the reported path
+    file_ids = {path_key(t["file_path"]): i for i, t in enumerate(tasks)} if per_file else None
     rows = read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in tasks], "data",
-                      parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths),
-                      mapping=name_mapping(metadata))
-    info_schema = ST.StructType([
-        ST.StructField("_key", ST.StringType()), ST.StructField("_file", ST.StringType()),
-        ST.StructField("_spec_id", ST.IntegerType()),
-        ST.StructField("_phys_partition", physical_partition_struct(layout)),
-        ST.StructField("_data_seq", ST.LongType()), ST.StructField("_first_row_id", ST.LongType())])
-    info = spark.createDataFrame(
-        [(path_key(t["file_path"]), t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"],
-          t["first_row_id"]) for t in tasks], info_schema)
-    rows = rows.join(F.broadcast(info), "_key")
+                      parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths,
+                                                          keys=per_file or "_pos" in wanted, file_ids=file_ids),
+                      mapping=name_mapping(metadata), file_ids=file_ids)
+    if not per_file:
+        if filter is not None:
+            rows = rows.filter(filter)
+        return _select(rows, wanted)
     rows = _apply_position_deletes(spark, rows, tasks)
     rows = _apply_equality_deletes(spark, rows, tasks, schema, all_fields, hidden)
+    if needs_info:
+        info_schema = ST.StructType([
+            ST.StructField("_file_id", ST.IntegerType()), ST.StructField("_file", ST.StringType()),
+            ST.StructField("_spec_id", ST.IntegerType()),
+            ST.StructField("_phys_partition", physical_partition_struct(layout)),
+            ST.StructField("_data_seq", ST.LongType()), ST.StructField("_first_row_id", ST.LongType())])
+        info = spark.createDataFrame(
+            [(i, t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"], t["first_row_id"])
+             for i, t in enumerate(tasks)], info_schema)
+        rows = rows.join(F.broadcast(info), "_file_id")
     if "_partition" in wanted:  # (an unpartitioned table's is an empty struct, which Spark 3.5 cannot encode)
         rows = rows.withColumn("_partition", partition_column(layout, "_phys_partition"))
-    if v3:
+    if v3 and needs_info:
         has_id = F.col("_first_row_id").isNotNull()
         rows = (rows.withColumn("_row_id", F.when(has_id, F.coalesce(F.col("_row_id"), F.col("_first_row_id") +
                                                                    F.col("_pos"))))
@@ -478,48 +534,75 @@ def _select(df: DataFrame, wanted: Sequence[str]) -> DataFrame:
     return df.select(*[F.col(f"`{c}`") for c in wanted])
 
 
+# deletes with up to this many rows (per data file they apply to) are broadcast to the data rows: an anti-join
+# with no shuffle of the table's rows; beyond, Spark shuffles both sides
+BROADCAST_DELETE_ROWS_MAX = 2_000_000
+_ROW_KEY_SHIFT = 1 << 40  # (file id, position) as one long: positions stay below 2^40 rows per file
+
+
+def _delete_rows(d) -> int | None:
+    try:
+        return d["record_count"]
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
+def _maybe_broadcast(df: DataFrame, rows: int | None) -> DataFrame:
+    return F.broadcast(df) if rows is not None and rows <= BROADCAST_DELETE_ROWS_MAX else df
+
+
 def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
-    pairs = []  # (delete file, data file) for position delete files
+    """Rows minus those that position delete files and DVs delete, matched by (data file id, position)."""
+    pairs = []  # (delete file key, data file, data file id) for position delete files
     dvs = []
-    for t in tasks:
+    total: int | None = 0
+    for i, t in enumerate(tasks):
         for d in t["deletes"]:
             if d["content"] != 1:
                 continue
+            n = _delete_rows(d)
+            total = None if total is None or n is None else total + n
             if d["file_format"] == "puffin":
-                dvs.append((t["file_path"], d["file_path"], d["content_offset"], d["content_size_in_bytes"]))
+                dvs.append((t["file_path"], i, d["file_path"], d["content_offset"], d["content_size_in_bytes"]))
             else:
-                pairs.append((path_key(d["file_path"]), t["file_path"]))
+                pairs.append((path_key(d["file_path"]), t["file_path"], i))
     deleted = []
     if pairs:
         files = sorted({(d["file_format"], d["file_path"]) for t in tasks for d in t["deletes"]
                         if d["content"] == 1 and d["file_format"] != "puffin"})
-        pos = (read_files(spark, [DELETE_FILE_PATH, DELETE_POS], files, "position delete")
-               .select(F.col("file_path").alias("_del_file"), F.col("pos").alias("_del_pos"),
-                       F.col("_key").alias("_del_key")))
-        applicable = spark.createDataFrame(pairs, "_del_key string, _data_file string")
-        deleted.append(pos.join(F.broadcast(applicable), (pos["_del_key"] == applicable["_del_key"]) &
-                                (pos["_del_file"] == applicable["_data_file"]))
-                       .select("_del_file", "_del_pos"))
+        pos = read_files(spark, [DELETE_FILE_PATH, DELETE_POS], files, "position delete")
+        applicable = spark.createDataFrame(pairs, "_del_key string, _data_file string, _del_fid int")
+        deleted.append(pos.join(F.broadcast(applicable), (pos["_key"] == applicable["_del_key"]) &
+                                (pos["file_path"] == applicable["_data_file"]))
+                       .select("_del_fid", F.col("pos").alias("_del_pos")))
     if dvs:
-        refs = spark.createDataFrame(dvs, "data_file string, puffin_path string, content_offset bigint, "
-                                          "content_size_in_bytes bigint")
-        deleted.append(refs.mapInArrow(DVDecoder(), "_del_file string, _del_pos bigint"))
+        refs = spark.createDataFrame([(f, p, o, n) for f, _, p, o, n in dvs],
+                                     "data_file string, puffin_path string, content_offset bigint, "
+                                     "content_size_in_bytes bigint")
+        ids = spark.createDataFrame([(f, i) for f, i, *_ in dvs], "_del_file string, _del_fid int")
+        deleted.append(refs.mapInArrow(DVDecoder(), "_del_file string, _del_pos bigint")
+                       .join(F.broadcast(ids), "_del_file").select("_del_fid", "_del_pos"))
     if not deleted:
         return rows
     d = deleted[0]
     for other in deleted[1:]:
         d = d.unionByName(other)
-    return rows.join(d, (rows["_file"] == d["_del_file"]) & (rows["_pos"] == d["_del_pos"]), "left_anti")
+    d = d.select((F.col("_del_fid").cast("bigint") * _ROW_KEY_SHIFT + F.col("_del_pos")).alias("_del_row"))
+    rows = rows.withColumn("_row", F.col("_file_id").cast("bigint") * _ROW_KEY_SHIFT + F.col("_pos"))
+    return rows.join(_maybe_broadcast(d, total), rows["_row"] == d["_del_row"], "left_anti").drop("_row")
 
 
 def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, schema: T.Schema, all_fields: dict,
                             hidden: list) -> DataFrame:
     groups: dict[tuple, list] = defaultdict(list)
-    for t in tasks:
+    totals: dict[tuple, int | None] = defaultdict(int)
+    for i, t in enumerate(tasks):
         for d in t["deletes"]:
             if d["content"] == 2:
-                groups[tuple(d["equality_ids"] or ())].append((path_key(d["file_path"]), d["file_path"],
-                                                               d["file_format"], t["file_path"]))
+                ids = tuple(d["equality_ids"] or ())
+                groups[ids].append((path_key(d["file_path"]), d["file_path"], d["file_format"], i))
+                n = _delete_rows(d)
+                totals[ids] = None if totals[ids] is None or n is None else totals[ids] + n
     hidden_ids = {f.field_id for f in hidden}
     for ids, entries in groups.items():
         if not ids:
@@ -533,10 +616,10 @@ def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, schema: T.Schem
         files = sorted({(e[2], e[1]) for e in entries})
         eq = (read_files(spark, fields, files, "equality delete")
               .withColumnRenamed("_key", "_del_key").drop("_pos"))
-        applicable = spark.createDataFrame(sorted({(e[0], e[3]) for e in entries}), "_del_key string, _data_file string")
+        applicable = spark.createDataFrame(sorted({(e[0], e[3]) for e in entries}), "_del_key string, _del_fid int")
         eq = eq.join(F.broadcast(applicable), "_del_key").drop("_del_key")
         by_id = schema.index_by_id()
-        cond = rows["_file"] == eq["_data_file"]
+        cond = rows["_file_id"] == eq["_del_fid"]
         for i in ids:
             if i in hidden_ids:
                 row_col = rows[f"_eq_{i}"]
@@ -546,5 +629,5 @@ def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, schema: T.Schem
                     raise ValidationError(f"equality delete column id {i} is not readable")
                 row_col = rows[name] if "." not in name else F.col(name)
             cond = cond & row_col.eqNullSafe(eq[f"_eqd_{i}"])
-        rows = rows.join(eq, cond, "left_anti")
+        rows = rows.join(_maybe_broadcast(eq, totals[ids]), cond, "left_anti")
     return rows
