@@ -157,3 +157,20 @@ def test_columnar_decoding_reads_first_row_ids_of_the_spec_example():
     got = EntryDecoder(PartitionLayout(meta)).decode_table(mf, 0, data)
     assert got.column("first_row_id").to_pylist() == [800, 1000, 1050]
     assert got.column("sequence_number").to_pylist() == [1, 2, 2]
+
+
+def test_auto_planning_goes_local_under_both_bounds():
+    from sparkberg.planning.scan import _small_enough
+    from sparkberg.errors import ValidationError
+
+    def mf(files, length=1000):
+        return ManifestFile("m", length, 0, 1, added_files_count=files, existing_files_count=0, deleted_files_count=0)
+    assert _small_enough(METADATA, [mf(20_000), mf(30_000)])
+    assert not _small_enough(METADATA, [mf(20_000), mf(30_001)])  # too many entries for the driver
+    assert not _small_enough(METADATA, [mf(10, length=17 * 1024 * 1024)])  # too many bytes
+    assert _small_enough(METADATA, [ManifestFile("m", 1000, 0, 1)])  # no counts (v1 lists): the bytes decide
+    tuned = U.apply(U.SetProperties({"sparkberg.planning.local-max-files": "10"}), METADATA)
+    assert not _small_enough(tuned, [mf(11)])
+    bad = U.apply(U.SetProperties({"sparkberg.planning.local-max-files": "many"}), METADATA)
+    with pytest.raises(ValidationError, match="local-max-files"):
+        _small_enough(bad, [mf(1)])

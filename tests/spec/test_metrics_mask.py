@@ -48,3 +48,11 @@ def test_vectorized_metrics_equal_the_scalar_evaluator(pred, fs):
 def test_other_types_are_left_to_the_scalar_evaluator():
     pred = BoundPredicate("lt", 5, T.STRING, "b")
     assert metrics_mask(pred, {5: T.STRING}, [1], lambda name, fid: pa.nulls(1)) is None
+
+
+def test_bounds_of_one_width_are_read_from_the_buffer():
+    from sparkberg.expressions.evaluators import _integral_bounds
+    for width in (4, 8):
+        raw = [v.to_bytes(width, "little", signed=True) if v is not None else None for v in (-3, None, 7, 2 ** 20)]
+        values, known = _integral_bounds(pa.array(raw, pa.binary()).slice(1))  # an offset slice too
+        assert list(known) == [False, True, True] and list(values[known]) == [7, 2 ** 20]

@@ -217,10 +217,7 @@ def metrics_mask(pred: Bound, schema_types: dict[int, T.IcebergType], record_cou
     def bound(name: str, fid: int):
         key = (name, fid)
         if key not in cache:
-            values = metrics(name, fid).to_pylist()
-            known = np.array([b is not None and len(b) in (4, 8) for b in values], bool)  # else unreadable: absent
-            cache[key] = (np.array([int.from_bytes(b, "little", signed=True) if k else 0 for b, k in zip(values, known)],
-                                   np.int64), known)
+            cache[key] = _integral_bounds(metrics(name, fid))
         return cache[key]
 
     def all_of(count_name: str, fid: int):
@@ -278,6 +275,30 @@ def metrics_mask(pred: Bound, schema_types: dict[int, T.IcebergType], record_cou
         return leaf(e)
 
     return (np.asarray(record_counts) != 0) & walk(pred)
+
+
+def _integral_bounds(arr) -> tuple:
+    """(values, known) of Appendix D integer bounds (4 or 8 bytes, little-endian; other lengths are unreadable,
+    hence unknown) in a binary Arrow array: straight from the buffer when every bound has the same width."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    arr = arr.cast(pa.binary())
+    n = len(arr)
+    lengths = pc.fill_null(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    widths = set(np.unique(lengths[valid]).tolist())
+    offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset:arr.offset + n + 1] if n else None
+    if len(widths) == 1 and widths <= {4, 8} and not np.diff(offsets)[~valid].any():  # null slots hold no bytes
+        width = widths.pop()
+        data = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]
+        values = np.zeros(n, np.int64)
+        values[valid] = data.view("<i4" if width == 4 else "<i8")
+        return values, valid
+    known = valid & ((lengths == 4) | (lengths == 8))
+    raw = arr.to_pylist()
+    return np.array([int.from_bytes(b, "little", signed=True) if k else 0 for b, k in zip(raw, known)],
+                    np.int64), known
 
 
 def _collect_leaves(e: Bound, out: list) -> bool:

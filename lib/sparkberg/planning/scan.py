@@ -71,6 +71,8 @@ DELETE_ENTRY_COLUMNS = ("content", "file_path", "file_format", "spec_id", "parti
                         "_path_lower", "_path_upper")
 LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
 LOCAL_MAX_BYTES_DEFAULT = 16 * 1024 * 1024
+LOCAL_MAX_FILES = "sparkberg.planning.local-max-files"
+LOCAL_MAX_FILES_DEFAULT = 50_000
 
 
 class ScanPlan:
@@ -127,7 +129,9 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
 
     ``mode`` "distributed" decodes manifests on the executors and matches deletes with joins; "local" does
     the same on the driver; "auto" goes local when the manifests to read are smaller than the table
-    property ``sparkberg.planning.local-max-bytes`` (16 MiB by default), so small tables pay for no Spark job.
+    property ``sparkberg.planning.local-max-bytes`` (16 MiB by default) and list at most
+    ``sparkberg.planning.local-max-files`` entries (50,000), so small tables and selective scans pay for no
+    Spark job.
     Distributed, the delete files are decoded once, in a job of their own (``DELETE-PLANNING <label>``), and
     kept on the executors (a local checkpoint) for the joins that match them to data files: broadcast joins
     (no shuffle of the data entries) up to ``BROADCAST_DELETES_MAX`` delete files, shuffle joins beyond.
@@ -159,7 +163,7 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True,
                                   columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types)
     unpartitioned = [s.spec_id for s in metadata.partition_specs if s.is_unpartitioned]
-    if mode == "local" or (mode == "auto" and sum(m.manifest_length for m in manifests) <= _local_max(metadata)):
+    if mode == "local" or (mode == "auto" and _small_enough(metadata, manifests)):
         rows = _plan_locally(io, data_manifests, delete_manifests, data_decoder, delete_decoder, set(unpartitioned),
                              required, prunable)
         return ScanPlan(spark, snapshot, layout, rows=rows)
@@ -197,12 +201,24 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     return ScanPlan(spark, snapshot, layout, tasks=tasks.select(*PLAN_COLUMNS))
 
 
-def _local_max(metadata: TableMetadata) -> int:
-    raw = metadata.properties.get(LOCAL_MAX_BYTES)
+def _int_property(metadata: TableMetadata, name: str, default: int) -> int:
+    raw = metadata.properties.get(name)
     try:
-        return LOCAL_MAX_BYTES_DEFAULT if raw is None else int(raw)
+        return default if raw is None else int(raw)
     except ValueError:
-        raise ValidationError(f"table property {LOCAL_MAX_BYTES} must be an integer, got {raw!r}") from None
+        raise ValidationError(f"table property {name} must be an integer, got {raw!r}") from None
+
+
+def _small_enough(metadata: TableMetadata, manifests) -> bool:
+    """Whether the manifests left after pruning are few enough to plan on the driver: under both the bytes
+    bound and the entries bound (the manifest list's file counts; the driver's per-entry cost beats a Spark
+    job's fixed one up to some tens of thousands of entries)."""
+    if sum(m.manifest_length for m in manifests) > _int_property(metadata, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT):
+        return False
+    counts = [(m.added_files_count, m.existing_files_count, m.deleted_files_count) for m in manifests]
+    if any(c is None for cs in counts for c in cs):
+        return True  # (v1 lists may lack the counts: the bytes decide)
+    return sum(map(sum, counts)) <= _int_property(metadata, LOCAL_MAX_FILES, LOCAL_MAX_FILES_DEFAULT)
 
 
 def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder, delete_decoder: EntryDecoder,
