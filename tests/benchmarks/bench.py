@@ -4,10 +4,11 @@
         [--only planning,reads,append,commit,memory] [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
-  delete file per 100 data files), written directly as metadata; full scan and a selective filter that prunes
-  by manifest, partition and metrics. sparkberg distributed (manifests decoded on the executors) and auto (what
-  ``plan_files`` does by default: on the driver when the manifests left after pruning are under 16 MiB) vs Java
-  ``planFiles()``; manifests are re-read and decoded each time by both (sparkberg keeps no manifest cache).
+  delete file per 100 data files), written directly as metadata; full scan, a selective filter (~1% of files)
+  that prunes by manifest, partition and metrics, and one that keeps the same files by metrics only.
+  sparkberg distributed (manifests decoded on the executors) and auto (what ``plan_files`` does by default: on
+  the driver when the manifests left after pruning are small) vs Java ``planFiles()``; manifests are re-read
+  and decoded each time by both (sparkberg keeps no manifest cache).
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
   about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines; the merge-on-read overhead is
   each read over the delete-free read.
@@ -131,22 +132,24 @@ def bench_planning(spark, wh, sizes, repeats, results):
         jt = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"ref.b.plan{n}")
         d0, d1, lo, hi = selective_filter(n)
         both = getattr(expr, "and")
-        java_filter = both(both(expr.greaterThanOrEqual("ts", d0 * 86_400_000_000), expr.lessThan("ts", d1 * 86_400_000_000)),
-                           both(expr.greaterThanOrEqual("id", lo), expr.lessThan("id", hi)))
+        ids = both(expr.greaterThanOrEqual("id", lo), expr.lessThan("id", hi))
+        days = both(expr.greaterThanOrEqual("ts", d0 * 86_400_000_000), expr.lessThan("ts", d1 * 86_400_000_000))
+        # (kind, sparkberg filter, Java filter): "selective" prunes by manifest, partition and metrics; "metrics
+        # only" keeps the same files by their id bounds alone, so every manifest is read
+        kinds = (("full", None, None), ("selective", selective_text(n), both(days, ids)),
+                 ("selective, metrics only", f"id >= {lo} AND id < {hi}", ids))
 
-        def java(selective):
+        def java(java_filter):
             jt.refresh()
             scan = jt.newScan()
-            if selective:
+            if java_filter is not None:
                 scan = scan.filter(java_filter)
             return size(scan.planFiles())
 
-        text = selective_text(n)
-        for kind, sel in (("full", False), ("selective", True)):
-            java_s, java_n = timed(lambda: java(sel), repeats)
+        for kind, text, java_filter in kinds:
+            java_s, java_n = timed(lambda: java(java_filter), repeats)
             for mode in ("distributed", "auto"):
-                ours_s, ours_n = timed(lambda: t.plan_files(filter=text if sel else None, planning=mode).count(),
-                                       repeats)
+                ours_s, ours_n = timed(lambda: t.plan_files(filter=text, planning=mode).count(), repeats)
                 results.append({"benchmark": f"planning {n} files, {kind}", "variant": mode,
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                                 "files": ours_n, "java_files": java_n})
