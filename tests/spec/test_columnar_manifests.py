@@ -26,7 +26,6 @@ from sparkberg.spec.transforms import (
 )
 from sparkberg.spec.values import to_bytes
 
-pytest.importorskip("polars")
 
 SCHEMA = T.Schema([
     T.NestedField(1, "id", T.LONG, True), T.NestedField(2, "ts", T.TIMESTAMP), T.NestedField(3, "amt",

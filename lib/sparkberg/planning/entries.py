@@ -119,6 +119,12 @@ EQ_STATS_TYPE = pa.map_(pa.int32(), pa.struct([("nulls", pa.int64()), ("vals", p
 
 def entries_ddl(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False,
                 with_eq_stats: bool = False) -> str:
+    return ", ".join(_entry_columns(layout, with_metrics, with_path_bounds, with_eq_stats))
+
+
+def _entry_columns(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool,
+                   with_eq_stats: bool) -> list[str]:
+    """The canonical entries columns as ``name type`` DDL items."""
     cols = [
         "_manifest_ordinal int", "_entry_ordinal int", "manifest_path string", "status int", "snapshot_id bigint",
         "sequence_number bigint", "file_sequence_number bigint", "content int", "file_path string",
@@ -134,7 +140,7 @@ def entries_ddl(layout: PartitionLayout, with_metrics: bool, with_path_bounds: b
         cols += ["_path_lower string", "_path_upper string"]
     if with_eq_stats:
         cols += [f"_eq_stats {EQ_STATS_DDL}", "_has_bounds boolean"]
-    return ", ".join(cols)
+    return cols
 
 
 def _arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False,
@@ -158,19 +164,6 @@ def _arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds:
     if with_eq_stats:
         fields += [("_eq_stats", EQ_STATS_TYPE), ("_has_bounds", pa.bool_())]
     return pa.schema(fields)
-
-
-def _split_ddl(ddl: str) -> list[str]:
-    """Top-level ``name type`` items of a DDL string (commas inside ``<...>`` belong to the type)."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(ddl):
-        depth += ch == "<"
-        depth -= ch == ">"
-        if ch == "," and depth == 0:
-            out.append(ddl[start:i])
-            start = i + 1
-    out.append(ddl[start:])
-    return out
 
 
 def _map(m: dict | None):
@@ -197,8 +190,8 @@ class EntryDecoder:
         if columns is not None and self.eq_types:
             columns = [*columns, "_eq_stats", "_has_bounds"]
         self.schema = full if columns is None else pa.schema([full.field(c) for c in columns])
-        ddl = dict(c.strip().split(" ", 1) for c in _split_ddl(entries_ddl(layout, with_metrics, with_path_bounds,
-                                                                           bool(self.eq_types))))
+        ddl = dict(c.split(" ", 1) for c in _entry_columns(layout, with_metrics, with_path_bounds,
+                                                            bool(self.eq_types)))
         self._ddl = ", ".join(f"{n} {ddl[n]}" for n in self.schema.names)
 
     @property
@@ -289,8 +282,8 @@ class EntryDecoder:
         k = len(idx)
         out = {
             "_manifest_ordinal": pa.array(np.full(k, manifest_ordinal, np.int32)), "_entry_ordinal": idx.cast(pa.int32()),
-            "manifest_path": pa.array([mf.manifest_path] * k if "manifest_path" in self.schema.names else [None] * k,
-                                      pa.string()),
+            "manifest_path": pa.array([mf.manifest_path] * k, pa.string()) if "manifest_path" in self.schema.names
+            else None,  # (only the schema's columns are read from here)
             "spec_id": pa.array(np.full(k, mf.partition_spec_id, np.int32)),
             "partition": self._partition_struct(mf.partition_spec_id, mc.partition, n).take(idx),
         }

@@ -245,11 +245,7 @@ def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder, de
     decoder = data_decoder(sorted(eq_ids))
     out = []
     for i, mf in enumerate(data_manifests):
-        table = decoder.decode_table(mf, i, io.read(mf.manifest_path))
-        table = table.select([c for c in ("content", "file_path", "file_format", "spec_id", "partition",
-                                          "record_count", "file_size_in_bytes", "sequence_number", "first_row_id",
-                                          "_eq_stats", "_has_bounds") if c in table.column_names])
-        for r in table.to_pylist():
+        for r in decoder.decode_table(mf, i, io.read(mf.manifest_path)).to_pylist():
             if r["content"] != 0:
                 continue
             out.append({
@@ -274,15 +270,13 @@ def _local_dataframe(spark, rows: list[dict], layout: PartitionLayout) -> DataFr
 
 
 def _tasks_arrow_schema(layout: PartitionLayout):
+    """The plan's columns as Arrow types, taken from the canonical entries schema."""
     import pyarrow as pa
-    delete = pa.struct([("file_path", pa.string()), ("content", pa.int32()), ("file_format", pa.string()),
-                        ("equality_ids", pa.list_(pa.int32())), ("referenced_data_file", pa.string()),
-                        ("content_offset", pa.int64()), ("content_size_in_bytes", pa.int64()),
-                        ("record_count", pa.int64())])
-    return pa.schema([("file_path", pa.string()), ("file_format", pa.string()), ("spec_id", pa.int32()),
-                      ("partition", layout.arrow_type()), ("record_count", pa.int64()),
-                      ("file_size_in_bytes", pa.int64()), ("data_sequence_number", pa.int64()),
-                      ("first_row_id", pa.int64()), ("deletes", pa.list_(delete))])
+    entry = EntryDecoder(layout).schema
+    delete = pa.struct([entry.field(c) for c in DELETE_STRUCT])
+    return pa.schema([entry.field("sequence_number").with_name("data_sequence_number") if c == "data_sequence_number"
+                      else pa.field("deletes", pa.list_(delete)) if c == "deletes" else entry.field(c)
+                      for c in PLAN_COLUMNS])
 
 
 def _tasks_schema(layout: PartitionLayout) -> str:
