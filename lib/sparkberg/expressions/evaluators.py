@@ -186,7 +186,7 @@ def metrics_may_match(pred: Bound, schema_types: dict[int, T.IcebergType], recor
 # --- data file metrics, a column at a time ------------------------------------------------------------------
 
 # types whose single-value bounds are little-endian two's-complement integers (Appendix D) and compare as ints
-_INTEGRAL = (T.INT, T.LONG, T.DATE, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS)
+INTEGRAL_TYPES = (T.INT, T.LONG, T.DATE, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS)
 _OPS = ("is_null", "not_null", "is_nan", "not_nan", "not_eq", "not_in", "not_starts_with", "lt", "lt_eq", "gt",
         "gt_eq", "eq", "in")
 
@@ -201,7 +201,7 @@ def metrics_mask(pred: Bound, schema_types: dict[int, T.IcebergType], record_cou
 
     leaves: list[BoundPredicate] = []
     if not _collect_leaves(pred, leaves) or any(
-            schema_types.get(p.field_id, p.field_type) not in _INTEGRAL or p.op not in _OPS for p in leaves):
+            schema_types.get(p.field_id, p.field_type) not in INTEGRAL_TYPES or p.op not in _OPS for p in leaves):
         return None
     n = len(record_counts)
     cache: dict[tuple[str, int], Any] = {}

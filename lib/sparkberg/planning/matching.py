@@ -11,6 +11,7 @@ import struct
 from collections import defaultdict
 from typing import Any, Iterable
 
+from sparkberg.expressions.evaluators import INTEGRAL_TYPES
 from sparkberg.spec import types as T
 from sparkberg.spec.values import from_bytes
 
@@ -104,7 +105,7 @@ def sortable_key(t: T.IcebergType, raw: bytes | None) -> bytes | None:
         v = from_bytes(t, bytes(raw))
     except Exception:  # noqa: BLE001 - an unreadable bound is an unknown bound
         return None
-    if t in (T.INT, T.LONG, T.DATE, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS):
+    if t in INTEGRAL_TYPES:
         return (v + 2 ** 63).to_bytes(8, "big")
     if t == T.BOOLEAN:
         return b"\x01" if v else b"\x00"
