@@ -95,3 +95,34 @@ def test_distributed_planning_decodes_deletes_once_in_a_labelled_job(spark, ware
     assert labels == ["DELETE-PLANNING db.lbl"]
     local = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"]) for r in t.plan_files(planning="local").collect()}
     assert distributed == local and any(distributed.values())
+
+
+def test_plans_through_the_manifest_cache_equal_plans_without_it(spark, warehouse, tmp_path):
+    import sparkberg
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.cached", "id bigint, p int", partition_by=["p"],
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 3 AS int) AS p FROM range(0, 60)"))
+    t.delete("id % 7 = 0")
+    t.delete_by_keys(spark.sql("SELECT 10L AS id, 1 AS p UNION ALL SELECT 11L, 2"), ["id"])
+
+    def plans():
+        return [{r["file_path"]: sorted(d["file_path"] for d in r["deletes"])
+                 for r in t.plan_files(filter=f, planning=mode).collect()}
+                for f in (None, "id < 20", "p = 1") for mode in ("local", "distributed")]
+    expected = plans()
+    cache_dir = tmp_path / "manifest-cache"
+    spark.conf.set("spark.sparkberg.manifest-cache.enabled", "true")
+    spark.conf.set("spark.sparkberg.manifest-cache.dir", str(cache_dir))
+    try:
+        assert plans() == expected  # filling the cache
+        kept = sorted(p.name for p in cache_dir.iterdir())
+        assert kept and all(name.endswith(".arrow") for name in kept)
+        assert plans() == expected  # reading it
+        assert sorted(p.name for p in cache_dir.iterdir()) == kept
+        t.append(spark.sql("SELECT id, 1 AS p FROM range(100, 103)"))  # a new manifest joins the cached ones
+        after = plans()
+    finally:
+        spark.conf.unset("spark.sparkberg.manifest-cache.enabled")
+        spark.conf.unset("spark.sparkberg.manifest-cache.dir")
+    assert after == plans() and len(after[0]) == len(expected[0]) + 1

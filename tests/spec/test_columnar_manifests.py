@@ -173,3 +173,126 @@ def test_auto_planning_goes_local_under_both_bounds():
     bad = U.apply(U.SetProperties({"sparkberg.planning.local-max-files": "many"}), METADATA)
     with pytest.raises(ValidationError, match="local-max-files"):
         _small_enough(bad, [mf(1)])
+
+
+# --- the manifest cache (decoded manifests as Arrow IPC files) ----------------------------------------------
+class _CountingIO:
+    """A FileIO holding one manifest, counting its reads."""
+
+    def __init__(self, data: bytes):
+        self.data, self.reads = data, 0
+
+    def read(self, path: str) -> bytes:
+        self.reads += 1
+        return self.data
+
+
+@settings(max_examples=25, deadline=None)
+@given(entries, st.sampled_from([2, 3]), st.sampled_from(FILTERS))
+def test_cached_manifests_decode_to_the_same_rows(tmp_path_factory, rows, version, expr):
+    from sparkberg.avro.cache import ManifestCache
+    cache = ManifestCache(str(tmp_path_factory.mktemp("cache")))
+    for content in (DATA, POSITION_DELETES):
+        mcontent = MANIFEST_DATA if content == DATA else MANIFEST_DELETES
+        data = write_manifest(_entries(rows, content), format_version=version, spec=SPEC, schema=SCHEMA,
+                              content=mcontent)
+        mf = ManifestFile(f"file:///wh/t/metadata/m{content}.avro", len(data), 0, added_snapshot_id=77,
+                          content=mcontent, sequence_number=9, first_row_id=100 if version == 3 else None)
+        io = _CountingIO(data)
+        dec = _decoders(expr, with_path_bounds=content == POSITION_DELETES, cache=cache)
+        expected = _normalized(dec.decode_table(mf, 4, data).to_pylist())
+        assert _normalized(dec.load(mf, 4, io).to_pylist()) == expected  # a miss: read, decoded, kept
+        reads = io.reads
+        assert _normalized(dec.load(mf, 4, io).to_pylist()) == expected  # a hit: not even read
+        assert io.reads == (reads if rows else 2)  # (empty manifests go to the reference decoder, uncached)
+
+
+def _manifest(n: int = 3):
+    rows = [(ADDED, {1000: k, 1001: 1}, 10, k, k + 5, None, False) for k in range(n)]
+    data = write_manifest(_entries(rows, DATA), format_version=2, spec=SPEC, schema=SCHEMA)
+    return ManifestFile("file:///wh/t/metadata/a.avro", len(data), 0, added_snapshot_id=1, sequence_number=1), data
+
+
+def test_manifest_cache_keys_by_path_length_and_partition_types(tmp_path):
+    from dataclasses import replace
+    from sparkberg.avro.cache import ManifestCache
+    cache = ManifestCache(str(tmp_path))
+    mf, data = _manifest()
+    cols = read_manifest_columns(data)
+    cache.put(mf.manifest_path, mf.manifest_length, "types", cols)
+    hit = cache.get(mf.manifest_path, mf.manifest_length, "types")
+    assert hit.num_rows == 3 and hit.columns.keys() == cols.columns.keys()
+    assert hit.partition.keys() == cols.partition.keys()
+    assert all(hit.columns[k].equals(cols.columns[k]) for k in cols.columns)
+    assert cache.get(mf.manifest_path, mf.manifest_length + 1, "types") is None  # another file at that path
+    assert cache.get(mf.manifest_path + "x", mf.manifest_length, "types") is None
+    assert cache.get(mf.manifest_path, mf.manifest_length, "other types") is None
+    # the decoder keys by the manifest's partition types too: a promoted source type is decoded again
+    dec = _decoders(None, cache=cache)
+    io = _CountingIO(data)
+    dec.load(replace(mf, manifest_path="file:///wh/t/metadata/b.avro"), 0, io)
+    dec.load(replace(mf, manifest_path="file:///wh/t/metadata/b.avro"), 0, io)
+    assert io.reads == 1
+
+
+def test_a_damaged_cache_file_is_a_miss_and_is_removed(tmp_path):
+    from sparkberg.avro.cache import ManifestCache
+    cache = ManifestCache(str(tmp_path))
+    mf, data = _manifest()
+    dec = _decoders(None, cache=cache)
+    expected = dec.decode_table(mf, 0, data).to_pylist()
+    dec.load(mf, 0, _CountingIO(data))
+    [file] = list(tmp_path.iterdir())
+    file.write_bytes(file.read_bytes()[:40])  # truncated
+    io = _CountingIO(data)
+    assert dec.load(mf, 0, io).to_pylist() == expected and io.reads == 1
+    assert [f.stat().st_size for f in tmp_path.iterdir()] != [40]  # decoded again, kept again whole
+
+
+def test_manifest_cache_evicts_the_least_recently_used(tmp_path):
+    import os
+    from sparkberg.avro.cache import ManifestCache
+    mf, data = _manifest(50)
+    cols = read_manifest_columns(data)
+    probe = ManifestCache(str(tmp_path / "probe"))
+    probe.put("p", 1, "t", cols)
+    size = os.path.getsize(next((tmp_path / "probe").iterdir()))
+    cache = ManifestCache(str(tmp_path / "c"), max_bytes=int(size * 3.5))
+    for k in range(3):
+        cache.put(f"m{k}", 1, "t", cols)
+        os.utime(cache._file(f"m{k}", 1, "t"), (1000 + k, 1000 + k))
+    assert cache.get("m0", 1, "t") is not None  # m0 is now the most recently used
+    cache.put("m3", 1, "t", cols)
+    cache.evict()  # over the bound: down to 80% of it, oldest first
+    assert [cache.get(f"m{k}", 1, "t") is not None for k in range(4)] == [True, False, False, True]
+
+
+def test_manifest_cache_is_off_unless_the_session_enables_it(tmp_path):
+    from sparkberg.avro.cache import manifest_cache
+    from sparkberg.errors import ValidationError
+
+    class Conf(dict):
+        def get(self, key, default=None):
+            return super().get(key, default)
+
+    class Session:
+        def __init__(self, **conf):
+            self.conf = Conf({f"spark.sparkberg.manifest-cache.{k.replace('_', '-')}": v for k, v in conf.items()})
+    assert manifest_cache(Session()) is None and manifest_cache(None) is None
+    assert manifest_cache(Session(enabled="false", dir=str(tmp_path))) is None
+    c = manifest_cache(Session(enabled="true", dir=str(tmp_path), max_bytes="1000"))
+    assert (c.directory, c.max_bytes) == (str(tmp_path), 1000)
+    assert manifest_cache(Session(enabled="TRUE")).max_bytes == 1 << 30
+    with pytest.raises(ValidationError, match="max-bytes"):
+        manifest_cache(Session(enabled="true", max_bytes="1G"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.none() | st.lists(st.tuples(st.integers(0, 4), st.binary(max_size=3)), max_size=4), max_size=8),
+       st.integers(0, 4), st.integers(0, 8), st.integers(0, 8))
+def test_map_get_equals_arrow_map_lookup(maps, key, start, length):
+    import pyarrow.compute as pc
+    from sparkberg.avro.columnar import map_get
+    arr = pa.array(maps, pa.map_(pa.int32(), pa.binary())).slice(start, length)
+    expected = pc.map_lookup(arr, pa.scalar(key, pa.int32()), "first").to_pylist() if len(arr) else []
+    assert map_get(arr, key).to_pylist() == expected

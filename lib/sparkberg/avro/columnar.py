@@ -194,3 +194,22 @@ def _physical(values: pa.Array, avro_type: Any, target: pa.DataType | None) -> p
     elif pa.types.is_large_binary(vt) or pa.types.is_fixed_size_binary(vt):
         values = values.cast(pa.binary())
     return values if target is None or values.type == target else values.cast(target)
+
+
+def map_get(maps: pa.Array, key: int) -> pa.Array:
+    """The value under ``key`` in each map of a map<int, _> array (null where the map is null or lacks the
+    key; the first, should a map repeat it): one pass over the keys, instead of a lookup per map."""
+    import numpy as np
+    n = len(maps)
+    offsets = maps.offsets.to_numpy(zero_copy_only=False)  # (a slice's offsets index the whole child)
+    hits = np.flatnonzero(maps.keys.to_numpy(zero_copy_only=False) == key)
+    rows = np.searchsorted(offsets, hits, side="right") - 1
+    inside = (rows >= 0) & (rows < n) & (hits < offsets[-1] if n else False)
+    rows, hits = rows[inside], hits[inside]
+    rows, first = np.unique(rows, return_index=True)  # hits are ascending: the first of each map
+    index = np.zeros(n, np.int64)
+    found = np.zeros(n, bool)
+    index[rows], found[rows] = hits[first], True
+    if maps.null_count:
+        found &= maps.is_valid().to_numpy(zero_copy_only=False)
+    return maps.items.take(pa.array(index, mask=~found))

@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkberg.avro.columnar import ManifestColumns, read_manifest_columns
+from sparkberg.avro.cache import ManifestCache
+from sparkberg.avro.columnar import ManifestColumns, map_get, read_manifest_columns
 from sparkberg.avro.manifest import (
     ADDED, DELETED, MANIFEST_DATA, ManifestFile, inherit, manifest_file_from_manifest, read_manifest,
     read_manifest_list,
@@ -176,8 +177,9 @@ class EntryDecoder:
     def __init__(self, layout: PartitionLayout, with_metrics: bool = False, include_deleted: bool = False,
                  partition_filters: dict[int, Bound] | None = None, metrics_filter: Any = None,
                  with_path_bounds: bool = False, columns: Sequence[str] | None = None,
-                 eq_types: dict[int, T.IcebergType] | None = None):
+                 eq_types: dict[int, T.IcebergType] | None = None, cache: ManifestCache | None = None):
         self.layout = layout
+        self.cache = cache  # decoded manifests kept between scans (:mod:`sparkberg.avro.cache`), when enabled
         self.with_metrics = with_metrics
         self.with_path_bounds = with_path_bounds  # position delete files' file_path range (delete pruning)
         self.include_deleted = include_deleted
@@ -247,6 +249,22 @@ class EntryDecoder:
             return pa.Table.from_pylist(self.decode(mf, manifest_ordinal, data), schema=self.schema)
         return self._from_columns(mf, manifest_ordinal, cols)
 
+    def load(self, mf: ManifestFile, manifest_ordinal: int, io: FileIO) -> pa.Table:
+        """:meth:`decode_table` of the manifest ``mf`` names, read through the manifest cache when there is
+        one: a hit neither reads nor decodes the Avro file."""
+        if self.cache is None:
+            return self.decode_table(mf, manifest_ordinal, io.read(mf.manifest_path))
+        physical = self._physical(mf.partition_spec_id)
+        key = (mf.manifest_path, mf.manifest_length, sorted((fid, str(t)) for fid, t in physical.items()))
+        cols = self.cache.get(*key)
+        if cols is None:
+            data = io.read(mf.manifest_path)
+            cols = read_manifest_columns(data, physical)
+            if cols is None:  # only the reference decoder reads it: nothing to keep
+                return pa.Table.from_pylist(self.decode(mf, manifest_ordinal, data), schema=self.schema)
+            self.cache.put(*key, cols)
+        return self._from_columns(mf, manifest_ordinal, cols)
+
     def _physical(self, spec_id: int) -> dict[int, pa.DataType]:
         return {fid: physical_types(self.layout.slots[i].field_type)[0] for fid, i in self.layout.by_spec.get(spec_id, ())}
 
@@ -276,7 +294,7 @@ class EntryDecoder:
             mask = None if vectorized is None else vectorized(
                 c["content"].take(take).to_numpy(zero_copy_only=False),
                 c["record_count"].take(take).to_numpy(zero_copy_only=False),
-                lambda name, fid: pc.map_lookup(c[name].take(take), pa.scalar(fid, pa.int32()), "first"))
+                lambda name, fid: map_get(c[name], fid).take(take))
             keep[idx] = self._metrics_mask(c, idx) if mask is None else mask
         idx = pa.array(np.flatnonzero(keep), pa.int64())
         k = len(idx)
@@ -370,7 +388,7 @@ class EntryDecoder:
                 path = mf.manifest_path
                 scheme = path.split("://", 1)[0] if "://" in path else "file"
                 io = io_by_scheme.get(scheme) or io_by_scheme.setdefault(scheme, file_io_for(path))
-                table = self.decode_table(mf, r["_manifest_ordinal"], io.read(path))
+                table = self.load(mf, r["_manifest_ordinal"], io)
                 yield from table.to_batches()
 
 

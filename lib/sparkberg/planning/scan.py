@@ -23,6 +23,7 @@ from functools import partial
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from sparkberg.avro.cache import manifest_cache
 from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES
 from sparkberg.expressions.evaluators import manifest_may_match, metrics_mask, metrics_may_match
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
@@ -135,8 +136,9 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     Distributed, the delete files are decoded once, in a job of their own (``DELETE-PLANNING <label>``), and
     kept on the executors (a local checkpoint) for the joins that match them to data files: broadcast joins
     (no shuffle of the data entries) up to ``BROADCAST_DELETES_MAX`` delete files, shuffle joins beyond.
-    Manifests are decoded into Arrow columns (:mod:`sparkberg.avro.columnar`), only the columns planning
-    needs leave the executors, and metrics pruning runs a column at a time where it can.
+    Manifests are decoded into Arrow columns (:mod:`sparkberg.avro.columnar`), kept decoded between scans when
+    the session enables the manifest cache (:mod:`sparkberg.avro.cache`), only the columns planning needs
+    leave the executors, and metrics pruning runs a column at a time where it can.
     """
     layout = PartitionLayout(metadata)
     if snapshot is None:
@@ -156,12 +158,14 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     may_have_eq = bool(delete_manifests) and snapshot.summary.get("total-equality-deletes") != "0"
     schema_eq_types, required, prunable = eq_columns(metadata.current_schema) if may_have_eq else ({}, None, None)
 
+    cache = manifest_cache(spark)
+
     def data_decoder(eq_ids) -> EntryDecoder:
         return EntryDecoder(layout, with_metrics=False, partition_filters=filters, metrics_filter=metrics,
                             columns=DATA_ENTRY_COLUMNS, eq_types={i: schema_eq_types[i] for i in eq_ids
-                                                                  if i in schema_eq_types})
+                                                                  if i in schema_eq_types}, cache=cache)
     delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True,
-                                  columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types)
+                                  columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types, cache=cache)
     unpartitioned = [s.spec_id for s in metadata.partition_specs if s.is_unpartitioned]
     if mode == "local" or (mode == "auto" and _small_enough(metadata, manifests)):
         rows = _plan_locally(io, data_manifests, delete_manifests, data_decoder, delete_decoder, set(unpartitioned),
@@ -235,7 +239,7 @@ def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder, de
 
     deletes, eq_ids = [], set()
     for i, mf in enumerate(delete_manifests):
-        for r in delete_decoder.decode_table(mf, i, io.read(mf.manifest_path)).to_pylist():
+        for r in delete_decoder.load(mf, i, io).to_pylist():
             if r["content"] != 0:
                 deletes.append((r["spec_id"], pkey(r), r["sequence_number"], {k: r[k] for k in DELETE_STRUCT},
                                 (r["_path_lower"], r["_path_upper"]) if "_path_lower" in r else None, stats(r)))
@@ -245,7 +249,7 @@ def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder, de
     decoder = data_decoder(sorted(eq_ids))
     out = []
     for i, mf in enumerate(data_manifests):
-        for r in decoder.decode_table(mf, i, io.read(mf.manifest_path)).to_pylist():
+        for r in decoder.load(mf, i, io).to_pylist():
             if r["content"] != 0:
                 continue
             out.append({

@@ -1,0 +1,144 @@
+"""A columnar cache of decoded manifests, shared by every process of a machine.
+
+Manifests are immutable: once written, a path always holds the same bytes. Planning spends most of its time
+turning their Avro into Arrow columns (:mod:`sparkberg.avro.columnar`), so a decoded manifest is worth
+keeping. The cache holds them as Arrow IPC files in a local directory, keyed by the manifest's path, its
+length and the partition types it was decoded to: the Python workers of an executor (and the driver, when
+it plans) all read the same files, memory-mapped, so a hit copies nothing and costs no decoding; the files
+outlive the session, like Iceberg Java's manifest cache outlives a scan.
+
+It is off unless the session enables it (Spark conf, read on the driver when planning starts):
+
+- ``spark.sparkberg.manifest-cache.enabled``: ``true`` to use it (default ``false``);
+- ``spark.sparkberg.manifest-cache.dir``: where (default ``<tmp>/sparkberg-manifest-cache``, on each
+  machine that decodes manifests);
+- ``spark.sparkberg.manifest-cache.max-bytes``: the directory's bound (default 1 GiB); the least recently
+  used files go first.
+
+A cache file that cannot be read is a miss (and is removed): the cache never changes what planning returns.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import uuid
+from typing import Any
+
+import pyarrow as pa
+
+from sparkberg.avro.columnar import ManifestColumns
+
+ENABLED = "spark.sparkberg.manifest-cache.enabled"
+DIRECTORY = "spark.sparkberg.manifest-cache.dir"
+MAX_BYTES = "spark.sparkberg.manifest-cache.max-bytes"
+MAX_BYTES_DEFAULT = 1 << 30
+# bumped whenever what a cache file holds changes, so files of an older layout are never read
+LAYOUT_VERSION = "1"
+_PARTITION = "partition:"
+
+
+class ManifestCache:
+    """Decoded manifests (:class:`ManifestColumns`) as Arrow IPC files under ``directory``, at most
+    ``max_bytes`` of them. Picklable: executors get the settings and open the same directory locally."""
+
+    def __init__(self, directory: str, max_bytes: int = MAX_BYTES_DEFAULT):
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self._written = 0  # bytes this process added since it last enforced the bound
+
+    def __getstate__(self) -> dict:
+        return {"directory": self.directory, "max_bytes": self.max_bytes}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["directory"], state["max_bytes"])
+
+    def _file(self, path: str, length: int, types: Any) -> str:
+        key = "\0".join((LAYOUT_VERSION, path, str(length), repr(types)))
+        return os.path.join(self.directory, hashlib.sha1(key.encode("utf-8")).hexdigest() + ".arrow")
+
+    def get(self, path: str, length: int, types: Any) -> ManifestColumns | None:
+        """The manifest at ``path`` (``length`` bytes) decoded to partition ``types``, if cached."""
+        file = self._file(path, length, types)
+        try:
+            table = pa.ipc.open_file(pa.memory_map(file)).read_all()
+        except FileNotFoundError:
+            return None
+        except (OSError, pa.ArrowException):  # a damaged file: drop it and decode again
+            _remove(file)
+            return None
+        try:
+            os.utime(file)  # recently used: evicted last
+        except OSError:
+            pass
+        columns, partition = {}, {}
+        for name, column in zip(table.column_names, table.columns):
+            array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+            if name.startswith(_PARTITION):
+                partition[int(name[len(_PARTITION):])] = array
+            else:
+                columns[name] = array
+        return ManifestColumns(table.num_rows, columns, partition)
+
+    def put(self, path: str, length: int, types: Any, mc: ManifestColumns) -> None:
+        """Keep a decoded manifest; a failure to write (disk full, read-only directory) only costs the hit."""
+        names = list(mc.columns) + [f"{_PARTITION}{fid}" for fid in mc.partition]
+        arrays = list(mc.columns.values()) + list(mc.partition.values())
+        table = pa.Table.from_arrays(arrays, names=names) if arrays else pa.table({})
+        file = self._file(path, length, types)
+        tmp = f"{file}.{uuid.uuid4().hex}.tmp"
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+            os.replace(tmp, file)  # readers see a whole file or none
+            self._written += os.path.getsize(file)
+        except (OSError, pa.ArrowException):
+            _remove(tmp)
+            return
+        if self._written > self.max_bytes // 10:
+            self._written = 0
+            self.evict()
+
+    def evict(self) -> None:
+        """Remove the least recently used files until the directory holds at most 80% of ``max_bytes``
+        (when it holds more than ``max_bytes``)."""
+        try:
+            entries = [(st.st_mtime, st.st_size, e.path) for e in os.scandir(self.directory)
+                       if e.name.endswith(".arrow") for st in (e.stat(),)]
+        except OSError:
+            return
+        total = sum(size for _, size, _ in entries)
+        if total <= self.max_bytes:
+            return
+        for _, size, file in sorted(entries):
+            if total <= self.max_bytes * 0.8:
+                break
+            _remove(file)
+            total -= size
+
+
+def _remove(file: str) -> None:
+    try:
+        os.remove(file)
+    except OSError:
+        pass
+
+
+def manifest_cache(spark) -> ManifestCache | None:
+    """The session's manifest cache, or None when it is not enabled (the default)."""
+    def conf(key: str, default: str | None) -> str | None:
+        try:
+            return spark.conf.get(key, default)
+        except Exception:  # noqa: BLE001 - no session (metadata-only use): no cache
+            return default
+    if spark is None or (conf(ENABLED, "false") or "false").strip().lower() != "true":
+        return None
+    directory = conf(DIRECTORY, None) or os.path.join(tempfile.gettempdir(), "sparkberg-manifest-cache")
+    raw = conf(MAX_BYTES, None)
+    try:
+        max_bytes = MAX_BYTES_DEFAULT if raw is None else int(raw)
+    except ValueError:
+        from sparkberg.errors import ValidationError
+        raise ValidationError(f"{MAX_BYTES} must be a number of bytes, got {raw!r}") from None
+    return ManifestCache(directory, max_bytes)
