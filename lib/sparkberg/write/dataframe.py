@@ -54,7 +54,7 @@ def align(df: DataFrame, schema: T.Schema) -> DataFrame:
     extra = [f.name for f in df.schema.fields if f.name.lower() not in table_names]
     if extra:
         raise ValidationError(f"column {extra[0]!r} is not in the table schema {[f.name for f in schema.fields]}")
-    cols = []
+    cols, unchanged = [], True
     for f in schema.fields:
         target = to_spark_type(f.field_type, f" (column {f.name!r})")
         src = by_name.get(f.name.lower())
@@ -63,11 +63,16 @@ def align(df: DataFrame, schema: T.Schema) -> DataFrame:
                 raise ValidationError(f"required column {f.name!r} is missing from the data")
             default = None if f.write_default is None else _default_literal(f)
             cols.append(F.lit(default).cast(target).alias(f.name))
+            unchanged = False
             continue
         if not _compatible(src.dataType, target):
             raise ValidationError(f"column {f.name!r} has type {src.dataType.simpleString()}, which cannot be written "
                                   f"as {f.field_type} ({target.simpleString()})")
-        cols.append(F.col(f"`{src.name}`").cast(target).alias(f.name))
+        col = F.col(f"`{src.name}`")
+        cols.append((col if src.dataType == target else col.cast(target)).alias(f.name))
+        unchanged = unchanged and src.dataType == target
+    if unchanged and [f.name for f in df.schema.fields] == [f.name for f in schema.fields]:
+        return df  # already the table's columns, in order, of its types: nothing to project
     return df.select(*cols)
 
 
