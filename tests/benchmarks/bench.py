@@ -11,7 +11,8 @@
   and decoded each time by both. "auto, cached": the same with sparkberg's manifest cache enabled
   (``spark.sparkberg.manifest-cache.enabled``; decoded manifests kept as Arrow files, filled by one untimed
   plan first), against the same Java figure (Java's own manifest cache keeps the Avro bytes, still decoded
-  each time, and is off by default).
+  each time, and is off by default). "auto, unconsumed": ``plan_files()`` alone, the DataFrame not yet
+  consumed (no count), with the number of Spark jobs planning itself started (none on the driver path).
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
   about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines; the merge-on-read overhead is
   each read over the delete-free read.
@@ -169,6 +170,18 @@ def bench_planning(spark, wh, sizes, repeats, results):
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                                 "files": ours_n, "java_files": java_n})
                 print(results[-1], flush=True)
+            # what planning itself costs before anything consumes the plan, and the Spark jobs it starts
+            sc = spark.sparkContext
+            group = f"bench-plan-{n}-{kind}"
+            sc.setJobGroup(group, group)
+            try:
+                ours_s, _ = timed(lambda: t.plan_files(filter=text), repeats)
+            finally:
+                sc.setLocalProperty("spark.jobGroup.id", None)
+            jobs = len(sc.statusTracker().getJobIdsForGroup(group)) / repeats
+            results.append({"benchmark": f"planning {n} files, {kind}", "variant": "auto, unconsumed",
+                            "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s, "jobs": jobs})
+            print(results[-1], flush=True)
 
 
 def bench_reads(spark, wh, rows, repeats, results):
@@ -301,6 +314,8 @@ def table(results) -> str:
             notes = f"MoR overhead x{r['mor_overhead']:.2f} (java x{r['java_mor_overhead']:.2f})"
         if "files" in r:
             notes = f"files {r['files']} (java {r['java_files']})"
+        if "jobs" in r:
+            notes = f"plan_files() alone: {r['jobs']:g} Spark jobs"
         lines.append(f"{r['benchmark']:45s} {r['variant']:18s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
                      f"{r['ratio']:6.2f}  {notes}")
     return "\n".join(lines)
