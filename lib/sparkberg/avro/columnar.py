@@ -12,6 +12,7 @@ out in Iceberg's physical form (dates as int days, times and timestamps as long 
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 from dataclasses import dataclass
@@ -61,29 +62,25 @@ def _polars():
         return None
 
 
-def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None = None) -> ManifestColumns | None:
+# what every reader of the columns gets, whatever it asks for
+ALWAYS = frozenset({"content", "file_path", "file_format", "record_count"})
+
+
+def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None = None,
+                          names: frozenset[str] | None = None) -> ManifestColumns | None:
     """The entries of a manifest as Arrow columns, or None when this fast path cannot read it exactly.
 
     ``physical`` maps partition field ids to the Arrow type their values should have (see
     :func:`sparkberg.planning.entries.physical_types`); fields not named there keep polars' type.
+    ``names``: the ``data_file`` columns the caller reads (all when None); the others are not converted (the
+    metrics maps are most of the work) and are absent from :attr:`ManifestColumns.columns`.
     """
     pl = _polars()
     if pl is None or data[:4] != b"Obj\x01":
         return None
     try:
-        import fastavro
-        raw = json.loads(fastavro.reader(io.BytesIO(data)).metadata["avro.schema"])
-        entry_ids = _ids(raw)
-        if 0 not in entry_ids or 2 not in entry_ids:
-            return None
-        df_schema = _non_null(entry_ids[2][1])
-        if not isinstance(df_schema, dict):
-            return None
-        df_ids = _ids(df_schema)
-        if 100 not in df_ids or 102 not in df_ids:
-            return None
-        part_schema = _non_null(df_ids[102][1])
-        if not isinstance(part_schema, dict):
+        layout = _layout(_avro_schema(data))
+        if layout is None:
             return None
         # polars panics (a BaseException) on a few Avro shapes manifests do not use, such as Avro maps
         table = pl.read_avro(io.BytesIO(data)).to_arrow()
@@ -92,12 +89,66 @@ def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None =
             raise
         return None
     try:
-        return _columns(table, entry_ids, df_ids, part_schema, physical or {})
+        return _columns(table, *layout, physical or {}, names)
     except (pa.ArrowException, KeyError, TypeError, ValueError):
         return None
 
 
-def _columns(table: pa.Table, entry_ids, df_ids, part_schema: dict, physical: dict[int, pa.DataType]):
+def _avro_schema(data: bytes) -> str:
+    """The writer schema in an Avro object container file's header (a map of metadata after the magic)."""
+    pos = 4
+
+    def long() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            b = data[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return (value >> 1) ^ -(value & 1)
+
+    def raw() -> bytes:
+        nonlocal pos
+        n = long()
+        pos += n
+        return data[pos - n:pos]
+    while True:
+        count = long()
+        if count == 0:
+            raise ValueError("no avro.schema in the Avro header")
+        if count < 0:
+            count = -count
+            long()  # the block's size in bytes
+        for _ in range(count):
+            key, value = raw(), raw()
+            if key == b"avro.schema":
+                return value.decode("utf-8")
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(schema_json: str):
+    """(entry field ids, data_file field ids, partition schema) of a manifest schema, or None when it does not
+    look like one. Manifests of a table share a handful of schemas: parsed once each."""
+    raw = json.loads(schema_json)
+    entry_ids = _ids(raw)
+    if 0 not in entry_ids or 2 not in entry_ids:
+        return None
+    df_schema = _non_null(entry_ids[2][1])
+    if not isinstance(df_schema, dict):
+        return None
+    df_ids = _ids(df_schema)
+    if 100 not in df_ids or 102 not in df_ids:
+        return None
+    part_schema = _non_null(df_ids[102][1])
+    if not isinstance(part_schema, dict):
+        return None
+    return entry_ids, df_ids, part_schema
+
+
+def _columns(table: pa.Table, entry_ids, df_ids, part_schema: dict, physical: dict[int, pa.DataType],
+             names: frozenset[str] | None = None):
     n = table.num_rows
     table = table.combine_chunks()
     data_file = table.column(entry_ids[2][0]).chunk(0) if n else None
@@ -106,6 +157,8 @@ def _columns(table: pa.Table, entry_ids, df_ids, part_schema: dict, physical: di
         columns[name] = (_cast(table.column(entry_ids[fid][0]).chunk(0), _TYPES[name]) if fid in entry_ids and n
                          else pa.nulls(n, _TYPES[name]))
     for fid, name in DATA_FILE_COLUMNS.items():
+        if names is not None and name not in names and name not in ALWAYS:
+            continue
         if fid in df_ids and n:
             arr = _flat(data_file.field(df_ids[fid][0]), data_file)
             columns[name] = _metrics_map(arr, _METRIC_VALUE_TYPES[name]) if name in _METRIC_VALUE_TYPES \

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkberg.avro.cache import ManifestCache
-from sparkberg.avro.columnar import ManifestColumns, map_get, read_manifest_columns
+from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, map_get, read_manifest_columns
 from sparkberg.avro.manifest import (
     ADDED, DELETED, MANIFEST_DATA, ManifestFile, inherit, manifest_file_from_manifest, read_manifest,
     read_manifest_list,
@@ -192,6 +192,17 @@ class EntryDecoder:
         if columns is not None and self.eq_types:
             columns = [*columns, "_eq_stats", "_has_bounds"]
         self.schema = full if columns is None else pa.schema([full.field(c) for c in columns])
+        # the data_file columns this decoder reads, so the columnar reader converts no other
+        needed = set(self.schema.names) | {"first_row_id"}
+        if with_metrics:
+            needed |= set(METRIC_COLUMNS)
+        if metrics_filter is not None or self.eq_types:
+            needed |= {"value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds"}
+        if with_path_bounds:
+            needed |= {"lower_bounds", "upper_bounds"}
+        if self.eq_types:
+            needed.add("equality_ids")
+        self._needed = frozenset(needed)
         ddl = dict(c.split(" ", 1) for c in _entry_columns(layout, with_metrics, with_path_bounds,
                                                             bool(self.eq_types)))
         self._ddl = ", ".join(f"{n} {ddl[n]}" for n in self.schema.names)
@@ -244,7 +255,7 @@ class EntryDecoder:
     def decode_table(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> pa.Table:
         """The rows of :meth:`decode` as an Arrow table: decoded into columns when the columnar reader can
         (no Python object per entry), else by the reference decoder."""
-        cols = read_manifest_columns(data, self._physical(mf.partition_spec_id))
+        cols = read_manifest_columns(data, self._physical(mf.partition_spec_id), self._needed)
         if cols is None:
             return pa.Table.from_pylist(self.decode(mf, manifest_ordinal, data), schema=self.schema)
         return self._from_columns(mf, manifest_ordinal, cols)
@@ -259,7 +270,7 @@ class EntryDecoder:
         cols = self.cache.get(*key)
         if cols is None:
             data = io.read(mf.manifest_path)
-            cols = read_manifest_columns(data, physical)
+            cols = read_manifest_columns(data, physical)  # every column: other scans may read other ones
             if cols is None:  # only the reference decoder reads it: nothing to keep
                 return pa.Table.from_pylist(self.decode(mf, manifest_ordinal, data), schema=self.schema)
             self.cache.put(*key, cols)
@@ -298,16 +309,19 @@ class EntryDecoder:
             keep[idx] = self._metrics_mask(c, idx) if mask is None else mask
         idx = pa.array(np.flatnonzero(keep), pa.int64())
         k = len(idx)
+
+        def kept(arr: pa.Array) -> pa.Array:
+            return arr if k == n else arr.take(idx)  # (most manifests of a full scan keep every entry)
         out = {
             "_manifest_ordinal": pa.array(np.full(k, manifest_ordinal, np.int32)), "_entry_ordinal": idx.cast(pa.int32()),
             "manifest_path": pa.array([mf.manifest_path] * k, pa.string()) if "manifest_path" in self.schema.names
             else None,  # (only the schema's columns are read from here)
             "spec_id": pa.array(np.full(k, mf.partition_spec_id, np.int32)),
-            "partition": self._partition_struct(mf.partition_spec_id, mc.partition, n).take(idx),
+            "partition": kept(self._partition_struct(mf.partition_spec_id, mc.partition, n)),
         }
         for name in self.schema.names:
             if name not in out and name in c:
-                out[name] = c[name].take(idx)
+                out[name] = kept(c[name])
         if self.with_path_bounds:
             lower, upper = self._path_bounds(c, idx)
             out["_path_lower"], out["_path_upper"] = lower, upper
@@ -319,7 +333,8 @@ class EntryDecoder:
                     for j in range(k)]
             out["_eq_stats"] = pa.array([r["_eq_stats"] for r in rows], EQ_STATS_TYPE)
             out["_has_bounds"] = pa.array([r["_has_bounds"] for r in rows], pa.bool_())
-        return pa.Table.from_arrays([out[f.name].cast(f.type) for f in self.schema], schema=self.schema)
+        return pa.Table.from_arrays([out[f.name] if out[f.name].type == f.type else out[f.name].cast(f.type)
+                                     for f in self.schema], schema=self.schema)
 
     def _eq_columns(self, content, equality_ids, value_counts, null_counts, lower_bounds, upper_bounds) -> dict:
         """Stats of the equality columns: of a data file, every column in ``eq_types``; of an equality delete
