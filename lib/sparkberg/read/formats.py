@@ -9,7 +9,8 @@ to the current names, as Iceberg Java does. Narrower stored types are widened (i
 float->double, decimal precision) and columns or nested fields a file lacks take their v3 ``initial-default``.
 
 Each output batch carries ``_key`` (the file's path as a join key) and ``_pos`` (the row's position
-in the file), the two columns Spark's ``_metadata`` gives the Parquet path.
+in the file), the two columns Spark's ``_metadata`` gives the Parquet path. The same reader decodes
+position delete files of any of the three formats (Parquet too, by field id) for the merge-on-read path.
 """
 from __future__ import annotations
 
@@ -154,11 +155,12 @@ def avro_converter(node: Any, ice: T.IcebergType, where: str) -> Callable[[Any],
 
 class ArrowFileReader:
     """Executor side: paths of ORC or Avro files -> Arrow batches with the read schema's columns (by field id),
-    ``_key`` and ``_pos``."""
+    ``_key`` and ``_pos``. (:meth:`read` also reads top-level primitive columns of Parquet files, for the
+    readers of delete files.)"""
 
     def __init__(self, fmt: str, fields: Sequence[T.NestedField], arrow_schema: pa.Schema,
                  mapping: dict[int, list[str]] | None = None, batch_rows: int = 65536):
-        if fmt not in ARROW_READ_FORMATS:
+        if fmt not in (*ARROW_READ_FORMATS, "parquet"):
             raise NotSupportedError(f"reading {fmt} files is not supported")
         self.fmt, self.fields, self.mapping, self.batch_rows = fmt, list(fields), mapping or {}, batch_rows
         self.schema = arrow_schema
@@ -167,9 +169,8 @@ class ArrowFileReader:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for path in batch.column(0).to_pylist():
-                read = self._orc if self.fmt == "orc" else self._avro
                 start = 0
-                for rb in read(path):
+                for rb in self.read(path):
                     n = rb.num_rows
                     cols = list(rb.columns) + [pa.array([path_key(path)] * n, pa.string()),
                                                pa.array(range(start, start + n), pa.int64())]
@@ -205,6 +206,25 @@ class ArrowFileReader:
                 a = pa.nulls(n, tf.type) if d is None else pa.array([d] * n, tf.type)
             arrays.append(a)
         return pa.RecordBatch.from_arrays(arrays, schema=self.data_schema)
+
+    def read(self, path: str) -> Iterator[pa.RecordBatch]:
+        """The file's rows as batches of the read schema's columns (without ``_key`` and ``_pos``)."""
+        return {"orc": self._orc, "avro": self._avro, "parquet": self._parquet}[self.fmt](path)
+
+    def _parquet(self, path: str) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+        with self._open(path) as fo:
+            f = pq.ParquetFile(fo)
+            schema = f.schema_arrow
+            ids = [int(x.metadata[b"PARQUET:field_id"]) if x.metadata and b"PARQUET:field_id" in x.metadata else None
+                   for x in schema]
+            index = self._top_level(schema.names, ids)
+            wanted = [(fld, tf, schema.names[index[fld.field_id]]) for fld, tf in zip(self.fields, self.data_schema)
+                      if fld.field_id in index]
+            for rb in f.iter_batches(batch_size=self.batch_rows, columns=[n for _, _, n in wanted] or None):
+                cols = {fld.field_id: _cast(rb.column(rb.schema.get_field_index(n)), fld.field_type, tf.type,
+                                            f"{path}: {fld.name}") for fld, tf, n in wanted}
+                yield self._fill(cols, rb.num_rows)
 
     def _orc(self, path: str) -> Iterator[pa.RecordBatch]:
         import pyarrow.orc as orc

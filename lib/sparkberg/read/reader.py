@@ -398,9 +398,10 @@ def _default_column(schema: T.Schema, field_id: int, spark_type: ST.DataType) ->
 
 
 class DVDecoder:
-    """Executor side: (data file, puffin path, offset, length) -> one (file_path, pos) row per deleted position."""
+    """Executor side: (data file id, puffin path, offset, length) -> the deleted rows' keys (``id << 40 | pos``)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import numpy as np
         ios: dict[str, Any] = {}
         for batch in batches:
             for r in batch.to_pylist():
@@ -408,10 +409,39 @@ class DVDecoder:
                 scheme = path.split("://", 1)[0] if "://" in path else "file"
                 io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
                 blob = _read_range(io, path, r["content_offset"], r["content_size_in_bytes"])
-                positions = dv_positions(blob, path)
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([r["data_file"]] * len(positions), pa.string()), pa.array(positions, pa.int64())],
-                    names=["_del_file", "_del_pos"])
+                positions = np.asarray(dv_positions(blob, path), np.int64)
+                yield pa.RecordBatch.from_arrays([pa.array(r["data_file_id"] * _ROW_KEY_SHIFT + positions)],
+                                                 names=["_del_row"])
+
+
+class PositionDeleteRows:
+    """Executor side: position delete files (path, format) -> the keys (``data file id << 40 | pos``) of the
+    rows they delete from the data files they apply to (``applies``: delete file -> {data file: its id});
+    rows naming any other file are dropped, as the spec's scan planning rules say."""
+
+    def __init__(self, applies: dict[str, dict[str, int]]):
+        self.applies = applies
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+        import pyarrow.compute as pc
+        from sparkberg.read.formats import ArrowFileReader
+        from sparkberg.spark.types import arrow_schema
+        fields = [DELETE_FILE_PATH, DELETE_POS]
+        schema = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))
+        for batch in batches:
+            for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                targets = self.applies[path]
+                for rb in ArrowFileReader(fmt, fields, schema).read(path):
+                    files = pc.dictionary_encode(rb.column(0))
+                    ids = np.array([targets.get(f, -1) for f in files.dictionary.to_pylist()] + [-1], np.int64)
+                    file_ids = ids[files.indices.fill_null(len(ids) - 1).to_numpy(zero_copy_only=False)]
+                    pos = rb.column(1)
+                    keep = (file_ids >= 0) & pos.is_valid().to_numpy(zero_copy_only=False)
+                    if keep.any():
+                        positions = pos.fill_null(0).to_numpy(zero_copy_only=False)
+                        rows = file_ids[keep] * _ROW_KEY_SHIFT + positions[keep]
+                        yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64())], names=["_del_row"])
 
 
 def _read_range(io, path: str, offset: int, length: int) -> bytes:
@@ -552,8 +582,12 @@ def _maybe_broadcast(df: DataFrame, rows: int | None) -> DataFrame:
 
 
 def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
-    """Rows minus those that position delete files and DVs delete, matched by (data file id, position)."""
-    pairs = []  # (delete file key, data file, data file id) for position delete files
+    """Rows minus those that position delete files and DVs delete, matched by (data file id, position) as one
+    long (``_row``). The delete files are decoded on the executors straight into those longs: each position
+    delete file's rows are kept only for the data files it applies to (by the plan), each DV's positions
+    belong to its one data file."""
+    applies: dict[str, dict[str, int]] = defaultdict(dict)  # position delete file -> {data file: data file id}
+    formats: dict[str, str] = {}
     dvs = []
     total: int | None = 0
     for i, t in enumerate(tasks):
@@ -563,31 +597,28 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
             n = _delete_rows(d)
             total = None if total is None or n is None else total + n
             if d["file_format"] == "puffin":
-                dvs.append((t["file_path"], i, d["file_path"], d["content_offset"], d["content_size_in_bytes"]))
+                dvs.append((i, d["file_path"], d["content_offset"], d["content_size_in_bytes"]))
             else:
-                pairs.append((path_key(d["file_path"]), t["file_path"], i))
+                applies[d["file_path"]][t["file_path"]] = i
+                formats[d["file_path"]] = d["file_format"].lower()
     deleted = []
-    if pairs:
-        files = sorted({(d["file_format"], d["file_path"]) for t in tasks for d in t["deletes"]
-                        if d["content"] == 1 and d["file_format"] != "puffin"})
-        pos = read_files(spark, [DELETE_FILE_PATH, DELETE_POS], files, "position delete")
-        applicable = spark.createDataFrame(pairs, "_del_key string, _data_file string, _del_fid int")
-        deleted.append(pos.join(F.broadcast(applicable), (pos["_key"] == applicable["_del_key"]) &
-                                (pos["file_path"] == applicable["_data_file"]))
-                       .select("_del_fid", F.col("pos").alias("_del_pos")))
+    if applies:
+        unknown = sorted({f for f in formats.values() if f not in ("parquet", *ARROW_READ_FORMATS)})
+        if unknown:
+            example = next(p for p, f in formats.items() if f == unknown[0])
+            raise NotSupportedError(f"reading {unknown} position delete files is not supported (e.g. {example}); "
+                                    f"Parquet, ORC and Avro are")
+        files = spark.createDataFrame(sorted(formats.items()), "delete_file string, file_format string")
+        deleted.append(files.mapInArrow(PositionDeleteRows(dict(applies)), "_del_row bigint"))
     if dvs:
-        refs = spark.createDataFrame([(f, p, o, n) for f, _, p, o, n in dvs],
-                                     "data_file string, puffin_path string, content_offset bigint, "
-                                     "content_size_in_bytes bigint")
-        ids = spark.createDataFrame([(f, i) for f, i, *_ in dvs], "_del_file string, _del_fid int")
-        deleted.append(refs.mapInArrow(DVDecoder(), "_del_file string, _del_pos bigint")
-                       .join(F.broadcast(ids), "_del_file").select("_del_fid", "_del_pos"))
+        refs = spark.createDataFrame(dvs, "data_file_id int, puffin_path string, content_offset bigint, "
+                                          "content_size_in_bytes bigint")
+        deleted.append(refs.mapInArrow(DVDecoder(), "_del_row bigint"))
     if not deleted:
         return rows
     d = deleted[0]
     for other in deleted[1:]:
         d = d.unionByName(other)
-    d = d.select((F.col("_del_fid").cast("bigint") * _ROW_KEY_SHIFT + F.col("_del_pos")).alias("_del_row"))
     rows = rows.withColumn("_row", F.col("_file_id").cast("bigint") * _ROW_KEY_SHIFT + F.col("_pos"))
     return rows.join(_maybe_broadcast(d, total), rows["_row"] == d["_del_row"], "left_anti").drop("_row")
 
