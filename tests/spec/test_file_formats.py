@@ -106,3 +106,33 @@ def test_unknown_format_is_named():
     from sparkberg.errors import NotSupportedError
     with pytest.raises(NotSupportedError, match="lance"):
         ArrowFileReader("lance", SCHEMA, ARROW)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc", "avro"])
+def test_position_delete_rows_keep_only_the_data_files_the_plan_applies_them_to(tmp_path, fmt):
+    # spec "Position Delete Files": rows (file_path, pos); a delete file applies to the data files planning
+    # matched it with, so rows naming any other file are dropped; the key is data file id << 40 | pos
+    import pyarrow.parquet as pq
+
+    from sparkberg.read.reader import PositionDeleteRows
+    files = ["file:/wh/a.parquet", "file:/wh/b.parquet", "file:/wh/other.parquet"]
+    paths = [files[0], files[0], files[1], files[2], files[1], files[0]]
+    positions = [0, 7, 3, 1, 2 ** 33, 9]
+    path = str(tmp_path / f"deletes.{fmt}")
+    if fmt == "avro":
+        schema = {"type": "record", "name": "deletes", "fields": [
+            {"field-id": 2147483546, "name": "file_path", "type": "string"},
+            {"field-id": 2147483545, "name": "pos", "type": "long"}]}
+        with open(path, "wb") as f:
+            fastavro.writer(f, fastavro.parse_schema(schema),
+                            [{"file_path": p, "pos": n} for p, n in zip(paths, positions)])
+    else:
+        meta = ({b"PARQUET:field_id": b"2147483546"}, {b"PARQUET:field_id": b"2147483545"}) if fmt == "parquet" \
+            else ({b"iceberg.id": b"2147483546"}, {b"iceberg.id": b"2147483545"})
+        table = pa.table([pa.array(paths), pa.array(positions, pa.int64())], schema=pa.schema([
+            pa.field("file_path", pa.string(), False, meta[0]), pa.field("pos", pa.int64(), False, meta[1])]))
+        (pq.write_table if fmt == "parquet" else orc.write_table)(table, path)
+    decoder = PositionDeleteRows({path: {files[0]: 0, files[1]: 5}})
+    out = [k for b in decoder([pa.record_batch([pa.array([path]), pa.array([fmt])], names=["p", "f"])])
+           for k in b.column(0).to_pylist()]
+    assert sorted(out) == sorted([0, 7, 9] + [5 * 2 ** 40 + 3, 5 * 2 ** 40 + 2 ** 33])
