@@ -398,7 +398,12 @@ def _default_column(schema: T.Schema, field_id: int, spark_type: ST.DataType) ->
 
 
 class DVDecoder:
-    """Executor side: (data file id, puffin path, offset, length) -> the deleted rows' keys (``id << 40 | pos``)."""
+    """Executor side: (data_file, puffin_path, content_offset, content_size_in_bytes) -> one (``_del_file``,
+    ``_del_pos``) row per deleted position; with ``keys``, (data_file_id, ...) -> the deleted rows' keys
+    (``_del_row``: ``data file id << 40 | pos``), as merge-on-read reads match them."""
+
+    def __init__(self, keys: bool = False):
+        self.keys = keys
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import numpy as np
@@ -410,8 +415,12 @@ class DVDecoder:
                 io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
                 blob = _read_range(io, path, r["content_offset"], r["content_size_in_bytes"])
                 positions = np.asarray(dv_positions(blob, path), np.int64)
-                yield pa.RecordBatch.from_arrays([pa.array(r["data_file_id"] * _ROW_KEY_SHIFT + positions)],
-                                                 names=["_del_row"])
+                if self.keys:
+                    yield pa.RecordBatch.from_arrays([pa.array(r["data_file_id"] * _ROW_KEY_SHIFT + positions)],
+                                                     names=["_del_row"])
+                else:
+                    yield pa.RecordBatch.from_arrays([pa.array([r["data_file"]] * len(positions), pa.string()),
+                                                      pa.array(positions, pa.int64())], names=["_del_file", "_del_pos"])
 
 
 class PositionDeleteRows:
@@ -613,7 +622,7 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
     if dvs:
         refs = spark.createDataFrame(dvs, "data_file_id int, puffin_path string, content_offset bigint, "
                                           "content_size_in_bytes bigint")
-        deleted.append(refs.mapInArrow(DVDecoder(), "_del_row bigint"))
+        deleted.append(refs.mapInArrow(DVDecoder(keys=True), "_del_row bigint"))
     if not deleted:
         return rows
     d = deleted[0]
