@@ -296,3 +296,33 @@ def test_map_get_equals_arrow_map_lookup(maps, key, start, length):
     arr = pa.array(maps, pa.map_(pa.int32(), pa.binary())).slice(start, length)
     expected = pc.map_lookup(arr, pa.scalar(key, pa.int32()), "first").to_pylist() if len(arr) else []
     assert map_get(arr, key).to_pylist() == expected
+
+
+def test_avro_header_schema_is_read_like_fastavro_reads_it():
+    # Avro spec "Object Container Files": magic, then the metadata map as blocks of (count, [size], entries);
+    # a negative count is followed by the block's size in bytes
+    import io as _io
+
+    import fastavro
+
+    from sparkberg.avro.columnar import _avro_schema
+    mf, data = _manifest()
+    assert _avro_schema(data) == fastavro.reader(_io.BytesIO(data)).metadata["avro.schema"]
+
+    def zigzag(n: int) -> bytes:
+        n = (n << 1) ^ (n >> 63)
+        out = b""
+        while True:
+            if n < 0x80:
+                return out + bytes([n])
+            out += bytes([(n & 0x7F) | 0x80])
+            n >>= 7
+
+    def string(b: bytes) -> bytes:
+        return zigzag(len(b)) + b
+    schema = '{"type": "record", "name": "r", "fields": [{"name": "' + "x" * 200 + '", "type": "int"}]}'
+    entries = string(b"avro.codec") + string(b"null") + string(b"avro.schema") + string(schema.encode())
+    header = b"Obj\x01" + zigzag(-2) + zigzag(len(entries)) + entries + zigzag(0) + b"\x00" * 16
+    assert _avro_schema(header) == schema
+    with pytest.raises(ValueError, match="avro.schema"):
+        _avro_schema(b"Obj\x01" + zigzag(1) + string(b"avro.codec") + string(b"null") + zigzag(0))
