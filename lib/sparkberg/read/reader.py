@@ -423,6 +423,29 @@ class DVDecoder:
                                                       pa.array(positions, pa.int64())], names=["_del_file", "_del_pos"])
 
 
+class EqualityDeleteRows:
+    """Executor side: equality delete files (path, format) -> their rows' equality columns (``fields``, by
+    field id), once for each data file the plan applies the file to (``applies``: delete file -> data file
+    ids), as ``_del_fid``."""
+
+    def __init__(self, fields: Sequence[T.NestedField], applies: dict[str, list[int]]):
+        self.fields = list(fields)
+        self.applies = applies
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+        from sparkberg.read.formats import ArrowFileReader
+        from sparkberg.spark.types import arrow_schema
+        schema = arrow_schema(ST.StructType([to_spark_read_field(f) for f in self.fields]))
+        out = schema.append(pa.field("_del_fid", pa.int32()))
+        for batch in batches:
+            for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                for rb in ArrowFileReader(fmt, self.fields, schema).read(path):
+                    for fid in self.applies[path]:
+                        yield pa.RecordBatch.from_arrays(
+                            list(rb.columns) + [pa.array(np.full(rb.num_rows, fid, np.int32))], schema=out)
+
+
 class PositionDeleteRows:
     """Executor side: position delete files (path, format) -> the keys (``data file id << 40 | pos``) of the
     rows they delete from the data files they apply to (``applies``: delete file -> {data file: its id});
@@ -590,6 +613,14 @@ def _maybe_broadcast(df: DataFrame, rows: int | None) -> DataFrame:
     return F.broadcast(df) if rows is not None and rows <= BROADCAST_DELETE_ROWS_MAX else df
 
 
+def _check_delete_formats(formats: dict[str, str], what: str) -> None:
+    unknown = sorted({f for f in formats.values() if f not in ("parquet", *ARROW_READ_FORMATS)})
+    if unknown:
+        example = next(p for p, f in formats.items() if f == unknown[0])
+        raise NotSupportedError(f"reading {unknown} {what} files is not supported (e.g. {example}); "
+                                f"Parquet, ORC and Avro are")
+
+
 def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
     """Rows minus those that position delete files and DVs delete, matched by (data file id, position) as one
     long (``_row``). The delete files are decoded on the executors straight into those longs: each position
@@ -612,11 +643,7 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
                 formats[d["file_path"]] = d["file_format"].lower()
     deleted = []
     if applies:
-        unknown = sorted({f for f in formats.values() if f not in ("parquet", *ARROW_READ_FORMATS)})
-        if unknown:
-            example = next(p for p, f in formats.items() if f == unknown[0])
-            raise NotSupportedError(f"reading {unknown} position delete files is not supported (e.g. {example}); "
-                                    f"Parquet, ORC and Avro are")
+        _check_delete_formats(formats, "position delete")
         files = spark.createDataFrame(sorted(formats.items()), "delete_file string, file_format string")
         deleted.append(files.mapInArrow(PositionDeleteRows(dict(applies)), "_del_row bigint"))
     if dvs:
@@ -640,24 +667,28 @@ def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, schema: T.Schem
         for d in t["deletes"]:
             if d["content"] == 2:
                 ids = tuple(d["equality_ids"] or ())
-                groups[ids].append((path_key(d["file_path"]), d["file_path"], d["file_format"], i))
+                groups[ids].append((d["file_path"], d["file_format"], i))
                 n = _delete_rows(d)
                 totals[ids] = None if totals[ids] is None or n is None else totals[ids] + n
     hidden_ids = {f.field_id for f in hidden}
     for ids, entries in groups.items():
         if not ids:
-            raise ValidationError(f"equality delete file {entries[0][1]} has no equality_ids")
+            raise ValidationError(f"equality delete file {entries[0][0]} has no equality_ids")
         fields = []
         for i in ids:
             f = all_fields.get(i)
             if f is None:
-                raise ValidationError(f"equality delete file {entries[0][1]} uses field id {i}, unknown to the table")
+                raise ValidationError(f"equality delete file {entries[0][0]} uses field id {i}, unknown to the table")
             fields.append(T.NestedField(i, f"_eqd_{i}", f.field_type))
-        files = sorted({(e[2], e[1]) for e in entries})
-        eq = (read_files(spark, fields, files, "equality delete")
-              .withColumnRenamed("_key", "_del_key").drop("_pos"))
-        applicable = spark.createDataFrame(sorted({(e[0], e[3]) for e in entries}), "_del_key string, _del_fid int")
-        eq = eq.join(F.broadcast(applicable), "_del_key").drop("_del_key")
+        applies: dict[str, set[int]] = defaultdict(set)  # delete file -> ids of the data files it applies to
+        formats: dict[str, str] = {}
+        for path, fmt, fid in entries:
+            applies[path].add(fid)
+            formats[path] = fmt.lower()
+        _check_delete_formats(formats, "equality delete")
+        out = ST.StructType([to_spark_read_field(f) for f in fields] + [ST.StructField("_del_fid", ST.IntegerType())])
+        eq = (spark.createDataFrame(sorted(formats.items()), "delete_file string, file_format string")
+              .mapInArrow(EqualityDeleteRows(fields, {p: sorted(fids) for p, fids in applies.items()}), out))
         by_id = schema.index_by_id()
         cond = rows["_file_id"] == eq["_del_fid"]
         for i in ids:
