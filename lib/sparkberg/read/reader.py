@@ -317,6 +317,15 @@ def _raw_path_keys(spark, df: DataFrame, file_ids: dict[str, int] | None = None)
     return spark.createDataFrame(sorted(pairs), "_raw_path string, _key string")
 
 
+def _check_formats(files: Sequence[tuple[str, str]], what: str) -> None:
+    """A clear error naming the first file of a format no reader here reads ((format, path) pairs)."""
+    unknown = sorted({fmt.lower() for fmt, _ in files} - {"parquet", *ARROW_READ_FORMATS})
+    if unknown:
+        example = next(path for fmt, path in files if fmt.lower() == unknown[0])
+        raise NotSupportedError(f"reading {unknown} {what} files is not supported (e.g. {example}); "
+                                f"Parquet, ORC and Avro are")
+
+
 def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str,
                parquet=None, mapping: dict[int, list[str]] | None = None,
                file_ids: dict[str, int] | None = None) -> DataFrame:
@@ -324,13 +333,10 @@ def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str
     plus ``_key`` (the path as a join key) and ``_pos`` (the row's position in its file). ``parquet`` reads
     the Parquet paths when the caller needs more than a plain field-id read."""
     spark_schema = ST.StructType([to_spark_read_field(f) for f in fields])
+    _check_formats(files, what)
     by_format: dict[str, list[str]] = defaultdict(list)
     for fmt, path in files:
         by_format[fmt.lower()].append(path)
-    unknown = sorted(set(by_format) - {"parquet", *ARROW_READ_FORMATS})
-    if unknown:
-        raise NotSupportedError(f"reading {unknown} {what} files is not supported (e.g. {by_format[unknown[0]][0]}); "
-                                f"Parquet, ORC and Avro are")
     parts = []
     for fmt, paths in sorted(by_format.items()):
         if fmt == "parquet":
@@ -434,16 +440,11 @@ class EqualityDeleteRows:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import numpy as np
-        from sparkberg.read.formats import ArrowFileReader
-        from sparkberg.spark.types import arrow_schema
-        schema = arrow_schema(ST.StructType([to_spark_read_field(f) for f in self.fields]))
-        out = schema.append(pa.field("_del_fid", pa.int32()))
-        for batch in batches:
-            for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                for rb in ArrowFileReader(fmt, self.fields, schema).read(path):
-                    for fid in self.applies[path]:
-                        yield pa.RecordBatch.from_arrays(
-                            list(rb.columns) + [pa.array(np.full(rb.num_rows, fid, np.int32))], schema=out)
+        for path, rb in _delete_file_batches(batches, self.fields):
+            out = rb.schema.append(pa.field("_del_fid", pa.int32()))
+            for fid in self.applies[path]:
+                yield pa.RecordBatch.from_arrays(list(rb.columns) + [pa.array(np.full(rb.num_rows, fid, np.int32))],
+                                                 schema=out)
 
 
 class PositionDeleteRows:
@@ -457,23 +458,28 @@ class PositionDeleteRows:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import numpy as np
         import pyarrow.compute as pc
-        from sparkberg.read.formats import ArrowFileReader
-        from sparkberg.spark.types import arrow_schema
-        fields = [DELETE_FILE_PATH, DELETE_POS]
-        schema = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))
-        for batch in batches:
-            for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                targets = self.applies[path]
-                for rb in ArrowFileReader(fmt, fields, schema).read(path):
-                    files = pc.dictionary_encode(rb.column(0))
-                    ids = np.array([targets.get(f, -1) for f in files.dictionary.to_pylist()] + [-1], np.int64)
-                    file_ids = ids[files.indices.fill_null(len(ids) - 1).to_numpy(zero_copy_only=False)]
-                    pos = rb.column(1)
-                    keep = (file_ids >= 0) & pos.is_valid().to_numpy(zero_copy_only=False)
-                    if keep.any():
-                        positions = pos.fill_null(0).to_numpy(zero_copy_only=False)
-                        rows = file_ids[keep] * _ROW_KEY_SHIFT + positions[keep]
-                        yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64())], names=["_del_row"])
+        for path, rb in _delete_file_batches(batches, [DELETE_FILE_PATH, DELETE_POS]):
+            targets = self.applies[path]
+            files = pc.dictionary_encode(rb.column(0))
+            ids = np.array([targets.get(f, -1) for f in files.dictionary.to_pylist()] + [-1], np.int64)
+            file_ids = ids[files.indices.fill_null(len(ids) - 1).to_numpy(zero_copy_only=False)]
+            pos = rb.column(1)
+            keep = (file_ids >= 0) & pos.is_valid().to_numpy(zero_copy_only=False)
+            if keep.any():
+                positions = pos.fill_null(0).to_numpy(zero_copy_only=False)
+                rows = file_ids[keep] * _ROW_KEY_SHIFT + positions[keep]
+                yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64())], names=["_del_row"])
+
+
+def _delete_file_batches(batches: Iterator[pa.RecordBatch], fields: Sequence[T.NestedField]):
+    """(path, batch of ``fields`` read by field id) for each delete file of a (path, format) input."""
+    from sparkberg.read.formats import ArrowFileReader
+    from sparkberg.spark.types import arrow_schema
+    schema = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))
+    for batch in batches:
+        for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            for rb in ArrowFileReader(fmt, fields, schema).read(path):
+                yield path, rb
 
 
 def _read_range(io, path: str, offset: int, length: int) -> bytes:
@@ -613,14 +619,6 @@ def _maybe_broadcast(df: DataFrame, rows: int | None) -> DataFrame:
     return F.broadcast(df) if rows is not None and rows <= BROADCAST_DELETE_ROWS_MAX else df
 
 
-def _check_delete_formats(formats: dict[str, str], what: str) -> None:
-    unknown = sorted({f for f in formats.values() if f not in ("parquet", *ARROW_READ_FORMATS)})
-    if unknown:
-        example = next(p for p, f in formats.items() if f == unknown[0])
-        raise NotSupportedError(f"reading {unknown} {what} files is not supported (e.g. {example}); "
-                                f"Parquet, ORC and Avro are")
-
-
 def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
     """Rows minus those that position delete files and DVs delete, matched by (data file id, position) as one
     long (``_row``). The delete files are decoded on the executors straight into those longs: each position
@@ -643,7 +641,7 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
                 formats[d["file_path"]] = d["file_format"].lower()
     deleted = []
     if applies:
-        _check_delete_formats(formats, "position delete")
+        _check_formats([(f, p) for p, f in formats.items()], "position delete")
         files = spark.createDataFrame(sorted(formats.items()), "delete_file string, file_format string")
         deleted.append(files.mapInArrow(PositionDeleteRows(dict(applies)), "_del_row bigint"))
     if dvs:
@@ -685,7 +683,7 @@ def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, schema: T.Schem
         for path, fmt, fid in entries:
             applies[path].add(fid)
             formats[path] = fmt.lower()
-        _check_delete_formats(formats, "equality delete")
+        _check_formats([(f, p) for p, f in formats.items()], "equality delete")
         out = ST.StructType([to_spark_read_field(f) for f in fields] + [ST.StructField("_del_fid", ST.IntegerType())])
         eq = (spark.createDataFrame(sorted(formats.items()), "delete_file string, file_format string")
               .mapInArrow(EqualityDeleteRows(fields, {p: sorted(fids) for p, fids in applies.items()}), out))
