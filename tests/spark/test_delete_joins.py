@@ -1,9 +1,10 @@
-"""The distributed delete matching (joins) equals the spec's rules row at a time (DeleteIndex), on generated
-data and delete files: sequence numbers, partitions, global equality deletes, DVs, referenced files, bounds."""
+"""The delete matching by shuffle joins (planning with very many delete files) equals the spec's rules row at
+a time (DeleteIndex), on generated data and delete files: sequence numbers, partitions, global equality deletes,
+DVs, referenced files, bounds."""
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sparkberg.planning.matching import DeleteIndex, eq_delete_sql, sortable_key
-from sparkberg.planning.scan import DELETE_STRUCT, attach_deletes, broadcast_deletes
+from sparkberg.planning.scan import DELETE_STRUCT, attach_deletes
 from sparkberg.spec import types as T
 from sparkberg.spec.values import to_bytes
 
@@ -34,7 +35,7 @@ def _stats(s):
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data_files, delete_files, st.booleans())
 def test_joins_equal_the_rules(spark, data, deletes, required):
-    """Shuffle joins and broadcast joins alike, with equality deletes pruned by column stats."""
+    """With equality deletes pruned by column stats."""
     data_rows = [(PATHS[i], spec, {"p": None if spec == 1 else p}, seq, *_stats_columns(s))
                  for i, (spec, p, seq, s) in enumerate(data)]
     delete_rows, index_rows = [], []
@@ -66,10 +67,9 @@ def test_joins_equal_the_rules(spark, data, deletes, required):
     expected = {path: sorted(d["file_path"] for d in index.for_file(spec, tuple(part.items()), seq, path,
                                                                       _stats(s)))
                 for (path, spec, part, seq, *_), (*_, s) in zip(data_rows, data)}
-    for join in (attach_deletes(data_df, deletes_df, [1], eq_rule=rule),
-                 broadcast_deletes(data_df, deletes_df, [1], eq_rule=rule)):
-        got = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"]) for r in join.collect()}
-        assert got == expected
+    join = attach_deletes(data_df, deletes_df, [1], eq_rule=rule)
+    got = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"]) for r in join.collect()}
+    assert got == expected
 
 
 def test_distributed_planning_decodes_deletes_once_in_a_labelled_job(spark, warehouse, monkeypatch):
@@ -126,3 +126,24 @@ def test_plans_through_the_manifest_cache_equal_plans_without_it(spark, warehous
         spark.conf.unset("spark.sparkberg.manifest-cache.enabled")
         spark.conf.unset("spark.sparkberg.manifest-cache.dir")
     assert after == plans() and len(after[0]) == len(expected[0]) + 1
+
+
+def test_plans_with_very_many_delete_files_match_by_joins_like_the_matcher(spark, warehouse, monkeypatch):
+    """Above MATCHER_DELETES_MAX delete files planning matches them by shuffle joins: the same plan."""
+    import sparkberg
+    import sparkberg.planning.scan as scan
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.joins", "id bigint, p int", partition_by=["p"],
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 3 AS int) AS p FROM range(0, 60)"))
+    t.delete("id % 7 = 0")
+    t.delete_by_keys(spark.sql("SELECT 10L AS id, 1 AS p UNION ALL SELECT 11L, 2"), ["id"])
+    t.append(spark.sql("SELECT id, 1 AS p FROM range(100, 103)"))
+
+    def plan(mode):
+        return [(r["file_path"], [(d["file_path"], d["content"]) for d in r["deletes"]])
+                for r in t.plan_files(planning=mode).collect()]
+    matched = plan("distributed")
+    assert plan("local") == matched and any(ds for _, ds in matched) and any(not ds for _, ds in matched)
+    monkeypatch.setattr(scan, "MATCHER_DELETES_MAX", 0)
+    assert sorted(plan("distributed")) == sorted(matched)

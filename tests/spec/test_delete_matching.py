@@ -135,3 +135,111 @@ def test_uuid_and_nan_bounds_are_not_compared():
     assert sortable_key(T.UUID, to_bytes(T.UUID, uuid.UUID(int=1))) is None
     assert sortable_key(T.DOUBLE, to_bytes(T.DOUBLE, float("nan"))) is None
     assert sortable_key(T.LONG, b"\x01") is None  # unreadable: unknown
+
+
+# --- the same rules a batch of data files at a time (DeleteMatcher, the planners' matching) -----------------
+import pyarrow as pa  # noqa: E402
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from sparkberg.planning.matcher import DELETE_STRUCT, DeleteMatcher  # noqa: E402
+
+STATS = pa.map_(pa.int32(), pa.struct([("nulls", pa.int64()), ("vals", pa.int64()), ("lower", pa.binary()),
+                                       ("upper", pa.binary())]))
+PARTITION = pa.struct([("p", pa.int32()), ("q", pa.float64())])
+DELETES_SCHEMA = pa.schema([
+    ("spec_id", pa.int32()), ("partition", PARTITION), ("sequence_number", pa.int64()), ("file_path", pa.string()),
+    ("content", pa.int32()), ("file_format", pa.string()), ("equality_ids", pa.list_(pa.int32())),
+    ("referenced_data_file", pa.string()), ("content_offset", pa.int64()), ("content_size_in_bytes", pa.int64()),
+    ("record_count", pa.int64()), ("_path_lower", pa.string()), ("_path_upper", pa.string()), ("_eq_stats", STATS),
+    ("_has_bounds", pa.bool_())])
+DATA_SCHEMA = pa.schema([("file_path", pa.string()), ("spec_id", pa.int32()), ("partition", PARTITION),
+                         ("sequence_number", pa.int64()), ("_eq_stats", STATS), ("_has_bounds", pa.bool_())])
+PATHS = ["/w/a", "/w/b", "/w/c", "/w/d"]
+_keys = st.none() | st.integers(0, 4).map(lambda v: sortable_key(T.LONG, to_bytes(T.LONG, v)))
+# a file's stats of equality column 1: (has bounds maps, null count, value count, lower, upper)
+_file_stats = st.none() | st.tuples(st.booleans(), st.none() | st.integers(0, 2), st.none() | st.just(2), _keys,
+                                    _keys)
+# partition (p, q): q may be NaN, which matches NaN as Spark's joins match it
+_partitions = st.tuples(st.none() | st.integers(0, 2), st.sampled_from([None, 1.5, float("nan")]))
+_data = st.lists(st.tuples(st.sampled_from([0, 1]), _partitions, st.integers(1, 6), _file_stats), min_size=1,
+                 max_size=6)
+_deletes = st.lists(st.tuples(
+    st.sampled_from(["pos", "eq", "dv"]), st.sampled_from([0, 1]), _partitions, st.integers(1, 6),
+    st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS), _file_stats),
+    max_size=8)
+
+
+def _stats_map(s):
+    if s is None:
+        return None, None
+    has, nulls, vals, lower, upper = s
+    return [(1, {"nulls": nulls, "vals": vals, "lower": lower, "upper": upper})], has
+
+
+def _partition(spec, part):
+    return {"p": None, "q": None} if spec == 1 else {"p": part[0], "q": part[1]}
+
+
+def _pkey(partition):
+    return tuple(("NaN",) if v != v else v for v in partition.values())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_data, _deletes, st.booleans())
+def test_matcher_equals_the_rules_file_by_file(data, deletes, required):
+    """Sequence numbers, partitions (NaN and null values too), global equality deletes of the unpartitioned
+    spec 1, DVs replacing position deletes, referenced files, file_path bounds, equality stats."""
+    delete_rows, index_rows = [], []
+    for i, (kind, spec, part, seq, ref, lower, upper, s) in enumerate(deletes):
+        content = 2 if kind == "eq" else 1
+        ref = ref or PATHS[0] if kind == "dv" else (None if kind == "eq" else ref)
+        d = {"file_path": f"/w/del-{i}", "content": content, "file_format": "puffin" if kind == "dv" else "parquet",
+             "equality_ids": [1] if content == 2 else None, "referenced_data_file": ref, "content_offset": None,
+             "content_size_in_bytes": None, "record_count": 1}
+        bounds = (lower, upper) if kind == "pos" else (None, None)
+        s = s if content == 2 else None
+        stats, has = _stats_map(s)
+        partition = _partition(spec, part)
+        delete_rows.append({"spec_id": spec, "partition": partition, "sequence_number": seq, **d,
+                            "_path_lower": bounds[0], "_path_upper": bounds[1], "_eq_stats": stats, "_has_bounds": has})
+        index_rows.append((spec, _pkey(partition), seq, d, bounds, None if s is None else (s[0], {1: s[1:]})))
+    data_rows = [{"file_path": PATHS[i % 4], "spec_id": spec, "partition": _partition(spec, part),
+                  "sequence_number": seq, "_eq_stats": _stats_map(s)[0], "_has_bounds": _stats_map(s)[1]}
+                 for i, (spec, part, seq, s) in enumerate(data)]
+    req = frozenset({1}) if required else frozenset()
+    index = DeleteIndex(index_rows, {1}, req, frozenset({1}))
+    matcher = DeleteMatcher(pa.Table.from_pylist(delete_rows, DELETES_SCHEMA), {1}, req, frozenset({1}))
+    got = matcher.deletes_for(pa.Table.from_pylist(data_rows, DATA_SCHEMA)).to_pylist()
+    for row, (_, _, _, s), deletes_of_row in zip(data_rows, data, got):
+        expected = index.for_file(row["spec_id"], _pkey(row["partition"]), row["sequence_number"], row["file_path"],
+                                  None if s is None else (s[0], {1: s[1:]}))
+        assert deletes_of_row == [{k: d[k] for k in DELETE_STRUCT} for d in expected]
+    assert matcher.equality_ids() == ([1] if any(k == "eq" for k, *_ in deletes) else [])
+
+
+def test_matcher_spec_examples():
+    """The sequence number rules of "Scan Planning": a position delete applies to data of the same or an older
+    sequence number, an equality delete only to strictly older data; a DV replaces position delete files."""
+    def d(path, content=1, fmt="parquet", ref=None, seq=5, partition=1):
+        return {"spec_id": 0, "partition": {"p": partition, "q": None}, "sequence_number": seq, "file_path": path,
+                "content": content, "file_format": fmt, "equality_ids": [1] if content == 2 else None,
+                "referenced_data_file": ref, "content_offset": None, "content_size_in_bytes": None,
+                "record_count": 1}
+    matcher = DeleteMatcher(pa.Table.from_pylist(
+        [d("pos5"), d("eq5", content=2), d("dv5", fmt="puffin", ref="/w/b"), d("other", partition=2)],
+        DELETES_SCHEMA), set())
+    data = pa.Table.from_pylist([{"file_path": p, "spec_id": 0, "partition": {"p": 1, "q": None},
+                                  "sequence_number": seq} for p, seq in (("/w/a", 4), ("/w/a", 5), ("/w/a", 6),
+                                                                         ("/w/b", 4))],
+                                pa.schema([DATA_SCHEMA.field(c) for c in ("file_path", "spec_id", "partition",
+                                                                          "sequence_number")]))
+    got = [[x["file_path"] for x in ds] for ds in matcher.deletes_for(data).to_pylist()]
+    assert got == [["eq5", "pos5"], ["pos5"], [], ["dv5", "eq5"]]
+    # a NaN partition value is the same partition as NaN (as Spark's joins and Iceberg Java's partition maps see it)
+    nan = DeleteMatcher(pa.Table.from_pylist([{**d("nan"), "partition": {"p": 1, "q": float("nan")}}], DELETES_SCHEMA),
+                        set())
+    data_nan = pa.Table.from_pylist([{"file_path": "/w/a", "spec_id": 0, "partition": {"p": 1, "q": float("nan")},
+                                      "sequence_number": 1}], DATA_SCHEMA)
+    assert [[x["file_path"] for x in ds] for ds in nan.deletes_for(data_nan).to_pylist()] == [["nan"]]
+    empty = DeleteMatcher(DELETES_SCHEMA.empty_table(), set())
+    assert not empty and empty.deletes_for(data).to_pylist() == [[], [], [], []]

@@ -396,15 +396,20 @@ class EntryDecoder:
         return pa.array(lower, pa.string()), pa.array(upper, pa.string())
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        io_by_scheme: dict[str, FileIO] = {}
-        for batch in batches:
-            for r in batch.to_pylist():
-                mf = ManifestFile(**{k: r[k] for k in _MANIFEST_COLUMNS if k in r})
-                path = mf.manifest_path
-                scheme = path.split("://", 1)[0] if "://" in path else "file"
-                io = io_by_scheme.get(scheme) or io_by_scheme.setdefault(scheme, file_io_for(path))
-                table = self.load(mf, r["_manifest_ordinal"], io)
-                yield from table.to_batches()
+        for mf, ordinal, io in manifests_of(batches):
+            yield from self.load(mf, ordinal, io).to_batches()
+
+
+def manifests_of(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[ManifestFile, int, FileIO]]:
+    """(manifest, ordinal, FileIO to read it) of each row of a :func:`manifests_df` batch (executors)."""
+    io_by_scheme: dict[str, FileIO] = {}
+    for batch in batches:
+        for r in batch.to_pylist():
+            mf = ManifestFile(**{k: r[k] for k in _MANIFEST_COLUMNS if k in r})
+            path = mf.manifest_path
+            scheme = path.split("://", 1)[0] if "://" in path else "file"
+            io = io_by_scheme.get(scheme) or io_by_scheme.setdefault(scheme, file_io_for(path))
+            yield mf, r["_manifest_ordinal"], io
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Pruning happens in three places, each only ever dropping what cannot match:
 manifests by their partition summaries (driver: the manifest list is small), entries by the inclusive
 projection of the filter through their spec's transforms and by their column metrics (executors, while
-decoding). Delete files are matched to data files with joins, by the spec's rules
+decoding). Delete files are matched to data files where the data entries are decoded
+(:class:`~sparkberg.planning.matcher.DeleteMatcher`), or by joins when there are very many, by the spec's rules
 (spec "Scan Planning"):
 
 - position delete files: same spec and partition, data sequence number <= the delete's, and when the delete
@@ -19,7 +20,10 @@ Equality delete files are also pruned by comparing the stats of their equality c
 from __future__ import annotations
 
 from functools import partial
+from typing import Iterator
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -30,15 +34,16 @@ from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
 from sparkberg.errors import ValidationError
-from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
-from sparkberg.planning.matching import DeleteIndex, eq_columns, eq_delete_sql
-from sparkberg.spark.session import job_description
+from sparkberg.planning.entries import (
+    EntryDecoder, PartitionLayout, entries_df, manifests_df, manifests_of, snapshot_manifests,
+)
+from sparkberg.planning.matcher import DELETE_STRUCT, DeleteMatcher
+from sparkberg.planning.matching import eq_columns, eq_delete_sql
+from sparkberg.spark.session import collect_arrow, job_description
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 
-DELETE_STRUCT = ("file_path", "content", "file_format", "equality_ids", "referenced_data_file", "content_offset",
-                 "content_size_in_bytes", "record_count")
 PLAN_COLUMNS = ("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
                 "data_sequence_number", "first_row_id", "deletes")
 
@@ -78,29 +83,32 @@ LOCAL_MAX_FILES_DEFAULT = 50_000
 
 class ScanPlan:
     """What a scan reads: the snapshot, the partition layout, and the tasks, as a DataFrame (distributed
-    planning) or as rows planned on the driver (small tables), each available as the other."""
+    planning) or as an Arrow table planned on the driver (small tables and selective scans), each available as
+    the other and as rows."""
 
     def __init__(self, spark, snapshot: Snapshot | None, layout: PartitionLayout, tasks: DataFrame | None = None,
-                 rows: list[dict] | None = None):
+                 table: pa.Table | None = None):
         self.spark = spark
         self.snapshot = snapshot
         self.layout = layout
         self._tasks = tasks
-        self._rows = rows
+        self._table = table
+        self._rows: list | None = None
 
     @property
     def is_local(self) -> bool:
-        return self._rows is not None
+        return self._table is not None
 
     @property
     def tasks(self) -> DataFrame:
         if self._tasks is None:
-            self._tasks = _local_dataframe(self.spark, self._rows, self.layout)
+            self._tasks = _local_dataframe(self.spark, self._table, self.rows, self.layout)
         return self._tasks
 
     def rows(self) -> list:
+        """The tasks on the driver: dicts (planned here) or Rows (collected), with the plan's columns."""
         if self._rows is None:
-            self._rows = self._tasks.collect()
+            self._rows = self._table.to_pylist() if self._table is not None else self._tasks.collect()
         return self._rows
 
 
@@ -128,27 +136,30 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
          mode: str = "auto", label: str = "") -> ScanPlan:
     """The scan tasks of a snapshot: one row per data file with the delete files that apply to it.
 
-    ``mode`` "distributed" decodes manifests on the executors and matches deletes with joins; "local" does
+    ``mode`` "distributed" decodes manifests on the executors; "local" does
     the same on the driver; "auto" goes local when the manifests to read are smaller than the table
     property ``sparkberg.planning.local-max-bytes`` (16 MiB by default) and list at most
     ``sparkberg.planning.local-max-files`` entries (50,000), so small tables and selective scans pay for no
     Spark job.
-    Distributed, the delete files are decoded once, in a job of their own (``DELETE-PLANNING <label>``), and
-    kept on the executors (a local checkpoint) for the joins that match them to data files: broadcast joins
-    (no shuffle of the data entries) up to ``BROADCAST_DELETES_MAX`` delete files, shuffle joins beyond.
+    Delete files are decoded first (distributed: in a job of their own, ``DELETE-PLANNING <label>``) and, up
+    to ``MATCHER_DELETES_MAX`` of them, indexed on the driver (:class:`DeleteMatcher`, as Iceberg Java's
+    ``DeleteFileIndex``) and sent with the data manifests' decoder, which attaches to each data file the
+    deletes that apply to it as it decodes: one pass over the data manifests, no join, no shuffle, the
+    manifest list's order kept. Beyond, they stay on the executors (a local checkpoint) and shuffle joins
+    match them.
     Manifests are decoded into Arrow columns (:mod:`sparkberg.avro.columnar`), kept decoded between scans when
     the session enables the manifest cache (:mod:`sparkberg.avro.cache`), only the columns planning needs
     leave the executors, and metrics pruning runs a column at a time where it can.
     """
     layout = PartitionLayout(metadata)
     if snapshot is None:
-        return ScanPlan(spark, None, layout, rows=[])
+        return ScanPlan(spark, None, layout, table=_tasks_arrow_schema(layout).empty_table())
     filters = _partition_filters(metadata, bound)
     manifests = prune_manifests(metadata, snapshot_manifests(io, snapshot), filters)
     data_manifests = [m for m in manifests if m.content == MANIFEST_DATA]
     delete_manifests = [m for m in manifests if m.content == MANIFEST_DELETES]
     if not data_manifests:
-        return ScanPlan(spark, snapshot, layout, rows=[])
+        return ScanPlan(spark, snapshot, layout, table=_tasks_arrow_schema(layout).empty_table())
     types = {f.field_id: f.field_type for s in metadata.schemas for f in s.index_by_id().values()}
     types.update({f.field_id: f.field_type for f in metadata.current_schema.index_by_id().values()})
     metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types)
@@ -166,23 +177,38 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
                                                                   if i in schema_eq_types}, cache=cache)
     delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True,
                                   columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types, cache=cache)
-    unpartitioned = [s.spec_id for s in metadata.partition_specs if s.is_unpartitioned]
+    unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
     if mode == "local" or (mode == "auto" and _small_enough(metadata, manifests)):
-        rows = _plan_locally(io, data_manifests, delete_manifests, data_decoder, delete_decoder, set(unpartitioned),
-                             required, prunable)
-        return ScanPlan(spark, snapshot, layout, rows=rows)
-    eq_ids: list[int] = []
-    if delete_manifests:
-        deletes = entries_df(spark, delete_manifests, delete_decoder).filter(F.col("content") != 0)
-        try:
+        deletes = pa.concat_tables([delete_decoder.load(mf, i, io) for i, mf in enumerate(delete_manifests)]) \
+            if delete_manifests else delete_decoder.schema.empty_table()
+        matcher = DeleteMatcher(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
+        tasks = TaskDecoder(data_decoder(matcher.equality_ids()), matcher, layout)
+        return ScanPlan(spark, snapshot, layout, table=pa.concat_tables(
+            [tasks.table(mf, i, io) for i, mf in enumerate(data_manifests)]))
+    delete_files = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in delete_manifests)
+    if delete_files <= MATCHER_DELETES_MAX:
+        # the delete files go to the driver, and from there with the data manifests' decoder to the executors,
+        # which attach them to the data entries they decode: one pass over the data manifests, no join
+        matcher = DeleteMatcher(delete_decoder.schema.empty_table(), unpartitioned)
+        if delete_manifests:
             with job_description(spark, f"DELETE-PLANNING {label}".strip()):
-                deletes = deletes.localCheckpoint(eager=True)
-        except Exception:  # noqa: BLE001 - a session without checkpoints decodes them within the joins
-            pass
-        if schema_eq_types:
-            with job_description(spark, f"DELETE-PLANNING {label} equality columns".strip()):
-                eq_ids = sorted(r[0] for r in deletes.filter(F.col("content") == 2)
-                                .select(F.explode("equality_ids")).distinct().collect())
+                deletes = collect_arrow(entries_df(spark, delete_manifests, delete_decoder), delete_decoder.schema)
+            matcher = DeleteMatcher(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
+        tasks = TaskDecoder(data_decoder(matcher.equality_ids()), matcher, layout)
+        return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
+            tasks, _tasks_schema(layout)))
+    # very many delete files: decoded once and kept on the executors (a local checkpoint), matched by joins
+    deletes = entries_df(spark, delete_manifests, delete_decoder).filter(F.col("content") != 0)
+    try:
+        with job_description(spark, f"DELETE-PLANNING {label}".strip()):
+            deletes = deletes.localCheckpoint(eager=True)
+    except Exception:  # noqa: BLE001 - a session without checkpoints decodes them within the joins
+        pass
+    eq_ids: list[int] = []
+    if schema_eq_types:
+        with job_description(spark, f"DELETE-PLANNING {label} equality columns".strip()):
+            eq_ids = sorted(r[0] for r in deletes.filter(F.col("content") == 2)
+                            .select(F.explode("equality_ids")).distinct().collect())
     data = (entries_df(spark, data_manifests, data_decoder(eq_ids))
             .filter(F.col("content") == 0)
             .select("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
@@ -192,17 +218,34 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     if eq_ids:
         eq_rule = partial(eq_delete_sql, data_stats="_eq_stats", data_has_bounds="_has_bounds",
                           required=required, prunable=prunable)
-    if not delete_manifests:
-        tasks = data.withColumn("deletes", F.array().cast(_deletes_type()))
-    else:
-        delete_files = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in delete_manifests)
-        if delete_files <= BROADCAST_DELETES_MAX:
-            tasks = broadcast_deletes(data, deletes, unpartitioned, with_dvs=metadata.format_version >= 3,
-                                      eq_rule=eq_rule)
-            return ScanPlan(spark, snapshot, layout, tasks=tasks.select(*PLAN_COLUMNS))
-        tasks = attach_deletes(data, deletes, unpartitioned, eq_rule=eq_rule)
+    tasks = attach_deletes(data, deletes, sorted(unpartitioned), eq_rule=eq_rule)
     tasks = tasks.orderBy("_manifest_ordinal", "_entry_ordinal").drop("_manifest_ordinal", "_entry_ordinal")
     return ScanPlan(spark, snapshot, layout, tasks=tasks.select(*PLAN_COLUMNS))
+
+
+class TaskDecoder:
+    """Data manifests decoded into scan tasks (the plan's columns), each data file with the delete files that
+    apply to it (:class:`DeleteMatcher`); on the executors (``mapInArrow``) or on the driver. Picklable."""
+
+    def __init__(self, decoder: EntryDecoder, matcher: DeleteMatcher, layout: PartitionLayout):
+        self.decoder = decoder
+        self.matcher = matcher
+        self.schema = _tasks_arrow_schema(layout)
+
+    def table(self, mf, ordinal: int, io: FileIO) -> pa.Table:
+        """The tasks of one data manifest, in manifest order."""
+        entries = self.decoder.load(mf, ordinal, io)
+        content = entries.column("content")
+        if pc.any(pc.not_equal(content, 0)).as_py():
+            entries = entries.filter(pc.equal(content, 0))
+        columns = {"data_sequence_number": entries.column("sequence_number"),
+                   "deletes": self.matcher.deletes_for(entries)}
+        return pa.Table.from_arrays([columns[c] if c in columns else entries.column(c) for c in PLAN_COLUMNS],
+                                    schema=self.schema)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for mf, ordinal, io in manifests_of(batches):
+            yield from self.table(mf, ordinal, io).to_batches()
 
 
 def _int_property(metadata: TableMetadata, name: str, default: int) -> int:
@@ -225,53 +268,15 @@ def _small_enough(metadata: TableMetadata, manifests) -> bool:
     return sum(map(sum, counts)) <= _int_property(metadata, LOCAL_MAX_FILES, LOCAL_MAX_FILES_DEFAULT)
 
 
-def _plan_locally(io: FileIO, data_manifests, delete_manifests, data_decoder, delete_decoder: EntryDecoder,
-                  unpartitioned: set[int], required, prunable) -> list[dict]:
-    """The distributed plan's rows, computed on the driver (same decoding, same rules, same order)."""
-    def pkey(row: dict) -> tuple:
-        return tuple(row["partition"].items())
-
-    def stats(row: dict):
-        if row.get("_eq_stats") is None:
-            return None
-        return (row["_has_bounds"], {fid: (s["nulls"], s["vals"], s["lower"], s["upper"])
-                                     for fid, s in row["_eq_stats"]})
-
-    deletes, eq_ids = [], set()
-    for i, mf in enumerate(delete_manifests):
-        for r in delete_decoder.load(mf, i, io).to_pylist():
-            if r["content"] != 0:
-                deletes.append((r["spec_id"], pkey(r), r["sequence_number"], {k: r[k] for k in DELETE_STRUCT},
-                                (r["_path_lower"], r["_path_upper"]) if "_path_lower" in r else None, stats(r)))
-                if r["content"] == 2:
-                    eq_ids.update(r["equality_ids"] or ())
-    index = DeleteIndex(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
-    decoder = data_decoder(sorted(eq_ids))
-    out = []
-    for i, mf in enumerate(data_manifests):
-        for r in decoder.load(mf, i, io).to_pylist():
-            if r["content"] != 0:
-                continue
-            out.append({
-                "file_path": r["file_path"], "file_format": r["file_format"], "spec_id": r["spec_id"],
-                "partition": r["partition"], "record_count": r["record_count"],
-                "file_size_in_bytes": r["file_size_in_bytes"], "data_sequence_number": r["sequence_number"],
-                "first_row_id": r["first_row_id"],
-                "deletes": index.for_file(r["spec_id"], pkey(r), r["sequence_number"], r["file_path"], stats(r)),
-            })
-    return out
-
-
-def _local_dataframe(spark, rows: list[dict], layout: PartitionLayout) -> DataFrame:
-    """Rows planned on the driver as a DataFrame: through Arrow where PySpark takes an Arrow table (4.x; several
-    times faster than row by row), else from the rows, unverified."""
+def _local_dataframe(spark, table: pa.Table, rows, layout: PartitionLayout) -> DataFrame:
+    """Tasks planned on the driver as a DataFrame: the Arrow table itself where PySpark takes one (4.x; several
+    times faster than row by row), else the rows, unverified."""
     import pyspark
-    if rows and int(pyspark.__version__.split(".")[0]) >= 4:
-        import pyarrow as pa
-        table = pa.Table.from_pylist(rows, schema=_tasks_arrow_schema(layout))
-        return spark.createDataFrame(table, _tasks_schema(layout))
+    if table.num_rows and int(pyspark.__version__.split(".")[0]) >= 4:
+        # (one chunk: PySpark 4.3 returned no rows for a plan concatenated from empty and non-empty tables)
+        return spark.createDataFrame(table.combine_chunks(), _tasks_schema(layout))
     # (the rows were built for this schema: PySpark's per-value verification would double the cost)
-    return spark.createDataFrame(rows, _tasks_schema(layout), verifySchema=False)
+    return spark.createDataFrame(rows(), _tasks_schema(layout), verifySchema=False)
 
 
 def _tasks_arrow_schema(layout: PartitionLayout):
@@ -296,51 +301,8 @@ def _deletes_type() -> str:
             "record_count: bigint>>")
 
 
-# live delete files up to which planning broadcasts them to the data files (one pass over the data entries, no
-# shuffle); above it, shuffle joins (attach_deletes)
-BROADCAST_DELETES_MAX = 200_000
-
-
-def broadcast_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: list[int],
-                      with_dvs: bool = True, eq_rule=None) -> DataFrame:
-    """Each data file with the delete files that apply to it, by the spec's rules, when the delete files are
-    few enough to send to every executor: delete files grouped by partition (position deletes and partition-
-    scoped equality deletes), by referenced data file (DVs, v3) and all global equality deletes (when a spec
-    is unpartitioned) are broadcast, and each data file keeps, of its groups, the deletes whose sequence
-    numbers and paths apply. Data entries are decoded once and keep their (manifest) order: no shuffle."""
-    dv = "(content = 1 AND file_format = 'puffin')"
-    is_global = (f"(content = 2 AND spec_id IN ({', '.join(str(i) for i in unpartitioned_spec_ids)}))"
-                 if unpartitioned_spec_ids else "false")
-    bounds = ("_path_lower AS lower, _path_upper AS upper" if "_path_lower" in deletes.columns
-              else "CAST(NULL AS string) AS lower, CAST(NULL AS string) AS upper")
-    stats = ", _eq_stats AS eq, _has_bounds AS has_bounds" if eq_rule is not None else ""
-    item = (f"collect_list(struct(sequence_number AS seq, content, referenced_data_file AS ref, {bounds}{stats}, "
-            f"struct({', '.join(DELETE_STRUCT)}) AS delete))")
-    # equality deletes: seq <, and (with stats) columns that may hold the deleted values (Java's DeleteFileIndex)
-    eq = "data_sequence_number < x.seq" + ("" if eq_rule is None else " AND " + eq_rule(
-        delete_stats="x.eq", delete_has_bounds="x.has_bounds", equality_ids="x.delete.equality_ids"))
-    scoped = (deletes.filter(f"NOT {dv} AND NOT {is_global}")
-              .groupBy(F.col("spec_id").alias("_s_spec"), F.col("partition").alias("_s_partition"))
-              .agg(F.expr(item).alias("_scoped")))
-    out = data.join(F.broadcast(scoped), (data["spec_id"] == F.col("_s_spec")) &
-                    data["partition"].eqNullSafe(F.col("_s_partition")), "left")
-    # position deletes: seq <=, the same file when they name one, the path within their file_path bounds;
-    # equality deletes: seq < (spec "Scan Planning")
-    hits = ("filter(coalesce(_scoped, array()), x -> (x.content = 1 AND data_sequence_number <= x.seq AND "
-            "(x.ref IS NULL OR x.ref = file_path) AND (x.lower IS NULL OR file_path >= x.lower) AND "
-            f"(x.upper IS NULL OR file_path <= x.upper)) OR (x.content = 2 AND {eq}))")
-    if with_dvs:
-        dvs = (deletes.filter(dv).groupBy(F.col("referenced_data_file").alias("_dv_ref"))
-               .agg(F.expr(item).alias("_dvs")))
-        out = out.join(F.broadcast(dvs), F.col("file_path") == F.col("_dv_ref"), "left")
-        dv_hits = "filter(coalesce(_dvs, array()), x -> data_sequence_number <= x.seq)"
-        # a DV replaces the position delete files of its data file (spec "Deletion Vectors")
-        hits = (f"concat(CASE WHEN size({dv_hits}) > 0 THEN filter({hits}, x -> x.content != 1) ELSE {hits} END, "
-                f"{dv_hits})")
-    if unpartitioned_spec_ids:
-        out = out.crossJoin(F.broadcast(deletes.filter(is_global).agg(F.expr(item).alias("_global"))))
-        hits = f"concat({hits}, filter(_global, x -> {eq}))"
-    return out.withColumn("deletes", F.expr(f"array_sort(transform({hits}, x -> x.delete))"))
+# delete files up to which planning sends them with the data manifests' decoder (DeleteMatcher); above, joins
+MATCHER_DELETES_MAX = 200_000
 
 
 def attach_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: list[int], eq_rule=None) -> DataFrame:

@@ -76,3 +76,19 @@ class job_description:
             except Exception:  # noqa: BLE001
                 pass
         return False
+
+
+def collect_arrow(df, schema):
+    """The rows of a small DataFrame on the driver as an Arrow table of ``schema`` (a ``pyarrow.Schema`` with
+    the DataFrame's column names): through Arrow where the session offers it (PySpark 4's ``toArrow``, a classic
+    3.5 session's Arrow collect), else row by row."""
+    import pyarrow as pa
+    try:
+        if hasattr(df, "toArrow"):
+            return df.toArrow().cast(schema)
+        if hasattr(df, "_collect_as_arrow"):
+            batches = df._collect_as_arrow()
+            return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+    except (pa.ArrowException, TypeError, ValueError, NotImplementedError):
+        pass  # a type this path does not convert: the rows
+    return pa.Table.from_pylist([r.asDict(recursive=True) for r in df.collect()], schema=schema)
