@@ -72,7 +72,7 @@ def test_joins_equal_the_rules(spark, data, deletes, required):
     assert got == expected
 
 
-def test_distributed_planning_decodes_deletes_once_in_a_labelled_job(spark, warehouse, monkeypatch):
+def test_distributed_planning_decodes_many_deletes_once_in_a_labelled_job(spark, warehouse, monkeypatch):
     import contextlib
 
     import sparkberg
@@ -90,11 +90,16 @@ def test_distributed_planning_decodes_deletes_once_in_a_labelled_job(spark, ware
     t.append(spark.sql("SELECT id, CAST(id % 3 AS int) AS p FROM range(0, 30)"))
     t.delete("id % 7 = 0")
     monkeypatch.setattr(scan, "job_description", record)
-    distributed = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"])
-                   for r in t.plan_files(planning="distributed").collect()}
-    assert labels == ["DELETE-PLANNING db.lbl"]
-    local = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"]) for r in t.plan_files(planning="local").collect()}
+
+    def files_and_deletes(mode):
+        return {r["file_path"]: sorted(d["file_path"] for d in r["deletes"]) for r in t.plan_files(planning=mode).collect()}
+    distributed = files_and_deletes("distributed")
+    assert labels == []  # a few delete manifests: decoded on the driver
+    local = files_and_deletes("local")
     assert distributed == local and any(distributed.values())
+    monkeypatch.setattr(scan, "DRIVER_DELETE_ENTRIES_MAX", 0)  # many: decoded by the executors, in one job
+    assert files_and_deletes("distributed") == local
+    assert labels == ["DELETE-PLANNING db.lbl"]
 
 
 def test_plans_through_the_manifest_cache_equal_plans_without_it(spark, warehouse, tmp_path):

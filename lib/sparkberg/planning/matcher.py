@@ -137,7 +137,19 @@ class DeleteMatcher:
             enc = pc.dictionary_encode(col, null_encoding="encode")
             codes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
             dictionaries.append(enc.dictionary.to_pylist())
-        distinct, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        sizes = [max(1, len(d)) for d in dictionaries]
+        if math.prod(sizes) < 2 ** 62:  # the codes of a row as one number (mixed radix): a 1-d unique
+            code = np.zeros(n, np.int64)
+            for c, size in zip(codes, sizes):
+                code = code * size + c
+            distinct_codes, inverse = np.unique(code, return_inverse=True)
+            digits = []
+            for size in reversed(sizes):
+                digits.append(distinct_codes % size)
+                distinct_codes = distinct_codes // size
+            distinct = np.stack(digits[::-1], axis=1)
+        else:
+            distinct, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
         group = np.array([self.group_of_key.get(tuple(_key_value(d[c]) for d, c in zip(dictionaries, combo)), -1)
                           for combo in distinct.tolist()], np.int64)
         return group[inverse.reshape(-1)]
