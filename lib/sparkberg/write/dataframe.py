@@ -17,6 +17,9 @@ from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, PartitionColumns, data_file_from_json
 
+# what each write task returns (RESULT_DDL as a StructType: PySpark 3.5 parses DDL through the JVM on every call)
+RESULT_SCHEMA = ST.StructType([ST.StructField(RESULT_DDL.split()[0], ST.StringType())])
+
 _WIDENING = {
     (ST.ByteType, ST.IntegerType), (ST.ShortType, ST.IntegerType), (ST.ByteType, ST.LongType),
     (ST.ShortType, ST.LongType), (ST.IntegerType, ST.LongType), (ST.FloatType, ST.DoubleType),
@@ -54,25 +57,27 @@ def align(df: DataFrame, schema: T.Schema) -> DataFrame:
     extra = [f.name for f in df.schema.fields if f.name.lower() not in table_names]
     if extra:
         raise ValidationError(f"column {extra[0]!r} is not in the table schema {[f.name for f in schema.fields]}")
-    cols, unchanged = [], True
+    plan: list[tuple[T.NestedField, ST.DataType, ST.StructField | None]] = []
     for f in schema.fields:
         target = to_spark_type(f.field_type, f" (column {f.name!r})")
         src = by_name.get(f.name.lower())
-        if src is None:
-            if f.required and f.write_default is None:
-                raise ValidationError(f"required column {f.name!r} is missing from the data")
-            default = None if f.write_default is None else _default_literal(f)
-            cols.append(F.lit(default).cast(target).alias(f.name))
-            unchanged = False
-            continue
-        if not _compatible(src.dataType, target):
+        if src is None and f.required and f.write_default is None:
+            raise ValidationError(f"required column {f.name!r} is missing from the data")
+        if src is not None and not _compatible(src.dataType, target):
             raise ValidationError(f"column {f.name!r} has type {src.dataType.simpleString()}, which cannot be written "
                                   f"as {f.field_type} ({target.simpleString()})")
-        col = F.col(f"`{src.name}`")
-        cols.append((col if src.dataType == target else col.cast(target)).alias(f.name))
-        unchanged = unchanged and src.dataType == target
-    if unchanged and [f.name for f in df.schema.fields] == [f.name for f in schema.fields]:
-        return df  # already the table's columns, in order, of its types: nothing to project
+        plan.append((f, target, src))
+    if [f.name for f in df.schema.fields] == [f.name for f in schema.fields] and \
+            all(src is not None and src.dataType == target for _, target, src in plan):
+        return df  # already the table's columns, in order, of its types: nothing to project (no Column built)
+    cols = []
+    for f, target, src in plan:
+        if src is None:
+            default = None if f.write_default is None else _default_literal(f)
+            cols.append(F.lit(default).cast(target).alias(f.name))
+        else:
+            col = F.col(f"`{src.name}`")
+            cols.append((col if src.dataType == target else col.cast(target)).alias(f.name))
     return df.select(*cols)
 
 
@@ -128,10 +133,10 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         with_parts = aligned.mapInArrow(PartitionColumns(schema, spec), out_schema)
         clustered = with_parts.repartition(*[F.col(c) for c in part_cols]).sortWithinPartitions(*part_cols)
         with executor_errors():
-            rows = clustered.mapInArrow(writer, RESULT_DDL).collect()
+            rows = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
     else:
         with executor_errors():
-            rows = aligned.mapInArrow(writer, RESULT_DDL).collect()
+            rows = aligned.mapInArrow(writer, RESULT_SCHEMA).collect()
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]
 
 
