@@ -102,14 +102,20 @@ def test_distributed_planning_decodes_many_deletes_once_in_a_labelled_job(spark,
     assert labels == ["DELETE-PLANNING db.lbl"]
 
 
-def test_plans_through_the_manifest_cache_equal_plans_without_it(spark, warehouse, tmp_path):
+def _table_with_deletes(spark, warehouse, name):
+    """A v2 table partitioned by p, with position deletes and equality deletes."""
     import sparkberg
     cat = sparkberg.catalog(spark, warehouse)
-    t = cat.create_table("db.cached", "id bigint, p int", partition_by=["p"],
+    t = cat.create_table(f"db.{name}", "id bigint, p int", partition_by=["p"],
                          properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
     t.append(spark.sql("SELECT id, CAST(id % 3 AS int) AS p FROM range(0, 60)"))
     t.delete("id % 7 = 0")
     t.delete_by_keys(spark.sql("SELECT 10L AS id, 1 AS p UNION ALL SELECT 11L, 2"), ["id"])
+    return t
+
+
+def test_plans_through_the_manifest_cache_equal_plans_without_it(spark, warehouse, tmp_path):
+    t = _table_with_deletes(spark, warehouse, "cached")
 
     def plans():
         return [{r["file_path"]: sorted(d["file_path"] for d in r["deletes"])
@@ -135,14 +141,8 @@ def test_plans_through_the_manifest_cache_equal_plans_without_it(spark, warehous
 
 def test_plans_with_very_many_delete_files_match_by_joins_like_the_matcher(spark, warehouse, monkeypatch):
     """Above MATCHER_DELETES_MAX delete files planning matches them by shuffle joins: the same plan."""
-    import sparkberg
     import sparkberg.planning.scan as scan
-    cat = sparkberg.catalog(spark, warehouse)
-    t = cat.create_table("db.joins", "id bigint, p int", partition_by=["p"],
-                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
-    t.append(spark.sql("SELECT id, CAST(id % 3 AS int) AS p FROM range(0, 60)"))
-    t.delete("id % 7 = 0")
-    t.delete_by_keys(spark.sql("SELECT 10L AS id, 1 AS p UNION ALL SELECT 11L, 2"), ["id"])
+    t = _table_with_deletes(spark, warehouse, "joins")
     t.append(spark.sql("SELECT id, 1 AS p FROM range(100, 103)"))
 
     def plan(mode):

@@ -242,4 +242,4 @@ def test_matcher_spec_examples():
                                       "sequence_number": 1}], DATA_SCHEMA)
     assert [[x["file_path"] for x in ds] for ds in nan.deletes_for(data_nan).to_pylist()] == [["nan"]]
     empty = DeleteMatcher(DELETES_SCHEMA.empty_table(), set())
-    assert not empty and empty.deletes_for(data).to_pylist() == [[], [], [], []]
+    assert empty.size == 0 and empty.deletes_for(data).to_pylist() == [[], [], [], []]

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkberg.planning.matching import EqStats, eq_delete_may_apply
+from sparkberg.planning.matching import EqStats, delete_sort_key, eq_delete_may_apply
 
 # the fields of each delete file the plan carries (``ScanPlan`` rows' ``deletes`` structs)
 DELETE_STRUCT = ("file_path", "content", "file_format", "equality_ids", "referenced_data_file", "content_offset",
@@ -30,10 +30,6 @@ DELETE_STRUCT = ("file_path", "content", "file_format", "equality_ids", "referen
 def _key_value(v: Any) -> Any:
     """A partition value as a dict key that equals itself (NaN does not: Spark's joins match NaN to NaN)."""
     return ("NaN",) if isinstance(v, float) and math.isnan(v) else v
-
-
-def _sort_key(d: dict) -> tuple:
-    return tuple((v is None, v if not isinstance(v, list) else tuple(v)) for v in d.values())
 
 
 def _stats_of(entry: dict) -> EqStats | None:
@@ -78,7 +74,7 @@ class DeleteMatcher:
                  prunable: frozenset = frozenset()):
         entries = [e for e in deletes.to_pylist() if e["content"] != 0]
         # sorted once as the plan lists them (the local planner's order), so each file's deletes come out sorted
-        entries.sort(key=lambda e: _sort_key({k: e[k] for k in DELETE_STRUCT}))
+        entries.sort(key=lambda e: delete_sort_key({k: e[k] for k in DELETE_STRUCT}))
         self.required, self.prunable = required, prunable
         self.size = len(entries)
         struct_type = pa.struct([deletes.schema.field(k) for k in DELETE_STRUCT])
@@ -109,16 +105,10 @@ class DeleteMatcher:
         self.dv_refs = pa.array(list(dvs), pa.string())
         self.dvs = _Groups(list(dvs.values()))
         self.global_eq = _Groups([global_eq] if global_eq else [])
-        self.is_dv = np.zeros(self.size, bool)
-        for g in dvs.values():
-            self.is_dv[g] = True
 
     @staticmethod
     def _key(spec_id: int, partition: dict | None) -> tuple:
         return (spec_id, *(_key_value(v) for v in (partition or {}).values()))
-
-    def __bool__(self) -> bool:
-        return self.size > 0
 
     def equality_ids(self) -> list[int]:
         """The field ids the equality deletes compare (their data files' stats of these columns prune them)."""

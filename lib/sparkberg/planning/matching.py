@@ -73,14 +73,15 @@ class DeleteIndex:
             elif data_seq < seq and self._eq_applies(stats, d):
                 out.append(d)
         out += [d for seq, d in self.global_eq if data_seq < seq and self._eq_applies(stats, d)]
-        return sorted(out, key=_sort_key)
+        return sorted(out, key=delete_sort_key)
 
 
     def _eq_applies(self, stats: EqStats | None, d: dict) -> bool:
         return eq_delete_may_apply(stats, self.stats.get(id(d)), d.get("equality_ids"), self.required, self.prunable)
 
 
-def _sort_key(d: dict) -> tuple:
+def delete_sort_key(d: dict) -> tuple:
+    """The order in which a plan lists the delete files of a data file: by their fields, None last."""
     return tuple((v is None, v if not isinstance(v, list) else tuple(v)) for v in d.values())
 
 

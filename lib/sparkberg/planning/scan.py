@@ -182,27 +182,23 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True,
                                   columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types, cache=cache)
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
-    if mode == "local" or (mode == "auto" and _small_enough(metadata, manifests)):
-        deletes = pa.concat_tables([delete_decoder.load(mf, i, io) for i, mf in enumerate(delete_manifests)]) \
-            if delete_manifests else delete_decoder.schema.empty_table()
+    local = mode == "local" or (mode == "auto" and _small_enough(metadata, manifests))
+    delete_files = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in delete_manifests)
+    if local or delete_files <= MATCHER_DELETES_MAX:
+        # the delete files are indexed on the driver and go with the data manifests' decoder, which attaches
+        # them to the data entries it decodes (on the executors, or here): one pass over the data manifests
+        if not delete_manifests:
+            deletes = delete_decoder.schema.empty_table()
+        elif local or _entries(delete_manifests) <= DRIVER_DELETE_ENTRIES_MAX:  # cheaper than a Spark job
+            deletes = pa.concat_tables([delete_decoder.load(mf, i, io) for i, mf in enumerate(delete_manifests)])
+        else:
+            with job_description(spark, f"DELETE-PLANNING {label}".strip()):
+                deletes = collect_arrow(entries_df(spark, delete_manifests, delete_decoder), delete_decoder.schema)
         matcher = DeleteMatcher(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
         tasks = TaskDecoder(data_decoder(matcher.equality_ids()), matcher, layout)
-        return ScanPlan(spark, snapshot, layout, table=pa.concat_tables(
-            [tasks.table(mf, i, io) for i, mf in enumerate(data_manifests)]))
-    delete_files = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in delete_manifests)
-    if delete_files <= MATCHER_DELETES_MAX:
-        # the delete files go to the driver, and from there with the data manifests' decoder to the executors,
-        # which attach them to the data entries they decode: one pass over the data manifests, no join
-        matcher = DeleteMatcher(delete_decoder.schema.empty_table(), unpartitioned)
-        if delete_manifests:
-            if _entries(delete_manifests) <= DRIVER_DELETE_ENTRIES_MAX:  # a Spark job costs more than decoding
-                deletes = pa.concat_tables([delete_decoder.load(mf, i, io) for i, mf in enumerate(delete_manifests)])
-            else:
-                with job_description(spark, f"DELETE-PLANNING {label}".strip()):
-                    deletes = collect_arrow(entries_df(spark, delete_manifests, delete_decoder),
-                                            delete_decoder.schema)
-            matcher = DeleteMatcher(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
-        tasks = TaskDecoder(data_decoder(matcher.equality_ids()), matcher, layout)
+        if local:
+            return ScanPlan(spark, snapshot, layout, table=pa.concat_tables(
+                [tasks.table(mf, i, io) for i, mf in enumerate(data_manifests)]))
         return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
             tasks, _tasks_schema(layout)))
     # very many delete files: decoded once and kept on the executors (a local checkpoint), matched by joins
