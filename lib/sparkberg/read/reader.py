@@ -20,6 +20,7 @@ from pyspark.sql import types as ST
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.planning.entries import PartitionLayout
+from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, path_key, read_with_arrow
 from sparkberg.planning.scan import partition_column
 from sparkberg.spark.types import FIELD_ID_KEY, to_spark_read_field, to_spark_type
@@ -158,7 +159,8 @@ def name_mapping(metadata: TableMetadata) -> dict[int, list[str]]:
 
 
 def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema: ST.StructType,
-                  paths: list[str], keys: bool = True, file_ids: dict[str, int] | None = None) -> DataFrame:
+                  paths: list[str], keys: bool = True, file_ids: dict[str, int] | None = None,
+                  name_ids: FileIds | None = None) -> DataFrame:
     """Data files read by field id. Where files differ from the read schema in ways Spark's reader cannot
     bridge, they are grouped by their footers and each group is read its own way: columns widened since the
     file was written (int->long, float->double, decimal precision) are read in the stored type and cast,
@@ -170,11 +172,11 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
 
     def read(schema_: ST.StructType, files: list[str]) -> DataFrame:
         if not uuids:
-            return _parquet(spark, schema_, files, keys, file_ids)
+            return _parquet(spark, schema_, files, keys, file_ids, name_ids)
         # uuid columns are 16-byte values in the file and strings in Spark (Iceberg's Spark type mapping)
         fields = [ST.StructField(f.name, ST.BinaryType(), True, f.metadata) if f.name in uuids else f
                   for f in schema_.fields]
-        df = _parquet(spark, ST.StructType(fields), files, keys, file_ids)
+        df = _parquet(spark, ST.StructType(fields), files, keys, file_ids, name_ids)
         for name in uuids & set(schema_.fieldNames()):
             df = df.withColumn(name, uuid_string(F.col(f"`{name}`")))
         return df
@@ -271,14 +273,18 @@ def _listing_on_driver(spark, files: Sequence[str]):
 
 
 def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool = True,
-             file_ids: dict[str, int] | None = None) -> DataFrame:
+             file_ids: dict[str, int] | None = None, name_ids: FileIds | None = None) -> DataFrame:
     """Parquet files read by field id, with ``_key`` (:func:`path_key` of the row's file) and ``_pos`` (its row
     index) when ``keys``, and ``_file_id`` (``file_ids`` of the key) when given: all from one broadcast join on
-    the path Spark reports."""
+    the path Spark reports, unless ``name_ids`` computes ``_file_id`` from the file's name (then ``_key`` is
+    null)."""
     with _listing_on_driver(spark, files):
         df = spark.read.schema(schema).parquet(*files)
     if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
         return df.select("*", F.lit(None).cast("string").alias("_key"), F.lit(None).cast("bigint").alias("_pos"))
+    if file_ids is not None and name_ids is not None and name_ids.shift is not None:
+        return df.select("*", F.lit(None).cast("string").alias("_key"), F.col("_metadata.row_index").alias("_pos"),
+                         name_ids.column().alias("_file_id"))
     keys = _raw_path_keys(spark, df, file_ids)
     if keys is None:  # no file listing to map from: normalize every row's path (slower)
         out = df.select("*", spark_path_key(F.col("_metadata.file_path")).alias("_key"),
@@ -456,9 +462,19 @@ class PositionDeleteRows:
         self.applies = applies
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                for file_ids, positions in self.positions(path, fmt):
+                    rows = file_ids * _ROW_KEY_SHIFT + positions
+                    yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64())], names=["_del_row"])
+
+    def positions(self, path: str, fmt: str) -> Iterator[tuple[Any, Any]]:
+        """(data file ids, positions) of the rows one delete file deletes (numpy int64 arrays, non-empty), a
+        pair per batch read."""
         import numpy as np
         import pyarrow.compute as pc
-        for path, rb in _delete_file_batches(batches, [DELETE_FILE_PATH, DELETE_POS]):
+        batch = pa.record_batch([pa.array([path]), pa.array([fmt])], names=["path", "format"])
+        for _, rb in _delete_file_batches(iter([batch]), [DELETE_FILE_PATH, DELETE_POS]):
             targets = self.applies[path]
             files = pc.dictionary_encode(rb.column(0))
             ids = np.array([targets.get(f, -1) for f in files.dictionary.to_pylist()] + [-1], np.int64)
@@ -467,8 +483,63 @@ class PositionDeleteRows:
             keep = (file_ids >= 0) & pos.is_valid().to_numpy(zero_copy_only=False)
             if keep.any():
                 positions = pos.fill_null(0).to_numpy(zero_copy_only=False)
-                rows = file_ids[keep] * _ROW_KEY_SHIFT + positions[keep]
-                yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64())], names=["_del_row"])
+                yield file_ids[keep], positions[keep]
+
+
+class DeletedPositions:
+    """Executor side: groups of position delete sources (a JSON ``unit`` per input row: ``files``, position
+    delete files as [path, format]; ``dvs``, deletion vectors as [puffin path, offset, size, data file id])
+    -> one (``_bm_file``, ``_bitmap``) row per data file they delete rows from: bit ``pos % 64`` of
+    ``_bitmap[pos // 64]`` is set for each deleted position. The planner groups sources so that every
+    source of a data file is in the same unit, hence one row per data file. ``targets``: position delete
+    file -> {data file: its id} (what the plan applies it to: rows naming other files are dropped, as the
+    spec's scan planning says); ``limits``: data file id -> its record count (positions at or past it name
+    no row)."""
+
+    def __init__(self, targets: dict[str, dict[str, int]], limits: dict[int, int]):
+        self.targets = targets
+        self.limits = limits
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import json
+
+        import numpy as np
+        ios: dict[str, Any] = {}
+        for batch in batches:
+            for text in batch.column(0).to_pylist():
+                unit = json.loads(text)
+                found: dict[int, list] = defaultdict(list)
+                for path, fmt in unit["files"]:
+                    for ids, positions in PositionDeleteRows({path: self.targets[path]}).positions(path, fmt):
+                        for fid in np.unique(ids):
+                            found[int(fid)].append(positions[ids == fid])
+                for path, offset, size, fid in unit["dvs"]:
+                    scheme = path.split("://", 1)[0] if "://" in path else "file"
+                    io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
+                    found[fid].append(np.asarray(dv_positions(_read_range(io, path, offset, size), path), np.int64))
+                if found:
+                    yield self._bitmaps(found)
+
+    def _bitmaps(self, found: dict[int, list]) -> pa.RecordBatch:
+        import numpy as np
+        ids, words, offsets = [], [], [0]
+        for fid, parts in found.items():
+            pos = np.concatenate(parts)
+            pos = pos[(pos >= 0) & (pos < self.limits[fid])]
+            if not len(pos):
+                continue
+            pos = np.unique(pos)
+            word = pos >> 6
+            starts = np.flatnonzero(np.diff(word, prepend=-1))
+            bits = np.zeros(int(word[-1]) + 1, np.uint64)
+            bits[word[starts]] = np.bitwise_or.reduceat(np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64)),
+                                                        starts)
+            words.append(bits.view(np.int64))
+            ids.append(fid)
+            offsets.append(offsets[-1] + len(words[-1]))
+        values = pa.array(np.concatenate(words) if words else np.zeros(0, np.int64), pa.int64())
+        return pa.RecordBatch.from_arrays([pa.array(ids, pa.int32()), pa.ListArray.from_arrays(
+            pa.array(offsets, pa.int32()), values)], names=["_bm_file", "_bitmap"])
 
 
 def _delete_file_batches(batches: Iterator[pa.RecordBatch], fields: Sequence[T.NestedField]):
@@ -526,18 +597,20 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     # metadata columns come from the task of each row's file (a join on its file id)
     needs_info = any(c in METADATA_COLUMNS and c != "_pos" for c in wanted) or (
         filter is not None and any(c in str(filter) for c in METADATA_COLUMNS))
-    per_file = has_deletes or needs_info  # rows matched to their file: one broadcast join on the reported path
-    file_ids = {path_key(t["file_path"]): i for i, t in enumerate(tasks)} if per_file else None
+    per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
+    ids = FileIds([t["file_path"] for t in tasks]) if per_file else None
+    file_ids = {path_key(t["file_path"]): i for t, i in zip(tasks, ids.ids)} if per_file else None
     rows = read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in tasks], "data",
                       parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths,
-                                                          keys=per_file or "_pos" in wanted, file_ids=file_ids),
+                                                          keys=per_file or "_pos" in wanted, file_ids=file_ids,
+                                                          name_ids=ids),
                       mapping=name_mapping(metadata), file_ids=file_ids)
     if not per_file:
         if filter is not None:
             rows = rows.filter(filter)
         return _select(rows, wanted)
-    rows = _apply_position_deletes(spark, rows, tasks)
-    rows = _apply_equality_deletes(spark, rows, tasks, schema, all_fields, hidden)
+    rows = _apply_position_deletes(spark, rows, tasks, ids.ids)
+    rows = _apply_equality_deletes(spark, rows, tasks, ids.ids, schema, all_fields, hidden)
     if needs_info:
         info_schema = ST.StructType([
             ST.StructField("_file_id", ST.IntegerType()), ST.StructField("_file", ST.StringType()),
@@ -546,7 +619,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
             ST.StructField("_data_seq", ST.LongType()), ST.StructField("_first_row_id", ST.LongType())])
         info = spark.createDataFrame(
             [(i, t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"], t["first_row_id"])
-             for i, t in enumerate(tasks)], info_schema)
+             for i, t in zip(ids.ids, tasks)], info_schema)
         rows = rows.join(F.broadcast(info), "_file_id")
     if "_partition" in wanted:  # (an unpartitioned table's is an empty struct, which Spark 3.5 cannot encode)
         rows = rows.withColumn("_partition", partition_column(layout, "_phys_partition"))
@@ -619,37 +692,54 @@ def _maybe_broadcast(df: DataFrame, rows: int | None) -> DataFrame:
     return F.broadcast(df) if rows is not None and rows <= BROADCAST_DELETE_ROWS_MAX else df
 
 
-def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
-    """Rows minus those that position delete files and DVs delete, matched by (data file id, position) as one
-    long (``_row``). The delete files are decoded on the executors straight into those longs: each position
-    delete file's rows are kept only for the data files it applies to (by the plan), each DV's positions
-    belong to its one data file."""
+# position deletes reach the rows as one bitmap per data file while those bitmaps (sized by the files' record
+# counts) stay below this; beyond, as (file, position) keys of an anti-join
+BITMAP_BYTES_MAX = 64 << 20
+
+
+def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int]) -> DataFrame:
+    """Rows minus those that position delete files and DVs delete (``ids``: the data files' ids, by task).
+    The delete files are decoded on the executors: each position delete file's rows are kept only for the
+    data files it applies to (by the plan), each DV's positions belong to its one data file. They become a
+    bitmap of deleted positions per data file, broadcast and looked up by each row's file id and position (a
+    join with one small row per data file, then a bit test), as Iceberg Java's readers test each row against
+    its file's deleted positions; very large ones become (file id, position) keys of an anti-join."""
     applies: dict[str, dict[str, int]] = defaultdict(dict)  # position delete file -> {data file: data file id}
     formats: dict[str, str] = {}
     dvs = []
+    limits: dict[int, int] = {}
     total: int | None = 0
-    for i, t in enumerate(tasks):
+    for i, t in zip(ids, tasks):
         for d in t["deletes"]:
             if d["content"] != 1:
                 continue
             n = _delete_rows(d)
             total = None if total is None or n is None else total + n
+            limits[i] = t["record_count"]
             if d["file_format"] == "puffin":
                 dvs.append((i, d["file_path"], d["content_offset"], d["content_size_in_bytes"]))
             else:
                 applies[d["file_path"]][t["file_path"]] = i
                 formats[d["file_path"]] = d["file_format"].lower()
-    deleted = []
+    if not applies and not dvs:
+        return rows
     if applies:
         _check_formats([(f, p) for p, f in formats.items()], "position delete")
+    if sum(n // 8 + 8 for n in limits.values()) <= BITMAP_BYTES_MAX:
+        units = _position_delete_units(applies, formats, dvs)
+        bitmaps = (spark.createDataFrame([(u,) for u in units], "unit string")
+                   .mapInArrow(DeletedPositions(dict(applies), limits), "_bm_file int, _bitmap array<bigint>"))
+        joined = rows.join(F.broadcast(bitmaps), rows["_file_id"] == bitmaps["_bm_file"], "left")
+        deleted = F.expr("get(_bitmap, int(shiftright(_pos, 6))) & shiftleft(1L, int(_pos & 63))")
+        return joined.filter(F.coalesce(deleted, F.lit(0)) == 0).drop("_bm_file", "_bitmap")
+    deleted = []
+    if applies:
         files = spark.createDataFrame(sorted(formats.items()), "delete_file string, file_format string")
         deleted.append(files.mapInArrow(PositionDeleteRows(dict(applies)), "_del_row bigint"))
     if dvs:
         refs = spark.createDataFrame(dvs, "data_file_id int, puffin_path string, content_offset bigint, "
                                           "content_size_in_bytes bigint")
         deleted.append(refs.mapInArrow(DVDecoder(keys=True), "_del_row bigint"))
-    if not deleted:
-        return rows
     d = deleted[0]
     for other in deleted[1:]:
         d = d.unionByName(other)
@@ -657,11 +747,36 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list) -> DataFrame:
     return rows.join(_maybe_broadcast(d, total), rows["_row"] == d["_del_row"], "left_anti").drop("_row")
 
 
-def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, schema: T.Schema, all_fields: dict,
-                            hidden: list) -> DataFrame:
+def _position_delete_units(applies: dict[str, dict[str, int]], formats: dict[str, str], dvs: list) -> list[str]:
+    """The position delete sources grouped so that all the sources of a data file are in one group (connected
+    by the data files they share), each group a JSON unit for :class:`DeletedPositions`."""
+    import json
+    parent: dict = {}
+
+    def root(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for path, targets in applies.items():
+        for fid in targets.values():
+            parent[root(("file", path))] = root(("data", fid))
+    for i, (fid, *_rest) in enumerate(dvs):
+        parent[root(("dv", i))] = root(("data", fid))
+    units: dict = defaultdict(lambda: {"files": [], "dvs": []})
+    for path in sorted(applies):
+        units[root(("file", path))]["files"].append([path, formats[path]])
+    for i, (fid, path, offset, size) in enumerate(dvs):
+        units[root(("dv", i))]["dvs"].append([path, offset, size, fid])
+    return [json.dumps(u) for u in units.values()]
+
+
+def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, file_ids: list[int], schema: T.Schema,
+                            all_fields: dict, hidden: list) -> DataFrame:
     groups: dict[tuple, list] = defaultdict(list)
     totals: dict[tuple, int | None] = defaultdict(int)
-    for i, t in enumerate(tasks):
+    for i, t in zip(file_ids, tasks):
         for d in t["deletes"]:
             if d["content"] == 2:
                 ids = tuple(d["equality_ids"] or ())

@@ -1,0 +1,66 @@
+"""Merge-on-read reads on Spark 4: each row's data file id comes from a hash of the name Spark reports (or,
+when names are not usable, a join on the path), and position deletes and DVs reach the rows as bitmaps (or,
+when very large, as keys of an anti-join). Every way gives the same rows, metadata columns and lineage."""
+import random
+import string
+
+import pytest
+
+import sparkberg
+import sparkberg.read.fileids as fileids
+import sparkberg.read.reader as reader
+from sparkberg.read.fileids import file_name, xxh64
+
+pytestmark = pytest.mark.spark
+
+
+def test_xxh64_is_sparks_xxhash64(spark):
+    rnd = random.Random(7)
+    alphabet = string.ascii_letters + string.digits + "-_.é日本 "
+    texts = ["", "a", "abc"] + ["".join(rnd.choice(alphabet) for _ in range(n)) for n in range(1, 120)]
+    got = spark.createDataFrame([(t,) for t in texts], "s string").selectExpr("s", "xxhash64(s) AS h").collect()
+    for r in got:
+        expected = xxh64(r["s"].encode())
+        assert r["h"] == (expected - (1 << 64) if expected >= 1 << 63 else expected), r["s"]
+
+
+def test_spark_reports_the_names_the_ids_are_hashed_from(spark, warehouse):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.names", "id bigint, p string", partition_by=["p"])
+    t.append(spark.sql("SELECT id, CAST(id % 3 AS string) AS p FROM range(0, 9)"))
+    paths = sorted(r["file_path"] for r in t.plan_files().collect())
+    reported = spark.read.parquet(*paths).select("_metadata.file_name").distinct().collect()
+    assert sorted(r[0] for r in reported) == sorted(file_name(p) for p in paths)
+    assert fileids.FileIds(paths).shift is not None
+
+
+def _table(spark, warehouse, version):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table(f"db.mor{version}", "id bigint, p string", partition_by=["p"],
+                         properties={"format-version": str(version), "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 4 AS string) AS p FROM range(0, 400)"))
+    t.append(spark.sql("SELECT id, CAST(id % 4 AS string) AS p FROM range(400, 600)"))
+    t.delete("id % 7 = 0")
+    t.delete("id % 11 = 0 OR id BETWEEN 100 AND 130")  # a second delete of the same files: DVs merged (v3)
+    return t
+
+
+def _read(t, version):
+    cols = ["id", "_file", "_pos"] + (["_row_id"] if version == 3 else [])
+    return sorted(tuple(r) for r in t.to_df(columns=cols).collect())
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_every_way_of_matching_rows_to_deletes_agrees(spark, warehouse, monkeypatch, version):
+    t = _table(spark, warehouse, version)
+    expected_ids = [i for i in range(600) if i % 7 and i % 11 and not 100 <= i <= 130]
+    assert any(d for r in t.plan_files().collect() for d in r["deletes"])
+    by_name_bitmaps = _read(t, version)
+    assert sorted(r[0] for r in by_name_bitmaps) == expected_ids
+    monkeypatch.setattr(reader, "BITMAP_BYTES_MAX", 0)  # (file id, position) keys of an anti-join
+    assert _read(t, version) == by_name_bitmaps
+    monkeypatch.setattr(fileids, "NAME_IDS_MAX_FILES", 0)  # ids by a join on the path
+    assert _read(t, version) == by_name_bitmaps
+    monkeypatch.setattr(reader, "BITMAP_BYTES_MAX", 64 << 20)
+    assert _read(t, version) == by_name_bitmaps
+    assert t.to_df().count() == len(expected_ids)

@@ -1,0 +1,91 @@
+"""How merge-on-read reads find each row's data file and its deleted positions, without Spark: the file ids
+taken from a hash of the file's name (XXH64, as Spark's ``xxhash64``), the grouping of position delete sources
+by data file, and the bitmaps of deleted positions built from position delete files and DVs."""
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sparkberg.read.fileids import ID_BITS, NAME_IDS_MAX_FILES, FileIds, file_name, xxh64
+from sparkberg.read.reader import DeletedPositions, _position_delete_units
+from sparkberg.spec.puffin import serialize_dv
+
+
+@pytest.mark.parametrize("data, seed, expected", [
+    # the XXH64 reference test values (xxHash's own sanity checks and python-xxhash's documentation)
+    (b"", 0, 0xEF46DB3751D8E999),
+    (b"a", 0, 0xD24EC4F1A98C6E5B),
+    (b"abc", 0, 0x44BC2CF5AD770999),
+    (b"Nobody inspects the spammish repetition", 0, 0xFBCEA83C8A378BF1),  # > 32 bytes: the four-lane loop
+])
+def test_xxh64_reference_values(data, seed, expected):
+    assert xxh64(data, seed) == expected
+
+
+def test_file_ids_are_distinct_slices_of_the_name_hashes():
+    paths = [f"s3://bucket/t/data/ts_day=2024-01-{d:02d}/0000{d}-0-6f1c2a9e-{d:04d}-00001.parquet" for d in range(1, 31)]
+    ids = FileIds(paths)
+    assert ids.shift is not None
+    assert len(set(ids.ids)) == len(paths) and all(0 <= i < 1 << ID_BITS for i in ids.ids)
+    for p, i in zip(paths, ids.ids):  # what Spark computes from _metadata.file_name
+        assert (xxh64(file_name(p).encode()) >> ids.shift) & ((1 << ID_BITS) - 1) == i
+
+
+@pytest.mark.parametrize("paths", [
+    ["/w/a/data.parquet", "/w/b/data.parquet"],  # one name in two directories
+    ["/w/a/part one.parquet", "/w/a/part-two.parquet"],  # a name Hadoop's Path might spell differently
+    [],
+])
+def test_file_ids_fall_back_to_indexes(paths):
+    ids = FileIds(paths)
+    assert ids.shift is None and ids.ids == list(range(len(paths)))
+
+
+def test_file_ids_of_too_many_files_are_indexes():
+    ids = FileIds([f"/w/{i}.parquet" for i in range(NAME_IDS_MAX_FILES + 1)])
+    assert ids.shift is None
+
+
+def test_file_name_is_the_last_segment():
+    assert file_name("file:///w/t/data/x=1/a.parquet") == "a.parquet"
+    assert file_name("s3://b/k/a.parquet") == "a.parquet"
+
+
+def test_units_keep_every_source_of_a_data_file_together():
+    # d1 and d2 share data file 5, so one unit; d3 stands alone; the DV of file 5 joins d1 and d2, that of 9 not
+    applies = {"d1": {"a": 5}, "d2": {"a": 5, "b": 6}, "d3": {"c": 7}}
+    formats = {"d1": "parquet", "d2": "parquet", "d3": "orc"}
+    dvs = [(5, "p.puffin", 4, 10), (9, "p.puffin", 14, 10)]
+    units = [json.loads(u) for u in _position_delete_units(applies, formats, dvs)]
+    as_sets = sorted((sorted(p for p, _ in u["files"]), sorted(d[3] for d in u["dvs"])) for u in units)
+    assert as_sets == [([], [9]), (["d1", "d2"], [5]), (["d3"], [])]
+
+
+def _bits(words):
+    return {w * 64 + b for w, word in enumerate(words) for b in range(64) if (word >> b) & 1}
+
+
+def test_bitmaps_of_position_delete_files_and_dvs(tmp_path):
+    # spec "Position Delete Files": rows (file_path, pos) delete from the files the plan applied them to; rows
+    # naming other files are dropped; two delete files of one data file add up; positions past the data file's
+    # record count name no row. "Deletion Vectors": the positions of one data file, from a Puffin blob.
+    schema = pa.schema([pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
+                        pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"})])
+    one, two = str(tmp_path / "one.parquet"), str(tmp_path / "two.parquet")
+    pq.write_table(pa.table([["file:/w/a.parquet", "file:/w/other.parquet", "file:/w/a.parquet"], [0, 1, 64]],
+                            schema=schema), one)
+    pq.write_table(pa.table([["file:/w/a.parquet", "file:/w/a.parquet"], [70, 1000]], schema=schema), two)
+    blob = serialize_dv([2, 63, 64, 9999, 10000])
+    puffin = tmp_path / "dv.puffin"
+    puffin.write_bytes(b"PFA1" + blob)
+    decoder = DeletedPositions({one: {"file:/w/a.parquet": 3}, two: {"file:/w/a.parquet": 3}},
+                               {3: 100, 8: 10000, 11: 2})
+    unit = json.dumps({"files": [[one, "parquet"], [two, "parquet"]], "dvs": [[str(puffin), 4, len(blob), 8]]})
+    empty = json.dumps({"files": [], "dvs": [[str(puffin), 4, len(blob), 11]]})  # all past file 11's 2 rows
+    out = {}
+    for b in decoder(iter([pa.record_batch([pa.array([unit, empty])], names=["unit"])])):
+        for fid, words in zip(b.column(0).to_pylist(), b.column(1).to_pylist()):
+            assert fid not in out
+            out[fid] = _bits(words)
+    assert out == {3: {0, 64, 70}, 8: {2, 63, 64, 9999}}
