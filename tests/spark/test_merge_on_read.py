@@ -64,3 +64,24 @@ def test_every_way_of_matching_rows_to_deletes_agrees(spark, warehouse, monkeypa
     monkeypatch.setattr(reader, "BITMAP_BYTES_MAX", 64 << 20)
     assert _read(t, version) == by_name_bitmaps
     assert t.to_df().count() == len(expected_ids)
+
+
+def test_equality_deletes_probe_only_the_files_they_apply_to(spark, warehouse, monkeypatch):
+    # spec "Equality Delete Files": a delete applies to the data files of its partition with a lower data
+    # sequence number. Keys in partition '1' give equality deletes for its files only; the other files are
+    # read apart (and position deletes still reach every file); files appended after the delete keep their rows.
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.eq", "id bigint, p string", partition_by=["p"],
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 4 AS string) AS p FROM range(0, 200)"))
+    t.delete_by_keys(spark.sql("SELECT id, '1' AS p FROM range(1, 200, 8)"), ["id"])  # 1, 9, 17, ...: p = '1'
+    t.delete("id % 10 = 0")
+    t.append(spark.sql("SELECT 1 AS id, '1' AS p"))
+    tasks = t.plan_files().collect()
+    with_eq = [r for r in tasks if any(d["content"] == 2 for d in r["deletes"])]
+    assert 0 < len(with_eq) < len(tasks)
+    expected = sorted([i for i in range(200) if i % 8 != 1 and i % 10] + [1])
+    got = _read(t, 2)
+    assert sorted(r[0] for r in got) == expected
+    monkeypatch.setattr(fileids, "NAME_IDS_MAX_FILES", 0)
+    assert _read(t, 2) == got

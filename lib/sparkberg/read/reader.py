@@ -600,17 +600,31 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
     ids = FileIds([t["file_path"] for t in tasks]) if per_file else None
     file_ids = {path_key(t["file_path"]): i for t, i in zip(tasks, ids.ids)} if per_file else None
-    rows = read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in tasks], "data",
-                      parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths,
-                                                          keys=per_file or "_pos" in wanted, file_ids=file_ids,
-                                                          name_ids=ids),
-                      mapping=name_mapping(metadata), file_ids=file_ids)
+
+    def read(some: list) -> DataFrame:
+        return read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in some], "data",
+                          parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths,
+                                                              keys=per_file or "_pos" in wanted, file_ids=file_ids,
+                                                              name_ids=ids),
+                          mapping=name_mapping(metadata), file_ids=file_ids)
+
     if not per_file:
+        rows = read(tasks)
         if filter is not None:
             rows = rows.filter(filter)
         return _select(rows, wanted)
+    # only the rows of files that equality deletes apply to are probed against them: those files are read
+    # apart from the others, and the two unioned
+    with_eq = [k for k, t in enumerate(tasks) if any(d["content"] == 2 for d in t["deletes"])]
+    if not with_eq or len(with_eq) == len(tasks):
+        rows = _apply_equality_deletes(spark, read(tasks), tasks, ids.ids, schema, all_fields, hidden)
+    else:
+        eq_set = set(with_eq)
+        rest = [k for k in range(len(tasks)) if k not in eq_set]
+        eq_tasks = [tasks[k] for k in with_eq]
+        rows = _apply_equality_deletes(spark, read(eq_tasks), eq_tasks, [ids.ids[k] for k in with_eq], schema,
+                                       all_fields, hidden).unionByName(read([tasks[k] for k in rest]))
     rows = _apply_position_deletes(spark, rows, tasks, ids.ids)
-    rows = _apply_equality_deletes(spark, rows, tasks, ids.ids, schema, all_fields, hidden)
     if needs_info:
         info_schema = ST.StructType([
             ST.StructField("_file_id", ST.IntegerType()), ST.StructField("_file", ST.StringType()),
