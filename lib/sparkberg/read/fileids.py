@@ -18,6 +18,8 @@ from typing import Sequence
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from sparkberg.read.formats import path_key
+
 # ids stay below 2^23: (id << 40 | position) is one positive long per row, positions below 2^40
 ID_BITS = 23
 _ID_MASK = (1 << ID_BITS) - 1
@@ -81,9 +83,9 @@ NAME_IDS_MAX_FILES = 8192
 
 
 class FileIds:
-    """The ``_file_id`` of every data file of a read (``ids``, in the order of the paths given), and whether
-    Spark can compute it from each row's file name (``shift`` set) or must join on the path (``shift`` None:
-    the ids are the files' indexes)."""
+    """The ``_file_id`` of every data file of a read (``ids``, in the order of the paths given; ``by_key``, by
+    :func:`path_key`), and whether Spark can compute it from each row's file name (``shift`` set) or must
+    join on the path (``shift`` None: the ids are the files' indexes)."""
 
     def __init__(self, paths: Sequence[str]):
         self.shift = _name_hash_shift([file_name(p) for p in paths])
@@ -91,6 +93,7 @@ class FileIds:
             self.ids = list(range(len(paths)))
         else:
             self.ids = [(xxh64(file_name(p).encode()) >> self.shift) & _ID_MASK for p in paths]
+        self.by_key = {path_key(p): i for p, i in zip(paths, self.ids)}  # for the joins on the path
 
     def column(self) -> Column:
         """The id of each row's file, from its name (only when ``shift`` is set)."""

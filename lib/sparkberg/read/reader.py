@@ -159,8 +159,7 @@ def name_mapping(metadata: TableMetadata) -> dict[int, list[str]]:
 
 
 def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema: ST.StructType,
-                  paths: list[str], keys: bool = True, file_ids: dict[str, int] | None = None,
-                  name_ids: FileIds | None = None) -> DataFrame:
+                  paths: list[str], keys: bool = True, file_ids: FileIds | None = None) -> DataFrame:
     """Data files read by field id. Where files differ from the read schema in ways Spark's reader cannot
     bridge, they are grouped by their footers and each group is read its own way: columns widened since the
     file was written (int->long, float->double, decimal precision) are read in the stored type and cast,
@@ -172,11 +171,11 @@ def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema
 
     def read(schema_: ST.StructType, files: list[str]) -> DataFrame:
         if not uuids:
-            return _parquet(spark, schema_, files, keys, file_ids, name_ids)
+            return _parquet(spark, schema_, files, keys, file_ids)
         # uuid columns are 16-byte values in the file and strings in Spark (Iceberg's Spark type mapping)
         fields = [ST.StructField(f.name, ST.BinaryType(), True, f.metadata) if f.name in uuids else f
                   for f in schema_.fields]
-        df = _parquet(spark, ST.StructType(fields), files, keys, file_ids, name_ids)
+        df = _parquet(spark, ST.StructType(fields), files, keys, file_ids)
         for name in uuids & set(schema_.fieldNames()):
             df = df.withColumn(name, uuid_string(F.col(f"`{name}`")))
         return df
@@ -273,18 +272,17 @@ def _listing_on_driver(spark, files: Sequence[str]):
 
 
 def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool = True,
-             file_ids: dict[str, int] | None = None, name_ids: FileIds | None = None) -> DataFrame:
+             file_ids: FileIds | None = None) -> DataFrame:
     """Parquet files read by field id, with ``_key`` (:func:`path_key` of the row's file) and ``_pos`` (its row
-    index) when ``keys``, and ``_file_id`` (``file_ids`` of the key) when given: all from one broadcast join on
-    the path Spark reports, unless ``name_ids`` computes ``_file_id`` from the file's name (then ``_key`` is
-    null)."""
+    index) when ``keys``, and ``_file_id`` (the file's id in ``file_ids``) when given: all from one broadcast
+    join on the path Spark reports, unless the ids come from the files' names (then ``_key`` is null)."""
     with _listing_on_driver(spark, files):
         df = spark.read.schema(schema).parquet(*files)
     if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
         return df.select("*", F.lit(None).cast("string").alias("_key"), F.lit(None).cast("bigint").alias("_pos"))
-    if file_ids is not None and name_ids is not None and name_ids.shift is not None:
+    if file_ids is not None and file_ids.shift is not None:
         return df.select("*", F.lit(None).cast("string").alias("_key"), F.col("_metadata.row_index").alias("_pos"),
-                         name_ids.column().alias("_file_id"))
+                         file_ids.column().alias("_file_id"))
     keys = _raw_path_keys(spark, df, file_ids)
     if keys is None:  # no file listing to map from: normalize every row's path (slower)
         out = df.select("*", spark_path_key(F.col("_metadata.file_path")).alias("_key"),
@@ -294,12 +292,12 @@ def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool = Tr
             .join(F.broadcast(keys), "_raw_path").drop("_raw_path"))
 
 
-def _with_file_ids(spark, df: DataFrame, file_ids: dict[str, int]) -> DataFrame:
-    ids = spark.createDataFrame(sorted(file_ids.items()), "_key string, _file_id int")
+def _with_file_ids(spark, df: DataFrame, file_ids: FileIds) -> DataFrame:
+    ids = spark.createDataFrame(sorted(file_ids.by_key.items()), "_key string, _file_id int")
     return df.join(F.broadcast(ids), "_key")
 
 
-def _raw_path_keys(spark, df: DataFrame, file_ids: dict[str, int] | None = None) -> DataFrame | None:
+def _raw_path_keys(spark, df: DataFrame, file_ids: FileIds | None = None) -> DataFrame | None:
     """(the path as ``_metadata.file_path`` reports it, :func:`path_key` of it) for every file ``df`` reads,
     from Spark's own file listing, so rows are matched to their task by a hash join on the raw path instead
     of decoding every row's path. Spark reports local files as ``file:/x`` and lists them as ``file:///x``
@@ -318,7 +316,7 @@ def _raw_path_keys(spark, df: DataFrame, file_ids: dict[str, int] | None = None)
         elif raw.startswith("file:/") and not raw.startswith("file://"):
             pairs.add(("file:///" + raw[len("file:/"):], key))
     if file_ids is not None:
-        return spark.createDataFrame(sorted((raw, key, file_ids.get(key, -1)) for raw, key in pairs),
+        return spark.createDataFrame(sorted((raw, key, file_ids.by_key.get(key, -1)) for raw, key in pairs),
                                      "_raw_path string, _key string, _file_id int")
     return spark.createDataFrame(sorted(pairs), "_raw_path string, _key string")
 
@@ -334,7 +332,7 @@ def _check_formats(files: Sequence[tuple[str, str]], what: str) -> None:
 
 def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str,
                parquet=None, mapping: dict[int, list[str]] | None = None,
-               file_ids: dict[str, int] | None = None) -> DataFrame:
+               file_ids: FileIds | None = None) -> DataFrame:
     """The rows of ``files`` ((format, path) pairs; Parquet, ORC or Avro) with ``fields`` matched by field id,
     plus ``_key`` (the path as a join key) and ``_pos`` (the row's position in its file). ``parquet`` reads
     the Parquet paths when the caller needs more than a plain field-id read."""
@@ -418,15 +416,10 @@ class DVDecoder:
         self.keys = keys
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import numpy as np
         ios: dict[str, Any] = {}
         for batch in batches:
             for r in batch.to_pylist():
-                path = r["puffin_path"]
-                scheme = path.split("://", 1)[0] if "://" in path else "file"
-                io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
-                blob = _read_range(io, path, r["content_offset"], r["content_size_in_bytes"])
-                positions = np.asarray(dv_positions(blob, path), np.int64)
+                positions = _dv_positions(ios, r["puffin_path"], r["content_offset"], r["content_size_in_bytes"])
                 if self.keys:
                     yield pa.RecordBatch.from_arrays([pa.array(r["data_file_id"] * _ROW_KEY_SHIFT + positions)],
                                                      names=["_del_row"])
@@ -473,8 +466,7 @@ class PositionDeleteRows:
         pair per batch read."""
         import numpy as np
         import pyarrow.compute as pc
-        batch = pa.record_batch([pa.array([path]), pa.array([fmt])], names=["path", "format"])
-        for _, rb in _delete_file_batches(iter([batch]), [DELETE_FILE_PATH, DELETE_POS]):
+        for rb in _delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_POS]):
             targets = self.applies[path]
             files = pc.dictionary_encode(rb.column(0))
             ids = np.array([targets.get(f, -1) for f in files.dictionary.to_pylist()] + [-1], np.int64)
@@ -497,7 +489,7 @@ class DeletedPositions:
     no row)."""
 
     def __init__(self, targets: dict[str, dict[str, int]], limits: dict[int, int]):
-        self.targets = targets
+        self.rows = PositionDeleteRows(targets)
         self.limits = limits
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -510,13 +502,11 @@ class DeletedPositions:
                 unit = json.loads(text)
                 found: dict[int, list] = defaultdict(list)
                 for path, fmt in unit["files"]:
-                    for ids, positions in PositionDeleteRows({path: self.targets[path]}).positions(path, fmt):
+                    for ids, positions in self.rows.positions(path, fmt):
                         for fid in np.unique(ids):
                             found[int(fid)].append(positions[ids == fid])
                 for path, offset, size, fid in unit["dvs"]:
-                    scheme = path.split("://", 1)[0] if "://" in path else "file"
-                    io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
-                    found[fid].append(np.asarray(dv_positions(_read_range(io, path, offset, size), path), np.int64))
+                    found[fid].append(_dv_positions(ios, path, offset, size))
                 if found:
                     yield self._bitmaps(found)
 
@@ -544,13 +534,26 @@ class DeletedPositions:
 
 def _delete_file_batches(batches: Iterator[pa.RecordBatch], fields: Sequence[T.NestedField]):
     """(path, batch of ``fields`` read by field id) for each delete file of a (path, format) input."""
+    for batch in batches:
+        for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            for rb in _delete_file_rows(path, fmt, fields):
+                yield path, rb
+
+
+def _delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField]) -> Iterator[pa.RecordBatch]:
+    """The rows of one delete file, ``fields`` read by field id."""
     from sparkberg.read.formats import ArrowFileReader
     from sparkberg.spark.types import arrow_schema
     schema = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))
-    for batch in batches:
-        for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            for rb in ArrowFileReader(fmt, fields, schema).read(path):
-                yield path, rb
+    return ArrowFileReader(fmt, fields, schema).read(path)
+
+
+def _dv_positions(ios: dict[str, Any], path: str, offset: int, size: int):
+    """The positions (numpy int64) of the DV at ``offset`` of a Puffin file; ``ios``: FileIOs by scheme."""
+    import numpy as np
+    scheme = path.split("://", 1)[0] if "://" in path else "file"
+    io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
+    return np.asarray(dv_positions(_read_range(io, path, offset, size), path), np.int64)
 
 
 def _read_range(io, path: str, offset: int, length: int) -> bytes:
@@ -599,14 +602,12 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         filter is not None and any(c in str(filter) for c in METADATA_COLUMNS))
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
     ids = FileIds([t["file_path"] for t in tasks]) if per_file else None
-    file_ids = {path_key(t["file_path"]): i for t, i in zip(tasks, ids.ids)} if per_file else None
 
     def read(some: list) -> DataFrame:
         return read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in some], "data",
                           parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths,
-                                                              keys=per_file or "_pos" in wanted, file_ids=file_ids,
-                                                              name_ids=ids),
-                          mapping=name_mapping(metadata), file_ids=file_ids)
+                                                              keys=per_file or "_pos" in wanted, file_ids=ids),
+                          mapping=name_mapping(metadata), file_ids=ids)
 
     if not per_file:
         rows = read(tasks)
