@@ -163,11 +163,12 @@ def test_plan_files_matches_java_scan(corpus, java, java_warehouse, name, planni
 def test_driver_plans_reach_pyspark_35_as_arrow_batches(corpus, java, java_warehouse, name):
     """On a classic PySpark 3.5 session a plan made on the driver becomes a DataFrame from its Arrow batches
     (no public API for nested Arrow data there): the same rows as from the plan's rows."""
-    from sparkberg.planning.scan import _arrow_dataframe_35, _tasks_schema, plan
+    from sparkberg.planning.scan import _tasks_schema, plan
+    from sparkberg.spark.session import arrow_dataframe_35
     t = table(java, java_warehouse, name)
     p = plan(java, t.metadata, t.io, t.metadata.current_snapshot, mode="local")
     assert p.is_local and p.rows()
-    arrow = _arrow_dataframe_35(java, p._table.combine_chunks(), _tasks_schema(p.layout)).collect()
+    arrow = arrow_dataframe_35(java, p._table.combine_chunks(), _tasks_schema(p.layout)).collect()
     expected = java.createDataFrame(p.rows(), _tasks_schema(p.layout)).collect()
     assert [_norm(r) for r in arrow] == [_norm(r) for r in expected]
     assert any(r["deletes"] for r in arrow) == (name != "v2_transforms")

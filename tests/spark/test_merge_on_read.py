@@ -1,6 +1,7 @@
 """Merge-on-read reads on Spark 4: each row's data file id comes from a hash of the name Spark reports (or,
 when names are not usable, a join on the path), and position deletes and DVs reach the rows as bitmaps (or,
-when very large, as keys of an anti-join). Every way gives the same rows, metadata columns and lineage."""
+when very large, as keys of an anti-join), made on the driver or, when many, on the executors. Every way
+gives the same rows, metadata columns and lineage."""
 import random
 import string
 
@@ -55,8 +56,10 @@ def test_every_way_of_matching_rows_to_deletes_agrees(spark, warehouse, monkeypa
     t = _table(spark, warehouse, version)
     expected_ids = [i for i in range(600) if i % 7 and i % 11 and not 100 <= i <= 130]
     assert any(d for r in t.plan_files().collect() for d in r["deletes"])
-    by_name_bitmaps = _read(t, version)
+    by_name_bitmaps = _read(t, version)  # bitmaps made on the driver
     assert sorted(r[0] for r in by_name_bitmaps) == expected_ids
+    monkeypatch.setattr(reader, "DRIVER_DELETE_ROWS_MAX", 0)  # bitmaps made on the executors
+    assert _read(t, version) == by_name_bitmaps
     monkeypatch.setattr(reader, "BITMAP_BYTES_MAX", 0)  # (file id, position) keys of an anti-join
     assert _read(t, version) == by_name_bitmaps
     monkeypatch.setattr(fileids, "NAME_IDS_MAX_FILES", 0)  # ids by a join on the path

@@ -39,7 +39,7 @@ from sparkberg.planning.entries import (
 )
 from sparkberg.planning.matcher import DELETE_STRUCT, DeleteMatcher
 from sparkberg.planning.matching import eq_columns, eq_delete_sql
-from sparkberg.spark.session import collect_arrow, job_description
+from sparkberg.spark.session import arrow_dataframe, collect_arrow, job_description
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
@@ -278,35 +278,8 @@ def _small_enough(metadata: TableMetadata, manifests) -> bool:
 
 
 def _local_dataframe(spark, table: pa.Table, rows, layout: PartitionLayout) -> DataFrame:
-    """Tasks planned on the driver as a DataFrame: the Arrow table itself where PySpark takes one (4.x; several
-    times faster than row by row), on a classic PySpark 3.5 session its Arrow batches, else the rows,
-    unverified."""
-    import pyspark
-    if table.num_rows and int(pyspark.__version__.split(".")[0]) >= 4:
-        # (one chunk: PySpark 4.3 returned no rows for a plan concatenated from empty and non-empty tables)
-        return spark.createDataFrame(table.combine_chunks(), _tasks_schema(layout))
-    if table.num_rows and hasattr(spark, "_jsparkSession"):
-        try:
-            return _arrow_dataframe_35(spark, table.combine_chunks(), _tasks_schema(layout))
-        except Exception:  # noqa: BLE001 - PySpark internals that moved: the rows
-            pass
-    # (the rows were built for this schema: PySpark's per-value verification would double the cost)
-    return spark.createDataFrame(rows(), _tasks_schema(layout), verifySchema=False)
-
-
-def _arrow_dataframe_35(spark, table: pa.Table, ddl: str) -> DataFrame:
-    """A classic PySpark 3.5 DataFrame of an Arrow table's batches, sent to the JVM as PySpark 3.5 sends a pandas
-    DataFrame's (its public API takes only pandas, which cannot hold the plan's nested columns): 10k tasks
-    ~0.24 -> ~0.03 s, and Spark reads them without unpickling a row each."""
-    from pyspark.sql import DataFrame as ClassicDataFrame
-    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
-    from pyspark.sql.types import _parse_datatype_string
-    struct = _parse_datatype_string(ddl)
-    jvm = spark._jvm
-    jrdd = spark.sparkContext._serialize_to_jvm(
-        table.to_batches(), ArrowStreamSerializer(),
-        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path), lambda: jvm.ArrowIteratorServer())
-    return ClassicDataFrame(jvm.PythonSQLUtils.toDataFrame(jrdd, struct.json(), spark._jsparkSession), spark)
+    """Tasks planned on the driver as a DataFrame (from their Arrow table where the session takes one)."""
+    return arrow_dataframe(spark, table, _tasks_schema(layout), rows)
 
 
 def _tasks_arrow_schema(layout: PartitionLayout):

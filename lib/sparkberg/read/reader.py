@@ -23,6 +23,7 @@ from sparkberg.planning.entries import PartitionLayout
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, path_key, read_with_arrow
 from sparkberg.planning.scan import partition_column
+from sparkberg.spark.session import arrow_dataframe
 from sparkberg.spark.types import FIELD_ID_KEY, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -488,6 +489,9 @@ class DeletedPositions:
     spec's scan planning says); ``limits``: data file id -> its record count (positions at or past it name
     no row)."""
 
+    SCHEMA = pa.schema([pa.field("_bm_file", pa.int32()), pa.field("_bitmap", pa.list_(pa.int64()))])
+    DDL = "_bm_file int, _bitmap array<bigint>"
+
     def __init__(self, targets: dict[str, dict[str, int]], limits: dict[int, int]):
         self.rows = PositionDeleteRows(targets)
         self.limits = limits
@@ -529,7 +533,7 @@ class DeletedPositions:
             offsets.append(offsets[-1] + len(words[-1]))
         values = pa.array(np.concatenate(words) if words else np.zeros(0, np.int64), pa.int64())
         return pa.RecordBatch.from_arrays([pa.array(ids, pa.int32()), pa.ListArray.from_arrays(
-            pa.array(offsets, pa.int32()), values)], names=["_bm_file", "_bitmap"])
+            pa.array(offsets, pa.int32()), values)], schema=self.SCHEMA)
 
 
 def _delete_file_batches(batches: Iterator[pa.RecordBatch], fields: Sequence[T.NestedField]):
@@ -710,6 +714,9 @@ def _maybe_broadcast(df: DataFrame, rows: int | None) -> DataFrame:
 # position deletes reach the rows as one bitmap per data file while those bitmaps (sized by the files' record
 # counts) stay below this; beyond, as (file, position) keys of an anti-join
 BITMAP_BYTES_MAX = 64 << 20
+# up to this many deleted rows, the bitmaps are made on the driver (500k positions in 48 files: ~0.1 s, where
+# a Spark job costs ~0.3 s more); beyond, on the executors
+DRIVER_DELETE_ROWS_MAX = 1_000_000
 
 
 def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int]) -> DataFrame:
@@ -742,8 +749,14 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int])
         _check_formats([(f, p) for p, f in formats.items()], "position delete")
     if sum(n // 8 + 8 for n in limits.values()) <= BITMAP_BYTES_MAX:
         units = _position_delete_units(applies, formats, dvs)
-        bitmaps = (spark.createDataFrame([(u,) for u in units], "unit string")
-                   .mapInArrow(DeletedPositions(dict(applies), limits), "_bm_file int, _bitmap array<bigint>"))
+        decoder = DeletedPositions(dict(applies), limits)
+        if total is not None and total <= DRIVER_DELETE_ROWS_MAX:  # cheaper here than as a Spark job
+            batches = list(decoder(iter([pa.record_batch([pa.array(units, pa.string())], names=["unit"])])))
+            bitmaps = arrow_dataframe(spark, pa.Table.from_batches(batches, DeletedPositions.SCHEMA),
+                                      DeletedPositions.DDL)
+        else:
+            bitmaps = spark.createDataFrame([(u,) for u in units], "unit string").mapInArrow(
+                decoder, DeletedPositions.DDL)
         joined = rows.join(F.broadcast(bitmaps), rows["_file_id"] == bitmaps["_bm_file"], "left")
         deleted = F.expr("get(_bitmap, int(shiftright(_pos, 6))) & shiftleft(1L, int(_pos & 63))")
         return joined.filter(F.coalesce(deleted, F.lit(0)) == 0).drop("_bm_file", "_bitmap")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 DEFAULTS_FILE = "spark-defaults.conf"
 
@@ -92,3 +92,35 @@ def collect_arrow(df, schema):
     except (pa.ArrowException, TypeError, ValueError, NotImplementedError):
         pass  # a type this path does not convert: the rows
     return pa.Table.from_pylist([r.asDict(recursive=True) for r in df.collect()], schema=schema)
+
+
+def arrow_dataframe(spark, table, ddl: str, rows: Callable[[], list] | None = None):
+    """An Arrow table built on the driver as a DataFrame of ``ddl``: the table itself where PySpark takes one
+    (4.x; several times faster than row by row), on a classic PySpark 3.5 session its Arrow batches, else its
+    rows (``rows()`` when given: dicts or tuples built for this schema, so unverified)."""
+    import pyspark
+    if table.num_rows and int(pyspark.__version__.split(".")[0]) >= 4:
+        # (one chunk: PySpark 4.3 returned no rows for a table concatenated from empty and non-empty tables)
+        return spark.createDataFrame(table.combine_chunks(), ddl)
+    if table.num_rows and hasattr(spark, "_jsparkSession"):
+        try:
+            return arrow_dataframe_35(spark, table.combine_chunks(), ddl)
+        except Exception:  # noqa: BLE001 - PySpark internals that moved: the rows
+            pass
+    # (PySpark's per-value verification would double the cost)
+    return spark.createDataFrame(rows() if rows is not None else table.to_pylist(), ddl, verifySchema=False)
+
+
+def arrow_dataframe_35(spark, table, ddl: str):
+    """A classic PySpark 3.5 DataFrame of an Arrow table's batches, sent to the JVM as PySpark 3.5 sends a pandas
+    DataFrame's (its public API takes only pandas, which cannot hold nested columns): 10k scan tasks ~0.24 ->
+    ~0.03 s, and Spark reads them without unpickling a row each."""
+    from pyspark.sql import DataFrame as ClassicDataFrame
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+    from pyspark.sql.types import _parse_datatype_string
+    struct = _parse_datatype_string(ddl)
+    jvm = spark._jvm
+    jrdd = spark.sparkContext._serialize_to_jvm(
+        table.to_batches(), ArrowStreamSerializer(),
+        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path), lambda: jvm.ArrowIteratorServer())
+    return ClassicDataFrame(jvm.PythonSQLUtils.toDataFrame(jrdd, struct.json(), spark._jsparkSession), spark)
