@@ -24,7 +24,8 @@ def test_xxh64_reference_values(data, seed, expected):
 
 
 def test_file_ids_are_distinct_slices_of_the_name_hashes():
-    paths = [f"s3://bucket/t/data/ts_day=2024-01-{d:02d}/0000{d}-0-6f1c2a9e-{d:04d}-00001.parquet" for d in range(1, 31)]
+    paths = [f"s3://bucket/t/data/ts_day=2024-01-{d:02d}/0000{d}-0-6f1c2a9e-{d:04d}-00001.parquet"
+             for d in range(1, 31)]
     ids = FileIds(paths)
     assert ids.shift is not None
     assert len(set(ids.ids)) == len(paths) and all(0 <= i < 1 << ID_BITS for i in ids.ids)

@@ -480,14 +480,14 @@ class PositionDeleteRows:
 
 
 class DeletedPositions:
-    """Executor side: groups of position delete sources (a JSON ``unit`` per input row: ``files``, position
-    delete files as [path, format]; ``dvs``, deletion vectors as [puffin path, offset, size, data file id])
-    -> one (``_bm_file``, ``_bitmap``) row per data file they delete rows from: bit ``pos % 64`` of
-    ``_bitmap[pos // 64]`` is set for each deleted position. The planner groups sources so that every
-    source of a data file is in the same unit, hence one row per data file. ``targets``: position delete
-    file -> {data file: its id} (what the plan applies it to: rows naming other files are dropped, as the
-    spec's scan planning says); ``limits``: data file id -> its record count (positions at or past it name
-    no row)."""
+    """Executor (or driver) side: groups of position delete sources (a JSON ``unit`` per input row:
+    ``files``, position delete files as [path, format]; ``dvs``, deletion vectors as [puffin path, offset,
+    size, data file id]) -> one (``_bm_file``, ``_bitmap``) row per data file they delete rows from: bit
+    ``pos % 64`` of ``_bitmap[pos // 64]`` is set for each deleted position. The planner groups sources so
+    that every source of a data file is in the same unit, hence one row per data file. ``targets``: position
+    delete file -> {data file: its id} (what the plan applies it to: rows naming other files are dropped, as
+    the spec's scan planning says); ``limits``: data file id -> its record count (positions at or past it
+    name no row)."""
 
     SCHEMA = pa.schema([pa.field("_bm_file", pa.int32()), pa.field("_bitmap", pa.list_(pa.int64()))])
     DDL = "_bm_file int, _bitmap array<bigint>"
@@ -721,11 +721,12 @@ DRIVER_DELETE_ROWS_MAX = 1_000_000
 
 def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int]) -> DataFrame:
     """Rows minus those that position delete files and DVs delete (``ids``: the data files' ids, by task).
-    The delete files are decoded on the executors: each position delete file's rows are kept only for the
-    data files it applies to (by the plan), each DV's positions belong to its one data file. They become a
-    bitmap of deleted positions per data file, broadcast and looked up by each row's file id and position (a
-    join with one small row per data file, then a bit test), as Iceberg Java's readers test each row against
-    its file's deleted positions; very large ones become (file id, position) keys of an anti-join."""
+    The delete files are decoded on the driver when they hold few rows, else on the executors: each position
+    delete file's rows are kept only for the data files it applies to (by the plan), each DV's positions
+    belong to its one data file. They become a bitmap of deleted positions per data file, broadcast and looked
+    up by each row's file id and position (a join with one small row per data file, then a bit test), as
+    Iceberg Java's readers test each row against its file's deleted positions; very large ones become (file
+    id, position) keys of an anti-join."""
     applies: dict[str, dict[str, int]] = defaultdict(dict)  # position delete file -> {data file: data file id}
     formats: dict[str, str] = {}
     dvs = []
