@@ -618,18 +618,28 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         if filter is not None:
             rows = rows.filter(filter)
         return _select(rows, wanted)
-    # only the rows of files that equality deletes apply to are probed against them: those files are read
-    # apart from the others, and the two unioned
-    with_eq = [k for k, t in enumerate(tasks) if any(d["content"] == 2 for d in t["deletes"])]
-    if not with_eq or len(with_eq) == len(tasks):
-        rows = _apply_equality_deletes(spark, read(tasks), tasks, ids.ids, schema, all_fields, hidden)
-    else:
-        eq_set = set(with_eq)
-        rest = [k for k in range(len(tasks)) if k not in eq_set]
-        eq_tasks = [tasks[k] for k in with_eq]
-        rows = _apply_equality_deletes(spark, read(eq_tasks), eq_tasks, [ids.ids[k] for k in with_eq], schema,
-                                       all_fields, hidden).unionByName(read([tasks[k] for k in rest]))
-    rows = _apply_position_deletes(spark, rows, tasks, ids.ids)
+    # only the rows of files that deletes apply to are matched against them, and only those of files that
+    # equality deletes apply to against those: each kind of file is read apart and the parts unioned
+    def has_eq(t) -> bool:
+        return any(d["content"] == 2 for d in t["deletes"])
+
+    def pick(keep) -> tuple[list, list[int]]:
+        ks = [k for k, t in enumerate(tasks) if keep(t)]
+        return [tasks[k] for k in ks], [ids.ids[k] for k in ks]
+
+    rows, deleted_tasks, deleted_ids = None, [], []
+    for equality, (some, some_ids) in ((True, pick(has_eq)), (False, pick(lambda t: t["deletes"] and not has_eq(t)))):
+        if some:
+            part = read(some)
+            if equality:
+                part = _apply_equality_deletes(spark, part, some, some_ids, schema, all_fields, hidden)
+            rows = part if rows is None else rows.unionByName(part)
+            deleted_tasks, deleted_ids = deleted_tasks + some, deleted_ids + some_ids
+    if rows is not None:  # position deletes once over both kinds (a delete file may apply to files of each)
+        rows = _apply_position_deletes(spark, rows, deleted_tasks, deleted_ids)
+    plain = pick(lambda t: not t["deletes"])[0]
+    if plain:
+        rows = read(plain) if rows is None else rows.unionByName(read(plain))
     if needs_info:
         info_schema = ST.StructType([
             ST.StructField("_file_id", ST.IntegerType()), ST.StructField("_file", ST.StringType()),
