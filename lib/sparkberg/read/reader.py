@@ -724,7 +724,7 @@ def _maybe_broadcast(df: DataFrame, rows: int | None) -> DataFrame:
 # position deletes reach the rows as one bitmap per data file while those bitmaps (sized by the files' record
 # counts) stay below this; beyond, as (file, position) keys of an anti-join
 BITMAP_BYTES_MAX = 64 << 20
-# up to this many deleted rows, the bitmaps are made on the driver (500k positions in 48 files: ~0.1 s, where
+# up to this many deleted rows, the bitmaps are made on the driver (500k positions in 48 files: ~0.22 s, where
 # a Spark job costs ~0.3 s more); beyond, on the executors
 DRIVER_DELETE_ROWS_MAX = 1_000_000
 
