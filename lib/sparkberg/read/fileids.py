@@ -88,11 +88,7 @@ class FileIds:
     join on the path (``shift`` None: the ids are the files' indexes)."""
 
     def __init__(self, paths: Sequence[str]):
-        self.shift = _name_hash_shift([file_name(p) for p in paths])
-        if self.shift is None:
-            self.ids = list(range(len(paths)))
-        else:
-            self.ids = [(xxh64(file_name(p).encode()) >> self.shift) & _ID_MASK for p in paths]
+        self.shift, self.ids = _name_hash_ids([file_name(p) for p in paths])
         self.by_key = {path_key(p): i for p, i in zip(paths, self.ids)}  # for the joins on the path
 
     def column(self) -> Column:
@@ -108,14 +104,16 @@ class FileIds:
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
-def _name_hash_shift(names: list[str]) -> int | None:
-    """The smallest shift that makes ``ID_BITS`` bits of the names' hashes distinct; None if the names are
-    not all plain and distinct, or no shift does."""
+def _name_hash_ids(names: list[str]) -> tuple[int | None, list[int]]:
+    """(the smallest shift that makes ``ID_BITS`` bits of the names' hashes distinct, those bits of each name);
+    (None, the names' indexes) if the names are not all plain and distinct, or no shift does."""
+    fallback = None, list(range(len(names)))
     if not names or len(names) > NAME_IDS_MAX_FILES or len(set(names)) != len(names) or \
             not all(_PLAIN_NAME.fullmatch(n) for n in names):
-        return None
+        return fallback
     hashes = [xxh64(n.encode()) for n in names]
     for shift in range(64 - ID_BITS + 1):
-        if len({(h >> shift) & _ID_MASK for h in hashes}) == len(hashes):
-            return shift
-    return None
+        ids = [(h >> shift) & _ID_MASK for h in hashes]
+        if len(set(ids)) == len(ids):
+            return shift, ids
+    return fallback
