@@ -89,3 +89,24 @@ def test_deletes_reach_only_the_files_they_apply_to(spark, warehouse, monkeypatc
     assert sorted(r[0] for r in got) == expected
     monkeypatch.setattr(fileids, "NAME_IDS_MAX_FILES", 0)
     assert _read(t, 2) == got
+
+
+def test_equality_deletes_read_by_spark_or_decoded_in_python_agree(spark, warehouse, monkeypatch):
+    # spec "Equality Delete Files": a delete applies to every data file of its (here: unpartitioned) table with
+    # a lower data sequence number, and null equals null. Delete files apply to the files of both appends; the
+    # row appended after it keeps its key.
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.eq_unpartitioned", "id bigint, v string",
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id AS string) AS v FROM range(0, 50)"))
+    t.append(spark.sql("SELECT IF(id = 50, NULL, id) AS id, CAST(id AS string) AS v FROM range(50, 100)"))
+    t.delete_by_keys(spark.sql("SELECT IF(id = 0, NULL, id) AS id FROM range(0, 100, 3)"), ["id"])
+    t.append(spark.sql("SELECT 3L AS id, 'again' AS v"))
+    tasks = t.plan_files().collect()
+    pairs = {(r["file_path"], d["file_path"]) for r in tasks for d in r["deletes"] if d["content"] == 2}
+    assert max(sum(1 for _, d in pairs if d == one) for _, one in pairs) > 1  # applied to several data files
+    # the keys are 3, 6, ... and null (in place of 0): row 0 stays, the row with a null id goes
+    expected = sorted([(i, str(i)) for i in range(100) if (i % 3 or i == 0) and i != 50] + [(3, "again")])
+    assert sorted(tuple(r) for r in t.to_df().collect()) == expected
+    monkeypatch.setattr(reader, "EQUALITY_DELETES_BY_SPARK", False)
+    assert sorted(tuple(r) for r in t.to_df().collect()) == expected

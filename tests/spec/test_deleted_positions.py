@@ -90,3 +90,22 @@ def test_bitmaps_of_position_delete_files_and_dvs(tmp_path):
             assert fid not in out
             out[fid] = _bits(words)
     assert out == {3: {0, 64, 70}, 8: {2, 63, 64, 9999}}
+
+
+def test_bitmaps_of_interleaved_unsorted_positions(tmp_path):
+    # spec "Position Delete Files" asks writers to sort rows by file and position; a reader must not depend on
+    # it: two data files' rows interleaved, positions out of order and repeated, give the same bitmaps, made
+    # on the executors or on the driver.
+    schema = pa.schema([pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
+                        pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"})])
+    one = str(tmp_path / "one.parquet")
+    a, b = "file:/w/a.parquet", "file:/w/b.parquet"
+    pq.write_table(pa.table([[b, a, b, a, a, a], [9, 65, 1, 5, 65, 2]], schema=schema), one)
+    decoder = DeletedPositions({one: {a: 3, b: 5}}, {3: 100, 5: 100})
+    unit = json.dumps({"files": [[one, "parquet"]], "dvs": []})
+    executors = {fid: _bits(words) for rb in decoder(iter([pa.record_batch([pa.array([unit])], names=["unit"])]))
+                 for fid, words in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist())}
+    assert executors == {3: {2, 5, 65}, 5: {1, 9}}
+    driver = decoder.on_driver([unit])
+    assert {fid: _bits(words) for fid, words in zip(driver.column(0).to_pylist(),
+                                                     driver.column(1).to_pylist())} == executors

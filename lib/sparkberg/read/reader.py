@@ -8,6 +8,7 @@ vectors by (file, ``_metadata.row_index``); equality deletes by null-safe equali
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections import defaultdict
 from typing import Any, Iterator, Sequence
@@ -430,21 +431,28 @@ class DVDecoder:
 
 
 class EqualityDeleteRows:
-    """Executor side: equality delete files (path, format) -> their rows' equality columns (``fields``, by
-    field id), once for each data file the plan applies the file to (``applies``: delete file -> data file
-    ids), as ``_del_fid``."""
+    """Executor (or driver) side: equality delete files (path, format) -> their rows' equality columns
+    (``fields``, by field id), once for each data file the plan applies the file to (``applies``: delete file
+    -> data file ids), as ``_del_fid``."""
 
     def __init__(self, fields: Sequence[T.NestedField], applies: dict[str, list[int]]):
         self.fields = list(fields)
         self.applies = applies
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                yield from self.rows(path, fmt)
+
+    def rows(self, path: str, fmt: str) -> Iterator[pa.RecordBatch]:
+        """The rows of one delete file, a copy for each data file it applies to."""
         import numpy as np
-        for path, rb in _delete_file_batches(batches, self.fields):
+        for rb in _delete_file_rows(path, fmt, self.fields):
             out = rb.schema.append(pa.field("_del_fid", pa.int32()))
             for fid in self.applies[path]:
                 yield pa.RecordBatch.from_arrays(list(rb.columns) + [pa.array(np.full(rb.num_rows, fid, np.int32))],
                                                  schema=out)
+
 
 
 class PositionDeleteRows:
@@ -497,22 +505,39 @@ class DeletedPositions:
         self.limits = limits
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import json
-
-        import numpy as np
         ios: dict[str, Any] = {}
         for batch in batches:
             for text in batch.column(0).to_pylist():
-                unit = json.loads(text)
-                found: dict[int, list] = defaultdict(list)
-                for path, fmt in unit["files"]:
-                    for ids, positions in self.rows.positions(path, fmt):
-                        for fid in np.unique(ids):
-                            found[int(fid)].append(positions[ids == fid])
-                for path, offset, size, fid in unit["dvs"]:
-                    found[fid].append(_dv_positions(ios, path, offset, size))
-                if found:
-                    yield self._bitmaps(found)
+                bitmaps = self.unit(text, ios)
+                if bitmaps is not None:
+                    yield bitmaps
+
+    def unit(self, text: str, ios: dict[str, Any]) -> pa.RecordBatch | None:
+        """The bitmaps of one unit (None when its sources delete no row of the files they apply to)."""
+        import json
+
+        import numpy as np
+        unit = json.loads(text)
+        found: dict[int, list] = defaultdict(list)
+        for path, fmt in unit["files"]:
+            for ids, positions in self.rows.positions(path, fmt):
+                first = ids[0]
+                if ids[-1] == first and (ids == first).all():  # (the usual case: a file's rows are together)
+                    found[int(first)].append(positions)
+                    continue
+                for fid in np.unique(ids):
+                    found[int(fid)].append(positions[ids == fid])
+        for path, offset, size, fid in unit["dvs"]:
+            found[fid].append(_dv_positions(ios, path, offset, size))
+        return self._bitmaps(found) if found else None
+
+    def on_driver(self, units: list[str]) -> pa.Table:
+        """The bitmaps of all ``units``, decoded by a thread per core (Arrow reads the files without the GIL)."""
+        from concurrent.futures import ThreadPoolExecutor
+        ios: dict[str, Any] = {}
+        with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
+            found = [b for b in pool.map(lambda text: self.unit(text, ios), units) if b is not None]
+        return pa.Table.from_batches(found, self.SCHEMA)
 
     def _bitmaps(self, found: dict[int, list]) -> pa.RecordBatch:
         import numpy as np
@@ -522,8 +547,9 @@ class DeletedPositions:
             pos = pos[(pos >= 0) & (pos < self.limits[fid])]
             if not len(pos):
                 continue
-            pos = np.unique(pos)
-            word = pos >> 6
+            if len(pos) > 1 and (pos[1:] < pos[:-1]).any():  # (delete files are sorted by position: rarely)
+                pos = np.sort(pos)
+            word = pos >> 6  # (a position repeated sets its bit twice: the same word)
             starts = np.flatnonzero(np.diff(word, prepend=-1))
             bits = np.zeros(int(word[-1]) + 1, np.uint64)
             bits[word[starts]] = np.bitwise_or.reduceat(np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64)),
@@ -534,14 +560,6 @@ class DeletedPositions:
         values = pa.array(np.concatenate(words) if words else np.zeros(0, np.int64), pa.int64())
         return pa.RecordBatch.from_arrays([pa.array(ids, pa.int32()), pa.ListArray.from_arrays(
             pa.array(offsets, pa.int32()), values)], schema=self.SCHEMA)
-
-
-def _delete_file_batches(batches: Iterator[pa.RecordBatch], fields: Sequence[T.NestedField]):
-    """(path, batch of ``fields`` read by field id) for each delete file of a (path, format) input."""
-    for batch in batches:
-        for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            for rb in _delete_file_rows(path, fmt, fields):
-                yield path, rb
 
 
 def _delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField]) -> Iterator[pa.RecordBatch]:
@@ -607,11 +625,15 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
     ids = FileIds([t["file_path"] for t in tasks]) if per_file else None
 
-    def read(some: list) -> DataFrame:
-        return read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in some], "data",
-                          parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths,
-                                                              keys=per_file or "_pos" in wanted, file_ids=ids),
-                          mapping=name_mapping(metadata), file_ids=ids)
+    def read(some: list, keyed: bool = True) -> DataFrame:
+        """The rows of ``some`` tasks; ``keyed``: with ``_pos`` and, in a per-file read, ``_file_id``."""
+        keyed = keyed and (per_file or "_pos" in wanted)
+        file_ids = ids if keyed else None
+        out = read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in some], "data",
+                         parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths,
+                                                             keys=keyed, file_ids=file_ids),
+                         mapping=name_mapping(metadata), file_ids=file_ids)
+        return out.withColumn("_file_id", F.lit(None).cast("int")) if per_file and not keyed else out
 
     if not per_file:
         rows = read(tasks)
@@ -632,14 +654,15 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         if some:
             part = read(some)
             if equality:
-                part = _apply_equality_deletes(spark, part, some, some_ids, schema, all_fields, hidden)
+                part = _apply_equality_deletes(spark, metadata, part, some, some_ids, schema, all_fields, hidden)
             rows = part if rows is None else rows.unionByName(part)
             deleted_tasks, deleted_ids = deleted_tasks + some, deleted_ids + some_ids
     if rows is not None:  # position deletes once over both kinds (a delete file may apply to files of each)
         rows = _apply_position_deletes(spark, rows, deleted_tasks, deleted_ids)
     plain = pick(lambda t: not t["deletes"])[0]
-    if plain:
-        rows = read(plain) if rows is None else rows.unionByName(read(plain))
+    if plain:  # rows no delete applies to are matched to their file only for metadata columns
+        part = read(plain, keyed=needs_info or "_pos" in wanted)
+        rows = part if rows is None else rows.unionByName(part)
     if needs_info:
         info_schema = ST.StructType([
             ST.StructField("_file_id", ST.IntegerType()), ST.StructField("_file", ST.StringType()),
@@ -762,9 +785,7 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int])
         units = _position_delete_units(applies, formats, dvs)
         decoder = DeletedPositions(dict(applies), limits)
         if total is not None and total <= DRIVER_DELETE_ROWS_MAX:  # cheaper here than as a Spark job
-            batches = list(decoder(iter([pa.record_batch([pa.array(units, pa.string())], names=["unit"])])))
-            bitmaps = arrow_dataframe(spark, pa.Table.from_batches(batches, DeletedPositions.SCHEMA),
-                                      DeletedPositions.DDL)
+            bitmaps = arrow_dataframe(spark, decoder.on_driver(units), DeletedPositions.DDL)
         else:
             bitmaps = spark.createDataFrame([(u,) for u in units], "unit string").mapInArrow(
                 decoder, DeletedPositions.DDL)
@@ -811,8 +832,11 @@ def _position_delete_units(applies: dict[str, dict[str, int]], formats: dict[str
     return [json.dumps(u) for u in units.values()]
 
 
-def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, file_ids: list[int], schema: T.Schema,
-                            all_fields: dict, hidden: list) -> DataFrame:
+def _apply_equality_deletes(spark, metadata: TableMetadata, rows: DataFrame, tasks: list, file_ids: list[int],
+                            schema: T.Schema, all_fields: dict, hidden: list) -> DataFrame:
+    """Rows minus those that equality delete files delete: an anti-join per set of equality columns on the
+    row's data file (the files each delete file applies to, by the plan) and its values of those columns
+    (null-safe, as the spec's null equality), the deleted rows broadcast when few."""
     groups: dict[tuple, list] = defaultdict(list)
     totals: dict[tuple, int | None] = defaultdict(int)
     for i, t in zip(file_ids, tasks):
@@ -838,9 +862,7 @@ def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, file_ids: list[
             applies[path].add(fid)
             formats[path] = fmt.lower()
         _check_formats([(f, p) for p, f in formats.items()], "equality delete")
-        out = ST.StructType([to_spark_read_field(f) for f in fields] + [ST.StructField("_del_fid", ST.IntegerType())])
-        eq = (spark.createDataFrame(sorted(formats.items()), "delete_file string, file_format string")
-              .mapInArrow(EqualityDeleteRows(fields, {p: sorted(fids) for p, fids in applies.items()}), out))
+        eq = _equality_delete_rows(spark, metadata, fields, applies, formats)
         by_id = schema.index_by_id()
         cond = rows["_file_id"] == eq["_del_fid"]
         for i in ids:
@@ -854,3 +876,40 @@ def _apply_equality_deletes(spark, rows: DataFrame, tasks: list, file_ids: list[
             cond = cond & row_col.eqNullSafe(eq[f"_eqd_{i}"])
         rows = rows.join(_maybe_broadcast(eq, totals[ids]), cond, "left_anti")
     return rows
+
+
+# Parquet equality delete files are read by Spark's reader (else, as other formats, decoded in Python)
+EQUALITY_DELETES_BY_SPARK = True
+
+
+def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedField], applies: dict[str, set[int]],
+                          formats: dict[str, str]) -> DataFrame:
+    """The rows of equality delete files (``fields``: their equality columns, as ``_eqd_<id>``), a copy for each
+    data file id a file applies to (``_del_fid``). Parquet files whose columns are all top-level are read by
+    Spark itself, each row's delete file known by its name (:class:`FileIds`) and joined to the data files it
+    applies to: no Python worker, whose start costs more than reading a few small files (48 files, 500k rows:
+    ~0.6 s as a mapInArrow job). Others are decoded by :class:`EqualityDeleteRows` on the executors (a
+    DataFrame of many rows made on the driver is a local relation, which Spark handles row by row: slower)."""
+    names = [f.name for f in fields]
+    out = ST.StructType([to_spark_read_field(f) for f in fields] + [ST.StructField("_del_fid", ST.IntegerType())])
+    top_level = {f.field_id for s in metadata.schemas for f in s.fields}
+    by_spark = sorted(p for p, fmt in formats.items() if fmt == "parquet") \
+        if EQUALITY_DELETES_BY_SPARK and all(f.field_id in top_level for f in fields) else []
+    by_python = sorted(p for p in formats if p not in set(by_spark))
+    parts = []
+    if by_spark:
+        ids = FileIds(by_spark)
+        spark_schema = ST.StructType([to_spark_read_field(f) for f in fields])
+        found = _read_parquet(spark, metadata, T.Schema(fields), spark_schema, by_spark, keys=True, file_ids=ids)
+        pairs = pa.table({"_del_file": pa.array([i for p, i in zip(by_spark, ids.ids) for _ in applies[p]], pa.int32()),
+                          "_del_fid": pa.array([f for p in by_spark for f in sorted(applies[p])], pa.int32())})
+        targets = arrow_dataframe(spark, pairs, "_del_file int, _del_fid int")
+        parts.append(found.join(F.broadcast(targets), found["_file_id"] == targets["_del_file"])
+                     .select(*[F.col(f"`{n}`") for n in names], "_del_fid"))
+    if by_python:
+        parts.append(spark.createDataFrame([(p, formats[p]) for p in by_python], "delete_file string, file_format string")
+                     .mapInArrow(EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}), out))
+    eq = parts[0]
+    for other in parts[1:]:
+        eq = eq.unionByName(other)
+    return eq
