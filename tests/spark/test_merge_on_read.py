@@ -110,3 +110,18 @@ def test_equality_deletes_read_by_spark_or_decoded_in_python_agree(spark, wareho
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected
     monkeypatch.setattr(reader, "EQUALITY_DELETES_BY_SPARK", False)
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected
+
+
+@pytest.mark.parametrize("deleted", [False, True])
+def test_positions_without_file_columns(spark, warehouse, deleted):
+    # _pos alone is read from each file's row index, with no match to the file (files no delete applies to)
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table(f"db.positions_{int(deleted)}", "id bigint, p string", partition_by=["p"],
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 2 AS string) AS p FROM range(0, 60)"))
+    if deleted:
+        t.delete("p = '0' AND id % 3 = 0")  # files of partition '1' have no deletes
+    alone = sorted(tuple(r) for r in t.to_df(columns=["id", "_pos"]).collect())
+    with_file = sorted((r["id"], r["_pos"]) for r in t.to_df(columns=["id", "_file", "_pos"]).collect())
+    assert alone == with_file
+    assert len(alone) == (50 if deleted else 60) and all(pos is not None for _, pos in alone)

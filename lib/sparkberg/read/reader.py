@@ -161,7 +161,7 @@ def name_mapping(metadata: TableMetadata) -> dict[int, list[str]]:
 
 
 def _read_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema: ST.StructType,
-                  paths: list[str], keys: bool = True, file_ids: FileIds | None = None) -> DataFrame:
+                  paths: list[str], keys: bool | str = True, file_ids: FileIds | None = None) -> DataFrame:
     """Data files read by field id. Where files differ from the read schema in ways Spark's reader cannot
     bridge, they are grouped by their footers and each group is read its own way: columns widened since the
     file was written (int->long, float->double, decimal precision) are read in the stored type and cast,
@@ -273,15 +273,17 @@ def _listing_on_driver(spark, files: Sequence[str]):
             spark.conf.set(_LISTING_THRESHOLD, before)
 
 
-def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool = True,
+def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool | str = True,
              file_ids: FileIds | None = None) -> DataFrame:
     """Parquet files read by field id, with ``_key`` (:func:`path_key` of the row's file) and ``_pos`` (its row
-    index) when ``keys``, and ``_file_id`` (the file's id in ``file_ids``) when given: all from one broadcast
+    index) when ``keys`` (only ``_pos``, ``_key`` null, when ``keys`` is "pos" and no ``file_ids``), and ``_file_id`` (the file's id in ``file_ids``) when given: all from one broadcast
     join on the path Spark reports, unless the ids come from the files' names (then ``_key`` is null)."""
     with _listing_on_driver(spark, files):
         df = spark.read.schema(schema).parquet(*files)
     if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
         return df.select("*", F.lit(None).cast("string").alias("_key"), F.lit(None).cast("bigint").alias("_pos"))
+    if keys == "pos" and file_ids is None:  # the row's position only (no deletes, no metadata columns)
+        return df.select("*", F.lit(None).cast("string").alias("_key"), F.col("_metadata.row_index").alias("_pos"))
     if file_ids is not None and file_ids.shift is not None:
         return df.select("*", F.lit(None).cast("string").alias("_key"), F.col("_metadata.row_index").alias("_pos"),
                          file_ids.column().alias("_file_id"))
@@ -625,15 +627,17 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
     ids = FileIds([t["file_path"] for t in tasks]) if per_file else None
 
-    def read(some: list, keyed: bool = True) -> DataFrame:
-        """The rows of ``some`` tasks; ``keyed``: with ``_pos`` and, in a per-file read, ``_file_id``."""
-        keyed = keyed and (per_file or "_pos" in wanted)
-        file_ids = ids if keyed else None
+    def read(some: list, matched: bool = True) -> DataFrame:
+        """The rows of ``some`` tasks; ``matched``: each with its file's id (``_file_id``, in a per-file read),
+        else with ``_pos`` only when the read wants it."""
+        matched = matched and per_file
+        keys = True if matched else "pos" if "_pos" in wanted else False
+        file_ids = ids if matched else None
         out = read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in some], "data",
                          parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths,
-                                                             keys=keyed, file_ids=file_ids),
+                                                             keys=keys, file_ids=file_ids),
                          mapping=name_mapping(metadata), file_ids=file_ids)
-        return out.withColumn("_file_id", F.lit(None).cast("int")) if per_file and not keyed else out
+        return out.withColumn("_file_id", F.lit(None).cast("int")) if per_file and not matched else out
 
     if not per_file:
         rows = read(tasks)
@@ -661,7 +665,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         rows = _apply_position_deletes(spark, rows, deleted_tasks, deleted_ids)
     plain = pick(lambda t: not t["deletes"])[0]
     if plain:  # rows no delete applies to are matched to their file only for metadata columns
-        part = read(plain, keyed=needs_info or "_pos" in wanted)
+        part = read(plain, matched=needs_info)
         rows = part if rows is None else rows.unionByName(part)
     if needs_info:
         info_schema = ST.StructType([
