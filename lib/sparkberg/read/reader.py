@@ -276,8 +276,9 @@ def _listing_on_driver(spark, files: Sequence[str]):
 def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool | str = True,
              file_ids: FileIds | None = None) -> DataFrame:
     """Parquet files read by field id, with ``_key`` (:func:`path_key` of the row's file) and ``_pos`` (its row
-    index) when ``keys`` (only ``_pos``, ``_key`` null, when ``keys`` is "pos" and no ``file_ids``), and ``_file_id`` (the file's id in ``file_ids``) when given: all from one broadcast
-    join on the path Spark reports, unless the ids come from the files' names (then ``_key`` is null)."""
+    index) when ``keys``, and ``_file_id`` (the file's id in ``file_ids``) when given: all from one broadcast
+    join on the path Spark reports, unless the ids come from the files' names (then ``_key`` is null).
+    ``keys`` "pos" without ``file_ids``: ``_pos`` alone, from the row index (``_key`` null)."""
     with _listing_on_driver(spark, files):
         df = spark.read.schema(schema).parquet(*files)
     if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
@@ -433,9 +434,9 @@ class DVDecoder:
 
 
 class EqualityDeleteRows:
-    """Executor (or driver) side: equality delete files (path, format) -> their rows' equality columns
-    (``fields``, by field id), once for each data file the plan applies the file to (``applies``: delete file
-    -> data file ids), as ``_del_fid``."""
+    """Executor side: equality delete files (path, format) -> their rows' equality columns (``fields``, by
+    field id), once for each data file the plan applies the file to (``applies``: delete file -> data file
+    ids), as ``_del_fid``."""
 
     def __init__(self, fields: Sequence[T.NestedField], applies: dict[str, list[int]]):
         self.fields = list(fields)
@@ -454,7 +455,6 @@ class EqualityDeleteRows:
             for fid in self.applies[path]:
                 yield pa.RecordBatch.from_arrays(list(rb.columns) + [pa.array(np.full(rb.num_rows, fid, np.int32))],
                                                  schema=out)
-
 
 
 class PositionDeleteRows:
@@ -894,25 +894,25 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
     applies to: no Python worker, whose start costs more than reading a few small files (48 files, 500k rows:
     ~0.6 s as a mapInArrow job). Others are decoded by :class:`EqualityDeleteRows` on the executors (a
     DataFrame of many rows made on the driver is a local relation, which Spark handles row by row: slower)."""
-    names = [f.name for f in fields]
-    out = ST.StructType([to_spark_read_field(f) for f in fields] + [ST.StructField("_del_fid", ST.IntegerType())])
+    spark_fields = [to_spark_read_field(f) for f in fields]
     top_level = {f.field_id for s in metadata.schemas for f in s.fields}
     by_spark = sorted(p for p, fmt in formats.items() if fmt == "parquet") \
         if EQUALITY_DELETES_BY_SPARK and all(f.field_id in top_level for f in fields) else []
-    by_python = sorted(p for p in formats if p not in set(by_spark))
+    by_python = sorted(set(formats) - set(by_spark))
     parts = []
     if by_spark:
         ids = FileIds(by_spark)
-        spark_schema = ST.StructType([to_spark_read_field(f) for f in fields])
-        found = _read_parquet(spark, metadata, T.Schema(fields), spark_schema, by_spark, keys=True, file_ids=ids)
+        found = _read_parquet(spark, metadata, T.Schema(fields), ST.StructType(spark_fields), by_spark,
+                              keys=True, file_ids=ids)
         pairs = pa.table({"_del_file": pa.array([i for p, i in zip(by_spark, ids.ids) for _ in applies[p]], pa.int32()),
                           "_del_fid": pa.array([f for p in by_spark for f in sorted(applies[p])], pa.int32())})
         targets = arrow_dataframe(spark, pairs, "_del_file int, _del_fid int")
         parts.append(found.join(F.broadcast(targets), found["_file_id"] == targets["_del_file"])
-                     .select(*[F.col(f"`{n}`") for n in names], "_del_fid"))
+                     .select(*[F.col(f"`{f.name}`") for f in fields], "_del_fid"))
     if by_python:
-        parts.append(spark.createDataFrame([(p, formats[p]) for p in by_python], "delete_file string, file_format string")
-                     .mapInArrow(EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}), out))
+        out = ST.StructType(spark_fields + [ST.StructField("_del_fid", ST.IntegerType())])
+        files = spark.createDataFrame([(p, formats[p]) for p in by_python], "delete_file string, file_format string")
+        parts.append(files.mapInArrow(EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}), out))
     eq = parts[0]
     for other in parts[1:]:
         eq = eq.unionByName(other)
