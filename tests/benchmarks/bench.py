@@ -15,8 +15,8 @@
   consumed (no count), where auto planning runs on the driver (a distributed plan is a lazy DataFrame, so its
   time alone says nothing), with the Spark jobs it starts.
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
-  about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines; the merge-on-read overhead is
-  each read over the delete-free read.
+  about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines, after two untimed reads
+  (``READ_WARMUP``); the merge-on-read overhead is each read over the delete-free read.
 - append: ROWS rows partitioned by day and bucket[16].
 - commit: latency of a one-file, one-row append.
 - memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
@@ -51,7 +51,10 @@ def session(wh: str):
     return spark
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
+def timed(fn, repeats: int, warmup: int = 0) -> tuple[float, object]:
+    """The median time of ``repeats`` runs of ``fn`` (after ``warmup`` untimed ones) and its last result."""
+    for _ in range(warmup):
+        fn()
     runs, out = [], None
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -195,6 +198,11 @@ def planned_locally(t, text: str | None) -> bool:
     return plan(t.spark, t.metadata, t.io, snap, t._bound_filter(text, t.schema()), "auto").is_local
 
 
+# untimed reads of each table before the timed ones, by both engines: a query's first runs in a session
+# compile its generated code (3-10x slower), which the time of a scan's repeated reads does not include
+READ_WARMUP = 2
+
+
 def bench_reads(spark, wh, rows, repeats, results):
     import sparkberg
     cat = sparkberg.catalog(spark, wh)
@@ -215,9 +223,9 @@ def bench_reads(spark, wh, rows, repeats, results):
         tables[name] = t
     base: dict[str, float] = {}
     for name, t in tables.items():  # "none" first: the delete-free read is the base of the overheads
-        ours_s, ours = timed(lambda: t.to_df().agg({"x": "sum", "*": "count"}).collect()[0], repeats)
+        ours_s, ours = timed(lambda: t.to_df().agg({"x": "sum", "*": "count"}).collect()[0], repeats, READ_WARMUP)
         java_s, theirs = timed(lambda: spark.sql(f"SELECT count(*), sum(x) FROM ref.b.read_{name}").collect()[0],
-                               repeats)
+                               repeats, READ_WARMUP)
         assert sorted(ours.asDict().values()) == sorted(theirs.asDict().values()), (name, ours, theirs)
         if name == "none":
             base = {"ours": ours_s, "java": java_s}
