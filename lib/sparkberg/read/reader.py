@@ -353,6 +353,11 @@ def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str
         else:
             part = read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping)
             parts.append(part if file_ids is None else _with_file_ids(spark, part, file_ids))
+    return _union(parts)
+
+
+def _union(parts: Sequence[DataFrame]) -> DataFrame:
+    """The rows of all ``parts`` (non-empty; their columns matched by name)."""
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
@@ -804,9 +809,7 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int])
         refs = spark.createDataFrame(dvs, "data_file_id int, puffin_path string, content_offset bigint, "
                                           "content_size_in_bytes bigint")
         deleted.append(refs.mapInArrow(DVDecoder(keys=True), "_del_row bigint"))
-    d = deleted[0]
-    for other in deleted[1:]:
-        d = d.unionByName(other)
+    d = _union(deleted)
     rows = rows.withColumn("_row", F.col("_file_id").cast("bigint") * _ROW_KEY_SHIFT + F.col("_pos"))
     return rows.join(_maybe_broadcast(d, total), rows["_row"] == d["_del_row"], "left_anti").drop("_row")
 
@@ -913,7 +916,4 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
         out = ST.StructType(spark_fields + [ST.StructField("_del_fid", ST.IntegerType())])
         files = spark.createDataFrame([(p, formats[p]) for p in by_python], "delete_file string, file_format string")
         parts.append(files.mapInArrow(EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}), out))
-    eq = parts[0]
-    for other in parts[1:]:
-        eq = eq.unionByName(other)
-    return eq
+    return _union(parts)
