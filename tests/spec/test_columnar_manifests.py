@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sparkberg.avro.columnar import read_manifest_columns
+from sparkberg.avro.columnar import map_get, read_manifest_columns
 from sparkberg.avro.manifest import (
     ADDED, DATA, DELETED, EQUALITY_DELETES, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile,
     ManifestEntry, ManifestFile, write_manifest,
@@ -79,7 +79,8 @@ def _entries(rows, content: int):
                      equality_ids=(1,) if content == EQUALITY_DELETES else None, split_offsets=(4,) if explicit else None)
         if content == POSITION_DELETES:
             target = f"file:///wh/t/data/{k + 1:03d}.parquet".encode()
-            d = DataFile(**{**d.__dict__, "lower_bounds": {2147483546: target}, "upper_bounds": {2147483546: target}})
+            d = DataFile(**{**d.__dict__, "lower_bounds": {2147483546: target}, "upper_bounds": {2147483546: target},
+                            "referenced_data_file": target.decode() if k % 2 else None})
         seq = None if status == ADDED and not explicit else k
         out.append(ManifestEntry(status, d, None if status == ADDED else 3, seq, seq))
     return out
@@ -115,6 +116,23 @@ def test_columnar_decoding_equals_the_reference(rows, version, expr, manifest_se
             got = dec.decode_table(mf, 4, data)
             assert got.schema == dec.schema
             assert _normalized(got.to_pylist()) == _normalized(pa.Table.from_pylist(expected, dec.schema).to_pylist())
+
+
+def test_only_position_deletes_naming_no_data_file_carry_path_bounds():
+    """A position delete file that names its data file applies to that file alone (spec
+    ``referenced_data_file``): its file_path bounds prune nothing, so neither decoder extracts them."""
+    rows = [(ADDED, {f: None for f in range(1000, 1018)}, 3, 0, 1, None, False)] * 3
+    data = write_manifest(_entries(rows, POSITION_DELETES), format_version=2, spec=SPEC, schema=SCHEMA,
+                          content=MANIFEST_DELETES)
+    mf = ManifestFile("file:///wh/t/metadata/d.avro", len(data), 0, added_snapshot_id=7, content=MANIFEST_DELETES,
+                      sequence_number=2)
+    dec = _decoders(None, with_path_bounds=True)
+    columnar = dec._from_columns(mf, 0, read_manifest_columns(data, dec._physical(0)))
+    for got in (dec.decode(mf, 0, data), columnar.to_pylist()):
+        assert [(r["referenced_data_file"], r["_path_lower"], r["_path_upper"]) for r in got] == [
+            (None, "file:///wh/t/data/001.parquet", "file:///wh/t/data/001.parquet"),
+            ("file:///wh/t/data/002.parquet", None, None),
+            (None, "file:///wh/t/data/003.parquet", "file:///wh/t/data/003.parquet")]
 
 
 def _normalized(rows):
@@ -265,6 +283,53 @@ def test_manifest_cache_evicts_the_least_recently_used(tmp_path):
     cache.put("m3", 1, "t", cols)
     cache.evict()  # over the bound: down to 80% of it, oldest first
     assert [cache.get(f"m{k}", 1, "t") is not None for k in range(4)] == [True, False, False, True]
+
+
+def test_manifest_cache_keeps_what_this_process_mapped_within_its_bound(tmp_path):
+    import os
+    from sparkberg.avro.cache import ManifestCache
+    mf, data = _manifest(50)
+    cols = read_manifest_columns(data)
+    cache = ManifestCache(str(tmp_path))
+    cache.put("m0", 1, "t", cols)
+    first = cache.get("m0", 1, "t")
+    os.remove(cache._file("m0", 1, "t"))
+    # every cache object of the process, on the same directory, still has it: no file is opened again
+    again = ManifestCache(str(tmp_path)).get("m0", 1, "t")
+    assert again is first and again.columns["file_path"].equals(cols.columns["file_path"])
+    assert ManifestCache(str(tmp_path / "other")).get("m0", 1, "t") is None
+    # at most max_bytes of mapped files: the least recently used are dropped first
+    size = sum(a.nbytes for a in [*first.columns.values(), *first.partition.values()])
+    small = ManifestCache(str(tmp_path / "small"), max_bytes=int(size * 2.5))
+    for k in range(3):
+        small.put(f"s{k}", 1, "t", cols)
+        assert small.get(f"s{k}", 1, "t") is not None
+        os.remove(small._file(f"s{k}", 1, "t"))
+    assert [small.get(f"s{k}", 1, "t") is not None for k in range(3)] == [False, True, True]
+
+
+def test_manifest_cache_reads_a_manifest_list_once_per_process(tmp_path):
+    from sparkberg.avro import cache as C
+    cache = C.ManifestCache(str(tmp_path))
+    reads = []
+
+    def read(path):
+        reads.append(path)
+        return [path, len(reads)]
+    assert cache.manifest_list("a", lambda: read("a")) == ["a", 1]
+    assert C.ManifestCache(str(tmp_path / "x")).manifest_list("a", lambda: read("a")) == ["a", 1]
+    assert reads == ["a"]
+    for k in range(C.MANIFEST_LISTS):
+        cache.manifest_list(f"l{k}", lambda: read("l"))
+    assert cache.manifest_list("a", lambda: read("a")) == ["a", C.MANIFEST_LISTS + 2]  # dropped: read again
+
+
+def test_manifest_columns_keep_the_map_values_they_looked_up():
+    mf, data = _manifest(5)
+    cols = read_manifest_columns(data)
+    value = cols.value("lower_bounds", 1)
+    assert value.equals(map_get(cols.columns["lower_bounds"], 1)) and value.null_count < 5
+    assert cols.value("lower_bounds", 1) is value
 
 
 def test_manifest_cache_is_off_unless_the_session_enables_it(tmp_path):

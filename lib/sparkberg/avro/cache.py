@@ -15,6 +15,10 @@ It is off unless the session enables it (Spark conf, read on the driver when pla
 - ``spark.sparkberg.manifest-cache.max-bytes``: the directory's bound (default 1 GiB); the least recently
   used files go first.
 
+Each process also keeps the cache files it has mapped, and the manifest lists it has read, in memory (at most
+``max-bytes`` of mapped files, :data:`MANIFEST_LISTS` lists, the least recently used dropped first): a repeated
+scan opens no file for them. Mapped files cost address space, not heap, and no file descriptor.
+
 A cache file that cannot be read is a miss (and is removed): the cache never changes what planning returns.
 """
 from __future__ import annotations
@@ -22,8 +26,10 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 import uuid
-from typing import Any
+from collections import OrderedDict
+from typing import Any, Callable
 
 import pyarrow as pa
 
@@ -36,11 +42,19 @@ MAX_BYTES_DEFAULT = 1 << 30
 # bumped whenever what a cache file holds changes, so files of an older layout are never read
 LAYOUT_VERSION = "1"
 _PARTITION = "partition:"
+MANIFEST_LISTS = 64  # manifest lists each process keeps decoded (a few hundred bytes per manifest they list)
 
 
 class ManifestCache:
     """Decoded manifests (:class:`ManifestColumns`) as Arrow IPC files under ``directory``, at most
     ``max_bytes`` of them. Picklable: executors get the settings and open the same directory locally."""
+
+    # this process's mapped cache files (cache file -> (columns, bytes)) and decoded manifest lists (by path),
+    # shared by every cache object of the process (executors unpickle one per task)
+    _mapped: OrderedDict[str, tuple[ManifestColumns, int]] = OrderedDict()
+    _mapped_bytes = 0
+    _lists: OrderedDict[str, list] = OrderedDict()
+    _lock = threading.Lock()
 
     def __init__(self, directory: str, max_bytes: int = MAX_BYTES_DEFAULT):
         self.directory = directory
@@ -60,6 +74,11 @@ class ManifestCache:
     def get(self, path: str, length: int, types: Any) -> ManifestColumns | None:
         """The manifest at ``path`` (``length`` bytes) decoded to partition ``types``, if cached."""
         file = self._file(path, length, types)
+        with self._lock:
+            hit = self._mapped.get(file)
+            if hit is not None:
+                self._mapped.move_to_end(file)
+                return hit[0]
         try:
             table = pa.ipc.open_file(pa.memory_map(file)).read_all()
         except FileNotFoundError:
@@ -78,7 +97,33 @@ class ManifestCache:
                 partition[int(name[len(_PARTITION):])] = array
             else:
                 columns[name] = array
-        return ManifestColumns(table.num_rows, columns, partition)
+        mc = ManifestColumns(table.num_rows, columns, partition)
+        self._keep_mapped(file, mc, table.nbytes)
+        return mc
+
+    def _keep_mapped(self, file: str, mc: ManifestColumns, nbytes: int) -> None:
+        cls = type(self)
+        with self._lock:
+            if file not in cls._mapped:
+                cls._mapped[file] = (mc, nbytes)
+                cls._mapped_bytes += nbytes
+            while cls._mapped_bytes > self.max_bytes and len(cls._mapped) > 1:
+                cls._mapped_bytes -= cls._mapped.popitem(last=False)[1][1]
+
+    def manifest_list(self, path: str, read: Callable[[], list]) -> list:
+        """The manifests the manifest list at ``path`` lists, decoded by ``read`` on this process's first
+        request (a manifest list, like a manifest, never changes once written)."""
+        with self._lock:
+            hit = self._lists.get(path)
+            if hit is not None:
+                self._lists.move_to_end(path)
+                return list(hit)
+        manifests = read()
+        with self._lock:
+            self._lists[path] = list(manifests)
+            while len(self._lists) > MANIFEST_LISTS:
+                self._lists.popitem(last=False)
+        return manifests
 
     def put(self, path: str, length: int, types: Any, mc: ManifestColumns) -> None:
         """Keep a decoded manifest; a failure to write (disk full, read-only directory) only costs the hit."""

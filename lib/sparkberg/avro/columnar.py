@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -52,6 +52,15 @@ class ManifestColumns:
     num_rows: int
     columns: dict[str, pa.Array]
     partition: dict[int, pa.Array]
+    # map values already looked up (:meth:`value`): a cached manifest is filtered by the same metrics again
+    _values: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def value(self, name: str, key: int) -> pa.Array:
+        """:func:`map_get` of the map column ``name``, kept: the manifest's columns never change."""
+        out = self._values.get((name, key))
+        if out is None:
+            out = self._values[(name, key)] = map_get(self.columns[name], key)
+        return out
 
 
 def _polars():

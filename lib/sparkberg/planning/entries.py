@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkberg.avro.cache import ManifestCache
-from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, map_get, read_manifest_columns
+from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, read_manifest_columns
 from sparkberg.avro.manifest import (
     ADDED, DELETED, MANIFEST_DATA, ManifestFile, inherit, manifest_file_from_manifest, read_manifest,
     read_manifest_list,
@@ -203,7 +203,7 @@ class EntryDecoder:
         if metrics_filter is not None or self.eq_types:
             needed |= {"value_counts", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds"}
         if with_path_bounds:
-            needed |= {"lower_bounds", "upper_bounds"}
+            needed |= {"lower_bounds", "upper_bounds", "referenced_data_file"}
         if self.eq_types:
             needed.add("equality_ids")
         self._needed = frozenset(needed)
@@ -248,7 +248,8 @@ class EntryDecoder:
                            null_value_counts=_map(d.null_value_counts), nan_value_counts=_map(d.nan_value_counts),
                            lower_bounds=_map(d.lower_bounds), upper_bounds=_map(d.upper_bounds))
             if self.with_path_bounds:
-                lower, upper = path_bounds(d.lower_bounds, d.upper_bounds) if d.content == 1 else (None, None)
+                lower, upper = path_bounds(d.lower_bounds, d.upper_bounds) \
+                    if d.content == 1 and d.referenced_data_file is None else (None, None)
                 row.update(_path_lower=lower, _path_upper=upper)
             if self.eq_types:
                 row.update(self._eq_columns(d.content, d.equality_ids, d.value_counts, d.null_value_counts,
@@ -313,7 +314,7 @@ class EntryDecoder:
             mask = None if vectorized is None else vectorized(
                 c["content"].take(take).to_numpy(zero_copy_only=False),
                 c["record_count"].take(take).to_numpy(zero_copy_only=False),
-                lambda name, fid: map_get(c[name], fid).take(take))
+                lambda name, fid: mc.value(name, fid).take(take))
             keep[idx] = self._metrics_mask(c, idx) if mask is None else mask
         idx = pa.array(np.flatnonzero(keep), pa.int64())
         k = len(idx)
@@ -393,14 +394,19 @@ class EntryDecoder:
         return out
 
     def _path_bounds(self, c: dict[str, pa.Array], idx: pa.Array) -> tuple[pa.Array, pa.Array]:
-        content = c["content"].take(idx).to_pylist()
-        rows = [j for j, x in enumerate(content) if x == 1]
+        """The ``file_path`` bounds of the position delete files that name no data file (a file that names one
+        applies to that file alone, whatever its bounds: Java indexes those by path, not by bounds)."""
+        content = c["content"].take(idx).to_numpy(zero_copy_only=False)
+        unnamed = c["referenced_data_file"].take(idx).is_null().to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero((content == 1) & unnamed).tolist()
+        if not rows:
+            nulls = pa.nulls(len(content), pa.string())
+            return nulls, nulls
         lower, upper = [None] * len(content), [None] * len(content)
-        if rows:
-            sel = idx.take(pa.array(rows, pa.int64()))
-            lows, ups = c["lower_bounds"].take(sel).to_pylist(), c["upper_bounds"].take(sel).to_pylist()
-            for j, lo, up in zip(rows, lows, ups):
-                lower[j], upper[j] = path_bounds(_dict(lo, DELETE_FILE_PATH_ID), _dict(up, DELETE_FILE_PATH_ID))
+        sel = idx.take(pa.array(rows, pa.int64()))
+        lows, ups = c["lower_bounds"].take(sel).to_pylist(), c["upper_bounds"].take(sel).to_pylist()
+        for j, lo, up in zip(rows, lows, ups):
+            lower[j], upper[j] = path_bounds(_dict(lo, DELETE_FILE_PATH_ID), _dict(up, DELETE_FILE_PATH_ID))
         return pa.array(lower, pa.string()), pa.array(upper, pa.string())
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -460,8 +466,12 @@ MANIFESTS_DDL = ("_manifest_ordinal int, manifest_path string, manifest_length b
                  "first_row_id bigint, added_files_count int, existing_files_count int, deleted_files_count int")
 
 
-def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
-    """The manifests of a snapshot: its manifest list, or (v1) the manifests it lists directly."""
+def snapshot_manifests(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None) -> list[ManifestFile]:
+    """The manifests of a snapshot: its manifest list, or (v1) the manifests it lists directly. With a manifest
+    cache, a manifest list this process has read is not read again."""
+    if snapshot.manifest_list and cache is not None:
+        path = snapshot.manifest_list
+        return cache.manifest_list(path, lambda: read_manifest_list(io.read(path), path))
     if snapshot.manifest_list:
         return read_manifest_list(io.read(snapshot.manifest_list), snapshot.manifest_list)
     out = []

@@ -190,6 +190,8 @@ class DeleteMatcher:
         take = pa.array(dels[idx])
         ok = pa.array(np.ones(len(idx), bool))
         for bound, op in ((self.refs, pc.equal), (self.lower, pc.greater_equal), (self.upper, pc.less_equal)):
+            if bound.null_count == len(bound):
+                continue
             b = bound.take(take)
             if b.null_count < len(b):
                 ok = pc.and_(ok, pc.or_kleene(b.is_null(), pc.fill_null(op(path, b), False)))

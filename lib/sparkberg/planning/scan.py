@@ -159,7 +159,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     if snapshot is None:
         return ScanPlan(spark, None, layout, table=_tasks_arrow_schema(layout).empty_table())
     filters = _partition_filters(metadata, bound)
-    manifests = prune_manifests(metadata, snapshot_manifests(io, snapshot), filters)
+    cache = manifest_cache(spark)
+    manifests = prune_manifests(metadata, snapshot_manifests(io, snapshot, cache), filters)
     data_manifests = [m for m in manifests if m.content == MANIFEST_DATA]
     delete_manifests = [m for m in manifests if m.content == MANIFEST_DELETES]
     if not data_manifests:
@@ -172,8 +173,6 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     # the scan's equality deletes use, once known
     may_have_eq = bool(delete_manifests) and snapshot.summary.get("total-equality-deletes") != "0"
     schema_eq_types, required, prunable = eq_columns(metadata.current_schema) if may_have_eq else ({}, None, None)
-
-    cache = manifest_cache(spark)
 
     def data_decoder(eq_ids) -> EntryDecoder:
         return EntryDecoder(layout, with_metrics=False, partition_filters=filters, metrics_filter=metrics,
