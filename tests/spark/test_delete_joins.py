@@ -89,6 +89,8 @@ def test_distributed_planning_decodes_many_deletes_once_in_a_labelled_job(spark,
                          properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
     t.append(spark.sql("SELECT id, CAST(id % 3 AS int) AS p FROM range(0, 30)"))
     t.delete("id % 7 = 0")
+    # (with equality deletes: without, the planning job's tasks decode the delete manifests themselves)
+    t.delete_by_keys(spark.sql("SELECT 10L AS id, 1 AS p"), ["id"])
     monkeypatch.setattr(scan, "job_description", record)
 
     def files_and_deletes(mode):
@@ -100,6 +102,38 @@ def test_distributed_planning_decodes_many_deletes_once_in_a_labelled_job(spark,
     monkeypatch.setattr(scan, "DRIVER_DELETE_ENTRIES_MAX", 0)  # many: decoded by the executors, in one job
     assert files_and_deletes("distributed") == local
     assert labels == ["DELETE-PLANNING db.lbl"]
+
+
+def test_without_equality_deletes_planning_tasks_decode_the_delete_manifests_they_need(spark, warehouse,
+                                                                                     monkeypatch):
+    """Position deletes and deletion vectors apply within their partition: a distributed plan's tasks decode
+    the delete manifests whose partitions overlap their data manifests', the driver none; the plan is the
+    driver's."""
+    import sparkberg
+    from sparkberg.planning.entries import EntryDecoder
+    cat = sparkberg.catalog(spark, warehouse)
+    plans = {}
+    for version in ("2", "3"):  # position delete files, deletion vectors
+        t = cat.create_table(f"db.scoped{version}", "id bigint, p int", partition_by=["p"],
+                             properties={"format-version": version, "write.delete.mode": "merge-on-read"})
+        for k in range(3):
+            t.append(spark.sql(f"SELECT id, CAST(id % 4 AS int) + {2 * k} AS p FROM range({40 * k}, {40 * k + 40})"))
+            t.delete(f"id % 5 = {k} AND p < {2 * k + 3}")
+        t.delete("id % 9 = 0 AND p = 0")
+        assert t.current_snapshot().summary["total-equality-deletes"] == "0"
+        plans[version] = (t, [(r["file_path"], [(d["file_path"], d["content"]) for d in r["deletes"]])
+                              for r in t.plan_files(planning="local").collect()],
+                          sorted(r[0] for r in t.to_df(planning="local").select("id").collect()))
+
+    def no_driver_decoding(*args, **kwargs):
+        raise AssertionError("a manifest decoded on the driver")
+    monkeypatch.setattr(EntryDecoder, "load", no_driver_decoding)
+    for t, local, rows in plans.values():
+        distributed = [(r["file_path"], [(d["file_path"], d["content"]) for d in r["deletes"]])
+                       for r in t.plan_files(planning="distributed").collect()]
+        assert distributed == local and sum(1 for _, ds in local if ds) > 4 and any(not ds for _, ds in local)
+        assert sorted(r[0] for r in t.to_df(planning="distributed").select("id").collect()) == rows
+        assert 40 < len(rows) < 100 and 0 not in rows and 1 not in rows and 3 in rows
 
 
 def _table_with_deletes(spark, warehouse, name):

@@ -150,7 +150,9 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     ``DeleteFileIndex``) and sent with the data manifests' decoder, which attaches to each data file the
     deletes that apply to it as it decodes: one pass over the data manifests, no join, no shuffle, the
     manifest list's order kept. Beyond, they stay on the executors (a local checkpoint) and shuffle joins
-    match them.
+    match them. A distributed plan without equality deletes leaves the delete manifests to the executors: each
+    task decodes and indexes those whose partitions overlap its data manifests' (:class:`ScopedTaskDecoder`,
+    :func:`overlapping_delete_manifests`), so the driver decodes none before the job starts.
     Manifests are decoded into Arrow columns (:mod:`sparkberg.avro.columnar`), kept decoded between scans when
     the session enables the manifest cache (:mod:`sparkberg.avro.cache`), only the columns planning needs
     leave the executors, and metrics pruning runs a column at a time where it can.
@@ -183,6 +185,13 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
     local = mode == "local" or (mode == "auto" and _small_enough(metadata, manifests))
     delete_files = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in delete_manifests)
+    if not local and delete_manifests and not may_have_eq and delete_files <= MATCHER_DELETES_MAX:
+        # no equality deletes: each data manifest's decoder decodes (and indexes) only the delete manifests whose
+        # partitions overlap its own, on the executors, so the driver decodes no delete manifest before the job
+        tasks = ScopedTaskDecoder(data_decoder(()), delete_decoder, delete_manifests, unpartitioned, layout,
+                                  overlapping_delete_manifests(metadata, data_manifests, delete_manifests))
+        return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
+            tasks, _tasks_schema(layout)))
     if local or delete_files <= MATCHER_DELETES_MAX:
         # the delete files are indexed on the driver and go with the data manifests' decoder, which attaches
         # them to the data entries it decodes (on the executors, or here): one pass over the data manifests
@@ -248,6 +257,95 @@ class TaskDecoder:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return coalesced(self.table(mf, ordinal, io) for mf, ordinal, io in manifests_of(batches))
+
+
+class ScopedTaskDecoder(TaskDecoder):
+    """A :class:`TaskDecoder` for the executors that finds its delete files itself: a task decodes the delete
+    manifests that may hold deletes for its data manifests (``scoped[ordinal]``: indexes into
+    ``delete_manifests``), indexes them once, then decodes its data manifests. The driver decodes none, and
+    the tasks share the work. Only for scans without equality deletes (their stats pruning needs every
+    equality delete known before the data entries are decoded). Picklable."""
+
+    def __init__(self, decoder: EntryDecoder, delete_decoder: EntryDecoder, delete_manifests, unpartitioned: set[int],
+                 layout: PartitionLayout, scoped: list[tuple[int, ...]]):
+        super().__init__(decoder, None, layout)
+        self.delete_decoder = delete_decoder
+        self.delete_manifests = list(delete_manifests)
+        self.unpartitioned = unpartitioned
+        self.scoped = scoped
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        manifests = list(manifests_of(batches))  # (a few rows: the task's data manifests)
+        needed = sorted({i for _, ordinal, _ in manifests for i in self.scoped[ordinal]})
+        ios = {id(io): io for _, _, io in manifests}
+        io = next(iter(ios.values()), None)
+        deletes = [self.delete_decoder.load(self.delete_manifests[i], i, io) for i in needed]
+        self.matcher = DeleteMatcher(pa.concat_tables(deletes) if deletes else self.delete_decoder.schema.empty_table(),
+                                     self.unpartitioned)
+        return coalesced(self.table(mf, ordinal, io) for mf, ordinal, io in manifests)
+
+
+def overlapping_delete_manifests(metadata: TableMetadata, data_manifests, delete_manifests) -> list[tuple[int, ...]]:
+    """For each data manifest, the delete manifests (their indexes) that may list a delete file applying to one of
+    its data files: position deletes and deletion vectors apply only within their own spec and partition (spec
+    "Scan Planning"), so a delete manifest of another spec, or whose partition summaries do not overlap the data
+    manifest's on some integral field (identity of int/long/date/time/timestamp, bucket, day, hour...), holds
+    none. Manifests of unpartitioned specs are always kept (their equality deletes are global); fields of
+    other types, and manifests without summaries, are taken to overlap."""
+    import numpy as np
+
+    from sparkberg.expressions.evaluators import INTEGRAL_TYPES
+    schema = metadata.current_schema
+    unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
+    by_spec: dict[int, list[int]] = {}
+    for j, m in enumerate(delete_manifests):
+        by_spec.setdefault(m.partition_spec_id, []).append(j)
+    always = sorted(j for spec_id in unpartitioned for j in by_spec.get(spec_id, ()))
+
+    def summary(m, k: int) -> tuple[bool, bool, int, int, bool]:
+        """(summary known, bounds known, lower, upper, contains null) of partition field ``k``."""
+        parts = m.partitions
+        if parts is None or k >= len(parts):
+            return False, False, 0, 0, True
+        f = parts[k]
+        if f.lower_bound is None or f.upper_bound is None:
+            return True, False, 0, 0, bool(f.contains_null)
+        if len(f.lower_bound) not in (4, 8) or len(f.upper_bound) not in (4, 8):
+            return False, False, 0, 0, True  # unreadable bounds: unknown, so overlapping
+        # (Appendix D: these types' bounds are little-endian two's complement integers)
+        return (True, True, int.from_bytes(f.lower_bound, "little", signed=True),
+                int.from_bytes(f.upper_bound, "little", signed=True), bool(f.contains_null))
+
+    def summaries(manifests, spec_fields) -> list[np.ndarray]:
+        """known, bounds known, lower, upper, contains null: one (manifests, fields) array each."""
+        rows = [[summary(m, k) for k in spec_fields] for m in manifests]
+        cols = np.array(rows, dtype=object).reshape(len(manifests), len(spec_fields), 5)
+        return [cols[:, :, c].astype(dt) for c, dt in enumerate((bool, bool, np.int64, np.int64, bool))]
+
+    data_by_spec: dict[int, list[int]] = {}
+    for i, m in enumerate(data_manifests):
+        data_by_spec.setdefault(m.partition_spec_id, []).append(i)
+    out: list[tuple[int, ...]] = [()] * len(data_manifests)
+    for spec_id, data_idx in data_by_spec.items():
+        candidates = np.asarray(by_spec.get(spec_id, []), np.int64)
+        try:
+            ptype = metadata.spec(spec_id).partition_type(schema)
+            spec_fields = [k for k, f in enumerate(ptype.fields) if f.field_type in INTEGRAL_TYPES]
+        except Exception:  # noqa: BLE001 - a spec the schema no longer binds: no pruning for it
+            spec_fields = []
+        deletes = summaries([delete_manifests[j] for j in candidates], spec_fields) if spec_fields else None
+        for start in range(0, len(data_idx), 1024):  # (data manifests x delete manifests booleans, in slices)
+            chunk = data_idx[start:start + 1024]
+            keep = np.ones((len(chunk), len(candidates)), bool)
+            if deletes is not None and len(candidates):
+                known, has, lo, hi, nulls = (a[:, None, :] for a in summaries([data_manifests[i] for i in chunk],
+                                                                              spec_fields))
+                d_known, d_has, d_lo, d_hi, d_nulls = (a[None, :, :] for a in deletes)
+                overlap = ~d_known | ~known | (d_nulls & nulls) | (d_has & has & (d_lo <= hi) & (lo <= d_hi))
+                keep = overlap.all(axis=2)
+            for i, row in zip(chunk, keep):
+                out[i] = tuple(sorted(set(candidates[row].tolist()) | set(always)))
+    return out
 
 
 def _int_property(metadata: TableMetadata, name: str, default: int) -> int:
