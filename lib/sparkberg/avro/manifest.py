@@ -245,7 +245,11 @@ def _named_types(schema: Any, out: dict[str, dict]) -> dict[str, dict]:
 
 def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFile]:
     """Parse a manifest list of any format version into :class:`ManifestFile` entries."""
-    reader, raw = _open(data, path)
+    from sparkberg.avro.columnar import _avro_schema, read_manifest_list_columns
+    try:
+        reader, raw = None, json.loads(_avro_schema(data))  # (the fast path needs no fastavro reader)
+    except Exception:  # noqa: BLE001 - not a readable header: the reader names the problem
+        reader, raw = _open(data, path)
     ids = _ids(raw)
     for legacy, fid in LEGACY_MANIFEST_FILE_NAMES.items():
         for f in raw.get("fields", []):
@@ -260,6 +264,11 @@ def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFil
         items = items.get("items") if isinstance(items, dict) else None
         if isinstance(items, dict):
             summary_names = {fid: n for fid, (n, _) in _ids(items).items()}
+    fast = read_manifest_list_columns(data, name, summary_names)
+    if fast is not None:
+        return fast
+    if reader is None:
+        reader, _ = _open(data, path)
     out = []
     for i, r in enumerate(_records(reader, path)):
         def g(fid, default=None, r=r):
