@@ -217,6 +217,43 @@ def test_matcher_equals_the_rules_file_by_file(data, deletes, required):
     assert matcher.equality_ids() == ([1] if any(k == "eq" for k, *_ in deletes) else [])
 
 
+INT_PARTITION = pa.struct([("p", pa.int32()), ("r", pa.int64())])
+_int_partitions = st.tuples(st.integers(0, 2), st.sampled_from([-2 ** 40, -1, 0, 7]))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(_int_partitions, st.integers(1, 6)), min_size=1, max_size=8),
+       st.lists(st.tuples(st.sampled_from(["pos", "eq", "dv"]), _int_partitions, st.integers(1, 6),
+                          st.sampled_from([None] + PATHS)), max_size=8))
+def test_matcher_on_integer_partitions_equals_the_rules(data, deletes):
+    """Partitions of integers without nulls (day, bucket...) are grouped without dictionaries: same rules."""
+    delete_rows, index_rows = [], []
+    for i, (kind, part, seq, ref) in enumerate(deletes):
+        content = 2 if kind == "eq" else 1
+        ref = ref or PATHS[0] if kind == "dv" else (None if kind == "eq" else ref)
+        d = {"file_path": f"/w/del-{i}", "content": content, "file_format": "puffin" if kind == "dv" else "parquet",
+             "equality_ids": [1] if content == 2 else None, "referenced_data_file": ref, "content_offset": None,
+             "content_size_in_bytes": None, "record_count": 1}
+        partition = {"p": part[0], "r": part[1]}
+        delete_rows.append({"spec_id": 0, "partition": partition, "sequence_number": seq, **d})
+        index_rows.append((0, tuple(partition.values()), seq, d))
+    data_rows = [{"file_path": PATHS[i % 4], "spec_id": 0, "partition": {"p": part[0], "r": part[1]},
+                  "sequence_number": seq} for i, (part, seq) in enumerate(data)]
+    schema = pa.schema([DELETES_SCHEMA.field(c) if c != "partition" else pa.field(c, INT_PARTITION)
+                        for c in ("spec_id", "partition", "sequence_number", *DELETE_STRUCT)])
+    matcher = DeleteMatcher(pa.Table.from_pylist(delete_rows, schema), set())
+    table = pa.Table.from_pylist(data_rows, pa.schema([("file_path", pa.string()), ("spec_id", pa.int32()),
+                                                       ("partition", INT_PARTITION), ("sequence_number", pa.int64())]))
+    if matcher.group_of_key:  # the grouping without dictionaries is what runs
+        assert matcher._integral_groups([table.column("spec_id").to_numpy().astype("int64"),
+                                         *(table.column("partition").combine_chunks().field(k).to_numpy()
+                                           .astype("int64") for k in range(2))]) is not None
+    index = DeleteIndex(index_rows, set())
+    for row, got in zip(data_rows, matcher.deletes_for(table).to_pylist()):
+        expected = index.for_file(0, tuple(row["partition"].values()), row["sequence_number"], row["file_path"])
+        assert got == [{k: d[k] for k in DELETE_STRUCT} for d in expected]
+
+
 def test_matcher_spec_examples():
     """The sequence number rules of "Scan Planning": a position delete applies to data of the same or an older
     sequence number, an equality delete only to strictly older data; a DV replaces position delete files."""
