@@ -339,7 +339,7 @@ def bench_memory(wh, files, results):
 
 
 def table(results) -> str:
-    lines = [f"{'benchmark':45s} {'variant':18s} {'sparkberg':>10s} {'java':>10s} {'ratio':>6s}  notes"]
+    lines = [f"{'benchmark':48s} {'variant':24s} {'sparkberg':>10s} {'java':>10s} {'ratio':>6s}  notes"]
     for r in results:
         notes = ""
         if "mor_overhead" in r:
@@ -348,7 +348,7 @@ def table(results) -> str:
             notes = f"files {r['files']} (java {r['java_files']})"
         if "jobs" in r:
             notes = f"plan_files() alone: {r['jobs']:g} Spark jobs"
-        lines.append(f"{r['benchmark']:45s} {r['variant']:18s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
+        lines.append(f"{r['benchmark']:48s} {r['variant']:24s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
                      f"{r['ratio']:6.2f}  {notes}")
     return "\n".join(lines)
 
