@@ -185,7 +185,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
     local = mode == "local" or (mode == "auto" and _small_enough(metadata, manifests))
     delete_files = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in delete_manifests)
-    if not local and delete_manifests and not may_have_eq and delete_files <= MATCHER_DELETES_MAX:
+    if not local and delete_manifests and not may_have_eq and delete_files <= MATCHER_DELETES_MAX and \
+            len(data_manifests) * len(delete_manifests) <= SCOPED_PAIRS_MAX:
         # no equality deletes: each data manifest's decoder decodes (and indexes) only the delete manifests whose
         # partitions overlap its own, on the executors, so the driver decodes no delete manifest before the job
         tasks = ScopedTaskDecoder(data_decoder(()), delete_decoder, delete_manifests, unpartitioned, layout,
@@ -334,8 +335,9 @@ def overlapping_delete_manifests(metadata: TableMetadata, data_manifests, delete
         except Exception:  # noqa: BLE001 - a spec the schema no longer binds: no pruning for it
             spec_fields = []
         deletes = summaries([delete_manifests[j] for j in candidates], spec_fields) if spec_fields else None
-        for start in range(0, len(data_idx), 1024):  # (data manifests x delete manifests booleans, in slices)
-            chunk = data_idx[start:start + 1024]
+        step = max(1, (1 << 22) // max(1, len(candidates) * len(spec_fields)))  # (4M booleans at a time)
+        for start in range(0, len(data_idx), step):  # data manifests x delete manifests x fields, in slices
+            chunk = data_idx[start:start + step]
             keep = np.ones((len(chunk), len(candidates)), bool)
             if deletes is not None and len(candidates):
                 known, has, lo, hi, nulls = (a[:, None, :] for a in summaries([data_manifests[i] for i in chunk],
@@ -403,6 +405,9 @@ def _deletes_type() -> str:
 
 # delete files up to which planning sends them with the data manifests' decoder (DeleteMatcher); above, joins
 MATCHER_DELETES_MAX = 200_000
+# (data manifest, delete manifest) pairs whose partition summaries the driver compares at most (~0.1 s per
+# million) to let the planning tasks decode their own delete manifests; beyond, the driver decodes them all
+SCOPED_PAIRS_MAX = 20_000_000
 # delete manifest entries up to which a distributed plan decodes them on the driver (1,000 manifests of 10
 # entries: ~1 s here, ~1.6 s as a Spark job on 2 cores, before collecting them); above, on the executors
 DRIVER_DELETE_ENTRIES_MAX = 50_000
