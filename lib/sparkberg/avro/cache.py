@@ -17,7 +17,8 @@ It is off unless the session enables it (Spark conf, read on the driver when pla
 
 Each process also keeps the cache files it has mapped, and the manifest lists it has read, in memory (at most
 ``max-bytes`` of mapped files, :data:`MANIFEST_LISTS` lists, the least recently used dropped first): a repeated
-scan opens no file for them. Mapped files cost address space, not heap, and no file descriptor.
+scan opens no file for them. Mapped files cost address space, not heap, and no file descriptor; the metrics
+a scan looked up in them (:meth:`ManifestColumns.value`) stay with them.
 
 A cache file that cannot be read is a miss (and is removed): the cache never changes what planning returns.
 """

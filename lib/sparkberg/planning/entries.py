@@ -434,10 +434,13 @@ def manifests_of(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[ManifestFi
     for batch in batches:
         for r in batch.to_pylist():
             mf = ManifestFile(**{k: r[k] for k in _MANIFEST_COLUMNS if k in r})
-            path = mf.manifest_path
-            scheme = path.split("://", 1)[0] if "://" in path else "file"
-            io = io_by_scheme.get(scheme) or io_by_scheme.setdefault(scheme, file_io_for(path))
-            yield mf, r["_manifest_ordinal"], io
+            yield mf, r["_manifest_ordinal"], io_for(mf.manifest_path, io_by_scheme)
+
+
+def io_for(path: str, io_by_scheme: dict[str, FileIO]) -> FileIO:
+    """A FileIO that reads ``path``, one per scheme (kept in ``io_by_scheme``) on the executors."""
+    scheme = path.split("://", 1)[0] if "://" in path else "file"
+    return io_by_scheme.get(scheme) or io_by_scheme.setdefault(scheme, file_io_for(path))
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
 from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import (
-    EntryDecoder, PartitionLayout, coalesced, entries_df, manifests_df, manifests_of, snapshot_manifests,
+    EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifests_df, manifests_of, snapshot_manifests,
 )
 from sparkberg.planning.matcher import DELETE_STRUCT, DeleteMatcher
 from sparkberg.planning.matching import eq_columns, eq_delete_sql
@@ -278,9 +278,11 @@ class ScopedTaskDecoder(TaskDecoder):
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         manifests = list(manifests_of(batches))  # (a few rows: the task's data manifests)
         needed = sorted({i for _, ordinal, _ in manifests for i in self.scoped[ordinal]})
-        ios = {id(io): io for _, _, io in manifests}
-        io = next(iter(ios.values()), None)
-        deletes = [self.delete_decoder.load(self.delete_manifests[i], i, io) for i in needed]
+        ios: dict = {}
+        deletes = []
+        for i in needed:
+            m = self.delete_manifests[i]
+            deletes.append(self.delete_decoder.load(m, i, io_for(m.manifest_path, ios)))
         self.matcher = DeleteMatcher(pa.concat_tables(deletes) if deletes else self.delete_decoder.schema.empty_table(),
                                      self.unpartitioned)
         return coalesced(self.table(mf, ordinal, io) for mf, ordinal, io in manifests)
