@@ -89,17 +89,28 @@ def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None =
         return None
     try:
         layout = _layout(_avro_schema(data))
-        if layout is None:
-            return None
-        # polars panics (a BaseException) on a few Avro shapes manifests do not use, such as Avro maps
-        table = pl.read_avro(io.BytesIO(data)).to_arrow()
-    except BaseException as e:  # noqa: BLE001 - any failure means: use the reference decoder
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
+    except Exception:  # noqa: BLE001 - an unreadable header: the reference decoder names the problem
+        return None
+    table = None if layout is None else _polars_table(data)
+    if table is None:
         return None
     try:
         return _columns(table, *layout, physical or {}, names)
     except (pa.ArrowException, KeyError, TypeError, ValueError):
+        return None
+
+
+def _polars_table(data: bytes) -> pa.Table | None:
+    """An Avro file decoded by polars, or None when polars is missing or cannot decode it."""
+    pl = _polars()
+    if pl is None or data[:4] != b"Obj\x01":
+        return None
+    try:
+        # polars panics (a BaseException) on a few Avro shapes manifests do not use, such as Avro maps
+        return pl.read_avro(io.BytesIO(data)).to_arrow()
+    except BaseException as e:  # noqa: BLE001 - any failure means: use the reference decoder
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
         return None
 
 
@@ -293,14 +304,8 @@ def read_manifest_list_columns(data: bytes, ids: dict[int, str], summary_names: 
     cannot read it; ``ids`` / ``summary_names``: the writer's field names by field id, of the manifest_file and
     field_summary records."""
     from sparkberg.avro.manifest import FieldSummary, ManifestFile
-    pl = _polars()
-    if pl is None or data[:4] != b"Obj\x01" or any(f not in ids for f in (500, 501, 502)):
-        return None
-    try:
-        table = pl.read_avro(io.BytesIO(data)).to_arrow()
-    except BaseException as e:  # noqa: BLE001 - any failure means: use the reference decoder
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
+    table = None if any(f not in ids for f in (500, 501, 502)) else _polars_table(data)
+    if table is None:
         return None
     try:
         n = table.num_rows
