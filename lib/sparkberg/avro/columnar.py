@@ -84,9 +84,8 @@ def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None =
     ``names``: the ``data_file`` columns the caller reads (all when None); the others are not converted (the
     metrics maps are most of the work) and are absent from :attr:`ManifestColumns.columns`.
     """
-    pl = _polars()
-    if pl is None or data[:4] != b"Obj\x01":
-        return None
+    if _polars() is None or data[:4] != b"Obj\x01":
+        return None  # (before the header is parsed)
     try:
         layout = _layout(_avro_schema(data))
     except Exception:  # noqa: BLE001 - an unreadable header: the reference decoder names the problem
@@ -300,7 +299,7 @@ _MANIFEST_FILE_FIELDS = {
 
 def read_manifest_list_columns(data: bytes, ids: dict[int, str], summary_names: dict[int, str]) -> list | None:
     """The entries of a manifest list as :class:`~sparkberg.avro.manifest.ManifestFile` objects, decoded by
-    polars (a manifest list of thousands of manifests: ~10x fastavro's time), or None when this fast path
+    polars (a list of 2000 manifests: ~23 ms, fastavro's ~42), or None when this fast path
     cannot read it; ``ids`` / ``summary_names``: the writer's field names by field id, of the manifest_file and
     field_summary records."""
     from sparkberg.avro.manifest import FieldSummary, ManifestFile
