@@ -69,6 +69,29 @@ def test_every_way_of_matching_rows_to_deletes_agrees(spark, warehouse, monkeypa
     assert t.to_df().count() == len(expected_ids)
 
 
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_repeated_read_decodes_no_delete_file(spark, warehouse, monkeypatch, version):
+    # position delete files and DVs are kept decoded (as Iceberg Java's executor cache keeps them): the second
+    # read of the table gives the same rows without reading one; a session that turns the cache off decodes
+    # them on every read
+    from sparkberg.read.deletecache import ENABLED, DeleteCache
+    DeleteCache.clear()
+    t = _table(spark, warehouse, version)
+    first = _read(t, version)
+
+    def unread(*args):
+        raise AssertionError("decoded again")
+    monkeypatch.setattr(reader, "_decode_position_file", unread)
+    monkeypatch.setattr(reader, "_dv_positions", unread)
+    assert _read(t, version) == first
+    spark.conf.set(ENABLED, "false")
+    try:
+        with pytest.raises(AssertionError, match="decoded again"):
+            _read(t, version)
+    finally:
+        spark.conf.unset(ENABLED)
+
+
 def test_deletes_reach_only_the_files_they_apply_to(spark, warehouse, monkeypatch):
     # spec "Equality Delete Files": a delete applies to the data files of its partition with a lower data
     # sequence number. Keys in partition '1' give equality deletes for its files only; position deletes reach

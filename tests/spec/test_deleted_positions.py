@@ -109,3 +109,75 @@ def test_bitmaps_of_interleaved_unsorted_positions(tmp_path):
     driver = decoder.on_driver([unit])
     assert {fid: _bits(words) for fid, words in zip(driver.column(0).to_pylist(),
                                                      driver.column(1).to_pylist())} == executors
+
+
+def _bitmaps_of(decoder, units):
+    table = decoder.on_driver(units)
+    return {fid: _bits(words) for fid, words in zip(table.column(0).to_pylist(), table.column(1).to_pylist())}
+
+
+def test_decoded_deletes_are_kept_between_reads(tmp_path, monkeypatch):
+    # delete files never change once written: a second read of the same position delete file and DV decodes
+    # nothing, and the plan's targets still filter the kept rows (another read may apply the file to other files)
+    from sparkberg.read import reader
+    from sparkberg.read.deletecache import DeleteCache
+    DeleteCache.clear()
+    schema = pa.schema([pa.field("file_path", pa.string(), True, {b"PARQUET:field_id": b"2147483546"}),
+                        pa.field("pos", pa.int64(), True, {b"PARQUET:field_id": b"2147483545"})])
+    one = str(tmp_path / "one.parquet")
+    a, b = "file:/w/a.parquet", "file:/w/b.parquet"
+    pq.write_table(pa.table([[a, b, a, None, a], [3, 4, 70, 5, None]], schema=schema), one)
+    blob = serialize_dv([1, 2, 200])
+    puffin = tmp_path / "dv.puffin"
+    puffin.write_bytes(b"PFA1" + blob)
+    unit = json.dumps({"files": [[one, "parquet"]], "dvs": [[str(puffin), 4, len(blob), 9]]})
+    cache = DeleteCache(1 << 20)
+    first = _bitmaps_of(DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}, cache), [unit])
+    assert first == {3: {3, 70}, 9: {1, 2, 200}}
+
+    def unread(*args):
+        raise AssertionError("decoded again")
+    monkeypatch.setattr(reader, "_delete_file_rows", unread)
+    monkeypatch.setattr(reader, "_dv_positions", unread)
+    again = _bitmaps_of(DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}, cache), [unit])
+    assert again == first
+    # the same file applied to both data files, from the kept rows (a null path or position deletes nothing)
+    both = _bitmaps_of(DeletedPositions({one: {a: 3, b: 4}}, {3: 100, 4: 100, 9: 300}, cache), [unit])
+    assert both == {3: {3, 70}, 4: {4}, 9: {1, 2, 200}}
+    with pytest.raises(AssertionError, match="decoded again"):  # without the cache, every read decodes
+        DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}).on_driver([unit])
+
+
+def test_delete_cache_is_bounded():
+    from sparkberg.read.deletecache import DeleteCache
+    DeleteCache.clear()
+    cache = DeleteCache(400)
+    loads = []
+
+    def get(key, size):
+        return cache.get(key, lambda: loads.append(key) or key, lambda _: size)
+    get("a", 100), get("b", 100), get("c", 100)
+    get("a", 100)  # a hit: now the most recently used
+    get("d", 100), get("e", 100)  # 500 bytes: the least recently used, b, goes
+    assert loads == ["a", "b", "c", "d", "e"]
+    get("a", 100), get("c", 100), get("b", 100)
+    assert loads[5:] == ["b"]
+    get("big", 101), get("big", 101)  # over a quarter of the bound: never kept
+    assert loads[6:] == ["big", "big"]
+    DeleteCache.clear()
+    get("a", 100)
+    assert loads[-1] == "a"
+
+
+def test_delete_cache_settings():
+    from sparkberg.errors import ValidationError
+    from sparkberg.read.deletecache import ENABLED, MAX_BYTES, MAX_BYTES_DEFAULT, delete_cache
+
+    class Session:
+        def __init__(self, **conf):
+            self.conf = type("Conf", (), {"get": lambda _, k, d=None: conf.get(k, d)})()
+    assert delete_cache(Session()).max_bytes == MAX_BYTES_DEFAULT  # on by default, as Iceberg Java's
+    assert delete_cache(Session(**{MAX_BYTES: "1000"})).max_bytes == 1000
+    assert delete_cache(Session(**{ENABLED: "false"})) is None
+    with pytest.raises(ValidationError, match="max-bytes must be a number of bytes, got 'lots'"):
+        delete_cache(Session(**{MAX_BYTES: "lots"}))

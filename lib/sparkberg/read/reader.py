@@ -21,6 +21,7 @@ from pyspark.sql import types as ST
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.planning.entries import PartitionLayout
+from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, path_key, read_with_arrow
 from sparkberg.planning.scan import partition_column
@@ -465,10 +466,12 @@ class EqualityDeleteRows:
 class PositionDeleteRows:
     """Executor side: position delete files (path, format) -> the keys (``data file id << 40 | pos``) of the
     rows they delete from the data files they apply to (``applies``: delete file -> {data file: its id});
-    rows naming any other file are dropped, as the spec's scan planning rules say."""
+    rows naming any other file are dropped, as the spec's scan planning rules say. With a ``cache``
+    (:mod:`sparkberg.read.deletecache`), a file decoded once is not read again by this process."""
 
-    def __init__(self, applies: dict[str, dict[str, int]]):
+    def __init__(self, applies: dict[str, dict[str, int]], cache: DeleteCache | None = None):
         self.applies = applies
+        self.cache = cache
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -481,17 +484,38 @@ class PositionDeleteRows:
         """(data file ids, positions) of the rows one delete file deletes (numpy int64 arrays, non-empty), a
         pair per batch read."""
         import numpy as np
-        import pyarrow.compute as pc
-        for rb in _delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_POS]):
-            targets = self.applies[path]
-            files = pc.dictionary_encode(rb.column(0))
-            ids = np.array([targets.get(f, -1) for f in files.dictionary.to_pylist()] + [-1], np.int64)
-            file_ids = ids[files.indices.fill_null(len(ids) - 1).to_numpy(zero_copy_only=False)]
-            pos = rb.column(1)
-            keep = (file_ids >= 0) & pos.is_valid().to_numpy(zero_copy_only=False)
+        targets = self.applies[path]
+        for names, index, positions in self.decoded(path, fmt):
+            ids = np.array([targets.get(f, -1) for f in names] + [-1], np.int64)
+            file_ids = ids[index]  # (index -1, a row without file or position: the last id, -1)
+            keep = file_ids >= 0
             if keep.any():
-                positions = pos.fill_null(0).to_numpy(zero_copy_only=False)
                 yield file_ids[keep], positions[keep]
+
+    def decoded(self, path: str, fmt: str) -> list[tuple[tuple[str, ...], Any, Any]]:
+        """The rows of one delete file, whatever files they apply to: per batch read, the data file paths it
+        names, each row's index into them (-1 when its path or position is null) and each row's position
+        (read-only numpy arrays, kept by the cache)."""
+        if self.cache is None:
+            return _decode_position_file(path, fmt)
+        return self.cache.get(("position deletes", path, fmt), lambda: _decode_position_file(path, fmt),
+                              lambda batches: sum(i.nbytes + p.nbytes + sum(len(n) for n in names)
+                                                  for names, i, p in batches))
+
+
+def _decode_position_file(path: str, fmt: str) -> list[tuple[tuple[str, ...], Any, Any]]:
+    import numpy as np
+    import pyarrow.compute as pc
+    out = []
+    for rb in _delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_POS]):
+        files = pc.dictionary_encode(rb.column(0))
+        pos = rb.column(1)
+        index = files.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+        index[~pos.is_valid().to_numpy(zero_copy_only=False)] = -1
+        positions = np.asarray(pos.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        index.flags.writeable = positions.flags.writeable = False
+        out.append((tuple(files.dictionary.to_pylist()), index, positions))
+    return out
 
 
 class DeletedPositions:
@@ -502,14 +526,15 @@ class DeletedPositions:
     that every source of a data file is in the same unit, hence one row per data file. ``targets``: position
     delete file -> {data file: its id} (what the plan applies it to: rows naming other files are dropped, as
     the spec's scan planning says); ``limits``: data file id -> its record count (positions at or past it
-    name no row)."""
+    name no row). With a ``cache``, the sources this process decoded once are not read again."""
 
     SCHEMA = pa.schema([pa.field("_bm_file", pa.int32()), pa.field("_bitmap", pa.list_(pa.int64()))])
     DDL = "_bm_file int, _bitmap array<bigint>"
 
-    def __init__(self, targets: dict[str, dict[str, int]], limits: dict[int, int]):
-        self.rows = PositionDeleteRows(targets)
+    def __init__(self, targets: dict[str, dict[str, int]], limits: dict[int, int], cache: DeleteCache | None = None):
+        self.rows = PositionDeleteRows(targets, cache)
         self.limits = limits
+        self.cache = cache
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         ios: dict[str, Any] = {}
@@ -535,8 +560,18 @@ class DeletedPositions:
                 for fid in np.unique(ids):
                     found[int(fid)].append(positions[ids == fid])
         for path, offset, size, fid in unit["dvs"]:
-            found[fid].append(_dv_positions(ios, path, offset, size))
+            found[fid].append(self._dv(ios, path, offset, size))
         return self._bitmaps(found) if found else None
+
+    def _dv(self, ios: dict[str, Any], path: str, offset: int, size: int):
+        if self.cache is None:
+            return _dv_positions(ios, path, offset, size)
+
+        def load():
+            positions = _dv_positions(ios, path, offset, size)
+            positions.flags.writeable = False
+            return positions
+        return self.cache.get(("deletion vector", path, offset, size), load, lambda positions: positions.nbytes)
 
     def on_driver(self, units: list[str]) -> pa.Table:
         """The bitmaps of all ``units``, decoded by a thread per core (Arrow reads the files without the GIL)."""
@@ -792,7 +827,7 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int])
         _check_formats([(f, p) for p, f in formats.items()], "position delete")
     if sum(n // 8 + 8 for n in limits.values()) <= BITMAP_BYTES_MAX:
         units = _position_delete_units(applies, formats, dvs)
-        decoder = DeletedPositions(dict(applies), limits)
+        decoder = DeletedPositions(dict(applies), limits, delete_cache(spark))
         if total is not None and total <= DRIVER_DELETE_ROWS_MAX:  # cheaper here than as a Spark job
             bitmaps = arrow_dataframe(spark, decoder.on_driver(units), DeletedPositions.DDL)
         else:
