@@ -11,6 +11,7 @@ joined on the path.
 """
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from typing import Sequence
@@ -104,6 +105,12 @@ class FileIds:
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _name_hash(name: str) -> int:
+    """:func:`xxh64` of a file name, remembered: the files of a table are read again and again (~20 us each)."""
+    return xxh64(name.encode())
+
+
 def _name_hash_ids(names: list[str]) -> tuple[int | None, list[int]]:
     """(the smallest shift that makes ``ID_BITS`` bits of the names' hashes distinct, those bits of each name);
     (None, the names' indexes) if the names are not all plain and distinct, or no shift does."""
@@ -111,7 +118,7 @@ def _name_hash_ids(names: list[str]) -> tuple[int | None, list[int]]:
     if not names or len(names) > NAME_IDS_MAX_FILES or len(set(names)) != len(names) or \
             not all(_PLAIN_NAME.fullmatch(n) for n in names):
         return fallback
-    hashes = [xxh64(n.encode()) for n in names]
+    hashes = [_name_hash(n) for n in names]
     for shift in range(64 - ID_BITS + 1):
         ids = [(h >> shift) & _ID_MASK for h in hashes]
         if len(set(ids)) == len(ids):
