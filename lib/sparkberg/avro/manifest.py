@@ -8,6 +8,7 @@ Functions take and return bytes; the caller does the I/O.
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 from dataclasses import dataclass, field, replace
@@ -16,7 +17,7 @@ from typing import Any, Iterable, Sequence
 import fastavro
 
 from sparkberg.avro.schemas import (
-    LEGACY_DATA_FILE_FIELDS, LEGACY_MANIFEST_FILE_NAMES, manifest_entry_schema, manifest_list_schema,
+    LEGACY_MANIFEST_FILE_NAMES, manifest_entry_schema, manifest_list_schema,
 )
 from sparkberg.avro.types import from_avro_value, partition_record, to_avro_value
 from sparkberg.errors import InvalidMetadataError, ValidationError
@@ -311,36 +312,49 @@ def _projected(raw: dict, keep_ids: frozenset[int]) -> dict:
     return schema
 
 
-def read_manifest(data: bytes, path: str | None = None, with_metrics: bool = True) -> Manifest:
-    """Parse a manifest of any format version (raw: no inheritance applied). Without ``with_metrics`` the
-    column metrics maps are not decoded (they stay None), which makes planning reads several times cheaper."""
-    reader, raw = _open(data, path)
-    if not with_metrics:
-        try:
-            reader = fastavro.reader(io.BytesIO(data), reader_schema=_projected(
-                raw, ESSENTIAL_DATA_FILE_IDS | LEGACY_KEEP_IDS))
-        except Exception as e:  # noqa: BLE001 - same failure modes as _open
-            raise InvalidMetadataError(f"not a readable Avro file: {type(e).__name__}: {e}", path) from None
-    meta = {k: (v.decode("utf-8") if isinstance(v, bytes) else v) for k, v in reader.metadata.items()
-            if not k.startswith("avro.")}
+@functools.lru_cache(maxsize=64)
+def _manifest_layout(schema_json: str) -> tuple:
+    """What reading entries needs from a manifest's writer schema: (entry field names by id, data_file field
+    names by id, partition fields as (id, name, converter)), or (None, the problem, its field) when it is not a
+    manifest's. A table's manifests share a handful of schemas: each worked out once."""
+    raw = json.loads(schema_json)
     entry_ids = _ids(raw)
     if 2 not in entry_ids or 0 not in entry_ids:
-        raise InvalidMetadataError("not a manifest (no status/data_file fields with ids 0 and 2)", path, "data_file")
-    df_schema = non_null(entry_ids[2][1])
-    df_ids = _ids(df_schema)
+        return None, "not a manifest (no status/data_file fields with ids 0 and 2)", "data_file"
+    df_ids = _ids(non_null(entry_ids[2][1]))
     if 100 not in df_ids or 102 not in df_ids:
-        raise InvalidMetadataError("not a manifest (data_file lacks file_path/partition)", path, "data_file")
-    for fid, legacy in LEGACY_DATA_FILE_FIELDS.items():
-        if fid not in df_ids:
-            continue
+        return None, "not a manifest (data_file lacks file_path/partition)", "data_file"
     named = _named_types(raw, {})
     part_schema = non_null(df_ids[102][1])
     if isinstance(part_schema, str):
         part_schema = named.get(part_schema, {"fields": []})
-    part_fields = [(int(f["field-id"]) if "field-id" in f else 1000 + i, f["name"], _value_converter(f["type"], named))
-                   for i, f in enumerate(part_schema.get("fields", []))]
-    en = {fid: n for fid, (n, _) in entry_ids.items()}
-    dn = {fid: n for fid, (n, _) in df_ids.items()}
+    part_fields = tuple((int(f["field-id"]) if "field-id" in f else 1000 + i, f["name"],
+                         _value_converter(f["type"], named)) for i, f in enumerate(part_schema.get("fields", [])))
+    return ({fid: n for fid, (n, _) in entry_ids.items()}, {fid: n for fid, (n, _) in df_ids.items()},
+            part_fields)
+
+
+@functools.lru_cache(maxsize=64)
+def _planning_schema(schema_json: str) -> dict:
+    """The writer schema without the metrics maps (:func:`_projected`), made once per schema."""
+    return _projected(json.loads(schema_json), ESSENTIAL_DATA_FILE_IDS | LEGACY_KEEP_IDS)
+
+
+def read_manifest(data: bytes, path: str | None = None, with_metrics: bool = True) -> Manifest:
+    """Parse a manifest of any format version (raw: no inheritance applied). Without ``with_metrics`` the
+    column metrics maps are not decoded (they stay None), which makes planning reads several times cheaper."""
+    try:
+        reader = fastavro.reader(io.BytesIO(data))
+        schema_json = reader.metadata["avro.schema"]
+        if not with_metrics:
+            reader = fastavro.reader(io.BytesIO(data), reader_schema=_planning_schema(schema_json))
+    except Exception as e:  # fastavro raises many types for foreign or truncated files
+        raise InvalidMetadataError(f"not a readable Avro file: {type(e).__name__}: {e}", path) from None
+    meta = {k: (v.decode("utf-8") if isinstance(v, bytes) else v) for k, v in reader.metadata.items()
+            if not k.startswith("avro.")}
+    en, dn, part_fields = _manifest_layout(schema_json)
+    if en is None:
+        raise InvalidMetadataError(dn, path, part_fields)
     try:
         fv = int(meta.get("format-version", "1"))
     except ValueError:
