@@ -1,6 +1,9 @@
 """Which delete manifests may hold deletes for a data manifest (distributed planning without equality deletes):
 position deletes and deletion vectors apply only within their own spec and partition (spec "Scan Planning"),
 so a delete manifest whose partition summaries cannot overlap a data manifest's holds none for it."""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES, FieldSummary, ManifestFile
 from sparkberg.planning.scan import overlapping_delete_manifests
 from sparkberg.spec import types as T
@@ -50,3 +53,43 @@ def test_a_data_manifest_of_another_spec_gets_only_its_own_specs_deletes():
     deletes = [_manifest("x0", MANIFEST_DELETES, (12, 15), (0, 7)), _manifest("x1", MANIFEST_DELETES, spec_id=1)]
     assert overlapping_delete_manifests(METADATA, data, deletes) == [(1,)]
     assert overlapping_delete_manifests(METADATA, data, []) == [()]
+
+
+def _may_overlap(data: ManifestFile, delete: ManifestFile) -> bool:
+    """The rule pair by pair: on every integral field (day, bucket), unknown summaries overlap, two that
+    both contain nulls overlap, and bounds overlap when both are known and the ranges meet."""
+    if data.partition_spec_id != delete.partition_spec_id:
+        return False
+    if data.partitions is None or delete.partitions is None:
+        return True
+    for k, t in ((0, T.DATE), (1, T.INT)):
+        a, b = data.partitions[k], delete.partitions[k]
+        if a.contains_null and b.contains_null:
+            continue
+        if None in (a.lower_bound, a.upper_bound, b.lower_bound, b.upper_bound):
+            return False
+        lo, hi = (int.from_bytes(x, "little", signed=True) for x in (a.lower_bound, a.upper_bound))
+        d_lo, d_hi = (int.from_bytes(x, "little", signed=True) for x in (b.lower_bound, b.upper_bound))
+        if d_lo > hi or lo > d_hi:
+            return False
+    return True
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.tuples(
+    st.tuples(st.integers(0, 30), st.integers(0, 5)), st.tuples(st.integers(0, 7), st.integers(0, 3)),
+    st.booleans()))), min_size=1, max_size=40), st.integers(0, 39))
+def test_vectorized_overlap_equals_the_rule_pair_by_pair(manifests, split):
+    made = []
+    for i, (is_data, summary) in enumerate(manifests):
+        if summary is None:
+            m = _manifest(f"m{i}", MANIFEST_DATA if is_data else MANIFEST_DELETES)
+        else:
+            (day, width), (bucket, bwidth), nulls = summary
+            m = _manifest(f"m{i}", MANIFEST_DATA if is_data else MANIFEST_DELETES, (day, day + width),
+                          (bucket, bucket + bwidth), nulls=nulls)
+        made.append(m)
+    data = [m for m in made if m.content == MANIFEST_DATA]
+    deletes = [m for m in made if m.content == MANIFEST_DELETES][:split]
+    assert overlapping_delete_manifests(METADATA, data, deletes) == [
+        tuple(j for j, d in enumerate(deletes) if _may_overlap(m, d)) for m in data]

@@ -337,18 +337,24 @@ def overlapping_delete_manifests(metadata: TableMetadata, data_manifests, delete
         except Exception:  # noqa: BLE001 - a spec the schema no longer binds: no pruning for it
             spec_fields = []
         deletes = summaries([delete_manifests[j] for j in candidates], spec_fields) if spec_fields else None
-        step = max(1, (1 << 22) // max(1, len(candidates) * len(spec_fields)))  # (4M booleans at a time)
-        for start in range(0, len(data_idx), step):  # data manifests x delete manifests x fields, in slices
+        step = max(1, (1 << 22) // max(1, len(candidates)))  # (4M pairs at a time)
+        for start in range(0, len(data_idx), step):  # data manifests x delete manifests, in slices
             chunk = data_idx[start:start + step]
             keep = np.ones((len(chunk), len(candidates)), bool)
             if deletes is not None and len(candidates):
-                known, has, lo, hi, nulls = (a[:, None, :] for a in summaries([data_manifests[i] for i in chunk],
-                                                                              spec_fields))
-                d_known, d_has, d_lo, d_hi, d_nulls = (a[None, :, :] for a in deletes)
-                overlap = ~d_known | ~known | (d_nulls & nulls) | (d_has & has & (d_lo <= hi) & (lo <= d_hi))
-                keep = overlap.all(axis=2)
-            for i, row in zip(chunk, keep):
-                out[i] = tuple(sorted(set(candidates[row].tolist()) | set(always)))
+                data = summaries([data_manifests[i] for i in chunk], spec_fields)
+                for k in range(len(spec_fields)):  # (a field at a time, in place: no 3-d temporaries)
+                    known, has, lo, hi, nulls = (a[:, k, None] for a in data)
+                    d_known, d_has, d_lo, d_hi, d_nulls = (a[None, :, k] for a in deletes)
+                    overlap = d_lo <= hi
+                    overlap &= lo <= d_hi
+                    overlap &= d_has & has
+                    overlap |= (d_nulls & nulls) | ~d_known | ~known
+                    keep &= overlap
+            rows, cols = np.nonzero(keep)
+            found = np.split(candidates[cols], np.searchsorted(rows, np.arange(1, len(chunk))))
+            for i, js in zip(chunk, found):
+                out[i] = tuple(sorted(set(js.tolist()) | set(always))) if always else tuple(js.tolist())
     return out
 
 
