@@ -16,7 +16,8 @@
   time alone says nothing), with the Spark jobs it starts; "auto, cached, unconsumed" the same with the cache.
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
   about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines, after two untimed reads
-  (``READ_WARMUP``); the merge-on-read overhead is each read over the delete-free read.
+  (``READ_WARMUP``); the merge-on-read overhead is each read over the delete-free read. Both engines keep
+  decoded delete files between reads, each by its default (Java's executor cache, sparkberg's delete cache).
 - append: ROWS rows partitioned by day and bucket[16].
 - commit: latency of a one-file, one-row append.
 - memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
