@@ -77,17 +77,10 @@ class DeleteCache:
 def delete_cache(spark) -> DeleteCache | None:
     """The session's delete cache (on by default), or None when the session turns it off."""
     from sparkberg.errors import ValidationError
-
-    def conf(key: str, default: str) -> str:
-        try:
-            return spark.conf.get(key, default) or default
-        except Exception:  # noqa: BLE001 - no session: the defaults
-            return default
-    if spark is None:
-        return DeleteCache()
-    if conf(ENABLED, "true").strip().lower() == "false":
+    from sparkberg.spark.session import session_conf
+    if session_conf(spark, ENABLED, "true").strip().lower() == "false":
         return None
-    raw = conf(MAX_BYTES, str(MAX_BYTES_DEFAULT))
+    raw = session_conf(spark, MAX_BYTES, str(MAX_BYTES_DEFAULT))
     try:
         return DeleteCache(int(raw))
     except ValueError:

@@ -534,7 +534,6 @@ class DeletedPositions:
     def __init__(self, targets: dict[str, dict[str, int]], limits: dict[int, int], cache: DeleteCache | None = None):
         self.rows = PositionDeleteRows(targets, cache)
         self.limits = limits
-        self.cache = cache
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         ios: dict[str, Any] = {}
@@ -564,14 +563,15 @@ class DeletedPositions:
         return self._bitmaps(found) if found else None
 
     def _dv(self, ios: dict[str, Any], path: str, offset: int, size: int):
-        if self.cache is None:
+        cache = self.rows.cache
+        if cache is None:
             return _dv_positions(ios, path, offset, size)
 
         def load():
             positions = _dv_positions(ios, path, offset, size)
             positions.flags.writeable = False
             return positions
-        return self.cache.get(("deletion vector", path, offset, size), load, lambda positions: positions.nbytes)
+        return cache.get(("deletion vector", path, offset, size), load, lambda positions: positions.nbytes)
 
     def on_driver(self, units: list[str]) -> pa.Table:
         """The bitmaps of all ``units``, decoded by a thread per core (Arrow reads the files without the GIL)."""

@@ -35,12 +35,20 @@ def session_builder(app_name: str = "sparkberg", master: str | None = None, defa
     return b
 
 
+def session_conf(spark, key: str, default: str | None = None) -> str | None:
+    """A session setting, or ``default`` when it is unset or there is no session (metadata-only use)."""
+    if spark is None:
+        return default
+    try:
+        value = spark.conf.get(key, default)
+    except Exception:  # noqa: BLE001 - a session that refuses the read: as if unset
+        return default
+    return default if value is None else value
+
+
 def session_time_zone(spark) -> str:
     """The session time zone Spark interprets zone-less timestamp literals in (UTC without a session)."""
-    try:
-        return spark.conf.get("spark.sql.session.timeZone") or "UTC"
-    except Exception:  # noqa: BLE001 - no session (metadata-only use)
-        return "UTC"
+    return session_conf(spark, "spark.sql.session.timeZone") or "UTC"
 
 
 class job_description:
