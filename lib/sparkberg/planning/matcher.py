@@ -61,6 +61,23 @@ class _Groups:
         return rows, self.flat[np.repeat(self.starts[g], sizes) + within]
 
 
+def _distinct_rows(columns: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct rows of columns of non-negative integers below ``sizes`` (an array of rows x columns) and
+    each row's index among them: a row's values as one number (mixed radix), so one 1-d unique. None when that
+    number could pass 62 bits."""
+    if math.prod(sizes) >= 2 ** 62:
+        return None
+    code = np.zeros(len(columns[0]), np.int64)
+    for c, size in zip(columns, sizes):
+        code = code * size + c
+    distinct, inverse = np.unique(code, return_inverse=True)
+    digits = []
+    for size in reversed(sizes):
+        digits.append(distinct % size)
+        distinct = distinct // size
+    return np.stack(digits[::-1], axis=1), inverse.reshape(-1)
+
+
 class DeleteMatcher:
     """The delete files of a scan, indexed to attach to data entries a batch at a time (picklable).
 
@@ -131,40 +148,26 @@ class DeleteMatcher:
             enc = pc.dictionary_encode(col, null_encoding="encode")
             codes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
             dictionaries.append(enc.dictionary.to_pylist())
-        sizes = [max(1, len(d)) for d in dictionaries]
-        if math.prod(sizes) < 2 ** 62:  # the codes of a row as one number (mixed radix): a 1-d unique
-            code = np.zeros(n, np.int64)
-            for c, size in zip(codes, sizes):
-                code = code * size + c
-            distinct_codes, inverse = np.unique(code, return_inverse=True)
-            digits = []
-            for size in reversed(sizes):
-                digits.append(distinct_codes % size)
-                distinct_codes = distinct_codes // size
-            distinct = np.stack(digits[::-1], axis=1)
-        else:
+        found = _distinct_rows(codes, [max(1, len(d)) for d in dictionaries])
+        if found is None:
             distinct, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        else:
+            distinct, inverse = found
         group = np.array([self.group_of_key.get(tuple(_key_value(d[c]) for d, c in zip(dictionaries, combo)), -1)
                           for combo in distinct.tolist()], np.int64)
         return group[inverse.reshape(-1)]
 
     def _integral_groups(self, values: list[np.ndarray]) -> np.ndarray | None:
-        """:meth:`_scoped_groups` of integer columns without nulls (day, bucket, identity of ints...): each
-        row's values as one number, offset by the column's minimum, with no dictionary to build."""
-        lows = [int(v.min()) for v in values]
-        sizes = [int(v.max()) - low + 1 for v, low in zip(values, lows)]
-        if math.prod(sizes) >= 2 ** 62:
+        """:meth:`_scoped_groups` of integer columns without nulls (day, bucket, identity of ints...): each value
+        offset by its column's minimum, with no dictionary to build."""
+        lows = np.array([int(v.min()) for v in values], np.int64)
+        found = _distinct_rows([v - low for v, low in zip(values, lows)],
+                               [int(v.max()) - int(low) + 1 for v, low in zip(values, lows)])
+        if found is None:
             return None
-        code = np.zeros(len(values[0]), np.int64)
-        for v, low, size in zip(values, lows, sizes):
-            code = code * size + (v - low)
-        distinct, inverse = np.unique(code, return_inverse=True)
-        digits = []
-        for low, size in zip(reversed(lows), reversed(sizes)):
-            digits.append((distinct % size + low).tolist())
-            distinct = distinct // size
-        group = np.array([self.group_of_key.get(key, -1) for key in zip(*digits[::-1])], np.int64)
-        return group[inverse.reshape(-1)]
+        distinct, inverse = found
+        group = np.array([self.group_of_key.get(tuple(key), -1) for key in (distinct + lows).tolist()], np.int64)
+        return group[inverse]
 
     def deletes_for(self, data: pa.Table) -> pa.Array:
         """The ``deletes`` column of ``data`` (data entries with ``spec_id``, ``partition``,

@@ -413,7 +413,7 @@ def _deletes_type() -> str:
 
 # delete files up to which planning sends them with the data manifests' decoder (DeleteMatcher); above, joins
 MATCHER_DELETES_MAX = 200_000
-# (data manifest, delete manifest) pairs whose partition summaries the driver compares at most (~0.1 s per
+# (data manifest, delete manifest) pairs whose partition summaries the driver compares at most (~0.02 s per
 # million) to let the planning tasks decode their own delete manifests; beyond, the driver decodes them all
 SCOPED_PAIRS_MAX = 20_000_000
 # delete manifest entries up to which a distributed plan decodes them on the driver (1,000 manifests of 10
