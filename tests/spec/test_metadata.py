@@ -27,6 +27,7 @@ def test_roundtrip(name):
     again = TableMetadata.from_json(json.loads(m.to_json_bytes()))
     assert again == m
     assert again.to_json() == m.to_json()
+    assert b"\n" not in m.to_json_bytes()  # compact, as Iceberg Java writes metadata files
 
 
 def test_v2_example():

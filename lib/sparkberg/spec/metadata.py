@@ -187,7 +187,9 @@ class TableMetadata:
         return out
 
     def to_json_bytes(self) -> bytes:
-        return json.dumps(self.to_json(), indent=2).encode("utf-8")
+        """The metadata file's bytes: compact JSON, as Iceberg Java writes it (an indented dump goes through
+        Python's pure-Python encoder, ~5x slower on a table with a long history, and is a third larger)."""
+        return json.dumps(self.to_json(), separators=(",", ":")).encode("utf-8")
 
     @staticmethod
     def from_json(obj: Any, path: str | None = None) -> "TableMetadata":
