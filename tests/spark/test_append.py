@@ -169,3 +169,12 @@ def test_uuid_columns_round_trip_and_partition(spark, warehouse, partition):
                 assert r["_partition"][0] == bucket(uuid.UUID(r["u"]))
     with pytest.raises(sparkberg.ValidationError, match="'u'.*not a UUID"):
         t.append(spark.createDataFrame([(1, "not-a-uuid")], "id bigint, u string"))
+
+
+@pytest.mark.parametrize("t", [T.BOOLEAN, T.INT, T.LONG, T.FLOAT, T.DOUBLE, T.DATE, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ,
+                               T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS, T.STRING, T.UUID, T.BINARY, T.FixedType(3),
+                               T.DecimalType(38, 4)], ids=str)
+def test_partition_columns_have_the_physical_types_spark_parses(spark, t):
+    from sparkberg.planning.entries import physical_types
+    from sparkberg.write.dataframe import _physical_spark_type
+    assert _physical_spark_type(t) == spark.createDataFrame([], f"p {physical_types(t)[1]}").schema[0].dataType
