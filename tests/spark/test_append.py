@@ -175,6 +175,5 @@ def test_uuid_columns_round_trip_and_partition(spark, warehouse, partition):
                                T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS, T.STRING, T.UUID, T.BINARY, T.FixedType(3),
                                T.DecimalType(38, 4)], ids=str)
 def test_partition_columns_have_the_physical_types_spark_parses(spark, t):
-    from sparkberg.planning.entries import physical_types
-    from sparkberg.write.dataframe import _physical_spark_type
-    assert _physical_spark_type(t) == spark.createDataFrame([], f"p {physical_types(t)[1]}").schema[0].dataType
+    from sparkberg.planning.entries import physical_spark_type, physical_types
+    assert physical_spark_type(t) == spark.createDataFrame([], f"p {physical_types(t)[1]}").schema[0].dataType

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import types as ST
 
 from sparkberg.avro.cache import ManifestCache
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, read_manifest_columns
@@ -50,6 +51,15 @@ def physical_types(t: T.IcebergType) -> tuple[pa.DataType, str]:
     if t.to_json() in _PHYSICAL:
         return _PHYSICAL[t.to_json()]
     return pa.string(), "string"
+
+
+def physical_spark_type(t: T.IcebergType) -> ST.DataType:
+    """The Spark type of :func:`physical_types`' DDL for ``t``, built in Python (PySpark 3.5 parses DDL
+    through the JVM: ~14 ms a call)."""
+    if isinstance(t, T.DecimalType):
+        return ST.DecimalType(t.precision, t.scale)
+    return {"boolean": ST.BooleanType(), "int": ST.IntegerType(), "bigint": ST.LongType(), "float": ST.FloatType(),
+            "double": ST.DoubleType(), "string": ST.StringType(), "binary": ST.BinaryType()}[physical_types(t)[1]]
 
 
 @dataclass(frozen=True)

@@ -730,25 +730,12 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     return _select(rows, wanted)
 
 
-_PHYSICAL_SPARK = {"boolean": ST.BooleanType(), "int": ST.IntegerType(), "bigint": ST.LongType(),
-                   "float": ST.FloatType(), "double": ST.DoubleType(), "string": ST.StringType(),
-                   "binary": ST.BinaryType()}
-
-
 def physical_partition_struct(layout: PartitionLayout) -> ST.StructType:
     """The Spark struct of the layout's physical partition values (as in the entries DataFrame)."""
-    from sparkberg.planning.entries import physical_types
+    from sparkberg.planning.entries import physical_spark_type
     if not layout.slots:
         return ST.StructType([ST.StructField("_none", ST.IntegerType())])
-    fields = []
-    for s in layout.slots:
-        ddl = physical_types(s.field_type)[1]
-        t = _PHYSICAL_SPARK.get(ddl)
-        if t is None:  # decimal(p,s)
-            p, sc = ddl[len("decimal("):-1].split(",")
-            t = ST.DecimalType(int(p), int(sc))
-        fields.append(ST.StructField(s.name, t))
-    return ST.StructType(fields)
+    return ST.StructType([ST.StructField(s.name, physical_spark_type(s.field_type)) for s in layout.slots])
 
 
 def _with_metadata(schema: ST.StructType, layout: PartitionLayout, v3: bool) -> ST.StructType:

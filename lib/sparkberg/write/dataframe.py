@@ -11,7 +11,7 @@ from pyspark.sql import types as ST
 
 from sparkberg.avro.manifest import DataFile
 from sparkberg.errors import ValidationError
-from sparkberg.planning.entries import physical_types
+from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.types import to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -103,19 +103,6 @@ class executor_errors:
         return False
 
 
-_PHYSICAL_SPARK_TYPES = {"boolean": ST.BooleanType(), "int": ST.IntegerType(), "bigint": ST.LongType(),
-                         "float": ST.FloatType(), "double": ST.DoubleType(), "string": ST.StringType(),
-                         "binary": ST.BinaryType()}
-
-
-def _physical_spark_type(t: T.IcebergType) -> ST.DataType:
-    """The Spark type of a partition value of type ``t`` in physical form (without parsing DDL, which PySpark
-    3.5 does through the JVM: ~14 ms a write)."""
-    if isinstance(t, T.DecimalType):
-        return ST.DecimalType(t.precision, t.scale)
-    return _PHYSICAL_SPARK_TYPES[physical_types(t)[1]]
-
-
 def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
                 properties: dict[str, str] | None = None) -> list[DataFile]:
     """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
@@ -138,7 +125,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         by_id = schema.index_by_id()
         part_cols = [f"{PARTITION_PREFIX}{i}" for i in range(len(spec.fields))]
         out_schema = ST.StructType(list(aligned.schema.fields) + [
-            ST.StructField(f"{PARTITION_PREFIX}{i}", _physical_spark_type(
+            ST.StructField(f"{PARTITION_PREFIX}{i}", physical_spark_type(
                 pf.transform.result_type(by_id[pf.source_id].field_type))) for i, pf in enumerate(spec.fields)])
         with_parts = aligned.mapInArrow(PartitionColumns(schema, spec), out_schema)
         clustered = with_parts.repartition(*[F.col(c) for c in part_cols]).sortWithinPartitions(*part_cols)
