@@ -240,3 +240,22 @@ def test_initial_defaults_fill_columns_and_nested_fields_older_files_lack(spark,
     assert rows[2] == {"id": 2, "s": None, "l": None, "m": None, "c": dt.date(2022, 1, 8)}  # null parents stay null
     assert rows[3] == {"id": 3, "s": {"a": 30, "b": None}, "l": [{"x": 4, "y": 40}], "m": {"q": {"v": 6, "w": "mine"}},
                        "c": None}
+
+
+def test_many_paths_reach_a_classic_session_in_one_call(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from sparkberg.spark.session import read_parquet
+    paths = []
+    for i in range(20):  # (a name with a space, a percent sign and an accent among them)
+        p = tmp_path / (f"f {i}%é.parquet" if i == 7 else f"f{i}.parquet")
+        pq.write_table(pa.table({"id": [i, i + 100]}), p)
+        paths.append(str(p))
+    reader = spark.read.schema("id bigint")
+    public = []
+    reader.parquet = lambda *files: public.append(files)  # the per-path call: must not be taken
+    df = read_parquet(reader, paths)
+    assert not public
+    assert sorted(r.id for r in df.collect()) == sorted([i for i in range(20)] + [i + 100 for i in range(20)])
+    # a path Spark's one string cannot carry goes the public way
+    assert read_parquet(reader, paths + ["/x\ny.parquet"]) is None and public == [tuple(paths + ["/x\ny.parquet"])]

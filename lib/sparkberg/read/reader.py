@@ -25,7 +25,7 @@ from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, path_key, read_with_arrow
 from sparkberg.planning.scan import partition_column
-from sparkberg.spark.session import arrow_dataframe
+from sparkberg.spark.session import arrow_dataframe, read_parquet
 from sparkberg.spark.types import FIELD_ID_KEY, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -281,7 +281,7 @@ def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool | st
     join on the path Spark reports, unless the ids come from the files' names (then ``_key`` is null).
     ``keys`` "pos" without ``file_ids``: ``_pos`` alone, from the row index (``_key`` null)."""
     with _listing_on_driver(spark, files):
-        df = spark.read.schema(schema).parquet(*files)
+        df = read_parquet(spark.read.schema(schema), list(files))
     if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
         return df.select("*", F.lit(None).cast("string").alias("_key"), F.lit(None).cast("bigint").alias("_pos"))
     if keys == "pos" and file_ids is None:  # the row's position only (no deletes, no metadata columns)
