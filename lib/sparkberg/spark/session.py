@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, DataFrameReader
 
 DEFAULTS_FILE = "spark-defaults.conf"
 
@@ -138,11 +141,11 @@ def arrow_dataframe_35(spark, table, ddl: str):
 _PATHS_IN_ONE_CALL = 16
 
 
-def read_parquet(reader, files: list[str]):
-    """``reader.parquet(*files)`` (``reader``: a DataFrameReader). A classic session's PySpark hands the JVM
-    a list of paths one py4j call per path (480 paths: ~80 ms, most of what building a 10M-row read of
-    them costs); here they travel as one string, split on the JVM side. Spark Connect sends them in the
-    plan: left as it is."""
+def read_parquet(reader: DataFrameReader, files: list[str]) -> DataFrame:
+    """``reader.parquet(*files)``. A classic session's PySpark hands the JVM a list of paths one py4j call
+    per path; here they travel as one string, split on the JVM side (on PySpark 3.5, building the DataFrame
+    of 500 files ~25 ms faster, of 5000 files 0.54-1.19 -> 0.33-0.45 s). Spark Connect sends the paths in
+    the plan: left as it is."""
     jreader = getattr(reader, "_jreader", None)
     if jreader is not None and len(files) >= _PATHS_IN_ONE_CALL and not any("\n" in f for f in files):
         try:
