@@ -1,12 +1,13 @@
-"""The columnar manifest decoder (polars' Avro reader into Arrow) gives exactly the rows of the reference
-decoder (fastavro, entry by entry): inheritance, partition values of every transform result type in
-physical form, partition and metrics pruning, deleted entries, metrics maps and delete path bounds."""
+"""The columnar manifest decoders (compiled code, and polars' Avro reader into Arrow) give exactly the rows of
+the reference decoder (fastavro, entry by entry): inheritance, partition values of every transform result type
+in physical form, partition and metrics pruning, deleted entries, metrics maps and delete path bounds."""
+import contextlib
 import uuid
 from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from sparkberg.avro.columnar import map_get, read_manifest_columns
 from sparkberg.avro.manifest import (
@@ -67,6 +68,24 @@ FILTERS = [None, "id >= 20 AND id < 40", "name LIKE 'a%' OR amt > 1.00", "ts >= 
            "u = '00000000-0000-0000-0000-000000000007'", "d IS NULL OR i < 0", "b = true AND fx IS NOT NULL"]
 
 
+# the fast decoders read_manifest_columns tries: compiled code first (numba), else polars
+DECODERS = ["compiled", "polars"]
+
+
+@contextlib.contextmanager
+def fast_decoder(name: str):
+    """read_manifest_columns with only the named fast decoder (the other one off)."""
+    from sparkberg.avro import columnar, compiled
+    saved = compiled.ENABLED, columnar._polars_table
+    compiled.ENABLED = name == "compiled"
+    if name == "compiled":
+        columnar._polars_table = lambda data: None
+    try:
+        yield
+    finally:
+        compiled.ENABLED, columnar._polars_table = saved
+
+
 def _entries(rows, content: int):
     out = []
     for k, (status, part, rc, lo, hi, first_row_id, explicit) in enumerate(rows):
@@ -94,10 +113,17 @@ def _decoders(expr: str | None, **kw):
     return EntryDecoder(PartitionLayout(METADATA), partition_filters=filters, metrics_filter=metrics, **kw)
 
 
+@pytest.mark.parametrize("decoder", DECODERS)
 @settings(max_examples=60, deadline=None)
 @given(entries, st.sampled_from([1, 2, 3]), st.sampled_from(FILTERS), st.sampled_from([0, 9]),
        st.none() | st.integers(0, 1000), st.booleans())
-def test_columnar_decoding_equals_the_reference(rows, version, expr, manifest_seq, manifest_first_row_id, with_metrics):
+def test_columnar_decoding_equals_the_reference(decoder, rows, version, expr, manifest_seq, manifest_first_row_id,
+                                                with_metrics):
+    with fast_decoder(decoder):
+        _check_columnar_decoding(decoder, rows, version, expr, manifest_seq, manifest_first_row_id, with_metrics)
+
+
+def _check_columnar_decoding(decoder, rows, version, expr, manifest_seq, manifest_first_row_id, with_metrics):
     for content in ((DATA,) if version == 1 else (DATA, POSITION_DELETES, EQUALITY_DELETES)):
         es = _entries(rows, content)
         if version == 1:
@@ -108,7 +134,7 @@ def test_columnar_decoding_equals_the_reference(rows, version, expr, manifest_se
                           content=mcontent, sequence_number=manifest_seq,
                           first_row_id=manifest_first_row_id if version == 3 else None)
         # the fast path reads every type here (polars declines empty files: the reference decoder reads those)
-        assert not es or read_manifest_columns(data, _decoders(None)._physical(0)) is not None
+        assert (not es and decoder == "polars") or read_manifest_columns(data, _decoders(None)._physical(0)) is not None
         for include_deleted in (False, True):
             dec = _decoders(expr, with_metrics=with_metrics, include_deleted=include_deleted,
                             with_path_bounds=content == POSITION_DELETES)
@@ -127,7 +153,7 @@ def test_only_position_deletes_naming_no_data_file_carry_path_bounds():
     mf = ManifestFile("file:///wh/t/metadata/d.avro", len(data), 0, added_snapshot_id=7, content=MANIFEST_DELETES,
                       sequence_number=2)
     dec = _decoders(None, with_path_bounds=True)
-    columnar = dec._from_columns(mf, 0, read_manifest_columns(data, dec._physical(0)))
+    columnar = dec._from_columns([(mf, 0)], read_manifest_columns(data, dec._physical(0)))
     for got in (dec.decode(mf, 0, data), columnar.to_pylist()):
         assert [(r["referenced_data_file"], r["_path_lower"], r["_path_upper"]) for r in got] == [
             (None, "file:///wh/t/data/001.parquet", "file:///wh/t/data/001.parquet"),
@@ -205,9 +231,15 @@ class _CountingIO:
         return self.data
 
 
+@pytest.mark.parametrize("decoder", DECODERS)
 @settings(max_examples=25, deadline=None)
 @given(entries, st.sampled_from([2, 3]), st.sampled_from(FILTERS))
-def test_cached_manifests_decode_to_the_same_rows(tmp_path_factory, rows, version, expr):
+def test_cached_manifests_decode_to_the_same_rows(tmp_path_factory, decoder, rows, version, expr):
+    with fast_decoder(decoder):
+        _check_cached_manifests(tmp_path_factory, decoder, rows, version, expr)
+
+
+def _check_cached_manifests(tmp_path_factory, decoder, rows, version, expr):
     from sparkberg.avro.cache import ManifestCache
     cache = ManifestCache(str(tmp_path_factory.mktemp("cache")))
     for content in (DATA, POSITION_DELETES):
@@ -222,7 +254,90 @@ def test_cached_manifests_decode_to_the_same_rows(tmp_path_factory, rows, versio
         assert _normalized(dec.load(mf, 4, io).to_pylist()) == expected  # a miss: read, decoded, kept
         reads = io.reads
         assert _normalized(dec.load(mf, 4, io).to_pylist()) == expected  # a hit: not even read
-        assert io.reads == (reads if rows else 2)  # (empty manifests go to the reference decoder, uncached)
+        # (polars declines empty manifests: the reference decoder reads them, uncached)
+        assert io.reads == (2 if not rows and decoder == "polars" else reads)
+
+
+class _Files:
+    """A FileIO over paths held in memory."""
+
+    def __init__(self, files: dict[str, bytes]):
+        self.files = files
+
+    def read(self, path: str) -> bytes:
+        return self.files[path]
+
+
+manifest_specs = st.lists(st.tuples(entries, st.sampled_from([0, 9]), st.none() | st.integers(0, 1000),
+                                    st.sampled_from([None, 77])), min_size=1, max_size=5)
+
+
+_ROW = (ADDED, {f: None for f in range(1000, 1018)}, 5, 1, 2, None, False)
+
+
+@pytest.mark.parametrize("cached", [False, True])
+@settings(max_examples=40, deadline=None)
+@given(manifest_specs, st.sampled_from([1, 2, 3]), st.sampled_from(FILTERS), st.integers(0, 6))
+@example(specs=[([_ROW, _ROW], 9, 1000, 77), ([(EXISTING, *_ROW[1:5], 40, False), _ROW], 0, 2000, None)], version=3,
+         expr=None, min_entries=0)  # (first row ids assigned in each manifest of one batch)
+def test_manifests_decoded_together_equal_each_by_the_reference(tmp_path_factory, cached, specs, version, expr,
+                                                               min_entries):
+    """Consecutive manifests decoded and filtered in one batch (one pass of the compiled decoder, or their cached
+    columns joined) give each manifest's rows as the reference decoder does, in order: inheritance of snapshot ids,
+    sequence numbers and first row ids per manifest, entry ordinals within each; small manifests (under
+    ``min_entries``) go to the reference decoder between batches."""
+    from sparkberg.planning import entries as E
+    saved, E.COLUMNAR_MIN_ENTRIES = E.COLUMNAR_MIN_ENTRIES, min_entries
+    try:
+        _check_manifests_together(tmp_path_factory, cached, specs, version, expr)
+    finally:
+        E.COLUMNAR_MIN_ENTRIES = saved
+
+
+def _check_manifests_together(tmp_path_factory, cached, specs, version, expr):
+    from sparkberg.avro.cache import ManifestCache
+    files, manifests = {}, []
+    for k, (rows, seq, first_row_id, snapshot_id) in enumerate(specs):
+        es = _entries(rows, DATA)
+        if version == 1:
+            es = [ManifestEntry(e.status, e.data_file, e.snapshot_id or 1) for e in es]
+        data = write_manifest(es, format_version=version, spec=SPEC, schema=SCHEMA)
+        path = f"file:///wh/t/metadata/m{k}.avro"
+        files[path] = data
+        manifests.append(ManifestFile(path, len(data), 0, added_snapshot_id=snapshot_id,
+                                      sequence_number=0 if version == 1 else seq,
+                                      first_row_id=first_row_id if version == 3 else None,
+                                      added_files_count=len(es), existing_files_count=0, deleted_files_count=0))
+    cache = ManifestCache(str(tmp_path_factory.mktemp("cache"))) if cached else None
+    for include_deleted in (False, True):
+        dec = _decoders(expr, include_deleted=include_deleted, cache=cache)
+        io = _Files(files)
+        expected = [r for k, mf in enumerate(manifests) for r in dec.decode(mf, k + 3, files[mf.manifest_path])]
+        for _ in range(2):  # (cached: a miss, then a hit)
+            got = dec.load_many((mf, k + 3, io) for k, mf in enumerate(manifests))
+            assert got.schema == dec.schema
+            assert _normalized(got.to_pylist()) == _normalized(pa.Table.from_pylist(expected, dec.schema).to_pylist())
+
+
+def test_manifests_decoded_together_in_one_pass():
+    """Manifests of one writer schema are decoded together by one pass of the compiled decoder."""
+    from sparkberg.avro import compiled
+    from sparkberg.avro.columnar import read_manifests_columns
+    datas = [write_manifest(_entries([(ADDED, {1000: k, 1001: 1}, 10, k, k + 5, None, False)] * (k + 1), DATA),
+                            format_version=2, spec=SPEC, schema=SCHEMA) for k in range(3)]
+    calls = []
+    real = compiled.read_columns
+    try:
+        compiled.read_columns = lambda *a, **kw: calls.append(a[0]) or real(*a, **kw)
+        mc, rows = read_manifests_columns(datas, _decoders(None)._physical(0))
+    finally:
+        compiled.read_columns = real
+    assert rows == [1, 2, 3] and mc.num_rows == 6 and len(calls) == 1 and calls[0] == datas
+    assert mc.columns["file_path"].to_pylist() == ["file:///wh/t/data/000.parquet"] + [
+        f"file:///wh/t/data/{k:03d}.parquet" for k in range(2)] + [f"file:///wh/t/data/{k:03d}.parquet" for k in range(3)]
+    other = write_manifest(_entries([(ADDED, {1000: 1, 1001: 1}, 10, 1, 5, None, False)], DATA), format_version=3,
+                           spec=SPEC, schema=SCHEMA)
+    assert read_manifests_columns([datas[0], other], _decoders(None)._physical(0)) is None  # (two writer schemas)
 
 
 def _manifest(n: int = 3):

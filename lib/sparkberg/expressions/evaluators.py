@@ -287,6 +287,8 @@ def _integral_bounds(arr) -> tuple:
     n = len(arr)
     lengths = pc.fill_null(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False)
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    if not valid.any():
+        return np.zeros(n, np.int64), valid
     widths = set(np.unique(lengths[valid]).tolist())
     offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset:arr.offset + n + 1] if n else None
     if len(widths) == 1 and widths <= {4, 8} and not np.diff(offsets)[~valid].any():  # null slots hold no bytes

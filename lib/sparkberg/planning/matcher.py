@@ -61,7 +61,7 @@ class _Groups:
         return rows, self.flat[np.repeat(self.starts[g], sizes) + within]
 
 
-def _distinct_rows(columns: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+def distinct_rows(columns: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
     """The distinct rows of columns of non-negative integers below ``sizes`` (an array of rows x columns) and
     each row's index among them: a row's values as one number (mixed radix), so one 1-d unique. None when that
     number could pass 62 bits."""
@@ -148,7 +148,7 @@ class DeleteMatcher:
             enc = pc.dictionary_encode(col, null_encoding="encode")
             codes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
             dictionaries.append(enc.dictionary.to_pylist())
-        found = _distinct_rows(codes, [max(1, len(d)) for d in dictionaries])
+        found = distinct_rows(codes, [max(1, len(d)) for d in dictionaries])
         if found is None:
             distinct, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
         else:
@@ -161,7 +161,7 @@ class DeleteMatcher:
         """:meth:`_scoped_groups` of integer columns without nulls (day, bucket, identity of ints...): each value
         offset by its column's minimum, with no dictionary to build."""
         lows = np.array([int(v.min()) for v in values], np.int64)
-        found = _distinct_rows([v - low for v, low in zip(values, lows)],
+        found = distinct_rows([v - low for v, low in zip(values, lows)],
                                [int(v.max()) - int(low) + 1 for v, low in zip(values, lows)])
         if found is None:
             return None

@@ -20,7 +20,7 @@ Equality delete files are also pruned by comparing the stats of their equality c
 from __future__ import annotations
 
 from functools import partial
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,8 +34,10 @@ from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
 from sparkberg.errors import ValidationError
+from sparkberg.avro.manifest import ManifestFile
 from sparkberg.planning.entries import (
-    EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifests_df, manifests_of, snapshot_manifests,
+    EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifest_groups, manifests_df, manifests_of,
+    snapshot_manifests,
 )
 from sparkberg.planning.matcher import DELETE_STRUCT, DeleteMatcher
 from sparkberg.planning.matching import eq_columns, eq_delete_sql
@@ -199,15 +201,14 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
         if not delete_manifests:
             deletes = delete_decoder.schema.empty_table()
         elif local or _entries(delete_manifests) <= DRIVER_DELETE_ENTRIES_MAX:  # cheaper than a Spark job
-            deletes = pa.concat_tables([delete_decoder.load(mf, i, io) for i, mf in enumerate(delete_manifests)])
+            deletes = delete_decoder.load_many((mf, i, io) for i, mf in enumerate(delete_manifests))
         else:
             with job_description(spark, f"DELETE-PLANNING {label}".strip()):
                 deletes = collect_arrow(entries_df(spark, delete_manifests, delete_decoder), delete_decoder.schema)
         matcher = DeleteMatcher(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
         tasks = TaskDecoder(data_decoder(matcher.equality_ids()), matcher, layout)
         if local:
-            return ScanPlan(spark, snapshot, layout, table=pa.concat_tables(
-                [tasks.table(mf, i, io) for i, mf in enumerate(data_manifests)]))
+            return ScanPlan(spark, snapshot, layout, table=tasks.table([(mf, i, io) for i, mf in enumerate(data_manifests)]))
         return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
             tasks, _tasks_schema(layout)))
     # very many delete files: decoded once and kept on the executors (a local checkpoint), matched by joins
@@ -245,9 +246,9 @@ class TaskDecoder:
         self.matcher = matcher
         self.schema = _tasks_arrow_schema(layout)
 
-    def table(self, mf, ordinal: int, io: FileIO) -> pa.Table:
-        """The tasks of one data manifest, in manifest order."""
-        entries = self.decoder.load(mf, ordinal, io)
+    def table(self, manifests: Sequence[tuple[ManifestFile, int, FileIO]]) -> pa.Table:
+        """The tasks of data manifests ((manifest, ordinal, FileIO to read it)), in manifest order."""
+        entries = self.decoder.load_many(manifests)
         content = entries.column("content")
         if pc.any(pc.not_equal(content, 0)).as_py():
             entries = entries.filter(pc.equal(content, 0))
@@ -257,7 +258,7 @@ class TaskDecoder:
                                     schema=self.schema)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return coalesced(self.table(mf, ordinal, io) for mf, ordinal, io in manifests_of(batches))
+        return coalesced(self.table(group) for group in manifest_groups(batches))
 
 
 class ScopedTaskDecoder(TaskDecoder):
@@ -279,13 +280,11 @@ class ScopedTaskDecoder(TaskDecoder):
         manifests = list(manifests_of(batches))  # (a few rows: the task's data manifests)
         needed = sorted({i for _, ordinal, _ in manifests for i in self.scoped[ordinal]})
         ios: dict = {}
-        deletes = []
-        for i in needed:
-            m = self.delete_manifests[i]
-            deletes.append(self.delete_decoder.load(m, i, io_for(m.manifest_path, ios)))
-        self.matcher = DeleteMatcher(pa.concat_tables(deletes) if deletes else self.delete_decoder.schema.empty_table(),
-                                     self.unpartitioned)
-        return coalesced(self.table(mf, ordinal, io) for mf, ordinal, io in manifests)
+        deletes = self.delete_decoder.load_many(
+            (self.delete_manifests[i], i, io_for(self.delete_manifests[i].manifest_path, ios)) for i in needed)
+        self.matcher = DeleteMatcher(deletes, self.unpartitioned)
+        return coalesced(self.table(manifests[k:k + MANIFESTS_PER_BATCH])
+                         for k in range(0, len(manifests), MANIFESTS_PER_BATCH))
 
 
 def overlapping_delete_manifests(metadata: TableMetadata, data_manifests, delete_manifests) -> list[tuple[int, ...]]:
@@ -411,6 +410,8 @@ def _deletes_type() -> str:
             "record_count: bigint>>")
 
 
+# data manifests a planning task decodes together (their rows sent on before the next are read)
+MANIFESTS_PER_BATCH = 64
 # delete files up to which planning sends them with the data manifests' decoder (DeleteMatcher); above, joins
 MATCHER_DELETES_MAX = 200_000
 # (data manifest, delete manifest) pairs whose partition summaries the driver compares at most (~0.02 s per
