@@ -156,9 +156,10 @@ def test_manifest_list_roundtrip(version):
     assert meta["snapshot-id"] == "7" and meta["format-version"] == str(version)
 
 
+@pytest.mark.parametrize("decoder", ["compiled", "polars"])
 @pytest.mark.parametrize("version", [1, 2, 3])
-def test_manifest_lists_decoded_by_polars_equal_the_reference_decoder(version, monkeypatch):
-    from sparkberg.avro import columnar
+def test_manifest_lists_decoded_fast_equal_the_reference_decoder(version, decoder, monkeypatch):
+    from sparkberg.avro import columnar, compiled
     manifests = []
     for i in range(300):  # (several Avro blocks)
         entries = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(day=None if i % 7 == 0 else i,
@@ -172,16 +173,23 @@ def test_manifest_lists_decoded_by_polars_equal_the_reference_decoder(version, m
                                       b"key"))
     data = write_manifest_list(manifests, format_version=version, snapshot_id=7, parent_snapshot_id=None,
                                sequence_number=4, first_row_id=1000 if version == 3 else None)
+    # only the named fast decoder: the other one declines
+    monkeypatch.setattr(compiled, "ENABLED", decoder == "compiled")
+    if decoder == "compiled":
+        monkeypatch.setattr(columnar, "_polars_table", lambda data: None)
     fast = []
-    real = columnar.read_manifest_list_columns
-    monkeypatch.setattr(columnar, "read_manifest_list_columns", lambda *a: fast.append(real(*a)) or fast[-1])
+    name = "read_manifest_list_compiled" if decoder == "compiled" else "read_manifest_list_columns"
+    real = getattr(columnar, name)
+    monkeypatch.setattr(columnar, name, lambda *a: fast.append(real(*a)) or fast[-1])
     got = read_manifest_list(data)
     assert fast and fast[0] is not None  # (the fast path read it)
-    with pytest.raises(InvalidMetadataError) as e:  # polars fails on a truncated file: the reference names it
+    with pytest.raises(InvalidMetadataError) as e:  # the fast path declines a truncated file: the reference names it
         read_manifest_list(data[: len(data) - 40], "s3://b/snap.avro")
     assert "s3://b/snap.avro" in str(e.value) and fast[-1] is None
+    monkeypatch.setattr(columnar, name, lambda *a: None)
+    monkeypatch.setattr(compiled, "ENABLED", False)
     monkeypatch.setattr(columnar, "read_manifest_list_columns", lambda *a: None)
-    assert got == read_manifest_list(data)
+    assert got == read_manifest_list(data)  # (the reference decoder's)
     if version >= 2:
         assert got[:-1] == manifests[:-1] and got[-1].key_metadata == b"key"
 

@@ -111,17 +111,18 @@ class ManifestCache:
             while cls._mapped_bytes > self.max_bytes and len(cls._mapped) > 1:
                 cls._mapped_bytes -= cls._mapped.popitem(last=False)[1][1]
 
-    def manifest_list(self, path: str, read: Callable[[], list]) -> list:
-        """The manifests the manifest list at ``path`` lists, decoded by ``read`` on this process's first
-        request (a manifest list, like a manifest, never changes once written)."""
+    def manifest_list(self, path: str, read: Callable[[], Any]) -> Any:
+        """The manifests the manifest list at ``path`` lists (a list, or columns that never change), decoded by
+        ``read`` on this process's first request (a manifest list, like a manifest, never changes once
+        written)."""
         with self._lock:
             hit = self._lists.get(path)
             if hit is not None:
                 self._lists.move_to_end(path)
-                return list(hit)
+                return list(hit) if isinstance(hit, list) else hit
         manifests = read()
         with self._lock:
-            self._lists[path] = list(manifests)
+            self._lists[path] = list(manifests) if isinstance(manifests, list) else manifests
             while len(self._lists) > MANIFEST_LISTS:
                 self._lists.popitem(last=False)
         return manifests

@@ -246,7 +246,14 @@ def _named_types(schema: Any, out: dict[str, dict]) -> dict[str, dict]:
 
 def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFile]:
     """Parse a manifest list of any format version into :class:`ManifestFile` entries."""
-    from sparkberg.avro.columnar import _avro_schema, read_manifest_list_columns
+    listing = read_manifest_list_table(data, path)
+    return listing if isinstance(listing, list) else listing.manifests()
+
+
+def read_manifest_list_table(data: bytes, path: str | None = None):
+    """A manifest list's entries as columns (:class:`~sparkberg.avro.columnar.ManifestListColumns`, decoded
+    by compiled code), else as :class:`ManifestFile` objects (polars, or the reference decoder)."""
+    from sparkberg.avro.columnar import _avro_schema, read_manifest_list_columns, read_manifest_list_compiled
     try:
         reader, raw = None, json.loads(_avro_schema(data))  # (the fast path needs no fastavro reader)
     except Exception:  # noqa: BLE001 - not a readable header: the reader names the problem
@@ -265,7 +272,9 @@ def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFil
         items = items.get("items") if isinstance(items, dict) else None
         if isinstance(items, dict):
             summary_names = {fid: n for fid, (n, _) in _ids(items).items()}
-    fast = read_manifest_list_columns(data, name, summary_names)
+    fast = read_manifest_list_compiled(data, name, summary_names)
+    if fast is None:
+        fast = read_manifest_list_columns(data, name, summary_names)
     if fast is not None:
         return fast
     if reader is None:

@@ -127,6 +127,87 @@ def manifest_may_match(partition_pred: Bound, partition_type: T.StructType, summ
     return _walk(partition_pred, leaf)
 
 
+def manifest_mask(partition_pred: Bound, partition_type: T.StructType, n: int, summaries) -> Any:
+    """:func:`manifest_may_match` for ``n`` manifests at once, as a numpy bool array, or None when the predicate
+    has a leaf this vectorized form does not cover (then evaluate manifest by manifest). ``summaries(k)``
+    returns partition field ``k``'s summaries of every manifest: (known, contains_null, contains_nan as -1
+    unknown / 0 / 1, lower bounds, upper bounds as Arrow binary arrays), ``known`` false where a manifest has
+    no summary for the field (it may match). Covered: predicates on fields of integral types."""
+    import numpy as np
+
+    leaves: list[BoundPredicate] = []
+    pos = {f.field_id: i for i, f in enumerate(partition_type.fields)}
+    if not _collect_leaves(partition_pred, leaves) or any(
+            p.field_id in pos and (partition_type.fields[pos[p.field_id]].field_type not in INTEGRAL_TYPES or
+                                   p.op not in _OPS) for p in leaves):
+        return None
+    cache: dict[int, tuple] = {}
+
+    def field(k: int) -> tuple:
+        if k not in cache:
+            known, nulls, nans, lower, upper = summaries(k)
+            lo, lo_known = _integral_bounds(lower)
+            hi, hi_known = _integral_bounds(upper)
+            cache[k] = known, nulls, nans, lo, lo_known, hi, hi_known
+        return cache[k]
+
+    def leaf(p: BoundPredicate):
+        k = pos.get(p.field_id)
+        if k is None:
+            return np.ones(n, bool)
+        known, nulls, nans, lo, lo_known, hi, hi_known = field(k)
+        all_null_or_nan = ~lo_known & ~hi_known
+        if p.op == "is_null":
+            out = nulls
+        elif p.op == "not_null":
+            out = ~(nulls & all_null_or_nan & (nans == 0))
+        elif p.op == "is_nan":
+            out = nans != 0
+        elif p.op == "not_nan":
+            out = ~((nans == 1) & all_null_or_nan & ~nulls)
+        elif p.op in ("not_eq", "not_in", "not_starts_with"):
+            out = np.ones(n, bool)
+        else:
+            out = ~all_null_or_nan & _range_mask(p.op, p.value, lo, lo_known, hi, hi_known, n)
+        return out | ~known
+
+    def walk(e: Bound):
+        if isinstance(e, AlwaysTrue):
+            return np.ones(n, bool)
+        if isinstance(e, AlwaysFalse):
+            return np.zeros(n, bool)
+        if isinstance(e, And):
+            return walk(e.left) & walk(e.right)
+        if isinstance(e, Or):
+            return walk(e.left) | walk(e.right)
+        if isinstance(e, Not):
+            return walk(rewrite_not(e))
+        return leaf(e)
+
+    return walk(partition_pred)
+
+
+def _range_mask(op: str, value: Any, lower, lower_known, upper, upper_known, n: int):
+    """:func:`_range_may_match` of integer bounds (unknown where not ``*_known``) for many at once."""
+    import numpy as np
+    if op == "in":
+        if len(value) > IN_PREDICATE_LIMIT:
+            return np.ones(n, bool)
+        out = np.zeros(n, bool)
+        for v in value:
+            out |= _range_mask("eq", v, lower, lower_known, upper, upper_known, n)
+        return out
+    if op == "lt":
+        return ~lower_known | (lower < value)
+    if op == "lt_eq":
+        return ~lower_known | (lower <= value)
+    if op == "gt":
+        return ~upper_known | (upper > value)
+    if op == "gt_eq":
+        return ~upper_known | (upper >= value)
+    return (~lower_known | ~(lower > value)) & (~upper_known | ~(upper < value))  # eq
+
+
 # --- data file metrics -------------------------------------------------------------------------------------
 
 def metrics_may_match(pred: Bound, schema_types: dict[int, T.IcebergType], record_count: int,
@@ -226,24 +307,9 @@ def metrics_mask(pred: Bound, schema_types: dict[int, T.IcebergType], record_cou
         return vc_known & c_known & (vc == c)
 
     def range_match(op: str, value: Any, fid: int):
-        if op == "in":
-            if len(value) > IN_PREDICATE_LIMIT:
-                return np.ones(n, bool)
-            out = np.zeros(n, bool)
-            for v in value:
-                out |= range_match("eq", v, fid)
-            return out
         lower, lower_known = bound("lower_bounds", fid)
         upper, upper_known = bound("upper_bounds", fid)
-        if op == "lt":
-            return ~lower_known | (lower < value)
-        if op == "lt_eq":
-            return ~lower_known | (lower <= value)
-        if op == "gt":
-            return ~upper_known | (upper > value)
-        if op == "gt_eq":
-            return ~upper_known | (upper >= value)
-        return (~lower_known | ~(lower > value)) & (~upper_known | ~(upper < value))  # eq
+        return _range_mask(op, value, lower, lower_known, upper, upper_known, n)
 
     def leaf(p: BoundPredicate):
         fid = p.field_id

@@ -26,7 +26,7 @@ from sparkberg.avro.columnar import (
 )
 from sparkberg.avro.manifest import (
     ADDED, DELETED, MANIFEST_DATA, ManifestFile, inherit, manifest_file_from_manifest, read_manifest,
-    read_manifest_list,
+    read_manifest_list_table,
 )
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.io.fileio import FileIO, file_io_for
@@ -614,11 +614,19 @@ MANIFESTS_DDL = ("_manifest_ordinal int, manifest_path string, manifest_length b
 def snapshot_manifests(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None) -> list[ManifestFile]:
     """The manifests of a snapshot: its manifest list, or (v1) the manifests it lists directly. With a manifest
     cache, a manifest list this process has read is not read again."""
+    listing = snapshot_manifest_table(io, snapshot, cache)
+    return listing if isinstance(listing, list) else listing.manifests()
+
+
+def snapshot_manifest_table(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None):
+    """:func:`snapshot_manifests` as columns where compiled code decodes the manifest list
+    (:class:`~sparkberg.avro.columnar.ManifestListColumns`: planning prunes them before any ManifestFile is
+    built), else as a list of ManifestFile."""
     if snapshot.manifest_list and cache is not None:
         path = snapshot.manifest_list
-        return cache.manifest_list(path, lambda: read_manifest_list(io.read(path), path))
+        return cache.manifest_list(path, lambda: read_manifest_list_table(io.read(path), path))
     if snapshot.manifest_list:
-        return read_manifest_list(io.read(snapshot.manifest_list), snapshot.manifest_list)
+        return read_manifest_list_table(io.read(snapshot.manifest_list), snapshot.manifest_list)
     out = []
     for path in snapshot.manifests or ():
         data = io.read(path)

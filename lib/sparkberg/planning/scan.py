@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from sparkberg.avro.cache import manifest_cache
 from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES
-from sparkberg.expressions.evaluators import manifest_may_match, metrics_mask, metrics_may_match
+from sparkberg.expressions.evaluators import manifest_mask, manifest_may_match, metrics_mask, metrics_may_match
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
@@ -37,7 +37,7 @@ from sparkberg.errors import ValidationError
 from sparkberg.avro.manifest import ManifestFile
 from sparkberg.planning.entries import (
     EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifest_groups, manifests_df, manifests_of,
-    snapshot_manifests,
+    snapshot_manifest_table,
 )
 from sparkberg.planning.matcher import DELETE_STRUCT, DeleteMatcher
 from sparkberg.planning.matching import eq_columns, eq_delete_sql
@@ -120,7 +120,10 @@ def _partition_filters(metadata: TableMetadata, bound: Bound) -> dict[int, Bound
 
 
 def prune_manifests(metadata: TableMetadata, manifests, filters: dict[int, Bound]):
-    """Manifests whose partition summaries may hold matching partitions (driver side)."""
+    """Manifests whose partition summaries may hold matching partitions (driver side); ``manifests``: a list of
+    ManifestFile or a manifest list's columns (:func:`snapshot_manifest_table`), pruned a spec at a time."""
+    if not isinstance(manifests, list):
+        return _prune_manifest_table(metadata, manifests, filters)
     out = []
     schema = metadata.current_schema
     ptypes: dict[int, T.StructType] = {}
@@ -135,6 +138,27 @@ def prune_manifests(metadata: TableMetadata, manifests, filters: dict[int, Bound
         if manifest_may_match(f, ptype, m.partitions):
             out.append(m)
     return out
+
+
+def _prune_manifest_table(metadata: TableMetadata, listing, filters: dict[int, Bound]) -> list:
+    """:func:`prune_manifests` of a manifest list's columns: each spec's manifests evaluated at once
+    (:func:`manifest_mask`), manifest by manifest where that cannot be vectorized; ManifestFile objects are
+    built for the manifests kept only."""
+    import numpy as np
+    spec_ids = listing.column("partition_spec_id")
+    keep = np.ones(len(listing), bool)
+    schema = metadata.current_schema
+    for spec_id in np.unique(spec_ids).tolist():
+        f = filters.get(spec_id, TRUE)
+        if isinstance(f, AlwaysTrue):
+            continue
+        rows = np.flatnonzero(spec_ids == spec_id)
+        ptype = metadata.spec(spec_id).partition_type(schema)
+        mask = manifest_mask(f, ptype, len(rows), lambda k: listing.summaries(rows, k))
+        if mask is None:
+            mask = [manifest_may_match(f, ptype, m.partitions) for m in listing.manifests(rows)]
+        keep[rows] = mask
+    return listing.manifests(np.flatnonzero(keep))
 
 
 def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, bound: Bound = TRUE,
@@ -164,7 +188,7 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
         return ScanPlan(spark, None, layout, table=_tasks_arrow_schema(layout).empty_table())
     filters = _partition_filters(metadata, bound)
     cache = manifest_cache(spark)
-    manifests = prune_manifests(metadata, snapshot_manifests(io, snapshot, cache), filters)
+    manifests = prune_manifests(metadata, snapshot_manifest_table(io, snapshot, cache), filters)
     data_manifests = [m for m in manifests if m.content == MANIFEST_DATA]
     delete_manifests = [m for m in manifests if m.content == MANIFEST_DELETES]
     if not data_manifests:
