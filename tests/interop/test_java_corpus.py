@@ -197,16 +197,24 @@ def test_v3_row_lineage_in_metadata(corpus, java_warehouse):
     assert m.refs["audit"].min_snapshots_to_keep == 2 and m.refs["audit"].max_ref_age_ms == 7 * 86400000
 
 
+@pytest.mark.parametrize("decoder", ["compiled", "polars"])
 @pytest.mark.parametrize("name", ["v1_evolve", "v2_transforms", "v2_transforms_days", "v2_mor", "v3_dv",
                                   "v2_to_v3", "v2_evolution", "v2_nested", "v2_eqdeletes"])
-def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus, java_warehouse, name):
-    """Planning decodes manifests of a few entries with fastavro and the rest into Arrow columns: both decoders
-    give the same rows for every manifest Java wrote, with every column (metrics, path bounds, eq stats)."""
+def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus, java_warehouse, name, decoder,
+                                                                          monkeypatch):
+    """Planning decodes manifests of a few entries with fastavro and the rest into Arrow columns (compiled code,
+    else polars), a snapshot's manifests together: each fast decoder reads every manifest Java wrote and gives the
+    reference decoder's rows, with every column (metrics, path bounds, eq stats)."""
     import dataclasses
 
     import pyarrow as pa
 
+    from sparkberg.avro import columnar, compiled
+    from sparkberg.avro.columnar import read_manifest_columns
     from sparkberg.planning.entries import EntryDecoder, PartitionLayout
+    monkeypatch.setattr(compiled, "ENABLED", decoder == "compiled")
+    if decoder == "compiled":
+        monkeypatch.setattr(columnar, "_polars_table", lambda data: None)
     m = TableMetadata.from_bytes(IO.read(metadata_files(java_warehouse, name)[-1]))
     layout = PartitionLayout(m)
     eq_types = {f.field_id: f.field_type for f in m.current_schema.fields if f.field_type.is_primitive}
@@ -217,13 +225,19 @@ def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus
         return [{k: ("NaN" if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in rows]
     checked = 0
     for snap in m.snapshots:
-        for mf in read_manifest_list(IO.read(snap.manifest_list), snap.manifest_list):
-            data = IO.read(mf.manifest_path)
-            columnar = dataclasses.replace(mf, added_files_count=None, existing_files_count=None,
-                                           deleted_files_count=None)  # (no counts: the columnar reader decides)
-            for dec in decoders:
-                expected = pa.Table.from_pylist(dec.decode(mf, 3, data), schema=dec.schema).to_pylist()
-                assert normalized(dec.decode_table(columnar, 3, data).to_pylist()) == normalized(expected), \
+        manifests = read_manifest_list(IO.read(snap.manifest_list), snap.manifest_list)
+        for dec in decoders:
+            together = []
+            for k, mf in enumerate(manifests):
+                data = IO.read(mf.manifest_path)
+                assert read_manifest_columns(data, dec._physical(mf.partition_spec_id)) is not None, mf.manifest_path
+                columnar_mf = dataclasses.replace(mf, added_files_count=None, existing_files_count=None,
+                                                  deleted_files_count=None)  # (no counts: the columnar reader decides)
+                expected = pa.Table.from_pylist(dec.decode(mf, k, data), schema=dec.schema).to_pylist()
+                assert normalized(dec.decode_table(columnar_mf, k, data).to_pylist()) == normalized(expected), \
                     mf.manifest_path
+                together += expected
                 checked += 1
+            got = dec.load_many((dataclasses.replace(mf, added_files_count=None), k, IO) for k, mf in enumerate(manifests))
+            assert normalized(got.to_pylist()) == normalized(together), snap.manifest_list
     assert checked
