@@ -184,17 +184,10 @@ class Table:
         are kept, so it may list files with no matching row. ``planning`` is "auto" (small tables are planned on
         the driver, large ones on the executors), "local" or "distributed"; the result is the same.
         """
-        from pyspark.sql import functions as F
-
-        from sparkberg.planning.scan import partition_column, plan
+        from sparkberg.planning.scan import plan
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
-        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning, self.name)
-        try:
-            return p.tasks.withColumn("partition", partition_column(p.layout, F.col("partition")))
-        except Exception:  # noqa: BLE001 - Spark 3.5 cannot encode the empty struct of an unpartitioned table
-            if p.layout.slots:
-                raise
-            return p.tasks  # its placeholder struct<_none: int>, always null
+        return plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning,
+                    self.name).files()
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
               ref: str | None = None, columns: Sequence[str] | None = None, planning: str = "auto"):

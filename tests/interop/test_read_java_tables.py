@@ -159,19 +159,30 @@ def test_plan_files_matches_java_scan(corpus, java, java_warehouse, name, planni
         assert deletes <= ours[path], path
 
 
+@pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("name", ["v2_mor", "v3_dv", "v2_eqdeletes", "v2_transforms"])
-def test_driver_plans_reach_pyspark_35_as_arrow_batches(corpus, java, java_warehouse, name):
+def test_driver_plans_reach_pyspark_35_as_arrow_batches(corpus, java, java_warehouse, name, lazy, monkeypatch):
     """On a classic PySpark 3.5 session a plan made on the driver becomes a DataFrame from its Arrow batches
-    (no public API for nested Arrow data there): the same rows as from the plan's rows."""
-    from sparkberg.planning.scan import _tasks_schema, plan
+    (no public API for nested Arrow data there), as a local relation or (``lazy``, many rows) converted when
+    read: the same rows as from the plan's rows, and the session's threshold as it was. plan_files' DataFrame,
+    its partition values typed in Arrow, equals the tasks with partition_column."""
+    from pyspark.sql import functions as F
+
+    from sparkberg.planning.scan import _tasks_schema, partition_column, plan
+    from sparkberg.spark import session
     from sparkberg.spark.session import arrow_dataframe_35
+    monkeypatch.setattr(session, "LAZY_ROWS", 0 if lazy else 10 ** 9)
     t = table(java, java_warehouse, name)
     p = plan(java, t.metadata, t.io, t.metadata.current_snapshot, mode="local")
     assert p.is_local and p.rows()
     arrow = arrow_dataframe_35(java, p._table.combine_chunks(), _tasks_schema(p.layout)).collect()
+    assert java.conf.get("spark.sql.execution.arrow.localRelationThreshold", None) in (None, "48MB", str(48 << 20))
     expected = java.createDataFrame(p.rows(), _tasks_schema(p.layout)).collect()
     assert [_norm(r) for r in arrow] == [_norm(r) for r in expected]
     assert any(r["deletes"] for r in arrow) == (name != "v2_transforms")
+    typed = p.tasks.withColumn("partition", partition_column(p.layout, F.col("partition")))
+    assert p.files().schema == typed.schema
+    assert [_norm(r) for r in p.files().collect()] == [_norm(r) for r in typed.collect()]
 
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402

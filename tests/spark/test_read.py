@@ -110,6 +110,27 @@ def test_filters_are_exact_and_prune_soundly(spark, pyi, filter):
     assert [r["file_path"] for r in distributed] == [r[0] for r in t.plan_files(filter=filter).collect()]
 
 
+def test_plan_files_planned_locally_equals_the_distributed_plan(spark, warehouse):
+    """A plan made on the driver becomes plan_files' DataFrame with its partition values typed in Arrow (dates,
+    timestamps with and without zone); the distributed plan types them in Spark: the same schema and rows."""
+    import sparkberg
+    t = sparkberg.catalog(spark, warehouse).create_table(
+        "db.typed", "id bigint, ts timestamp, d date, tsn timestamp_ntz, s string",
+        partition_by=["day(ts)", "d", "tsn", "bucket(4, id)", "hour(ts)", "s"])
+    t.append(spark.sql("""SELECT id, TIMESTAMP'2024-01-01 10:00:00' + make_interval(0, 0, 0, CAST(id % 3 AS int)) AS ts,
+                          IF(id = 4, NULL, DATE'2023-12-30' + CAST(id % 2 AS int)) AS d,
+                          TIMESTAMP_NTZ'2020-02-02 02:02:02' + make_interval(0, 0, 0, 0, CAST(id AS int)) AS tsn,
+                          IF(id % 2 = 0, 'a', NULL) AS s FROM range(0, 6)"""))
+    local, distributed = t.plan_files(planning="local"), t.plan_files(planning="distributed")
+    assert local.schema == distributed.schema
+    assert [f.dataType.simpleString() for f in local.schema["partition"].dataType.fields] == [
+        "date", "date", "timestamp_ntz", "int", "int", "string"]
+    rows = sorted(local.collect(), key=lambda r: r["file_path"])
+    assert rows == sorted(distributed.collect(), key=lambda r: r["file_path"]) and len(rows) == 6
+    assert {r["partition"]["ts_day"] for r in rows} == {dt.date(2024, 1, k) for k in (1, 2, 3)}
+    assert None in {r["partition"]["d"] for r in rows}
+
+
 def test_pruning_drops_files(spark, pyi):
     t = load(spark, pyi["all_v2"])
     total = t.plan_files().count()

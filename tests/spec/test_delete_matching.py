@@ -280,3 +280,31 @@ def test_matcher_spec_examples():
     assert [[x["file_path"] for x in ds] for ds in nan.deletes_for(data_nan).to_pylist()] == [["nan"]]
     empty = DeleteMatcher(DELETES_SCHEMA.empty_table(), set())
     assert empty.size == 0 and empty.deletes_for(data).to_pylist() == [[], [], [], []]
+
+
+_sort_rows = st.lists(st.fixed_dictionaries({
+    "file_path": st.none() | st.sampled_from(["a", "b", "é", "Z", "ab", "a\U0001f600"]),
+    "content": st.sampled_from([1, 2]), "file_format": st.sampled_from(["parquet", "puffin", None]),
+    "equality_ids": st.none() | st.lists(st.integers(1, 3), max_size=2),
+    "referenced_data_file": st.none() | st.sampled_from(["d1", "d2"]),
+    "content_offset": st.none() | st.integers(0, 3), "content_size_in_bytes": st.none() | st.integers(0, 3),
+    "record_count": st.integers(0, 2)}), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_sort_rows)
+def test_the_matcher_sorts_delete_files_as_the_plan_lists_them(rows):
+    """The matcher sorts its delete files by columns (Arrow) into the order delete_sort_key gives (nulls last,
+    strings by code point), ties included (entries that differ only by their equality ids)."""
+    import pyarrow as pa
+
+    from sparkberg.planning.matcher import DELETE_STRUCT, _sorted_deletes
+    from sparkberg.planning.matching import delete_sort_key
+    schema = pa.schema([("file_path", pa.string()), ("content", pa.int32()), ("file_format", pa.string()),
+                        ("equality_ids", pa.list_(pa.int32())), ("referenced_data_file", pa.string()),
+                        ("content_offset", pa.int64()), ("content_size_in_bytes", pa.int64()),
+                        ("record_count", pa.int64())])
+    def key(e: dict) -> tuple:
+        return delete_sort_key({k: e[k] for k in DELETE_STRUCT})
+    got = _sorted_deletes(pa.Table.from_pylist(rows, schema))
+    assert [key(r) for r in got] == sorted(key(r) for r in rows)

@@ -78,6 +78,28 @@ def distinct_rows(columns: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarr
     return np.stack(digits[::-1], axis=1), inverse.reshape(-1)
 
 
+def _sorted_deletes(deletes: pa.Table) -> list[dict]:
+    """The delete entries as dicts in :func:`delete_sort_key` order: sorted by Arrow on the struct's columns
+    but ``equality_ids`` (nulls last, strings by code point as Python compares them); by the key itself where
+    entries that tie on the columns before ``equality_ids`` hold different ones (Arrow cannot order lists)."""
+    columns = [c for c in DELETE_STRUCT if c != "equality_ids"]
+    try:  # (pyarrow 25+ takes the null placement per key)
+        order = pc.sort_indices(deletes.select(columns), sort_keys=[(c, "ascending", "at_end") for c in columns])
+    except (TypeError, ValueError, pa.ArrowException):
+        order = pc.sort_indices(deletes.select(columns), sort_keys=[(c, "ascending") for c in columns],
+                                null_placement="at_end")
+    ordered = deletes.take(order)
+    rows = ordered.to_pylist()
+    if len(rows) > 1:
+        ties = np.ones(len(rows) - 1, bool)
+        for c in DELETE_STRUCT[:DELETE_STRUCT.index("equality_ids")]:
+            a, b = ordered.column(c).slice(0, len(rows) - 1), ordered.column(c).slice(1)
+            ties &= pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b))).to_numpy()
+        if any(rows[i]["equality_ids"] != rows[i + 1]["equality_ids"] for i in np.flatnonzero(ties).tolist()):
+            rows.sort(key=lambda e: delete_sort_key({k: e[k] for k in DELETE_STRUCT}))
+    return rows
+
+
 class DeleteMatcher:
     """The delete files of a scan, indexed to attach to data entries a batch at a time (picklable).
 
@@ -89,9 +111,8 @@ class DeleteMatcher:
 
     def __init__(self, deletes: pa.Table, unpartitioned: set[int], required: frozenset = frozenset(),
                  prunable: frozenset = frozenset()):
-        entries = [e for e in deletes.to_pylist() if e["content"] != 0]
         # sorted once as the plan lists them (the local planner's order), so each file's deletes come out sorted
-        entries.sort(key=lambda e: delete_sort_key({k: e[k] for k in DELETE_STRUCT}))
+        entries = _sorted_deletes(deletes.filter(pc.not_equal(deletes.column("content"), 0)))
         self.required, self.prunable = required, prunable
         self.size = len(entries)
         struct_type = pa.struct([deletes.schema.field(k) for k in DELETE_STRUCT])

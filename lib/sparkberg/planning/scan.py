@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as ST
 
 from sparkberg.avro.cache import manifest_cache
 from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES
@@ -112,6 +113,22 @@ class ScanPlan:
         if self._rows is None:
             self._rows = self._table.to_pylist() if self._table is not None else self._tasks.collect()
         return self._rows
+
+    def files(self) -> DataFrame:
+        """The tasks as :meth:`Table.plan_files` returns them: the partition struct in Iceberg's Spark types
+        (:func:`partition_column`). A plan made on the driver becomes that DataFrame straight from its Arrow
+        table, the partition values typed there (no projection for Spark to analyse)."""
+        if self._table is not None and self.layout.slots:
+            table = self._table.set_column(PLAN_COLUMNS.index("partition"), "partition",
+                                           typed_partition(self.layout, self._table.column("partition")))
+            return arrow_dataframe(self.spark, table, tasks_struct(self.layout, typed=True),
+                                   lambda: table.to_pylist())
+        try:
+            return self.tasks.withColumn("partition", partition_column(self.layout, F.col("partition")))
+        except Exception:  # noqa: BLE001 - Spark 3.5 cannot encode the empty struct of an unpartitioned table
+            if self.layout.slots:
+                raise
+            return self.tasks  # its placeholder struct<_none: int>, always null
 
 
 def _partition_filters(metadata: TableMetadata, bound: Bound) -> dict[int, Bound]:
@@ -409,7 +426,47 @@ def _small_enough(metadata: TableMetadata, manifests) -> bool:
 
 def _local_dataframe(spark, table: pa.Table, rows, layout: PartitionLayout) -> DataFrame:
     """Tasks planned on the driver as a DataFrame (from their Arrow table where the session takes one)."""
-    return arrow_dataframe(spark, table, _tasks_schema(layout), rows)
+    return arrow_dataframe(spark, table, tasks_struct(layout), rows)
+
+
+def tasks_struct(layout: PartitionLayout, typed: bool = False) -> ST.StructType:
+    """:func:`_tasks_schema` as a StructType built here (PySpark 3.5 parses DDL through the JVM); ``typed``:
+    the partition struct in Iceberg's Spark types, as :func:`partition_column` makes it."""
+    from sparkberg.planning.entries import physical_spark_type
+    partition = ST.StructType([ST.StructField(s.name, _SPARK_TYPES.get(s.field_type) if typed and s.field_type in
+                                              _SPARK_TYPES else physical_spark_type(s.field_type))
+                               for s in layout.slots]) if layout.slots else \
+        ST.StructType([ST.StructField("_none", ST.IntegerType())])
+    delete = ST.StructType([ST.StructField("file_path", ST.StringType()), ST.StructField("content", ST.IntegerType()),
+                            ST.StructField("file_format", ST.StringType()),
+                            ST.StructField("equality_ids", ST.ArrayType(ST.IntegerType())),
+                            ST.StructField("referenced_data_file", ST.StringType()),
+                            ST.StructField("content_offset", ST.LongType()),
+                            ST.StructField("content_size_in_bytes", ST.LongType()),
+                            ST.StructField("record_count", ST.LongType())])
+    return ST.StructType([
+        ST.StructField("file_path", ST.StringType()), ST.StructField("file_format", ST.StringType()),
+        # (typed, as partition_column's struct: never null)
+        ST.StructField("spec_id", ST.IntegerType()), ST.StructField("partition", partition, not typed),
+        ST.StructField("record_count", ST.LongType()), ST.StructField("file_size_in_bytes", ST.LongType()),
+        ST.StructField("data_sequence_number", ST.LongType()), ST.StructField("first_row_id", ST.LongType()),
+        ST.StructField("deletes", ST.ArrayType(delete))])
+
+
+# the Spark types partition_column gives physical values of these Iceberg types, and their Arrow types
+_SPARK_TYPES = {T.DATE: ST.DateType(), T.TIMESTAMPTZ: ST.TimestampType(), T.TIMESTAMP: ST.TimestampNTZType()}
+_ARROW_TYPES = {T.DATE: pa.date32(), T.TIMESTAMPTZ: pa.timestamp("us", "UTC"), T.TIMESTAMP: pa.timestamp("us")}
+
+
+def typed_partition(layout: PartitionLayout, column) -> pa.StructArray:
+    """The plan's physical partition struct (days, micros) with Iceberg's Spark types, as Arrow (dates as date32,
+    timestamps as timestamp[us], with UTC for timestamptz): what :func:`partition_column` computes in Spark."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    children = [arr.field(i) for i in range(len(layout.slots))]
+    typed = [c.cast(_ARROW_TYPES[s.field_type]) if s.field_type in _ARROW_TYPES else c
+             for s, c in zip(layout.slots, children)]
+    return pa.StructArray.from_arrays(typed, names=[s.name for s in layout.slots],
+                                      mask=arr.is_null() if arr.null_count else None)
 
 
 def _tasks_arrow_schema(layout: PartitionLayout):

@@ -25,7 +25,7 @@ from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, path_key, read_with_arrow
 from sparkberg.planning.scan import partition_column
-from sparkberg.spark.session import arrow_dataframe, read_parquet
+from sparkberg.spark.session import arrow_dataframe, read_parquet, session_setting
 from sparkberg.spark.types import FIELD_ID_KEY, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -260,18 +260,9 @@ def _listing_on_driver(spark, files: Sequence[str]):
     on 2 cores). For local files the driver does it in milliseconds, so, on a classic session, the threshold is
     raised while the DataFrame is created (Spark Connect analyses later, on the server: left as it is)."""
     local = all(f.startswith("/") or f.startswith("file:") for f in files)
-    if not local or len(files) <= 32 or not hasattr(spark, "_jsparkSession"):
+    with session_setting(spark, _LISTING_THRESHOLD, str(len(files) + 1),
+                         local and len(files) > 32 and hasattr(spark, "_jsparkSession")):
         yield
-        return
-    before = spark.conf.get(_LISTING_THRESHOLD, None)
-    spark.conf.set(_LISTING_THRESHOLD, str(len(files) + 1))
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(_LISTING_THRESHOLD)
-        else:
-            spark.conf.set(_LISTING_THRESHOLD, before)
 
 
 def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool | str = True,

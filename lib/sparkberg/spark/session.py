@@ -1,6 +1,7 @@
 """A SparkSession builder with the settings of the project's ``spark-defaults.conf``."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -105,8 +106,9 @@ def collect_arrow(df, schema):
     return pa.Table.from_pylist([r.asDict(recursive=True) for r in df.collect()], schema=schema)
 
 
-def arrow_dataframe(spark, table, ddl: str, rows: Callable[[], list] | None = None):
-    """An Arrow table built on the driver as a DataFrame of ``ddl``: the table itself where PySpark takes one
+def arrow_dataframe(spark, table, ddl, rows: Callable[[], list] | None = None):
+    """An Arrow table built on the driver as a DataFrame of ``ddl`` (DDL or a StructType): the table itself
+    where PySpark takes one
     (4.x; several times faster than row by row), on a classic PySpark 3.5 session its Arrow batches, else its
     rows (``rows()`` when given: dicts or tuples built for this schema, so unverified)."""
     import pyspark
@@ -122,19 +124,45 @@ def arrow_dataframe(spark, table, ddl: str, rows: Callable[[], list] | None = No
     return spark.createDataFrame(rows() if rows is not None else table.to_pylist(), ddl, verifySchema=False)
 
 
-def arrow_dataframe_35(spark, table, ddl: str):
+def arrow_dataframe_35(spark, table, ddl):
     """A classic PySpark 3.5 DataFrame of an Arrow table's batches, sent to the JVM as PySpark 3.5 sends a pandas
     DataFrame's (its public API takes only pandas, which cannot hold nested columns): 10k scan tasks ~0.24 ->
-    ~0.03 s, and Spark reads them without unpickling a row each."""
+    ~0.03 s, and Spark reads them without unpickling a row each. Spark 3.5 turns batches under
+    ``spark.sql.execution.arrow.localRelationThreshold`` into a local relation, converting every row on the driver
+    right away (10k tasks: ~25 ms of a ~30 ms DataFrame); from :data:`LAZY_ROWS` rows on, the threshold is 0
+    while the DataFrame is made, so the rows are converted when it is read (its count was faster too)."""
     from pyspark.sql import DataFrame as ClassicDataFrame
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
     from pyspark.sql.types import _parse_datatype_string
-    struct = _parse_datatype_string(ddl)
+    struct = _parse_datatype_string(ddl) if isinstance(ddl, str) else ddl
     jvm = spark._jvm
     jrdd = spark.sparkContext._serialize_to_jvm(
         table.to_batches(), ArrowStreamSerializer(),
         lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path), lambda: jvm.ArrowIteratorServer())
-    return ClassicDataFrame(jvm.PythonSQLUtils.toDataFrame(jrdd, struct.json(), spark._jsparkSession), spark)
+    with session_setting(spark, _LOCAL_RELATION_THRESHOLD, "0", table.num_rows >= LAZY_ROWS):
+        jdf = jvm.PythonSQLUtils.toDataFrame(jrdd, struct.json(), spark._jsparkSession)
+    return ClassicDataFrame(jdf, spark)
+
+
+_LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+LAZY_ROWS = 1000  # rows of an Arrow table from which a classic 3.5 session gets them lazily (arrow_dataframe_35)
+
+
+@contextlib.contextmanager
+def session_setting(spark, key: str, value: str, when: bool = True):
+    """The session setting ``key`` is ``value`` inside the block (when ``when``), as it was after."""
+    if not when:
+        yield
+        return
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 # from this many paths on, a classic session gets them in one call (each path is one py4j call otherwise)
