@@ -14,6 +14,9 @@
   each time, and is off by default). "auto, unconsumed": ``plan_files()`` alone, the DataFrame not yet
   consumed (no count), where auto planning runs on the driver (a distributed plan is a lazy DataFrame, so its
   time alone says nothing), with the Spark jobs it starts; "auto, cached, unconsumed" the same with the cache.
+  "auto, tasks" (and "auto, cached, tasks"): the planner's tasks held on the driver as an Arrow table, what
+  ``to_df`` reads from and what Java's ``planFiles()`` gives (its tasks on the driver), collected from the
+  executors where the plan is distributed.
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
   about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines, after two untimed reads
   (``READ_WARMUP``); the merge-on-read overhead is each read over the delete-free read. Both engines keep
@@ -187,6 +190,19 @@ def bench_planning(spark, wh, sizes, repeats, results):
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                                 "files": ours_n, "java_files": java_n})
                 print(results[-1], flush=True)
+            # the tasks on the driver, as Java's planFiles() gives them
+            for variant in ("auto, tasks", "auto, cached, tasks"):
+                if "cached" in variant:
+                    spark.conf.set(CACHE_ENABLED, "true")
+                    spark.conf.set(CACHE_DIR, os.path.join(wh, "manifest-cache"))
+                try:
+                    ours_s, ours_n = timed(lambda: driver_tasks(t, text), repeats)
+                finally:
+                    spark.conf.unset(CACHE_ENABLED)
+                results.append({"benchmark": f"planning {n} files, {kind}", "variant": variant,
+                                "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
+                                "files": ours_n, "java_files": java_n})
+                print(results[-1], flush=True)
             # what planning on the driver costs before anything consumes the plan (a distributed plan is a lazy
             # DataFrame: its time alone says nothing), and the Spark jobs it starts
             if not planned_locally(t, text):
@@ -207,6 +223,16 @@ def bench_planning(spark, wh, sizes, repeats, results):
                 results.append({"benchmark": f"planning {n} files, {kind}", "variant": variant,
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s, "jobs": jobs})
                 print(results[-1], flush=True)
+
+
+def driver_tasks(t, text: str | None) -> int:
+    """Plan as ``to_df`` does and hold the tasks on the driver as an Arrow table (collected from the executors
+    when the plan is distributed); returns how many."""
+    from sparkberg.planning.scan import _tasks_arrow_schema, plan
+    from sparkberg.spark.session import collect_arrow
+    p = plan(t.spark, t.metadata, t.io, t.metadata.current_snapshot, t._bound_filter(text, t.schema()), "auto")
+    table = p._table if p.is_local else collect_arrow(p.tasks, _tasks_arrow_schema(p.layout))
+    return table.num_rows
 
 
 def planned_locally(t, text: str | None) -> bool:
@@ -373,6 +399,8 @@ def table(results) -> str:
             notes = f"files {r['files']} (java {r['java_files']})"
         if "jobs" in r:
             notes = f"plan_files() alone: {r['jobs']:g} Spark jobs"
+        if r["variant"].endswith("tasks"):
+            notes += ", tasks on the driver"
         lines.append(f"{r['benchmark']:48s} {r['variant']:24s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
                      f"{r['ratio']:6.2f}  {notes}")
     return "\n".join(lines)
