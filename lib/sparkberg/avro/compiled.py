@@ -45,7 +45,7 @@ def _kernel():
     """The compiled interpreter and gather, or None without numba."""
     try:
         import numba
-    except ImportError:  # an optional speed-up: the other decoders read everything
+    except ImportError:  # (a dependency; where it cannot be installed, the other decoders read everything)
         return None
     return numba.njit(cache=True, nogil=True, boundscheck=False)(_run), numba.njit(
         cache=True, nogil=True, boundscheck=False)(_gather)
@@ -184,7 +184,7 @@ def _run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, star
                             ivalid[ibase[list_slot] + row] = 1
                         pc = code[array, 1]
                         continue
-                    if count > size - pos:  # (every item takes a byte at least)
+                    if count > size - pos:  # (a corrupt count; items of no bytes are left to the other decoders)
                         return -2
                     stack_left[depth] = count
                     stack_total[depth] += count

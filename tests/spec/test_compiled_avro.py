@@ -1,0 +1,147 @@
+"""The compiled Avro decoder gives fastavro's values for every field it keeps, on generated records of a schema
+with every Avro type: primitives, optional fields, fixed, enums, arrays of values and of records, arrays of
+arrays, records in records; maps and unions of several types are stepped over; several blocks, both codecs,
+several files in one pass. Files it cannot read exactly (truncated, a codec it lacks) are declined (None)."""
+import io
+
+import fastavro
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from sparkberg.avro import compiled
+from sparkberg.avro.compiled import ITEMS, read_columns
+
+SCHEMA = fastavro.parse_schema({"type": "record", "name": "r", "fields": [
+    {"name": "b", "type": "boolean"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
+    {"name": "f", "type": "float"}, {"name": "d", "type": "double"}, {"name": "s", "type": "string"},
+    {"name": "by", "type": "bytes"}, {"name": "fx", "type": {"type": "fixed", "name": "f3", "size": 3}},
+    {"name": "e", "type": {"type": "enum", "name": "abc", "symbols": ["A", "B", "C"]}},
+    {"name": "opt", "type": ["null", "long"]}, {"name": "multi", "type": ["null", "int", "string"]},
+    {"name": "arr", "type": {"type": "array", "items": "long"}},
+    {"name": "recs", "type": {"type": "array", "items": {"type": "record", "name": "kv", "fields": [
+        {"name": "k", "type": "int"}, {"name": "v", "type": ["null", "bytes"]}]}}},
+    {"name": "nested", "type": {"type": "array", "items": {"type": "array", "items": "int"}}},
+    {"name": "m", "type": {"type": "map", "values": "long"}},
+    {"name": "sub", "type": {"type": "record", "name": "sub", "fields": [
+        {"name": "x", "type": "int"}, {"name": "y", "type": ["null", "string"]}, {"name": "again", "type": "f3"}]}},
+]})
+LONGS = st.integers(-2 ** 63, 2 ** 63 - 1)
+INTS = st.integers(-2 ** 31, 2 ** 31 - 1)
+records = st.fixed_dictionaries({
+    "b": st.booleans(), "i": INTS, "l": LONGS, "f": st.floats(width=32, allow_nan=False),
+    "d": st.floats(allow_nan=False), "s": st.text(max_size=5), "by": st.binary(max_size=5),
+    "fx": st.binary(min_size=3, max_size=3), "e": st.sampled_from(["A", "B", "C"]), "opt": st.none() | LONGS,
+    "multi": st.none() | INTS | st.text(max_size=3), "arr": st.lists(LONGS, max_size=3),
+    "recs": st.lists(st.fixed_dictionaries({"k": INTS, "v": st.none() | st.binary(max_size=3)}), max_size=3),
+    "nested": st.lists(st.lists(INTS, max_size=2), max_size=3),
+    "m": st.dictionaries(st.text(max_size=2), LONGS, max_size=2),
+    "sub": st.fixed_dictionaries({"x": INTS, "y": st.none() | st.text(max_size=3),
+                                  "again": st.binary(min_size=3, max_size=3)})})
+ROW = {"b": True, "i": -7, "l": 2 ** 40, "f": 1.5, "d": -0.25, "s": "é€", "by": b"\x00\xff", "fx": b"abc", "e": "C",
+       "opt": None, "multi": "x", "arr": [3, -4], "recs": [{"k": 1, "v": None}, {"k": 2, "v": b"z"}],
+       "nested": [[1], [], [2, 3]], "m": {"a": 1}, "sub": {"x": 9, "y": "q", "again": b"xyz"}}
+PATHS = [(n,) for n in ("b", "i", "l", "f", "d", "s", "by", "fx", "e", "opt", "multi", "arr", "recs", "nested", "m",
+                        "sub")]
+
+
+def avro(rows, codec: str = "null", sync_interval: int = 64) -> bytes:
+    buf = io.BytesIO()
+    fastavro.writer(buf, SCHEMA, rows, codec=codec, sync_interval=sync_interval)
+    return buf.getvalue()
+
+
+def values(cols, path):
+    raw, valid = cols.ints(path)
+    return [int(v) if ok else None for v, ok in zip(raw, valid)]
+
+
+def lists(cols, path, items):
+    offsets, valid = cols.offsets(path)
+    return [items[offsets[r]:offsets[r + 1]] if valid[r] else None for r in range(len(valid))]
+
+
+def check(rows, cols):
+    assert cols.num_rows == len(rows)
+    assert [bool(v) for v in values(cols, ("b",))] == [r["b"] for r in rows]
+    for name in ("i", "l", "opt"):
+        assert values(cols, (name,)) == [r[name] for r in rows]
+    assert values(cols, ("e",)) == [["A", "B", "C"].index(r["e"]) for r in rows]
+    f, _ = cols.floats(("f",))
+    d, _ = cols.floats(("d",))
+    assert f.astype(np.float32).tolist() == [np.float32(r["f"]) for r in rows] and d.tolist() == [r["d"] for r in rows]
+    assert cols.binary(("s",), string=True).to_pylist() == [r["s"] for r in rows]
+    for name in ("by", "fx"):
+        assert cols.binary((name,)).to_pylist() == [r[name] for r in rows]
+    assert not cols.has(("multi",)) and not cols.has(("m", ITEMS))  # (stepped over)
+    assert lists(cols, ("arr",), values(cols, ("arr", ITEMS))) == [r["arr"] for r in rows]
+    kv = [{"k": k, "v": v} for k, v in zip(values(cols, ("recs", ITEMS, "k")),
+                                           cols.binary(("recs", ITEMS, "v")).to_pylist())]
+    assert lists(cols, ("recs",), kv) == [r["recs"] for r in rows]
+    inner = lists(cols, ("nested", ITEMS), values(cols, ("nested", ITEMS, ITEMS)))
+    assert lists(cols, ("nested",), inner) == [r["nested"] for r in rows]
+    assert values(cols, ("sub", "x")) == [r["sub"]["x"] for r in rows]
+    assert cols.binary(("sub", "y"), string=True).to_pylist() == [r["sub"]["y"] for r in rows]
+    assert cols.binary(("sub", "again")).to_pylist() == [r["sub"]["again"] for r in rows]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(records, max_size=12), st.sampled_from(["null", "deflate"]), st.sampled_from([16, 1000]))
+def test_compiled_decoding_equals_fastavro(rows, codec, sync_interval):
+    data = avro(rows, codec, sync_interval)
+    assert [r for r in fastavro.reader(io.BytesIO(data))] == rows  # (the rows as written)
+    cols = read_columns(data, PATHS)
+    assert cols is not None
+    check(rows, cols)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.lists(records, max_size=5), min_size=1, max_size=4))
+def test_several_files_of_one_schema_decode_in_one_pass(files):
+    cols = read_columns([avro(rows, "deflate") for rows in files], PATHS)
+    assert cols is not None and cols.file_rows == [len(rows) for rows in files]
+    check([r for rows in files for r in rows], cols)
+
+
+def test_only_the_paths_asked_for_are_kept():
+    rows = [{**ROW, "arr": [1, 2]}]
+    cols = read_columns(avro(rows), [("arr",), ("sub", "x")])
+    assert cols.has(("arr", ITEMS)) and cols.has(("sub", "x")) and not cols.has(("i",)) and not cols.has(("sub", "y"))
+    assert values(cols, ("arr", ITEMS)) == [1, 2]
+
+
+def test_what_it_cannot_read_exactly_is_declined():
+    rows = [dict(ROW) for _ in range(20)]
+    data = avro(rows, "deflate")
+    assert read_columns(data[:-30], PATHS) is None  # truncated
+    assert read_columns(b"not avro", PATHS) is None
+    corrupt = bytearray(avro(rows, "null"))
+    corrupt[-40:-17] = b"\xff" * 23  # (varints that never end, inside the last block)
+    assert read_columns(bytes(corrupt), PATHS) is None
+    buf = io.BytesIO()
+    fastavro.writer(buf, SCHEMA, rows, codec="bzip2")
+    assert read_columns(buf.getvalue(), PATHS) is None  # a codec it lacks
+    other = io.BytesIO()
+    fastavro.writer(other, fastavro.parse_schema({"type": "record", "name": "o", "fields": [
+        {"name": "i", "type": "int"}]}), [{"i": 1}])
+    assert read_columns([data, other.getvalue()], [("i",)]) is None  # two writer schemas
+
+
+def test_arrays_longer_than_the_room_first_made_are_decoded_again_with_more():
+    rows = [{**dict(ROW), "arr": list(range(200))} for _ in range(3)]
+    compiled.program.cache_clear()
+    cols = read_columns(avro(rows), [("arr",)])
+    assert lists(cols, ("arr",), values(cols, ("arr", ITEMS))) == [list(range(200))] * 3
+
+
+def test_without_numba_the_decoder_declines(monkeypatch):
+    monkeypatch.setattr(compiled, "ENABLED", False)
+    assert read_columns(avro([dict(ROW)]), PATHS) is None
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_empty_and_single_record_files(n):
+    rows = [dict(ROW) for _ in range(n)]
+    cols = read_columns(avro(rows), PATHS)
+    assert cols is not None
+    check(rows, cols)
