@@ -35,6 +35,7 @@ Prints a table of medians and ratios (sparkberg / Java) and writes them to a JSO
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -149,6 +150,18 @@ def selective_text(files: int) -> str:
 CACHE_ENABLED, CACHE_DIR = "spark.sparkberg.manifest-cache.enabled", "spark.sparkberg.manifest-cache.dir"
 
 
+@contextlib.contextmanager
+def manifest_cache(spark, wh: str, on: bool):
+    """sparkberg's manifest cache enabled in the block when ``on`` (off after it)."""
+    if on:
+        spark.conf.set(CACHE_ENABLED, "true")
+        spark.conf.set(CACHE_DIR, os.path.join(wh, "manifest-cache"))
+    try:
+        yield
+    finally:
+        spark.conf.unset(CACHE_ENABLED)
+
+
 def bench_planning(spark, wh, sizes, repeats, results):
     jvm = spark._jvm
     size = jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size
@@ -178,27 +191,18 @@ def bench_planning(spark, wh, sizes, repeats, results):
             java_s, java_n = timed(lambda: java(java_filter), repeats)
             for mode in ("distributed", "auto", "auto, cached"):
                 planning = mode.split(",")[0]
-                if mode.endswith("cached"):  # the manifest cache, filled by one untimed plan
-                    spark.conf.set(CACHE_ENABLED, "true")
-                    spark.conf.set(CACHE_DIR, os.path.join(wh, "manifest-cache"))
-                    t.plan_files(filter=text, planning=planning).count()
-                try:
+                with manifest_cache(spark, wh, mode.endswith("cached")):
+                    if mode.endswith("cached"):  # (filled by one untimed plan)
+                        t.plan_files(filter=text, planning=planning).count()
                     ours_s, ours_n = timed(lambda: t.plan_files(filter=text, planning=planning).count(), repeats)
-                finally:
-                    spark.conf.unset(CACHE_ENABLED)
                 results.append({"benchmark": f"planning {n} files, {kind}", "variant": mode,
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                                 "files": ours_n, "java_files": java_n})
                 print(results[-1], flush=True)
             # the tasks on the driver, as Java's planFiles() gives them
             for variant in ("auto, tasks", "auto, cached, tasks"):
-                if "cached" in variant:
-                    spark.conf.set(CACHE_ENABLED, "true")
-                    spark.conf.set(CACHE_DIR, os.path.join(wh, "manifest-cache"))
-                try:
+                with manifest_cache(spark, wh, "cached" in variant):
                     ours_s, ours_n = timed(lambda: driver_tasks(t, text), repeats)
-                finally:
-                    spark.conf.unset(CACHE_ENABLED)
                 results.append({"benchmark": f"planning {n} files, {kind}", "variant": variant,
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                                 "files": ours_n, "java_files": java_n})
@@ -211,14 +215,11 @@ def bench_planning(spark, wh, sizes, repeats, results):
             for variant in ("auto, unconsumed", "auto, cached, unconsumed"):
                 group = f"bench-plan-{n}-{kind}-{variant}"
                 sc.setJobGroup(group, group)
-                if "cached" in variant:
-                    spark.conf.set(CACHE_ENABLED, "true")
-                    spark.conf.set(CACHE_DIR, os.path.join(wh, "manifest-cache"))
                 try:
-                    ours_s, _ = timed(lambda: t.plan_files(filter=text), repeats)
+                    with manifest_cache(spark, wh, "cached" in variant):
+                        ours_s, _ = timed(lambda: t.plan_files(filter=text), repeats)
                 finally:
                     sc.setLocalProperty("spark.jobGroup.id", None)
-                    spark.conf.unset(CACHE_ENABLED)
                 jobs = len(sc.statusTracker().getJobIdsForGroup(group)) / repeats
                 results.append({"benchmark": f"planning {n} files, {kind}", "variant": variant,
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s, "jobs": jobs})

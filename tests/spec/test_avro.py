@@ -173,7 +173,9 @@ def test_manifest_lists_decoded_fast_equal_the_reference_decoder(version, decode
                                       b"key"))
     data = write_manifest_list(manifests, format_version=version, snapshot_id=7, parent_snapshot_id=None,
                                sequence_number=4, first_row_id=1000 if version == 3 else None)
-    # only the named fast decoder: the other one declines
+    # only the named fast decoder: the other one declines (and lists of any size go to it)
+    from sparkberg.avro import manifest
+    monkeypatch.setattr(manifest, "FAST_LIST_MIN_BYTES", 0)
     monkeypatch.setattr(compiled, "ENABLED", decoder == "compiled")
     if decoder == "compiled":
         monkeypatch.setattr(columnar, "_polars_table", lambda data: None)
@@ -320,3 +322,14 @@ def test_reading_without_metrics_skips_only_the_metrics(version):
                  nan_value_counts=None, upper_bounds=None)
     assert [ManifestEntry(e.status, DataFile(**{**e.data_file.__dict__, **strip}), e.snapshot_id, e.sequence_number,
                           e.file_sequence_number) for e in full] == list(lean)
+
+
+def test_small_manifest_lists_are_read_by_fastavro(monkeypatch):
+    """A list of a few manifests is decoded by the reference decoder: planning a small table starts neither numba
+    nor polars."""
+    from sparkberg.avro import columnar
+    manifests = [ManifestFile(f"s3://b/m{i}.avro", 100, 0, 7, 0, 4, 4, 1, 0, 0, 3, 0, 0, None) for i in range(3)]
+    data = write_manifest_list(manifests, format_version=2, snapshot_id=7, parent_snapshot_id=None, sequence_number=4)
+    for name in ("read_manifest_list_compiled", "read_manifest_list_columns"):
+        monkeypatch.setattr(columnar, name, lambda *a: pytest.fail("a fast decoder read a small list"))
+    assert read_manifest_list(data) == manifests

@@ -48,6 +48,15 @@ exprs = st.recursive(leaves(), lambda c: st.builds(And, c, c) | st.builds(Or, c,
 
 
 def _listing(parts) -> ManifestListColumns:
+    from sparkberg.avro import manifest
+    saved, manifest.FAST_LIST_MIN_BYTES = manifest.FAST_LIST_MIN_BYTES, 0  # (lists of any size in columns)
+    try:
+        return _read_listing(parts)
+    finally:
+        manifest.FAST_LIST_MIN_BYTES = saved
+
+
+def _read_listing(parts) -> ManifestListColumns:
     manifests = [ManifestFile(f"s3://b/m{k}.avro", 100 + k, 0, 7, 0, 3, 3, 1, 0, 0, 10, 0, 0, p)
                  for k, p in enumerate(parts)]
     listing = read_manifest_list_table(write_manifest_list(manifests, format_version=2, snapshot_id=7,

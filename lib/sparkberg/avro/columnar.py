@@ -343,35 +343,13 @@ def _polars_table(data: bytes) -> pa.Table | None:
 
 def _avro_schema(data: bytes) -> str:
     """The writer schema in an Avro object container file's header (a map of metadata after the magic)."""
-    pos = 4
-
-    def long() -> int:
-        nonlocal pos
-        shift = value = 0
-        while True:
-            b = data[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return (value >> 1) ^ -(value & 1)
-
-    def raw() -> bytes:
-        nonlocal pos
-        n = long()
-        pos += n
-        return data[pos - n:pos]
-    while True:
-        count = long()
-        if count == 0:
-            raise ValueError("no avro.schema in the Avro header")
-        if count < 0:
-            count = -count
-            long()  # the block's size in bytes
-        for _ in range(count):
-            key, value = raw(), raw()
-            if key == b"avro.schema":
-                return value.decode("utf-8")
+    try:
+        meta, _ = compiled.header(data)
+    except Unsupported as e:
+        raise ValueError(str(e)) from None
+    if b"avro.schema" not in meta:
+        raise ValueError("no avro.schema in the Avro header")
+    return meta[b"avro.schema"].decode("utf-8")
 
 
 @functools.lru_cache(maxsize=64)

@@ -42,204 +42,16 @@ class Unsupported(Exception):
 
 @functools.lru_cache(maxsize=1)
 def _kernel():
-    """The compiled interpreter and gather, or None without numba."""
+    """The compiled interpreter and gather (:mod:`sparkberg.avro.kernels`), or None without numba."""
     try:
-        import numba
-    except ImportError:  # (a dependency; where it cannot be installed, the other decoders read everything)
+        from sparkberg.avro import kernels
+    except ImportError:  # (numba is a dependency; where it cannot be installed, the other decoders read everything)
         return None
-    return numba.njit(cache=True, nogil=True, boundscheck=False)(_run), numba.njit(
-        cache=True, nogil=True, boundscheck=False)(_gather)
-
-
-def _run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, starts, lens, bvalid, bbase, counts,
-         icap):  # pragma: no cover
-    """Decode ``n`` records of ``buf`` with the program ``code``: the position after the last record, -1 when
-    an array's items outgrow ``icap`` (the caller retries with more room), -2 for data that does not fit the
-    schema. Each kind's values are one flat array, a slot's from its base (``ibase``...) on: the records' slots
-    hold ``n`` values, those inside arrays ``icap`` each. Compiled by numba (:func:`_kernel`); the integer
-    arithmetic is numpy's, so it wraps as Java's."""
-    size = buf.shape[0]
-    stack_body = np.empty(MAX_DEPTH, np.int64)  # an open array: its first item instruction,
-    stack_left = np.empty(MAX_DEPTH, np.int64)  # items left in the current block,
-    stack_row = np.empty(MAX_DEPTH, np.int64)   # the row it belongs to,
-    stack_total = np.empty(MAX_DEPTH, np.int64)  # its items so far,
-    stack_array = np.empty(MAX_DEPTH, np.int64)  # its instruction
-    ncode = code.shape[0]
-    pos = 0
-    for entry in range(n):
-        pc = 0
-        row = entry
-        depth = 0
-        while pc < ncode:
-            op = code[pc, 0]
-            slot = code[pc, 3]
-            if op == OP_INT or op == OP_UNION or op == OP_BYTES:
-                shift = 0
-                acc = np.uint64(0)
-                while True:
-                    if pos >= size or shift > 63:
-                        return -2
-                    byte = buf[pos]
-                    pos += 1
-                    acc |= np.uint64(byte & 0x7F) << np.uint64(shift)
-                    if byte < 0x80:
-                        break
-                    shift += 7
-                value = np.int64(acc >> np.uint64(1)) ^ -np.int64(acc & np.uint64(1))  # zigzag
-                if op == OP_INT:
-                    if slot >= 0:
-                        ints[ibase[slot] + row] = value
-                        ivalid[ibase[slot] + row] = 1
-                    pc += 1
-                elif op == OP_UNION:
-                    if value < 0 or value >= code[pc, 2]:
-                        return -2
-                    pc = targets[code[pc, 1] + value]
-                else:
-                    if value < 0 or value > size - pos:
-                        return -2
-                    if slot >= 0:
-                        starts[bbase[slot] + row] = pos
-                        lens[bbase[slot] + row] = value
-                        bvalid[bbase[slot] + row] = 1
-                    pos += value
-                    pc += 1
-            elif op == OP_JUMP:
-                pc = code[pc, 1]
-            elif op == OP_NULL:
-                pc += 1
-            elif op == OP_BOOLEAN:
-                if pos >= size:
-                    return -2
-                if slot >= 0:
-                    ints[ibase[slot] + row] = buf[pos]
-                    ivalid[ibase[slot] + row] = 1
-                pos += 1
-                pc += 1
-            elif op == OP_FIXED:
-                width = code[pc, 1]
-                if width > size - pos:
-                    return -2
-                if slot >= 0:
-                    starts[bbase[slot] + row] = pos
-                    lens[bbase[slot] + row] = width
-                    bvalid[bbase[slot] + row] = 1
-                pos += width
-                pc += 1
-            elif op == OP_FLOAT or op == OP_DOUBLE:
-                width = 4 if op == OP_FLOAT else 8
-                if width > size - pos:
-                    return -2
-                if slot >= 0:
-                    if op == OP_FLOAT:
-                        floats[fbase[slot] + row] = buf[pos:pos + 4].view(np.float32)[0]
-                    else:
-                        floats[fbase[slot] + row] = buf[pos:pos + 8].view(np.float64)[0]
-                    fvalid[fbase[slot] + row] = 1
-                pos += width
-                pc += 1
-            elif op == OP_ARRAY or op == OP_MAP or op == OP_ITEM_END:
-                if op == OP_ITEM_END:  # an item is done: the next one, or the next block
-                    depth -= 1
-                    array = stack_array[depth]
-                    stack_left[depth] -= 1
-                    more = stack_left[depth] > 0
-                else:
-                    if depth >= MAX_DEPTH:
-                        return -2
-                    array = pc
-                    more = False
-                    stack_row[depth] = row
-                    stack_total[depth] = 0
-                    stack_array[depth] = pc
-                    stack_body[depth] = pc + 1
-                    stack_left[depth] = 0
-                if not more:  # a block count (0 ends the array; negative: its byte size follows)
-                    shift = 0
-                    acc = np.uint64(0)
-                    while True:
-                        if pos >= size or shift > 63:
-                            return -2
-                        byte = buf[pos]
-                        pos += 1
-                        acc |= np.uint64(byte & 0x7F) << np.uint64(shift)
-                        if byte < 0x80:
-                            break
-                        shift += 7
-                    count = np.int64(acc >> np.uint64(1)) ^ -np.int64(acc & np.uint64(1))
-                    if count < 0:
-                        count = -count
-                        while True:
-                            if pos >= size:
-                                return -2
-                            byte = buf[pos]
-                            pos += 1
-                            if byte < 0x80:
-                                break
-                    if count == 0:  # the array is done
-                        row = stack_row[depth]
-                        list_slot = code[array, 3]
-                        if list_slot >= 0:
-                            ints[ibase[list_slot] + row] = stack_total[depth]
-                            ivalid[ibase[list_slot] + row] = 1
-                        pc = code[array, 1]
-                        continue
-                    if count > size - pos:  # (a corrupt count; items of no bytes are left to the other decoders)
-                        return -2
-                    stack_left[depth] = count
-                    stack_total[depth] += count
-                list_slot = code[array, 3]
-                if list_slot >= 0:
-                    if counts[list_slot] >= icap:
-                        return -1
-                    row = counts[list_slot]
-                    counts[list_slot] += 1
-                else:
-                    row = 0
-                if code[array, 0] == OP_MAP:  # a map item's key: read past it
-                    shift = 0
-                    acc = np.uint64(0)
-                    while True:
-                        if pos >= size or shift > 63:
-                            return -2
-                        byte = buf[pos]
-                        pos += 1
-                        acc |= np.uint64(byte & 0x7F) << np.uint64(shift)
-                        if byte < 0x80:
-                            break
-                        shift += 7
-                    length = np.int64(acc >> np.uint64(1)) ^ -np.int64(acc & np.uint64(1))
-                    if length < 0 or length > size - pos:
-                        return -2
-                    pos += length
-                depth += 1
-                pc = stack_body[depth - 1]
-            else:
-                return -2
-    return pos
-
-
-def _gather(buf, starts, lens, valid, n):  # pragma: no cover
-    """The ``n`` byte strings at (start, length) as Arrow's int32 offsets and data (nulls empty)."""
-    offsets = np.empty(n + 1, np.int32)
-    offsets[0] = 0
-    total = 0
-    for i in range(n):
-        if valid[i]:
-            total += lens[i]
-        offsets[i + 1] = total
-    data = np.empty(total, np.uint8)
-    at = 0
-    for i in range(n):
-        if valid[i]:
-            length = lens[i]
-            data[at:at + length] = buf[starts[i]:starts[i] + length]
-            at += length
-    return offsets, data
+    return kernels.run, kernels.gather
 
 
 class Program:
-    """A writer schema compiled for :func:`_run`, keeping the values under ``paths`` (tuples of field names;
+    """A writer schema compiled for :func:`~sparkberg.avro.kernels.run`, keeping the values under ``paths`` (tuples of field names;
     :data:`ITEMS` steps into an array's items; a path keeps every value under it)."""
 
     def __init__(self, schema: Any, paths: Iterable[tuple[str, ...]]):
@@ -435,8 +247,8 @@ def binary_array(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, vali
                                  [bitmap, pa.py_buffer(offsets), pa.py_buffer(values)], null_count=nulls)
 
 
-def container(data: bytes) -> tuple[str, int, np.ndarray]:
-    """(writer schema, record count, decompressed blocks) of an Avro object container file."""
+def header(data: bytes) -> tuple[dict[bytes, bytes], int]:
+    """The metadata of an Avro object container file's header and the position of its sync marker."""
     if data[:4] != b"Obj\x01":
         raise Unsupported("not an Avro object container file")
     view = memoryview(data)
@@ -445,32 +257,35 @@ def container(data: bytes) -> tuple[str, int, np.ndarray]:
 
     def long() -> int:
         nonlocal pos
-        shift = value = 0
-        while True:
-            if pos >= size:
-                raise Unsupported("truncated")
-            b = data[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return (value >> 1) ^ -(value & 1)
+        value, pos = _long(data, pos)
+        return value
+
+    def raw() -> bytes:
+        nonlocal pos
+        n = long()
+        if n < 0 or pos + n > size:
+            raise Unsupported("truncated")
+        pos += n
+        return bytes(view[pos - n:pos])
 
     meta: dict[bytes, bytes] = {}
     while True:
         count = long()
         if count == 0:
-            break
+            return meta, pos
         if count < 0:
             count = -count
-            long()
+            long()  # (the block's size in bytes)
         for _ in range(count):
-            k = long()
-            key = bytes(view[pos:pos + k])
-            pos += k
-            v = long()
-            meta[key] = bytes(view[pos:pos + v])
-            pos += v
+            key = raw()
+            meta[key] = raw()
+
+
+def container(data: bytes) -> tuple[str, int, np.ndarray]:
+    """(writer schema, record count, decompressed blocks) of an Avro object container file."""
+    meta, pos = header(data)
+    view = memoryview(data)
+    size = len(data)
     sync = bytes(view[pos:pos + 16])
     pos += 16
     codec = meta.get(b"avro.codec", b"null")
@@ -478,7 +293,8 @@ def container(data: bytes) -> tuple[str, int, np.ndarray]:
         raise Unsupported(f"codec {codec!r}")
     blocks, n = [], 0
     while pos < size:
-        count, length = long(), long()
+        count, at = _long(data, pos)
+        length, pos = _long(data, at)
         if count < 0 or length < 0 or pos + length + 16 > size:
             raise Unsupported("truncated")
         block = view[pos:pos + length]
@@ -489,6 +305,20 @@ def container(data: bytes) -> tuple[str, int, np.ndarray]:
         blocks.append(zlib.decompress(block, -15) if codec == b"deflate" else block)
         n += count
     return meta[b"avro.schema"].decode("utf-8"), n, np.frombuffer(b"".join(blocks), np.uint8)
+
+
+def _long(data: bytes, pos: int) -> tuple[int, int]:
+    """The Avro long at ``pos`` and the position after it."""
+    shift = value = 0
+    while True:
+        if pos >= len(data):
+            raise Unsupported("truncated")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return (value >> 1) ^ -(value & 1), pos
 
 
 def read_columns(data: bytes | Sequence[bytes], paths: Iterable[tuple[str, ...]],

@@ -250,6 +250,11 @@ def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFil
     return listing if isinstance(listing, list) else listing.manifests()
 
 
+# manifest lists from this size on are decoded by compiled code (or polars); smaller ones (a few dozen manifests)
+# by fastavro, so that planning a small table starts neither numba (~0.3 s the first time in a process) nor polars
+FAST_LIST_MIN_BYTES = 16 * 1024
+
+
 def read_manifest_list_table(data: bytes, path: str | None = None):
     """A manifest list's entries as columns (:class:`~sparkberg.avro.columnar.ManifestListColumns`, decoded
     by compiled code), else as :class:`ManifestFile` objects (polars, or the reference decoder)."""
@@ -272,11 +277,12 @@ def read_manifest_list_table(data: bytes, path: str | None = None):
         items = items.get("items") if isinstance(items, dict) else None
         if isinstance(items, dict):
             summary_names = {fid: n for fid, (n, _) in _ids(items).items()}
-    fast = read_manifest_list_compiled(data, name, summary_names)
-    if fast is None:
-        fast = read_manifest_list_columns(data, name, summary_names)
-    if fast is not None:
-        return fast
+    if len(data) >= FAST_LIST_MIN_BYTES:  # (a few manifests: fastavro, with nothing to import or compile)
+        fast = read_manifest_list_compiled(data, name, summary_names)
+        if fast is None:
+            fast = read_manifest_list_columns(data, name, summary_names)
+        if fast is not None:
+            return fast
     if reader is None:
         reader, _ = _open(data, path)
     out = []

@@ -171,20 +171,23 @@ def manifest_mask(partition_pred: Bound, partition_type: T.StructType, n: int, s
             out = ~all_null_or_nan & _range_mask(p.op, p.value, lo, lo_known, hi, hi_known, n)
         return out | ~known
 
-    def walk(e: Bound):
-        if isinstance(e, AlwaysTrue):
-            return np.ones(n, bool)
-        if isinstance(e, AlwaysFalse):
-            return np.zeros(n, bool)
-        if isinstance(e, And):
-            return walk(e.left) & walk(e.right)
-        if isinstance(e, Or):
-            return walk(e.left) | walk(e.right)
-        if isinstance(e, Not):
-            return walk(rewrite_not(e))
-        return leaf(e)
+    return _walk_mask(partition_pred, leaf, n)
 
-    return walk(partition_pred)
+
+def _walk_mask(e: Bound, leaf, n: int):
+    """:func:`_walk` of many at once: ``leaf`` returns a numpy bool array of ``n`` per predicate."""
+    import numpy as np
+    if isinstance(e, AlwaysTrue):
+        return np.ones(n, bool)
+    if isinstance(e, AlwaysFalse):
+        return np.zeros(n, bool)
+    if isinstance(e, And):
+        return _walk_mask(e.left, leaf, n) & _walk_mask(e.right, leaf, n)
+    if isinstance(e, Or):
+        return _walk_mask(e.left, leaf, n) | _walk_mask(e.right, leaf, n)
+    if isinstance(e, Not):
+        return _walk_mask(rewrite_not(e), leaf, n)
+    return leaf(e)
 
 
 def _range_mask(op: str, value: Any, lower, lower_known, upper, upper_known, n: int):
@@ -327,20 +330,7 @@ def metrics_mask(pred: Bound, schema_types: dict[int, T.IcebergType], record_cou
             return np.ones(n, bool)
         return ~all_of("null_value_counts", fid) & ~all_of("nan_value_counts", fid) & range_match(p.op, p.value, fid)
 
-    def walk(e: Bound):
-        if isinstance(e, AlwaysTrue):
-            return np.ones(n, bool)
-        if isinstance(e, AlwaysFalse):
-            return np.zeros(n, bool)
-        if isinstance(e, And):
-            return walk(e.left) & walk(e.right)
-        if isinstance(e, Or):
-            return walk(e.left) | walk(e.right)
-        if isinstance(e, Not):
-            return walk(rewrite_not(e))
-        return leaf(e)
-
-    return (np.asarray(record_counts) != 0) & walk(pred)
+    return (np.asarray(record_counts) != 0) & _walk_mask(pred, leaf, n)
 
 
 def _integral_bounds(arr) -> tuple:
