@@ -277,21 +277,23 @@ _ROW = (ADDED, {f: None for f in range(1000, 1018)}, 5, 1, 2, None, False)
 
 @pytest.mark.parametrize("cached", [False, True])
 @settings(max_examples=40, deadline=None)
-@given(manifest_specs, st.sampled_from([1, 2, 3]), st.sampled_from(FILTERS), st.integers(0, 6))
+@given(manifest_specs, st.sampled_from([1, 2, 3]), st.sampled_from(FILTERS), st.integers(0, 6),
+       st.sampled_from([1, 4 << 20]))
 @example(specs=[([_ROW, _ROW], 9, 1000, 77), ([(EXISTING, *_ROW[1:5], 40, False), _ROW], 0, 2000, None)], version=3,
-         expr=None, min_entries=0)  # (first row ids assigned in each manifest of one batch)
+         expr=None, min_entries=0, batch_bytes=4 << 20)  # (first row ids assigned in each manifest of one batch)
 def test_manifests_decoded_together_equal_each_by_the_reference(tmp_path_factory, cached, specs, version, expr,
-                                                               min_entries):
+                                                               min_entries, batch_bytes):
     """Consecutive manifests decoded and filtered in one batch (one pass of the compiled decoder, or their cached
     columns joined) give each manifest's rows as the reference decoder does, in order: inheritance of snapshot ids,
     sequence numbers and first row ids per manifest, entry ordinals within each; small manifests (under
-    ``min_entries``) go to the reference decoder between batches."""
+    ``min_entries``) go to the reference decoder between batches, and batches end at ``batch_bytes``."""
     from sparkberg.planning import entries as E
-    saved, E.COLUMNAR_MIN_ENTRIES = E.COLUMNAR_MIN_ENTRIES, min_entries
+    saved = E.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES
+    E.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES = min_entries, batch_bytes
     try:
         _check_manifests_together(tmp_path_factory, cached, specs, version, expr)
     finally:
-        E.COLUMNAR_MIN_ENTRIES = saved
+        E.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES = saved
 
 
 def _check_manifests_together(tmp_path_factory, cached, specs, version, expr):

@@ -128,10 +128,15 @@ def test_what_it_cannot_read_exactly_is_declined():
 
 
 def test_arrays_longer_than_the_room_first_made_are_decoded_again_with_more():
-    rows = [{**dict(ROW), "arr": list(range(200))} for _ in range(3)]
+    """A program's first file is counted before it is decoded; later files get room for as many items per row,
+    and one with more is counted and decoded again."""
     compiled.program.cache_clear()
-    cols = read_columns(avro(rows), [("arr",)])
-    assert lists(cols, ("arr",), values(cols, ("arr", ITEMS))) == [list(range(200))] * 3
+    for k in (2, 3, 200, 5):
+        rows = [{**ROW, "arr": list(range(k)), "nested": [list(range(k))] * k} for _ in range(3)]
+        cols = read_columns(avro(rows), [("arr",), ("nested",)])
+        assert lists(cols, ("arr",), values(cols, ("arr", ITEMS))) == [list(range(k))] * 3
+        inner = lists(cols, ("nested", ITEMS), values(cols, ("nested", ITEMS, ITEMS)))
+        assert lists(cols, ("nested",), inner) == [[list(range(k))] * k] * 3
 
 
 def test_without_numba_the_decoder_declines(monkeypatch):

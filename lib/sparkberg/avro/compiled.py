@@ -60,39 +60,58 @@ class Program:
         self.targets: list[int] = []
         self.slots: dict[tuple[str, ...], tuple[str, int]] = {}  # path -> (kind, index)
         self._counts = {INTS: 0, FLOATS: 0, BYTES: 0}
-        self._in_items: dict[str, list[bool]] = {INTS: [], FLOATS: [], BYTES: []}  # per slot: inside an array
-        self.items_per_row = 4.0  # array items per record the room is made for (grows with what is seen)
-        self._lists: list[int] = []
+        # per slot of each kind: the array whose items it holds (its int slot), -1 for the records'
+        self._within: dict[str, list[int]] = {INTS: [], FLOATS: [], BYTES: []}
+        self._parent: dict[int, int] = {}  # array (int slot) -> the array it is in, -1 for the records
+        # items per row of its parent each array was last seen with (its room: 1.25 times that), None until seen
+        self.items_per_row: np.ndarray | None = None
         self._names: dict[str, Any] = {}
-        self._emit(schema, (), True, 0)
+        self._emit(schema, (), True, 0, -1)
         if not self.code:
             raise Unsupported("an empty record")
         self.code_array = np.array(self.code, np.int64).reshape(-1, 4)
         self.targets_array = np.array(self.targets or [0], np.int64)
-        # the item counts of the kept arrays that are not inside other arrays (the room is made for their items)
-        self.item_lists = np.array(self._lists, np.int64)
+        self.lists = np.array(sorted(self._parent), np.int64)  # (parents come before the arrays in them)
 
     def count(self, kind: str) -> int:
         return self._counts[kind]
 
-    def room(self, n: int, icap: int) -> dict[str, tuple]:
-        """Flat arrays for the values of ``n`` records (``icap`` items per array slot) and each slot's base:
-        (ints, valid, bases), (floats, valid, bases), (starts, lengths, valid, bases)."""
+    def caps(self, n: int) -> np.ndarray:
+        """Each array's room (by int slot) for ``n`` records: 1.25 times its items per row as last seen."""
+        caps = np.zeros(max(1, self.count(INTS)), np.int64)
+        for a in self.lists.tolist():
+            rows = n if self._parent[a] < 0 else caps[self._parent[a]]
+            caps[a] = int(self.items_per_row[a] * rows * 1.25) + 16
+        return caps
+
+    def learn(self, n: int, counts: np.ndarray) -> None:
+        """Remember each array's items per row of its parent (the room the next files get)."""
+        ratio = np.zeros(max(1, self.count(INTS)), np.float64)
+        for a in self.lists.tolist():
+            rows = n if self._parent[a] < 0 else counts[self._parent[a]]
+            ratio[a] = counts[a] / max(1, rows)
+        self.items_per_row = ratio if self.items_per_row is None else np.maximum(self.items_per_row, ratio)
+
+    def room(self, n: int, caps: np.ndarray) -> dict[str, tuple]:
+        """Flat arrays for the values of ``n`` records (each array's items: its room in ``caps``) and each
+        slot's base: (ints, valid, bases), (floats, valid, bases), (starts, lengths, valid, bases)."""
         out = {}
         for kind in (INTS, FLOATS, BYTES):
-            sizes = np.array([icap if items else n for items in self._in_items[kind]], np.int64)
+            sizes = np.array([n if a < 0 else caps[a] for a in self._within[kind]], np.int64)
             bases = np.zeros(len(sizes) + 1, np.int64)
             np.cumsum(sizes, out=bases[1:])
             total = max(1, int(bases[-1]))
-            values = np.empty(total, np.float64 if kind == FLOATS else np.int64)
-            valid = np.zeros(total, np.uint8)
-            out[kind] = (values, valid, bases) if kind != BYTES else (values, np.empty(total, np.int64), valid, bases)
+            if kind == BYTES:  # (offsets into the data: int32, the data is under 2 GiB)
+                out[kind] = (np.empty(total, np.int32), np.empty(total, np.int32), np.zeros(total, np.uint8), bases)
+            else:
+                out[kind] = (np.empty(total, np.float64 if kind == FLOATS else np.int64), np.zeros(total, np.uint8),
+                             bases)
         return out
 
     def _kept(self, path: tuple[str, ...]) -> bool:
         return any(path[:len(p)] == p for p in self.paths)
 
-    def _slot(self, path: tuple[str, ...], kind: str, keep: bool) -> int:
+    def _slot(self, path: tuple[str, ...], kind: str, keep: bool, within: int) -> int:
         if not keep or not self._kept(path):
             return -1
         if path in self.slots:  # (two branches of one union: not a column)
@@ -100,21 +119,21 @@ class Program:
         index = self._counts[kind]
         self._counts[kind] += 1
         self.slots[path] = (kind, index)
-        self._in_items[kind].append(ITEMS in path)
+        self._within[kind].append(within)
         return index
 
-    def _emit(self, t: Any, path: tuple[str, ...], keep: bool, depth: int) -> None:
+    def _emit(self, t: Any, path: tuple[str, ...], keep: bool, depth: int, within: int) -> None:
         if depth > 64:
             raise Unsupported("a recursive schema")
         code = self.code
         if isinstance(t, str):
             if t in _PRIMITIVES:
                 op = _PRIMITIVES[t]
-                code.append([op, 0, 0, -1 if op == OP_NULL else self._slot(path, _KINDS[op], keep)])
+                code.append([op, 0, 0, -1 if op == OP_NULL else self._slot(path, _KINDS[op], keep, within)])
                 return
             if t not in self._names:
                 raise Unsupported(f"unknown type {t!r}")
-            return self._emit(self._names[t], path, keep, depth + 1)
+            return self._emit(self._names[t], path, keep, depth + 1, within)
         if isinstance(t, list):
             branches = [b for b in t if b != "null"]
             keep = keep and len(branches) <= 1  # a union of several types is stepped over
@@ -124,7 +143,7 @@ class Program:
             jumps = []
             for i, branch in enumerate(t):
                 self.targets[base + i] = len(code)
-                self._emit(branch, path, keep, depth + 1)
+                self._emit(branch, path, keep, depth + 1, within)
                 jumps.append(len(code))
                 code.append([OP_JUMP, 0, 0, -1])
             for j in jumps:
@@ -139,26 +158,26 @@ class Program:
                 self._names[f"{t['namespace']}.{t['name']}"] = t
         if kind in ("record", "error"):
             for f in t.get("fields", []):
-                self._emit(f["type"], path + (f["name"],), keep, depth + 1)
+                self._emit(f["type"], path + (f["name"],), keep, depth + 1, within)
             return
         if kind in ("array", "map"):
             at = len(code)
-            slot = self._slot(path, INTS, keep)
-            if slot >= 0 and ITEMS not in path:
-                self._lists.append(slot)
+            slot = self._slot(path, INTS, keep, within)
+            if slot >= 0:
+                self._parent[slot] = within
             code.append([OP_ARRAY if kind == "array" else OP_MAP, 0, 0, slot])
             self._emit(t["items"] if kind == "array" else t["values"], path + (ITEMS,), keep and slot >= 0 and
-                       kind == "array", depth + 1)
+                       kind == "array", depth + 1, slot)
             code.append([OP_ITEM_END, 0, 0, -1])
             code[at][1] = len(code)
             return
         if kind == "fixed":
-            code.append([OP_FIXED, int(t["size"]), 0, self._slot(path, BYTES, keep)])
+            code.append([OP_FIXED, int(t["size"]), 0, self._slot(path, BYTES, keep, within)])
             return
         if kind == "enum":
-            code.append([OP_INT, 0, 0, self._slot(path, INTS, keep)])
+            code.append([OP_INT, 0, 0, self._slot(path, INTS, keep, within)])
             return
-        return self._emit(kind, path, keep, depth + 1)
+        return self._emit(kind, path, keep, depth + 1, within)
 
 
 @functools.lru_cache(maxsize=256)
@@ -341,19 +360,32 @@ def read_columns(data: bytes | Sequence[bytes], paths: Iterable[tuple[str, ...]]
     rows = [n for _, n, _ in parts]
     n = sum(rows)
     buf = parts[0][2] if len(parts) == 1 else np.concatenate([b for _, _, b in parts])
+    if len(buf) >= 2 ** 31:  # (offsets are int32)
+        return None
     run = kernel[0]
-    icap = max(16, int(prog.items_per_row * n) + 16)
-    while True:
-        room = prog.room(n, icap)
+
+    def count() -> np.ndarray | None:
+        """Each array's items (a pass that stores nothing), or None for data that does not fit."""
         counts = np.zeros(max(1, prog.count(INTS)), np.int64)
-        end = run(buf, n, prog.code_array, prog.targets_array, *room[INTS], *room[FLOATS], *room[BYTES], counts, icap)
-        if end == -1:
-            icap *= 4
+        none = prog.room(0, counts)
+        return counts if run(buf, n, prog.code_array, prog.targets_array, *none[INTS], *none[FLOATS], *none[BYTES],
+                             counts, counts, False) == len(buf) else None
+    # the room for each array's items: as many per row as this program's files had, or counted first
+    caps = count() if len(prog.lists) and prog.items_per_row is None else prog.caps(n)
+    while True:
+        if caps is None:
+            return None
+        room = prog.room(n, caps)
+        counts = np.zeros_like(caps)
+        end = run(buf, n, prog.code_array, prog.targets_array, *room[INTS], *room[FLOATS], *room[BYTES], counts, caps,
+                  True)
+        if end == -1:  # (more items than this program's files had: counted, then decoded again)
+            caps = count()
             continue
         if end != len(buf):
             return None
-        if n and len(prog.item_lists):  # (the next files of this program get room for as many items per row)
-            prog.items_per_row = max(prog.items_per_row, 1.25 * float(counts[prog.item_lists].max()) / n)
+        if len(prog.lists):  # (the next files of this program get room for as many items per row)
+            prog.learn(n, counts)
         out = Columns(n, buf, prog, room, counts)
         out.file_rows = rows
         return out

@@ -32,12 +32,13 @@ def read_long(buf, pos, size):
 
 @_compiled
 def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, starts, lens, bvalid, bbase, counts,
-         icap):
+        caps, store):
     """Decode ``n`` records of ``buf`` with the program ``code``: the position after the last record, -1 when
-    an array's items outgrow ``icap`` (the caller retries with more room), -2 for data that does not fit the
-    schema. Each kind's values are one flat array, a slot's from its base (``ibase``...) on: the records' slots
-    hold ``n`` values, those inside arrays ``icap`` each. The integer arithmetic is numpy's, so it wraps as
-    Java's."""
+    an array's items outgrow their room (``caps``, by the array's slot: the caller makes more), -2 for data that
+    does not fit the schema. Each kind's values are one flat array, a slot's from its base (``ibase``...) on:
+    the records' slots hold ``n`` values, those inside an array as many as its room. ``counts`` ends with each
+    array's items; with ``store`` false nothing else is written (how much room each array needs). The integer
+    arithmetic is numpy's, so it wraps as Java's."""
     size = buf.shape[0]
     stack_body = np.empty(MAX_DEPTH, np.int64)  # an open array: its first item instruction,
     stack_left = np.empty(MAX_DEPTH, np.int64)  # items left in the current block,
@@ -58,7 +59,7 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                 if pos < 0:
                     return -2
                 if op == OP_INT:
-                    if slot >= 0:
+                    if slot >= 0 and store:
                         ints[ibase[slot] + row] = value
                         ivalid[ibase[slot] + row] = 1
                     pc += 1
@@ -74,7 +75,7 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                         return -2
                 if width < 0 or width > size - pos:
                     return -2
-                if slot >= 0:
+                if slot >= 0 and store:
                     starts[bbase[slot] + row] = pos
                     lens[bbase[slot] + row] = width
                     bvalid[bbase[slot] + row] = 1
@@ -87,7 +88,7 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
             elif op == OP_BOOLEAN:
                 if pos >= size:
                     return -2
-                if slot >= 0:
+                if slot >= 0 and store:
                     ints[ibase[slot] + row] = buf[pos]
                     ivalid[ibase[slot] + row] = 1
                 pos += 1
@@ -96,7 +97,7 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                 width = 4 if op == OP_FLOAT else 8
                 if width > size - pos:
                     return -2
-                if slot >= 0:
+                if slot >= 0 and store:
                     if op == OP_FLOAT:
                         floats[fbase[slot] + row] = buf[pos:pos + 4].view(np.float32)[0]
                     else:
@@ -130,7 +131,7 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                     if count == 0:  # the array is done
                         row = stack_row[depth]
                         list_slot = code[array, 3]
-                        if list_slot >= 0:
+                        if list_slot >= 0 and store:
                             ints[ibase[list_slot] + row] = stack_total[depth]
                             ivalid[ibase[list_slot] + row] = 1
                         pc = code[array, 1]
@@ -141,7 +142,7 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                     stack_total[depth] += count
                 list_slot = code[array, 3]
                 if list_slot >= 0:
-                    if counts[list_slot] >= icap:
+                    if store and counts[list_slot] >= caps[list_slot]:
                         return -1
                     row = counts[list_slot]
                     counts[list_slot] += 1

@@ -287,7 +287,8 @@ class EntryDecoder:
     def load_many(self, manifests: Iterable[tuple[ManifestFile, int, FileIO]]) -> pa.Table:
         """:meth:`load` of several manifests, their rows one manifest after the other, in the given order.
         Consecutive manifests of one spec are decoded (one pass of the compiled decoder over all of them, when
-        uncached) and filtered together, up to :data:`BATCH_ENTRIES` entries: the work done per manifest, not
+        uncached) and filtered together, up to :data:`BATCH_ENTRIES` entries or :data:`BATCH_BYTES` of manifests
+        (what a batch's columns take grows with both: wide tables' metrics): the work done per manifest, not
         per entry, is then done once (1000-entry manifests: ~1.7 ms each alone, ~0.5 ms in a batch). A batch
         of fewer than :data:`COLUMNAR_MIN_ENTRIES` entries goes to the reference decoder."""
         pieces: list[pa.Table] = []
@@ -306,11 +307,12 @@ class EntryDecoder:
                 pieces.append(self._decode_batch(batch))
             batch = []
 
-        entries = 0
+        entries = size = 0
         for mf, ordinal, io in manifests:
-            if batch and (batch[0][0].partition_spec_id != mf.partition_spec_id or entries >= BATCH_ENTRIES):
+            if batch and (batch[0][0].partition_spec_id != mf.partition_spec_id or entries >= BATCH_ENTRIES or
+                          size + mf.manifest_length > BATCH_BYTES):
                 flush()
-                entries = 0
+                entries = size = 0
             if self.cache is None:
                 batch.append((mf, ordinal, io.read(mf.manifest_path)))
             else:
@@ -321,6 +323,7 @@ class EntryDecoder:
                     continue
                 batch.append((mf, ordinal, cols))
             entries += _entry_count(mf)
+            size += mf.manifest_length
         flush()
         if not pieces:
             return self.schema.empty_table()
@@ -538,6 +541,8 @@ def _few_entries(mf: ManifestFile) -> bool:
 
 # entries up to which consecutive manifests are decoded and filtered together (the columns of ~64k entries)
 BATCH_ENTRIES = 65_536
+# manifest bytes up to which they are decoded together (a Java manifest is up to ~8 MB: decoded alone)
+BATCH_BYTES = 4 << 20
 
 
 def manifest_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[list[tuple[ManifestFile, int, FileIO]]]:
