@@ -135,6 +135,33 @@ def test_equality_deletes_read_by_spark_or_decoded_in_python_agree(spark, wareho
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected
 
 
+def test_data_files_with_the_same_equality_deletes_share_one_copy_of_their_rows(spark, warehouse, monkeypatch):
+    # spec "Equality Delete Files": a delete applies to the data files with a lower data sequence number. The
+    # first append's files have both delete files, the second's the later one, the third's none: two sets of
+    # delete files for five data files, so the delete rows are joined once per set (the later file's twice),
+    # not once per data file, and the rows are those the rule keeps.
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.eq_sets", "id bigint, v string",
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id AS string) AS v FROM range(0, 300)").repartition(3))
+    t.delete_by_keys(spark.sql("SELECT id FROM range(0, 400, 7)").coalesce(1), ["id"])
+    t.append(spark.sql("SELECT id, CAST(id AS string) AS v FROM range(300, 400)").repartition(2))
+    t.delete_by_keys(spark.sql("SELECT id FROM range(0, 400, 5)").coalesce(1), ["id"])
+    t.append(spark.sql("SELECT 5L AS id, 'again' AS v"))
+    applied = []
+    real = reader._equality_delete_rows
+    monkeypatch.setattr(reader, "_equality_delete_rows",
+                        lambda spark, metadata, fields, applies, formats: applied.append(dict(applies)) or
+                        real(spark, metadata, fields, applies, formats))
+    got = sorted(tuple(r) for r in t.to_df().collect())
+    expected = sorted([(i, str(i)) for i in range(300) if i % 7 and i % 5] +
+                      [(i, str(i)) for i in range(300, 400) if i % 5] + [(5, "again")])
+    assert got == expected
+    # (two delete files: the first in one set, the second in both; the ids joined on are the two sets')
+    assert sorted(len(ids) for ids in applied[0].values()) == [1, 2] and len(set().union(*applied[0].values())) == 2
+    assert sum(1 for r in t.plan_files().collect() if any(d["content"] == 2 for d in r["deletes"])) == 5
+
+
 def test_equality_deletes_match_by_value_whatever_the_join_key(spark, warehouse, monkeypatch):
     # spec "Equality Delete Files": a row is deleted when its values equal a delete row's in every equality
     # column, null equal to null. Rows and deletes are joined on a hash of (file, values), the pairs sharing it

@@ -432,8 +432,8 @@ class DVDecoder:
 
 class EqualityDeleteRows:
     """Executor side: equality delete files (path, format) -> their rows' equality columns (``fields``, by
-    field id), once for each data file the plan applies the file to (``applies``: delete file -> data file
-    ids), as ``_del_fid``."""
+    field id), once for each id the file's rows are joined on (``applies``: delete file -> the ids of the data
+    files the plan applies it to, or of their sets of delete files), as ``_del_fid``."""
 
     def __init__(self, fields: Sequence[T.NestedField], applies: dict[str, list[int]]):
         self.fields = list(fields)
@@ -856,16 +856,14 @@ def _apply_equality_deletes(spark, metadata: TableMetadata, rows: DataFrame, tas
                             schema: T.Schema, all_fields: dict, hidden: list) -> DataFrame:
     """Rows minus those that equality delete files delete: an anti-join per set of equality columns on the
     row's data file (the files each delete file applies to, by the plan) and its values of those columns
-    (null-safe, as the spec's null equality; :func:`_equality_condition`), the deleted rows broadcast when few."""
+    (null-safe, as the spec's null equality; :func:`_equality_condition`), the deleted rows broadcast when few.
+    Data files that the same delete files apply to (a partition's files older than its deletes) are joined
+    through one id of that set of delete files, so each delete row is there once per set, not once per file."""
     groups: dict[tuple, list] = defaultdict(list)
-    totals: dict[tuple, int | None] = defaultdict(int)
     for i, t in zip(file_ids, tasks):
         for d in t["deletes"]:
             if d["content"] == 2:
-                ids = tuple(d["equality_ids"] or ())
-                groups[ids].append((d["file_path"], d["file_format"], i))
-                n = _delete_rows(d)
-                totals[ids] = None if totals[ids] is None or n is None else totals[ids] + n
+                groups[tuple(d["equality_ids"] or ())].append((d["file_path"], d["file_format"], i, _delete_rows(d)))
     hidden_ids = {f.field_id for f in hidden}
     for ids, entries in groups.items():
         if not ids:
@@ -876,13 +874,27 @@ def _apply_equality_deletes(spark, metadata: TableMetadata, rows: DataFrame, tas
             if f is None:
                 raise ValidationError(f"equality delete file {entries[0][0]} uses field id {i}, unknown to the table")
             fields.append(T.NestedField(i, f"_eqd_{i}", f.field_type))
-        applies: dict[str, set[int]] = defaultdict(set)  # delete file -> ids of the data files it applies to
         formats: dict[str, str] = {}
-        for path, fmt, fid in entries:
-            applies[path].add(fid)
-            formats[path] = fmt.lower()
+        sizes: dict[str, int | None] = {}
+        per_file: dict[int, set[str]] = defaultdict(set)  # data file id -> the delete files that apply to it
+        for path, fmt, fid, n in entries:
+            formats[path], sizes[path] = fmt.lower(), n
+            per_file[fid].add(path)
         _check_formats([(f, p) for p, f in formats.items()], "equality delete")
+        set_ids: dict[frozenset, int] = {}
+        set_of = {fid: set_ids.setdefault(frozenset(paths), len(set_ids)) for fid, paths in per_file.items()}
+        shared = len(set_ids) < len(set_of)  # (else each data file is its own set: joined on its id)
+        applies: dict[str, set[int]] = defaultdict(set)  # delete file -> the ids its rows are joined on
+        for fid, paths in per_file.items():
+            for path in paths:
+                applies[path].add(set_of[fid] if shared else fid)
+        total = sum(len(keys) * sizes[p] for p, keys in applies.items()) if None not in sizes.values() else None
         eq = _equality_delete_rows(spark, metadata, fields, applies, formats)
+        if shared:  # each row with the id of its file's set of delete files (null for files without any)
+            pairs = pa.table({"_file_id": pa.array(list(set_of), pa.int32()),
+                              "_eq_set": pa.array(list(set_of.values()), pa.int32())})
+            rows = rows.join(F.broadcast(arrow_dataframe(spark, pairs, "_file_id int, _eq_set int")), "_file_id",
+                             "left")
         by_id = schema.index_by_id()
         row_cols = []
         for i in ids:
@@ -893,10 +905,13 @@ def _apply_equality_deletes(spark, metadata: TableMetadata, rows: DataFrame, tas
                 if name is None or i not in by_id:
                     raise ValidationError(f"equality delete column id {i} is not readable")
                 row_cols.append(rows[name] if "." not in name else F.col(name))
-        cond = _equality_condition(rows["_file_id"], row_cols, eq["_del_fid"], [eq[f.name] for f in fields],
+        cond = _equality_condition(rows["_eq_set" if shared else "_file_id"], row_cols, eq["_del_fid"],
+                                   [eq[f.name] for f in fields],
                                    hashed=EQUALITY_JOIN_HASHED and not any(f.field_type in (T.FLOAT, T.DOUBLE)
                                                                            for f in fields))
-        rows = rows.join(_maybe_broadcast(eq, totals[ids]), cond, "left_anti")
+        rows = rows.join(_maybe_broadcast(eq, total), cond, "left_anti")
+        if shared:
+            rows = rows.drop("_eq_set")
     return rows
 
 
@@ -938,7 +953,8 @@ EQUALITY_DELETES_BY_SPARK = True
 def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedField], applies: dict[str, set[int]],
                           formats: dict[str, str]) -> DataFrame:
     """The rows of equality delete files (``fields``: their equality columns, as ``_eqd_<id>``), a copy for each
-    data file id a file applies to (``_del_fid``). Parquet files whose columns are all top-level are read by
+    id a file's rows are joined on (``_del_fid``: of the data files it applies to, or of their sets of delete
+    files). Parquet files whose columns are all top-level are read by
     Spark itself, each row's delete file known by its name (:class:`FileIds`) and joined to the data files it
     applies to: no Python worker, whose start costs more than reading a few small files (48 files, 500k rows:
     ~0.6 s as a mapInArrow job). Others are decoded by :class:`EqualityDeleteRows` on the executors (a
