@@ -331,10 +331,10 @@ def test_manifests_decoded_together_in_one_pass():
     real = compiled.read_columns
     try:
         compiled.read_columns = lambda *a, **kw: calls.append(a[0]) or real(*a, **kw)
-        mc, rows = read_manifests_columns(datas, _decoders(None)._physical(0))
+        mc = read_manifests_columns(datas, _decoders(None)._physical(0))
     finally:
         compiled.read_columns = real
-    assert rows == [1, 2, 3] and mc.num_rows == 6 and len(calls) == 1 and calls[0] == datas
+    assert mc.file_rows == [1, 2, 3] and mc.num_rows == 6 and len(calls) == 1 and calls[0] == datas
     assert mc.columns["file_path"].to_pylist() == ["file:///wh/t/data/000.parquet"] + [
         f"file:///wh/t/data/{k:03d}.parquet" for k in range(2)] + [f"file:///wh/t/data/{k:03d}.parquet" for k in range(3)]
     other = write_manifest(_entries([(ADDED, {1000: 1, 1001: 1}, 10, 1, 5, None, False)], DATA), format_version=3,

@@ -144,10 +144,11 @@ def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None =
 
 
 def read_manifests_columns(datas: Sequence[bytes], physical: dict[int, pa.DataType] | None = None,
-                           names: frozenset[str] | None = None) -> tuple[ManifestColumns, list[int]] | None:
+                           names: frozenset[str] | None = None) -> ManifestColumns | None:
     """The entries of several manifests of one writer schema as one :class:`ManifestColumns` (theirs one after
-    the other) and each one's entry count, decoded in one pass by compiled code; None where that cannot be done
-    (numba missing, manifests of different schemas, anything :func:`read_manifest_columns` would decline)."""
+    the other, each one's entry count in ``file_rows``), decoded in one pass by compiled code; None where that
+    cannot be done (numba missing, manifests of different schemas, anything :func:`read_manifest_columns` would
+    decline)."""
     if not datas or any(d[:4] != b"Obj\x01" for d in datas):
         return None
     try:
@@ -155,10 +156,9 @@ def read_manifests_columns(datas: Sequence[bytes], physical: dict[int, pa.DataTy
         layout = _layout(schema_json)
         if layout is None:
             return None
-        mc = _compiled_columns(datas, schema_json, *layout, physical or {}, names)
+        return _compiled_columns(datas, schema_json, *layout, physical or {}, names)
     except (Unsupported, pa.ArrowException, KeyError, TypeError, ValueError):
         return None
-    return None if mc is None else (mc, mc.file_rows)
 
 
 def concat_manifest_columns(parts: Sequence[ManifestColumns]) -> ManifestColumns | None:
@@ -575,11 +575,7 @@ class ManifestListColumns:
         return known, contains_null[item] & known, nan, lower.take(take), upper.take(take)
 
 
-_MANIFEST_FILE_DEFAULTS = {attr: default for attr, default in (
-    ("manifest_length", None), ("partition_spec_id", None), ("added_snapshot_id", 0), ("content", 0),
-    ("sequence_number", 0), ("min_sequence_number", 0), ("added_files_count", None), ("existing_files_count", None),
-    ("deleted_files_count", None), ("added_rows_count", None), ("existing_rows_count", None),
-    ("deleted_rows_count", None), ("first_row_id", None))}
+_MANIFEST_FILE_DEFAULTS = {attr: default for attr, default in _MANIFEST_FILE_FIELDS.values()}
 
 
 def read_manifest_list_compiled(data: bytes, ids: dict[int, str],

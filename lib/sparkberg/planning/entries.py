@@ -339,7 +339,7 @@ class EntryDecoder:
         if len(batch) > 1:  # (several small manifests, each under COLUMNAR_MIN_ENTRIES, are read together too)
             found = read_manifests_columns([data for _, _, data in batch], physical, self._needed)
             if found is not None:
-                return self._from_columns([(mf, ordinal) for mf, ordinal, _ in batch], found[0])
+                return self._from_columns([(mf, ordinal) for mf, ordinal, _ in batch], found)
         tables = []
         for mf, ordinal, data in batch:
             cols = None if _few_entries(mf) else read_manifest_columns(data, physical, self._needed)
