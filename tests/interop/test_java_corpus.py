@@ -238,6 +238,7 @@ def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus
                     mf.manifest_path
                 together += expected
                 checked += 1
-            got = dec.load_many((dataclasses.replace(mf, added_files_count=None), k, IO) for k, mf in enumerate(manifests))
+            got = dec.load_many((dataclasses.replace(mf, added_files_count=None), k, IO)
+                                for k, mf in enumerate(manifests))
             assert normalized(got.to_pylist()) == normalized(together), snap.manifest_list
     assert checked

@@ -168,16 +168,16 @@ def test_driver_plans_reach_pyspark_35_as_arrow_batches(corpus, java, java_wareh
     its partition values typed in Arrow, equals the tasks with partition_column."""
     from pyspark.sql import functions as F
 
-    from sparkberg.planning.scan import _tasks_schema, partition_column, plan
+    from sparkberg.planning.scan import partition_column, plan, tasks_struct
     from sparkberg.spark import session
     from sparkberg.spark.session import arrow_dataframe_35
     monkeypatch.setattr(session, "LAZY_ROWS", 0 if lazy else 10 ** 9)
     t = table(java, java_warehouse, name)
     p = plan(java, t.metadata, t.io, t.metadata.current_snapshot, mode="local")
     assert p.is_local and p.rows()
-    arrow = arrow_dataframe_35(java, p._table.combine_chunks(), _tasks_schema(p.layout)).collect()
+    arrow = arrow_dataframe_35(java, p._table.combine_chunks(), tasks_struct(p.layout)).collect()
     assert java.conf.get("spark.sql.execution.arrow.localRelationThreshold", None) in (None, "48MB", str(48 << 20))
-    expected = java.createDataFrame(p.rows(), _tasks_schema(p.layout)).collect()
+    expected = java.createDataFrame(p.rows(), tasks_struct(p.layout)).collect()
     assert [_norm(r) for r in arrow] == [_norm(r) for r in expected]
     assert any(r["deletes"] for r in arrow) == (name != "v2_transforms")
     typed = p.tasks.withColumn("partition", partition_column(p.layout, F.col("partition")))

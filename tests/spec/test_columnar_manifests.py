@@ -335,8 +335,8 @@ def test_manifests_decoded_together_in_one_pass():
     finally:
         compiled.read_columns = real
     assert mc.file_rows == [1, 2, 3] and mc.num_rows == 6 and len(calls) == 1 and calls[0] == datas
-    assert mc.columns["file_path"].to_pylist() == ["file:///wh/t/data/000.parquet"] + [
-        f"file:///wh/t/data/{k:03d}.parquet" for k in range(2)] + [f"file:///wh/t/data/{k:03d}.parquet" for k in range(3)]
+    assert mc.columns["file_path"].to_pylist() == [f"file:///wh/t/data/{k:03d}.parquet"
+                                                   for rows in (1, 2, 3) for k in range(rows)]
     other = write_manifest(_entries([(ADDED, {1000: 1, 1001: 1}, 10, 1, 5, None, False)], DATA), format_version=3,
                            spec=SPEC, schema=SCHEMA)
     assert read_manifests_columns([datas[0], other], _decoders(None)._physical(0)) is None  # (two writer schemas)

@@ -51,8 +51,8 @@ def _kernel():
 
 
 class Program:
-    """A writer schema compiled for :func:`~sparkberg.avro.kernels.run`, keeping the values under ``paths`` (tuples of field names;
-    :data:`ITEMS` steps into an array's items; a path keeps every value under it)."""
+    """A writer schema compiled for :func:`~sparkberg.avro.kernels.run`, keeping the values under ``paths``
+    (tuples of field names; :data:`ITEMS` steps into an array's items; a path keeps every value under it)."""
 
     def __init__(self, schema: Any, paths: Iterable[tuple[str, ...]]):
         self.paths = frozenset(paths)

@@ -525,7 +525,7 @@ class EntryDecoder:
         return pa.array(lower, pa.string()), pa.array(upper, pa.string())
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return coalesced(self.load_many(group) for group in manifest_groups(batches))
+        return coalesced(self.load_many(group) for group in manifest_groups(manifests_of(batches)))
 
 
 def _entry_count(mf: ManifestFile) -> int:
@@ -545,12 +545,13 @@ BATCH_ENTRIES = 65_536
 BATCH_BYTES = 4 << 20
 
 
-def manifest_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[list[tuple[ManifestFile, int, FileIO]]]:
-    """:func:`manifests_of` a planning task's batches, in groups of about :data:`BATCH_ENTRIES` entries (each
-    group decoded together, the rows sent on before the next is read)."""
+def manifest_groups(manifests: Iterable[tuple[ManifestFile, int, FileIO]]
+                    ) -> Iterator[list[tuple[ManifestFile, int, FileIO]]]:
+    """Manifests (as :func:`manifests_of` gives a planning task's) in groups of about :data:`BATCH_ENTRIES`
+    entries: each group decoded together, its rows sent on before the next is read."""
     group: list[tuple[ManifestFile, int, FileIO]] = []
     entries = 0
-    for item in manifests_of(batches):
+    for item in manifests:
         group.append(item)
         entries += _entry_count(item[0])
         if entries >= BATCH_ENTRIES:

@@ -29,13 +29,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.avro.cache import manifest_cache
-from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES
+from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
 from sparkberg.expressions.evaluators import manifest_mask, manifest_may_match, metrics_mask, metrics_may_match
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
 from sparkberg.errors import ValidationError
-from sparkberg.avro.manifest import ManifestFile
 from sparkberg.planning.entries import (
     EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifest_groups, manifests_df, manifests_of,
     snapshot_manifest_table,
@@ -235,7 +234,7 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
         tasks = ScopedTaskDecoder(data_decoder(()), delete_decoder, delete_manifests, unpartitioned, layout,
                                   overlapping_delete_manifests(metadata, data_manifests, delete_manifests))
         return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
-            tasks, _tasks_schema(layout)))
+            tasks, tasks_struct(layout)))
     if local or delete_files <= MATCHER_DELETES_MAX:
         # the delete files are indexed on the driver and go with the data manifests' decoder, which attaches
         # them to the data entries it decodes (on the executors, or here): one pass over the data manifests
@@ -249,9 +248,10 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
         matcher = DeleteMatcher(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
         tasks = TaskDecoder(data_decoder(matcher.equality_ids()), matcher, layout)
         if local:
-            return ScanPlan(spark, snapshot, layout, table=tasks.table([(mf, i, io) for i, mf in enumerate(data_manifests)]))
+            return ScanPlan(spark, snapshot, layout,
+                            table=tasks.table([(mf, i, io) for i, mf in enumerate(data_manifests)]))
         return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
-            tasks, _tasks_schema(layout)))
+            tasks, tasks_struct(layout)))
     # very many delete files: decoded once and kept on the executors (a local checkpoint), matched by joins
     deletes = entries_df(spark, delete_manifests, delete_decoder).filter(F.col("content") != 0)
     try:
@@ -299,7 +299,7 @@ class TaskDecoder:
                                     schema=self.schema)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return coalesced(self.table(group) for group in manifest_groups(batches))
+        return coalesced(self.table(group) for group in manifest_groups(manifests_of(batches)))
 
 
 class ScopedTaskDecoder(TaskDecoder):
@@ -324,8 +324,7 @@ class ScopedTaskDecoder(TaskDecoder):
         deletes = self.delete_decoder.load_many(
             (self.delete_manifests[i], i, io_for(self.delete_manifests[i].manifest_path, ios)) for i in needed)
         self.matcher = DeleteMatcher(deletes, self.unpartitioned)
-        return coalesced(self.table(manifests[k:k + MANIFESTS_PER_BATCH])
-                         for k in range(0, len(manifests), MANIFESTS_PER_BATCH))
+        return coalesced(self.table(group) for group in manifest_groups(manifests))
 
 
 def overlapping_delete_manifests(metadata: TableMetadata, data_manifests, delete_manifests) -> list[tuple[int, ...]]:
@@ -430,27 +429,27 @@ def _local_dataframe(spark, table: pa.Table, rows, layout: PartitionLayout) -> D
 
 
 def tasks_struct(layout: PartitionLayout, typed: bool = False) -> ST.StructType:
-    """:func:`_tasks_schema` as a StructType built here (PySpark 3.5 parses DDL through the JVM); ``typed``:
-    the partition struct in Iceberg's Spark types, as :func:`partition_column` makes it."""
+    """The plan's columns as a Spark StructType (built here: PySpark 3.5 parses DDL through the JVM); ``typed``:
+    the partition struct in Iceberg's Spark types, as :func:`partition_column` makes it (never null)."""
     from sparkberg.planning.entries import physical_spark_type
     partition = ST.StructType([ST.StructField(s.name, _SPARK_TYPES.get(s.field_type) if typed and s.field_type in
                                               _SPARK_TYPES else physical_spark_type(s.field_type))
                                for s in layout.slots]) if layout.slots else \
         ST.StructType([ST.StructField("_none", ST.IntegerType())])
-    delete = ST.StructType([ST.StructField("file_path", ST.StringType()), ST.StructField("content", ST.IntegerType()),
-                            ST.StructField("file_format", ST.StringType()),
-                            ST.StructField("equality_ids", ST.ArrayType(ST.IntegerType())),
-                            ST.StructField("referenced_data_file", ST.StringType()),
-                            ST.StructField("content_offset", ST.LongType()),
-                            ST.StructField("content_size_in_bytes", ST.LongType()),
-                            ST.StructField("record_count", ST.LongType())])
     return ST.StructType([
         ST.StructField("file_path", ST.StringType()), ST.StructField("file_format", ST.StringType()),
-        # (typed, as partition_column's struct: never null)
         ST.StructField("spec_id", ST.IntegerType()), ST.StructField("partition", partition, not typed),
         ST.StructField("record_count", ST.LongType()), ST.StructField("file_size_in_bytes", ST.LongType()),
         ST.StructField("data_sequence_number", ST.LongType()), ST.StructField("first_row_id", ST.LongType()),
-        ST.StructField("deletes", ST.ArrayType(delete))])
+        ST.StructField("deletes", DELETES_TYPE)])
+
+
+# the plan's deletes: the delete files that apply to a data file
+DELETES_TYPE = ST.ArrayType(ST.StructType([
+    ST.StructField("file_path", ST.StringType()), ST.StructField("content", ST.IntegerType()),
+    ST.StructField("file_format", ST.StringType()), ST.StructField("equality_ids", ST.ArrayType(ST.IntegerType())),
+    ST.StructField("referenced_data_file", ST.StringType()), ST.StructField("content_offset", ST.LongType()),
+    ST.StructField("content_size_in_bytes", ST.LongType()), ST.StructField("record_count", ST.LongType())]))
 
 
 # the Spark types partition_column gives physical values of these Iceberg types, and their Arrow types
@@ -479,20 +478,6 @@ def _tasks_arrow_schema(layout: PartitionLayout):
                       for c in PLAN_COLUMNS])
 
 
-def _tasks_schema(layout: PartitionLayout) -> str:
-    return (f"file_path string, file_format string, spec_id int, partition {layout.spark_ddl()}, "
-            f"record_count bigint, file_size_in_bytes bigint, data_sequence_number bigint, first_row_id bigint, "
-            f"deletes {_deletes_type()}")
-
-
-def _deletes_type() -> str:
-    return ("array<struct<file_path: string, content: int, file_format: string, equality_ids: array<int>, "
-            "referenced_data_file: string, content_offset: bigint, content_size_in_bytes: bigint, "
-            "record_count: bigint>>")
-
-
-# data manifests a planning task decodes together (their rows sent on before the next are read)
-MANIFESTS_PER_BATCH = 64
 # delete files up to which planning sends them with the data manifests' decoder (DeleteMatcher); above, joins
 MATCHER_DELETES_MAX = 200_000
 # (data manifest, delete manifest) pairs whose partition summaries the driver compares at most (~0.02 s per
@@ -543,7 +528,7 @@ def attach_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: 
         (x["content"] == 1) & (x["file_format"] != "puffin")))).otherwise(F.col("_deletes"))
     grouped = grouped.select("_a_path", F.array_sort(kept).alias("deletes"))
     out = data.join(grouped, data["file_path"] == grouped["_a_path"], "left").drop("_a_path")
-    return out.withColumn("deletes", F.coalesce(F.col("deletes"), F.array().cast(_deletes_type())))
+    return out.withColumn("deletes", F.coalesce(F.col("deletes"), F.array().cast(DELETES_TYPE)))
 
 
 def partition_column(layout: PartitionLayout, col: Column | str = "partition") -> Column:
