@@ -114,10 +114,12 @@ def test_deletes_reach_only_the_files_they_apply_to(spark, warehouse, monkeypatc
     assert _read(t, 2) == got
 
 
-def test_equality_deletes_read_by_spark_or_decoded_in_python_agree(spark, warehouse, monkeypatch):
+def test_equality_deletes_decoded_on_the_driver_read_by_spark_or_decoded_in_python_agree(spark, warehouse,
+                                                                                         monkeypatch):
     # spec "Equality Delete Files": a delete applies to every data file of its (here: unpartitioned) table with
     # a lower data sequence number, and null equals null. Delete files apply to the files of both appends; the
-    # row appended after it keeps its key.
+    # row appended after it keeps its key. Few deletes are decoded on the driver; more are read by Spark (Parquet)
+    # or decoded on the executors.
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table("db.eq_unpartitioned", "id bigint, v string",
                          properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
@@ -130,9 +132,14 @@ def test_equality_deletes_read_by_spark_or_decoded_in_python_agree(spark, wareho
     assert max(sum(1 for _, d in pairs if d == one) for _, one in pairs) > 1  # applied to several data files
     # the keys are 3, 6, ... and null (in place of 0): row 0 stays, the row with a null id goes
     expected = sorted([(i, str(i)) for i in range(100) if (i % 3 or i == 0) and i != 50] + [(3, "again")])
+    decoded = []
+    real = reader._equality_rows_on_driver
+    monkeypatch.setattr(reader, "_equality_rows_on_driver", lambda *a: decoded.append(1) or real(*a))
+    assert sorted(tuple(r) for r in t.to_df().collect()) == expected and decoded
+    monkeypatch.setattr(reader, "DRIVER_DELETE_ROWS_MAX", -1)
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected
     monkeypatch.setattr(reader, "EQUALITY_DELETES_BY_SPARK", False)
-    assert sorted(tuple(r) for r in t.to_df().collect()) == expected
+    assert sorted(tuple(r) for r in t.to_df().collect()) == expected and len(decoded) == 1
 
 
 def test_data_files_with_the_same_equality_deletes_share_one_copy_of_their_rows(spark, warehouse, monkeypatch):
@@ -151,8 +158,8 @@ def test_data_files_with_the_same_equality_deletes_share_one_copy_of_their_rows(
     applied = []
     real = reader._equality_delete_rows
     monkeypatch.setattr(reader, "_equality_delete_rows",
-                        lambda spark, metadata, fields, applies, formats: applied.append(dict(applies)) or
-                        real(spark, metadata, fields, applies, formats))
+                        lambda spark, metadata, fields, applies, *rest: applied.append(dict(applies)) or
+                        real(spark, metadata, fields, applies, *rest))
     got = sorted(tuple(r) for r in t.to_df().collect())
     expected = sorted([(i, str(i)) for i in range(300) if i % 7 and i % 5] +
                       [(i, str(i)) for i in range(300, 400) if i % 5] + [(5, "again")])
@@ -184,6 +191,8 @@ def test_equality_deletes_match_by_value_whatever_the_join_key(spark, warehouse,
 
     def read():
         return Counter(tuple(r) for r in t.to_df().collect())
+    assert read() == expected
+    monkeypatch.setattr(reader, "DRIVER_DELETE_ROWS_MAX", -1)  # (the deletes read by Spark)
     assert read() == expected
     monkeypatch.setattr(reader, "_equality_key", lambda file, values: F.xxhash64(file))
     assert read() == expected
