@@ -1,4 +1,4 @@
-"""Decoded position deletes kept in memory between reads, as Iceberg Java's executor cache keeps them.
+"""Decoded delete files kept in memory between reads, as Iceberg Java's executor cache keeps them.
 
 A merge-on-read scan decodes every position delete file and deletion vector that applies to the files it
 reads, each time it is read: on a table read again and again (a notebook, a dashboard), the same immutable
@@ -7,7 +7,9 @@ files are decoded each time. This process-wide cache keeps what they decode to, 
 
 - a position delete file: its rows as (the data file paths it names, each row's index into them, each row's
   position), whatever data files a scan applies it to (that filter is applied after the cache);
-- a deletion vector: its positions.
+- a deletion vector: its positions;
+- an equality delete file decoded on the driver: its rows' equality columns (an Arrow table), keyed by the file
+  and the columns read.
 
 Delete files never change once written (a table's new deletes are new files), so an entry stays right for as
 long as it is kept. The least recently used entries go first when the cache holds more than its bound; an
