@@ -22,11 +22,8 @@
   (``READ_WARMUP``); the merge-on-read overhead is each read over the delete-free read. Both engines keep
   decoded delete files between reads, each by its default (Java's executor cache, sparkberg's delete cache).
 - append: ROWS rows partitioned by day and bucket[16].
-- commit: latency of a one-file, one-row append; then again in a fresh process whose Python workers skip
-  ``importlib.invalidate_caches()`` when a task did not change ``sys.path``, as PySpark 4 does
-  (``daemon_spark4_imports.py``). PySpark 3.5 calls it before every task; on Python 3.11+ that re-reads the
-  zip index of pyspark.zip and the spark-core jar, ~60 ms a task. That row shows what the engines cost
-  without it; the first row is the one measured against the target.
+- commit: latency of a one-file, one-row append (the writer's Python stage keeps its workers' zip indexes
+  between tasks, ``sparkberg.zipimports``; without that, PySpark 3.5 re-read them before every task).
 - memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
   a fresh process.
 
@@ -356,26 +353,6 @@ def memory_child(engine: str, files: int) -> None:
     print(json.dumps({"engine": engine, "files": n, "peak_rss_mb": _peak_rss_mb()}))
 
 
-def commit_child(repeats: int) -> None:
-    """In a fresh process whose Python workers use ``daemon_spark4_imports``: the commit benchmark."""
-    wh = tempfile.mkdtemp(prefix="sparkberg-bench-commit-")
-    spark = session(wh, {"spark.python.daemon.module": "daemon_spark4_imports"})
-    results: list[dict] = []
-    bench_commit(spark, wh, repeats, results, "PySpark 4 worker imports")
-    print(json.dumps(results[-1]))
-
-
-def bench_commit_spark4_imports(repeats, results):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH")) if p)}
-    p = subprocess.run([sys.executable, __file__, "--commit-child", "--repeats", str(repeats)],
-                       capture_output=True, text=True, env=env, timeout=1800)
-    line = [x for x in p.stdout.splitlines() if x.startswith("{")]
-    if not line:
-        raise RuntimeError(p.stderr[-2000:])
-    results.append(json.loads(line[-1]))
-    print(results[-1], flush=True)
-
-
 def bench_memory(wh, files, results):
     out = {}
     for engine in ("sparkberg", "java"):
@@ -415,12 +392,8 @@ def main() -> int:
     p.add_argument("--only", default="planning,reads,append,commit,memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
-    p.add_argument("--commit-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    if args.commit_child:
-        commit_child(args.repeats)
-        return 0
     if args.memory_child:
         memory_child(args.memory_child, sizes[-1])
         return 0
@@ -439,8 +412,6 @@ def main() -> int:
     if "commit" in only:
         bench_commit(spark, wh, args.repeats, results)
     spark.stop()
-    if "commit" in only:
-        bench_commit_spark4_imports(args.repeats, results)
     if "memory" in only:
         bench_memory(wh, sizes[-1], results)
     print("\n" + table(results))

@@ -177,3 +177,24 @@ def test_uuid_columns_round_trip_and_partition(spark, warehouse, partition):
 def test_partition_columns_have_the_physical_types_spark_parses(spark, t):
     from sparkberg.planning.entries import physical_spark_type, physical_types
     assert physical_spark_type(t) == spark.createDataFrame([], f"p {physical_types(t)[1]}").schema[0].dataType
+
+
+
+def test_python_workers_keep_zip_indexes_between_tasks(spark):
+    """In a PySpark worker that ran sparkberg code, every zip importer on the path (pyspark.zip, py4j, the
+    Spark jar) is a StableZipImporter, so PySpark 3.5's per-task invalidate_caches does not re-read them."""
+    def zip_importers(batches):  # defined here so that it is pickled by value for the workers
+        import sys
+        import zipimport
+
+        import pyarrow as pa
+
+        import sparkberg  # noqa: F401  (installs the stable importers in this worker)
+        for _ in batches:
+            pass
+        kinds = sorted({type(v).__name__ for v in sys.path_importer_cache.values()
+                        if isinstance(v, zipimport.zipimporter)})
+        yield pa.RecordBatch.from_pydict({"kind": kinds}, pa.schema([("kind", pa.string())]))
+
+    kinds = {r.kind for r in spark.range(4).repartition(2).mapInArrow(zip_importers, "kind string").collect()}
+    assert kinds == {"StableZipImporter"}
