@@ -18,9 +18,10 @@
   ``to_df`` reads from and what Java's ``planFiles()`` gives (its tasks on the driver), collected from the
   executors where the plan is distributed.
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
-  about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines, after two untimed reads
-  (``READ_WARMUP``); the merge-on-read overhead is each read over the delete-free read. Both engines keep
-  decoded delete files between reads, each by its default (Java's executor cache, sparkberg's delete cache).
+  about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines, in rounds over all tables and
+  both engines (two untimed, ``READ_WARMUP``, then ``READ_ROUNDS``), medians; the merge-on-read overhead is
+  each read over the delete-free read. Both engines keep decoded delete files between reads, each by its
+  default (Java's executor cache, sparkberg's delete cache).
 - append: ROWS rows partitioned by day and bucket[16].
 - commit: latency of a one-file, one-row append (the writer's Python stage keeps its workers' zip indexes
   between tasks, ``sparkberg.zipimports``; without that, PySpark 3.5 re-read them before every task).
@@ -243,6 +244,7 @@ def planned_locally(t, text: str | None) -> bool:
 # untimed reads of each table before the timed ones, by both engines: a query's first runs in a session
 # compile its generated code (3-10x slower), which the time of a scan's repeated reads does not include
 READ_WARMUP = 2
+READ_ROUNDS = 5  # timed rounds of the reads (at least; more with --repeats)
 
 
 def bench_reads(spark, wh, rows, repeats, results):
@@ -263,17 +265,25 @@ def bench_reads(spark, wh, rows, repeats, results):
                              f"AS ts FROM range(0, {rows}) WHERE id % 20 = 7")
             t.delete_by_keys(keys, ["id"])
         tables[name] = t
-    base: dict[str, float] = {}
-    for name, t in tables.items():  # "none" first: the delete-free read is the base of the overheads
-        ours_s, ours = timed(lambda: t.to_df().agg({"x": "sum", "*": "count"}).collect()[0], repeats, READ_WARMUP)
-        java_s, theirs = timed(lambda: spark.sql(f"SELECT count(*), sum(x) FROM ref.b.read_{name}").collect()[0],
-                               repeats, READ_WARMUP)
-        assert sorted(ours.asDict().values()) == sorted(theirs.asDict().values()), (name, ours, theirs)
-        if name == "none":
-            base = {"ours": ours_s, "java": java_s}
-        results.append({"benchmark": f"read {rows} rows", "variant": {"none": "no deletes", "pos": "position deletes",
-                                                                       "dv": "deletion vectors",
-                                                                       "eq": "equality deletes"}[name],
+    # Rounds over every table and both engines (the warm-up rounds untimed), so that a JVM and caches still
+    # warming up weigh on each read alike instead of on whichever came first
+    times: dict[tuple[str, str], list[float]] = {(n, e): [] for n in tables for e in ("ours", "java")}
+    for r in range(READ_WARMUP + max(repeats, READ_ROUNDS)):
+        for name, t in tables.items():
+            t0 = time.perf_counter()
+            ours = t.to_df().agg({"x": "sum", "*": "count"}).collect()[0]
+            t1 = time.perf_counter()
+            theirs = spark.sql(f"SELECT count(*), sum(x) FROM ref.b.read_{name}").collect()[0]
+            t2 = time.perf_counter()
+            assert sorted(ours.asDict().values()) == sorted(theirs.asDict().values()), (name, ours, theirs)
+            if r >= READ_WARMUP:
+                times[(name, "ours")].append(t1 - t0)
+                times[(name, "java")].append(t2 - t1)
+    base = {e: statistics.median(times[("none", e)]) for e in ("ours", "java")}
+    labels = {"none": "no deletes", "pos": "position deletes", "dv": "deletion vectors", "eq": "equality deletes"}
+    for name in tables:
+        ours_s, java_s = statistics.median(times[(name, "ours")]), statistics.median(times[(name, "java")])
+        results.append({"benchmark": f"read {rows} rows", "variant": labels[name],
                         "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                         "mor_overhead": ours_s / base["ours"], "java_mor_overhead": java_s / base["java"]})
         print(results[-1], flush=True)
