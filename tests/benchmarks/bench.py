@@ -7,8 +7,8 @@
   delete file per 100 data files), written directly as metadata; full scan, a selective filter (~1% of files)
   that prunes by manifest, partition and metrics, and one that keeps the same files by metrics only.
   sparkberg distributed (manifests decoded on the executors) and auto (what ``plan_files`` does by default: on
-  the driver when the manifests left after pruning are small) vs Java ``planFiles()``; manifests are re-read
-  and decoded each time by both. "auto, cached": the same with sparkberg's manifest cache enabled
+  the driver when the manifests left after pruning are small) vs Java ``planFiles()``, each timed after one
+  untimed run; manifests are re-read and decoded each time by both. "auto, cached": the same with sparkberg's manifest cache enabled
   (``spark.sparkberg.manifest-cache.enabled``; decoded manifests kept as Arrow files, filled by one untimed
   plan first), against the same Java figure (Java's own manifest cache keeps the Avro bytes, still decoded
   each time, and is off by default). "auto, unconsumed": ``plan_files()`` alone, the DataFrame not yet
@@ -186,13 +186,13 @@ def bench_planning(spark, wh, sizes, repeats, results):
             return size(scan.planFiles())
 
         for kind, text, java_filter in kinds:
-            java_s, java_n = timed(lambda: java(java_filter), repeats)
+            java_s, java_n = timed(lambda: java(java_filter), repeats, warmup=1)
             for mode in ("distributed", "auto", "auto, cached"):
                 planning = mode.split(",")[0]
                 with manifest_cache(spark, wh, mode.endswith("cached")):
-                    if mode.endswith("cached"):  # (filled by one untimed plan)
-                        t.plan_files(filter=text, planning=planning).count()
-                    ours_s, ours_n = timed(lambda: t.plan_files(filter=text, planning=planning).count(), repeats)
+                    # (one untimed plan first, which also fills the cache)
+                    ours_s, ours_n = timed(lambda: t.plan_files(filter=text, planning=planning).count(), repeats,
+                                           warmup=1)
                 results.append({"benchmark": f"planning {n} files, {kind}", "variant": mode,
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                                 "files": ours_n, "java_files": java_n})
@@ -200,7 +200,7 @@ def bench_planning(spark, wh, sizes, repeats, results):
             # the tasks on the driver, as Java's planFiles() gives them
             for variant in ("auto, tasks", "auto, cached, tasks"):
                 with manifest_cache(spark, wh, "cached" in variant):
-                    ours_s, ours_n = timed(lambda: driver_tasks(t, text), repeats)
+                    ours_s, ours_n = timed(lambda: driver_tasks(t, text), repeats, warmup=1)
                 results.append({"benchmark": f"planning {n} files, {kind}", "variant": variant,
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                                 "files": ours_n, "java_files": java_n})
@@ -215,10 +215,10 @@ def bench_planning(spark, wh, sizes, repeats, results):
                 sc.setJobGroup(group, group)
                 try:
                     with manifest_cache(spark, wh, "cached" in variant):
-                        ours_s, _ = timed(lambda: t.plan_files(filter=text), repeats)
+                        ours_s, _ = timed(lambda: t.plan_files(filter=text), repeats, warmup=1)
                 finally:
                     sc.setLocalProperty("spark.jobGroup.id", None)
-                jobs = len(sc.statusTracker().getJobIdsForGroup(group)) / repeats
+                jobs = len(sc.statusTracker().getJobIdsForGroup(group)) / (repeats + 1)  # (with the warm-up)
                 results.append({"benchmark": f"planning {n} files, {kind}", "variant": variant,
                                 "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s, "jobs": jobs})
                 print(results[-1], flush=True)
