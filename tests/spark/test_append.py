@@ -179,7 +179,6 @@ def test_partition_columns_have_the_physical_types_spark_parses(spark, t):
     assert physical_spark_type(t) == spark.createDataFrame([], f"p {physical_types(t)[1]}").schema[0].dataType
 
 
-
 def test_python_workers_keep_zip_indexes_between_tasks(spark):
     """In a PySpark worker that ran sparkberg code, every zip importer on the path (pyspark.zip, py4j, the
     Spark jar) is a StableZipImporter, so PySpark 3.5's per-task invalidate_caches does not re-read them."""
