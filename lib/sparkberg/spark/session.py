@@ -7,7 +7,9 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, DataFrameReader
+    from pyspark.sql.types import StructType
 
 DEFAULTS_FILE = "spark-defaults.conf"
 
@@ -106,11 +108,10 @@ def collect_arrow(df, schema):
     return pa.Table.from_pylist([r.asDict(recursive=True) for r in df.collect()], schema=schema)
 
 
-def arrow_dataframe(spark, table, ddl, rows: Callable[[], list] | None = None):
+def arrow_dataframe(spark, table: pa.Table, ddl: str | StructType, rows: Callable[[], list] | None = None) -> DataFrame:
     """An Arrow table built on the driver as a DataFrame of ``ddl`` (DDL or a StructType): the table itself
-    where PySpark takes one
-    (4.x; several times faster than row by row), on a classic PySpark 3.5 session its Arrow batches, else its
-    rows (``rows()`` when given: dicts or tuples built for this schema, so unverified)."""
+    where PySpark takes one (4.x; several times faster than row by row), on a classic PySpark 3.5 session its
+    Arrow batches, else its rows (``rows()`` when given: dicts or tuples built for this schema, so unverified)."""
     import pyspark
     if table.num_rows and int(pyspark.__version__.split(".")[0]) >= 4:
         # (one chunk: PySpark 4.3 returned no rows for a table concatenated from empty and non-empty tables)
@@ -124,7 +125,7 @@ def arrow_dataframe(spark, table, ddl, rows: Callable[[], list] | None = None):
     return spark.createDataFrame(rows() if rows is not None else table.to_pylist(), ddl, verifySchema=False)
 
 
-def arrow_dataframe_35(spark, table, ddl):
+def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFrame:
     """A classic PySpark 3.5 DataFrame of an Arrow table's batches, sent to the JVM as PySpark 3.5 sends a pandas
     DataFrame's (its public API takes only pandas, which cannot hold nested columns): 10k scan tasks ~0.24 ->
     ~0.03 s, and Spark reads them without unpickling a row each. Spark 3.5 turns batches under
