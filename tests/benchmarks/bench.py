@@ -8,15 +8,15 @@
   that prunes by manifest, partition and metrics, and one that keeps the same files by metrics only.
   sparkberg distributed (manifests decoded on the executors) and auto (what ``plan_files`` does by default: on
   the driver when the manifests left after pruning are small) vs Java ``planFiles()``, each timed after one
-  untimed run; manifests are re-read and decoded each time by both. "auto, cached": the same with sparkberg's manifest cache enabled
-  (``spark.sparkberg.manifest-cache.enabled``; decoded manifests kept as Arrow files, filled by one untimed
-  plan first), against the same Java figure (Java's own manifest cache keeps the Avro bytes, still decoded
-  each time, and is off by default). "auto, unconsumed": ``plan_files()`` alone, the DataFrame not yet
+  untimed run; manifests are re-read and decoded each time by both. "auto, cached": the same with sparkberg's
+  manifest cache enabled (``spark.sparkberg.manifest-cache.enabled``; decoded manifests kept as Arrow files,
+  filled by the untimed plan), against the same Java figure (Java's own manifest cache keeps the Avro bytes,
+  still decoded each time, and is off by default). "auto, unconsumed": ``plan_files()`` alone, the DataFrame not yet
   consumed (no count), where auto planning runs on the driver (a distributed plan is a lazy DataFrame, so its
   time alone says nothing), with the Spark jobs it starts; "auto, cached, unconsumed" the same with the cache.
-  "auto, tasks" (and "auto, cached, tasks"): the planner's tasks held on the driver as an Arrow table, what
-  ``to_df`` reads from and what Java's ``planFiles()`` gives (its tasks on the driver), collected from the
-  executors where the plan is distributed.
+  "auto, tasks" (and "auto, cached, tasks"): the planner's tasks held on the driver as an Arrow table
+  (``ScanPlan.arrow``: what ``to_df`` reads its tasks from), as Java's ``planFiles()`` gives its tasks on the
+  driver, collected from the executors where the plan is distributed.
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
   about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines, in rounds over all tables and
   both engines (two untimed, ``READ_WARMUP``, then ``READ_ROUNDS``), medians; the merge-on-read overhead is
@@ -227,11 +227,9 @@ def bench_planning(spark, wh, sizes, repeats, results):
 def driver_tasks(t, text: str | None) -> int:
     """Plan as ``to_df`` does and hold the tasks on the driver as an Arrow table (collected from the executors
     when the plan is distributed); returns how many."""
-    from sparkberg.planning.scan import _tasks_arrow_schema, plan
-    from sparkberg.spark.session import collect_arrow
-    p = plan(t.spark, t.metadata, t.io, t.metadata.current_snapshot, t._bound_filter(text, t.schema()), "auto")
-    table = p._table if p.is_local else collect_arrow(p.tasks, _tasks_arrow_schema(p.layout))
-    return table.num_rows
+    from sparkberg.planning.scan import plan
+    return plan(t.spark, t.metadata, t.io, t.metadata.current_snapshot, t._bound_filter(text, t.schema()),
+                "auto").arrow().num_rows
 
 
 def planned_locally(t, text: str | None) -> bool:

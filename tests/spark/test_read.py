@@ -112,7 +112,8 @@ def test_filters_are_exact_and_prune_soundly(spark, pyi, filter):
 
 def test_plan_files_planned_locally_equals_the_distributed_plan(spark, warehouse):
     """A plan made on the driver becomes plan_files' DataFrame with its partition values typed in Arrow (dates,
-    timestamps with and without zone); the distributed plan types them in Spark: the same schema and rows."""
+    timestamps with and without zone); the distributed plan types them in Spark: the same schema and rows. Both
+    plans give the same tasks on the driver as Arrow (ScanPlan.arrow: the distributed one collected)."""
     import sparkberg
     t = sparkberg.catalog(spark, warehouse).create_table(
         "db.typed", "id bigint, ts timestamp, d date, tsn timestamp_ntz, s string",
@@ -129,6 +130,14 @@ def test_plan_files_planned_locally_equals_the_distributed_plan(spark, warehouse
     assert rows == sorted(distributed.collect(), key=lambda r: r["file_path"]) and len(rows) == 6
     assert {r["partition"]["ts_day"] for r in rows} == {dt.date(2024, 1, k) for k in (1, 2, 3)}
     assert None in {r["partition"]["d"] for r in rows}
+    from sparkberg.expressions.predicates import TRUE
+    from sparkberg.planning.scan import plan
+    local_plan, distributed_plan = (plan(spark, t.metadata, t.io, t.metadata.current_snapshot, TRUE, planning)
+                                    for planning in ("local", "distributed"))
+    assert local_plan.is_local and not distributed_plan.is_local
+    by_path = ("file_path", "ascending")
+    assert local_plan.arrow().sort_by([by_path]) == distributed_plan.arrow().sort_by([by_path])  # (tasks on the driver)
+    assert local_plan.arrow().num_rows == 6
 
 
 def test_pruning_drops_files(spark, pyi):

@@ -113,6 +113,11 @@ class ScanPlan:
             self._rows = self._table.to_pylist() if self._table is not None else self._tasks.collect()
         return self._rows
 
+    def arrow(self) -> pa.Table:
+        """The tasks on the driver as an Arrow table of the plan's columns (collected from the executors when
+        the plan is distributed)."""
+        return self._table if self._table is not None else collect_arrow(self.tasks, _tasks_arrow_schema(self.layout))
+
     def files(self) -> DataFrame:
         """The tasks as :meth:`Table.plan_files` returns them: the partition struct in Iceberg's Spark types
         (:func:`partition_column`). A plan made on the driver becomes that DataFrame straight from its Arrow
