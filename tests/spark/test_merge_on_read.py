@@ -2,6 +2,8 @@
 when names are not usable, a join on the path), and position deletes and DVs reach the rows as bitmaps (or,
 when very large, as keys of an anti-join), made on the driver or, when many, on the executors. Every way
 gives the same rows, metadata columns and lineage."""
+import datetime
+import decimal
 import random
 import string
 
@@ -132,6 +134,12 @@ def test_equality_deletes_decoded_on_the_driver_read_by_spark_or_decoded_in_pyth
     assert max(sum(1 for _, d in pairs if d == one) for _, one in pairs) > 1  # applied to several data files
     # the keys are 3, 6, ... and null (in place of 0): row 0 stays, the row with a null id goes
     expected = sorted([(i, str(i)) for i in range(100) if (i % 3 or i == 0) and i != 50] + [(3, "again")])
+    found = []
+    real_found = reader._equality_positions
+    monkeypatch.setattr(reader, "_equality_positions", lambda *a: found.append(real_found(*a)) or found[-1])
+    assert sorted(tuple(r) for r in t.to_df().collect()) == expected  # found as positions, on the driver
+    assert found and found[0] and all(len(p) for p in found[0].values())
+    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", -1)  # joined by Spark
     decoded = []
     real = reader._equality_rows_on_driver
     monkeypatch.setattr(reader, "_equality_rows_on_driver", lambda *a: decoded.append(1) or real(*a))
@@ -155,15 +163,16 @@ def test_data_files_with_the_same_equality_deletes_share_one_copy_of_their_rows(
     t.append(spark.sql("SELECT id, CAST(id AS string) AS v FROM range(300, 400)").repartition(2))
     t.delete_by_keys(spark.sql("SELECT id FROM range(0, 400, 5)").coalesce(1), ["id"])
     t.append(spark.sql("SELECT 5L AS id, 'again' AS v"))
+    expected = sorted([(i, str(i)) for i in range(300) if i % 7 and i % 5] +
+                      [(i, str(i)) for i in range(300, 400) if i % 5] + [(5, "again")])
+    assert sorted(tuple(r) for r in t.to_df().collect()) == expected  # (found as positions)
+    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", -1)  # joined by Spark
     applied = []
     real = reader._equality_delete_rows
     monkeypatch.setattr(reader, "_equality_delete_rows",
                         lambda spark, metadata, fields, applies, *rest: applied.append(dict(applies)) or
                         real(spark, metadata, fields, applies, *rest))
-    got = sorted(tuple(r) for r in t.to_df().collect())
-    expected = sorted([(i, str(i)) for i in range(300) if i % 7 and i % 5] +
-                      [(i, str(i)) for i in range(300, 400) if i % 5] + [(5, "again")])
-    assert got == expected
+    assert sorted(tuple(r) for r in t.to_df().collect()) == expected
     # (two delete files: the first in one set, the second in both; the ids joined on are the two sets')
     assert sorted(len(ids) for ids in applied[0].values()) == [1, 2] and len(set().union(*applied[0].values())) == 2
     assert sum(1 for r in t.plan_files().collect() if any(d["content"] == 2 for d in r["deletes"])) == 5
@@ -191,6 +200,8 @@ def test_equality_deletes_match_by_value_whatever_the_join_key(spark, warehouse,
 
     def read():
         return Counter(tuple(r) for r in t.to_df().collect())
+    assert read() == expected  # (found as positions on the driver)
+    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", -1)  # joined by Spark
     assert read() == expected
     monkeypatch.setattr(reader, "DRIVER_DELETE_ROWS_MAX", -1)  # (the deletes read by Spark)
     assert read() == expected
@@ -213,3 +224,83 @@ def test_positions_without_file_columns(spark, warehouse, deleted):
     with_file = sorted((r["id"], r["_pos"]) for r in t.to_df(columns=["id", "_file", "_pos"]).collect())
     assert alone == with_file
     assert len(alone) == (50 if deleted else 60) and all(pos is not None for _, pos in alone)
+
+
+def test_equality_deletes_found_as_positions_once_per_data_file(spark, warehouse, monkeypatch):
+    # spec "Equality Delete Files": a row is deleted when its values equal a delete row's in every equality
+    # column (null equal to null; a column a data file lacks reads as null), by the deletes with a higher
+    # sequence number. The positions of the rows they delete are found once per data file and set of delete
+    # files: a repeated read reads no data file for them, a new delete finds those of the files it applies to.
+    from collections import Counter
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.eq_found", "id bigint, d date, amt decimal(10,2)",
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    rows = [(i, None if i % 9 == 0 else datetime.date(2024, 1, 1 + i % 5), None if i % 4 == 0 else
+             decimal.Decimal(i % 3)) for i in range(60)]
+    t.append(spark.createDataFrame(rows, "id bigint, d date, amt decimal(10,2)").repartition(2))
+    keys = [(None, None), (datetime.date(2024, 1, 2), decimal.Decimal(1)), (datetime.date(2024, 1, 3), None)]
+    t.delete_by_keys(spark.createDataFrame(keys, "d date, amt decimal(10,2)"), ["d", "amt"])
+    t.add_columns("tag string")
+    t.append(spark.sql("SELECT 100L AS id, DATE'2024-01-02' AS d, 1.00BD AS amt, 'new' AS tag"))
+    t.delete_by_keys(spark.sql("SELECT CAST(NULL AS string) AS tag, 7L AS id"), ["tag", "id"])
+    expected = Counter(r + (None,) for r in rows if (r[1], r[2]) not in keys and r[0] != 7)
+    expected[(100, datetime.date(2024, 1, 2), decimal.Decimal("1.00"), "new")] += 1
+    reads = []
+    real = reader._equality_deleted_positions
+    monkeypatch.setattr(reader, "_equality_deleted_positions", lambda path, *a: reads.append(path) or real(path, *a))
+
+    def read():
+        return Counter(tuple(r) for r in t.to_df().collect())
+    assert read() == expected
+    first = len(reads)
+    # the first append's two files (the plan gives the last append's file no delete: its id bounds exclude 7)
+    assert first == 2
+    assert read() == expected and len(reads) == first  # (kept by the delete cache)
+    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", -1)
+    assert read() == expected and len(reads) == first  # joined by Spark: the same rows
+    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", 1 << 30)
+    t.delete_by_keys(spark.sql("SELECT 100L AS id"), ["id"])
+    del expected[(100, datetime.date(2024, 1, 2), decimal.Decimal("1.00"), "new")]
+    assert read() == expected and len(reads) == first + 1  # (the one file whose ids the new delete may hold)
+
+
+def test_floating_point_and_large_equality_deletes_are_left_to_the_join(spark, warehouse):
+    # 0.0 and -0.0, NaN: the join defines their equality (sparkberg writes no such deletes, other writers may);
+    # more data rows than EQUALITY_POSITIONS_ROWS_MAX, or deletes without a record count: joined too
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.eq_double", "id bigint, x double",
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 4 AS double) AS x FROM range(0, 20)"))
+    m = t.metadata
+    ids = {f.name: f.field_id for f in m.current_schema.fields}
+    fields = m.current_schema.index_by_id()
+
+    def tasks(equality_ids, record_count=1, data_rows=20):
+        delete = {"content": 2, "file_path": "/nowhere/eq.parquet", "file_format": "PARQUET",
+                  "equality_ids": equality_ids, "record_count": record_count}
+        return [dict(r.asDict(recursive=True), deletes=[delete], record_count=data_rows)
+                for r in t.plan_files().collect()]
+    for case in (tasks([ids["x"]]), tasks([ids["id"], ids["x"]]), tasks([ids["id"]], record_count=None),
+                 tasks([ids["id"]], data_rows=reader.EQUALITY_POSITIONS_ROWS_MAX + 1)):
+        assert reader._equality_positions(m, case, list(range(len(case))), fields, None) is None
+
+
+@pytest.mark.parametrize("planning", ["local", "distributed"])
+def test_equality_deletes_that_delete_nothing_leave_a_plain_read(spark, warehouse, monkeypatch, planning):
+    # id 5 is within the file's bounds, so the plan applies the delete to it; no row equals it
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table(f"db.eq_nothing_{planning}", "id bigint, v string",
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id * 2 AS id, 'v' AS v FROM range(0, 10)").coalesce(1))
+    t.append(spark.sql("SELECT 5L AS id, 'later' AS v"))  # (older than the delete: it goes)
+    t.delete_by_keys(spark.sql("SELECT 5L AS id"), ["id"])
+    t.append(spark.sql("SELECT 5L AS id, 'after' AS v"))
+    assert sum(1 for r in t.plan_files(planning=planning).collect() if r["deletes"]) == 2
+    applied = []
+    real = reader._apply_position_deletes
+    monkeypatch.setattr(reader, "_apply_position_deletes", lambda spark, rows, tasks, *a: applied.append(
+        len(tasks)) or real(spark, rows, tasks, *a))
+    rows = sorted(tuple(r) for r in t.to_df(columns=["id", "v", "_file", "_pos"], planning=planning).collect())
+    assert [r[:2] for r in rows] == sorted([(i * 2, "v") for i in range(10)] + [(5, "after")])
+    # the even ids' file is read as a file without deletes: only the 'later' row's file is matched to positions
+    assert applied == [1] and all(r[2] and r[3] is not None for r in rows)

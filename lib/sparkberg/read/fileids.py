@@ -92,11 +92,15 @@ class FileIds:
         self.shift, self.ids = _name_hash_ids([file_name(p) for p in paths])
         self.by_key = {path_key(p): i for p, i in zip(paths, self.ids)}  # for the joins on the path
 
-    def column(self) -> Column:
-        """The id of each row's file, from its name (only when ``shift`` is set)."""
+    def sql(self) -> str:
+        """The id of each row's file, from its name, as a SQL expression (only when ``shift`` is set): one
+        expression for the session to parse, where a classic session builds a Column one py4j call a step."""
         assert self.shift is not None
-        h = F.xxhash64(F.col("_metadata.file_name"))
-        return F.shiftrightunsigned(h, self.shift).bitwiseAND(F.lit(_ID_MASK)).cast("int")
+        return f"CAST(shiftrightunsigned(xxhash64(_metadata.file_name), {self.shift}) & {_ID_MASK} AS INT)"
+
+    def column(self) -> Column:
+        """:meth:`sql` as a Column."""
+        return F.expr(self.sql())
 
 
 # names Hadoop's Path.getName (what Spark reports) cannot spell differently from the path's last segment:

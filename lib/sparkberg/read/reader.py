@@ -273,13 +273,14 @@ def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool | st
     ``keys`` "pos" without ``file_ids``: ``_pos`` alone, from the row index (``_key`` null)."""
     with _listing_on_driver(spark, files):
         df = read_parquet(spark.read.schema(schema), list(files))
+    # (SQL text: each Column built step by step costs a classic session a py4j call a step, ~0.4 ms each)
     if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
-        return df.select("*", F.lit(None).cast("string").alias("_key"), F.lit(None).cast("bigint").alias("_pos"))
+        return df.selectExpr("*", "CAST(NULL AS STRING) AS _key", "CAST(NULL AS BIGINT) AS _pos")
     if keys == "pos" and file_ids is None:  # the row's position only (no deletes, no metadata columns)
-        return df.select("*", F.lit(None).cast("string").alias("_key"), F.col("_metadata.row_index").alias("_pos"))
+        return df.selectExpr("*", "CAST(NULL AS STRING) AS _key", "_metadata.row_index AS _pos")
     if file_ids is not None and file_ids.shift is not None:
-        return df.select("*", F.lit(None).cast("string").alias("_key"), F.col("_metadata.row_index").alias("_pos"),
-                         file_ids.column().alias("_file_id"))
+        return df.selectExpr("*", "CAST(NULL AS STRING) AS _key", "_metadata.row_index AS _pos",
+                             f"{file_ids.sql()} AS _file_id")
     keys = _raw_path_keys(spark, df, file_ids)
     if keys is None:  # no file listing to map from: normalize every row's path (slower)
         out = df.select("*", spark_path_key(F.col("_metadata.file_path")).alias("_key"),
@@ -536,6 +537,11 @@ class DeletedPositions:
 
     def unit(self, text: str, ios: dict[str, Any]) -> pa.RecordBatch | None:
         """The bitmaps of one unit (None when its sources delete no row of the files they apply to)."""
+        found = self.found(text, ios)
+        return self._bitmaps(found) if found else None
+
+    def found(self, text: str, ios: dict[str, Any]) -> dict[int, list]:
+        """The positions one unit's sources delete, as arrays by data file id."""
         import json
 
         import numpy as np
@@ -551,7 +557,7 @@ class DeletedPositions:
                     found[int(fid)].append(positions[ids == fid])
         for path, offset, size, fid in unit["dvs"]:
             found[fid].append(self._dv(ios, path, offset, size))
-        return self._bitmaps(found) if found else None
+        return found
 
     def _dv(self, ios: dict[str, Any], path: str, offset: int, size: int):
         cache = self.rows.cache
@@ -564,13 +570,20 @@ class DeletedPositions:
             return positions
         return cache.get(("deletion vector", path, offset, size), load, lambda positions: positions.nbytes)
 
-    def on_driver(self, units: list[str]) -> pa.Table:
-        """The bitmaps of all ``units``, decoded by a thread per core (Arrow reads the files without the GIL)."""
+    def on_driver(self, units: list[str], extra: dict[int, Any] | None = None) -> pa.Table:
+        """The bitmaps of all ``units``, decoded by a thread per core (Arrow reads the files without the GIL),
+        with the positions of ``extra`` (numpy arrays by data file id: the rows equality deletes delete)."""
         from concurrent.futures import ThreadPoolExecutor
         ios: dict[str, Any] = {}
+        found: dict[int, list] = defaultdict(list)
         with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
-            found = [b for b in pool.map(lambda text: self.unit(text, ios), units) if b is not None]
-        return pa.Table.from_batches(found, self.SCHEMA)
+            for part in pool.map(lambda text: self.found(text, ios), units):
+                for fid, positions in part.items():  # (units share no data file)
+                    found[fid].extend(positions)
+        for fid, positions in (extra or {}).items():
+            if len(positions):
+                found[fid].append(positions)
+        return pa.Table.from_batches([self._bitmaps(found)] if found else [], self.SCHEMA)
 
     def _bitmaps(self, found: dict[int, list]) -> pa.RecordBatch:
         import numpy as np
@@ -607,21 +620,25 @@ def _equality_rows_on_driver(fields: list[T.NestedField], applies: dict[str, set
     from sparkberg.spark.types import arrow_schema
     columns = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))  # (as _delete_file_rows reads)
     schema = columns.append(pa.field("_del_fid", pa.int32()))
-    key_fields = tuple(f.field_id for f in fields)
-
-    def decoded(path: str) -> pa.Table:
-        def load() -> pa.Table:
-            return pa.Table.from_batches(list(_delete_file_rows(path, formats[path], fields)), columns)
-        if cache is None:
-            return load()
-        return cache.get(("equality deletes", path, formats[path], key_fields), load, lambda t: t.nbytes)
-
     paths = sorted(applies)
     with ThreadPoolExecutor(max_workers=max(1, min(len(paths), os.cpu_count() or 1))) as pool:
-        tables = list(pool.map(decoded, paths))
+        tables = list(pool.map(lambda path: _equality_file_rows(path, formats[path], fields, cache), paths))
     parts = [table.append_column(schema.field("_del_fid"), pa.array(np.full(table.num_rows, fid, np.int32)))
              for path, table in zip(paths, tables) for fid in sorted(applies[path])]
     return pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
+
+
+def _equality_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], cache: DeleteCache | None) -> pa.Table:
+    """The rows of one equality delete file (its ``fields``, by field id), decoded once per process with a
+    ``cache``."""
+    from sparkberg.spark.types import arrow_schema
+
+    def load() -> pa.Table:
+        columns = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))
+        return pa.Table.from_batches(list(_delete_file_rows(path, fmt, fields)), columns)
+    if cache is None:
+        return load()
+    return cache.get(("equality deletes", path, fmt, tuple(f.field_id for f in fields)), load, lambda t: t.nbytes)
 
 
 def _delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField]) -> Iterator[pa.RecordBatch]:
@@ -697,17 +714,26 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
                          parquet=lambda paths: _read_parquet(spark, metadata, schema, spark_schema, paths,
                                                              keys=keys, file_ids=file_ids),
                          mapping=name_mapping(metadata), file_ids=file_ids)
-        return out.withColumn("_file_id", F.lit(None).cast("int")) if per_file and not matched else out
+        return out  # (without _file_id when not matched: null where unioned with matched rows)
 
     if not per_file:
         rows = read(tasks)
         if filter is not None:
             rows = rows.filter(filter)
         return _select(rows, wanted)
+    # equality deletes found here as the positions they delete, where they can be (None: joined by Spark)
+    derived = _equality_positions(metadata, tasks, ids.ids, all_fields, delete_cache(spark)) \
+        if has_deletes else {}
+    if derived:  # data files whose equality deletes delete none of their rows, and no other delete applies
+        untouched = {i for i, p in derived.items() if not len(p)}
+        tasks = [dict(t.asDict() if hasattr(t, "asDict") else t, deletes=[])
+                 if i in untouched and all(d["content"] == 2 for d in t["deletes"]) else t
+                 for i, t in zip(ids.ids, tasks)]
+
     # only the rows of files that deletes apply to are matched against them, and only those of files that
     # equality deletes apply to against those: each kind of file is read apart and the parts unioned
     def has_eq(t) -> bool:
-        return any(d["content"] == 2 for d in t["deletes"])
+        return derived is None and any(d["content"] == 2 for d in t["deletes"])
 
     def pick(keep) -> tuple[list, list[int]]:
         ks = [k for k, t in enumerate(tasks) if keep(t)]
@@ -722,11 +748,11 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
             rows = part if rows is None else rows.unionByName(part)
             deleted_tasks, deleted_ids = deleted_tasks + some, deleted_ids + some_ids
     if rows is not None:  # position deletes once over both kinds (a delete file may apply to files of each)
-        rows = _apply_position_deletes(spark, rows, deleted_tasks, deleted_ids)
+        rows = _apply_position_deletes(spark, rows, deleted_tasks, deleted_ids, derived)
     plain = pick(lambda t: not t["deletes"])[0]
     if plain:  # rows no delete applies to are matched to their file only for metadata columns
         part = read(plain, matched=needs_info)
-        rows = part if rows is None else rows.unionByName(part)
+        rows = part if rows is None else rows.unionByName(part, allowMissingColumns=True)
     if needs_info:
         info_schema = ST.StructType([
             ST.StructField("_file_id", ST.IntegerType()), ST.StructField("_file", ST.StringType()),
@@ -775,7 +801,7 @@ def _typed_partition(layout: PartitionLayout) -> ST.StructType:
 
 
 def _select(df: DataFrame, wanted: Sequence[str]) -> DataFrame:
-    return df.select(*[F.col(f"`{c}`") for c in wanted])
+    return df.selectExpr(*["`" + c.replace("`", "``") + "`" for c in wanted])
 
 
 # deletes with up to this many rows (per data file they apply to) are broadcast to the data rows: an anti-join
@@ -803,8 +829,11 @@ BITMAP_BYTES_MAX = 64 << 20
 DRIVER_DELETE_ROWS_MAX = 1_000_000
 
 
-def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int]) -> DataFrame:
-    """Rows minus those that position delete files and DVs delete (``ids``: the data files' ids, by task).
+def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int],
+                            derived: dict[int, Any] | None = None) -> DataFrame:
+    """Rows minus those that position delete files and DVs delete (``ids``: the data files' ids, by task), and
+    those at the positions of ``derived`` (numpy arrays by data file id: what equality deletes delete, found
+    by :func:`_equality_positions`).
     The delete files are decoded on the driver when they hold few rows, else on the executors: each position
     delete file's rows are kept only for the data files it applies to (by the plan), each DV's positions
     belong to its one data file. They become a bitmap of deleted positions per data file, broadcast and looked
@@ -828,7 +857,10 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int])
             else:
                 applies[d["file_path"]][t["file_path"]] = i
                 formats[d["file_path"]] = d["file_format"].lower()
-    if not applies and not dvs:
+    derived = {i: p for i, p in (derived or {}).items() if len(p)}
+    if derived:
+        limits.update((i, t["record_count"]) for i, t in zip(ids, tasks) if i in derived)
+    if not applies and not dvs and not derived:
         return rows
     if applies:
         _check_formats([(f, p) for p, f in formats.items()], "position delete")
@@ -836,14 +868,20 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int])
         units = _position_delete_units(applies, formats, dvs)
         decoder = DeletedPositions(dict(applies), limits, delete_cache(spark))
         if total is not None and total <= DRIVER_DELETE_ROWS_MAX:  # cheaper here than as a Spark job
-            bitmaps = arrow_dataframe(spark, decoder.on_driver(units), DeletedPositions.DDL)
-        else:
-            bitmaps = spark.createDataFrame([(u,) for u in units], "unit string").mapInArrow(
-                decoder, DeletedPositions.DDL)
-        joined = rows.join(F.broadcast(bitmaps), rows["_file_id"] == bitmaps["_bm_file"], "left")
-        deleted = F.expr("get(_bitmap, int(shiftright(_pos, 6))) & shiftleft(1L, int(_pos & 63))")
-        return joined.filter(F.coalesce(deleted, F.lit(0)) == 0).drop("_bm_file", "_bitmap")
+            return _bitmap_filter(rows, arrow_dataframe(spark, decoder.on_driver(units, derived),
+                                                        DeletedPositions.DDL))
+        if derived:  # (found here: their own bitmaps)
+            rows = _bitmap_filter(rows, arrow_dataframe(spark, decoder.on_driver([], derived), DeletedPositions.DDL))
+        if not units:
+            return rows
+        return _bitmap_filter(rows, spark.createDataFrame([(u,) for u in units], "unit string").mapInArrow(
+            decoder, DeletedPositions.DDL))
     deleted = []
+    if derived:
+        import numpy as np
+        keys = [np.asarray(p, np.int64) + i * _ROW_KEY_SHIFT for i, p in derived.items()]
+        deleted.append(arrow_dataframe(spark, pa.table({"_del_row": pa.array(np.concatenate(keys), pa.int64())}),
+                                       "_del_row bigint"))
     if applies:
         files = spark.createDataFrame(sorted(formats.items()), "delete_file string, file_format string")
         deleted.append(files.mapInArrow(PositionDeleteRows(dict(applies)), "_del_row bigint"))
@@ -854,6 +892,15 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int])
     d = _union(deleted)
     rows = rows.withColumn("_row", F.col("_file_id").cast("bigint") * _ROW_KEY_SHIFT + F.col("_pos"))
     return rows.join(_maybe_broadcast(d, total), rows["_row"] == d["_del_row"], "left_anti").drop("_row")
+
+
+def _bitmap_filter(rows: DataFrame, bitmaps: DataFrame) -> DataFrame:
+    """Rows minus those whose position is set in their file's bitmap (:class:`DeletedPositions` rows): a
+    broadcast join with one small row per data file and a bit test."""
+    # (one left anti-join on the file id, the bit test its condition: a single step for the session to analyse)
+    return rows.join(F.broadcast(bitmaps), F.expr(
+        "_file_id = _bm_file AND get(_bitmap, int(shiftright(_pos, 6))) & shiftleft(1L, int(_pos & 63)) != 0"),
+        "left_anti")
 
 
 def _position_delete_units(applies: dict[str, dict[str, int]], formats: dict[str, str], dvs: list) -> list[str]:
@@ -1014,3 +1061,133 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
         files = spark.createDataFrame([(p, formats[p]) for p in by_python], "delete_file string, file_format string")
         parts.append(files.mapInArrow(EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}), out))
     return _union(parts)
+
+
+# equality deletes that apply to data files of up to this many rows in all (and hold up to
+# DRIVER_DELETE_ROWS_MAX rows) are resolved on the driver to the positions they delete in each data file, and
+# applied as position deletes; beyond, the rows are joined against the deleted values by Spark
+EQUALITY_POSITIONS_ROWS_MAX = 4_000_000
+
+
+def _equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int], all_fields: dict,
+                        cache: DeleteCache | None) -> dict[int, Any] | None:
+    """The positions (numpy int64) that equality deletes delete in each data file they apply to, by file id;
+    None where Spark joins them instead (:func:`_apply_equality_deletes`): too many rows, or an equality column
+    that is nested or floating-point (whose equality the join defines), or a format not read here.
+
+    A data file and the delete files the plan applies to it never change, so which of its rows they delete
+    does not either: each data file's equality columns are read here once per process (with the delete cache)
+    and matched against the delete rows (decoded once per file too): null equals null, as the spec's equality
+    says. A repeated read then applies them as the position deletes they amount to, instead of hashing and
+    broadcasting every deleted value to join it with the rows again (10M rows against 500k deleted keys: the
+    broadcast alone ~0.3 s of every read). Iceberg Java's readers filter each data file by the deleted values
+    in its task; this is that filter, done once per data file."""
+    eq_tasks = [(i, t) for i, t in zip(file_ids, tasks) if any(d["content"] == 2 for d in t["deletes"])]
+    if not eq_tasks:
+        return {}
+    if sum(t["record_count"] for _, t in eq_tasks) > EQUALITY_POSITIONS_ROWS_MAX:
+        return None
+    deletes = {d["file_path"]: d for _, t in eq_tasks for d in t["deletes"] if d["content"] == 2}
+    counts = [_delete_rows(d) for d in deletes.values()]
+    if None in counts or sum(counts) > DRIVER_DELETE_ROWS_MAX:
+        return None
+    top_level = {f.field_id for s in metadata.schemas for f in s.fields}
+    ids = {i for d in deletes.values() for i in d["equality_ids"] or ()}
+    if any(not d["equality_ids"] for d in deletes.values()) or any(
+            i not in all_fields or i not in top_level or not all_fields[i].field_type.is_primitive or
+            all_fields[i].field_type in (T.FLOAT, T.DOUBLE) for i in ids):
+        return None  # (the join explains what is wrong with a delete file)
+    readable = ("parquet", *ARROW_READ_FORMATS)
+    if any(d["file_format"].lower() not in readable for d in deletes.values()) or \
+            any(t["file_format"].lower() not in readable for _, t in eq_tasks):
+        return None
+    fields = {i: T.NestedField(i, f"_eqd_{i}", all_fields[i].field_type) for i in ids}
+    mapping = name_mapping(metadata)
+
+    def positions(task: dict):
+        groups: dict[tuple[int, ...], list[str]] = defaultdict(list)
+        for d in task["deletes"]:
+            if d["content"] == 2:
+                groups[tuple(d["equality_ids"])].append(d["file_path"])
+        sources = tuple(sorted((key, tuple(sorted(paths))) for key, paths in groups.items()))
+
+        def load():
+            found = _equality_deleted_positions(task["file_path"], task["file_format"].lower(), sources, fields,
+                                                {p: deletes[p]["file_format"].lower() for p in deletes}, mapping,
+                                                cache)
+            found.flags.writeable = False
+            return found
+        if cache is None:
+            return load()
+        return cache.get(("equality positions", task["file_path"], sources), load, lambda a: a.nbytes)
+
+    from concurrent.futures import ThreadPoolExecutor
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(eq_tasks), os.cpu_count() or 1))) as pool:
+            found = list(pool.map(lambda it: positions(it[1]), eq_tasks))
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid, OSError):
+        # a column type Arrow cannot match on, a file this process cannot open: Spark joins (and names a file
+        # that it cannot read either)
+        return None
+    return {i: p for (i, _), p in zip(eq_tasks, found)}
+
+
+def _equality_deleted_positions(path: str, fmt: str, sources: tuple, fields: dict[int, T.NestedField],
+                                formats: dict[str, str], mapping: dict[int, list[str]], cache: DeleteCache | None):
+    """The positions of the rows of one data file that its equality delete files delete (``sources``: per set
+    of equality field ids, the delete files with those ids): rows equal to a delete row in every column of
+    its set."""
+    import numpy as np
+
+    from sparkberg.read.formats import ArrowFileReader
+    from sparkberg.spark.types import arrow_schema
+    wanted = [fields[i] for i in sorted({i for key, _ in sources for i in key})]
+    schema = arrow_schema(ST.StructType([to_spark_read_field(f) for f in wanted]))
+    data = pa.Table.from_batches(list(ArrowFileReader(fmt, wanted, schema, mapping).read(path)), schema)
+    deleted = np.zeros(data.num_rows, bool)
+    for key, paths in sources:
+        key_fields = [fields[i] for i in key]
+        rows = pa.concat_tables([_equality_file_rows(p, formats[p], key_fields, cache) for p in paths])
+        deleted |= equal_rows(data.select([f.name for f in key_fields]), rows)
+    return np.flatnonzero(deleted).astype(np.int64)
+
+
+def equal_rows(rows: pa.Table, deleted: pa.Table):
+    """Which of ``rows`` equal one of ``deleted`` (the same columns) in every column, null equal to null, as
+    the spec's equality deletes match (a numpy bool array)."""
+    import numpy as np
+    import pyarrow.compute as pc
+    if not rows.num_rows or not deleted.num_rows:
+        return np.zeros(rows.num_rows, bool)
+    if rows.num_columns == 1:
+        values = pc.unique(deleted.column(0).combine_chunks())
+        return pc.is_in(rows.column(0), value_set=values, skip_nulls=False).to_numpy(zero_copy_only=False)
+    # several columns: a semi-join on each value (nulls given one value on both sides) and whether it is null
+    left, right = {}, {}
+    for k, name in enumerate(rows.column_names):
+        for side, table in ((left, rows), (right, deleted)):
+            column = table.column(k)
+            side[f"v{k}"] = pc.fill_null(column, _filler(column.type))
+            side[f"n{k}"] = pc.is_null(column)
+    left["_row"] = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    keys = [c for c in right]
+    matched = pa.table(left).join(pa.table(right).group_by(keys).aggregate([]), keys=keys, join_type="left semi")
+    out = np.zeros(rows.num_rows, bool)
+    out[matched.column("_row").to_numpy()] = True
+    return out
+
+
+def _filler(t: pa.DataType) -> pa.Scalar:
+    """A value of type ``t`` that stands for null where whether it is null is matched too."""
+    from decimal import Decimal
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_fixed_size_binary(t):
+        return pa.scalar(bytes(t.byte_width), t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False, t)
+    if pa.types.is_decimal(t):
+        return pa.scalar(Decimal(0), t)
+    return pa.scalar(0, pa.int32() if pa.types.is_date32(t) or pa.types.is_time32(t) else pa.int64()).cast(t)
