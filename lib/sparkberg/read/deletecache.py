@@ -9,10 +9,12 @@ files are decoded each time. This process-wide cache keeps what they decode to, 
   position), whatever data files a scan applies it to (that filter is applied after the cache);
 - a deletion vector: its positions;
 - an equality delete file decoded on the driver: its rows' equality columns (an Arrow table), keyed by the file
-  and the columns read.
+  and the columns read;
+- the positions a data file's equality deletes delete (found on the driver): keyed by the data file and the
+  delete files the plan applies to it, with their equality columns.
 
-Delete files never change once written (a table's new deletes are new files), so an entry stays right for as
-long as it is kept. The least recently used entries go first when the cache holds more than its bound; an
+Data and delete files never change once written (a table's new deletes are new files), so an entry stays right
+for as long as it is kept. The least recently used entries go first when the cache holds more than its bound; an
 entry larger than a quarter of the bound is not kept. Spark conf, read on the driver when a read is planned:
 
 - ``spark.sparkberg.delete-cache.enabled``: ``false`` to decode every time (default ``true``, as Iceberg
