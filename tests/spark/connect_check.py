@@ -34,6 +34,14 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
                          properties={"format-version": "3"})
     assert e.to_df(columns=["id", "_row_id"]).count() == 0
     print("catalog over connect ok")
+    m = cat.create_table("db.connect_mor", "id bigint, v string",
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    m.append(spark.sql("SELECT id, CAST(id AS string) AS v FROM range(0, 30)"))
+    m.delete("id % 5 = 0")  # position deletes
+    m.delete_by_keys(spark.sql("SELECT id FROM range(0, 30, 3)"), ["id"])  # equality deletes
+    got = sorted(r["id"] for r in m.to_df(columns=["id", "_pos"]).collect())
+    assert got == [i for i in range(30) if i % 5 and i % 3], got
+    print("merge-on-read over connect ok")
     spark.stop()
     return 0
 
