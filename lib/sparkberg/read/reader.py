@@ -319,9 +319,12 @@ def _raw_path_keys(spark, df: DataFrame, file_ids: FileIds | None = None) -> Dat
     return spark.createDataFrame(sorted(pairs), "_raw_path string, _key string")
 
 
+READ_FORMATS = {"parquet", *ARROW_READ_FORMATS}  # (Parquet by Spark, the others by Arrow)
+
+
 def _check_formats(files: Sequence[tuple[str, str]], what: str) -> None:
     """A clear error naming the first file of a format no reader here reads ((format, path) pairs)."""
-    unknown = sorted({fmt.lower() for fmt, _ in files} - {"parquet", *ARROW_READ_FORMATS})
+    unknown = sorted({fmt.lower() for fmt, _ in files} - READ_FORMATS)
     if unknown:
         example = next(path for fmt, path in files if fmt.lower() == unknown[0])
         raise NotSupportedError(f"reading {unknown} {what} files is not supported (e.g. {example}); "
@@ -631,22 +634,30 @@ def _equality_rows_on_driver(fields: list[T.NestedField], applies: dict[str, set
 def _equality_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], cache: DeleteCache | None) -> pa.Table:
     """The rows of one equality delete file (its ``fields``, by field id), decoded once per process with a
     ``cache``."""
-    from sparkberg.spark.types import arrow_schema
-
     def load() -> pa.Table:
-        columns = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))
-        return pa.Table.from_batches(list(_delete_file_rows(path, fmt, fields)), columns)
+        return _file_table(path, fmt, fields)
     if cache is None:
         return load()
     return cache.get(("equality deletes", path, fmt, tuple(f.field_id for f in fields)), load, lambda t: t.nbytes)
 
 
-def _delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField]) -> Iterator[pa.RecordBatch]:
-    """The rows of one delete file, ``fields`` read by field id."""
+def _field_reader(fmt: str, fields: Sequence[T.NestedField], mapping: dict[int, list[str]] | None = None):
+    """An Arrow reader of ``fields`` (by field id, else by ``mapping``) from files of format ``fmt``."""
     from sparkberg.read.formats import ArrowFileReader
     from sparkberg.spark.types import arrow_schema
-    schema = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))
-    return ArrowFileReader(fmt, fields, schema).read(path)
+    return ArrowFileReader(fmt, fields, arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields])), mapping)
+
+
+def _delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField]) -> Iterator[pa.RecordBatch]:
+    """The rows of one delete file, ``fields`` read by field id."""
+    return _field_reader(fmt, fields).read(path)
+
+
+def _file_table(path: str, fmt: str, fields: Sequence[T.NestedField],
+                mapping: dict[int, list[str]] | None = None) -> pa.Table:
+    """The rows of one file, ``fields`` read by field id (else by ``mapping``), as one Arrow table."""
+    reader = _field_reader(fmt, fields, mapping)
+    return pa.Table.from_batches(list(reader.read(path)), reader.data_schema)
 
 
 def _dv_positions(ios: dict[str, Any], path: str, offset: int, size: int):
@@ -1097,9 +1108,9 @@ def _equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int
             i not in all_fields or i not in top_level or not all_fields[i].field_type.is_primitive or
             all_fields[i].field_type in (T.FLOAT, T.DOUBLE) for i in ids):
         return None  # (the join explains what is wrong with a delete file)
-    readable = ("parquet", *ARROW_READ_FORMATS)
-    if any(d["file_format"].lower() not in readable for d in deletes.values()) or \
-            any(t["file_format"].lower() not in readable for _, t in eq_tasks):
+    formats = {p: d["file_format"].lower() for p, d in deletes.items()}
+    if not set(formats.values()) <= READ_FORMATS or any(t["file_format"].lower() not in READ_FORMATS
+                                                         for _, t in eq_tasks):
         return None
     fields = {i: T.NestedField(i, f"_eqd_{i}", all_fields[i].field_type) for i in ids}
     mapping = name_mapping(metadata)
@@ -1113,8 +1124,7 @@ def _equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int
 
         def load():
             found = _equality_deleted_positions(task["file_path"], task["file_format"].lower(), sources, fields,
-                                                {p: deletes[p]["file_format"].lower() for p in deletes}, mapping,
-                                                cache)
+                                                formats, mapping, cache)
             found.flags.writeable = False
             return found
         if cache is None:
@@ -1138,12 +1148,7 @@ def _equality_deleted_positions(path: str, fmt: str, sources: tuple, fields: dic
     of equality field ids, the delete files with those ids): rows equal to a delete row in every column of
     its set."""
     import numpy as np
-
-    from sparkberg.read.formats import ArrowFileReader
-    from sparkberg.spark.types import arrow_schema
-    wanted = [fields[i] for i in sorted({i for key, _ in sources for i in key})]
-    schema = arrow_schema(ST.StructType([to_spark_read_field(f) for f in wanted]))
-    data = pa.Table.from_batches(list(ArrowFileReader(fmt, wanted, schema, mapping).read(path)), schema)
+    data = _file_table(path, fmt, [fields[i] for i in sorted({i for key, _ in sources for i in key})], mapping)
     deleted = np.zeros(data.num_rows, bool)
     for key, paths in sources:
         key_fields = [fields[i] for i in key]
@@ -1170,7 +1175,7 @@ def equal_rows(rows: pa.Table, deleted: pa.Table):
             side[f"v{k}"] = pc.fill_null(column, _filler(column.type))
             side[f"n{k}"] = pc.is_null(column)
     left["_row"] = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-    keys = [c for c in right]
+    keys = list(right)
     matched = pa.table(left).join(pa.table(right).group_by(keys).aggregate([]), keys=keys, join_type="left semi")
     out = np.zeros(rows.num_rows, bool)
     out[matched.column("_row").to_numpy()] = True
