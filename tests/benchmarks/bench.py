@@ -18,9 +18,10 @@
   (``ScanPlan.arrow``: what ``to_df`` reads its tasks from), as Java's ``planFiles()`` gives its tasks on the
   driver, collected from the executors where the plan is distributed.
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
-  about 5% of rows deleted, each read as ``count(*), sum(x)`` by both engines, in rounds over all tables and
-  both engines (two untimed, ``READ_WARMUP``, then ``READ_ROUNDS``), medians; the merge-on-read overhead is
-  each read over the delete-free read. Both engines keep decoded delete files between reads, each by its
+  about 5% of rows deleted, each read by both engines as ``count(*), sum(x)`` and as every column of every
+  row written to Spark's ``noop`` sink, in rounds over all tables and both engines (two untimed,
+  ``READ_WARMUP``, then ``READ_ROUNDS``), medians; the merge-on-read overhead is each read over the
+  delete-free read of the same kind. Both engines keep decoded delete files between reads, each by its
   default (Java's executor cache, sparkberg's delete cache); sparkberg's also keeps the positions equality
   deletes delete in each data file, so "equality deletes, delete cache emptied" times sparkberg's read with
   that cache emptied before each read (against Java's usual, warm read).
@@ -270,18 +271,29 @@ def bench_reads(spark, wh, rows, repeats, results):
     def ours_read(t):
         return t.to_df().agg({"x": "sum", "*": "count"}).collect()[0]
 
-    times: dict[tuple[str, str], list[float]] = {(n, e): [] for n in tables for e in ("ours", "java")}
+    def noop(df):
+        df.write.format("noop").mode("overwrite").save()
+
+    # two reads of each table: an aggregate of one column (the scan itself is nearly all of its time, so the
+    # cost of deletes shows most), and every column of every row to Spark's noop sink (a job that reads the rows)
+    kinds = {"": (ours_read, lambda name: spark.sql(f"SELECT count(*), sum(x) FROM ref.b.read_{name}").collect()[0]),
+             ", all columns to a noop sink": (lambda t: noop(t.to_df()),
+                                              lambda name: noop(spark.table(f"ref.b.read_{name}")))}
+    times: dict[tuple[str, str, str], list[float]] = {(k, n, e): [] for k in kinds for n in tables
+                                                      for e in ("ours", "java")}
     for r in range(READ_WARMUP + max(repeats, READ_ROUNDS)):
-        for name, t in tables.items():
-            t0 = time.perf_counter()
-            ours = ours_read(t)
-            t1 = time.perf_counter()
-            theirs = spark.sql(f"SELECT count(*), sum(x) FROM ref.b.read_{name}").collect()[0]
-            t2 = time.perf_counter()
-            assert sorted(ours.asDict().values()) == sorted(theirs.asDict().values()), (name, ours, theirs)
-            if r >= READ_WARMUP:
-                times[(name, "ours")].append(t1 - t0)
-                times[(name, "java")].append(t2 - t1)
+        for kind, (ours_fn, java_fn) in kinds.items():
+            for name, t in tables.items():
+                t0 = time.perf_counter()
+                ours = ours_fn(t)
+                t1 = time.perf_counter()
+                theirs = java_fn(name)
+                t2 = time.perf_counter()
+                if not kind:
+                    assert sorted(ours.asDict().values()) == sorted(theirs.asDict().values()), (name, ours, theirs)
+                if r >= READ_WARMUP:
+                    times[(kind, name, "ours")].append(t1 - t0)
+                    times[(kind, name, "java")].append(t2 - t1)
     from sparkberg.read.deletecache import DeleteCache
     cold = []
     for _ in range(max(repeats, READ_ROUNDS)):
@@ -289,19 +301,22 @@ def bench_reads(spark, wh, rows, repeats, results):
         t0 = time.perf_counter()
         ours_read(tables["eq"])
         cold.append(time.perf_counter() - t0)
-    base = {e: statistics.median(times[("none", e)]) for e in ("ours", "java")}
     labels = {"none": "no deletes", "pos": "position deletes", "dv": "deletion vectors", "eq": "equality deletes"}
-    for name in tables:
-        ours_s, java_s = statistics.median(times[(name, "ours")]), statistics.median(times[(name, "java")])
-        results.append({"benchmark": f"read {rows} rows", "variant": labels[name],
-                        "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
-                        "mor_overhead": ours_s / base["ours"], "java_mor_overhead": java_s / base["java"]})
-        print(results[-1], flush=True)
-    ours_s, java_s = statistics.median(cold), statistics.median(times[("eq", "java")])
-    results.append({"benchmark": f"read {rows} rows", "variant": "equality deletes, delete cache emptied",
-                    "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
-                    "mor_overhead": ours_s / base["ours"], "java_mor_overhead": java_s / base["java"]})
-    print(results[-1], flush=True)
+    for kind in kinds:
+        base = {e: statistics.median(times[(kind, "none", e)]) for e in ("ours", "java")}
+        for name in tables:
+            ours_s = statistics.median(times[(kind, name, "ours")])
+            java_s = statistics.median(times[(kind, name, "java")])
+            results.append({"benchmark": f"read {rows} rows{kind}", "variant": labels[name],
+                            "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
+                            "mor_overhead": ours_s / base["ours"], "java_mor_overhead": java_s / base["java"]})
+            print(results[-1], flush=True)
+        if not kind:
+            ours_s, java_s = statistics.median(cold), statistics.median(times[(kind, "eq", "java")])
+            results.append({"benchmark": f"read {rows} rows", "variant": "equality deletes, delete cache emptied",
+                            "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
+                            "mor_overhead": ours_s / base["ours"], "java_mor_overhead": java_s / base["java"]})
+            print(results[-1], flush=True)
 
 
 def bench_append(spark, wh, rows, repeats, results):
@@ -400,7 +415,7 @@ def bench_memory(wh, files, results):
 
 
 def table(results) -> str:
-    lines = [f"{'benchmark':48s} {'variant':24s} {'sparkberg':>10s} {'java':>10s} {'ratio':>6s}  notes"]
+    lines = [f"{'benchmark':48s} {'variant':38s} {'sparkberg':>10s} {'java':>10s} {'ratio':>6s}  notes"]
     for r in results:
         notes = ""
         if "mor_overhead" in r:
@@ -411,7 +426,7 @@ def table(results) -> str:
             notes = f"plan_files() alone: {r['jobs']:g} Spark jobs"
         if r["variant"].endswith("tasks"):
             notes += ", tasks on the driver"
-        lines.append(f"{r['benchmark']:48s} {r['variant']:24s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
+        lines.append(f"{r['benchmark']:48s} {r['variant']:38s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
                      f"{r['ratio']:6.2f}  {notes}")
     return "\n".join(lines)
 
