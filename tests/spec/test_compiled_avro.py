@@ -1,7 +1,8 @@
 """The compiled Avro decoder gives fastavro's values for every field it keeps, on generated records of a schema
 with every Avro type: primitives, optional fields, fixed, enums, arrays of values and of records, arrays of
-arrays, records in records; maps and unions of several types are stepped over; several blocks, both codecs,
-several files in one pass. Files it cannot read exactly (truncated, a codec it lacks) are declined (None)."""
+arrays, records in records; maps and unions of several types are stepped over; several blocks, both codecs
+(deflate by ISA-L or zlib), several files in one pass. Files it cannot read exactly (truncated, corrupt, a codec
+it lacks) are declined (None)."""
 import io
 
 import fastavro
@@ -125,6 +126,25 @@ def test_what_it_cannot_read_exactly_is_declined():
     fastavro.writer(other, fastavro.parse_schema({"type": "record", "name": "o", "fields": [
         {"name": "i", "type": "int"}]}), [{"i": 1}])
     assert read_columns([data, other.getvalue()], [("i",)]) is None  # two writer schemas
+
+
+@pytest.mark.parametrize("inflater", ["isal", "zlib"])
+def test_deflate_blocks_inflate_alike_by_isal_and_by_zlib(monkeypatch, inflater):
+    import zlib
+    if inflater == "isal":
+        pytest.importorskip("isal")
+        assert compiled._deflate is not zlib  # (isal installed: the decoder uses it)
+    else:  # (the fallback where isal is missing)
+        monkeypatch.setattr(compiled, "_deflate", zlib)
+    rows = [{**ROW, "i": i, "s": "s" * (i % 7)} for i in range(300)]
+    data = avro(rows, "deflate", 16)
+    check(rows, read_columns(data, PATHS))
+    _, pos = compiled.header(data)
+    _, at = compiled._long(data, pos + 16)  # (the first block's record count, then its length)
+    _, start = compiled._long(data, at)
+    corrupt = bytearray(data)
+    corrupt[start] = 0xFF  # (deflate block type 3: reserved, an error to any inflater)
+    assert read_columns(bytes(corrupt), PATHS) is None
 
 
 def test_arrays_longer_than_the_room_first_made_are_decoded_again_with_more():
