@@ -266,19 +266,23 @@ def bench_reads(spark, wh, rows, repeats, results):
                              f"AS ts FROM range(0, {rows}) WHERE id % 20 = 7")
             t.delete_by_keys(keys, ["id"])
         tables[name] = t
-    # Rounds over every table and both engines (the warm-up rounds untimed), so that a JVM and caches still
-    # warming up weigh on each read alike instead of on whichever came first
+
     def ours_read(t):
         return t.to_df().agg({"x": "sum", "*": "count"}).collect()[0]
+
+    def java_read(name):
+        return spark.sql(f"SELECT count(*), sum(x) FROM ref.b.read_{name}").collect()[0]
 
     def noop(df):
         df.write.format("noop").mode("overwrite").save()
 
     # two reads of each table: an aggregate of one column (the scan itself is nearly all of its time, so the
     # cost of deletes shows most), and every column of every row to Spark's noop sink (a job that reads the rows)
-    kinds = {"": (ours_read, lambda name: spark.sql(f"SELECT count(*), sum(x) FROM ref.b.read_{name}").collect()[0]),
+    kinds = {"": (ours_read, java_read),
              ", all columns to a noop sink": (lambda t: noop(t.to_df()),
                                               lambda name: noop(spark.table(f"ref.b.read_{name}")))}
+    # Rounds over every table and both engines (the warm-up rounds untimed), so that a JVM and caches still
+    # warming up weigh on each read alike instead of on whichever came first
     times: dict[tuple[str, str, str], list[float]] = {(k, n, e): [] for k in kinds for n in tables
                                                       for e in ("ours", "java")}
     for r in range(READ_WARMUP + max(repeats, READ_ROUNDS)):

@@ -22,7 +22,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-try:  # ISA-L's inflate: ~1.85x zlib's on manifest blocks, the same bytes out (inflating is half a wide manifest's decode)
+# ISA-L's inflate: ~1.85x zlib's speed on manifest blocks, the same bytes out (half of a wide manifest's decode)
+try:
     from isal import isal_zlib as _deflate
 except ImportError:  # (a dependency; where its wheel is missing, zlib inflates)
     _deflate = zlib
