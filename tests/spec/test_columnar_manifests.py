@@ -203,14 +203,16 @@ def test_columnar_decoding_reads_first_row_ids_of_the_spec_example():
 
 
 def test_auto_planning_goes_local_under_both_bounds():
-    from sparkberg.planning.scan import _small_enough
+    from sparkberg.planning.scan import LOCAL_MAX_BYTES_DEFAULT, LOCAL_MAX_FILES_DEFAULT, _small_enough
     from sparkberg.errors import ValidationError
 
     def mf(files, length=1000):
         return ManifestFile("m", length, 0, 1, added_files_count=files, existing_files_count=0, deleted_files_count=0)
-    assert _small_enough(METADATA, [mf(20_000), mf(30_000)])
-    assert not _small_enough(METADATA, [mf(20_000), mf(30_001)])  # too many entries for the driver
-    assert not _small_enough(METADATA, [mf(10, length=17 * 1024 * 1024)])  # too many bytes
+    half = LOCAL_MAX_FILES_DEFAULT // 2
+    assert _small_enough(METADATA, [mf(half), mf(LOCAL_MAX_FILES_DEFAULT - half)])
+    assert not _small_enough(METADATA, [mf(half), mf(LOCAL_MAX_FILES_DEFAULT - half + 1)])  # too many entries
+    assert _small_enough(METADATA, [mf(10, length=LOCAL_MAX_BYTES_DEFAULT)])
+    assert not _small_enough(METADATA, [mf(10, length=LOCAL_MAX_BYTES_DEFAULT + 1)])  # too many bytes
     assert _small_enough(METADATA, [ManifestFile("m", 1000, 0, 1)])  # no counts (v1 lists): the bytes decide
     tuned = U.apply(U.SetProperties({"sparkberg.planning.local-max-files": "10"}), METADATA)
     assert not _small_enough(tuned, [mf(11)])

@@ -78,9 +78,9 @@ DELETE_ENTRY_COLUMNS = ("content", "file_path", "file_format", "spec_id", "parti
                         "record_count",
                         "_path_lower", "_path_upper")
 LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
-LOCAL_MAX_BYTES_DEFAULT = 16 * 1024 * 1024
+LOCAL_MAX_BYTES_DEFAULT = 48 * 1024 * 1024
 LOCAL_MAX_FILES = "sparkberg.planning.local-max-files"
-LOCAL_MAX_FILES_DEFAULT = 50_000
+LOCAL_MAX_FILES_DEFAULT = 200_000
 
 
 class ScanPlan:
@@ -188,8 +188,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
 
     ``mode`` "distributed" decodes manifests on the executors; "local" does
     the same on the driver; "auto" goes local when the manifests to read are smaller than the table
-    property ``sparkberg.planning.local-max-bytes`` (16 MiB by default) and list at most
-    ``sparkberg.planning.local-max-files`` entries (50,000), so small tables and selective scans pay for no
+    property ``sparkberg.planning.local-max-bytes`` (48 MiB by default) and list at most
+    ``sparkberg.planning.local-max-files`` entries (200,000), so small tables and selective scans pay for no
     Spark job.
     Delete files are decoded first (on the driver, or when their manifests list more than
     ``DRIVER_DELETE_ENTRIES_MAX`` entries, in a job of their own, ``DELETE-PLANNING <label>``) and, up
@@ -418,8 +418,13 @@ def _entries(manifests) -> int:
 
 def _small_enough(metadata: TableMetadata, manifests) -> bool:
     """Whether the manifests left after pruning are few enough to plan on the driver: under both the bytes
-    bound and the entries bound (the manifest list's file counts; the driver's per-entry cost beats a Spark
-    job's fixed one up to some tens of thousands of entries)."""
+    bound and the entries bound (the manifest list's file counts). On 2 cores the driver's per-entry cost beats
+    a Spark job's fixed one up to a few hundred thousand entries: tasks held on the driver (what ``to_df``
+    reads) 0.09 s locally against 0.44 s distributed at 100k entries, 0.22 against 0.57 at 250k, 0.42 against
+    0.87 at 500k; a plan counted by a Spark job (its tasks a local relation) 0.24 against 0.43 at 100k, 0.39
+    against 0.43 at 250k, 0.72 against 0.56 at 500k. The bytes bound is for wide tables, whose entries carry
+    metrics of many columns: 100k entries with metrics of 52 columns are 39 MB of manifests, planned in 0.46 s
+    on the driver against 0.68 s distributed."""
     if sum(m.manifest_length for m in manifests) > _int_property(metadata, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT):
         return False
     counts = [(m.added_files_count, m.existing_files_count, m.deleted_files_count) for m in manifests]
