@@ -288,7 +288,8 @@ def test_manifests_decoded_together_equal_each_by_the_reference(tmp_path_factory
     """Consecutive manifests decoded and filtered in one batch (one pass of the compiled decoder, or their cached
     columns joined) give each manifest's rows as the reference decoder does, in order: inheritance of snapshot ids,
     sequence numbers and first row ids per manifest, entry ordinals within each; small manifests (under
-    ``min_entries``) go to the reference decoder between batches, and batches end at ``batch_bytes``."""
+    ``min_entries``) go to the reference decoder between batches, and batches end at ``batch_bytes``; batches
+    decoded by several threads come out in order."""
     from sparkberg.planning import entries as E
     saved = E.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES
     E.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES = min_entries, batch_bytes
@@ -317,8 +318,8 @@ def _check_manifests_together(tmp_path_factory, cached, specs, version, expr):
         dec = _decoders(expr, include_deleted=include_deleted, cache=cache)
         io = _Files(files)
         expected = [r for k, mf in enumerate(manifests) for r in dec.decode(mf, k + 3, files[mf.manifest_path])]
-        for _ in range(2):  # (cached: a miss, then a hit)
-            got = dec.load_many((mf, k + 3, io) for k, mf in enumerate(manifests))
+        for threads in (1, 3, 1):  # (cached: a miss, then hits; threads: batches decoded side by side, in order)
+            got = dec.load_many(((mf, k + 3, io) for k, mf in enumerate(manifests)), threads)
             assert got.schema == dec.schema
             assert _normalized(got.to_pylist()) == _normalized(pa.Table.from_pylist(expected, dec.schema).to_pylist())
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -284,28 +284,33 @@ class EntryDecoder:
         one: a hit neither reads nor decodes the Avro file."""
         return self.load_many([(mf, manifest_ordinal, io)])
 
-    def load_many(self, manifests: Iterable[tuple[ManifestFile, int, FileIO]]) -> pa.Table:
+    def load_many(self, manifests: Iterable[tuple[ManifestFile, int, FileIO]], threads: int = 1) -> pa.Table:
         """:meth:`load` of several manifests, their rows one manifest after the other, in the given order.
         Consecutive manifests of one spec are decoded (one pass of the compiled decoder over all of them, when
         uncached) and filtered together, up to :data:`BATCH_ENTRIES` entries or :data:`BATCH_BYTES` of manifests
         (what a batch's columns take grows with both: wide tables' metrics): the work done per manifest, not
         per entry, is then done once (1000-entry manifests: ~1.7 ms each alone, ~0.5 ms in a batch). A batch
-        of fewer than :data:`COLUMNAR_MIN_ENTRIES` entries goes to the reference decoder."""
-        pieces: list[pa.Table] = []
-        batch: list[tuple[ManifestFile, int, Any]] = []  # (manifest, ordinal, its bytes or cached columns)
+        of fewer than :data:`COLUMNAR_MIN_ENTRIES` entries goes to the reference decoder.
+        ``threads`` > 1 (the driver, which plans alone): uncached batches are read and decoded that many at a
+        time (the compiled decoder, inflating and Arrow's compute run without the GIL), as Iceberg Java plans
+        with a worker pool; executors decode one batch at a time, a task per core already."""
+        units: list[Callable[[], list[pa.Table]]] = []  # each batch's work, in order
+        batch: list[tuple[ManifestFile, int, Any]] = []  # (manifest, ordinal, its FileIO or cached columns)
 
         def flush() -> None:
             nonlocal batch
             if not batch:
                 return
+            todo, batch = batch, []
             if self.cache is not None:
-                pieces.append(self._cached_batch(batch))
-            elif all(_few_entries(mf) for mf, _, _ in batch) and \
-                    sum(_entry_count(mf) for mf, _, _ in batch) < COLUMNAR_MIN_ENTRIES:
-                pieces.extend(self._reference(mf, ordinal, data) for mf, ordinal, data in batch)
+                units.append(lambda: [self._cached_batch(todo)])
+            elif all(_few_entries(mf) for mf, _, _ in todo) and \
+                    sum(_entry_count(mf) for mf, _, _ in todo) < COLUMNAR_MIN_ENTRIES:
+                units.append(lambda: [self._reference(mf, ordinal, io.read(mf.manifest_path))
+                                      for mf, ordinal, io in todo])
             else:
-                pieces.append(self._decode_batch(batch))
-            batch = []
+                units.append(lambda: [self._decode_batch([(mf, ordinal, io.read(mf.manifest_path))
+                                                          for mf, ordinal, io in todo])])
 
         entries = size = 0
         for mf, ordinal, io in manifests:
@@ -314,17 +319,23 @@ class EntryDecoder:
                 flush()
                 entries = size = 0
             if self.cache is None:
-                batch.append((mf, ordinal, io.read(mf.manifest_path)))
+                batch.append((mf, ordinal, io))
             else:
                 cols = self._cached(mf, io)
                 if isinstance(cols, bytes):  # only the reference decoder reads it: nothing kept
                     flush()
-                    pieces.append(self._reference(mf, ordinal, cols))
+                    units.append(lambda mf=mf, ordinal=ordinal, cols=cols: [self._reference(mf, ordinal, cols)])
                     continue
                 batch.append((mf, ordinal, cols))
             entries += _entry_count(mf)
             size += mf.manifest_length
         flush()
+        if threads > 1 and len(units) > 1 and self.cache is None:
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(max_workers=min(threads, len(units))) as pool:
+                pieces = [t for part in pool.map(lambda unit: unit(), units) for t in part]
+        else:
+            pieces = [t for unit in units for t in unit()]
         if not pieces:
             return self.schema.empty_table()
         return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
