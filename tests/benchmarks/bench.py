@@ -1,7 +1,7 @@
 """``make bench``: sparkberg against Iceberg Java 1.10.2 on the same tables, in the same Spark 3.5 session.
 
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
-        [--only planning,reads,append,commit,memory] [--json bench.json]
+        [--wide 100000x50] [--only planning,wide,reads,append,commit,memory] [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
   delete file per 100 data files), written directly as metadata; full scan, a selective filter (~1% of files)
@@ -17,6 +17,9 @@
   "auto, tasks" (and "auto, cached, tasks"): the planner's tasks held on the driver as an Arrow table
   (``ScanPlan.arrow``: what ``to_df`` reads its tasks from), as Java's ``planFiles()`` gives its tasks on the
   driver, collected from the executors where the plan is distributed.
+- wide: the same planning benchmarks on a table of 100k data files (``--wide``) with 50 more bigint columns,
+  each data file carrying metrics of all 53 columns (sizes, counts, bounds), as writers keep them: most of
+  what its manifests hold and what a decoder steps over.
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
   about 5% of rows deleted, each read by both engines as ``count(*), sum(x)`` and as every column of every
   row written to Spark's ``noop`` sink, in rounds over all tables and both engines (two untimed,
@@ -74,8 +77,10 @@ def timed(fn, repeats: int, warmup: int = 0) -> tuple[float, object]:
 
 
 # --- synthetic tables -------------------------------------------------------------------------------------
-def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: int = 1000):
-    """A v2 table of ``files`` data files and files/100 position delete files, written as metadata only."""
+def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: int = 1000, columns: int = 0):
+    """A v2 table of ``files`` data files and files/100 position delete files, written as metadata only.
+    ``columns``: that many more bigint columns, and metrics of every column in each data file (sizes, counts,
+    bounds, as Iceberg's writers keep them for up to 100 columns): a wide table's manifests."""
     import sparkberg
     from sparkberg.avro.manifest import (
         ADDED, MANIFEST_DELETES, DataFile, ManifestEntry, manifest_file_for, write_manifest, write_manifest_list,
@@ -83,13 +88,29 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
     from sparkberg.spec import updates as U
     from sparkberg.spec.snapshots import Snapshot
     cat = sparkberg.catalog(spark, wh)
-    t = cat.create_table(f"b.{name}", "id bigint, ts timestamp, v string", partition_by=["day(ts)", "bucket(16, id)"])
+    extra = "".join(f", c{j} bigint" for j in range(columns))
+    t = cat.create_table(f"b.{name}", f"id bigint, ts timestamp, v string{extra}",
+                         partition_by=["day(ts)", "bucket(16, id)"])
     m = t.metadata
     spec, schema = m.default_spec, m.current_schema
     sid, manifests = 1, []
+    extra_ids = [f.field_id for f in schema.fields][3:]
 
     def part(i):
         return {1000: 19700 + i // 1600, 1001: i % 16}
+
+    def metrics(i):
+        if not columns:
+            return dict(value_counts={1: 1000, 2: 1000}, null_value_counts={1: 0, 2: 0},
+                        lower_bounds={1: struct.pack("<q", i * 1000)},
+                        upper_bounds={1: struct.pack("<q", i * 1000 + 999)})
+        day = 19700 + i // 1600
+        lower = {1: struct.pack("<q", i * 1000), 2: struct.pack("<q", day * 86_400_000_000), 3: b"v0",
+                 **{fid: struct.pack("<q", i) for fid in extra_ids}}
+        upper = {1: struct.pack("<q", i * 1000 + 999), 2: struct.pack("<q", (day + 1) * 86_400_000_000 - 1),
+                 3: b"v9", **{fid: struct.pack("<q", i + 1000) for fid in extra_ids}}
+        return dict(column_sizes={fid: 4000 for fid in lower}, value_counts={fid: 1000 for fid in lower},
+                    null_value_counts={fid: 0 for fid in lower}, lower_bounds=lower, upper_bounds=upper)
 
     for start in range(0, files, per_manifest):
         entries, deletes = [], []
@@ -97,9 +118,7 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
             path = f"{t.location}/data/f{i}.parquet"
             entries.append(ManifestEntry(ADDED, DataFile(
                 file_path=path, file_format="parquet", partition=part(i), record_count=1000,
-                file_size_in_bytes=100_000, value_counts={1: 1000, 2: 1000}, null_value_counts={1: 0, 2: 0},
-                lower_bounds={1: struct.pack("<q", i * 1000)}, upper_bounds={1: struct.pack("<q", i * 1000 + 999)}),
-                sid))
+                file_size_in_bytes=100_000, **metrics(i)), sid))
             if i % 100 == 0:
                 deletes.append(ManifestEntry(ADDED, DataFile(
                     content=1, file_path=f"{t.location}/data/d{i}.parquet", file_format="parquet",
@@ -164,67 +183,80 @@ def manifest_cache(spark, wh: str, on: bool):
 
 
 def bench_planning(spark, wh, sizes, repeats, results):
-    jvm = spark._jvm
-    size = jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size
-    expr = jvm.org.apache.iceberg.expressions.Expressions
     for n in sizes:
         t0 = time.perf_counter()
         t = build_planning_table(spark, wh, f"plan{n}", n)
         print(f"built a {n}-file table in {time.perf_counter() - t0:.1f} s", flush=True)
-        jt = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"ref.b.plan{n}")
-        d0, d1, lo, hi = selective_filter(n)
-        both = getattr(expr, "and")
-        ids = both(expr.greaterThanOrEqual("id", lo), expr.lessThan("id", hi))
-        days = both(expr.greaterThanOrEqual("ts", d0 * 86_400_000_000), expr.lessThan("ts", d1 * 86_400_000_000))
-        # (kind, sparkberg filter, Java filter): "selective" prunes by manifest, partition and metrics; "metrics
-        # only" keeps the same files by their id bounds alone, so every manifest is read
-        kinds = (("full", None, None), ("selective", selective_text(n), both(days, ids)),
-                 ("selective, metrics only", f"id >= {lo} AND id < {hi}", ids))
+        plan_rows(spark, wh, t, n, f"plan{n}", f"planning {n} files", repeats, results)
 
-        def java(java_filter):
-            jt.refresh()
-            scan = jt.newScan()
-            if java_filter is not None:
-                scan = scan.filter(java_filter)
-            return size(scan.planFiles())
 
-        for kind, text, java_filter in kinds:
-            java_s, java_n = timed(lambda: java(java_filter), repeats, warmup=1)
-            for mode in ("distributed", "auto", "auto, cached"):
-                planning = mode.split(",")[0]
-                with manifest_cache(spark, wh, mode.endswith("cached")):
-                    # (one untimed plan first, which also fills the cache)
-                    ours_s, ours_n = timed(lambda: t.plan_files(filter=text, planning=planning).count(), repeats,
-                                           warmup=1)
-                results.append({"benchmark": f"planning {n} files, {kind}", "variant": mode,
-                                "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
-                                "files": ours_n, "java_files": java_n})
-                print(results[-1], flush=True)
-            # the tasks on the driver, as Java's planFiles() gives them
-            for variant in ("auto, tasks", "auto, cached, tasks"):
+def bench_wide_planning(spark, wh, files: int, columns: int, repeats, results):
+    """The planning benchmarks on a table whose data files carry metrics of ``columns`` + 3 columns."""
+    t0 = time.perf_counter()
+    t = build_planning_table(spark, wh, "wide", files, columns=columns)
+    print(f"built a {files}-file table of {columns + 3} columns in {time.perf_counter() - t0:.1f} s", flush=True)
+    plan_rows(spark, wh, t, files, "wide", f"planning {files} files x {columns + 3} cols", repeats, results)
+
+
+def plan_rows(spark, wh, t, n: int, name: str, label: str, repeats, results):
+    """sparkberg's plans of the table ``name`` (``t``, ``n`` data files) against Java's, as rows ``label``."""
+    jvm = spark._jvm
+    size = jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size
+    expr = jvm.org.apache.iceberg.expressions.Expressions
+    jt = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"ref.b.{name}")
+    d0, d1, lo, hi = selective_filter(n)
+    both = getattr(expr, "and")
+    ids = both(expr.greaterThanOrEqual("id", lo), expr.lessThan("id", hi))
+    days = both(expr.greaterThanOrEqual("ts", d0 * 86_400_000_000), expr.lessThan("ts", d1 * 86_400_000_000))
+    # (kind, sparkberg filter, Java filter): "selective" prunes by manifest, partition and metrics; "metrics
+    # only" keeps the same files by their id bounds alone, so every manifest is read
+    kinds = (("full", None, None), ("selective", selective_text(n), both(days, ids)),
+             ("selective, metrics only", f"id >= {lo} AND id < {hi}", ids))
+
+    def java(java_filter):
+        jt.refresh()
+        scan = jt.newScan()
+        if java_filter is not None:
+            scan = scan.filter(java_filter)
+        return size(scan.planFiles())
+
+    for kind, text, java_filter in kinds:
+        java_s, java_n = timed(lambda: java(java_filter), repeats, warmup=1)
+        for mode in ("distributed", "auto", "auto, cached"):
+            planning = mode.split(",")[0]
+            with manifest_cache(spark, wh, mode.endswith("cached")):
+                # (one untimed plan first, which also fills the cache)
+                ours_s, ours_n = timed(lambda: t.plan_files(filter=text, planning=planning).count(), repeats,
+                                       warmup=1)
+            results.append({"benchmark": f"{label}, {kind}", "variant": mode,
+                            "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
+                            "files": ours_n, "java_files": java_n})
+            print(results[-1], flush=True)
+        # the tasks on the driver, as Java's planFiles() gives them
+        for variant in ("auto, tasks", "auto, cached, tasks"):
+            with manifest_cache(spark, wh, "cached" in variant):
+                ours_s, ours_n = timed(lambda: driver_tasks(t, text), repeats, warmup=1)
+            results.append({"benchmark": f"{label}, {kind}", "variant": variant,
+                            "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
+                            "files": ours_n, "java_files": java_n})
+            print(results[-1], flush=True)
+        # what planning on the driver costs before anything consumes the plan (a distributed plan is a lazy
+        # DataFrame: its time alone says nothing), and the Spark jobs it starts
+        if not planned_locally(t, text):
+            continue
+        sc = spark.sparkContext
+        for variant in ("auto, unconsumed", "auto, cached, unconsumed"):
+            group = f"bench-plan-{name}-{kind}-{variant}"
+            sc.setJobGroup(group, group)
+            try:
                 with manifest_cache(spark, wh, "cached" in variant):
-                    ours_s, ours_n = timed(lambda: driver_tasks(t, text), repeats, warmup=1)
-                results.append({"benchmark": f"planning {n} files, {kind}", "variant": variant,
-                                "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
-                                "files": ours_n, "java_files": java_n})
-                print(results[-1], flush=True)
-            # what planning on the driver costs before anything consumes the plan (a distributed plan is a lazy
-            # DataFrame: its time alone says nothing), and the Spark jobs it starts
-            if not planned_locally(t, text):
-                continue
-            sc = spark.sparkContext
-            for variant in ("auto, unconsumed", "auto, cached, unconsumed"):
-                group = f"bench-plan-{n}-{kind}-{variant}"
-                sc.setJobGroup(group, group)
-                try:
-                    with manifest_cache(spark, wh, "cached" in variant):
-                        ours_s, _ = timed(lambda: t.plan_files(filter=text), repeats, warmup=1)
-                finally:
-                    sc.setLocalProperty("spark.jobGroup.id", None)
-                jobs = len(sc.statusTracker().getJobIdsForGroup(group)) / (repeats + 1)  # (with the warm-up)
-                results.append({"benchmark": f"planning {n} files, {kind}", "variant": variant,
-                                "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s, "jobs": jobs})
-                print(results[-1], flush=True)
+                    ours_s, _ = timed(lambda: t.plan_files(filter=text), repeats, warmup=1)
+            finally:
+                sc.setLocalProperty("spark.jobGroup.id", None)
+            jobs = len(sc.statusTracker().getJobIdsForGroup(group)) / (repeats + 1)  # (with the warm-up)
+            results.append({"benchmark": f"{label}, {kind}", "variant": variant,
+                            "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s, "jobs": jobs})
+            print(results[-1], flush=True)
 
 
 def driver_tasks(t, text: str | None) -> int:
@@ -419,7 +451,7 @@ def bench_memory(wh, files, results):
 
 
 def table(results) -> str:
-    lines = [f"{'benchmark':48s} {'variant':38s} {'sparkberg':>10s} {'java':>10s} {'ratio':>6s}  notes"]
+    lines = [f"{'benchmark':56s} {'variant':38s} {'sparkberg':>10s} {'java':>10s} {'ratio':>6s}  notes"]
     for r in results:
         notes = ""
         if "mor_overhead" in r:
@@ -430,7 +462,7 @@ def table(results) -> str:
             notes = f"plan_files() alone: {r['jobs']:g} Spark jobs"
         if r["variant"].endswith("tasks"):
             notes += ", tasks on the driver"
-        lines.append(f"{r['benchmark']:48s} {r['variant']:38s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
+        lines.append(f"{r['benchmark']:56s} {r['variant']:38s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
                      f"{r['ratio']:6.2f}  {notes}")
     return "\n".join(lines)
 
@@ -440,7 +472,9 @@ def main() -> int:
     p.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "10,10000,100000,1000000"))
     p.add_argument("--rows", type=int, default=int(os.environ.get("BENCH_ROWS", 10_000_000)))
     p.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", 3)))
-    p.add_argument("--only", default="planning,reads,append,commit,memory")
+    p.add_argument("--wide", default=os.environ.get("BENCH_WIDE", "100000x50"),
+                   help="FILESxCOLUMNS of the wide table's planning benchmarks (metrics of COLUMNS + 3 columns)")
+    p.add_argument("--only", default="planning,wide,reads,append,commit,memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -456,6 +490,9 @@ def main() -> int:
     if "planning" in only or "memory" in only:
         bench_planning(spark, wh, sizes, args.repeats, results) if "planning" in only else \
             build_planning_table(spark, wh, f"plan{sizes[-1]}", sizes[-1])
+    if "wide" in only:
+        files, columns = (int(x) for x in args.wide.split("x"))
+        bench_wide_planning(spark, wh, files, columns, args.repeats, results)
     if "reads" in only:
         bench_reads(spark, wh, args.rows, args.repeats, results)
     if "append" in only:
