@@ -576,13 +576,11 @@ class DeletedPositions:
     def on_driver(self, units: list[str], extra: dict[int, Any] | None = None) -> pa.Table:
         """The bitmaps of all ``units``, decoded by a thread per core (Arrow reads the files without the GIL),
         with the positions of ``extra`` (numpy arrays by data file id: the rows equality deletes delete)."""
-        from concurrent.futures import ThreadPoolExecutor
         ios: dict[str, Any] = {}
         found: dict[int, list] = defaultdict(list)
-        with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
-            for part in pool.map(lambda text: self.found(text, ios), units):
-                for fid, positions in part.items():  # (units share no data file)
-                    found[fid].extend(positions)
+        for part in _by_threads(lambda text: self.found(text, ios), units):
+            for fid, positions in part.items():  # (units share no data file)
+                found[fid].extend(positions)
         for fid, positions in (extra or {}).items():
             if len(positions):
                 found[fid].append(positions)
@@ -616,19 +614,24 @@ def _equality_rows_on_driver(fields: list[T.NestedField], applies: dict[str, set
     """What :func:`_equality_delete_rows` gives, as an Arrow table made here: each file decoded by a thread per
     core (Arrow reads without the GIL), once per process with a ``cache``, its rows once for each id it is joined
     on."""
-    from concurrent.futures import ThreadPoolExecutor
-
     import numpy as np
 
     from sparkberg.spark.types import arrow_schema
     columns = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))  # (as _delete_file_rows reads)
     schema = columns.append(pa.field("_del_fid", pa.int32()))
     paths = sorted(applies)
-    with ThreadPoolExecutor(max_workers=max(1, min(len(paths), os.cpu_count() or 1))) as pool:
-        tables = list(pool.map(lambda path: _equality_file_rows(path, formats[path], fields, cache), paths))
+    tables = _by_threads(lambda path: _equality_file_rows(path, formats[path], fields, cache), paths)
     parts = [table.append_column(schema.field("_del_fid"), pa.array(np.full(table.num_rows, fid, np.int32)))
              for path, table in zip(paths, tables) for fid in sorted(applies[path])]
     return pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
+
+
+def _by_threads(fn, items: Sequence) -> list:
+    """``fn`` of each item, in order, by a thread per core (the driver's work on delete and data files: Arrow
+    reads and matches without the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=max(1, min(len(items), os.cpu_count() or 1))) as pool:
+        return list(pool.map(fn, items))
 
 
 def _equality_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], cache: DeleteCache | None) -> pa.Table:
@@ -1131,10 +1134,8 @@ def _equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int
             return load()
         return cache.get(("equality positions", task["file_path"], sources), load, lambda a: a.nbytes)
 
-    from concurrent.futures import ThreadPoolExecutor
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(len(eq_tasks), os.cpu_count() or 1))) as pool:
-            found = list(pool.map(lambda it: positions(it[1]), eq_tasks))
+        found = _by_threads(lambda it: positions(it[1]), eq_tasks)
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid, OSError):
         # a column type Arrow cannot match on, a file this process cannot open: Spark joins (and names a file
         # that it cannot read either)
