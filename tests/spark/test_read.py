@@ -275,7 +275,7 @@ def test_initial_defaults_fill_columns_and_nested_fields_older_files_lack(spark,
 def test_many_paths_reach_a_classic_session_in_one_call(spark, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from sparkberg.spark.session import read_parquet
+    from sparkberg.spark.session import _read_parquet_paths
     paths = []
     for i in range(20):  # (a name with a space, a percent sign and an accent among them)
         p = tmp_path / (f"f {i}%é.parquet" if i == 7 else f"f{i}.parquet")
@@ -284,8 +284,54 @@ def test_many_paths_reach_a_classic_session_in_one_call(spark, tmp_path):
     reader = spark.read.schema("id bigint")
     public = []
     reader.parquet = lambda *files: public.append(files)  # the per-path call: must not be taken
-    df = read_parquet(reader, paths)
+    df = _read_parquet_paths(reader, paths)
     assert not public
     assert sorted(r.id for r in df.collect()) == sorted([i for i in range(20)] + [i + 100 for i in range(20)])
     # a path Spark's one string cannot carry goes the public way
-    assert read_parquet(reader, paths + ["/x\ny.parquet"]) is None and public == [tuple(paths + ["/x\ny.parquet"])]
+    assert _read_parquet_paths(reader, paths + ["/x\ny.parquet"]) is None and public == [tuple(paths + ["/x\ny.parquet"])]
+
+
+def test_files_read_again_reuse_the_relation_spark_resolved(spark, tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import types as ST
+    from sparkberg.spark import session
+    paths = []
+    for i in range(3):
+        pq.write_table(pa.table({"id": [i, i + 10]}), tmp_path / f"f{i}.parquet")
+        paths.append(str(tmp_path / f"f{i}.parquet"))
+    schema = ST.StructType([ST.StructField("id", ST.LongType())])
+    first = session.read_parquet(spark, schema, paths)
+    relations = session.ParquetRelations.of(spark)
+    assert relations.get((schema.json(), tuple(paths))) is not None
+
+    def resolve(*_args):
+        raise AssertionError("the paths were resolved again")
+    monkeypatch.setattr(session, "_read_parquet_paths", resolve)
+    again = session.read_parquet(spark, schema, paths)
+    assert sorted(r.id for r in again.collect()) == [0, 1, 2, 10, 11, 12]
+    # each read is a relation of its own (new column ids): the two join as two tables, not as one with itself
+    assert sorted((a, b) for a, b in first.join(again, first.id == again.id).collect()) == \
+        [(i, i) for i in (0, 1, 2, 10, 11, 12)]
+    assert first.join(again, first.id < again.id).count() == 15
+    # other files, or another schema, are resolved
+    with pytest.raises(AssertionError, match="resolved again"):
+        session.read_parquet(spark, schema, paths[:2])
+    with pytest.raises(AssertionError, match="resolved again"):
+        session.read_parquet(spark, ST.StructType([ST.StructField("id", ST.IntegerType())]), paths)
+
+
+def test_kept_relations_are_bounded_by_their_files():
+    from sparkberg.spark.session import ParquetRelations
+    kept = ParquetRelations()
+    kept.MAX_FILES, kept.MAX_ENTRIES = 10, 3
+    kept.put("a", "A", 4)
+    kept.put("b", "B", 4)
+    assert kept.get("a") == "A"  # (now the most recently used)
+    kept.put("c", "C", 4)  # 12 files: the least recently used goes
+    assert (kept.get("a"), kept.get("b"), kept.get("c")) == ("A", None, "C")
+    kept.put("big", "X", 11)  # more than the bound alone: not kept, nothing dropped for it
+    assert kept.get("big") is None and len(kept) == 2
+    for k in "def":
+        kept.put(k, k.upper(), 1)
+    assert len(kept) == 3 and kept.get("a") is None and kept.get("f") == "F"

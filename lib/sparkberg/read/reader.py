@@ -25,7 +25,7 @@ from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, path_key, read_with_arrow
 from sparkberg.planning.scan import partition_column
-from sparkberg.spark.session import arrow_dataframe, read_parquet, session_setting
+from sparkberg.spark.session import arrow_dataframe, read_parquet
 from sparkberg.spark.types import FIELD_ID_KEY, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -251,28 +251,13 @@ def uuid_string(col: Column) -> Column:
     return F.when(col.isNotNull(), F.concat_ws("-", *parts))
 
 
-_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-
-
-@contextlib.contextmanager
-def _listing_on_driver(spark, files: Sequence[str]):
-    """Spark checks every path it is given, with a job of one task per path beyond 32 paths (480 files: ~1.8 s
-    on 2 cores). For local files the driver does it in milliseconds, so, on a classic session, the threshold is
-    raised while the DataFrame is created (Spark Connect analyses later, on the server: left as it is)."""
-    local = all(f.startswith("/") or f.startswith("file:") for f in files)
-    with session_setting(spark, _LISTING_THRESHOLD, str(len(files) + 1),
-                         local and len(files) > 32 and hasattr(spark, "_jsparkSession")):
-        yield
-
-
 def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool | str = True,
              file_ids: FileIds | None = None) -> DataFrame:
     """Parquet files read by field id, with ``_key`` (:func:`path_key` of the row's file) and ``_pos`` (its row
     index) when ``keys``, and ``_file_id`` (the file's id in ``file_ids``) when given: all from one broadcast
     join on the path Spark reports, unless the ids come from the files' names (then ``_key`` is null).
     ``keys`` "pos" without ``file_ids``: ``_pos`` alone, from the row index (``_key`` null)."""
-    with _listing_on_driver(spark, files):
-        df = read_parquet(spark.read.schema(schema), list(files))
+    df = read_parquet(spark, schema, list(files))
     # (SQL text: each Column built step by step costs a classic session a py4j call a step, ~0.4 ms each)
     if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
         return df.selectExpr("*", "CAST(NULL AS STRING) AS _key", "CAST(NULL AS BIGINT) AS _pos")
