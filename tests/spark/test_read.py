@@ -288,7 +288,8 @@ def test_many_paths_reach_a_classic_session_in_one_call(spark, tmp_path):
     assert not public
     assert sorted(r.id for r in df.collect()) == sorted([i for i in range(20)] + [i + 100 for i in range(20)])
     # a path Spark's one string cannot carry goes the public way
-    assert _read_parquet_paths(reader, paths + ["/x\ny.parquet"]) is None and public == [tuple(paths + ["/x\ny.parquet"])]
+    assert _read_parquet_paths(reader, paths + ["/x\ny.parquet"]) is None
+    assert public == [tuple(paths + ["/x\ny.parquet"])]
 
 
 def test_files_read_again_reuse_the_relation_spark_resolved(spark, tmp_path, monkeypatch):

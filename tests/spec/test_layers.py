@@ -1,5 +1,5 @@
-"""Imports point downward only (errors/zipimports < spec < expressions/avro/io < spark < planning/read/write < commit/catalog
-< maintenance < table/inspect/views/__init__ < jobs), and spec/, expressions/, avro/ never import pyspark."""
+"""Imports point downward only (errors/zipimports/threads < spec < expressions/avro/io < spark < planning/read/write
+< commit/catalog < maintenance < table/inspect/views/__init__ < jobs), and spec/, expressions/, avro/ never import pyspark."""
 import ast
 import os
 
@@ -7,7 +7,8 @@ import pytest
 
 LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "sparkberg")
 LAYERS = [
-    {"errors", "zipimports"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"}, {"planning", "read", "write"},
+    {"errors", "zipimports", "threads"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
+    {"planning", "read", "write"},
     {"commit", "catalog"}, {"maintenance"}, {"table", "inspect", "views", "__init__"}, {"jobs"},
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}

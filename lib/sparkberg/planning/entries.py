@@ -35,6 +35,7 @@ from sparkberg.planning.matching import DELETE_FILE_PATH_ID, eq_stats, path_boun
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
+from sparkberg.threads import by_threads
 
 # Arrow/Spark types of partition values in their physical form
 _PHYSICAL = {
@@ -330,12 +331,8 @@ class EntryDecoder:
             entries += _entry_count(mf)
             size += mf.manifest_length
         flush()
-        if threads > 1 and len(units) > 1 and self.cache is None:
-            from concurrent.futures import ThreadPoolExecutor
-            with ThreadPoolExecutor(max_workers=min(threads, len(units))) as pool:
-                pieces = [t for part in pool.map(lambda unit: unit(), units) for t in part]
-        else:
-            pieces = [t for unit in units for t in unit()]
+        parts = by_threads(lambda unit: unit(), units, threads if self.cache is None else 1)
+        pieces = [t for part in parts for t in part]
         if not pieces:
             return self.schema.empty_table()
         return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)

@@ -19,7 +19,6 @@ Equality delete files are also pruned by comparing the stats of their equality c
 """
 from __future__ import annotations
 
-import os
 from functools import partial
 from typing import Iterator, Sequence
 
@@ -46,6 +45,7 @@ from sparkberg.spark.session import arrow_dataframe, collect_arrow, job_descript
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
+from sparkberg.threads import DRIVER_THREADS
 
 PLAN_COLUMNS = ("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
                 "data_sequence_number", "first_row_id", "deletes")
@@ -78,9 +78,6 @@ DELETE_ENTRY_COLUMNS = ("content", "file_path", "file_format", "spec_id", "parti
                         "equality_ids", "referenced_data_file", "content_offset", "content_size_in_bytes",
                         "record_count",
                         "_path_lower", "_path_upper")
-# the threads that read and decode manifests when the driver plans (the machine's cores, as Iceberg Java's
-# worker pool; at most 8: a driver shares its cores with Spark's own threads)
-DRIVER_THREADS = max(1, min(8, os.cpu_count() or 1))
 LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
 LOCAL_MAX_BYTES_DEFAULT = 48 * 1024 * 1024
 LOCAL_MAX_FILES = "sparkberg.planning.local-max-files"

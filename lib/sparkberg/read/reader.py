@@ -7,8 +7,6 @@ vectors by (file, ``_metadata.row_index``); equality deletes by null-safe equali
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 from collections import defaultdict
 from typing import Any, Iterator, Sequence
@@ -27,6 +25,7 @@ from sparkberg.read.formats import ARROW_READ_FORMATS, path_key, read_with_arrow
 from sparkberg.planning.scan import partition_column
 from sparkberg.spark.session import arrow_dataframe, read_parquet
 from sparkberg.spark.types import FIELD_ID_KEY, to_spark_read_field, to_spark_type
+from sparkberg.threads import by_threads
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.puffin import dv_positions
@@ -563,7 +562,7 @@ class DeletedPositions:
         with the positions of ``extra`` (numpy arrays by data file id: the rows equality deletes delete)."""
         ios: dict[str, Any] = {}
         found: dict[int, list] = defaultdict(list)
-        for part in _by_threads(lambda text: self.found(text, ios), units):
+        for part in by_threads(lambda text: self.found(text, ios), units):
             for fid, positions in part.items():  # (units share no data file)
                 found[fid].extend(positions)
         for fid, positions in (extra or {}).items():
@@ -605,18 +604,10 @@ def _equality_rows_on_driver(fields: list[T.NestedField], applies: dict[str, set
     columns = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))  # (as _delete_file_rows reads)
     schema = columns.append(pa.field("_del_fid", pa.int32()))
     paths = sorted(applies)
-    tables = _by_threads(lambda path: _equality_file_rows(path, formats[path], fields, cache), paths)
+    tables = by_threads(lambda path: _equality_file_rows(path, formats[path], fields, cache), paths)
     parts = [table.append_column(schema.field("_del_fid"), pa.array(np.full(table.num_rows, fid, np.int32)))
              for path, table in zip(paths, tables) for fid in sorted(applies[path])]
     return pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
-
-
-def _by_threads(fn, items: Sequence) -> list:
-    """``fn`` of each item, in order, by a thread per core (the driver's work on delete and data files: Arrow
-    reads and matches without the GIL)."""
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=max(1, min(len(items), os.cpu_count() or 1))) as pool:
-        return list(pool.map(fn, items))
 
 
 def _equality_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], cache: DeleteCache | None) -> pa.Table:
@@ -1120,7 +1111,7 @@ def _equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int
         return cache.get(("equality positions", task["file_path"], sources), load, lambda a: a.nbytes)
 
     try:
-        found = _by_threads(lambda it: positions(it[1]), eq_tasks)
+        found = by_threads(lambda it: positions(it[1]), eq_tasks)
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid, OSError):
         # a column type Arrow cannot match on, a file this process cannot open: Spark joins (and names a file
         # that it cannot read either)
