@@ -1,9 +1,12 @@
 """The compiled Avro decoder gives fastavro's values for every field it keeps, on generated records of a schema
 with every Avro type: primitives, optional fields, fixed, enums, arrays of values and of records, arrays of
-arrays, records in records; maps and unions of several types are stepped over; several blocks, both codecs
-(deflate by ISA-L or zlib), several files in one pass. Files it cannot read exactly (truncated, corrupt, a codec
+arrays, records in records; maps and unions of several types are stepped over, and arrays and maps of flat items
+that nothing is kept of in one instruction (blocks that give their size in bytes: whole); several blocks, both
+codecs (deflate by ISA-L or zlib), several files in one pass. Files it cannot read exactly (truncated, corrupt, a codec
 it lacks) are declined (None)."""
+import copy
 import io
+import json
 
 import fastavro
 import numpy as np
@@ -13,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 from sparkberg.avro import compiled
 from sparkberg.avro.compiled import ITEMS, read_columns
 
-SCHEMA = fastavro.parse_schema({"type": "record", "name": "r", "fields": [
+RAW_SCHEMA = {"type": "record", "name": "r", "fields": [
     {"name": "b", "type": "boolean"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
     {"name": "f", "type": "float"}, {"name": "d", "type": "double"}, {"name": "s", "type": "string"},
     {"name": "by", "type": "bytes"}, {"name": "fx", "type": {"type": "fixed", "name": "f3", "size": 3}},
@@ -24,9 +27,14 @@ SCHEMA = fastavro.parse_schema({"type": "record", "name": "r", "fields": [
         {"name": "k", "type": "int"}, {"name": "v", "type": ["null", "bytes"]}]}}},
     {"name": "nested", "type": {"type": "array", "items": {"type": "array", "items": "int"}}},
     {"name": "m", "type": {"type": "map", "values": "long"}},
+    {"name": "flat", "type": {"type": "array", "items": {"type": "record", "name": "fl", "fields": [
+        {"name": "a", "type": "boolean"}, {"name": "b", "type": "float"}, {"name": "c", "type": "double"},
+        {"name": "d", "type": "f3"}, {"name": "e", "type": "abc"}, {"name": "f", "type": "string"},
+        {"name": "g", "type": {"type": "long"}}, {"name": "h", "type": "null"}]}}},
     {"name": "sub", "type": {"type": "record", "name": "sub", "fields": [
         {"name": "x", "type": "int"}, {"name": "y", "type": ["null", "string"]}, {"name": "again", "type": "f3"}]}},
-]})
+]}
+SCHEMA = fastavro.parse_schema(copy.deepcopy(RAW_SCHEMA))
 LONGS = st.integers(-2 ** 63, 2 ** 63 - 1)
 INTS = st.integers(-2 ** 31, 2 ** 31 - 1)
 records = st.fixed_dictionaries({
@@ -37,11 +45,17 @@ records = st.fixed_dictionaries({
     "recs": st.lists(st.fixed_dictionaries({"k": INTS, "v": st.none() | st.binary(max_size=3)}), max_size=3),
     "nested": st.lists(st.lists(INTS, max_size=2), max_size=3),
     "m": st.dictionaries(st.text(max_size=2), LONGS, max_size=2),
+    "flat": st.lists(st.fixed_dictionaries({
+        "a": st.booleans(), "b": st.floats(width=32, allow_nan=False), "c": st.floats(allow_nan=False),
+        "d": st.binary(min_size=3, max_size=3), "e": st.sampled_from(["A", "B", "C"]), "f": st.text(max_size=3),
+        "g": LONGS, "h": st.none()}), max_size=3),
     "sub": st.fixed_dictionaries({"x": INTS, "y": st.none() | st.text(max_size=3),
                                   "again": st.binary(min_size=3, max_size=3)})})
 ROW = {"b": True, "i": -7, "l": 2 ** 40, "f": 1.5, "d": -0.25, "s": "é€", "by": b"\x00\xff", "fx": b"abc", "e": "C",
        "opt": None, "multi": "x", "arr": [3, -4], "recs": [{"k": 1, "v": None}, {"k": 2, "v": b"z"}],
-       "nested": [[1], [], [2, 3]], "m": {"a": 1}, "sub": {"x": 9, "y": "q", "again": b"xyz"}}
+       "nested": [[1], [], [2, 3]], "m": {"a": 1},
+       "flat": [{"a": True, "b": 0.5, "c": 2.0, "d": b"def", "e": "B", "f": "ü", "g": -5, "h": None}] * 2,
+       "sub": {"x": 9, "y": "q", "again": b"xyz"}}
 PATHS = [(n,) for n in ("b", "i", "l", "f", "d", "s", "by", "fx", "e", "opt", "multi", "arr", "recs", "nested", "m",
                         "sub")]
 
@@ -74,7 +88,7 @@ def check(rows, cols):
     assert cols.binary(("s",), string=True).to_pylist() == [r["s"] for r in rows]
     for name in ("by", "fx"):
         assert cols.binary((name,)).to_pylist() == [r[name] for r in rows]
-    assert not cols.has(("multi",)) and not cols.has(("m", ITEMS))  # (stepped over)
+    assert not cols.has(("multi",)) and not cols.has(("m", ITEMS)) and not cols.has(("flat",))  # (stepped over)
     assert lists(cols, ("arr",), values(cols, ("arr", ITEMS))) == [r["arr"] for r in rows]
     kv = [{"k": k, "v": v} for k, v in zip(values(cols, ("recs", ITEMS, "k")),
                                            cols.binary(("recs", ITEMS, "v")).to_pylist())]
@@ -108,7 +122,62 @@ def test_only_the_paths_asked_for_are_kept():
     rows = [{**ROW, "arr": [1, 2]}]
     cols = read_columns(avro(rows), [("arr",), ("sub", "x")])
     assert cols.has(("arr", ITEMS)) and cols.has(("sub", "x")) and not cols.has(("i",)) and not cols.has(("sub", "y"))
-    assert values(cols, ("arr", ITEMS)) == [1, 2]
+    assert values(cols, ("arr", ITEMS)) == [1, 2] and values(cols, ("sub", "x")) == [9]
+
+
+def test_arrays_and_maps_of_flat_items_that_no_path_keeps_are_stepped_over_in_one_instruction():
+    prog = compiled.program(json.dumps(RAW_SCHEMA), frozenset([("i",), ("sub", "x")]))
+    # arr (longs), m (a map of longs), flat (records of primitives, fixed and enums), nested's inner arrays (of
+    # ints); not recs (a union in its items) nor nested itself (arrays in it: its items stepped one by one)
+    assert prog.code_array[:, 0].tolist().count(compiled.OP_SKIP_ARRAY) == 4
+    kept = compiled.program(json.dumps(RAW_SCHEMA), frozenset([("arr",), ("m",), ("flat",)]))
+    assert kept.code_array[:, 0].tolist().count(compiled.OP_SKIP_ARRAY) == 1  # (nested's inner arrays only)
+    rows = [{**ROW, "i": i, "arr": list(range(i)), "m": {str(k): k for k in range(i)}, "flat": ROW["flat"] * i}
+            for i in range(5)]
+    cols = read_columns(avro(rows), [("i",), ("sub", "x")])
+    assert values(cols, ("i",)) == list(range(5)) and values(cols, ("sub", "x")) == [9] * 5
+
+
+def _zigzag(v: int) -> bytes:
+    v = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def test_blocks_that_give_their_size_in_bytes_are_stepped_over_whole():
+    """Arrays and maps may be written in blocks of a negative count followed by the block's size in bytes (Avro
+    spec, "Complex Types"; Java's blocking encoder writes them): stepped over by that size, kept items decoded."""
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "a", "type": {"type": "array", "items": "long"}},
+        {"name": "m", "type": {"type": "map", "values": "long"}}, {"name": "z", "type": "int"}]}
+    first = _zigzag(5) + _zigzag(-300)
+    pair = _zigzag(1) + b"k" + _zigzag(9)
+    body = (_zigzag(-2) + _zigzag(len(first)) + first + _zigzag(1) + _zigzag(7) + _zigzag(0) +
+            _zigzag(-1) + _zigzag(len(pair)) + pair + _zigzag(0) + _zigzag(42))
+    sync = bytes(range(16))
+
+    def container(record: bytes) -> bytes:
+        text = json.dumps(schema).encode()
+        meta = _zigzag(1) + _zigzag(len(b"avro.schema")) + b"avro.schema" + _zigzag(len(text)) + text + _zigzag(0)
+        return b"Obj\x01" + meta + sync + _zigzag(2) + _zigzag(2 * len(record)) + record * 2 + sync
+
+    data = container(body)
+    assert list(fastavro.reader(io.BytesIO(data))) == [{"a": [5, -300, 7], "m": {"k": 9}, "z": 42}] * 2
+    cols = read_columns(data, [("z",)])
+    assert values(cols, ("z",)) == [42, 42]
+    cols = read_columns(data, [("a",), ("z",)])
+    assert lists(cols, ("a",), values(cols, ("a", ITEMS))) == [[5, -300, 7]] * 2 and values(cols, ("z",)) == [42, 42]
+    # a block size past the data's end: stepping over by it is declined (to the decoders that read item by item,
+    # as fastavro, which reads such a file whole); kept, the items are read one by one, as fastavro reads them
+    bad = container(_zigzag(-2) + _zigzag(1000) + body[len(_zigzag(-2) + _zigzag(len(first))):])
+    assert list(fastavro.reader(io.BytesIO(bad))) == [{"a": [5, -300, 7], "m": {"k": 9}, "z": 42}] * 2
+    assert read_columns(bad, [("z",)]) is None
+    cols = read_columns(bad, [("a",), ("z",)])
+    assert lists(cols, ("a",), values(cols, ("a", ITEMS))) == [[5, -300, 7]] * 2 and values(cols, ("z",)) == [42, 42]
 
 
 def test_what_it_cannot_read_exactly_is_declined():

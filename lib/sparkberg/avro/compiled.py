@@ -31,7 +31,13 @@ INFLATE_ERRORS = (zlib.error, _deflate.error)
 
 # instructions: (op, a, b, slot); slot -1: the value is read and not kept
 (OP_NULL, OP_BOOLEAN, OP_INT, OP_FLOAT, OP_DOUBLE, OP_BYTES, OP_FIXED, OP_UNION, OP_JUMP, OP_ARRAY, OP_MAP,
- OP_ITEM_END) = range(12)
+ OP_ITEM_END, OP_SKIP_ARRAY) = range(13)
+# OP_SKIP_ARRAY steps over an array or map nothing is kept of whose items are flat (primitives, fixed, enums, and
+# records of those: Iceberg's metrics maps), in one loop: its items' shape is ``b`` entries of the targets from
+# ``a`` on, each a value's width in bytes, or one of these
+SKIP_VARINT, SKIP_LENGTH = -1, -2  # (int, long, enum; bytes, string)
+_SKIP_SHAPES = {"null": 0, "boolean": 1, "int": SKIP_VARINT, "long": SKIP_VARINT, "float": 4, "double": 8,
+                "bytes": SKIP_LENGTH, "string": SKIP_LENGTH}
 # what a slot holds: integers (boolean, int, long, enum; an array's item count), floats, bytes (string, bytes,
 # fixed) as (start, length) in the data
 INTS, FLOATS, BYTES = "ints", "floats", "bytes"
@@ -129,6 +135,39 @@ class Program:
         self._within[kind].append(within)
         return index
 
+    def _name(self, t: dict) -> None:
+        if t.get("type") in ("record", "error", "fixed", "enum") and "name" in t:
+            self._names[t["name"]] = t
+            if "namespace" in t:
+                self._names[f"{t['namespace']}.{t['name']}"] = t
+
+    def _flat_shape(self, t: Any, depth: int) -> list[int] | None:
+        """The widths (or :data:`SKIP_VARINT`, :data:`SKIP_LENGTH`) of the values of a flat type, one after the
+        other: primitives, fixed, enums and records of those; None for any other (unions, arrays, maps)."""
+        if depth > 64:
+            return None
+        if isinstance(t, str):
+            if t in _SKIP_SHAPES:
+                return [_SKIP_SHAPES[t]]
+            return self._flat_shape(self._names[t], depth + 1) if t in self._names else None
+        if not isinstance(t, dict):
+            return None
+        self._name(t)
+        kind = t.get("type")
+        if kind in ("record", "error"):
+            out: list[int] = []
+            for f in t.get("fields", []):
+                shape = self._flat_shape(f["type"], depth + 1)
+                if shape is None:
+                    return None
+                out += shape
+            return out
+        if kind == "fixed":
+            return [int(t["size"])]
+        if kind == "enum":
+            return [SKIP_VARINT]
+        return self._flat_shape(kind, depth + 1) if isinstance(kind, str) else None  # ({"type": "long", ...})
+
     def _emit(self, t: Any, path: tuple[str, ...], keep: bool, depth: int, within: int) -> None:
         if depth > 64:
             raise Unsupported("a recursive schema")
@@ -159,10 +198,7 @@ class Program:
         if not isinstance(t, dict):
             raise Unsupported(f"unknown type {t!r}")
         kind = t.get("type")
-        if kind in ("record", "error", "fixed", "enum") and "name" in t:
-            self._names[t["name"]] = t
-            if "namespace" in t:
-                self._names[f"{t['namespace']}.{t['name']}"] = t
+        self._name(t)
         if kind in ("record", "error"):
             for f in t.get("fields", []):
                 self._emit(f["type"], path + (f["name"],), keep, depth + 1, within)
@@ -170,6 +206,12 @@ class Program:
         if kind in ("array", "map"):
             at = len(code)
             slot = self._slot(path, INTS, keep, within)
+            shape = self._flat_shape(t["items"] if kind == "array" else t["values"], depth + 1) if slot < 0 else None
+            if shape:  # (nothing of it kept: stepped over in one instruction; a map item's key is a string)
+                shape = shape if kind == "array" else [SKIP_LENGTH] + shape
+                code.append([OP_SKIP_ARRAY, len(self.targets), len(shape), -1])
+                self.targets.extend(shape)
+                return
             if slot >= 0:
                 self._parent[slot] = within
             code.append([OP_ARRAY if kind == "array" else OP_MAP, 0, 0, slot])

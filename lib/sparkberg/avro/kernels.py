@@ -6,7 +6,7 @@ import numpy as np
 
 from sparkberg.avro.compiled import (
     MAX_DEPTH, OP_ARRAY, OP_BOOLEAN, OP_BYTES, OP_DOUBLE, OP_FIXED, OP_FLOAT, OP_INT, OP_ITEM_END, OP_JUMP, OP_MAP,
-    OP_NULL, OP_UNION,
+    OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
 )
 
 _compiled = numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -83,6 +83,11 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                 pc += 1
             elif op == OP_JUMP:
                 pc = code[pc, 1]
+            elif op == OP_SKIP_ARRAY:
+                pos = skip_array(buf, pos, size, targets, code[pc, 1], code[pc, 2])
+                if pos < 0:
+                    return -2
+                pc += 1
             elif op == OP_NULL:
                 pc += 1
             elif op == OP_BOOLEAN:
@@ -158,6 +163,44 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
             else:
                 return -2
     return pos
+
+
+@_compiled
+def skip_array(buf, pos, size, shapes, first, width):
+    """The position after the array (or map) at ``pos`` whose items are flat values of the shape
+    ``shapes[first:first + width]`` (widths in bytes, or SKIP_VARINT, SKIP_LENGTH); -1 for data that does not
+    fit. Blocks that give their size in bytes are stepped over whole."""
+    while True:
+        count, pos = read_long(buf, pos, size)
+        if pos < 0:
+            return -1
+        if count == 0:
+            return pos
+        if count < 0:
+            count = -count
+            length, pos = read_long(buf, pos, size)
+            if pos < 0 or length < 0 or length > size - pos:
+                return -1
+            pos += length
+            continue
+        if count > size - pos:  # (a corrupt count; as the interpreter's arrays)
+            return -1
+        for _ in range(count):
+            for k in range(first, first + width):
+                shape = shapes[k]
+                if shape == SKIP_VARINT:
+                    _, pos = read_long(buf, pos, size)
+                    if pos < 0:
+                        return -1
+                elif shape == SKIP_LENGTH:
+                    length, pos = read_long(buf, pos, size)
+                    if pos < 0 or length < 0 or length > size - pos:
+                        return -1
+                    pos += length
+                else:
+                    if shape > size - pos:
+                        return -1
+                    pos += shape
 
 
 @_compiled
