@@ -1,5 +1,6 @@
-"""Imports point downward only (errors/zipimports/threads < spec < expressions/avro/io < spark < planning/read/write
-< commit/catalog < maintenance < table/inspect/views/__init__ < jobs), and spec/, expressions/, avro/ never import pyspark."""
+"""Imports point downward only (errors/zipimports/threads/lru < spec < expressions/avro/io < spark
+< planning/read/write < commit/catalog < maintenance < table/inspect/views/__init__ < jobs), and spec/, expressions/,
+avro/ never import pyspark."""
 import ast
 import os
 
@@ -7,7 +8,7 @@ import pytest
 
 LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "sparkberg")
 LAYERS = [
-    {"errors", "zipimports", "threads"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
+    {"errors", "zipimports", "threads", "lru"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
     {"planning", "read", "write"},
     {"commit", "catalog"}, {"maintenance"}, {"table", "inspect", "views", "__init__"}, {"jobs"},
 ]

@@ -27,14 +27,13 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import threading
 import uuid
-from collections import OrderedDict
 from typing import Any, Callable
 
 import pyarrow as pa
 
 from sparkberg.avro.columnar import ManifestColumns
+from sparkberg.lru import LRU
 
 ENABLED = "spark.sparkberg.manifest-cache.enabled"
 DIRECTORY = "spark.sparkberg.manifest-cache.dir"
@@ -50,12 +49,10 @@ class ManifestCache:
     """Decoded manifests (:class:`ManifestColumns`) as Arrow IPC files under ``directory``, at most
     ``max_bytes`` of them. Picklable: executors get the settings and open the same directory locally."""
 
-    # this process's mapped cache files (cache file -> (columns, bytes)) and decoded manifest lists (by path),
-    # shared by every cache object of the process (executors unpickle one per task)
-    _mapped: OrderedDict[str, tuple[ManifestColumns, int]] = OrderedDict()
-    _mapped_bytes = 0
-    _lists: OrderedDict[str, list] = OrderedDict()
-    _lock = threading.Lock()
+    # this process's mapped cache files (cache file -> columns, weighed in bytes) and decoded manifest lists (by
+    # path), shared by every cache object of the process (executors unpickle one per task)
+    _mapped = LRU()
+    _lists = LRU()
 
     def __init__(self, directory: str, max_bytes: int = MAX_BYTES_DEFAULT):
         self.directory = directory
@@ -75,11 +72,9 @@ class ManifestCache:
     def get(self, path: str, length: int, types: Any) -> ManifestColumns | None:
         """The manifest at ``path`` (``length`` bytes) decoded to partition ``types``, if cached."""
         file = self._file(path, length, types)
-        with self._lock:
-            hit = self._mapped.get(file)
-            if hit is not None:
-                self._mapped.move_to_end(file)
-                return hit[0]
+        hit = self._mapped.get(file)
+        if hit is not None:
+            return hit
         try:
             table = pa.ipc.open_file(pa.memory_map(file)).read_all()
         except FileNotFoundError:
@@ -99,32 +94,19 @@ class ManifestCache:
             else:
                 columns[name] = array
         mc = ManifestColumns(table.num_rows, columns, partition)
-        self._keep_mapped(file, mc, table.nbytes)
+        self._mapped.put(file, mc, table.nbytes, self.max_bytes)
         return mc
-
-    def _keep_mapped(self, file: str, mc: ManifestColumns, nbytes: int) -> None:
-        cls = type(self)
-        with self._lock:
-            if file not in cls._mapped:
-                cls._mapped[file] = (mc, nbytes)
-                cls._mapped_bytes += nbytes
-            while cls._mapped_bytes > self.max_bytes and len(cls._mapped) > 1:
-                cls._mapped_bytes -= cls._mapped.popitem(last=False)[1][1]
 
     def manifest_list(self, path: str, read: Callable[[], Any]) -> Any:
         """The manifests the manifest list at ``path`` lists (a list, or columns that never change), decoded by
         ``read`` on this process's first request (a manifest list, like a manifest, never changes once
         written)."""
-        with self._lock:
-            hit = self._lists.get(path)
-            if hit is not None:
-                self._lists.move_to_end(path)
-                return list(hit) if isinstance(hit, list) else hit
+        hit = self._lists.get(path)
+        if hit is not None:
+            return list(hit) if isinstance(hit, list) else hit
         manifests = read()
-        with self._lock:
-            self._lists[path] = list(manifests) if isinstance(manifests, list) else manifests
-            while len(self._lists) > MANIFEST_LISTS:
-                self._lists.popitem(last=False)
+        self._lists.put(path, list(manifests) if isinstance(manifests, list) else manifests,
+                        max_entries=MANIFEST_LISTS)
         return manifests
 
     def put(self, path: str, length: int, types: Any, mc: ManifestColumns) -> None:

@@ -23,9 +23,9 @@ entry larger than a quarter of the bound is not kept. Spark conf, read on the dr
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any, Callable, Hashable
+
+from sparkberg.lru import LRU
 
 ENABLED = "spark.sparkberg.delete-cache.enabled"
 MAX_BYTES = "spark.sparkberg.delete-cache.max-bytes"
@@ -36,10 +36,7 @@ class DeleteCache:
     """The decoded deletes this process keeps, at most ``max_bytes`` of them. Picklable: executors get the
     bound and keep their own entries."""
 
-    # shared by every cache object of the process (executors unpickle one per task)
-    _entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
-    _bytes = 0
-    _lock = threading.Lock()
+    _kept = LRU()  # (shared by every cache object of the process: executors unpickle one per task)
 
     def __init__(self, max_bytes: int = MAX_BYTES_DEFAULT):
         self.max_bytes = max_bytes
@@ -52,30 +49,19 @@ class DeleteCache:
 
     def get(self, key: Hashable, load: Callable[[], Any], nbytes: Callable[[Any], int]) -> Any:
         """The value kept for ``key``, else what ``load`` returns (kept when ``nbytes`` of it fits)."""
-        cls = type(self)
-        with self._lock:
-            hit = cls._entries.get(key)
-            if hit is not None:
-                cls._entries.move_to_end(key)
-                return hit[0]
+        hit = self._kept.get(key)
+        if hit is not None:
+            return hit
         value = load()  # (outside the lock: threads decode different files at once)
         size = nbytes(value)
-        if size > self.max_bytes // 4:
-            return value
-        with self._lock:
-            if key not in cls._entries:
-                cls._entries[key] = (value, size)
-                cls._bytes += size
-            while cls._bytes > self.max_bytes and cls._entries:
-                cls._bytes -= cls._entries.popitem(last=False)[1][1]
+        if size <= self.max_bytes // 4:
+            self._kept.put(key, value, size, self.max_bytes)
         return value
 
     @classmethod
     def clear(cls) -> None:
         """Drop every entry of this process."""
-        with cls._lock:
-            cls._entries.clear()
-            cls._bytes = 0
+        cls._kept.clear()
 
 
 def delete_cache(spark) -> DeleteCache | None:

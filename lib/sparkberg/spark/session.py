@@ -6,8 +6,9 @@ import os
 import re
 import threading
 import weakref
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Sequence
+
+from sparkberg.lru import LRU
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -211,9 +212,7 @@ class ParquetRelations:
     _sessions_lock = threading.Lock()
 
     def __init__(self):
-        self._entries: OrderedDict = OrderedDict()
-        self._files = 0
-        self._lock = threading.Lock()
+        self._kept = LRU()
 
     @classmethod
     def of(cls, spark) -> ParquetRelations | None:
@@ -231,27 +230,15 @@ class ParquetRelations:
 
     def get(self, key: Hashable) -> Any:
         """The relation kept for ``key``, or None."""
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is None:
-                return None
-            self._entries.move_to_end(key)
-            return hit[0]
+        return self._kept.get(key)
 
     def put(self, key: Hashable, relation: Any, files: int) -> None:
         """Keep ``relation`` (listing ``files`` files), dropping the least recently used beyond the bounds."""
-        if files > self.MAX_FILES:
-            return
-        with self._lock:
-            if key in self._entries:
-                return
-            self._entries[key] = (relation, files)
-            self._files += files
-            while self._files > self.MAX_FILES or len(self._entries) > self.MAX_ENTRIES:
-                self._files -= self._entries.popitem(last=False)[1][1]
+        if files <= self.MAX_FILES:
+            self._kept.put(key, relation, files, self.MAX_FILES, self.MAX_ENTRIES)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._kept)
 
 
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
