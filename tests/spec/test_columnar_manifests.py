@@ -92,13 +92,17 @@ def _entries(rows, content: int):
         lo, hi = min(lo, hi), max(lo, hi)
         path = f"file:///wh/t/data/{k:03d}.parquet"
         d = DataFile(file_path=path, file_format="PARQUET", partition=part, record_count=rc, file_size_in_bytes=10 + rc,
-                     content=content, value_counts={1: rc}, null_value_counts={1: 0},
-                     lower_bounds={1: to_bytes(T.LONG, lo)}, upper_bounds={1: to_bytes(T.LONG, hi)},
+                     content=content, value_counts={5: rc, 1: rc, 13: rc}, null_value_counts={1: 0, 13: rc // 3},
+                     nan_value_counts={9: 0},
+                     lower_bounds={5: b"a", 1: to_bytes(T.LONG, lo), 13: to_bytes(T.INT, lo - 50)},
+                     upper_bounds={5: b"b", 1: to_bytes(T.LONG, hi), 13: to_bytes(T.INT, hi - 50)},
                      first_row_id=first_row_id if content == DATA else None,
                      equality_ids=(1,) if content == EQUALITY_DELETES else None, split_offsets=(4,) if explicit else None)
         if content == POSITION_DELETES:
             target = f"file:///wh/t/data/{k + 1:03d}.parquet".encode()
-            d = DataFile(**{**d.__dict__, "lower_bounds": {2147483546: target}, "upper_bounds": {2147483546: target},
+            pos = {2147483545: to_bytes(T.LONG, k)}  # (other keys than the path's in the maps it reads)
+            d = DataFile(**{**d.__dict__, "lower_bounds": {**pos, 2147483546: target},
+                            "upper_bounds": {2147483546: target, **pos},
                             "referenced_data_file": target.decode() if k % 2 else None})
         seq = None if status == ADDED and not explicit else k
         out.append(ManifestEntry(status, d, None if status == ADDED else 3, seq, seq))
@@ -136,8 +140,10 @@ def _check_columnar_decoding(decoder, rows, version, expr, manifest_seq, manifes
         # the fast path reads every type here (polars declines empty files: the reference decoder reads those)
         assert (not es and decoder == "polars") or read_manifest_columns(data, _decoders(None)._physical(0)) is not None
         for include_deleted in (False, True):
+            # (with equality delete columns' stats when deleted entries are included, to vary what is read)
             dec = _decoders(expr, with_metrics=with_metrics, include_deleted=include_deleted,
-                            with_path_bounds=content == POSITION_DELETES)
+                            with_path_bounds=content == POSITION_DELETES,
+                            eq_types={1: T.LONG, 13: T.INT} if include_deleted else None)
             expected = dec.decode(mf, 4, data)
             got = dec.decode_table(mf, 4, data)
             assert got.schema == dec.schema
@@ -450,6 +456,27 @@ def test_manifest_columns_keep_the_map_values_they_looked_up():
     value = cols.value("lower_bounds", 1)
     assert value.equals(map_get(cols.columns["lower_bounds"], 1)) and value.null_count < 5
     assert cols.value("lower_bounds", 1) is value
+
+
+def test_decoders_keep_only_the_metrics_of_the_fields_they_read():
+    """A decoder that does not output the metrics maps keeps only the items of the fields its metrics filter,
+    equality delete columns and delete path bounds read; those look up as in the whole maps, others are an
+    error (not a missing metric, which would keep files a filter could prune)."""
+    assert _decoders("id >= 20 AND (i < 0 OR d IS NULL)")._metric_keys == {1, 13, 6}
+    assert _decoders("id >= 20", with_metrics=True)._metric_keys is None
+    assert _decoders(None, with_path_bounds=True, eq_types={13: T.INT})._metric_keys == {2147483546, 13}
+    assert _decoders(None)._metric_keys == frozenset()
+    es = _entries([(ADDED, {}, 10, k, k + 5, None, False) for k in range(40)], DATA)
+    data = write_manifest(es, format_version=2, spec=SPEC, schema=SCHEMA, content=MANIFEST_DATA)
+    every = read_manifest_columns(data)
+    kept = read_manifest_columns(data, None, None, frozenset({13}))
+    assert kept.metric_keys == {13} and every.metric_keys is None
+    for name in ("value_counts", "null_value_counts", "lower_bounds", "upper_bounds"):
+        assert kept.value(name, 13).equals(every.value(name, 13)) and every.value(name, 13).null_count == 0
+        with pytest.raises(KeyError, match="metrics of field 1 were not decoded"):
+            kept.value(name, 1)
+    assert kept.columns["lower_bounds"].to_pylist()[0] == [(13, to_bytes(T.INT, -50))]
+    assert kept.columns["nan_value_counts"].to_pylist()[0] == []
 
 
 def test_manifest_cache_is_off_unless_the_session_enables_it(tmp_path):

@@ -239,3 +239,110 @@ def test_empty_and_single_record_files(n):
     cols = read_columns(avro(rows), PATHS)
     assert cols is not None
     check(rows, cols)
+
+
+# arrays of (int key, flat value) records, as Iceberg writes its metrics maps, of which a caller may want only
+# the items of some keys; "other" has a union value, so its items are all kept whatever the keys
+KEYED_SCHEMA = {"type": "record", "name": "k", "fields": [
+    {"name": "counts", "type": ["null", {"type": "array", "logicalType": "map", "items": {
+        "type": "record", "name": "k_v", "fields": [{"name": "key", "type": "int"}, {"name": "value", "type": "long"}]}}],
+     "default": None},
+    {"name": "bounds", "type": ["null", {"type": "array", "items": {"type": "record", "name": "k_b", "fields": [
+        {"name": "key", "type": "int"}, {"name": "value", "type": "bytes"}]}}]},
+    {"name": "fixed", "type": {"type": "array", "items": {"type": "record", "name": "k_f", "fields": [
+        {"name": "key", "type": "long"}, {"name": "value", "type": {"type": "fixed", "name": "f2", "size": 2}}]}}},
+    {"name": "text", "type": {"type": "array", "items": {"type": "record", "name": "k_s", "fields": [
+        {"name": "key", "type": {"type": "int"}}, {"name": "value", "type": "string"}]}}},
+    {"name": "other", "type": {"type": "array", "items": {"type": "record", "name": "k_o", "fields": [
+        {"name": "key", "type": "int"}, {"name": "value", "type": ["null", "long"]}]}}},
+    {"name": "z", "type": "int"},
+]}
+KEYED_PATHS = [("counts",), ("bounds",), ("fixed",), ("text",), ("other",), ("z",)]
+KEYS = st.integers(-2, 6)
+keyed_records = st.fixed_dictionaries({
+    "counts": st.none() | st.lists(st.fixed_dictionaries({"key": KEYS, "value": LONGS}), max_size=6),
+    "bounds": st.none() | st.lists(st.fixed_dictionaries({"key": KEYS, "value": st.binary(max_size=9)}), max_size=6),
+    "fixed": st.lists(st.fixed_dictionaries({"key": KEYS, "value": st.binary(min_size=2, max_size=2)}), max_size=4),
+    "text": st.lists(st.fixed_dictionaries({"key": KEYS, "value": st.text(max_size=3)}), max_size=4),
+    "other": st.lists(st.fixed_dictionaries({"key": KEYS, "value": st.none() | LONGS}), max_size=3),
+    "z": INTS})
+
+
+def keyed_avro(rows, codec: str = "null") -> bytes:
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(copy.deepcopy(KEYED_SCHEMA)), rows, codec=codec, sync_interval=64)
+    return buf.getvalue()
+
+
+def keyed_items(cols, name: str, value) -> list:
+    items = [{"key": k, "value": v} for k, v in zip(values(cols, (name, ITEMS, "key")), value)]
+    return lists(cols, (name,), items)
+
+
+def check_keyed(rows, cols, keys):
+    def wanted(items, name):
+        return None if items is None else [i for i in items if name == "other" or i["key"] in keys]
+    assert values(cols, ("z",)) == [r["z"] for r in rows]
+    assert keyed_items(cols, "counts", values(cols, ("counts", ITEMS, "value"))) == \
+        [wanted(r["counts"], "counts") for r in rows]
+    for name, string in (("bounds", False), ("fixed", False), ("text", True)):
+        found = cols.binary((name, ITEMS, "value"), string=string).to_pylist()
+        assert keyed_items(cols, name, found) == [wanted(r[name], name) for r in rows]
+    assert keyed_items(cols, "other", values(cols, ("other", ITEMS, "value"))) == [r["other"] for r in rows]
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(keyed_records, max_size=10), st.frozensets(KEYS, max_size=3), st.sampled_from(["null", "deflate"]))
+def test_arrays_of_keyed_records_keep_only_the_items_of_the_keys_asked_for(rows, keys, codec):
+    """Every item is stepped over and those of the keys asked for are kept, in order (repeated keys too), as
+    the interpreter keeps an array's items: each row's items from its offsets, a null array null."""
+    data = keyed_avro(rows, codec)
+    every = read_columns(data, KEYED_PATHS)
+    check_keyed(rows, every, set(range(-2, 7)))
+    paths = {p: keys for p in KEYED_PATHS if p != ("z",)}
+    check_keyed(rows, read_columns(data, KEYED_PATHS, keys=paths), keys)
+    check_keyed(rows * 2, read_columns([data, data], KEYED_PATHS, keys=paths), keys)  # (two files, one pass)
+
+
+def test_keyed_arrays_are_one_instruction_where_items_are_an_int_key_and_a_flat_value():
+    prog = compiled.program(json.dumps(KEYED_SCHEMA), frozenset(KEYED_PATHS),
+                            frozenset(((p,), frozenset({1})) for p in ("counts", "bounds", "fixed", "text", "other")))
+    assert prog.code_array[:, 0].tolist().count(compiled.OP_KEYED_ARRAY) == 4  # (not "other": a union value)
+    every = compiled.program(json.dumps(KEYED_SCHEMA), frozenset(KEYED_PATHS))
+    assert every.code_array[:, 0].tolist().count(compiled.OP_KEYED_ARRAY) == 0
+
+
+def test_keyed_arrays_that_outgrow_their_room_are_decoded_again_with_more():
+    compiled.program.cache_clear()
+    for k in (1, 2, 150, 3):
+        rows = [{"counts": [{"key": 1, "value": i} for i in range(k)] + [{"key": 2, "value": -1}] * 3,
+                 "bounds": None, "fixed": [], "text": [], "other": [], "z": k}] * 3
+        cols = read_columns(keyed_avro(rows), KEYED_PATHS, keys={("counts",): {1}})
+        assert keyed_items(cols, "counts", values(cols, ("counts", ITEMS, "value"))) == \
+            [[{"key": 1, "value": i} for i in range(k)]] * 3
+
+
+def test_keyed_arrays_in_blocks_that_give_their_size_in_bytes_and_malformed_ones():
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "m", "type": {"type": "array", "items": {"type": "record", "name": "kv", "fields": [
+            {"name": "key", "type": "int"}, {"name": "value", "type": "bytes"}]}}}, {"name": "z", "type": "int"}]}
+    items = [(3, b"abc"), (4, b""), (3, b"z")]
+    block = b"".join(_zigzag(k) + _zigzag(len(v)) + v for k, v in items)
+    body = _zigzag(-3) + _zigzag(len(block)) + block + _zigzag(0) + _zigzag(42)
+    sync = bytes(range(16))
+
+    def container(record: bytes) -> bytes:
+        text = json.dumps(schema).encode()
+        meta = _zigzag(1) + _zigzag(len(b"avro.schema")) + b"avro.schema" + _zigzag(len(text)) + text + _zigzag(0)
+        return b"Obj\x01" + meta + sync + _zigzag(1) + _zigzag(len(record)) + record + sync
+
+    data = container(body)
+    assert list(fastavro.reader(io.BytesIO(data))) == [{"m": [{"key": k, "value": v} for k, v in items], "z": 42}]
+    cols = read_columns(data, [("m",), ("z",)], keys={("m",): {3}})
+    assert keyed_items(cols, "m", cols.binary(("m", ITEMS, "value")).to_pylist()) == \
+        [[{"key": 3, "value": b"abc"}, {"key": 3, "value": b"z"}]]
+    assert values(cols, ("z",)) == [42]
+    # a value's length past the data's end, and an item count past it: declined
+    assert read_columns(container(_zigzag(1) + _zigzag(3) + _zigzag(100) + b"abc"), [("m",)], keys={("m",): {3}}) \
+        is None
+    assert read_columns(container(_zigzag(1000) + _zigzag(3)), [("m",)], keys={("m",): {3}}) is None

@@ -54,7 +54,8 @@ class ManifestColumns:
     """A manifest's entries as Arrow columns: ``columns`` by canonical name (absent fields are all-null),
     ``partition`` by partition field id (physical form, Arrow type from ``physical``), metrics as maps.
     ``lookups``: for map columns that can answer :meth:`value` without being built whole (a scan reads a few
-    keys of them), the function that does."""
+    keys of them), the function that does. ``metric_keys``: when the metrics maps hold only the items of these
+    keys (decoded for a scan that reads no other), else None."""
     num_rows: int
     columns: Mapping[str, pa.Array]
     partition: dict[int, pa.Array]
@@ -63,6 +64,7 @@ class ManifestColumns:
     _values: dict = field(default_factory=dict, repr=False, compare=False)
     # the entries of each manifest these columns hold, in order (several: :func:`read_manifests_columns`)
     file_rows: list[int] | None = field(default=None, repr=False, compare=False)
+    metric_keys: frozenset[int] | None = None
 
     def __post_init__(self):
         if self.file_rows is None:
@@ -70,6 +72,8 @@ class ManifestColumns:
 
     def value(self, name: str, key: int) -> pa.Array:
         """:func:`map_get` of the map column ``name``, kept: the manifest's columns never change."""
+        if self.metric_keys is not None and key not in self.metric_keys:
+            raise KeyError(f"metrics of field {key} were not decoded (only of {sorted(self.metric_keys)})")
         out = self._values.get((name, key))
         if out is None:
             lookup = self.lookups.get(name)
@@ -110,14 +114,17 @@ ALWAYS = frozenset({"content", "file_path", "file_format", "record_count"})
 
 
 def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None = None,
-                          names: frozenset[str] | None = None) -> ManifestColumns | None:
+                          names: frozenset[str] | None = None,
+                          metric_keys: frozenset[int] | None = None) -> ManifestColumns | None:
     """The entries of a manifest as Arrow columns, or None when this fast path cannot read it exactly.
 
     Decoded by compiled code (:mod:`sparkberg.avro.compiled`) where numba is installed, else by polars.
     ``physical`` maps partition field ids to the Arrow type their values should have (see
     :func:`sparkberg.planning.entries.physical_types`); other fields keep the physical form of their Avro type.
     ``names``: the ``data_file`` columns the caller reads (all when None); the others are not decoded (the
-    metrics maps are most of the work) and are absent from :attr:`ManifestColumns.columns`.
+    metrics maps are most of the work) and are absent from :attr:`ManifestColumns.columns`. ``metric_keys``: the
+    field ids whose metrics the caller reads (all when None); the compiled decoder keeps only those items of
+    the metrics maps (see :attr:`ManifestColumns.metric_keys`).
     """
     if data[:4] != b"Obj\x01":
         return None  # (before the header is parsed)
@@ -129,7 +136,7 @@ def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None =
     if layout is None:
         return None
     try:
-        fast = _compiled_columns(data, schema_json, *layout, physical or {}, names)
+        fast = _compiled_columns(data, schema_json, *layout, physical or {}, names, metric_keys)
     except (Unsupported, pa.ArrowException, KeyError, TypeError, ValueError):
         fast = None
     if fast is not None:
@@ -144,7 +151,8 @@ def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None =
 
 
 def read_manifests_columns(datas: Sequence[bytes], physical: dict[int, pa.DataType] | None = None,
-                           names: frozenset[str] | None = None) -> ManifestColumns | None:
+                           names: frozenset[str] | None = None,
+                           metric_keys: frozenset[int] | None = None) -> ManifestColumns | None:
     """The entries of several manifests of one writer schema as one :class:`ManifestColumns` (theirs one after
     the other, each one's entry count in ``file_rows``), decoded in one pass by compiled code; None where that
     cannot be done (numba missing, manifests of different schemas, anything :func:`read_manifest_columns` would
@@ -156,7 +164,7 @@ def read_manifests_columns(datas: Sequence[bytes], physical: dict[int, pa.DataTy
         layout = _layout(schema_json)
         if layout is None:
             return None
-        return _compiled_columns(datas, schema_json, *layout, physical or {}, names)
+        return _compiled_columns(datas, schema_json, *layout, physical or {}, names, metric_keys)
     except (Unsupported, pa.ArrowException, KeyError, TypeError, ValueError):
         return None
 
@@ -168,7 +176,8 @@ def concat_manifest_columns(parts: Sequence[ManifestColumns]) -> ManifestColumns
     if len(parts) == 1:
         return first
     names, fids = set(first.columns), list(first.partition)
-    if any(set(p.columns) != names or list(p.partition) != fids for p in parts):
+    if any(set(p.columns) != names or list(p.partition) != fids or p.metric_keys != first.metric_keys
+           for p in parts):
         return None
     try:
         partition = {fid: pa.concat_arrays([p.partition[fid] for p in parts]) for fid in fids}
@@ -177,7 +186,8 @@ def concat_manifest_columns(parts: Sequence[ManifestColumns]) -> ManifestColumns
     builders = {name: functools.partial(_concat_column, parts, name) for name in names}
     lookups = {name: functools.partial(_concat_lookup, parts, name) for name in names
                if pa.types.is_map(first.columns[name].type)}
-    out = ManifestColumns(sum(p.num_rows for p in parts), LazyColumns({}, builders), partition, lookups)
+    out = ManifestColumns(sum(p.num_rows for p in parts), LazyColumns({}, builders), partition, lookups,
+                          metric_keys=first.metric_keys)
     out.file_rows = [p.num_rows for p in parts]
     return out
 
@@ -191,7 +201,8 @@ def _concat_lookup(parts: Sequence[ManifestColumns], name: str, key: int) -> pa.
 
 
 def _compiled_columns(data: bytes | Sequence[bytes], schema_json: str, entry_ids, df_ids, part_schema: dict,
-                      physical: dict[int, pa.DataType], names: frozenset[str] | None) -> ManifestColumns | None:
+                      physical: dict[int, pa.DataType], names: frozenset[str] | None,
+                      metric_keys: frozenset[int] | None = None) -> ManifestColumns | None:
     """:func:`read_manifest_columns` by the compiled decoder (None where it is not available or declines); of
     several manifests when ``data`` is a list of them (their entry counts in ``file_rows``)."""
     df = entry_ids[2][0]
@@ -199,7 +210,9 @@ def _compiled_columns(data: bytes | Sequence[bytes], schema_json: str, entry_ids
               if names is None or name in names or name in ALWAYS}
     paths = [(entry_ids[fid][0],) for fid in ENTRY_COLUMNS if fid in entry_ids]
     paths += [(df, df_ids[fid][0]) for fid in wanted if fid in df_ids] + [(df, df_ids[102][0])]
-    cols = compiled.read_columns(data, paths, schema_json)
+    maps = [(df, df_ids[fid][0]) for fid, name in wanted.items() if name in _METRIC_VALUE_TYPES and fid in df_ids]
+    cols = compiled.read_columns(data, paths, schema_json,
+                                 None if metric_keys is None else {path: metric_keys for path in maps})
     if cols is None:
         return None
     n = cols.num_rows
@@ -236,7 +249,7 @@ def _compiled_columns(data: bytes | Sequence[bytes], schema_json: str, entry_ids
     for i, f in enumerate(part_schema.get("fields", [])):
         fid = int(f["field-id"]) if "field-id" in f else 1000 + i
         partition[fid] = _compiled_partition(cols, (df, df_ids[102][0], f["name"]), f["type"], physical.get(fid))
-    out = ManifestColumns(n, LazyColumns(columns, builders), partition, lookups)
+    out = ManifestColumns(n, LazyColumns(columns, builders), partition, lookups, metric_keys=metric_keys)
     out.file_rows = cols.file_rows
     return out
 

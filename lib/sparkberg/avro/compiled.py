@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import zlib
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -31,11 +31,16 @@ INFLATE_ERRORS = (zlib.error, _deflate.error)
 
 # instructions: (op, a, b, slot); slot -1: the value is read and not kept
 (OP_NULL, OP_BOOLEAN, OP_INT, OP_FLOAT, OP_DOUBLE, OP_BYTES, OP_FIXED, OP_UNION, OP_JUMP, OP_ARRAY, OP_MAP,
- OP_ITEM_END, OP_SKIP_ARRAY) = range(13)
+ OP_ITEM_END, OP_SKIP_ARRAY, OP_KEYED_ARRAY) = range(14)
 # OP_SKIP_ARRAY steps over an array or map nothing is kept of whose items are flat (primitives, fixed, enums, and
 # records of those: Iceberg's metrics maps), in one loop: its items' shape is ``b`` entries of the targets from
 # ``a`` on, each a value's width in bytes, or one of these
 SKIP_VARINT, SKIP_LENGTH = -1, -2  # (int, long, enum; bytes, string)
+# OP_KEYED_ARRAY reads an array of (int key, flat value) records (Iceberg's metrics maps) of which only the items
+# with some keys are kept (a scan's filter reads the metrics of one or two of a table's columns): every item is
+# stepped over and those kept stored as the interpreter stores an array's items. ``a``: the targets from which
+# the key's slot, the value's slot, the value's shape (SKIP_VARINT for an integer, SKIP_LENGTH or a width for
+# bytes) and the ``b`` keys follow; the slot is the array's
 _SKIP_SHAPES = {"null": 0, "boolean": 1, "int": SKIP_VARINT, "long": SKIP_VARINT, "float": 4, "double": 8,
                 "bytes": SKIP_LENGTH, "string": SKIP_LENGTH}
 # what a slot holds: integers (boolean, int, long, enum; an array's item count), floats, bytes (string, bytes,
@@ -65,10 +70,14 @@ def _kernel():
 
 class Program:
     """A writer schema compiled for :func:`~sparkberg.avro.kernels.run`, keeping the values under ``paths``
-    (tuples of field names; :data:`ITEMS` steps into an array's items; a path keeps every value under it)."""
+    (tuples of field names; :data:`ITEMS` steps into an array's items; a path keeps every value under it).
+    ``keys``: arrays of (int key, flat value) records, by path, of which only the items with these keys are
+    kept (where such an array has another shape, every item is)."""
 
-    def __init__(self, schema: Any, paths: Iterable[tuple[str, ...]]):
+    def __init__(self, schema: Any, paths: Iterable[tuple[str, ...]],
+                 keys: Mapping[tuple[str, ...], Iterable[int]] | None = None):
         self.paths = frozenset(paths)
+        self.keys = {path: sorted(set(ids)) for path, ids in (keys or {}).items()}
         self.code: list[list[int]] = []
         self.targets: list[int] = []
         self.slots: dict[tuple[str, ...], tuple[str, int]] = {}  # path -> (kind, index)
@@ -168,6 +177,27 @@ class Program:
             return [SKIP_VARINT]
         return self._flat_shape(kind, depth + 1) if isinstance(kind, str) else None  # ({"type": "long", ...})
 
+    def _keyed_items(self, t: Any, depth: int) -> tuple[str, int] | None:
+        """(the value's slot kind, its shape) when an array's items are records of an int or long ``key`` and
+        a ``value`` of an integer or bytes type (a metrics map's), else None."""
+        if isinstance(t, str) and t in self._names:
+            t = self._names[t]
+        if not isinstance(t, dict) or t.get("type") not in ("record", "error"):
+            return None
+        self._name(t)
+        fields = t.get("fields", [])
+        if [f.get("name") for f in fields] != ["key", "value"]:
+            return None
+        key, value = (self._flat_shape(f["type"], depth + 1) for f in fields)
+        if key != [SKIP_VARINT] or _base(fields[0]["type"], self._names) not in ("int", "long"):
+            return None
+        base = _base(fields[1]["type"], self._names)
+        if base in ("int", "long") and value == [SKIP_VARINT]:
+            return INTS, SKIP_VARINT
+        if base in ("bytes", "string", "fixed") and value is not None and len(value) == 1:
+            return BYTES, value[0]
+        return None
+
     def _emit(self, t: Any, path: tuple[str, ...], keep: bool, depth: int, within: int) -> None:
         if depth > 64:
             raise Unsupported("a recursive schema")
@@ -214,6 +244,15 @@ class Program:
                 return
             if slot >= 0:
                 self._parent[slot] = within
+            keyed = self._keyed_items(t["items"], depth + 1) if slot >= 0 and kind == "array" and \
+                path in self.keys else None
+            if keyed is not None:  # (only the items of some keys kept: one instruction, as OP_SKIP_ARRAY)
+                value_kind, value_shape = keyed
+                key_slot = self._slot(path + (ITEMS, "key"), INTS, True, slot)
+                value_slot = self._slot(path + (ITEMS, "value"), value_kind, True, slot)
+                code.append([OP_KEYED_ARRAY, len(self.targets), len(self.keys[path]), slot])
+                self.targets.extend([key_slot, value_slot, value_shape, *self.keys[path]])
+                return
             code.append([OP_ARRAY if kind == "array" else OP_MAP, 0, 0, slot])
             self._emit(t["items"] if kind == "array" else t["values"], path + (ITEMS,), keep and slot >= 0 and
                        kind == "array", depth + 1, slot)
@@ -229,10 +268,27 @@ class Program:
         return self._emit(kind, path, keep, depth + 1, within)
 
 
+def _base(t: Any, names: Mapping[str, Any]) -> str | None:
+    """The Avro type name of a type that is not a union (a named type's kind, a primitive's name)."""
+    for _ in range(64):
+        if isinstance(t, str):
+            if t not in names:
+                return t
+            t = names[t]
+        elif isinstance(t, dict):
+            if isinstance(t.get("type"), str) and t["type"] in ("record", "error", "fixed", "enum", "array", "map"):
+                return t["type"]
+            t = t.get("type")
+        else:
+            return None
+    return None
+
+
 @functools.lru_cache(maxsize=256)
-def program(schema_json: str, paths: frozenset[tuple[str, ...]]) -> Program:
+def program(schema_json: str, paths: frozenset[tuple[str, ...]],
+            keys: frozenset[tuple[tuple[str, ...], frozenset[int]]] = frozenset()) -> Program:
     """The compiled program of a writer schema and projection (manifests of a table share a few of each)."""
-    return Program(json.loads(schema_json), paths)
+    return Program(json.loads(schema_json), paths, dict(keys))
 
 
 class Columns:
@@ -390,11 +446,13 @@ def _long(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def read_columns(data: bytes | Sequence[bytes], paths: Iterable[tuple[str, ...]],
-                 schema_json: str | None = None) -> Columns | None:
+                 schema_json: str | None = None,
+                 keys: Mapping[tuple[str, ...], Iterable[int]] | None = None) -> Columns | None:
     """The records of an Avro file, or of several files of one writer schema one after the other (their row
     counts in :attr:`Columns.file_rows`), the values under ``paths`` kept; None when this decoder cannot read
     them (numba missing, a codec other than null and deflate, files of different schemas, a schema it does
-    not handle, malformed data)."""
+    not handle, malformed data). ``keys``: arrays of (int key, flat value) records (metrics maps) of which only
+    the items with these keys are wanted (the others may be left out)."""
     kernel = _kernel() if ENABLED else None
     if kernel is None:
         return None
@@ -403,7 +461,8 @@ def read_columns(data: bytes | Sequence[bytes], paths: Iterable[tuple[str, ...]]
         schemas = {schema for schema, _, _ in parts}
         if len(schemas) != 1 or (schema_json is not None and schemas != {schema_json}):
             return None
-        prog = program(schemas.pop(), frozenset(paths))
+        prog = program(schemas.pop(), frozenset(paths),
+                       frozenset((path, frozenset(ids)) for path, ids in (keys or {}).items()))
     except (Unsupported, *INFLATE_ERRORS, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
     rows = [n for _, n, _ in parts]

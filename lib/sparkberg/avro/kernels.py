@@ -6,7 +6,7 @@ import numpy as np
 
 from sparkberg.avro.compiled import (
     MAX_DEPTH, OP_ARRAY, OP_BOOLEAN, OP_BYTES, OP_DOUBLE, OP_FIXED, OP_FLOAT, OP_INT, OP_ITEM_END, OP_JUMP, OP_MAP,
-    OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
+    OP_KEYED_ARRAY, OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
 )
 
 _compiled = numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -87,6 +87,12 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                 pos = skip_array(buf, pos, size, targets, code[pc, 1], code[pc, 2])
                 if pos < 0:
                     return -2
+                pc += 1
+            elif op == OP_KEYED_ARRAY:
+                pos = keyed_array(buf, pos, size, targets, code[pc, 1], code[pc, 2], slot, row, ints, ivalid, ibase,
+                                  starts, lens, bvalid, bbase, counts, caps, store)
+                if pos < 0:
+                    return pos
                 pc += 1
             elif op == OP_NULL:
                 pc += 1
@@ -201,6 +207,78 @@ def skip_array(buf, pos, size, shapes, first, width):
                     if shape > size - pos:
                         return -1
                     pos += shape
+
+
+@_compiled
+def keyed_array(buf, pos, size, targets, first, nkeys, list_slot, row, ints, ivalid, ibase, starts, lens, bvalid,
+                bbase, counts, caps, store):
+    """Read the array at ``pos`` of (int key, flat value) records, keeping only the items whose key is one of
+    ``targets[first + 3:first + 3 + nkeys]`` (``targets[first:first + 3]``: the key's slot, the value's slot and
+    the value's shape, SKIP_VARINT for an integer, SKIP_LENGTH or a width in bytes for bytes), as the interpreter
+    keeps an array's items, and as the row's item count the items kept. Returns the position after the array,
+    -1 when the items kept outgrow their room, -2 for data that does not fit."""
+    key_slot, value_slot, shape = targets[first], targets[first + 1], targets[first + 2]
+    kept = 0
+    while True:
+        count, pos = read_long(buf, pos, size)
+        if pos < 0:
+            return -2
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _, pos = read_long(buf, pos, size)  # (the block's size in bytes)
+            if pos < 0:
+                return -2
+        if count > size - pos:  # (a corrupt count; as the interpreter's arrays)
+            return -2
+        for _ in range(count):
+            key, pos = read_long(buf, pos, size)
+            if pos < 0:
+                return -2
+            value = np.int64(0)
+            start = pos
+            if shape == SKIP_VARINT:
+                value, pos = read_long(buf, pos, size)
+                if pos < 0:
+                    return -2
+            else:
+                width = shape
+                if shape == SKIP_LENGTH:
+                    width, pos = read_long(buf, pos, size)
+                    if pos < 0:
+                        return -2
+                if width < 0 or width > size - pos:
+                    return -2
+                start = pos
+                pos += width
+                value = width
+            wanted = False
+            for k in range(first + 3, first + 3 + nkeys):
+                if targets[k] == key:
+                    wanted = True
+                    break
+            if not wanted:
+                continue
+            if store:
+                if counts[list_slot] >= caps[list_slot]:
+                    return -1
+                item = counts[list_slot]
+                ints[ibase[key_slot] + item] = key
+                ivalid[ibase[key_slot] + item] = 1
+                if shape == SKIP_VARINT:
+                    ints[ibase[value_slot] + item] = value
+                    ivalid[ibase[value_slot] + item] = 1
+                else:
+                    starts[bbase[value_slot] + item] = start
+                    lens[bbase[value_slot] + item] = value
+                    bvalid[bbase[value_slot] + item] = 1
+            counts[list_slot] += 1
+            kept += 1
+    if store:
+        ints[ibase[list_slot] + row] = kept
+        ivalid[ibase[list_slot] + row] = 1
+    return pos
 
 
 @_compiled

@@ -359,6 +359,13 @@ def _integral_bounds(arr) -> tuple:
                     np.int64), known
 
 
+def predicate_field_ids(pred: Bound) -> frozenset[int] | None:
+    """The field ids whose metrics :func:`metrics_may_match` and :func:`metrics_mask` read to evaluate
+    ``pred`` (those of its predicates), or None for an expression of another kind (then any may be read)."""
+    leaves: list[BoundPredicate] = []
+    return frozenset(p.field_id for p in leaves) if _collect_leaves(pred, leaves) else None
+
+
 def _collect_leaves(e: Bound, out: list) -> bool:
     if isinstance(e, (AlwaysTrue, AlwaysFalse)):
         return True

@@ -222,9 +222,26 @@ class EntryDecoder:
         if self.eq_types:
             needed.add("equality_ids")
         self._needed = frozenset(needed)
+        self._metric_keys = self._keys_read(metrics_filter)
         ddl = dict(c.split(" ", 1) for c in _entry_columns(layout, with_metrics, with_path_bounds,
                                                             bool(self.eq_types)))
         self._ddl = ", ".join(f"{n} {ddl[n]}" for n in self.schema.names)
+
+    def _keys_read(self, metrics_filter: Any) -> frozenset[int] | None:
+        """The field ids whose metrics this decoder reads, when it reads the metrics maps for some fields only
+        (not output whole): the metrics filter's, the equality delete columns', the delete file path's. Only
+        those items are kept of the maps (a 53-column table's maps are most of its manifests)."""
+        if self.with_metrics:
+            return None
+        keys: set[int] = set(self.eq_types)
+        if metrics_filter is not None:
+            fids = getattr(metrics_filter, "field_ids", None)
+            if fids is None:  # (a filter that does not tell what it reads: every key)
+                return None
+            keys |= set(fids)
+        if self.with_path_bounds:
+            keys.add(DELETE_FILE_PATH_ID)
+        return frozenset(keys)
 
     @property
     def ddl(self) -> str:
@@ -345,12 +362,13 @@ class EntryDecoder:
         (compiled code or polars, else the reference decoder)."""
         physical = self._physical(batch[0][0].partition_spec_id)
         if len(batch) > 1:  # (several small manifests, each under COLUMNAR_MIN_ENTRIES, are read together too)
-            found = read_manifests_columns([data for _, _, data in batch], physical, self._needed)
+            found = read_manifests_columns([data for _, _, data in batch], physical, self._needed, self._metric_keys)
             if found is not None:
                 return self._from_columns([(mf, ordinal) for mf, ordinal, _ in batch], found)
         tables = []
         for mf, ordinal, data in batch:
-            cols = None if _few_entries(mf) else read_manifest_columns(data, physical, self._needed)
+            cols = None if _few_entries(mf) else read_manifest_columns(data, physical, self._needed,
+                                                                       self._metric_keys)
             tables.append(self._reference(mf, ordinal, data) if cols is None else
                           self._from_columns([(mf, ordinal)], cols))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)

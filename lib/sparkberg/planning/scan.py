@@ -30,7 +30,9 @@ from pyspark.sql import types as ST
 
 from sparkberg.avro.cache import manifest_cache
 from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
-from sparkberg.expressions.evaluators import manifest_mask, manifest_may_match, metrics_mask, metrics_may_match
+from sparkberg.expressions.evaluators import (
+    manifest_mask, manifest_may_match, metrics_mask, metrics_may_match, predicate_field_ids,
+)
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
@@ -57,6 +59,8 @@ class MetricsFilter:
     def __init__(self, pred: Bound, types: dict[int, T.IcebergType]):
         self.pred = pred
         self.types = types
+        # the fields whose metrics it reads (None: it cannot tell), so decoders keep only those of the maps
+        self.field_ids = predicate_field_ids(pred)
 
     def mask(self, content, record_counts, metrics):
         """:meth:`__call__` for many files at once (numpy bools), or None where only file by file works."""
