@@ -114,6 +114,7 @@ def _decoders(expr: str | None, **kw):
     filters = _partition_filters(METADATA, bound) if bound is not None else None
     types = {f.field_id: f.field_type for f in SCHEMA.index_by_id().values()}
     metrics = MetricsFilter(bound, types) if bound is not None else None
+    kw.setdefault("metrics_columns", len(SCHEMA.fields))  # (maps read by key, as a wide table's)
     return EntryDecoder(PartitionLayout(METADATA), partition_filters=filters, metrics_filter=metrics, **kw)
 
 
@@ -466,6 +467,11 @@ def test_decoders_keep_only_the_metrics_of_the_fields_they_read():
     assert _decoders("id >= 20", with_metrics=True)._metric_keys is None
     assert _decoders(None, with_path_bounds=True, eq_types={13: T.INT})._metric_keys == {2147483546, 13}
     assert _decoders(None)._metric_keys == frozenset()
+    # narrow maps (few columns, or many keys read of them) are kept whole: reading by key costs more there
+    assert _decoders("id >= 20", metrics_columns=7)._metric_keys is None
+    assert _decoders("id >= 20 AND i < 0", metrics_columns=8)._metric_keys == {1, 13}
+    assert _decoders("id >= 20 AND i < 0 AND d IS NULL", metrics_columns=11)._metric_keys is None
+    assert _decoders("id >= 20", metrics_columns=None)._metric_keys is None
     es = _entries([(ADDED, {}, 10, k, k + 5, None, False) for k in range(40)], DATA)
     data = write_manifest(es, format_version=2, spec=SPEC, schema=SCHEMA, content=MANIFEST_DATA)
     every = read_manifest_columns(data)

@@ -10,6 +10,9 @@ from sparkberg.avro.compiled import (
 )
 
 _compiled = numba.njit(cache=True, nogil=True, boundscheck=False)
+# (steps of the interpreter, inlined where it calls them: a call that passes the value arrays costs about as much
+# as reading a metrics map of a few items)
+_inlined = numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
 
 
 @_compiled
@@ -28,6 +31,19 @@ def read_long(buf, pos, size):
             break
         shift += 7
     return np.int64(acc >> np.uint64(1)) ^ -np.int64(acc & np.uint64(1)), np.int64(pos)
+
+
+@_inlined
+def read_width(buf, pos, size, width):
+    """The length of the bytes value at ``pos`` (``width``, or read first when it is SKIP_LENGTH) and the position
+    of its first byte; the position is -1 where the value runs past the data."""
+    if width == SKIP_LENGTH:
+        width, pos = read_long(buf, pos, size)
+        if pos < 0:
+            return np.int64(0), np.int64(-1)
+    if width < 0 or width > size - pos:
+        return np.int64(0), np.int64(-1)
+    return np.int64(width), np.int64(pos)
 
 
 @_compiled
@@ -87,12 +103,6 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                 pos = skip_array(buf, pos, size, targets, code[pc, 1], code[pc, 2])
                 if pos < 0:
                     return -2
-                pc += 1
-            elif op == OP_KEYED_ARRAY:
-                pos = keyed_array(buf, pos, size, targets, code[pc, 1], code[pc, 2], slot, row, ints, ivalid, ibase,
-                                  starts, lens, bvalid, bbase, counts, caps, store)
-                if pos < 0:
-                    return pos
                 pc += 1
             elif op == OP_NULL:
                 pc += 1
@@ -166,6 +176,12 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                     pos += length
                 depth += 1
                 pc = stack_body[depth - 1]
+            elif op == OP_KEYED_ARRAY:
+                pos = keyed_array(buf, pos, size, targets, code[pc, 1], code[pc, 2], slot, row, ints, ivalid, ibase,
+                                  starts, lens, bvalid, bbase, counts, caps, store)
+                if pos < 0:
+                    return pos
+                pc += 1
             else:
                 return -2
     return pos
@@ -198,18 +214,14 @@ def skip_array(buf, pos, size, shapes, first, width):
                     _, pos = read_long(buf, pos, size)
                     if pos < 0:
                         return -1
-                elif shape == SKIP_LENGTH:
-                    length, pos = read_long(buf, pos, size)
-                    if pos < 0 or length < 0 or length > size - pos:
+                else:
+                    length, pos = read_width(buf, pos, size, shape)
+                    if pos < 0:
                         return -1
                     pos += length
-                else:
-                    if shape > size - pos:
-                        return -1
-                    pos += shape
 
 
-@_compiled
+@_inlined
 def keyed_array(buf, pos, size, targets, first, nkeys, list_slot, row, ints, ivalid, ibase, starts, lens, bvalid,
                 bbase, counts, caps, store):
     """Read the array at ``pos`` of (int key, flat value) records, keeping only the items whose key is one of
@@ -236,23 +248,16 @@ def keyed_array(buf, pos, size, targets, first, nkeys, list_slot, row, ints, iva
             key, pos = read_long(buf, pos, size)
             if pos < 0:
                 return -2
-            value = np.int64(0)
-            start = pos
+            # (an integer value, or the length of a bytes value starting at ``start``)
             if shape == SKIP_VARINT:
                 value, pos = read_long(buf, pos, size)
-                if pos < 0:
-                    return -2
             else:
-                width = shape
-                if shape == SKIP_LENGTH:
-                    width, pos = read_long(buf, pos, size)
-                    if pos < 0:
-                        return -2
-                if width < 0 or width > size - pos:
-                    return -2
-                start = pos
-                pos += width
-                value = width
+                value, pos = read_width(buf, pos, size, shape)
+            if pos < 0:
+                return -2
+            start = pos
+            if shape != SKIP_VARINT:
+                pos += value
             wanted = False
             for k in range(first + 3, first + 3 + nkeys):
                 if targets[k] == key:

@@ -222,6 +222,9 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     types = {f.field_id: f.field_type for s in metadata.schemas for f in s.index_by_id().values()}
     types.update({f.field_id: f.field_type for f in metadata.current_schema.index_by_id().values()})
     metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types)
+    # (data files' metrics maps hold an item per column: read by key where they are wide. Delete files' maps
+    # hold a few columns' items whatever the table: read whole)
+    metrics_columns = sum(1 for f in metadata.current_schema.index_by_id().values() if f.field_type.is_primitive)
     # equality delete files are pruned by comparing their column stats with the data file's (as Iceberg Java):
     # delete entries carry the stats of their equality columns, data entries those of every equality column
     # the scan's equality deletes use, once known
@@ -231,7 +234,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     def data_decoder(eq_ids) -> EntryDecoder:
         return EntryDecoder(layout, with_metrics=False, partition_filters=filters, metrics_filter=metrics,
                             columns=DATA_ENTRY_COLUMNS, eq_types={i: schema_eq_types[i] for i in eq_ids
-                                                                  if i in schema_eq_types}, cache=cache)
+                                                                  if i in schema_eq_types}, cache=cache,
+                            metrics_columns=metrics_columns)
     delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True,
                                   columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types, cache=cache)
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
