@@ -115,16 +115,58 @@ def _name_hash(name: str) -> int:
     return xxh64(name.encode())
 
 
+def _usable_names(names: list[str]) -> bool:
+    return bool(names) and len(names) <= NAME_IDS_MAX_FILES and len(set(names)) == len(names) and \
+        all(_PLAIN_NAME.fullmatch(n) for n in names)
+
+
+def _distinct_slice(hashes: list[int], bits: int) -> tuple[int, list[int]] | None:
+    """(the smallest shift that makes ``bits`` bits of the hashes distinct, those bits of each), or None."""
+    mask = (1 << bits) - 1
+    for shift in range(64 - bits + 1):
+        ids = [(h >> shift) & mask for h in hashes]
+        if len(set(ids)) == len(ids):
+            return shift, ids
+    return None
+
+
 def _name_hash_ids(names: list[str]) -> tuple[int | None, list[int]]:
     """(the smallest shift that makes ``ID_BITS`` bits of the names' hashes distinct, those bits of each name);
     (None, the names' indexes) if the names are not all plain and distinct, or no shift does."""
-    fallback = None, list(range(len(names)))
-    if not names or len(names) > NAME_IDS_MAX_FILES or len(set(names)) != len(names) or \
-            not all(_PLAIN_NAME.fullmatch(n) for n in names):
-        return fallback
+    found = _distinct_slice([_name_hash(n) for n in names], ID_BITS) if _usable_names(names) else None
+    return found if found is not None else (None, list(range(len(names))))
+
+
+class FileSlots:
+    """Dense ids of a few files, from their names as :class:`FileIds`' are: ``bits`` bits of the hash of each
+    name Spark reports, from bit ``shift``, distinct for these files, so that a table of ``2 ** bits`` entries
+    indexed by each row's slot finds its file's entry (:meth:`sql`) with no join. :meth:`of` looks for the
+    fewest bits, up to ``max_bits`` (for n files, expect about 2 log2(n))."""
+
+    def __init__(self, shift: int, bits: int, slots: list[int]):
+        self.shift, self.bits, self.slots = shift, bits, slots
+
+    @classmethod
+    def of(cls, paths: Sequence[str], max_bits: int) -> FileSlots | None:
+        """The slots of ``paths`` (in their order), or None if their names are not all plain and distinct or
+        need more than ``max_bits`` bits."""
+        return _file_slots(tuple(file_name(p) for p in paths), max_bits)
+
+    def sql(self) -> str:
+        """The slot of each row's file, from ``_metadata.file_name``, as a SQL expression."""
+        return f"CAST(shiftrightunsigned(xxhash64(_metadata.file_name), {self.shift}) & {(1 << self.bits) - 1} AS INT)"
+
+
+@functools.lru_cache(maxsize=256)
+def _file_slots(names: tuple[str, ...], max_bits: int) -> FileSlots | None:
+    """:meth:`FileSlots.of`, remembered: the same files are read again and again. n files in ``2 ** b`` slots
+    have about n^2 / 2^(b+1) colliding pairs at a given shift, so past n^2 > 2^(max_bits+4) (8 or more pairs at
+    ``max_bits``: no shift is likely to have none) nothing is tried."""
+    if not _usable_names(list(names)) or len(names) ** 2 > 1 << (max_bits + 4):
+        return None
     hashes = [_name_hash(n) for n in names]
-    for shift in range(64 - ID_BITS + 1):
-        ids = [(h >> shift) & _ID_MASK for h in hashes]
-        if len(set(ids)) == len(ids):
-            return shift, ids
-    return fallback
+    for bits in range(max(1, (len(names) - 1).bit_length()), max_bits + 1):
+        found = _distinct_slice(hashes, bits)
+        if found is not None:
+            return FileSlots(found[0], bits, found[1])
+    return None
