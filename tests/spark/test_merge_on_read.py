@@ -304,3 +304,125 @@ def test_equality_deletes_that_delete_nothing_leave_a_plain_read(spark, warehous
     assert [r[:2] for r in rows] == sorted([(i * 2, "v") for i in range(10)] + [(5, "after")])
     # the even ids' file is read as a file without deletes: only the 'later' row's file is matched to positions
     assert applied == [1] and all(r[2] and r[3] is not None for r in rows)
+
+
+@pytest.mark.parametrize("delete", [False, True])
+def test_parquet_and_avro_data_files_read_together(spark, warehouse, tmp_path, delete):
+    # an Avro data file (read by Arrow) beside Parquet files that position deletes apply to: the plain read,
+    # the read of positions alone and the merge-on-read read each put both kinds of file in one DataFrame
+    import os
+
+    import fastavro
+
+    from sparkberg.avro.manifest import DataFile
+    from sparkberg.commit.append import fast_append
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table(f"db.mixed_formats_{int(delete)}", "id bigint, v string",
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id AS string) AS v FROM range(0, 20)"))
+    path = os.path.join(t.location.removeprefix("file:"), "data", "extra.avro")
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "id", "type": "long", "field-id": 1}, {"name": "v", "type": ["null", "string"], "field-id": 2}]}
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), [{"id": 100 + i, "v": f"a{i}"} for i in range(5)])
+    fast_append(t, [DataFile(file_path=path, file_format="avro", partition={}, record_count=5,
+                             file_size_in_bytes=os.path.getsize(path))])
+    t = cat.load_table(f"db.mixed_formats_{int(delete)}")
+    if delete:
+        t.delete("id < 100 AND id % 4 = 1")  # (rows of the Parquet files only: the Avro file stays plain)
+        tasks = t.plan_files().collect()
+        assert {r["file_format"] for r in tasks if r["deletes"]} == {"parquet"}
+        assert [r["file_format"] for r in tasks if not r["deletes"]] == ["avro"]
+    ids = [i for i in range(20) if not (delete and i % 4 == 1)] + list(range(100, 105))
+    assert sorted(tuple(r) for r in t.to_df().collect()) == sorted(
+        (i, str(i) if i < 100 else f"a{i - 100}") for i in ids)
+    assert sorted(tuple(r) for r in t.to_df(columns=["v", "id"]).collect()) == sorted(
+        (str(i) if i < 100 else f"a{i - 100}", i) for i in ids)
+    positions = t.to_df(columns=["id", "_pos"]).collect()
+    assert sorted(r["id"] for r in positions) == ids
+    assert {r["_pos"] for r in positions if r["id"] >= 100} == set(range(5))
+    with_file = t.to_df(columns=["id", "_file", "_pos"]).collect()
+    assert sorted((r["id"], r["_pos"]) for r in with_file) == sorted((r["id"], r["_pos"]) for r in positions)
+
+
+def _deleted_table(spark, warehouse, name, kind):
+    """A merge-on-read table of 4 partitions (8 data files) whose deletes are of ``kind``, and the ids it keeps.
+    Partition '3' gets no delete; the second append's files get only the second delete."""
+    version = 3 if kind == "dv" else 2
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table(f"db.{name}", "id bigint, p string, v string", partition_by=["p"],
+                         properties={"format-version": str(version), "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 4 AS string) AS p, CAST(id AS string) AS v FROM range(0, 300)"))
+    t.append(spark.sql("SELECT id, CAST(id % 4 AS string) AS p, CAST(id AS string) AS v FROM range(300, 500)"))
+    gone = set()
+    if kind in ("position", "dv", "position and equality"):
+        t.delete("p != '3' AND id % 5 = 0")
+        gone |= {i for i in range(500) if i % 4 != 3 and i % 5 == 0}
+    if kind in ("equality", "position and equality"):
+        t.delete_by_keys(spark.sql("SELECT id, CAST(id % 4 AS string) AS p FROM range(1, 500, 6) WHERE id % 4 != 3"),
+                         ["id"])
+        gone |= {i for i in range(1, 500, 6) if i % 4 != 3}
+    t.delete("id BETWEEN 350 AND 360 AND p != '3'")  # (a second delete of the second append's files)
+    gone |= {i for i in range(350, 361) if i % 4 != 3}
+    return t, [i for i in range(500) if i not in gone]
+
+
+@pytest.mark.parametrize("kind", ["position", "dv", "equality", "position and equality"])
+def test_deletes_as_a_filter_of_the_scan_agree_with_the_join(spark, warehouse, monkeypatch, kind):
+    # Spark 4: position deletes, DVs and the positions equality deletes delete are tested on the Parquet relation
+    # itself (each row's _metadata.row_index in the bitmap of its file, found by the file's slot in one array
+    # that a scalar subquery reads); the join of bitmaps gives the same rows. Files without deletes are a plain
+    # read, unioned.
+    t, kept = _deleted_table(spark, warehouse, f"scan_filter_{kind.replace(' ', '_')}", kind)
+    assert any(not r["deletes"] for r in t.plan_files().collect())
+    used = []
+    real = reader._scan_filter
+    monkeypatch.setattr(reader, "_scan_filter", lambda *a: used.append(real(*a)) or used[-1])
+
+    def reads():
+        return (sorted(tuple(r) for r in t.to_df().collect()),
+                sorted(tuple(r) for r in t.to_df(columns=["v", "id", "_pos"]).collect()),
+                sorted(r["id"] for r in t.to_df(filter="id >= 100 AND v != '200'").collect()))
+    filtered = reads()
+    assert used and all(u is not None for u in used)  # (each read took the filter)
+    assert filtered[0] == [(i, str(i % 4), str(i)) for i in kept]
+    assert filtered[2] == [i for i in kept if i >= 100 and i != 200]
+    monkeypatch.setattr(reader, "_scan_filter", lambda *a: None)  # the join of bitmaps
+    assert reads() == filtered
+    with_file = sorted((r["v"], r["id"], r["_pos"]) for r in t.to_df(columns=["v", "id", "_pos", "_file"]).collect())
+    assert with_file == filtered[1]
+
+
+def test_deletes_take_the_join_when_files_have_no_slots(spark, warehouse, monkeypatch):
+    t, kept = _deleted_table(spark, warehouse, "no_slots", "position")
+    monkeypatch.setattr(reader, "SLOT_BITS_MAX", 0)  # (no file has a slot: the bitmaps are joined)
+    used = []
+    real = reader._scan_filter
+    monkeypatch.setattr(reader, "_scan_filter", lambda *a: used.append(real(*a)) or used[-1])
+    assert sorted(r["id"] for r in t.to_df().collect()) == kept
+    assert used == [None]
+
+
+def test_reads_that_share_kept_bitmaps_are_joined_and_unioned(spark, warehouse):
+    # the session keeps a read's bitmaps (a small DataFrame) for the next read of the same files and deletes:
+    # two reads in one query (a self-join, a union) still each get their own columns
+    from pyspark.sql import functions as F
+
+    from sparkberg.lru import LRU
+    from sparkberg.read.deletecache import ENABLED
+    from sparkberg.spark.session import per_session
+    t, kept = _deleted_table(spark, warehouse, "shared_bitmaps", "position")
+    frames = per_session(spark, "bitmaps", LRU)
+    frames.clear()
+    a, b = t.to_df(), t.to_df()
+    assert len(frames) == 1
+    assert a.join(b, a["id"] == b["id"] + 1).count() == sum(1 for i in kept if i - 1 in set(kept))
+    assert a.alias("x").join(b.alias("y"), F.col("x.id") == F.col("y.id")).select("x.v", "y.id").count() == len(kept)
+    assert a.union(b).count() == 2 * len(kept)
+    frames.clear()
+    spark.conf.set(ENABLED, "false")  # (a session without the delete cache keeps none)
+    try:
+        assert sorted(r["id"] for r in t.to_df().collect()) == kept
+        assert len(frames) == 0
+    finally:
+        spark.conf.unset(ENABLED)

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sparkberg.read.fileids import ID_BITS, NAME_IDS_MAX_FILES, FileIds, file_name, xxh64
-from sparkberg.read.reader import DeletedPositions, _position_delete_units
+from sparkberg.read.fileids import ID_BITS, NAME_IDS_MAX_FILES, FileIds, FileSlots, file_name, xxh64
+from sparkberg.read.reader import DeletedPositions, _by_slot, _position_delete_units
 from sparkberg.spec.puffin import serialize_dv
 
 
@@ -181,3 +181,34 @@ def test_delete_cache_settings():
     assert delete_cache(Session(**{ENABLED: "false"})) is None
     with pytest.raises(ValidationError, match="max-bytes must be a number of bytes, got 'lots'"):
         delete_cache(Session(**{MAX_BYTES: "lots"}))
+
+
+def test_file_slots_are_the_fewest_bits_of_the_name_hashes_that_tell_the_files_apart():
+    paths = [f"/w/t/data/p={i % 7}/{i:05d}-3-9a0c77e1-{i:04d}-00001.parquet" for i in range(48)]
+    slots = FileSlots.of(paths, max_bits=16)
+    assert slots is not None and len(set(slots.slots)) == len(paths)
+    mask = (1 << slots.bits) - 1
+    hashes = [xxh64(file_name(p).encode()) for p in paths]
+    assert slots.slots == [(h >> slots.shift) & mask for h in hashes]  # what Spark computes from the name
+    assert 1 << slots.bits >= len(paths)
+    # no fewer bits would do, at any shift
+    fewer = slots.bits - 1
+    assert all(len({(h >> s) & ((1 << fewer) - 1) for h in hashes}) < len(paths) for s in range(64 - fewer + 1))
+    assert f"xxhash64(_metadata.file_name), {slots.shift}) & {mask}" in slots.sql()
+
+
+@pytest.mark.parametrize("paths, max_bits", [
+    (["/w/a/data.parquet", "/w/b/data.parquet"], 16),  # one name twice
+    (["/w/a/part one.parquet"], 16),  # a name Hadoop's Path might spell differently
+    ([f"/w/{i}.parquet" for i in range(100)], 6),  # 100 files cannot have distinct slots among 64
+])
+def test_file_slots_are_none_when_names_cannot_tell_the_files_apart(paths, max_bits):
+    assert FileSlots.of(paths, max_bits) is None
+
+
+def test_bitmaps_by_slot():
+    bitmaps = pa.table({"_bm_file": pa.array([7, 3], pa.int32()),
+                        "_bitmap": pa.array([[1, 2], [4]], pa.list_(pa.int64()))}, schema=DeletedPositions.SCHEMA)
+    out = _by_slot(bitmaps, {7: 5, 3: 0, 9: 2}, 3)  # (file 9 has a slot and no bitmap: deletes nothing)
+    assert out.column_names == ["_bitmaps"] and out.num_rows == 1
+    assert out.column(0).to_pylist() == [[[4], None, None, None, None, [1, 2], None, None]]

@@ -201,6 +201,46 @@ def read_parquet(spark, schema: StructType, files: list[str]) -> DataFrame:
     return df
 
 
+_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # (what a session keeps goes with it)
+_per_session_lock = threading.Lock()
+
+
+def per_session(spark, name: str, make: Callable[[], Any]) -> Any:
+    """The object ``name`` that ``spark`` keeps for as long as it lives (``make()`` the first time); None for a
+    session object that takes no weak reference."""
+    try:
+        with _per_session_lock:
+            kept = _per_session.setdefault(spark, {})
+            if name not in kept:
+                kept[name] = make()
+            return kept[name]
+    except TypeError:
+        return None
+
+
+def spark_version(spark) -> tuple[int, int]:
+    """(major, minor) of the Spark that runs the session's queries: the server's over Spark Connect (asked once
+    per session), else PySpark's own."""
+    import pyspark
+
+    def ask() -> tuple[int, int]:
+        try:
+            return _major_minor(spark.version)
+        except Exception:  # noqa: BLE001 - a session that cannot tell: the client's
+            return _major_minor(pyspark.__version__)
+    if spark is None:
+        return _major_minor(pyspark.__version__)
+    kept = per_session(spark, "spark version", ask)
+    return kept if kept is not None else ask()
+
+
+def _major_minor(text: str) -> tuple[int, int]:
+    m = re.match(r"(\d+)(?:\.(\d+))?", text)
+    if m is None:
+        raise ValueError(f"not a Spark version: {text!r}")
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
 class ParquetRelations:
     """The Parquet relations (JVM ``HadoopFsRelation`` objects, with the status of each file they list) that a
     classic session resolved, by schema and files: the most recently used, while they list at most
@@ -208,8 +248,6 @@ class ParquetRelations:
 
     MAX_FILES = 100_000
     MAX_ENTRIES = 64
-    _sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # (a session's relations go with it)
-    _sessions_lock = threading.Lock()
 
     def __init__(self):
         self._kept = LRU()
@@ -219,14 +257,7 @@ class ParquetRelations:
         """The relations of a classic session (None for other sessions: Spark Connect)."""
         if getattr(spark, "_jsparkSession", None) is None:
             return None
-        try:
-            with cls._sessions_lock:
-                kept = cls._sessions.get(spark)
-                if kept is None:
-                    kept = cls._sessions[spark] = cls()
-                return kept
-        except TypeError:  # (a session object that takes no weak reference)
-            return None
+        return per_session(spark, "parquet relations", cls)
 
     def get(self, key: Hashable) -> Any:
         """The relation kept for ``key``, or None."""
