@@ -36,8 +36,10 @@ interop: $(IVENV)/.installed
 	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
 
 # Benchmarks against Iceberg Java in the same session (not tests); smaller: BENCH_SIZES=10,10000 BENCH_ROWS=1000000
-bench: $(IVENV)/.installed
-	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python tests/benchmarks/bench.py --json bench.json
+# (the merge-on-read reads also on PySpark 4, in the main venv: BENCH_SPARK4_PYTHON)
+bench: $(IVENV)/.installed $(VENV)/.installed
+	SPARKBERG_SHARED=$(abspath $(SHARED)) BENCH_SPARK4_PYTHON=$(abspath $(VENV))/bin/python \
+		$(IVENV)/bin/python tests/benchmarks/bench.py --json bench.json
 
 clean:
 	rm -rf $(VENV) $(IVENV) warehouse

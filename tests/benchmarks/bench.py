@@ -27,7 +27,12 @@
   delete-free read of the same kind. Both engines keep decoded delete files between reads, each by its
   default (Java's executor cache, sparkberg's delete cache); sparkberg's also keeps the positions equality
   deletes delete in each data file, so "equality deletes, delete cache emptied" times sparkberg's read with
-  that cache emptied before each read (against Java's usual, warm read).
+  that cache emptied before each read (against Java's usual, warm read). "Engine floor": Spark's own Parquet
+  scan of the position-delete table's files as a read with deletes must read them, deleting nothing
+  (:func:`scan_floors`): what any design made of Spark's operators pays. The reads as ``count(*), sum(x)`` and
+  the floor also run on PySpark 4 (``BENCH_SPARK4_PYTHON``, which ``make bench`` sets to the main venv's
+  Python), in a child process reading the same tables: sparkberg against itself, Iceberg Java's runtime being
+  for Spark 3.5 only.
 - append: ROWS rows partitioned by day and bucket[16].
 - commit: latency of a one-file, one-row append (the writer's Python stage keeps its workers' zip indexes
   between tasks, ``sparkberg.zipimports``; without that, PySpark 3.5 re-read them before every task).
@@ -313,11 +318,18 @@ def bench_reads(spark, wh, rows, repeats, results):
     kinds = {"": (ours_read, java_read),
              ", all columns to a noop sink": (lambda t: noop(t.to_df()),
                                               lambda name: noop(spark.table(f"ref.b.read_{name}")))}
+    floors = scan_floors(spark, tables["pos"])
     # Rounds over every table and both engines (the warm-up rounds untimed), so that a JVM and caches still
     # warming up weigh on each read alike instead of on whichever came first
     times: dict[tuple[str, str, str], list[float]] = {(k, n, e): [] for k in kinds for n in tables
                                                       for e in ("ours", "java")}
+    floor_times: dict[str, list[float]] = {label: [] for label in floors}
     for r in range(READ_WARMUP + max(repeats, READ_ROUNDS)):
+        for label, read in floors.items():
+            t0 = time.perf_counter()
+            read()
+            if r >= READ_WARMUP:
+                floor_times[label].append(time.perf_counter() - t0)
         for kind, (ours_fn, java_fn) in kinds.items():
             for name, t in tables.items():
                 t0 = time.perf_counter()
@@ -337,7 +349,7 @@ def bench_reads(spark, wh, rows, repeats, results):
         t0 = time.perf_counter()
         ours_read(tables["eq"])
         cold.append(time.perf_counter() - t0)
-    labels = {"none": "no deletes", "pos": "position deletes", "dv": "deletion vectors", "eq": "equality deletes"}
+    labels = READ_TABLES
     for kind in kinds:
         base = {e: statistics.median(times[(kind, "none", e)]) for e in ("ours", "java")}
         for name in tables:
@@ -348,11 +360,102 @@ def bench_reads(spark, wh, rows, repeats, results):
                             "mor_overhead": ours_s / base["ours"], "java_mor_overhead": java_s / base["java"]})
             print(results[-1], flush=True)
         if not kind:
+            for label, runs in floor_times.items():
+                floor_s = statistics.median(runs)
+                results.append({"benchmark": f"read {rows} rows, Spark's own scan", "variant": label,
+                                "sparkberg_s": floor_s, "java_s": None, "ratio": None,
+                                "mor_overhead": floor_s / base["ours"], "java_mor_overhead": None})
+                print(results[-1], flush=True)
             ours_s, java_s = statistics.median(cold), statistics.median(times[(kind, "eq", "java")])
             results.append({"benchmark": f"read {rows} rows", "variant": "equality deletes, delete cache emptied",
                             "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                             "mor_overhead": ours_s / base["ours"], "java_mor_overhead": java_s / base["java"]})
             print(results[-1], flush=True)
+
+
+READ_TABLES = {"none": "no deletes", "pos": "position deletes", "dv": "deletion vectors", "eq": "equality deletes"}
+
+
+def spark4_reads(wh: str, rows: int, repeats: int, results: list) -> None:
+    """The merge-on-read rows again on PySpark 4 (``BENCH_SPARK4_PYTHON``: the main venv's Python), in a child
+    process reading the tables this run built: sparkberg's reads of each table as ``count(*), sum(x)`` and the
+    engine floor, in rounds, medians; each against sparkberg's delete-free read on the same Spark. No Java
+    rows: the reference stack runs Iceberg Java on Spark 3.5 only."""
+    python = os.environ.get("BENCH_SPARK4_PYTHON")
+    if not python:
+        print("BENCH_SPARK4_PYTHON unset: no Spark 4 reads", flush=True)
+        return
+    p = subprocess.run([python, __file__, "--spark4-child", wh, "--rows", str(rows), "--repeats", str(repeats)],
+                       capture_output=True, text=True, timeout=3600)
+    found = [x for x in p.stdout.splitlines() if x.startswith("[")]
+    if p.returncode or not found:
+        raise RuntimeError(p.stderr[-3000:])
+    for r in json.loads(found[-1]):
+        results.append(r)
+        print(r, flush=True)
+
+
+def spark4_child(wh: str, rows: int, repeats: int) -> None:
+    """In the child (PySpark 4, no Iceberg Java): time the reads :func:`spark4_reads` reports, print them as JSON."""
+    import pyspark
+
+    import sparkberg
+    from sparkberg.spark.session import session_builder
+    spark = (session_builder("sparkberg-bench", "local[2]", os.path.join(HERE, "..", "..", "spark-defaults.conf"))
+             .config("spark.driver.memory", "8g").config("spark.sql.shuffle.partitions", "4")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    cat = sparkberg.catalog(spark, wh)
+    tables = {name: cat.load_table(f"b.read_{name}") for name in READ_TABLES}
+    reads = {name: (lambda t=t: t.to_df().agg({"x": "sum", "*": "count"}).collect()[0]) for name, t in tables.items()}
+    reads.update(scan_floors(spark, tables["pos"]))
+    times: dict[str, list[float]] = {label: [] for label in reads}
+    for r in range(READ_WARMUP + max(repeats, READ_ROUNDS)):
+        for label, read in reads.items():
+            t0 = time.perf_counter()
+            read()
+            if r >= READ_WARMUP:
+                times[label].append(time.perf_counter() - t0)
+    base = statistics.median(times["none"])
+    out = []
+    for label, runs in times.items():
+        ours_s = statistics.median(runs)
+        floor = label not in READ_TABLES
+        benchmark = f"read {rows} rows on Spark {pyspark.__version__}" + (", its own scan" if floor else "")
+        out.append({"benchmark": benchmark,
+                    "variant": label if floor else READ_TABLES[label], "sparkberg_s": ours_s, "java_s": None,
+                    "ratio": None, "mor_overhead": ours_s / base, "java_mor_overhead": None})
+    spark.stop()
+    print(json.dumps(out))
+
+
+def scan_floors(spark, t) -> dict:
+    """What any merge-on-read design built from Spark's own operators pays before it deletes a row, on the
+    files of ``t`` (a table some of whose data files have position deletes), read as ``count(*), sum(x)``
+    like the other reads: Spark's Parquet scan of the files without deletes unioned with a scan of the files
+    with deletes, both plain; and the same with each row of the second scan's position
+    (``_metadata.row_index``) and file id (the hash of its name sparkberg uses) computed and tested, by a test
+    that deletes nothing. Against the delete-free read, the second is the floor of the union design (the
+    consumer of a union of two different generated stages calls into them per row); a single scan of every
+    file would compute the row index of every row instead (PySpark 3.5 boxes each). Each read is built anew,
+    as ``to_df`` builds one."""
+    from sparkberg.read.fileids import FileIds
+    from sparkberg.read.reader import read_schema
+    from sparkberg.spark.session import read_parquet
+    tasks = t.plan_files().collect()
+    deleted = [r["file_path"] for r in tasks if r["deletes"]]
+    plain = [r["file_path"] for r in tasks if not r["deletes"]]
+    schema = read_schema(t.schema())
+    test = f"_metadata.row_index != -1 OR {FileIds(deleted).sql()} != -1"  # (true for every row)
+
+    def read(tested: bool):
+        rows = read_parquet(spark, schema, deleted)
+        if tested:
+            rows = rows.where(test)
+        return rows.union(read_parquet(spark, schema, plain)).agg({"x": "sum", "*": "count"}).collect()[0]
+
+    return {"floor: plain scans unioned": lambda: read(False),
+            "floor: the same, row positions tested": lambda: read(True)}
 
 
 def bench_append(spark, wh, rows, repeats, results):
@@ -455,15 +558,18 @@ def table(results) -> str:
     for r in results:
         notes = ""
         if "mor_overhead" in r:
-            notes = f"MoR overhead x{r['mor_overhead']:.2f} (java x{r['java_mor_overhead']:.2f})"
+            notes = f"MoR overhead x{r['mor_overhead']:.2f}" + (
+                "" if r["java_mor_overhead"] is None else f" (java x{r['java_mor_overhead']:.2f})")
         if "files" in r:
             notes = f"files {r['files']} (java {r['java_files']})"
         if "jobs" in r:
             notes = f"plan_files() alone: {r['jobs']:g} Spark jobs"
         if r["variant"].endswith("tasks"):
             notes += ", tasks on the driver"
-        lines.append(f"{r['benchmark']:56s} {r['variant']:38s} {r['sparkberg_s']:10.2f} {r['java_s']:10.2f} "
-                     f"{r['ratio']:6.2f}  {notes}")
+        java = "-" if r["java_s"] is None else f"{r['java_s']:.2f}"
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        lines.append(f"{r['benchmark']:56s} {r['variant']:38s} {r['sparkberg_s']:10.2f} {java:>10s} {ratio:>6s}  "
+                     f"{notes}")
     return "\n".join(lines)
 
 
@@ -477,10 +583,14 @@ def main() -> int:
     p.add_argument("--only", default="planning,wide,reads,append,commit,memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
+    p.add_argument("--spark4-child", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.memory_child:
         memory_child(args.memory_child, sizes[-1])
+        return 0
+    if args.spark4_child:
+        spark4_child(args.spark4_child, args.rows, args.repeats)
         return 0
     only = set(args.only.split(","))
     wh = tempfile.mkdtemp(prefix="sparkberg-bench-")
@@ -495,6 +605,7 @@ def main() -> int:
         bench_wide_planning(spark, wh, files, columns, args.repeats, results)
     if "reads" in only:
         bench_reads(spark, wh, args.rows, args.repeats, results)
+        spark4_reads(wh, args.rows, args.repeats, results)
     if "append" in only:
         bench_append(spark, wh, args.rows, args.repeats, results)
     if "commit" in only:
