@@ -325,11 +325,7 @@ def bench_reads(spark, wh, rows, repeats, results):
                                                       for e in ("ours", "java")}
     floor_times: dict[str, list[float]] = {label: [] for label in floors}
     for r in range(READ_WARMUP + max(repeats, READ_ROUNDS)):
-        for label, read in floors.items():
-            t0 = time.perf_counter()
-            read()
-            if r >= READ_WARMUP:
-                floor_times[label].append(time.perf_counter() - t0)
+        read_round(floors, r, floor_times)
         for kind, (ours_fn, java_fn) in kinds.items():
             for name, t in tables.items():
                 t0 = time.perf_counter()
@@ -373,6 +369,15 @@ def bench_reads(spark, wh, rows, repeats, results):
             print(results[-1], flush=True)
 
 
+def read_round(reads: dict, r: int, times: dict[str, list[float]]) -> None:
+    """Round ``r`` of the reads: each of ``reads`` once, its time kept in ``times`` past the warm-up rounds."""
+    for label, read in reads.items():
+        t0 = time.perf_counter()
+        read()
+        if r >= READ_WARMUP:
+            times[label].append(time.perf_counter() - t0)
+
+
 READ_TABLES = {"none": "no deletes", "pos": "position deletes", "dv": "deletion vectors", "eq": "equality deletes"}
 
 
@@ -411,11 +416,7 @@ def spark4_child(wh: str, rows: int, repeats: int) -> None:
     reads.update(scan_floors(spark, tables["pos"]))
     times: dict[str, list[float]] = {label: [] for label in reads}
     for r in range(READ_WARMUP + max(repeats, READ_ROUNDS)):
-        for label, read in reads.items():
-            t0 = time.perf_counter()
-            read()
-            if r >= READ_WARMUP:
-                times[label].append(time.perf_counter() - t0)
+        read_round(reads, r, times)
     base = statistics.median(times["none"])
     out = []
     for label, runs in times.items():
