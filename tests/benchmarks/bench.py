@@ -283,6 +283,7 @@ def planned_locally(t, text: str | None) -> bool:
 # compile its generated code (3-10x slower), which the time of a scan's repeated reads does not include
 READ_WARMUP = 2
 READ_ROUNDS = 5  # timed rounds of the reads (at least; more with --repeats)
+SPARK4_ROUNDS = 15  # the same on PySpark 4 (spark4_child), whose rounds take a few seconds
 
 
 def bench_reads(spark, wh, rows, repeats, results):
@@ -384,8 +385,8 @@ READ_TABLES = {"none": "no deletes", "pos": "position deletes", "dv": "deletion 
 def spark4_reads(wh: str, rows: int, repeats: int, results: list) -> None:
     """The merge-on-read rows again on PySpark 4 (``BENCH_SPARK4_PYTHON``: the main venv's Python), in a child
     process reading the tables this run built: sparkberg's reads of each table as ``count(*), sum(x)`` and the
-    engine floor, in rounds, medians; each against sparkberg's delete-free read on the same Spark. No Java
-    rows: the reference stack runs Iceberg Java on Spark 3.5 only."""
+    engine floor, in :data:`SPARK4_ROUNDS` rounds, medians; each against sparkberg's delete-free read on the
+    same Spark. No Java rows: the reference stack runs Iceberg Java on Spark 3.5 only."""
     python = os.environ.get("BENCH_SPARK4_PYTHON")
     if not python:
         print("BENCH_SPARK4_PYTHON unset: no Spark 4 reads", flush=True)
@@ -415,7 +416,7 @@ def spark4_child(wh: str, rows: int, repeats: int) -> None:
     reads = {name: (lambda t=t: t.to_df().agg({"x": "sum", "*": "count"}).collect()[0]) for name, t in tables.items()}
     reads.update(scan_floors(spark, tables["pos"]))
     times: dict[str, list[float]] = {label: [] for label in reads}
-    for r in range(READ_WARMUP + max(repeats, READ_ROUNDS)):
+    for r in range(READ_WARMUP + max(repeats, SPARK4_ROUNDS)):  # (no Java reads: more rounds, steadier medians)
         read_round(reads, r, times)
     base = statistics.median(times["none"])
     out = []
