@@ -296,10 +296,10 @@ def test_equality_deletes_that_delete_nothing_leave_a_plain_read(spark, warehous
     t.delete_by_keys(spark.sql("SELECT 5L AS id"), ["id"])
     t.append(spark.sql("SELECT 5L AS id, 'after' AS v"))
     assert sum(1 for r in t.plan_files(planning=planning).collect() if r["deletes"]) == 2
-    applied = []
-    real = reader._apply_position_deletes
-    monkeypatch.setattr(reader, "_apply_position_deletes", lambda spark, rows, tasks, *a: applied.append(
-        len(tasks)) or real(spark, rows, tasks, *a))
+    applied = []  # (the data files whose rows are matched to positions)
+    real = reader.PositionSources.of
+    monkeypatch.setattr(reader.PositionSources, "of", classmethod(lambda cls, tasks, *a: applied.append(
+        len(tasks)) or real(tasks, *a)))
     rows = sorted(tuple(r) for r in t.to_df(columns=["id", "v", "_file", "_pos"], planning=planning).collect())
     assert [r[:2] for r in rows] == sorted([(i * 2, "v") for i in range(10)] + [(5, "after")])
     # the even ids' file is read as a file without deletes: only the 'later' row's file is matched to positions

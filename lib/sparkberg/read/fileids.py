@@ -96,7 +96,7 @@ class FileIds:
         """The id of each row's file, from its name, as a SQL expression (only when ``shift`` is set): one
         expression for the session to parse, where a classic session builds a Column one py4j call a step."""
         assert self.shift is not None
-        return f"CAST(shiftrightunsigned(xxhash64(_metadata.file_name), {self.shift}) & {_ID_MASK} AS INT)"
+        return name_slice_sql(self.shift, ID_BITS)
 
     def column(self) -> Column:
         """:meth:`sql` as a Column."""
@@ -113,6 +113,12 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 def _name_hash(name: str) -> int:
     """:func:`xxh64` of a file name, remembered: the files of a table are read again and again (~20 us each)."""
     return xxh64(name.encode())
+
+
+def name_slice_sql(shift: int, bits: int) -> str:
+    """``bits`` bits from bit ``shift`` of the hash of each row's file name (``_metadata.file_name``), as the
+    SQL Spark evaluates per row: what :func:`_distinct_slice` computes here from :func:`xxh64` of the name."""
+    return f"CAST(shiftrightunsigned(xxhash64(_metadata.file_name), {shift}) & {(1 << bits) - 1} AS INT)"
 
 
 def _usable_names(names: list[str]) -> bool:
@@ -154,7 +160,7 @@ class FileSlots:
 
     def sql(self) -> str:
         """The slot of each row's file, from ``_metadata.file_name``, as a SQL expression."""
-        return f"CAST(shiftrightunsigned(xxhash64(_metadata.file_name), {self.shift}) & {(1 << self.bits) - 1} AS INT)"
+        return name_slice_sql(self.shift, self.bits)
 
 
 @functools.lru_cache(maxsize=256)

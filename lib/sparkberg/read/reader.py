@@ -528,8 +528,7 @@ class DeletedPositions:
     name no row). With a ``cache``, the sources this process decoded once are not read again."""
 
     SCHEMA = pa.schema([pa.field("_bm_file", pa.int32()), pa.field("_bitmap", pa.list_(pa.int64()))])
-    DDL = "_bm_file int, _bitmap array<bigint>"
-    # (the same as a StructType, which PySpark need not ask Spark to parse)
+    # (a StructType, which PySpark need not ask Spark to parse as it would a DDL string)
     SPARK_SCHEMA = ST.StructType([ST.StructField("_bm_file", ST.IntegerType()),
                                   ST.StructField("_bitmap", ST.ArrayType(ST.LongType()))])
 
@@ -756,11 +755,12 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     rows, columns_now = None, None  # (columns_now: the rows' columns in order, where known here)
     # deletes that are all by position (equality deletes found as positions included), in Parquet files, for a
     # read without metadata columns: a filter on the Parquet relations themselves (Spark 4), where it can be
-    scan_filter = None
-    if not needs_info and derived is not None:
+    scan_filter, sources = None, None
+    if not needs_info and derived is not None:  # (then every file with deletes is matched by position alone)
         some, some_ids = pick(lambda t: t["deletes"])
         if some and all(t["file_format"].lower() == "parquet" for t in some):
-            scan_filter = _scan_filter(spark, some, some_ids, derived)
+            sources = PositionSources.of(some, some_ids, derived)
+            scan_filter = _scan_filter(spark, some, some_ids, sources)
         if scan_filter is not None:
             rows, columns_now = read(some, matched=False, row_filter=scan_filter), plain_columns
     deleted_tasks, deleted_ids = [], []
@@ -772,7 +772,8 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
             rows = part if rows is None else rows.unionByName(part)
             deleted_tasks, deleted_ids = deleted_tasks + some, deleted_ids + some_ids
     if deleted_tasks:  # position deletes once over both kinds (a delete file may apply to files of each)
-        rows = _apply_position_deletes(spark, rows, deleted_tasks, deleted_ids, derived)
+        # (the sources the scan filter declined are those of the same files, in the same order)
+        rows = _apply_position_deletes(spark, rows, sources or PositionSources.of(deleted_tasks, deleted_ids, derived))
     plain = pick(lambda t: not t["deletes"])[0]
     if plain:  # rows no delete applies to are matched to their file only for metadata columns
         part = read(plain, matched=needs_info)
@@ -929,18 +930,15 @@ class PositionSources:
         return _position_delete_units(self.applies, self.formats, self.dvs)
 
 
-def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int],
-                            derived: dict[int, Any] | None = None) -> DataFrame:
-    """Rows minus those that position delete files and DVs delete (``ids``: the data files' ids, by task), and
-    those at the positions of ``derived`` (numpy arrays by data file id: what equality deletes delete, found
-    by :func:`_equality_positions`).
+def _apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> DataFrame:
+    """Rows minus those that the position delete files and DVs of ``src`` delete, and those at its derived
+    positions (what equality deletes delete, found by :func:`_equality_positions`).
     The delete files are decoded on the driver when they hold few rows, else on the executors: each position
     delete file's rows are kept only for the data files it applies to (by the plan), each DV's positions
     belong to its one data file. They become a bitmap of deleted positions per data file, broadcast and looked
     up by each row's file id and position (a join with one small row per data file, then a bit test), as
     Iceberg Java's readers test each row against its file's deleted positions; very large ones become (file
     id, position) keys of an anti-join."""
-    src = PositionSources.of(tasks, ids, derived)
     if src.empty:
         return rows
     applies, formats, dvs, derived = src.applies, src.formats, src.dvs, src.derived
@@ -959,7 +957,7 @@ def _apply_position_deletes(spark, rows: DataFrame, tasks: list, ids: list[int],
         if not units:
             return rows
         return _bitmap_filter(rows, spark.createDataFrame([(u,) for u in units], "unit string").mapInArrow(
-            decoder, DeletedPositions.DDL))
+            decoder, DeletedPositions.SPARK_SCHEMA))
     deleted = []
     if derived:
         import numpy as np
@@ -1003,24 +1001,24 @@ SLOT_BITS_MAX = 16  # a scan filter's table of bitmaps has at most 2 ** this man
 _SLOTS_SCHEMA = ST.StructType([ST.StructField("_bitmaps", ST.ArrayType(ST.ArrayType(ST.LongType())))])
 
 
-def _scan_filter(spark, tasks: list, ids: list[int], derived: dict[int, Any] | None) -> Column | None:
+def _scan_filter(spark, tasks: list, ids: list[int], src: PositionSources) -> Column | None:
     """A filter for the rows of the data files of ``tasks`` (``ids``: their ids; all Parquet) that drops the
-    rows their position deletes, DVs and ``derived`` positions delete, to apply straight to Spark's Parquet
+    rows their position deletes, DVs and derived positions (``src``) delete, to apply straight to Spark's Parquet
     relation: bit ``_metadata.row_index`` of the bitmap of the row's file, found by the file's slot
     (:class:`FileSlots`) in one array of every file's bitmap, which a scalar subquery reads from a one-row local
     relation. No join, so no broadcast stage for Spark's adaptive execution to run and plan around, and no
     column added to the rows: the rows of files with deletes keep the plain read's columns, so they union with
     the rest of the table's as they are. (``count(*), sum(x)`` of 10M rows, 1M of them in 48 files with
-    position deletes, on Spark 4.3: x1.37 -> x1.22-1.27 the read without deletes.) Needs Spark 4 (``DataFrame.scalar``; Spark 3.5's analyzer also
-    fails a join on ``_metadata``); None where the rows take :func:`_apply_position_deletes` instead: Spark
-    3.5, deletes too many to decode on the driver, or slots that need more than :data:`SLOT_BITS_MAX` bits."""
+    position deletes, on Spark 4.3: x1.37 -> x1.22-1.27 the read without deletes.) Needs Spark 4
+    (``DataFrame.scalar``; Spark 3.5's analyzer also fails a join on ``_metadata``); None where the rows take
+    :func:`_apply_position_deletes` instead: Spark 3.5, deletes too many to decode on the driver, or slots
+    that need more than :data:`SLOT_BITS_MAX` bits."""
     from pyspark.sql import DataFrame as AnyDataFrame
 
     from sparkberg.read.fileids import FileSlots
     from sparkberg.spark.session import spark_version
     if not hasattr(AnyDataFrame, "scalar") or spark_version(spark) < (4, 0):
         return None
-    src = PositionSources.of(tasks, ids, derived)
     if src.empty or not (src.as_bitmaps and src.on_driver):
         return None
     slots = FileSlots.of([t["file_path"] for t in tasks], SLOT_BITS_MAX)
