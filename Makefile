@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 IVENV  ?= .venv-interop
-SHARED ?= ../shared
+# the reference stack's scripts (shared/interop): next to the checkout, or wherever $SPARKBERG_SHARED says
+SHARED ?= $(or $(SPARKBERG_SHARED),../shared)
 PYTEST_FLAGS ?= -q
 
 .PHONY: demo test test-spec interop bench clean
@@ -23,7 +24,8 @@ test-spec: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/spec
 
 # Reference engines: Apache Iceberg 1.10.2 (Java, PySpark 3.5), PyIceberg 0.12, DuckDB 1.5.5
-$(IVENV)/.installed: setup.cfg pyproject.toml $(SHARED)/interop/setup-reference.sh
+$(IVENV)/.installed: setup.cfg pyproject.toml $(wildcard $(SHARED)/interop/setup-reference.sh)
+	@test -f $(SHARED)/interop/setup-reference.sh || { echo "no $(SHARED)/interop/setup-reference.sh: set SPARKBERG_SHARED to the shared folder" >&2; exit 2; }
 	bash $(SHARED)/interop/setup-reference.sh $(IVENV)
 	# sparkberg and the test runner only: the test extras pin engines (PyIceberg, Spark Connect) for the main suite
 	$(IVENV)/bin/pip install -q -e . "pytest>=8" "hypothesis>=6" "pytest-timeout>=2"
