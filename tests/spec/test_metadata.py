@@ -164,6 +164,19 @@ def test_bad_metadata_is_named(name, mutate, error, fieldname):
     assert fieldname in str(e.value)
 
 
+def test_snapshots_committed_while_v1_have_sequence_number_0_in_an_upgraded_table():
+    # A v1 table upgraded to v2 keeps the snapshots it committed as v1, which carry no sequence number; the spec
+    # gives v1 data and file sequence numbers as 0, and Iceberg Java and PyIceberg read them so.
+    obj = _mutated("TableMetadataV2Valid.json", lambda o: o["snapshots"][0].pop("sequence-number"))
+    m = TableMetadata.from_json(obj, "v3.metadata.json")
+    old = m.snapshot_by_id(obj["snapshots"][0]["snapshot-id"])
+    assert old.sequence_number is None and old.data_sequence_number == 0
+    assert m.current_snapshot.data_sequence_number == obj["snapshots"][1]["sequence-number"]
+    again = m.to_json()
+    assert "sequence-number" not in again["snapshots"][0]  # written back as it was read
+    assert TableMetadata.from_json(again) == m
+
+
 def test_v3_requires_next_row_id():
     with pytest.raises(InvalidMetadataError, match="next-row-id"):
         TableMetadata.from_json(_mutated("TableMetadataV3Valid.json", lambda o: o.pop("next-row-id")), "f.json")

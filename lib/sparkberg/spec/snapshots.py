@@ -34,7 +34,9 @@ def _int(obj: dict, key: str, path: str, required: bool = True) -> int | None:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A table snapshot. ``sequence_number`` is None when the JSON omits it (v1); read it as 0."""
+    """A table snapshot. ``sequence_number`` is None when the JSON omits it: every v1 snapshot, and the snapshots
+    a table upgraded to v2 or later committed while it was v1. Readers take it as 0 (spec: in v1, data and file
+    sequence numbers are 0), as Iceberg Java and PyIceberg do; it is written back omitted, as it was read."""
 
     snapshot_id: int
     timestamp_ms: int
@@ -98,7 +100,7 @@ class Snapshot:
             raise ValidationError(f"{path} is missing required field 'manifest-list'")
         if manifest_list is None and manifests is None:
             raise ValidationError(f"{path} has neither 'manifest-list' nor 'manifests'")
-        seq = _int(obj, "sequence-number", path, required=format_version >= 2)
+        seq = _int(obj, "sequence-number", path, required=False)  # (absent from snapshots made while v1)
         first_row_id = _int(obj, "first-row-id", path, required=False)
         added_rows = _int(obj, "added-rows", path, required=False)
         return Snapshot(
