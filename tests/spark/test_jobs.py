@@ -127,3 +127,62 @@ def test_health_job_writes_json_and_tables(spark, warehouse, events, tmp_path):
     assert set(report["db.events"]) == set(health.HEALTH_VIEWS)
     cat = sparkberg.catalog(spark, warehouse)
     assert cat.load_table("ops.health_deletes").to_df().count() == 3
+
+
+def test_metadata_commands_start_no_jvm_and_fit_a_terminal(warehouse, events):
+    # as a user runs it: the console script in a fresh process; no java process may be started
+    cli_bin = os.path.join(BIN, "sparkberg")
+    shim = os.path.join(os.path.dirname(warehouse), "no-java")
+    os.makedirs(shim, exist_ok=True)
+    with open(os.path.join(shim, "java"), "w") as f:
+        f.write("#!/bin/sh\necho 'a JVM was started' >&2\nexit 97\n")
+    os.chmod(os.path.join(shim, "java"), 0o755)
+    no_java = {**env(), "PATH": f"{shim}:{os.environ['PATH']}", "JAVA_HOME": shim}
+    for command in (["list"], ["list", "db"], ["describe", "db.events"], ["snapshots", "db.events"],
+                    ["history", "db.events"], ["refs", "db.events"], ["manifests", "db.events"],
+                    ["files", "db.events"], ["partitions", "db.events"]):
+        out = subprocess.run([cli_bin, "--warehouse", warehouse, *command], capture_output=True, text=True,
+                             env={**no_java, "COLUMNS": "100"}, timeout=60)
+        assert out.returncode == 0, (command, out.stderr[-2000:])
+        assert out.stderr == "", (command, out.stderr[-2000:])  # no Spark banner, no log lines
+        assert all(len(line) <= 100 for line in out.stdout.splitlines()), (command, out.stdout)
+    text = subprocess.run([cli_bin, "--warehouse", warehouse, "snapshots", "db.events"], capture_output=True,
+                          text=True, env={**no_java, "COLUMNS": "100"}, timeout=60).stdout
+    assert text.splitlines()[0].split()[:2] == ["committed", "at"] and "delete" in text
+    assert "/metadata/snap-" not in text  # no manifest-list paths in the human table
+    files = subprocess.run([cli_bin, "--warehouse", warehouse, "files", "db.events"], capture_output=True,
+                           text=True, env={**no_java, "COLUMNS": "100"}, timeout=60).stdout
+    assert "ts_day=2024-01-01" in files and "KiB" in files
+
+
+def test_cli_json_is_complete_and_local_views_equal_the_metadata_tables(spark, warehouse, events, capsys):
+    from sparkberg.jobs import metadata_view
+    from sparkberg.jobs.health import _jsonable
+    t = sparkberg.catalog(None, warehouse).load_table("db.events")
+    assert cli.main(["--warehouse", warehouse, "--output", "json", "snapshots", "db.events"]) == OK
+    snaps = json.loads(capsys.readouterr().out)
+    assert [s["snapshot_id"] for s in snaps] == [s.snapshot_id for s in events.metadata.snapshots]
+    assert all(s["manifest_list"].endswith(".avro") and "added-records" in s["summary"] for s in snaps[:3])
+
+    # the views computed here are the reference for the metadata tables Spark computes, and the other way round
+    for view, key, counts in (("partitions", "partition", ("record_count", "file_count", "spec_id",
+                                                           "position_delete_record_count", "last_updated_snapshot_id")),
+                              ("files", "file_path", ("content", "record_count", "file_size_in_bytes", "partition")),
+                              ("manifests", "path", ("content", "added_data_files_count", "added_delete_files_count")),
+                              ("refs", "name", ("snapshot_id",)), ("history", "snapshot_id", ("is_current_ancestor",))):
+        ours = [_jsonable(r) for r in metadata_view.VIEWS[view](t)]
+        theirs = [_jsonable(r) for r in events.metadata_table(view).collect()]
+        assert sorted(json.dumps([r[key], *(r[c] for c in counts)], sort_keys=True) for r in ours) == \
+            sorted(json.dumps([r[key], *(r[c] for c in counts)], sort_keys=True) for r in theirs), view
+
+
+def test_tables_too_large_to_read_here_go_to_spark_quietly(spark, warehouse, events, capsys, monkeypatch):
+    from sparkberg.jobs import metadata_view
+    monkeypatch.setattr(metadata_view, "LOCAL_MAX_FILES", 1)
+    called = []
+    real = cli._spark_rows
+    monkeypatch.setattr(cli, "_spark_rows", lambda t, view: called.append(view) or real(t, view))
+    assert cli.main(["--warehouse", warehouse, "--output", "json", "files", "db.events"]) == OK
+    assert called == ["files"] and len(json.loads(capsys.readouterr().out)) == 6  # 3 data files, 3 DVs
+    assert cli.main(["--warehouse", warehouse, "partitions", "db.events"]) == OK
+    assert called == ["files", "partitions"] and "ts_day=2024-01-02" in capsys.readouterr().out

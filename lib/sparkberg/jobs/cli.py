@@ -9,7 +9,10 @@
     sparkberg count db.events --snapshot-id 123 --filter "category = 'books'"
     sparkberg --output json describe db.events
 
-Exit codes as :mod:`sparkberg.jobs.common` (3: no such table or namespace).
+Commands that need only metadata (all but ``count``, and ``files``/``partitions`` of tables of more than
+:data:`~sparkberg.jobs.metadata_view.LOCAL_MAX_FILES` files) read it without starting Spark. Where Spark must
+start, its log is silenced unless ``--verbose``. Exit codes as :mod:`sparkberg.jobs.common` (3: no such table
+or namespace).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import json
 import sys
 from typing import Any
 
+from sparkberg.jobs import metadata_view
 from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
 
 
@@ -38,24 +42,62 @@ def _describe(t) -> dict[str, Any]:
     }
 
 
+def _describe_text(d: dict[str, Any], t) -> str:
+    """:func:`_describe` for a terminal: a line per item, each cut to the terminal's width."""
+    import shutil
+    width = shutil.get_terminal_size((120, 24)).columns
+
+    def cut(line: str) -> str:
+        return line if len(line) <= width else line[:width - 1] + "\u2026"
+    lines = [f"{d['table']}  (format v{d['format_version']}, {d['snapshots']} snapshots)", f"location: {d['location']}",
+             "schema:"]
+    lines += [f"  {f['id']:>4}  {f['name']}: {f['type']}{' NOT NULL' if f['required'] else ''}" for f in d["schema"]]
+    spec = t.spec()
+    lines.append("partition spec: " + (", ".join(f"{pf.name}={pf.transform}({t.schema().name_of(pf.source_id)})"
+                                                 for pf in spec.fields) or "unpartitioned"))
+    lines.append("properties:" if d["properties"] else "properties: none")
+    lines += [f"  {k} = {v}" for k, v in sorted(d["properties"].items())]
+    snap = d["current_snapshot"]
+    if snap is None:
+        lines.append("current snapshot: none")
+    else:
+        summary = snap["summary"] or {}
+        lines.append(f"current snapshot: {snap['snapshot_id']} ({snap['operation']}, {snap['timestamp'][:19]})")
+        lines.append(f"  records: {metadata_view.human_count(summary.get('total-records'))}, data files: "
+                     f"{metadata_view.human_count(summary.get('total-data-files'))}, delete files: "
+                     f"{metadata_view.human_count(summary.get('total-delete-files'))}, size: "
+                     f"{metadata_view.human_size(int(summary['total-files-size'])) if 'total-files-size' in summary else '?'}")
+    return "\n".join(cut(line) for line in lines)
+
+
 def _ts(ms: int) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _print_rows(df, output: str, limit: int | None) -> None:
+def _print_view(view: str, rows: list[dict], output: str, limit: int | None) -> None:
     if limit is not None:
-        df = df.limit(limit)
+        rows = rows[:limit]
     if output == "json":
-        from sparkberg.jobs.health import _jsonable
-        print(json.dumps([_jsonable(r) for r in df.collect()], indent=2, default=str))
+        print(json.dumps(rows, indent=2, default=str))
     else:
-        df.show(limit or 1000, truncate=False)
+        print(metadata_view.render(view, rows))
+
+
+def _spark_rows(t, view: str) -> list[dict]:
+    """The rows of metadata table ``view`` as Spark computes it (tables too large to read here)."""
+    from sparkberg.jobs.health import _jsonable
+    df = t.metadata_table(view)
+    if view == "files":
+        df = df.select("content", "file_path", "file_format", "spec_id",
+                       *(["partition"] if "partition" in df.columns else []), "record_count", "file_size_in_bytes")
+    return [_jsonable(r) for r in df.collect()]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="sparkberg", description=__doc__.splitlines()[0])
     add_session_arguments(p)
     p.add_argument("--output", choices=["text", "json"], default="text")
+    p.add_argument("--verbose", action="store_true", help="show Spark's own log when Spark starts")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="namespaces, or the tables of a namespace")
     ls.add_argument("namespace", nargs="?")
@@ -75,14 +117,19 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--filter")
     args = p.parse_args(argv)
 
+    def spark_session():
+        spark = session("sparkberg-cli", args.master, quiet=not args.verbose)
+        if not args.verbose:
+            try:
+                spark.sparkContext.setLogLevel("ERROR")
+            except Exception:  # noqa: BLE001 - Spark Connect
+                pass
+        return spark
+
     def body() -> int:
         import sparkberg
-        spark = session("sparkberg-cli", args.master)
-        try:
-            spark.sparkContext.setLogLevel("ERROR")
-        except Exception:  # noqa: BLE001 - Spark Connect
-            pass
-        cat = sparkberg.catalog(spark, args.warehouse)
+        # what needs only metadata is read here, without Spark (and its JVM)
+        cat = sparkberg.catalog(None, args.warehouse)
         if args.command == "list":
             items = cat.list_tables(args.namespace) if args.namespace else [".".join(n) for n in
                                                                               cat.list_namespaces()]
@@ -94,28 +141,25 @@ def main(argv: list[str] | None = None) -> int:
             if args.output == "json":
                 print(json.dumps(d, indent=2, default=str))
             else:
-                print(f"{d['table']}  (format v{d['format_version']}, {d['snapshots']} snapshots)\n"
-                      f"location: {d['location']}\nschema:")
-                for f in d["schema"]:
-                    print(f"  {f['id']:>4}  {f['name']}: {f['type']}{' NOT NULL' if f['required'] else ''}")
-                print(f"partition spec: {json.dumps(d['partition_spec']['fields'])}")
-                print(f"properties: {json.dumps(d['properties'])}")
-                print(f"current snapshot: {json.dumps(d['current_snapshot'], default=str)}")
+                print(_describe_text(d, t))
             return OK
         if args.command == "count":
+            spark = spark_session()
+            t = sparkberg.catalog(spark, args.warehouse).load_table(args.table)
             with progress(spark, f"count {args.table}"):
                 n = t.to_df(filter=args.filter, snapshot_id=args.snapshot_id, ref=args.ref,
                             as_of_timestamp_ms=args.as_of_timestamp_ms).count()
             print(json.dumps({"table": args.table, "count": n}) if args.output == "json" else n)
             return OK
-        with progress(spark, f"{args.command} {args.table}"):
-            df = t.metadata_table(args.command)
-            if args.command == "files":
-                df = df.select("content", "file_path", "file_format", "partition", "record_count",
-                               "file_size_in_bytes")
-            elif args.command == "snapshots":
-                df = df.orderBy("committed_at")
-            _print_rows(df, args.output, args.limit)
+        local = args.command not in ("files", "partitions") or (
+            (metadata_view.listed_files(t) or metadata_view.LOCAL_MAX_FILES + 1) <= metadata_view.LOCAL_MAX_FILES)
+        if local:
+            rows = metadata_view.VIEWS[args.command](t)
+        else:
+            spark = spark_session()
+            with progress(spark, f"{args.command} {args.table}"):
+                rows = _spark_rows(sparkberg.catalog(spark, args.warehouse).load_table(args.table), args.command)
+        _print_view(args.command, rows, args.output, args.limit)
         return OK
     return run(body)
 

@@ -25,8 +25,20 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", default=None, help="Spark master when not launched by spark-submit (default local[*])")
 
 
-def session(app: str, master: str | None = None):
-    """The active SparkSession (spark-submit, notebooks), or one built from spark-defaults.conf."""
+# Spark's log at ERROR on the console, without its banner: for a session a command-line tool starts itself
+QUIET_LOG4J2 = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def session(app: str, master: str | None = None, quiet: bool = False):
+    """The active SparkSession (spark-submit, notebooks), or one built from spark-defaults.conf; ``quiet``: one
+    this starts logs errors only (its driver JVM starts with :data:`QUIET_LOG4J2`)."""
     from pyspark.sql import SparkSession
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -37,6 +49,13 @@ def session(app: str, master: str | None = None):
     defaults = os.path.join(os.getcwd(), "spark-defaults.conf")
     b = session_builder(app, master=master or os.environ.get("SPARKBERG_MASTER") or "local[*]",
                         defaults=defaults if os.path.exists(defaults) else None)
+    if quiet:
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", prefix="sparkberg-log4j2-", suffix=".properties",
+                                         delete=False) as f:
+            f.write(QUIET_LOG4J2)
+        b = b.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{f.name}")
+        b = b.config("spark.ui.showConsoleProgress", "false")
     return b.getOrCreate()
 
 
