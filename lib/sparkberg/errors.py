@@ -63,6 +63,19 @@ class InvalidIdentifierError(ValidationError):
     """A namespace or table identifier that is empty or tries to escape the warehouse."""
 
 
+class MissingFileError(SparkbergError, FileNotFoundError):
+    """A file the table's metadata references (manifest list, manifest, data or delete file, deletion vector)
+    does not exist. ``path`` names it; the message also names what references it, where known."""
+
+    def __init__(self, message: str, path: str | None = None):
+        self.path = path
+        super().__init__(message)
+
+
+class WorkerEnvironmentError(SparkbergError):
+    """Spark's Python workers cannot run sparkberg's code: the interpreter they run lacks the package."""
+
+
 class CommitFailedException(SparkbergError):
     """A commit lost the race for the next metadata version, or its requirements no longer hold.
 

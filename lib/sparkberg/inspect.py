@@ -100,12 +100,15 @@ class MetadataDecoder(EntryDecoder):
     def ddl(self) -> str:
         return super().ddl + f", readable_metrics {ddl(self.readable)}, file_format_raw string"
 
-    def decode_table(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> pa.Table:
-        # row by row: readable_metrics decodes every bound of every column anyway
-        return pa.Table.from_pylist(self.decode(mf, manifest_ordinal, data), schema=self.schema)
-
     def decode(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> list[dict]:
-        rows = super().decode(mf, manifest_ordinal, data)
+        return self._readable(super().decode(mf, manifest_ordinal, data))
+
+    def _from_columns(self, manifests: list[tuple[ManifestFile, int]], mc: Any) -> pa.Table:
+        # the columnar decoder's entries, with readable_metrics added row by row as for the reference decoder
+        rows = super()._from_columns(manifests, mc).to_pylist()
+        return pa.Table.from_pylist(self._readable(rows), schema=self.schema)
+
+    def _readable(self, rows: list[dict]) -> list[dict]:
         for r in rows:
             sizes, values, nulls, nans = (dict(r[k] or ()) for k in ("column_sizes", "value_counts",
                                                                      "null_value_counts", "nan_value_counts"))
@@ -303,14 +306,17 @@ class MetadataTables:
 
         def count(cond):
             return F.count(F.when(cond, 1)).cast("int")
-        keys = ["partition", "spec_id"] if self.layout.slots else []
+        # one row per partition tuple of the table's unified partition type, whichever spec wrote its files (as
+        # Java's PartitionsTable); the row keeps the spec of the files of its most recent snapshot
+        keys = ["partition"] if self.layout.slots else []
         agg = (df.groupBy(*keys).agg(
             total(is_data).alias("record_count"), count(is_data).alias("file_count"),
             total(is_data, "file_size_in_bytes").alias("total_data_file_size_in_bytes"),
             total(is_pos).alias("position_delete_record_count"), count(is_pos).alias("position_delete_file_count"),
             total(is_eq).alias("equality_delete_record_count"), count(is_eq).alias("equality_delete_file_count"),
-            F.max(F.struct("_ts", "snapshot_id")).alias("_last")))
-        out = agg.select(*([partition_column(self.layout, "partition").alias("partition"), "spec_id"]
+            F.max(F.struct("_ts", "snapshot_id", "spec_id")).alias("_last")))
+        out = agg.select(*([partition_column(self.layout, "partition").alias("partition"),
+                            F.col("_last.spec_id").alias("spec_id")]
                            if keys else []),
                          "record_count", "file_count", "total_data_file_size_in_bytes",
                          "position_delete_record_count", "position_delete_file_count",

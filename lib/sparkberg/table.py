@@ -11,15 +11,16 @@ A :class:`Table` holds one metadata version; metadata changes are commits of pur
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import time
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from sparkberg.catalog.base import Identifier, parse_identifier, read_metadata
 from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.errors import (
-    CommitFailedException, InvalidMetadataError, NoSuchTableError, SparkbergError, ValidationError,
+    CommitFailedException, InvalidMetadataError, MissingFileError, NoSuchTableError, SparkbergError, ValidationError,
 )
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.spec import updates as U
@@ -28,6 +29,7 @@ from sparkberg.spec.partitioning import PartitionField, PartitionSpec, SortField
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.transforms import parse_transform_call
 from sparkberg.spec.types import Schema
+from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.session import job_description, session_time_zone
 
 COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
@@ -161,6 +163,22 @@ class Table:
         except ValidationError:
             return self._metadata.current_schema
 
+    @contextlib.contextmanager
+    def _running(self, label: str, snapshot: Snapshot | None = None, suffix: str = "") -> Iterator[None]:
+        """The block runs an operation of this table: its Spark jobs carry ``label`` (``DELETE db.t``), errors raised in Spark's
+        Python workers are sparkberg's own (:mod:`sparkberg.spark.executors`), and a file of ``snapshot`` (the
+        current one by default) that is gone is named with what references it."""
+        with job_description(self.spark, f"{label} {self.name}{suffix}"), executor_errors(self.spark):
+            try:
+                yield
+            except MissingFileError as e:
+                snap = snapshot or self.current_snapshot()
+                if e.path is None or snap is None or " referenced by " in str(e):
+                    raise
+                from sparkberg.planning.entries import referenced_by
+                raise MissingFileError(f"{e}, referenced by {referenced_by(self.io, snap, e.path)} of table "
+                                       f"{self.name}", e.path) from None
+
     def _bound_filter(self, filter: Any, schema: Schema):
         from sparkberg.expressions.predicates import TRUE, bind
         from sparkberg.expressions.sql import translate_filter
@@ -186,8 +204,9 @@ class Table:
         """
         from sparkberg.planning.scan import plan
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
-        return plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning,
-                    self.name).files()
+        with self._running("DATA-PLANNING", snap):
+            return plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning,
+                        self.name).files()
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
               ref: str | None = None, columns: Sequence[str] | None = None, planning: str = "auto"):
@@ -201,10 +220,10 @@ class Table:
         from sparkberg.planning.scan import plan
         from sparkberg.read.reader import read_tasks
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
-        with job_description(self.spark, f"DATA-PLANNING {self.name}"):
+        with self._running("DATA-PLANNING", snap):
             p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning, self.name)
             tasks = p.rows()
-        return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
+            return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
 
     # --- writes -------------------------------------------------------------------------------------
     def append(self, df) -> "Table":
@@ -214,7 +233,7 @@ class Table:
         from sparkberg.write.dataframe import delete_written, write_files
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
-        with job_description(self.spark, f"WRITE {self.name}"):
+        with self._running("WRITE"):
             files = write_files(self.spark, self._metadata, df)
         if not files:
             return self
@@ -231,7 +250,7 @@ class Table:
         from sparkberg.commit.rowlevel import delete_rows
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
-        with job_description(self.spark, f"DELETE {self.name}"):
+        with self._running("DELETE"):
             delete_rows(self, filter)
         return self
 
@@ -240,7 +259,7 @@ class Table:
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
         from sparkberg.commit.rowlevel import overwrite
         self._writable()
-        with job_description(self.spark, f"OVERWRITE {self.name}"):
+        with self._running("OVERWRITE"):
             overwrite(self, df, filter)
         return self
 
@@ -248,7 +267,7 @@ class Table:
         """Replace each partition that ``df`` has rows for (in the default spec) with those rows, in one commit."""
         from sparkberg.commit.rowlevel import dynamic_overwrite
         self._writable()
-        with job_description(self.spark, f"OVERWRITE {self.name}"):
+        with self._running("OVERWRITE"):
             dynamic_overwrite(self, df)
         return self
 
@@ -259,7 +278,7 @@ class Table:
         self._writable()
         if not set:
             raise ValidationError("update needs at least one column to set")
-        with job_description(self.spark, f"UPDATE {self.name}"):
+        with self._running("UPDATE"):
             update(self, dict(set), filter)
         return self
 
@@ -268,7 +287,7 @@ class Table:
         the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
         from sparkberg.commit.equality import delete_by_keys
         self._writable()
-        with job_description(self.spark, f"DELETE {self.name}"):
+        with self._running("DELETE"):
             delete_by_keys(self, df, key_columns)
         return self
 
@@ -284,7 +303,8 @@ class Table:
         :data:`sparkberg.inspect.METADATA_TABLES`) as a DataFrame with Iceberg's Spark columns; ``snapshot_id``
         picks the snapshot for the tables that describe one (entries, files, manifests, partitions...)."""
         from sparkberg.inspect import MetadataTables
-        with job_description(self.spark, f"METADATA {self.name}.{name}"):
+        snap = self._metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
+        with self._running("METADATA", snap, f".{name}"):
             return MetadataTables(self.spark, self._metadata, self.io, self.metadata_location).table(
                 name, snapshot_id)
 
@@ -302,7 +322,7 @@ class Table:
         ``delete_file_threshold``). Returns the counts the Java procedure reports."""
         from sparkberg.commit.rewrite import rewrite_data_files
         self._writable()
-        with job_description(self.spark, f"REWRITE {self.name}"):
+        with self._running("REWRITE"):
             return rewrite_data_files(self, filter, target_file_size_bytes, min_input_files,
                                       rewrite_all=rewrite_all, **options)
 
@@ -340,8 +360,15 @@ class Table:
                 time.sleep(wait_ms * (0.5 + random.random() / 2) / 1000)
                 self.refresh()
                 continue
-            self._metadata, self.metadata_location = written, loc
+            self.committed(written, loc)
             return self
+
+    def committed(self, metadata: TableMetadata, metadata_location: str) -> None:
+        """Take the metadata this table's commit just wrote; the session's SQL views of the table
+        (:mod:`sparkberg.views`) now show it."""
+        self._metadata, self.metadata_location = metadata, metadata_location
+        from sparkberg.views import refresh_table_views
+        refresh_table_views(self)
 
     def set_properties(self, properties: dict[str, str] | None = None, **kwargs: str) -> "Table":
         """Set table properties (one commit)."""

@@ -7,14 +7,18 @@ becomes ``events__snapshots``: a double underscore, which no metadata table name
 parts unambiguous and needs no quoting. With ``qualified=True`` the namespace is kept
 (``db__events``, ``db__events__snapshots``) for catalogs with the same table name in several namespaces.
 
-A view is a DataFrame over the snapshot current when it was registered (the files to read are planned
-then); register again after writes to see them.
+A view is a DataFrame over the snapshot current when it is registered (the files to read are planned then).
+Each session remembers the views it registered, by table location, and a commit made through sparkberg in that
+session registers them again over the new snapshot, so the views show what the session wrote. A commit made
+elsewhere (another session, process or engine) is seen after registering again.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 from sparkberg.inspect import METADATA_TABLES
+from sparkberg.spark.session import per_session
 
 SEPARATOR = "__"
 
@@ -30,6 +34,27 @@ def register_table_views(table: Any, name: str | None = None, metadata_tables: S
     """Register ``name`` (default: the table's name without namespace) and its metadata table views;
     returns the view names."""
     base = name or (table.identifier.name if table.identifier is not None else table.name.split(".")[-1])
+    out = _register(table, base, metadata_tables)
+    registered = _registered(table.spark)
+    if registered is not None:
+        for views in registered.values():  # (a name registered again no longer shows the table it showed)
+            views.pop(base, None)
+        registered.setdefault(table.location, {})[base] = tuple(metadata_tables)
+    return out
+
+
+def refresh_table_views(table: Any) -> None:
+    """Register again, over the table's current metadata, the views this session registered for the table."""
+    registered = _registered(table.spark) if table.spark is not None else None
+    for base, metadata_tables in list((registered or {}).get(table.location, {}).items()):
+        try:
+            _register(table, base, metadata_tables)
+        except Exception as e:  # noqa: BLE001 - the commit stands; the views keep the snapshot they showed
+            warnings.warn(f"the SQL views {base} of table {table.name} still show its previous snapshot: {e}",
+                          stacklevel=3)
+
+
+def _register(table: Any, base: str, metadata_tables: Sequence[str]) -> list[str]:
     out = [base]
     table.to_df().createOrReplaceTempView(base)
     for mt in metadata_tables:
@@ -37,6 +62,12 @@ def register_table_views(table: Any, name: str | None = None, metadata_tables: S
         table.metadata_table(mt).createOrReplaceTempView(v)
         out.append(v)
     return out
+
+
+def _registered(spark: Any) -> dict[str, dict[str, tuple[str, ...]]] | None:
+    """{table location: {view name: metadata tables}} of the views a session registered (None for a session that
+    keeps nothing)."""
+    return per_session(spark, "sparkberg views", dict)
 
 
 def register_catalog_views(catalog: Any, namespace: str | Sequence[str] | None = None, qualified: bool = False,

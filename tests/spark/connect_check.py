@@ -42,6 +42,16 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     got = sorted(r["id"] for r in m.to_df(columns=["id", "_pos"]).collect())
     assert got == [i for i in range(30) if i % 5 and i % 3], got
     print("merge-on-read over connect ok")
+    m.register_views()
+    before = spark.sql("SELECT count(*) FROM connect_mor").first()[0]
+    m.append(spark.sql("SELECT 100L AS id, 'new' AS v"))
+    m.delete("id = 1")
+    assert spark.sql("SELECT count(*) FROM connect_mor").first()[0] == before + 1 - 1  # (one in, one out)
+    assert spark.sql("SELECT count(*) FROM connect_mor WHERE id = 100").first()[0] == 1
+    assert spark.sql("SELECT count(*) FROM connect_mor WHERE id = 1").first()[0] == 0
+    snaps = spark.sql("SELECT count(*) FROM connect_mor__snapshots").first()[0]
+    assert snaps == len(cat.load_table("db.connect_mor").metadata.snapshots), snaps
+    print("views follow writes over connect ok")
     spark.stop()
     return 0
 

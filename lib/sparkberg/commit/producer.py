@@ -197,7 +197,7 @@ def commit_changes(table, c: Changes) -> Snapshot:
                 for p in attempt_files:
                     io.delete(p)
                 raise
-            table._metadata, table.metadata_location = meta, loc
+            table.committed(meta, loc)
             # new manifests folded into merged ones are referenced by nothing
             referenced = {m.manifest_path for m in manifests} | {list_path}
             for p in permanent + attempt_files:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import uuid as _uuid
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -291,6 +292,18 @@ class _Translator:
                 raise ValueError("Spark compares a date with a timestamp as timestamps")
             return convert_literal(t, _dt.date.fromisoformat(lit.value.strip()[:10]) if lit.kind == "date"
                                    else lit.value.strip())
+        if t == T.BINARY or isinstance(t, T.FixedType):
+            # (Spark compares bytes as unsigned, as bounds do)
+            if lit.kind != "binary":
+                raise ValueError("not a binary literal")
+            if isinstance(t, T.FixedType) and len(lit.value) != t.length:
+                raise ValueError(f"a fixed[{t.length}] value has {t.length} bytes")
+            return lit.value
+        if t == T.UUID:
+            # Spark compares the column as a string: only the canonical form orders (and equals) as the bytes do
+            if lit.kind != "string" or str(_uuid.UUID(lit.value)) != lit.value:
+                raise ValueError("not a UUID in canonical form")
+            return convert_literal(t, lit.value)
         if lit.kind not in ("number", "string"):
             raise ValueError("not a numeric literal")
         return convert_literal(t, lit.value)

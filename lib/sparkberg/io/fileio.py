@@ -12,7 +12,7 @@ import uuid
 from typing import Iterator
 from urllib.parse import urlparse
 
-from sparkberg.errors import SparkbergError
+from sparkberg.errors import MissingFileError, SparkbergError
 
 
 class FileAlreadyExistsError(SparkbergError, FileExistsError):
@@ -84,8 +84,11 @@ class LocalFileIO(FileIO):
         return p
 
     def read(self, location):
-        with open(self._p(location), "rb") as f:
-            return f.read()
+        try:
+            with open(self._p(location), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise MissingFileError(f"file {location} does not exist", location) from None
 
     def exists(self, location):
         return os.path.exists(self._p(location))
@@ -160,8 +163,11 @@ class PyArrowFileIO(FileIO):
         return f"{p.netloc}{p.path}" if self._scheme not in ("hdfs", "viewfs") else p.path
 
     def read(self, location):
-        with self._fs.open_input_stream(self._p(location)) as f:
-            return f.read()
+        try:
+            with self._fs.open_input_stream(self._p(location)) as f:
+                return f.read()
+        except FileNotFoundError:
+            raise MissingFileError(f"file {location} does not exist", location) from None
 
     def exists(self, location):
         from pyarrow import fs

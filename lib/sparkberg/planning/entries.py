@@ -29,7 +29,8 @@ from sparkberg.avro.manifest import (
     read_manifest_list_table,
 )
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
-from sparkberg.io.fileio import FileIO, file_io_for
+from sparkberg.errors import SparkbergError
+from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.planning.matcher import distinct_rows
 from sparkberg.planning.matching import DELETE_FILE_PATH_ID, eq_stats, path_bounds
 from sparkberg.spec import types as T
@@ -72,6 +73,22 @@ class Slot:
     name: str
     field_id: int
     field_type: T.IcebergType
+    # False for a transform this version does not know: its values are kept as text, whatever type the
+    # manifests store them in (the field prunes nothing)
+    known: bool = True
+
+
+def unknown_as_text(v: Any) -> str:
+    """A partition value of an unknown transform as text (bytes as hex)."""
+    return v if isinstance(v, str) else v.hex() if isinstance(v, (bytes, bytearray)) else str(v)
+
+
+def _unknown_as_text(arr: pa.Array) -> pa.Array:
+    if pa.types.is_string(arr.type):
+        return arr
+    if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_boolean(arr.type):
+        return arr.cast(pa.string())
+    return pa.array([None if v is None else unknown_as_text(v) for v in arr.to_pylist()], pa.string())
 
 
 class PartitionLayout:
@@ -95,7 +112,7 @@ class PartitionLayout:
                 if key not in slots:
                     name = pf.name if pf.name not in names else f"{pf.name}_{pf.field_id}"
                     names.add(name)
-                    slots[key] = Slot(name, pf.field_id, rtype)
+                    slots[key] = Slot(name, pf.field_id, rtype, pf.transform.is_known)
         self.slots = sorted(slots.values(), key=lambda s: s.field_id)
         index = {(s.field_id, s.field_type.to_json()): i for i, s in enumerate(self.slots)}
         for spec in metadata.partition_specs:
@@ -123,6 +140,8 @@ class PartitionLayout:
             v = partition.get(fid)
             if v is not None and slot.field_type == T.UUID:
                 v = str(v)
+            elif v is not None and not slot.known:
+                v = unknown_as_text(v)
             out[slot.name] = v
         return out
 
@@ -212,6 +231,8 @@ class EntryDecoder:
         if columns is not None and self.eq_types:
             columns = [*columns, "_eq_stats", "_has_bounds"]
         self.schema = full if columns is None else pa.schema([full.field(c) for c in columns])
+        # the entry columns :meth:`_from_columns` builds (a subclass may add columns of its own to ``schema``)
+        self.entries_schema = self.schema
         # the data_file columns this decoder reads, so the columnar reader converts no other
         needed = set(self.schema.names) | {"first_row_id"}
         if with_metrics:
@@ -398,7 +419,9 @@ class EntryDecoder:
         return pa.concat_tables([self._from_columns([(mf, ordinal)], cols) for mf, ordinal, cols in batch])
 
     def _physical(self, spec_id: int) -> dict[int, pa.DataType]:
-        return {fid: physical_types(self.layout.slots[i].field_type)[0] for fid, i in self.layout.by_spec.get(spec_id, ())}
+        # (an unknown transform's values are decoded as the manifest stores them, then made text)
+        return {fid: physical_types(self.layout.slots[i].field_type)[0] for fid, i in self.layout.by_spec.get(spec_id, ())
+                if self.layout.slots[i].known}
 
     def _from_columns(self, manifests: list[tuple[ManifestFile, int]], mc: ManifestColumns) -> pa.Table:
         """The entries of manifests of one spec (``mc``: their columns one after the other, ``mc.file_rows``
@@ -463,11 +486,11 @@ class EntryDecoder:
             "_manifest_ordinal": pa.array(np.array([o for _, o in manifests], np.int32)[kept_which]),
             "_entry_ordinal": pa.array((kept_rows - first[kept_which]).astype(np.int32)),
             "manifest_path": pa.array([mf.manifest_path for mf, _ in manifests], pa.string()).take(
-                pa.array(kept_which)) if "manifest_path" in self.schema.names else None,
+                pa.array(kept_which)) if "manifest_path" in self.entries_schema.names else None,
             "spec_id": pa.array(np.full(k, spec_id, np.int32)),
             "partition": kept(self._partition_struct(spec_id, mc.partition, n)),
         }
-        for name in self.schema.names:
+        for name in self.entries_schema.names:
             if name not in out and name in c:
                 out[name] = kept(c[name])
         if self.with_path_bounds:
@@ -482,7 +505,7 @@ class EntryDecoder:
             out["_eq_stats"] = pa.array([r["_eq_stats"] for r in rows], EQ_STATS_TYPE)
             out["_has_bounds"] = pa.array([r["_has_bounds"] for r in rows], pa.bool_())
         return pa.Table.from_arrays([out[f.name] if out[f.name].type == f.type else out[f.name].cast(f.type)
-                                     for f in self.schema], schema=self.schema)
+                                     for f in self.entries_schema], schema=self.entries_schema)
 
     def _eq_columns(self, content, equality_ids, value_counts, null_counts, lower_bounds, upper_bounds) -> dict:
         """Stats of the equality columns: of a data file, every column in ``eq_types``; of an equality delete
@@ -497,6 +520,8 @@ class EntryDecoder:
         arrays: list[pa.Array | None] = [None] * max(1, len(self.layout.slots))
         for fid, i in self.layout.by_spec.get(spec_id, ()):
             arrays[i] = partition.get(fid)
+            if arrays[i] is not None and not self.layout.slots[i].known:
+                arrays[i] = _unknown_as_text(arrays[i])
         struct_type = self.layout.arrow_type()
         arrays = [a if a is not None else pa.nulls(n, f.type) for a, f in zip(arrays, struct_type)]
         return pa.StructArray.from_arrays(arrays, fields=list(struct_type))
@@ -651,6 +676,33 @@ _MANIFEST_COLUMNS = ("manifest_path", "manifest_length", "partition_spec_id", "a
 MANIFESTS_DDL = ("_manifest_ordinal int, manifest_path string, manifest_length bigint, partition_spec_id int, "
                  "added_snapshot_id bigint, content int, sequence_number bigint, min_sequence_number bigint, "
                  "first_row_id bigint, added_files_count int, existing_files_count int, deleted_files_count int")
+
+
+def referenced_by(io: FileIO, snapshot: Snapshot, path: str) -> str:
+    """What in ``snapshot`` references the file ``path`` (for the message of an error about it): its manifest
+    list, the manifest list that lists a manifest, or the manifest that lists a data or delete file. Reads the
+    snapshot's manifests one by one: for error paths only."""
+    def key(p: str) -> str:
+        return to_local_path(p) or p
+    target = key(path)
+    sid = snapshot.snapshot_id
+    if snapshot.manifest_list and key(snapshot.manifest_list) == target:
+        return f"snapshot {sid} (its manifest list)"
+    try:
+        manifests = snapshot_manifests(io, snapshot)
+    except (SparkbergError, OSError):
+        return f"snapshot {sid}"
+    for mf in manifests:
+        if key(mf.manifest_path) == target:
+            return f"manifest list {snapshot.manifest_list} of snapshot {sid}"
+    for mf in manifests:
+        try:
+            entries = read_manifest(io.read(mf.manifest_path), mf.manifest_path).entries
+        except (SparkbergError, OSError):
+            continue
+        if any(key(e.data_file.file_path) == target for e in entries):
+            return f"manifest {mf.manifest_path} of snapshot {sid}"
+    return f"snapshot {sid}"
 
 
 def snapshot_manifests(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None) -> list[ManifestFile]:

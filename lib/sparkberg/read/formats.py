@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 import pyarrow as pa
 
 from sparkberg.avro.manifest import non_null
-from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
 from sparkberg.spec import types as T
 
 ORC_ID = b"iceberg.id"
@@ -180,10 +180,13 @@ class ArrowFileReader:
     def _open(self, path: str):
         from sparkberg.io.fileio import to_local_path
         local = to_local_path(path)
-        if local is not None:
-            return open(local, "rb")
-        fs, p = pa.fs.FileSystem.from_uri(path)
-        return fs.open_input_file(p)
+        try:
+            if local is not None:
+                return open(local, "rb")
+            fs, p = pa.fs.FileSystem.from_uri(path)
+            return fs.open_input_file(p)
+        except FileNotFoundError:
+            raise MissingFileError(f"file {path} does not exist", path) from None
 
     def _top_level(self, names: list[str], ids: list[int | None]) -> dict[int, int]:
         """Field id -> column index in a file, by id, else by name mapping, else by current name."""

@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.planning.entries import PartitionLayout
 from sparkberg.read.deletecache import DeleteCache, delete_cache
@@ -673,9 +673,12 @@ def _read_range(io, path: str, offset: int, length: int) -> bytes:
     from sparkberg.io.fileio import to_local_path
     local = to_local_path(path)
     if local is not None:
-        with open(local, "rb") as f:
-            f.seek(offset)
-            return f.read(length)
+        try:
+            with open(local, "rb") as f:
+                f.seek(offset)
+                return f.read(length)
+        except FileNotFoundError:
+            raise MissingFileError(f"file {path} does not exist", path) from None
     return io.read(path)[offset:offset + length]
 
 

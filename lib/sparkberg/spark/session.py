@@ -170,6 +170,11 @@ def session_setting(spark, key: str, value: str, when: bool = True):
             spark.conf.set(key, before)
 
 
+# Iceberg stores dates and timestamps in the proleptic Gregorian calendar, and files of other engines carry no
+# Spark calendar metadata, on which Spark's default rebase mode (EXCEPTION) refuses dates before 1582-10-15 and
+# timestamps before 1900-01-01: every Parquet read says CORRECTED (read as stored), leaving the session as it is
+PARQUET_READ_OPTIONS = {"datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
+
 # from this many paths on, a classic session gets them in one call (each path is one py4j call otherwise)
 _PATHS_IN_ONE_CALL = 16
 
@@ -192,7 +197,14 @@ def read_parquet(spark, schema: StructType, files: list[str]) -> DataFrame:
         except Exception:  # noqa: BLE001 - PySpark internals that moved: resolved again
             pass
     with _listing_on_driver(spark, files):
-        df = _read_parquet_paths(spark.read.schema(schema), files)
+        try:
+            df = _read_parquet_paths(spark.read.schema(schema).options(**PARQUET_READ_OPTIONS), files)
+        except Exception as e:  # noqa: BLE001 - Spark's analysis error for a path that is gone, named as such
+            m = re.search(r"PATH_NOT_FOUND\].*?: (\S+?)\.?(?:\s|$)", str(e))
+            if m is None:
+                raise
+            from sparkberg.errors import MissingFileError
+            raise MissingFileError(f"file {m.group(1)} does not exist", m.group(1)) from None
     if relations is not None:
         try:
             relations.put(key, df._jdf.queryExecution().analyzed().relation(), len(files))

@@ -12,6 +12,7 @@ from pyspark.sql import types as ST
 from sparkberg.avro.manifest import DataFile
 from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import physical_spark_type
+from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.types import to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -86,23 +87,6 @@ def _default_literal(f: T.NestedField) -> Any:
     return to_python(f.field_type, f.write_default)
 
 
-class executor_errors:
-    """Re-raise a ``ValidationError`` raised on an executor (bad data found while writing) as itself on the
-    driver, instead of Spark's wrapper around the worker's traceback."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb):
-        import re
-        if exc is None or isinstance(exc, ValidationError):
-            return False
-        m = re.search(r"sparkberg\.errors\.ValidationError: ([^\n]+)", str(exc))
-        if m:
-            raise ValidationError(m.group(1).strip()) from None
-        return False
-
-
 def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
                 properties: dict[str, str] | None = None) -> list[DataFile]:
     """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
@@ -129,10 +113,10 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
                 pf.transform.result_type(by_id[pf.source_id].field_type))) for i, pf in enumerate(spec.fields)])
         with_parts = aligned.mapInArrow(PartitionColumns(schema, spec), out_schema)
         clustered = with_parts.repartition(*[F.col(c) for c in part_cols]).sortWithinPartitions(*part_cols)
-        with executor_errors():
+        with executor_errors(spark):
             rows = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
     else:
-        with executor_errors():
+        with executor_errors(spark):
             rows = aligned.mapInArrow(writer, RESULT_SCHEMA).collect()
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]
 

@@ -145,8 +145,12 @@ class _ColumnStats:
             if t in (T.FLOAT, T.DOUBLE) and self.mode[0] == "counts":
                 self.nans += int(pc.sum(pc.is_nan(arr)).as_py() or 0)
             return
-        if t == T.UUID:  # counts only: engines order UUIDs differently (signed vs unsigned), so no bounds
-            return
+        if t == T.UUID:  # bounds are the 16 bytes, ordered as unsigned bytes (spec Appendix D)
+            if not pa.types.is_fixed_size_binary(arr.type) and not isinstance(arr.type, pa.BaseExtensionType):
+                arr = uuids_from_strings(arr, self.field.name)
+            if isinstance(arr.type, pa.BaseExtensionType):
+                arr = arr.storage
+            arr = arr.cast(pa.binary())
         if t in (T.FLOAT, T.DOUBLE):
             nan = pc.is_nan(arr)
             self.nans += int(pc.sum(nan).as_py() or 0)
@@ -181,6 +185,8 @@ class _ColumnStats:
                 lo, hi = lo[:n], truncate_upper_string(hi, n)
             elif t in (T.BINARY,) or isinstance(t, T.FixedType):
                 lo, hi = lo[:n], truncate_upper_binary(hi, n)
+        if t == T.UUID:
+            return bytes(lo), bytes(hi)
         try:
             return to_bytes(t, lo), (None if hi is None else to_bytes(t, hi))
         except Exception:  # noqa: BLE001 - a type without a binary form has no bounds

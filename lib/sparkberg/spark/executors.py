@@ -1,0 +1,80 @@
+"""Errors raised in Spark's Python workers, re-raised on the driver as sparkberg's own.
+
+Spark reports a failed Python task as one exception whose message holds the worker's traceback, after a JVM
+stack trace. Two kinds are turned back into what they are:
+
+- a sparkberg error raised by sparkberg's code on an executor (bad data found while writing, a file the
+  metadata references that is gone) is raised again as its own class, with its own message;
+- a worker that cannot import sparkberg (``ModuleNotFoundError: No module named 'sparkberg'``: the workers
+  run another interpreter than the driver, or the cluster's executors lack the package) becomes one
+  :class:`~sparkberg.errors.WorkerEnvironmentError` that names the interpreter and how to fix it.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from sparkberg import errors
+
+_RAISED = re.compile(r"sparkberg\.errors\.(\w+): ([^\n]+)")
+_NOT_IMPORTABLE = re.compile(r"ModuleNotFoundError: No module named '(sparkberg[\w.]*)'")
+
+
+def worker_python(spark: Any) -> str:
+    """The interpreter Spark starts its Python workers with, as the driver knows it: ``spark.pyspark.python``,
+    else ``$PYSPARK_PYTHON``, else Spark's default ``python3``."""
+    configured = None
+    try:
+        configured = spark.conf.get("spark.pyspark.python", None) if spark is not None else None
+    except Exception:  # noqa: BLE001 - a session that refuses the read: the environment decides
+        pass
+    if not configured:
+        try:
+            configured = spark.sparkContext.pythonExec  # (classic sessions: what PySpark sends with each task)
+        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext on the client
+            configured = None
+    return configured or os.environ.get("PYSPARK_PYTHON") or "python3"
+
+
+def translate(exc: BaseException, spark: Any = None) -> errors.SparkbergError | None:
+    """The sparkberg error that ``exc`` (raised by a Spark action) reports from a worker, or None."""
+    if isinstance(exc, errors.SparkbergError):
+        return None
+    text = str(exc)
+    m = _RAISED.search(text)
+    if m:
+        cls = getattr(errors, m.group(1), None)
+        if cls is errors.MissingFileError:
+            named = re.search(r"file (\S+) does not exist", m.group(2))
+            return cls(m.group(2).strip(), named.group(1) if named else None)
+        if isinstance(cls, type) and issubclass(cls, errors.SparkbergError):
+            return cls(m.group(2).strip())
+    m = _NOT_IMPORTABLE.search(text)
+    if m:
+        return errors.WorkerEnvironmentError(
+            f"Spark's Python workers cannot import {m.group(1)}: they run {worker_python(spark)!r}, which does "
+            "not have sparkberg installed. Install sparkberg (and its dependencies) into that interpreter, or "
+            "point the workers at one that has it: PYSPARK_PYTHON or spark.pyspark.python (for example the "
+            "driver's own virtualenv). On a cluster, the executors need the package too: install it on every "
+            "node, or ship it with --py-files / spark.submit.pyFiles or a packed environment in spark.archives.")
+    return None
+
+
+class executor_errors:
+    """Within the block, a Spark action that failed in a Python worker raises the sparkberg error it reports
+    (:func:`translate`) instead of Spark's wrapper around the worker's traceback."""
+
+    def __init__(self, spark: Any = None):
+        self.spark = spark
+
+    def __enter__(self) -> "executor_errors":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is None:
+            return False
+        found = translate(exc, self.spark)
+        if found is not None:
+            raise found from None
+        return False

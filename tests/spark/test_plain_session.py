@@ -1,0 +1,305 @@
+"""Classes of tables and sessions users have, on a session with Spark's default settings (none of the
+project's ``spark-defaults.conf``): ancient dates, large metadata tables, partition evolution in ``partitions``,
+pruning on binary, fixed and uuid columns, unknown transforms, missing files, and workers without sparkberg."""
+import datetime as dt
+import glob
+import os
+import shutil
+import uuid
+
+import pytest
+
+import sparkberg
+from sparkberg.errors import MissingFileError, ValidationError, WorkerEnvironmentError
+from sparkberg.inspect import METADATA_TABLES
+from sparkberg.spec import types as T
+
+pytestmark = pytest.mark.spark
+
+PROJECT_SETTINGS = ("spark.sql.parquet.fieldId.read.enabled", "spark.sql.parquet.fieldId.write.enabled",
+                    "spark.sql.parquet.fieldId.read.ignoreMissing")
+REBASE = ("spark.sql.parquet.datetimeRebaseModeInRead", "spark.sql.parquet.int96RebaseModeInRead")
+
+
+@pytest.fixture
+def plain(spark):
+    """A session of the test run's SparkContext with Spark's default SQL settings for what the project sets."""
+    s = spark.newSession()
+    for k in PROJECT_SETTINGS:
+        s.conf.unset(k)
+    s.conf.set("spark.sql.session.timeZone", "UTC")
+    return s
+
+
+ANCIENT = (dt.date(1000, 1, 1), dt.datetime(1200, 6, 1, 12, 0, tzinfo=dt.timezone.utc),
+           dt.datetime(1899, 12, 31, 23, 59, 59))
+
+
+def _ancient_rows(df):
+    return sorted((r["id"], r["d"], r["ts"], r["tsn"]) for r in df.collect())
+
+
+def test_dates_and_timestamps_before_the_gregorian_switch_read_as_written(plain, tmp_path):
+    # Spark 3.5 refuses such values in files without Spark's calendar metadata unless told they are proleptic
+    # (its default rebase mode is EXCEPTION; 4.x defaults to CORRECTED): reads say CORRECTED themselves
+    for k in REBASE:
+        plain.conf.set(k, "EXCEPTION")
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    t = cat.create_table("db.ancient", "id int, d date, ts timestamp, tsn timestamp_ntz", partition_by=["year(d)"])
+    t.append(plain.sql("SELECT 1 AS id, DATE '1000-01-01' AS d, TIMESTAMP '1200-06-01 12:00:00' AS ts, "
+                       "TIMESTAMP_NTZ '1899-12-31 23:59:59' AS tsn UNION ALL "
+                       "SELECT 2, DATE '2024-01-01', TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP_NTZ '2024-01-01 00:00:00'"))
+    expected = (1, ANCIENT[0], ANCIENT[1].replace(tzinfo=None), ANCIENT[2])
+    got = _ancient_rows(cat.load_table("db.ancient").to_df())
+    assert got[0] == expected
+    assert [r["id"] for r in t.to_df(filter="d < DATE '1582-10-15'").collect()] == [1]
+    assert all(v == "EXCEPTION" for v in (plain.conf.get(k) for k in REBASE))  # the session is left as it was
+
+    from pyiceberg.catalog.sql import SqlCatalog
+    import pyarrow as pa
+    pyi = SqlCatalog("pyi", uri=f"sqlite:///{tmp_path}/pyi.db", warehouse=f"file://{tmp_path}/pyi")
+    pyi.create_namespace("db")
+    arrow = pa.table({"id": pa.array([1], pa.int32()), "d": pa.array([ANCIENT[0]]),
+                      "ts": pa.array([ANCIENT[1]], pa.timestamp("us", "UTC")),
+                      "tsn": pa.array([ANCIENT[2]], pa.timestamp("us"))})
+    pt = pyi.create_table("db.ancient", schema=arrow.schema)
+    pt.append(arrow)
+    assert _ancient_rows(sparkberg.load_table(plain, pt.metadata_location).to_df()) == [expected]
+
+
+def _append_files(spark, t, n, start=0):
+    """``n`` data files of one partition each (``p``), in one commit: a manifest of ``n`` entries."""
+    t.append(spark.range(start, start + n * 3).selectExpr("id", "CAST(id % " + str(n) + " AS int) AS p",
+                                                          "CAST(id AS string) AS v").repartition(n, "p"))
+
+
+def test_every_metadata_table_of_a_table_with_large_manifests(plain, tmp_path):
+    # manifests of many entries are decoded into columns, of a few by the reference decoder: both give
+    # readable_metrics, so every metadata table works on tables of any size
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    big = cat.create_table("db.big", "id bigint, p int, v string", partition_by=["p"],
+                           properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    _append_files(plain, big, 150)
+    small = cat.create_table("db.small", "id bigint, p int, v string", partition_by=["p"],
+                             properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    _append_files(plain, small, 3)
+    for t in (big, small):
+        t.delete("id % 7 = 0")
+        files = len(glob.glob(os.path.join(t.location.replace("file://", ""), "data", "**", "*.parquet"),
+                              recursive=True))
+        for name in METADATA_TABLES:
+            assert t.metadata_table(name).count() > 0, (t.name, name)
+        assert t.metadata_table("all_files").count() == t.metadata_table("files").count() == files
+        metrics = t.metadata_table("data_files").selectExpr("min(readable_metrics.id.lower_bound)",
+                                                            "max(readable_metrics.id.upper_bound)").first()
+        assert tuple(metrics) == (0, t.to_df().agg({"id": "max"}).first()[0])
+        parts = t.metadata_table("partitions").collect()
+        assert sum(r["record_count"] for r in parts) == t.to_df().count() + sum(
+            r["position_delete_record_count"] for r in parts)
+
+
+def test_metadata_decoders_agree_on_a_manifest_of_many_entries(plain, tmp_path):
+    from sparkberg.avro.manifest import read_manifest_list
+    from sparkberg.inspect import MetadataDecoder
+    from sparkberg.planning.entries import PartitionLayout
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    t = cat.create_table("db.t", "id bigint, p int, v string", partition_by=["p"])
+    _append_files(plain, t, 100)
+    snap = t.current_snapshot()
+    mf = read_manifest_list(t.io.read(snap.manifest_list))[0]
+    data = t.io.read(mf.manifest_path)
+    decoder = MetadataDecoder(PartitionLayout(t.metadata), t.schema())
+    columnar = decoder._decode_batch([(mf, 0, data)])
+    reference = decoder._reference(mf, 0, data)
+    assert columnar.num_rows == reference.num_rows == 100
+    assert columnar.to_pylist() == reference.to_pylist()
+
+
+def test_partitions_of_two_specs_with_the_same_tuple_are_one_row(plain, tmp_path):
+    # Java's PartitionsTable keys rows by the table's unified partition type: a file of the old spec (cat) and
+    # one of the new (cat, day(ts)) whose ts is null hold the same tuple, so their counts are summed into one
+    # row, which keeps the spec and snapshot of the most recent commit
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    t = cat.create_table("db.t", "id bigint, cat string, ts timestamp", partition_by=["cat"])
+    t.append(plain.sql("SELECT id, 'a' AS cat, CAST(NULL AS timestamp) AS ts FROM range(3)"))
+    t.update_spec(["cat", "day(ts)"])
+    t.append(plain.sql("SELECT id, 'a' AS cat, CAST(NULL AS timestamp) AS ts FROM range(3, 5) UNION ALL "
+                       "SELECT 9, 'a', TIMESTAMP '2024-01-01 10:00:00'"))
+    rows = {(r["partition"]["cat"], r["partition"]["ts_day"]): r for r in t.metadata_table("partitions").collect()}
+    assert set(rows) == {("a", None), ("a", dt.date(2024, 1, 1))}
+    merged = rows[("a", None)]
+    assert (merged["record_count"], merged["file_count"]) == (5, 2)
+    assert merged["spec_id"] == 1 and merged["last_updated_snapshot_id"] == t.current_snapshot().snapshot_id
+
+
+HIGH_BIT_UUIDS = ["00000000-0000-0000-0000-000000000001", "7fffffff-ffff-ffff-ffff-ffffffffffff",
+                  "80000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-fffffffffffe"]
+
+
+@pytest.fixture
+def typed(plain, tmp_path):
+    """One file per row: a date, a binary, a fixed[4] and a uuid column (high-bit UUIDs included), and a file
+    of nulls and an empty binary."""
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    s = T.Schema((T.NestedField(1, "id", T.LONG), T.NestedField(2, "dt", T.DATE), T.NestedField(3, "bin", T.BINARY),
+                  T.NestedField(4, "fx", T.FixedType(4)), T.NestedField(5, "u", T.UUID)))
+    t = cat.create_table("db.typed", s)
+    for i, u in enumerate(HIGH_BIT_UUIDS):
+        t.append(plain.sql(f"SELECT {i}L AS id, date_add(DATE '2024-01-01', {i}) AS dt, X'0{i}' AS bin, "
+                           f"X'0{i}000000' AS fx, '{u}' AS u"))
+    t.append(plain.sql("SELECT 9L AS id, CAST(NULL AS date) AS dt, X'' AS bin, X'09000000' AS fx, "
+                       "CAST(NULL AS string) AS u"))
+    return t
+
+
+@pytest.mark.parametrize("filter,ids,files", [
+    ("dt IS NULL OR bin = X''", [9], 1),
+    ("bin = X'02'", [2], 1),
+    ("bin IN (X'01', X'03')", [1, 3], 2),
+    ("fx = X'02000000'", [2], 1),
+    ("fx = X'0200'", [], 5),  # (a value of another length: not an Iceberg fixed[4] value, prunes nothing)
+    (f"u = '{HIGH_BIT_UUIDS[2]}'", [2], 1),
+    (f"u = '{HIGH_BIT_UUIDS[3]}'", [3], 1),
+    (f"u > '{HIGH_BIT_UUIDS[1]}'", [2, 3], 2),
+    (f"u < '{HIGH_BIT_UUIDS[2]}'", [0, 1], 2),
+    (f"u = '{HIGH_BIT_UUIDS[3].upper()}'", [], 5),  # Spark compares strings: not canonical, prunes nothing
+])
+def test_binary_fixed_and_uuid_bounds_prune_files(typed, filter, ids, files):
+    assert sorted(r["id"] for r in typed.to_df(filter=filter).collect()) == ids
+    assert typed.plan_files(filter=filter).count() == files
+
+
+def test_uuid_bounds_are_ordered_as_unsigned_bytes(typed):
+    rows = typed.metadata_table("data_files").filter("readable_metrics.u.lower_bound IS NOT NULL").collect()
+    for r in rows:
+        lower, upper = r["lower_bounds"][5], r["upper_bounds"][5]
+        assert lower == upper == uuid.UUID(r["readable_metrics"]["u"]["lower_bound"]).bytes
+    assert len(rows) == 4
+
+
+def _break_transforms(table_dir: str, name: str) -> None:
+    """Rename every partition transform of the current metadata file to one no version knows."""
+    import json
+    path = sorted(glob.glob(os.path.join(table_dir, "metadata", "v*.metadata.json")),
+                  key=lambda p: int(os.path.basename(p)[1:].split(".")[0]))[-1]
+    with open(path) as f:
+        meta = json.load(f)
+    for spec in meta["partition-specs"]:
+        for field in spec["fields"]:
+            field["transform"] = name
+    with open(path, "w") as f:
+        json.dump(meta, f)
+
+
+@pytest.mark.parametrize("files", [3, 100])  # the reference decoder, and manifests decoded into columns
+def test_a_transform_this_version_does_not_know_prunes_nothing_and_reads(plain, tmp_path, files):
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    t = cat.create_table("db.t", "id bigint, p int, v string", partition_by=["bucket(4, p)", "p"])
+    _append_files(plain, t, files)
+    _break_transforms(t.location.replace("file://", ""), "future_hash[4]")
+    t = cat.load_table("db.t")
+    total = files * 3
+    for planning in ("local", "distributed"):
+        assert t.plan_files(planning=planning).count() == files
+        assert t.to_df(planning=planning).count() == total
+        assert sorted(r["id"] for r in t.to_df(filter="id = 5 AND p = 2", planning=planning).collect()) == (
+            [5] if 5 % files == 2 else [])
+    parts = t.metadata_table("partitions").collect()
+    assert sum(r["record_count"] for r in parts) == total
+    assert {type(r["partition"]["p_bucket"]) for r in parts} == {str}  # its values shown as text
+    assert t.to_df(columns=["id", "_partition"]).count() == total
+    with pytest.raises(ValidationError, match="unknown transform"):
+        t.append(plain.sql("SELECT 1L AS id, 1 AS p, 'x' AS v"))
+
+
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("victim", ["manifest list", "manifest", "data file", "delete file"])
+def test_a_missing_file_is_named_with_what_references_it(plain, tmp_path, version, victim):
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    t = cat.create_table("db.t", "id bigint, v string", properties={
+        "format-version": str(version), "write.delete.mode": "merge-on-read"})
+    t.append(plain.range(10).selectExpr("id", "CAST(id AS string) AS v"))
+    t.delete("id = 3")
+    snap = t.current_snapshot()
+    entries = t.metadata_table("entries").collect()
+    data = [r["data_file"]["file_path"] for r in entries if r["data_file"]["content"] == 0]
+    deletes = [r["data_file"]["file_path"] for r in entries if r["data_file"]["content"] == 1]
+    manifests = [r["path"] for r in t.metadata_table("manifests").collect()]
+    path = {"manifest list": snap.manifest_list, "manifest": manifests[0], "data file": data[0],
+            "delete file": deletes[0]}[victim]
+    os.remove(path.replace("file://", "").replace("file:", ""))
+    referrer = {"manifest list": f"snapshot {snap.snapshot_id} (its manifest list)",
+                "manifest": f"manifest list {snap.manifest_list} of snapshot {snap.snapshot_id}",
+                "data file": f"of snapshot {snap.snapshot_id}", "delete file": f"of snapshot {snap.snapshot_id}"}
+    # a session that has not read the table yet (one that has keeps the files Spark resolved, and meets a data
+    # file that is gone only when it reads it: Spark's FAILED_READ_FILE, which names the file too)
+    t = sparkberg.catalog(plain.newSession(), str(tmp_path / "wh")).load_table("db.t")
+    actions = [lambda: t.to_df().collect()]
+    if victim in ("manifest list", "manifest"):  # (planning reads no data or delete file)
+        actions.append(lambda: t.plan_files().collect())
+    for action in actions:
+        with pytest.raises(MissingFileError) as e:
+            action()
+        message = str(e.value)
+        assert os.path.basename(path) in message and referrer[victim] in message, message
+        assert "referenced by" in message and e.value.path is not None
+
+
+def test_a_worker_that_cannot_import_sparkberg_is_named(spark, tmp_path):
+    # the workers run another interpreter than the driver (here: the venv's, with sparkberg hidden from it)
+    import sys
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'sparkberg' or name.startswith('sparkberg.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, _Hide())\n")
+    python = tmp_path / "python-without-sparkberg"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{blocker}:$PYTHONPATH" exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    cat = sparkberg.catalog(spark, str(tmp_path / "wh"))
+    t = cat.create_table("db.t", "id bigint, v string")
+    sc = spark.sparkContext
+    before = sc.pythonExec
+    sc.pythonExec = str(python)
+    try:
+        with pytest.raises(WorkerEnvironmentError) as e:
+            t.append(spark.range(10).selectExpr("id", "CAST(id AS string) AS v"))
+    finally:
+        sc.pythonExec = before
+    message = str(e.value)
+    assert str(python) in message and "PYSPARK_PYTHON" in message and "spark.pyspark.python" in message
+    assert "--py-files" in message
+    assert cat.load_table("db.t").current_snapshot() is None  # nothing committed
+    t.append(spark.range(10).selectExpr("id", "CAST(id AS string) AS v"))
+    assert t.to_df().count() == 10
+    shutil.rmtree(blocker)
+
+
+def test_sql_views_show_what_the_session_writes(plain, tmp_path):
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    t = cat.create_table("db.events", "id bigint, cat string", partition_by=["cat"],
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(plain.sql("SELECT id, IF(id % 2 = 0, 'even', 'odd') AS cat FROM range(10)"))
+    names = cat.register_views(plain)
+    assert "events" in names and "events__snapshots" in names
+
+    def count(sql):
+        return plain.sql(sql).first()[0]
+    assert count("SELECT count(*) FROM events") == 10
+    t.append(plain.sql("SELECT 100L AS id, 'odd' AS cat"))  # this Table object, another than the views were made of
+    assert count("SELECT count(*) FROM events") == 11
+    cat.load_table("db.events").delete("id = 4")
+    assert count("SELECT count(*) FROM events WHERE id = 4") == 0 and count("SELECT count(*) FROM events") == 10
+    assert count("SELECT count(*) FROM events__snapshots") == 3
+    assert count("SELECT count(*) FROM events__history") == 3
+    t.update(set={"cat": "'x'"}, filter="id = 100")
+    assert count("SELECT count(*) FROM events WHERE cat = 'x'") == 1
+    # a name registered again for another table stops following the first
+    other = cat.create_table("db.other", "id bigint")
+    other.register_views("events")
+    t.append(plain.sql("SELECT 200L AS id, 'odd' AS cat"))
+    assert count("SELECT count(*) FROM events") == 0
