@@ -306,9 +306,16 @@ class MetadataTables:
 
         def count(cond):
             return F.count(F.when(cond, 1)).cast("int")
-        # one row per partition tuple of the table's unified partition type, whichever spec wrote its files (as
-        # Java's PartitionsTable); the row keeps the spec of the files of its most recent snapshot
-        keys = ["partition"] if self.layout.slots else []
+        # one row per partition tuple of the table's unified partition type and set of partition fields: files
+        # of two specs with the same fields (a v1 spec and the one that made a field void) share rows, as in
+        # Iceberg Java's partitions table; a row keeps the spec of the files of its most recent snapshot
+        shapes = {spec.spec_id: ",".join(str(f) for f in sorted(pf.field_id for pf in spec.fields))
+                  for spec in self.m.partition_specs}
+        shape = F.lit("")
+        for spec_id, fields in shapes.items():
+            shape = F.when(F.col("spec_id") == spec_id, F.lit(fields)).otherwise(shape)
+        df = df.withColumn("_shape", shape)
+        keys = ["partition", "_shape"] if self.layout.slots else []
         agg = (df.groupBy(*keys).agg(
             total(is_data).alias("record_count"), count(is_data).alias("file_count"),
             total(is_data, "file_size_in_bytes").alias("total_data_file_size_in_bytes"),

@@ -53,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.environ.get("SPARKBERG_SHARED") or os.path.join(HERE, "..", "..", "..", "shared")
@@ -82,8 +83,10 @@ def timed(fn, repeats: int, warmup: int = 0) -> tuple[float, object]:
 
 
 # --- synthetic tables -------------------------------------------------------------------------------------
-def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: int = 1000, columns: int = 0):
-    """A v2 table of ``files`` data files and files/100 position delete files, written as metadata only.
+def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: int = 1000, columns: int = 0,
+                         snapshots: int = 1, deleted: Callable[[int], bool] = lambda i: i % 100 == 0):
+    """A v2 table of ``files`` data files, each ``deleted(i)`` one with a position delete file of its own, written
+    as metadata only, in ``snapshots`` appends of as many manifests each (of ``per_manifest`` files).
     ``columns``: that many more bigint columns, and metrics of every column in each data file (sizes, counts,
     bounds, as Iceberg's writers keep them for up to 100 columns): a wide table's manifests."""
     import sparkberg
@@ -98,7 +101,6 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
                          partition_by=["day(ts)", "bucket(16, id)"])
     m = t.metadata
     spec, schema = m.default_spec, m.current_schema
-    sid, manifests = 1, []
     extra_ids = [f.field_id for f in schema.fields][3:]
 
     def part(i):
@@ -117,39 +119,50 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
         return dict(column_sizes={fid: 4000 for fid in lower}, value_counts={fid: 1000 for fid in lower},
                     null_value_counts={fid: 0 for fid in lower}, lower_bounds=lower, upper_bounds=upper)
 
-    for start in range(0, files, per_manifest):
-        entries, deletes = [], []
-        for i in range(start, min(files, start + per_manifest)):
-            path = f"{t.location}/data/f{i}.parquet"
-            entries.append(ManifestEntry(ADDED, DataFile(
-                file_path=path, file_format="parquet", partition=part(i), record_count=1000,
-                file_size_in_bytes=100_000, **metrics(i)), sid))
-            if i % 100 == 0:
-                deletes.append(ManifestEntry(ADDED, DataFile(
-                    content=1, file_path=f"{t.location}/data/d{i}.parquet", file_format="parquet",
-                    partition=part(i), record_count=10, file_size_in_bytes=2_000, referenced_data_file=path,
-                    lower_bounds={2147483546: path.encode()}, upper_bounds={2147483546: path.encode()}), sid))
-        for content, es in ((0, entries), (MANIFEST_DELETES, deletes)):
-            if not es:
-                continue
-            data = write_manifest(es, format_version=2, spec=spec, schema=schema, content=content)
-            path = f"{t.location}/metadata/m{start}-{content}.avro"
-            t.io.create(path, data)
-            manifests.append(manifest_file_for(es, path=path, length=len(data), spec=spec, schema=schema,
-                                               added_snapshot_id=sid, content=content, sequence_number=1))
-    lst = f"{t.location}/metadata/snap-1.avro"
-    t.io.create(lst, write_manifest_list(manifests, format_version=2, snapshot_id=sid, parent_snapshot_id=None,
-                                         sequence_number=1))
-    # the totals every writer puts in a snapshot's summary (planning reads total-equality-deletes)
-    deletes = -(-files // 100)
-    summary = {"operation": "append", "added-data-files": str(files), "added-records": str(files * 1000),
-               "added-position-delete-files": str(deletes), "added-delete-files": str(deletes),
-               "added-position-deletes": str(deletes * 10), "total-data-files": str(files),
-               "total-delete-files": str(deletes), "total-records": str(files * 1000),
-               "total-files-size": str(files * 100_000 + deletes * 2_000), "total-position-deletes": str(deletes * 10),
-               "total-equality-deletes": "0"}
-    snap = Snapshot(sid, int(time.time() * 1000), None, 1, lst, None, summary, 0)
-    t.commit_updates([U.AddSnapshot(snap), U.SetSnapshotRef("main", sid)])
+    starts = list(range(0, files, per_manifest))
+    manifests: list = []
+    parent, total_deletes, now = None, 0, int(time.time() * 1000)
+    for k in range(snapshots):
+        sid, seq = k + 1, k + 1
+        mine = starts[k * len(starts) // snapshots:(k + 1) * len(starts) // snapshots]
+        added = added_deletes = 0
+        for start in mine:
+            entries, deletes = [], []
+            for i in range(start, min(files, start + per_manifest)):
+                path = f"{t.location}/data/f{i}.parquet"
+                entries.append(ManifestEntry(ADDED, DataFile(
+                    file_path=path, file_format="parquet", partition=part(i), record_count=1000,
+                    file_size_in_bytes=100_000, **metrics(i)), sid))
+                if deleted(i):
+                    deletes.append(ManifestEntry(ADDED, DataFile(
+                        content=1, file_path=f"{t.location}/data/d{i}.parquet", file_format="parquet",
+                        partition=part(i), record_count=10, file_size_in_bytes=2_000, referenced_data_file=path,
+                        lower_bounds={2147483546: path.encode()}, upper_bounds={2147483546: path.encode()}), sid))
+            added += len(entries)
+            added_deletes += len(deletes)
+            for content, es in ((0, entries), (MANIFEST_DELETES, deletes)):
+                if not es:
+                    continue
+                data = write_manifest(es, format_version=2, spec=spec, schema=schema, content=content)
+                path = f"{t.location}/metadata/m{start}-{content}.avro"
+                t.io.create(path, data)
+                manifests.append(manifest_file_for(es, path=path, length=len(data), spec=spec, schema=schema,
+                                                   added_snapshot_id=sid, content=content, sequence_number=seq))
+        lst = f"{t.location}/metadata/snap-{sid}.avro"
+        t.io.create(lst, write_manifest_list(manifests, format_version=2, snapshot_id=sid, parent_snapshot_id=parent,
+                                             sequence_number=seq))
+        # the totals every writer puts in a snapshot's summary (planning reads total-equality-deletes)
+        total_deletes += added_deletes
+        total = min(files, (mine[-1] + per_manifest)) if mine else 0
+        summary = {"operation": "append", "added-data-files": str(added), "added-records": str(added * 1000),
+                   "added-position-delete-files": str(added_deletes), "added-delete-files": str(added_deletes),
+                   "added-position-deletes": str(added_deletes * 10), "total-data-files": str(total),
+                   "total-delete-files": str(total_deletes), "total-records": str(total * 1000),
+                   "total-files-size": str(total * 100_000 + total_deletes * 2_000),
+                   "total-position-deletes": str(total_deletes * 10), "total-equality-deletes": "0"}
+        snap = Snapshot(sid, now - (snapshots - k) * 1000, parent, seq, lst, None, summary, 0)
+        t.commit_updates([U.AddSnapshot(snap), U.SetSnapshotRef("main", sid)])
+        parent = sid
     return t
 
 
@@ -193,6 +206,17 @@ def bench_planning(spark, wh, sizes, repeats, results):
         t = build_planning_table(spark, wh, f"plan{n}", n)
         print(f"built a {n}-file table in {time.perf_counter() - t0:.1f} s", flush=True)
         plan_rows(spark, wh, t, n, f"plan{n}", f"planning {n} files", repeats, results)
+
+
+def bench_partition_deletes(spark, wh, files: int, repeats, results):
+    """The planning benchmarks on a table whose position deletes sit in 5% of its partitions (days), grown by
+    ten appends of ten manifests: what the plan's DataFrame costs next to the plan."""
+    t0 = time.perf_counter()
+    t = build_planning_table(spark, wh, "pdeletes", files, snapshots=10, deleted=lambda i: (i // 1600) % 20 == 0)
+    print(f"built a {files}-file table with deletes in 5% of its days in {time.perf_counter() - t0:.1f} s",
+          flush=True)
+    plan_rows(spark, wh, t, files, "pdeletes", f"planning {files} files, deletes in 5% of partitions", repeats,
+              results)
 
 
 def bench_wide_planning(spark, wh, files: int, columns: int, repeats, results):
@@ -582,7 +606,9 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", 3)))
     p.add_argument("--wide", default=os.environ.get("BENCH_WIDE", "100000x50"),
                    help="FILESxCOLUMNS of the wide table's planning benchmarks (metrics of COLUMNS + 3 columns)")
-    p.add_argument("--only", default="planning,wide,reads,append,commit,memory")
+    p.add_argument("--deletes", type=int, default=int(os.environ.get("BENCH_DELETES", 100_000)),
+                   help="files of the table whose position deletes are in 5%% of its partitions")
+    p.add_argument("--only", default="planning,deletes,wide,reads,append,commit,memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--spark4-child", help=argparse.SUPPRESS)
@@ -602,6 +628,8 @@ def main() -> int:
     if "planning" in only or "memory" in only:
         bench_planning(spark, wh, sizes, args.repeats, results) if "planning" in only else \
             build_planning_table(spark, wh, f"plan{sizes[-1]}", sizes[-1])
+    if "deletes" in only:
+        bench_partition_deletes(spark, wh, args.deletes, args.repeats, results)
     if "wide" in only:
         files, columns = (int(x) for x in args.wide.split("x"))
         bench_wide_planning(spark, wh, files, columns, args.repeats, results)

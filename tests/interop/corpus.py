@@ -2,9 +2,12 @@
 
 Covers v1, v2, v3; every transform; partition and schema evolution; position deletes, equality deletes
 (written through Iceberg's Java API), deletion vectors; ORC and Avro data and delete files; branches and tags; row lineage; an upgraded v2->v3
-table; gzip-compressed metadata.
+table; gzip-compressed metadata; ancient dates; a v1 table upgraded to v2; two specs sharing a partition tuple;
+manifests of many entries; binary, fixed and uuid columns.
 """
 from __future__ import annotations
+
+import json
 
 MOR = ("'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
        "'write.merge.mode'='merge-on-read'")
@@ -153,6 +156,75 @@ SCRIPTS["v3_avro"] = [
     "UPDATE {t} SET v = 'upd' WHERE id IN (1, 2)",
 ]
 
+# Classes of tables users have that the scripts above did not cover
+SCRIPTS["v2_ancient"] = [  # dates before 1582-10-15 and timestamps before 1900: files with no Spark calendar metadata
+    "CREATE TABLE {t} (id int, d date, ts timestamp, tsn timestamp_ntz) USING iceberg PARTITIONED BY (years(d)) "
+    "TBLPROPERTIES ('format-version'='2')",
+    "INSERT INTO {t} VALUES (1, DATE '1000-01-01', TIMESTAMP '1200-06-01 12:00:00', TIMESTAMP_NTZ '1899-12-31 23:59:59'),"
+    " (2, DATE '1582-10-04', TIMESTAMP '1582-10-15 00:00:00', TIMESTAMP_NTZ '0001-01-01 00:00:00'),"
+    " (3, DATE '2024-01-01', TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP_NTZ '2024-01-01 00:00:00')",
+]
+SCRIPTS["v1_to_v2"] = [  # snapshots committed while v1 carry no sequence number
+    "CREATE TABLE {t} (id bigint, data string) USING iceberg PARTITIONED BY (bucket(2, id)) "
+    "TBLPROPERTIES ('format-version'='1')",
+    "INSERT INTO {t} SELECT id, concat('d', id) FROM range(0, 20) AS r(id)",
+    "DELETE FROM {t} WHERE id = 3",
+    "ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='2', " + MOR + ")",
+    "INSERT INTO {t} SELECT id, concat('n', id) FROM range(20, 30) AS r(id)",
+    "DELETE FROM {t} WHERE id % 5 = 0",
+]
+SCRIPTS["v1_partition_merge"] = [  # a v1 spec and the one that made its field void share partitions rows
+    "CREATE TABLE {t} (id bigint, cat string, ts timestamp) USING iceberg PARTITIONED BY (cat) "
+    "TBLPROPERTIES ('format-version'='1')",
+    "INSERT INTO {t} VALUES (1, 'a', NULL), (2, 'b', NULL)",
+    "ALTER TABLE {t} ADD PARTITION FIELD days(ts)",
+    "INSERT INTO {t} VALUES (3, 'a', NULL), (4, 'a', timestamp'2024-01-01 10:00:00')",
+    "ALTER TABLE {t} DROP PARTITION FIELD days(ts)",
+    "INSERT INTO {t} VALUES (5, 'a', NULL), (6, 'a', timestamp'2024-01-02 10:00:00')",
+    "DELETE FROM {t} WHERE id = 3",
+]
+SCRIPTS["v2_partition_merge"] = [  # files of two specs with the same tuple in the unified partition type
+    "CREATE TABLE {t} (id bigint, cat string, ts timestamp) USING iceberg PARTITIONED BY (cat) "
+    "TBLPROPERTIES ('format-version'='2', " + MOR + ")",
+    "INSERT INTO {t} VALUES (1, 'a', NULL), (2, 'a', NULL), (3, 'b', NULL)",
+    "ALTER TABLE {t} ADD PARTITION FIELD days(ts)",
+    "INSERT INTO {t} VALUES (4, 'a', NULL), (5, 'a', timestamp'2024-01-01 10:00:00'), (6, 'b', NULL)",
+    "DELETE FROM {t} WHERE id = 2",
+]
+SCRIPTS["v2_many_files"] = [  # manifests of more entries than the reference decoder takes
+    "CREATE TABLE {t} (id bigint, p int, v string) USING iceberg PARTITIONED BY (p) "
+    "TBLPROPERTIES ('format-version'='2', " + MOR + ")",
+    "INSERT INTO {t} SELECT /*+ REPARTITION(80, p) */ id, CAST(id % 80 AS int) AS p, concat('v', id) AS v "
+    "FROM range(0, 400) AS r(id)",
+    "DELETE FROM {t} WHERE id % 9 = 0",
+]
+# binary, fixed and uuid columns (Spark SQL cannot declare the last two: created through Java's API)
+PRUNE_UUIDS = ["00000000-0000-0000-0000-000000000001", "7fffffff-ffff-ffff-ffff-ffffffffffff",
+               "80000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-fffffffffffe"]
+SCRIPTS["v2_prune_types"] = [
+    "JAVA create " + json.dumps({"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "required": False, "type": "long"},
+        {"id": 2, "name": "dt", "required": False, "type": "date"},
+        {"id": 3, "name": "bin", "required": False, "type": "binary"},
+        {"id": 4, "name": "fx", "required": False, "type": "fixed[4]"},
+        {"id": 5, "name": "u", "required": False, "type": "uuid"}]}),
+    *[f"INSERT INTO {{t}} VALUES ({i}, date_add(DATE '2024-01-01', {i}), X'0{i}', X'0{i}000000', '{u}')"
+      for i, u in enumerate(PRUNE_UUIDS)],
+    "INSERT INTO {t} VALUES (9, NULL, X'', X'09000000', NULL)",
+]
+
+
+def java_create(spark, table_name: str, schema_json: str) -> None:
+    """Create an unpartitioned v2 table with an Iceberg schema given as JSON, through Iceberg's Java API."""
+    jvm = spark._jvm
+    catalog_name, ident = table_name.split(".", 1)
+    icat = spark._jsparkSession.sessionState().catalogManager().catalog(catalog_name).icebergCatalog()
+    props = jvm.java.util.HashMap()
+    props.put("format-version", "2")
+    icat.createTable(jvm.org.apache.iceberg.catalog.TableIdentifier.parse(ident),
+                     jvm.org.apache.iceberg.SchemaParser.fromJson(schema_json),
+                     jvm.org.apache.iceberg.PartitionSpec.unpartitioned(), props)
+
 
 def java_eq_delete(spark, table_name: str, spec_id: int, values: dict[str, str]) -> None:
     """Commit an equality delete file on ``id`` through Iceberg's Java API (Spark SQL cannot write them)."""
@@ -194,7 +266,9 @@ def build(spark, namespace: str = "db") -> list[str]:
         t = f"ref.{namespace}.{name}"
         spark.sql(f"DROP TABLE IF EXISTS {t}")
         for stmt in script:
-            if stmt.startswith("JAVA eq_delete"):
+            if stmt.startswith("JAVA create "):
+                java_create(spark, t, stmt[len("JAVA create "):])
+            elif stmt.startswith("JAVA eq_delete"):
                 parts = dict(p.split("=") for p in stmt.split()[2:])
                 java_eq_delete(spark, t, int(parts.pop("spec")), parts)
             else:

@@ -1,6 +1,7 @@
 """All 16 metadata tables equal Iceberg Java's (``SELECT * FROM ref.db.t.<name>``) on every corpus table:
 same columns and types, same rows (as multisets)."""
 import os
+import uuid
 from collections import Counter
 
 import pytest
@@ -13,6 +14,9 @@ pytestmark = pytest.mark.interop
 # Iceberg Java 1.10 fails to read these itself ("Invalid partition field parent: list<string>" in
 # PositionDeletesRowReader, for tables with a list column and ORC/Avro position delete files)
 JAVA_CANNOT = {("v2_orc", "position_deletes"), ("v2_avro", "position_deletes")}
+# Iceberg Java 1.10 fails to read readable_metrics of a uuid column (ClassCastException: Cannot cast
+# java.util.UUID to java.lang.CharSequence in MetricsUtil$ReadableColMetricsStruct): compared without them
+JAVA_NO_READABLE_METRICS = {"v2_prune_types"}
 
 
 def norm(v):
@@ -38,6 +42,12 @@ def test_every_metadata_table_of_every_corpus_table_equals_javas(corpus, java, j
                 assert t.metadata_table(mt).count() > 0
                 continue
             ours, theirs = t.metadata_table(mt), java.table(f"ref.db.{name}.{mt}")
+            if name in JAVA_NO_READABLE_METRICS and "readable_metrics" in ours.columns:
+                if mt == "data_files":  # (ours are read: each the uuid its bound's bytes hold)
+                    got = [(r["readable_metrics"]["u"]["lower_bound"], r["lower_bounds"].get(5))
+                           for r in ours.collect() if r["lower_bounds"].get(5) is not None]
+                    assert len(got) == 4 and all(v == str(uuid.UUID(bytes=bytes(b))) for v, b in got)
+                ours, theirs = ours.drop("readable_metrics"), theirs.drop("readable_metrics")
             assert ours.schema.simpleString() == theirs.schema.simpleString(), (name, mt)
             assert Counter(norm(r) for r in ours.collect()) == Counter(norm(r) for r in theirs.collect()), (name, mt)
             checked += 1

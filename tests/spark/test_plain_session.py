@@ -115,21 +115,25 @@ def test_metadata_decoders_agree_on_a_manifest_of_many_entries(plain, tmp_path):
     assert columnar.to_pylist() == reference.to_pylist()
 
 
-def test_partitions_of_two_specs_with_the_same_tuple_are_one_row(plain, tmp_path):
-    # Java's PartitionsTable keys rows by the table's unified partition type: a file of the old spec (cat) and
-    # one of the new (cat, day(ts)) whose ts is null hold the same tuple, so their counts are summed into one
-    # row, which keeps the spec and snapshot of the most recent commit
+def test_partitions_rows_are_keyed_by_tuple_and_partition_fields(plain, tmp_path):
+    # As Iceberg Java 1.10's partitions table: rows are keyed by the tuple in the table's unified partition type
+    # and by which partition fields the file's spec has. A file of the old spec (cat) and one of the new
+    # (cat, day(ts)) whose ts is null show the same tuple, in two rows (Java's grouping of the files of a v1
+    # spec with the spec that made one of its fields void into one row is checked on Java's own tables)
     cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
     t = cat.create_table("db.t", "id bigint, cat string, ts timestamp", partition_by=["cat"])
     t.append(plain.sql("SELECT id, 'a' AS cat, CAST(NULL AS timestamp) AS ts FROM range(3)"))
     t.update_spec(["cat", "day(ts)"])
     t.append(plain.sql("SELECT id, 'a' AS cat, CAST(NULL AS timestamp) AS ts FROM range(3, 5) UNION ALL "
                        "SELECT 9, 'a', TIMESTAMP '2024-01-01 10:00:00'"))
-    rows = {(r["partition"]["cat"], r["partition"]["ts_day"]): r for r in t.metadata_table("partitions").collect()}
-    assert set(rows) == {("a", None), ("a", dt.date(2024, 1, 1))}
-    merged = rows[("a", None)]
-    assert (merged["record_count"], merged["file_count"]) == (5, 2)
-    assert merged["spec_id"] == 1 and merged["last_updated_snapshot_id"] == t.current_snapshot().snapshot_id
+    rows = sorted(((r["partition"]["cat"], str(r["partition"]["ts_day"])), r["spec_id"], r["record_count"],
+                   r["last_updated_snapshot_id"]) for r in t.metadata_table("partitions").collect())
+    first, second = (s.snapshot_id for s in t.metadata.snapshots)
+    assert rows == [(("a", "2024-01-01"), 1, 1, second), (("a", "None"), 0, 3, first), (("a", "None"), 1, 2, second)]
+    from sparkberg.jobs import metadata_view
+    local = sorted(((r["partition"]["cat"], str(r["partition"]["ts_day"])), r["spec_id"], r["record_count"],
+                    r["last_updated_snapshot_id"]) for r in metadata_view.partitions(t))
+    assert local == rows
 
 
 HIGH_BIT_UUIDS = ["00000000-0000-0000-0000-000000000001", "7fffffff-ffff-ffff-ffff-ffffffffffff",
@@ -303,3 +307,30 @@ def test_sql_views_show_what_the_session_writes(plain, tmp_path):
     other.register_views("events")
     t.append(plain.sql("SELECT 200L AS id, 'odd' AS cat"))
     assert count("SELECT count(*) FROM events") == 0
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_a_plan_made_on_the_driver_counts_without_a_spark_job(spark, tmp_path, partitioned):
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+    cat = sparkberg.catalog(spark, str(tmp_path / "wh"))
+    t = cat.create_table("db.t", "id bigint, p int, v string", partition_by=["p"] if partitioned else None,
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    _append_files(spark, t, 6)
+    t.delete("id = 2")
+    sc = spark.sparkContext
+    group = f"known-count-{partitioned}"
+    files = t.plan_files(filter="p < 4", planning="local")
+    sc.setJobGroup(group, group)
+    try:
+        n = files.count()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert sc.statusTracker().getJobIdsForGroup(group) == []  # answered from the plan
+    assert isinstance(files, DataFrame)
+    assert n == files.select(F.count("*")).first()[0] == len(files.collect()) > 0
+    if partitioned:
+        assert n == 4  # (p 0-3 of 6 files, one each)
+    assert files.filter("size(deletes) > 0").count() == 1  # derived DataFrames are Spark's own
+    everything = t.plan_files(planning="distributed")
+    assert everything.count() == everything.select(F.count("*")).first()[0] >= n

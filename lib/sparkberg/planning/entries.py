@@ -103,11 +103,24 @@ class PartitionLayout:
         slots: dict[tuple[int, str], Slot] = {}
         self.by_spec: dict[int, list[tuple[int, int]]] = {}  # spec id -> [(partition field id, slot index)]
         names: set[str] = set()
-        for spec in sorted(metadata.partition_specs, key=lambda s: -s.spec_id):
+        # a field a later spec dropped (v1: made void) shares the slot of the same field id in the specs that
+        # kept its transform, as in Iceberg Java's unified partition type: its values are all null anyway
+        kept_types: dict[int, T.IcebergType] = {}
+        for spec in metadata.partition_specs:
             for pf in spec.fields:
                 src = all_fields.get(pf.source_id)
-                rtype = (pf.transform.result_type(src.field_type) if src is not None and pf.transform.is_known
-                         else T.STRING)
+                if src is not None and pf.transform.is_known and not pf.transform.is_void:
+                    kept_types.setdefault(pf.field_id, pf.transform.result_type(src.field_type))
+
+        def result_type(pf) -> T.IcebergType:
+            src = all_fields.get(pf.source_id)
+            if pf.transform.is_void and pf.field_id in kept_types:
+                return kept_types[pf.field_id]
+            return pf.transform.result_type(src.field_type) if src is not None and pf.transform.is_known \
+                else T.STRING
+        for spec in sorted(metadata.partition_specs, key=lambda s: -s.spec_id):
+            for pf in spec.fields:
+                rtype = result_type(pf)
                 key = (pf.field_id, rtype.to_json())
                 if key not in slots:
                     name = pf.name if pf.name not in names else f"{pf.name}_{pf.field_id}"
@@ -118,10 +131,7 @@ class PartitionLayout:
         for spec in metadata.partition_specs:
             pairs = []
             for pf in spec.fields:
-                src = all_fields.get(pf.source_id)
-                rtype = (pf.transform.result_type(src.field_type) if src is not None and pf.transform.is_known
-                         else T.STRING)
-                pairs.append((pf.field_id, index[(pf.field_id, rtype.to_json())]))
+                pairs.append((pf.field_id, index[(pf.field_id, result_type(pf).to_json())]))
             self.by_spec[spec.spec_id] = pairs
 
     def arrow_type(self) -> pa.DataType:

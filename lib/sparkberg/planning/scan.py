@@ -43,7 +43,7 @@ from sparkberg.planning.entries import (
 )
 from sparkberg.planning.matcher import DELETE_STRUCT, DeleteMatcher
 from sparkberg.planning.matching import eq_columns, eq_delete_sql
-from sparkberg.spark.session import arrow_dataframe, collect_arrow, job_description
+from sparkberg.spark.session import arrow_dataframe, collect_arrow, job_description, with_known_count
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
@@ -126,18 +126,20 @@ class ScanPlan:
     def files(self) -> DataFrame:
         """The tasks as :meth:`Table.plan_files` returns them: the partition struct in Iceberg's Spark types
         (:func:`partition_column`). A plan made on the driver becomes that DataFrame straight from its Arrow
-        table, the partition values typed there (no projection for Spark to analyse)."""
+        table, the partition values typed there (no projection for Spark to analyse), and counts its rows
+        without a Spark job (:func:`~sparkberg.spark.session.with_known_count`)."""
         if self._table is not None and self.layout.slots:
             table = self._table.set_column(PLAN_COLUMNS.index("partition"), "partition",
                                            typed_partition(self.layout, self._table.column("partition")))
-            return arrow_dataframe(self.spark, table, tasks_struct(self.layout, typed=True),
-                                   lambda: table.to_pylist())
+            return with_known_count(arrow_dataframe(self.spark, table, tasks_struct(self.layout, typed=True),
+                                                    lambda: table.to_pylist()), table.num_rows)
         try:
-            return self.tasks.withColumn("partition", partition_column(self.layout, F.col("partition")))
+            df = self.tasks.withColumn("partition", partition_column(self.layout, F.col("partition")))
         except Exception:  # noqa: BLE001 - Spark 3.5 cannot encode the empty struct of an unpartitioned table
             if self.layout.slots:
                 raise
-            return self.tasks  # its placeholder struct<_none: int>, always null
+            df = self.tasks  # its placeholder struct<_none: int>, always null
+        return df if self._table is None else with_known_count(df, self._table.num_rows)
 
 
 def _partition_filters(metadata: TableMetadata, bound: Bound) -> dict[int, Bound]:
