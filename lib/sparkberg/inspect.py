@@ -23,6 +23,7 @@ from sparkberg.planning.scan import partition_column
 from sparkberg.spark.types import arrow_schema, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS, DELETE_FILE_ROW_ID, DELETE_FILE_ROW_NAME
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.values import from_bytes
 
@@ -333,10 +334,10 @@ class MetadataTables:
         return out
 
     def _position_deletes(self, snap):
-        from sparkberg.read.reader import DELETE_FILE_PATH, DELETE_POS, DVDecoder, read_files
+        from sparkberg.read.reader import DVDecoder, read_files
         from sparkberg.spark.types import to_spark_read_field
         schema = self.m.current_schema
-        row_field = T.NestedField(2147483544, "row", T.StructType(schema.fields))
+        row_field = T.NestedField(DELETE_FILE_ROW_ID, DELETE_FILE_ROW_NAME, T.StructType(schema.fields))
         v3 = self.m.format_version >= 3
         deletes = (self._raw_entries([m for m in self._manifests_of(snap) if m.content != MANIFEST_DATA])
                    .filter((F.col("status") != 2) & (F.col("content") == 1))
@@ -353,7 +354,7 @@ class MetadataTables:
         parts = []
         if files:
             from sparkberg.read.formats import path_key
-            rows = read_files(self.spark, [DELETE_FILE_PATH, DELETE_POS, row_field],
+            rows = read_files(self.spark, [DELETE_FILE_PATH, DELETE_FILE_POS, row_field],
                               [(d["file_format"], d["file_path"]) for d in files], "position delete")
             info = self.spark.createDataFrame([(path_key(d["file_path"]), d["file_path"], d["spec_id"],
                                                 d["partition"], None, None) for d in files], info_ddl)

@@ -12,15 +12,14 @@ A :class:`Table` holds one metadata version; metadata changes are commits of pur
 from __future__ import annotations
 
 import contextlib
-import random
 import re
-import time
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from sparkberg.catalog.base import Identifier, parse_identifier, read_metadata
 from sparkberg.catalog.filesystem import FileSystemCatalog
+from sparkberg.commit.retry import RetryPolicy, retrying
 from sparkberg.errors import (
-    CommitFailedException, InvalidMetadataError, MissingFileError, NoSuchTableError, SparkbergError, ValidationError,
+    InvalidMetadataError, MissingFileError, NoSuchTableError, SparkbergError, ValidationError,
 )
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.spec import updates as U
@@ -32,23 +31,8 @@ from sparkberg.spec.types import Schema
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.session import job_description, session_time_zone
 
-COMMIT_NUM_RETRIES = ("commit.retry.num-retries", 4)
-COMMIT_MIN_WAIT_MS = ("commit.retry.min-wait-ms", 100)
-COMMIT_MAX_WAIT_MS = ("commit.retry.max-wait-ms", 60_000)
-COMMIT_TOTAL_TIMEOUT_MS = ("commit.retry.total-timeout-ms", 1_800_000)
 _PARTITION_SUFFIX = {"bucket": "bucket", "truncate": "trunc", "year": "year", "month": "month", "day": "day",
                      "hour": "hour", "void": "null"}
-
-
-def _int_property(props, key_default: tuple[str, int]) -> int:
-    key, default = key_default
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key} must be an integer, got {raw!r}") from None
 
 
 def normalize_location(location: str) -> str:
@@ -165,9 +149,9 @@ class Table:
 
     @contextlib.contextmanager
     def _running(self, label: str, snapshot: Snapshot | None = None, suffix: str = "") -> Iterator[None]:
-        """The block runs an operation of this table: its Spark jobs carry ``label`` (``DELETE db.t``), errors raised in Spark's
-        Python workers are sparkberg's own (:mod:`sparkberg.spark.executors`), and a file of ``snapshot`` (the
-        current one by default) that is gone is named with what references it."""
+        """The block runs an operation of this table: its Spark jobs carry ``label`` (``DELETE db.t``), errors
+        raised in Spark's Python workers are sparkberg's own (:mod:`sparkberg.spark.executors`), and a file of
+        ``snapshot`` (the current one by default) that is gone is named with what references it."""
         with job_description(self.spark, f"{label} {self.name}{suffix}"), executor_errors(self.spark):
             try:
                 yield
@@ -229,7 +213,7 @@ class Table:
     def append(self, df) -> "Table":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
-        from sparkberg.commit.append import fast_append
+        from sparkberg.commit.producer import fast_append
         from sparkberg.write.dataframe import delete_written, write_files
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
@@ -336,34 +320,38 @@ class Table:
         """Atomically apply metadata updates; on a lost race, refresh, re-check requirements and retry
         per ``commit.retry.*``. A commit that cannot succeed raises CommitFailedException and leaves
         the table as it was."""
+
+        def build(base: TableMetadata, n: int) -> tuple[TableMetadata, list[str]]:
+            for r in requirements:
+                r.check(base)
+            return U.apply_all(updates, base), []
+
+        self.commit_metadata(build)
+        return self
+
+    def commit_metadata(self, build: Callable[[TableMetadata, int], tuple[TableMetadata, Sequence[str]]]) -> None:
+        """One atomic commit, the one way every change to the table is committed: ``build(base, attempt)`` makes
+        the new metadata from the freshest base (attempt 0, 1, ...) and returns it with the files it wrote for
+        it; the catalog swaps it in. A lost race deletes those files, refreshes and builds again per
+        ``commit.retry.*`` (:mod:`sparkberg.commit.retry`); a commit that cannot succeed leaves the table as it
+        was."""
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only; load it from a catalog "
                                  "to change it")
-        props = self._metadata.properties
-        retries = _int_property(props, COMMIT_NUM_RETRIES)
-        min_wait = _int_property(props, COMMIT_MIN_WAIT_MS)
-        max_wait = _int_property(props, COMMIT_MAX_WAIT_MS)
-        deadline = time.monotonic() + _int_property(props, COMMIT_TOTAL_TIMEOUT_MS) / 1000
-        attempt = 0
-        while True:
-            base = self._metadata
-            for r in requirements:
-                r.check(base)
-            new = U.apply_all(updates, base)
-            try:
-                loc, written = self.catalog._backend.commit(self.identifier, self.metadata_location, new, base)
-            except CommitFailedException:
-                attempt += 1
-                if attempt > retries or time.monotonic() > deadline:
-                    raise
-                wait_ms = min(max_wait, min_wait * 2 ** (attempt - 1))
-                time.sleep(wait_ms * (0.5 + random.random() / 2) / 1000)
-                self.refresh()
-                continue
-            self.committed(written, loc)
-            return self
 
-    def committed(self, metadata: TableMetadata, metadata_location: str) -> None:
+        def attempt(n: int) -> None:
+            base = self._metadata
+            new, written = build(base, n)
+            try:
+                loc, meta = self.catalog._backend.commit(self.identifier, self.metadata_location, new, base)
+            except BaseException:
+                for p in written:
+                    self.io.delete(p)
+                raise
+            self._committed(meta, loc)
+        retrying(RetryPolicy.of(self._metadata.properties), attempt, self.refresh)
+
+    def _committed(self, metadata: TableMetadata, metadata_location: str) -> None:
         """Take the metadata this table's commit just wrote; the session's SQL views of the table
         (:mod:`sparkberg.views`) now show it."""
         self._metadata, self.metadata_location = metadata, metadata_location

@@ -160,7 +160,8 @@ SCRIPTS["v3_avro"] = [
 SCRIPTS["v2_ancient"] = [  # dates before 1582-10-15 and timestamps before 1900: files with no Spark calendar metadata
     "CREATE TABLE {t} (id int, d date, ts timestamp, tsn timestamp_ntz) USING iceberg PARTITIONED BY (years(d)) "
     "TBLPROPERTIES ('format-version'='2')",
-    "INSERT INTO {t} VALUES (1, DATE '1000-01-01', TIMESTAMP '1200-06-01 12:00:00', TIMESTAMP_NTZ '1899-12-31 23:59:59'),"
+    "INSERT INTO {t} VALUES "
+    "(1, DATE '1000-01-01', TIMESTAMP '1200-06-01 12:00:00', TIMESTAMP_NTZ '1899-12-31 23:59:59'),"
     " (2, DATE '1582-10-04', TIMESTAMP '1582-10-15 00:00:00', TIMESTAMP_NTZ '0001-01-01 00:00:00'),"
     " (3, DATE '2024-01-01', TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP_NTZ '2024-01-01 00:00:00')",
 ]

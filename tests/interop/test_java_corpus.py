@@ -197,24 +197,21 @@ def test_v3_row_lineage_in_metadata(corpus, java_warehouse):
     assert m.refs["audit"].min_snapshots_to_keep == 2 and m.refs["audit"].max_ref_age_ms == 7 * 86400000
 
 
-@pytest.mark.parametrize("decoder", ["compiled", "polars"])
 @pytest.mark.parametrize("name", ["v1_evolve", "v2_transforms", "v2_transforms_days", "v2_mor", "v3_dv",
-                                  "v2_to_v3", "v2_evolution", "v2_nested", "v2_eqdeletes"])
-def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus, java_warehouse, name, decoder,
-                                                                          monkeypatch):
-    """Planning decodes manifests of a few entries with fastavro and the rest into Arrow columns (compiled code,
-    else polars), a snapshot's manifests together: each fast decoder reads every manifest Java wrote and gives the
+                                  "v2_to_v3", "v2_evolution", "v2_nested", "v2_eqdeletes", "v2_many_files",
+                                  "v1_partition_merge", "v2_prune_types"])
+def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus, java_warehouse, name, monkeypatch):
+    """Planning decodes manifests of a few entries with fastavro and the rest into Arrow columns (compiled code),
+    a snapshot's manifests together: the compiled decoder reads every manifest Java wrote and gives the
     reference decoder's rows, with every column (metrics, path bounds, eq stats)."""
     import dataclasses
 
     import pyarrow as pa
 
-    from sparkberg.avro import columnar, compiled
+    from sparkberg.avro import compiled
     from sparkberg.avro.columnar import read_manifest_columns
     from sparkberg.planning.entries import EntryDecoder, PartitionLayout
-    monkeypatch.setattr(compiled, "ENABLED", decoder == "compiled")
-    if decoder == "compiled":
-        monkeypatch.setattr(columnar, "_polars_table", lambda data: None)
+    monkeypatch.setattr(compiled, "ENABLED", True)
     m = TableMetadata.from_bytes(IO.read(metadata_files(java_warehouse, name)[-1]))
     layout = PartitionLayout(m)
     eq_types = {f.field_id: f.field_type for f in m.current_schema.fields if f.field_type.is_primitive}

@@ -48,7 +48,8 @@ def test_dates_and_timestamps_before_the_gregorian_switch_read_as_written(plain,
     t = cat.create_table("db.ancient", "id int, d date, ts timestamp, tsn timestamp_ntz", partition_by=["year(d)"])
     t.append(plain.sql("SELECT 1 AS id, DATE '1000-01-01' AS d, TIMESTAMP '1200-06-01 12:00:00' AS ts, "
                        "TIMESTAMP_NTZ '1899-12-31 23:59:59' AS tsn UNION ALL "
-                       "SELECT 2, DATE '2024-01-01', TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP_NTZ '2024-01-01 00:00:00'"))
+                       "SELECT 2, DATE '2024-01-01', TIMESTAMP '2024-01-01 00:00:00', "
+                       "TIMESTAMP_NTZ '2024-01-01 00:00:00'"))
     expected = (1, ANCIENT[0], ANCIENT[1].replace(tzinfo=None), ANCIENT[2])
     got = _ancient_rows(cat.load_table("db.ancient").to_df())
     assert got[0] == expected
@@ -334,3 +335,22 @@ def test_a_plan_made_on_the_driver_counts_without_a_spark_job(spark, tmp_path, p
     assert files.filter("size(deletes) > 0").count() == 1  # derived DataFrames are Spark's own
     everything = t.plan_files(planning="distributed")
     assert everything.count() == everything.select(F.count("*")).first()[0] >= n
+
+
+def test_metadata_columns_in_filters_are_found_by_name(spark, tmp_path):
+    from pyspark.sql import functions as F
+    from sparkberg.expressions.sql import referenced_names
+    from sparkberg.read.reader import _expression_text
+    cat = sparkberg.catalog(spark, str(tmp_path / "wh"))
+    t = cat.create_table("db.t", "id bigint, is_file int, v string", partition_by=["is_file"])
+    t.append(spark.sql("SELECT id, CAST(id % 2 AS int) AS is_file, 'x' AS v FROM range(10)"))
+    # a user column whose name holds a metadata column's is not one
+    for f in ("is_file = 1", F.col("is_file") == 1):
+        assert referenced_names(_expression_text(f)) & {"_file", "_pos"} == set()
+        assert sorted(r["id"] for r in t.to_df(filter=f).collect()) == [1, 3, 5, 7, 9]
+    # metadata columns in SQL text and in a Column are found (the rows are matched to their files for them)
+    path = t.plan_files(filter="is_file = 0").first()["file_path"]
+    for f in (f"_file = '{path}'", F.col("_file") == path, F.upper(F.col("_file")) == path.upper()):
+        assert "_file" in referenced_names(_expression_text(f))
+        assert sorted(r["id"] for r in t.to_df(filter=f, columns=["id"]).collect()) == [0, 2, 4, 6, 8]
+    assert "_file" not in referenced_names("v = '_file'")  # (inside a string literal)

@@ -156,9 +156,8 @@ def test_manifest_list_roundtrip(version):
     assert meta["snapshot-id"] == "7" and meta["format-version"] == str(version)
 
 
-@pytest.mark.parametrize("decoder", ["compiled", "polars"])
 @pytest.mark.parametrize("version", [1, 2, 3])
-def test_manifest_lists_decoded_fast_equal_the_reference_decoder(version, decoder, monkeypatch):
+def test_manifest_lists_decoded_fast_equal_the_reference_decoder(version, monkeypatch):
     from sparkberg.avro import columnar, compiled
     manifests = []
     for i in range(300):  # (several Avro blocks)
@@ -173,14 +172,12 @@ def test_manifest_lists_decoded_fast_equal_the_reference_decoder(version, decode
                                       b"key"))
     data = write_manifest_list(manifests, format_version=version, snapshot_id=7, parent_snapshot_id=None,
                                sequence_number=4, first_row_id=1000 if version == 3 else None)
-    # only the named fast decoder: the other one declines (and lists of any size go to it)
+    # the compiled decoder, for lists of any size
     from sparkberg.avro import manifest
     monkeypatch.setattr(manifest, "FAST_LIST_MIN_BYTES", 0)
-    monkeypatch.setattr(compiled, "ENABLED", decoder == "compiled")
-    if decoder == "compiled":
-        monkeypatch.setattr(columnar, "_polars_table", lambda data: None)
+    monkeypatch.setattr(compiled, "ENABLED", True)
     fast = []
-    name = "read_manifest_list_compiled" if decoder == "compiled" else "read_manifest_list_columns"
+    name = "read_manifest_list_compiled"
     real = getattr(columnar, name)
     monkeypatch.setattr(columnar, name, lambda *a: fast.append(real(*a)) or fast[-1])
     got = read_manifest_list(data)
@@ -190,7 +187,6 @@ def test_manifest_lists_decoded_fast_equal_the_reference_decoder(version, decode
     assert "s3://b/snap.avro" in str(e.value) and fast[-1] is None
     monkeypatch.setattr(columnar, name, lambda *a: None)
     monkeypatch.setattr(compiled, "ENABLED", False)
-    monkeypatch.setattr(columnar, "read_manifest_list_columns", lambda *a: None)
     assert got == read_manifest_list(data)  # (the reference decoder's)
     if version >= 2:
         assert got[:-1] == manifests[:-1] and got[-1].key_metadata == b"key"
@@ -325,11 +321,10 @@ def test_reading_without_metrics_skips_only_the_metrics(version):
 
 
 def test_small_manifest_lists_are_read_by_fastavro(monkeypatch):
-    """A list of a few manifests is decoded by the reference decoder: planning a small table starts neither numba
-    nor polars."""
+    """A list of a few manifests is decoded by the reference decoder: planning a small table does not start
+    numba."""
     from sparkberg.avro import columnar
     manifests = [ManifestFile(f"s3://b/m{i}.avro", 100, 0, 7, 0, 4, 4, 1, 0, 0, 3, 0, 0, None) for i in range(3)]
     data = write_manifest_list(manifests, format_version=2, snapshot_id=7, parent_snapshot_id=None, sequence_number=4)
-    for name in ("read_manifest_list_compiled", "read_manifest_list_columns"):
-        monkeypatch.setattr(columnar, name, lambda *a: pytest.fail("a fast decoder read a small list"))
+    monkeypatch.setattr(columnar, "read_manifest_list_compiled", lambda *a: pytest.fail("compiled code read it"))
     assert read_manifest_list(data) == manifests

@@ -1,4 +1,4 @@
-"""The columnar manifest decoders (compiled code, and polars' Avro reader into Arrow) give exactly the rows of
+"""The columnar manifest decoder (compiled code, into Arrow) gives exactly the rows of
 the reference decoder (fastavro, entry by entry): inheritance, partition values of every transform result type
 in physical form, partition and metrics pruning, deleted entries, metrics maps and delete path bounds."""
 import contextlib
@@ -68,22 +68,20 @@ FILTERS = [None, "id >= 20 AND id < 40", "name LIKE 'a%' OR amt > 1.00", "ts >= 
            "u = '00000000-0000-0000-0000-000000000007'", "d IS NULL OR i < 0", "b = true AND fx IS NOT NULL"]
 
 
-# the fast decoders read_manifest_columns tries: compiled code first (numba), else polars
-DECODERS = ["compiled", "polars"]
+# the fast decoder read_manifest_columns tries (the reference decoder reads what it declines)
+DECODERS = ["compiled"]
 
 
 @contextlib.contextmanager
 def fast_decoder(name: str):
-    """read_manifest_columns with only the named fast decoder (the other one off)."""
-    from sparkberg.avro import columnar, compiled
-    saved = compiled.ENABLED, columnar._polars_table
+    """read_manifest_columns with the named fast decoder on."""
+    from sparkberg.avro import compiled
+    saved = compiled.ENABLED
     compiled.ENABLED = name == "compiled"
-    if name == "compiled":
-        columnar._polars_table = lambda data: None
     try:
         yield
     finally:
-        compiled.ENABLED, columnar._polars_table = saved
+        compiled.ENABLED = saved
 
 
 def _entries(rows, content: int):
@@ -138,8 +136,8 @@ def _check_columnar_decoding(decoder, rows, version, expr, manifest_seq, manifes
         mf = ManifestFile("file:///wh/t/metadata/m.avro", len(data), 0, added_snapshot_id=77,
                           content=mcontent, sequence_number=manifest_seq,
                           first_row_id=manifest_first_row_id if version == 3 else None)
-        # the fast path reads every type here (polars declines empty files: the reference decoder reads those)
-        assert (not es and decoder == "polars") or read_manifest_columns(data, _decoders(None)._physical(0)) is not None
+        # the fast path reads every type here
+        assert read_manifest_columns(data, _decoders(None)._physical(0)) is not None
         for include_deleted in (False, True):
             # (with equality delete columns' stats when deleted entries are included, to vary what is read)
             dec = _decoders(expr, with_metrics=with_metrics, include_deleted=include_deleted,
@@ -263,8 +261,7 @@ def _check_cached_manifests(tmp_path_factory, decoder, rows, version, expr):
         assert _normalized(dec.load(mf, 4, io).to_pylist()) == expected  # a miss: read, decoded, kept
         reads = io.reads
         assert _normalized(dec.load(mf, 4, io).to_pylist()) == expected  # a hit: not even read
-        # (polars declines empty manifests: the reference decoder reads them, uncached)
-        assert io.reads == (2 if not rows and decoder == "polars" else reads)
+        assert io.reads == reads
 
 
 class _Files:

@@ -65,3 +65,16 @@ def test_pure_layers_import_without_pyspark():
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_reserved_field_ids_are_written_once():
+    # the spec's reserved columns live in spec/metadata_columns.py; no other module spells their ids
+    import re
+    found = []
+    for base, _, files in os.walk(LIB):
+        for name in files:
+            path = os.path.join(base, name)
+            if name.endswith(".py") and not path.endswith(os.path.join("spec", "metadata_columns.py")):
+                with open(path, encoding="utf-8") as f:
+                    found += [(path, m) for m in re.findall(r"\b21474835\d\d\b|\b21474836[0-4]\d\b", f.read())]
+    assert found == []

@@ -1,12 +1,10 @@
 """Manifests decoded straight into Arrow columns, for planning at scale.
 
-fastavro builds a Python dict per entry (about 60k entries per second per core, and our conversion of
-those dicts into entries halves that again). Planning reads manifests through :func:`read_manifest_columns`:
-by compiled code (:mod:`sparkberg.avro.compiled`, which decodes only the fields asked for, ~0.2 ms for 1000
-entries) where numba is installed, else by polars' Avro reader (whole blocks into Arrow arrays, ~1.8 ms and
-~1.5 ms more to convert them), and falls back to :func:`sparkberg.avro.manifest.read_manifest` (the reference
-decoder) for anything these readers do not handle: a codec or a type they cannot decode, a partition type
-returned in an unexpected form. All give the same entries (tested).
+fastavro builds a Python dict per entry. Planning reads manifests through :func:`read_manifest_columns`: by
+compiled code (:mod:`sparkberg.avro.compiled`, which decodes only the fields asked for), and by
+:func:`sparkberg.avro.manifest.read_manifest` (the reference decoder, fastavro) for anything compiled code does
+not handle: a codec or a type it cannot decode, a partition type returned in an unexpected form. Both give the
+same entries (tested).
 
 Columns are found by the writer schema's field ids, as in the reference decoder; partition values come
 out in Iceberg's physical form (dates as int days, times and timestamps as long micros or nanos).
@@ -14,7 +12,6 @@ out in Iceberg's physical form (dates as int days, times and timestamps as long 
 from __future__ import annotations
 
 import functools
-import io
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -101,14 +98,6 @@ class LazyColumns(Mapping):
         return len(set(self._built) | set(self._builders))
 
 
-def _polars():
-    try:
-        import polars
-        return polars
-    except ImportError:  # an optional speed-up: the reference decoder reads everything
-        return None
-
-
 # what every reader of the columns gets, whatever it asks for
 ALWAYS = frozenset({"content", "file_path", "file_format", "record_count"})
 
@@ -118,7 +107,7 @@ def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None =
                           metric_keys: frozenset[int] | None = None) -> ManifestColumns | None:
     """The entries of a manifest as Arrow columns, or None when this fast path cannot read it exactly.
 
-    Decoded by compiled code (:mod:`sparkberg.avro.compiled`) where numba is installed, else by polars.
+    Decoded by compiled code (:mod:`sparkberg.avro.compiled`); None sends the caller to the reference decoder.
     ``physical`` maps partition field ids to the Arrow type their values should have (see
     :func:`sparkberg.planning.entries.physical_types`); other fields keep the physical form of their Avro type.
     ``names``: the ``data_file`` columns the caller reads (all when None); the others are not decoded (the
@@ -139,15 +128,7 @@ def read_manifest_columns(data: bytes, physical: dict[int, pa.DataType] | None =
         fast = _compiled_columns(data, schema_json, *layout, physical or {}, names, metric_keys)
     except (Unsupported, pa.ArrowException, KeyError, TypeError, ValueError):
         fast = None
-    if fast is not None:
-        return fast
-    table = _polars_table(data)
-    if table is None:
-        return None
-    try:
-        return _columns(table, *layout, physical or {}, names)
-    except (pa.ArrowException, KeyError, TypeError, ValueError):
-        return None
+    return fast
 
 
 def read_manifests_columns(datas: Sequence[bytes], physical: dict[int, pa.DataType] | None = None,
@@ -340,20 +321,6 @@ def _compiled_partition(cols, path: tuple[str, ...], avro_type: Any, target: pa.
     return arr if target is None or arr.type == target else arr.cast(target)
 
 
-def _polars_table(data: bytes) -> pa.Table | None:
-    """An Avro file decoded by polars, or None when polars is missing or cannot decode it."""
-    pl = _polars()
-    if pl is None or data[:4] != b"Obj\x01":
-        return None
-    try:
-        # polars panics (a BaseException) on a few Avro shapes manifests do not use, such as Avro maps
-        return pl.read_avro(io.BytesIO(data)).to_arrow()
-    except BaseException as e:  # noqa: BLE001 - any failure means: use the reference decoder
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
-        return None
-
-
 def _avro_schema(data: bytes) -> str:
     """The writer schema in an Avro object container file's header (a map of metadata after the magic)."""
     try:
@@ -383,108 +350,6 @@ def _layout(schema_json: str):
     if not isinstance(part_schema, dict):
         return None
     return entry_ids, df_ids, part_schema
-
-
-def _columns(table: pa.Table, entry_ids, df_ids, part_schema: dict, physical: dict[int, pa.DataType],
-             names: frozenset[str] | None = None):
-    n = table.num_rows
-    table = table.combine_chunks()
-    data_file = table.column(entry_ids[2][0]).chunk(0) if n else None
-    columns: dict[str, pa.Array] = {}
-    for fid, name in ENTRY_COLUMNS.items():
-        columns[name] = (_cast(table.column(entry_ids[fid][0]).chunk(0), _TYPES[name]) if fid in entry_ids and n
-                         else pa.nulls(n, _TYPES[name]))
-    for fid, name in DATA_FILE_COLUMNS.items():
-        if names is not None and name not in names and name not in ALWAYS:
-            continue
-        if fid in df_ids and n:
-            arr = _flat(data_file.field(df_ids[fid][0]), data_file)
-            columns[name] = _metrics_map(arr, _METRIC_VALUE_TYPES[name]) if name in _METRIC_VALUE_TYPES \
-                else _cast(arr, _TYPES[name])
-        else:
-            columns[name] = pa.nulls(n, pa.map_(pa.int32(), _METRIC_VALUE_TYPES[name]) if name in _METRIC_VALUE_TYPES
-                                     else _TYPES[name])
-    if columns["file_path"].null_count or columns["record_count"].null_count:
-        raise ValueError("required data_file field is null")
-    columns["content"] = pc.fill_null(columns["content"], 0)
-    columns["file_format"] = pc.utf8_lower(columns["file_format"])
-    partition = {}
-    part = _flat(data_file.field(df_ids[102][0]), data_file) if n else None
-    for i, f in enumerate(part_schema.get("fields", [])):
-        fid = int(f["field-id"]) if "field-id" in f else 1000 + i
-        values = _flat(part.field(f["name"]), part) if n else pa.nulls(0)
-        partition[fid] = _physical(values, f["type"], physical.get(fid))
-    return ManifestColumns(n, columns, partition)
-
-
-def _flat(child: pa.Array, parent: pa.StructArray) -> pa.Array:
-    """A struct child with the parent's nulls applied (``StructArray.field`` ignores them)."""
-    if parent.null_count == 0:
-        return child
-    return pc.if_else(parent.is_valid(), child, pa.nulls(len(child), child.type))
-
-
-def _cast(arr: pa.Array, to: pa.DataType) -> pa.Array:
-    if arr.type == to:
-        return arr
-    if pa.types.is_large_list(arr.type) or pa.types.is_list(arr.type):
-        return pa.ListArray.from_arrays(_offsets32(arr), _cast(arr.flatten(), to.value_type),
-                                        mask=arr.is_null()) if len(arr) else pa.array([], to)
-    return arr.cast(to)
-
-
-def _offsets32(arr: pa.Array) -> pa.Array:
-    offsets = arr.offsets
-    return offsets.cast(pa.int32()) if offsets.type != pa.int32() else offsets
-
-
-def _metrics_map(arr: pa.Array, value_type: pa.DataType) -> pa.Array:
-    """An Iceberg metrics map (Avro array of key/value records) as an Arrow map<int, value>."""
-    if not (pa.types.is_large_list(arr.type) or pa.types.is_list(arr.type)):
-        raise TypeError(f"metrics field is {arr.type}, not a list of key/value records")
-    if arr.offset:
-        arr = pa.concat_arrays([arr])
-    items = arr.values
-    keys, values = items.field("key"), items.field("value")
-    if keys.null_count:
-        raise ValueError("null metrics key")
-    return pa.MapArray.from_arrays(_offsets32(arr), keys.cast(pa.int32()), values.cast(value_type),
-                                   mask=arr.is_null() if arr.null_count else None)
-
-
-_TEMPORAL = ("date", "time-micros", "timestamp-micros", "local-timestamp-micros", "timestamp-nanos",
-             "local-timestamp-nanos")
-
-
-def _physical(values: pa.Array, avro_type: Any, target: pa.DataType | None) -> pa.Array:
-    """Partition values as Iceberg's physical form, ``target`` typed."""
-    t = _non_null(avro_type)
-    logical = t.get("logicalType") if isinstance(t, dict) else None
-    vt = values.type
-    if logical == "uuid" or (isinstance(t, dict) and t.get("type") == "fixed" and pa.types.is_string(target or vt)):
-        import uuid
-        return pa.array([None if v is None else str(uuid.UUID(bytes=bytes(v)) if isinstance(v, bytes) else v)
-                         for v in values.to_pylist()], pa.string())
-    if pa.types.is_time(vt):
-        as_int = values.cast(pa.int64())
-        unit_div = {"ns": 1000, "us": 1}.get(vt.unit)
-        if unit_div is None or logical not in (None, "time-micros"):
-            raise TypeError(f"unexpected time type {vt} for {logical}")
-        values = pc.divide(as_int, unit_div) if unit_div != 1 else as_int
-    elif pa.types.is_timestamp(vt):
-        expected = "ns" if logical and logical.endswith("nanos") else "us"
-        if vt.unit != expected:
-            raise TypeError(f"unexpected timestamp unit {vt.unit} for {logical}")
-        values = values.cast(pa.int64())
-    elif pa.types.is_date(vt):
-        values = values.cast(pa.int32())
-    elif logical in _TEMPORAL and not (pa.types.is_integer(vt) or pa.types.is_null(vt)):
-        raise TypeError(f"unexpected {vt} for {logical}")
-    elif pa.types.is_large_string(vt):
-        values = values.cast(pa.string())
-    elif pa.types.is_large_binary(vt) or pa.types.is_fixed_size_binary(vt):
-        values = values.cast(pa.binary())
-    return values if target is None or values.type == target else values.cast(target)
 
 
 def map_get(maps: pa.Array, key: int) -> pa.Array:
@@ -594,7 +459,7 @@ _MANIFEST_FILE_DEFAULTS = {attr: default for attr, default in _MANIFEST_FILE_FIE
 def read_manifest_list_compiled(data: bytes, ids: dict[int, str],
                                 summary_names: dict[int, str]) -> ManifestListColumns | None:
     """A manifest list's entries as :class:`ManifestListColumns`, decoded by compiled code (a list of 2000
-    manifests: ~2 ms), or None when that decoder cannot read it (the polars or reference decoder then does);
+    manifests: ~2 ms), or None when that decoder cannot read it (the reference decoder then does);
     ``ids`` / ``summary_names``: the writer's field names by field id, of the manifest_file and field_summary
     records."""
     if any(f not in ids for f in (500, 501, 502)):
@@ -639,33 +504,3 @@ def read_manifest_list_compiled(data: bytes, ids: dict[int, str],
     if paths.null_count:
         return None
     return ManifestListColumns(cols.num_rows, paths, ints, key_metadata, summaries)
-
-
-def read_manifest_list_columns(data: bytes, ids: dict[int, str], summary_names: dict[int, str]) -> list | None:
-    """The entries of a manifest list as :class:`~sparkberg.avro.manifest.ManifestFile` objects, decoded by
-    polars (a list of 2000 manifests: ~23 ms, fastavro's ~42), or None when this fast path
-    cannot read it; ``ids`` / ``summary_names``: the writer's field names by field id, of the manifest_file and
-    field_summary records."""
-    from sparkberg.avro.manifest import FieldSummary, ManifestFile
-    table = None if any(f not in ids for f in (500, 501, 502)) else _polars_table(data)
-    if table is None:
-        return None
-    try:
-        n = table.num_rows
-        values = {}
-        for fid, (attr, default) in _MANIFEST_FILE_FIELDS.items():
-            name = ids.get(fid)
-            column = table.column(name).to_pylist() if name is not None and name in table.column_names else [None] * n
-            values[attr] = column if default is None else [default if v is None else v for v in column]
-        parts = table.column(ids[507]).to_pylist() if 507 in ids and ids[507] in table.column_names else [None] * n
-        names = [summary_names.get(fid, default) for fid, default in (
-            (509, "contains_null"), (518, "contains_nan"), (510, "lower_bound"), (511, "upper_bound"))]
-        summaries = [None if p is None else tuple(
-            FieldSummary(bool(s.get(names[0])), s.get(names[1]), s.get(names[2]), s.get(names[3])) for s in p)
-            for p in parts]
-        out = [ManifestFile(**{attr: values[attr][i] for attr in values}, partitions=summaries[i]) for i in range(n)]
-    except (pa.ArrowException, KeyError, TypeError, ValueError, AttributeError):
-        return None
-    if any(m.manifest_path is None or m.manifest_length is None or m.partition_spec_id is None for m in out):
-        return None  # (the reference decoder names the malformed entry)
-    return out

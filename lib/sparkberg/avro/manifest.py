@@ -64,9 +64,6 @@ class ManifestFile:
     key_metadata: bytes | None = None
     first_row_id: int | None = None
 
-    def has_added_files(self) -> bool:
-        return self.added_files_count is None or self.added_files_count > 0
-
     def has_existing_files(self) -> bool:
         return self.existing_files_count is None or self.existing_files_count > 0
 
@@ -250,15 +247,15 @@ def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFil
     return listing if isinstance(listing, list) else listing.manifests()
 
 
-# manifest lists from this size on are decoded by compiled code (or polars); smaller ones (a few dozen manifests)
-# by fastavro, so that planning a small table starts neither numba (~0.3 s the first time in a process) nor polars
+# manifest lists from this size on are decoded by compiled code; smaller ones (a few dozen manifests) by
+# fastavro, so that planning a small table does not start numba (~0.3 s the first time in a process)
 FAST_LIST_MIN_BYTES = 16 * 1024
 
 
 def read_manifest_list_table(data: bytes, path: str | None = None):
     """A manifest list's entries as columns (:class:`~sparkberg.avro.columnar.ManifestListColumns`, decoded
-    by compiled code), else as :class:`ManifestFile` objects (polars, or the reference decoder)."""
-    from sparkberg.avro.columnar import _avro_schema, read_manifest_list_columns, read_manifest_list_compiled
+    by compiled code), else as :class:`ManifestFile` objects (the reference decoder)."""
+    from sparkberg.avro.columnar import _avro_schema, read_manifest_list_compiled
     try:
         reader, raw = None, json.loads(_avro_schema(data))  # (the fast path needs no fastavro reader)
     except Exception:  # noqa: BLE001 - not a readable header: the reader names the problem
@@ -279,8 +276,6 @@ def read_manifest_list_table(data: bytes, path: str | None = None):
             summary_names = {fid: n for fid, (n, _) in _ids(items).items()}
     if len(data) >= FAST_LIST_MIN_BYTES:  # (a few manifests: fastavro, with nothing to import or compile)
         fast = read_manifest_list_compiled(data, name, summary_names)
-        if fast is None:
-            fast = read_manifest_list_columns(data, name, summary_names)
         if fast is not None:
             return fast
     if reader is None:

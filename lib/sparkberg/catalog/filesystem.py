@@ -9,7 +9,6 @@ local file system): of two writers racing for a version, one wins and the other 
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Iterator
 
 from sparkberg.catalog.base import (
@@ -210,9 +209,6 @@ class FileSystemCatalog:
             self.io.delete_dir(table_loc)
         else:
             self.io.delete_dir(self.metadata_dir(table_loc))
-
-    def register_unique_name(self) -> str:
-        return uuid.uuid4().hex
 
     def tables(self) -> Iterator[Identifier]:
         stack = [()]

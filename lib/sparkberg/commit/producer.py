@@ -10,23 +10,44 @@ commit that cannot succeed deletes every file it wrote and leaves the table as i
 """
 from __future__ import annotations
 
-import random
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
 
 from sparkberg.avro.manifest import (
     ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
     ManifestFile, inherit, manifest_file_for, read_manifest, write_manifest, write_manifest_list,
 )
-from sparkberg.commit.append import SUMMARY_TOTALS, _retry_settings, assign_first_row_ids
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.errors import CommitFailedException, SparkbergError
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import MAIN_BRANCH, Snapshot, new_snapshot_id
+
+
+SUMMARY_TOTALS = ("total-records", "total-files-size", "total-data-files", "total-delete-files",
+                  "total-position-deletes", "total-equality-deletes")
+
+
+def assign_first_row_ids(manifests: list[ManifestFile], next_row_id: int) -> tuple[list[ManifestFile], int]:
+    """v3: give every data manifest without a ``first_row_id`` one, in list order (spec "First Row ID
+    Assignment"); returns the manifests and the new next-row-id."""
+    out = []
+    for m in manifests:
+        if m.content == MANIFEST_DATA and m.first_row_id is None:
+            out.append(replace(m, first_row_id=next_row_id))
+            next_row_id += (m.added_rows_count or 0) + (m.existing_rows_count or 0)
+        else:
+            out.append(m)
+    return out, next_row_id
+
+
+def fast_append(table, files: Sequence[DataFile]) -> Snapshot:
+    """Commit ``files`` (written for the table's default spec) as one append snapshot on ``main``. Appends
+    have no conflict to validate (spec "Commit Conflict Resolution and Retry"): a lost race is simply retried."""
+    return commit_changes(table, Changes("append", added_data=list(files)))
 
 
 def file_key(d: DataFile) -> tuple[str, int | None]:
@@ -139,75 +160,68 @@ def commit_changes(table, c: Changes) -> Snapshot:
             io.delete(p)
         raise
 
-    retries, min_wait, max_wait, timeout = _retry_settings(start.properties)
-    deadline = time.monotonic() + timeout
-    attempt = 0
+    last: dict[str, Any] = {}  # what the latest attempt made
+
+    def build(base: TableMetadata, n: int) -> tuple[TableMetadata, list[str]]:
+        """One try on the freshest base: the new metadata and the files written for it (deleted, when the
+        try fails before it returns, by this function; after, by the table)."""
+        if c.validate is not None:
+            c.validate(start, base)
+        seq = base.last_sequence_number + 1 if v >= 2 else 0
+        attempt_files: list[str] = []
+        try:
+            manifests, removed = _carry_over(table, base, c.removed, snapshot_id, seq, v, schema, attempt_files,
+                                             c.required)
+            fresh = [manifest_file_for(entries, path=mf.manifest_path, length=mf.manifest_length,
+                                       spec=base.spec(mf.partition_spec_id), schema=schema,
+                                       added_snapshot_id=snapshot_id, content=mf.content, sequence_number=seq)
+                     for mf, entries in new_manifests]
+
+            def write_merged(entries: list[ManifestEntry], spec_id: int, content: int) -> ManifestFile:
+                spec = base.spec(spec_id)
+                path = f"{mdir}/{uuid.uuid4()}-m-merged.avro"
+                data = write_manifest(entries, format_version=v, spec=spec, schema=schema, content=content)
+                io.create(path, data)
+                attempt_files.append(path)
+                return manifest_file_for(entries, path=path, length=len(data), spec=spec, schema=schema,
+                                         added_snapshot_id=snapshot_id, content=content, sequence_number=seq)
+
+            manifests = merge_manifests(fresh + manifests, snapshot_id, base.properties, io, write_merged)
+            first_row_id = added_rows = None
+            if v >= 3:
+                first_row_id = base.next_row_id or 0
+                manifests, next_row_id = assign_first_row_ids(manifests, first_row_id)
+                added_rows = next_row_id - first_row_id
+            list_path = f"{mdir}/snap-{snapshot_id}-{n + 1}-{uuid.uuid4()}.avro"
+            io.create(list_path, write_manifest_list(manifests, format_version=v, snapshot_id=snapshot_id,
+                                                     parent_snapshot_id=base.current_snapshot_id,
+                                                     sequence_number=seq, first_row_id=first_row_id))
+            attempt_files.append(list_path)
+            snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=int(time.time() * 1000),
+                            parent_snapshot_id=base.current_snapshot_id,
+                            sequence_number=seq if v >= 2 else None, manifest_list=list_path,
+                            summary=_summary(base, c, removed, set()), schema_id=schema.schema_id,
+                            first_row_id=first_row_id, added_rows=added_rows)
+            new_meta = U.apply_all([U.AddSnapshot(snap), U.SetSnapshotRef(MAIN_BRANCH, snapshot_id)], base)
+        except BaseException:
+            for p in attempt_files:
+                io.delete(p)
+            raise
+        last.update(snap=snap, manifests=manifests, list_path=list_path, attempt_files=attempt_files)
+        return new_meta, attempt_files
+
     try:
-        while True:
-            base = table.metadata
-            if c.validate is not None:
-                c.validate(start, base)
-            seq = base.last_sequence_number + 1 if v >= 2 else 0
-            attempt_files: list[str] = []
-            try:
-                manifests, removed = _carry_over(table, base, c.removed, snapshot_id, seq, v, schema, attempt_files,
-                                                 c.required)
-                fresh = [manifest_file_for(entries, path=mf.manifest_path, length=mf.manifest_length,
-                                           spec=base.spec(mf.partition_spec_id), schema=schema,
-                                           added_snapshot_id=snapshot_id, content=mf.content, sequence_number=seq)
-                         for mf, entries in new_manifests]
-
-                def write_merged(entries: list[ManifestEntry], spec_id: int, content: int) -> ManifestFile:
-                    spec = base.spec(spec_id)
-                    path = f"{mdir}/{uuid.uuid4()}-m-merged.avro"
-                    data = write_manifest(entries, format_version=v, spec=spec, schema=schema, content=content)
-                    io.create(path, data)
-                    attempt_files.append(path)
-                    return manifest_file_for(entries, path=path, length=len(data), spec=spec, schema=schema,
-                                             added_snapshot_id=snapshot_id, content=content, sequence_number=seq)
-
-                manifests = merge_manifests(fresh + manifests, snapshot_id, base.properties, io, write_merged)
-                first_row_id = added_rows = None
-                if v >= 3:
-                    first_row_id = base.next_row_id or 0
-                    manifests, next_row_id = assign_first_row_ids(manifests, first_row_id)
-                    added_rows = next_row_id - first_row_id
-                list_path = f"{mdir}/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
-                io.create(list_path, write_manifest_list(manifests, format_version=v, snapshot_id=snapshot_id,
-                                                         parent_snapshot_id=base.current_snapshot_id,
-                                                         sequence_number=seq, first_row_id=first_row_id))
-                attempt_files.append(list_path)
-                snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=int(time.time() * 1000),
-                                parent_snapshot_id=base.current_snapshot_id,
-                                sequence_number=seq if v >= 2 else None, manifest_list=list_path,
-                                summary=_summary(base, c, removed, set()), schema_id=schema.schema_id,
-                                first_row_id=first_row_id, added_rows=added_rows)
-                new_meta = U.apply_all([U.AddSnapshot(snap), U.SetSnapshotRef(MAIN_BRANCH, snapshot_id)], base)
-                loc, meta = table.catalog._backend.commit(table.identifier, table.metadata_location, new_meta, base)
-            except CommitFailedException:
-                for p in attempt_files:
-                    io.delete(p)
-                attempt += 1
-                if attempt > retries or time.monotonic() > deadline:
-                    raise
-                time.sleep(min(max_wait, min_wait * 2 ** (attempt - 1)) * (0.5 + random.random() / 2) / 1000)
-                table.refresh()
-                continue
-            except BaseException:
-                for p in attempt_files:
-                    io.delete(p)
-                raise
-            table.committed(meta, loc)
-            # new manifests folded into merged ones are referenced by nothing
-            referenced = {m.manifest_path for m in manifests} | {list_path}
-            for p in permanent + attempt_files:
-                if p not in referenced:
-                    io.delete(p)
-            return snap
+        table.commit_metadata(build)
     except BaseException:
         for p in permanent:
             io.delete(p)
         raise
+    # new manifests folded into merged ones are referenced by nothing
+    referenced = {m.manifest_path for m in last["manifests"]} | {last["list_path"]}
+    for p in permanent + last["attempt_files"]:
+        if p not in referenced:
+            io.delete(p)
+    return last["snap"]
 
 
 def _carry_over(table, base: TableMetadata, removed_keys: set, snapshot_id: int, seq: int, v: int, schema,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes, no_new_deletes_check
 from sparkberg.errors import ValidationError
-from sparkberg.read.reader import LAST_UPDATED_SEQ, ROW_ID
+from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 from sparkberg.write.dataframe import write_files
 
 
@@ -62,7 +62,7 @@ def rewrite_data_files(table, filter: str | None = None, target_file_size_bytes:
             chosen += picked
     if not chosen:
         return empty
-    lineage = [ROW_ID, LAST_UPDATED_SEQ] if m.format_version >= 3 else []
+    lineage = [ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if m.format_version >= 3 else []
     rows = rl.read(chosen, [f.name for f in rl.schema.fields] + [f.name for f in lineage], None)
     props = dict(m.properties)
     props["write.target-file-size-bytes"] = str(target)

@@ -24,7 +24,8 @@ from sparkberg.expressions.predicates import TRUE, bind, evaluate
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.planning.scan import plan
-from sparkberg.read.reader import LAST_UPDATED_SEQ, ROW_ID, read_tasks
+from sparkberg.read.reader import read_tasks
+from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
 
@@ -150,7 +151,7 @@ class RowLevel:
 
     @property
     def lineage(self) -> list[str]:
-        return ["_row_id", "_last_updated_sequence_number"] if self.m.format_version >= 3 else []
+        return list(LINEAGE_COLUMNS) if self.m.format_version >= 3 else []
 
     def delete_positions(self, matched, tasks) -> tuple[list, set]:
         """Delete files for the (``_file``, ``_pos``) rows of ``matched``: position deletes (v2) or DVs (v3)."""
@@ -226,7 +227,7 @@ def delete_rows(table, filter: str) -> bool:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
                 added_data = write_files(rl.spark, rl.m, keep,
-                                         extra_fields=[ROW_ID, LAST_UPDATED_SEQ] if rl.lineage else [])
+                                         extra_fields=[ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if rl.lineage else [])
                 for t in rewrite:
                     removed.add((t["file_path"], None))
                     removed |= _file_scoped_deletes(t)
@@ -248,7 +249,7 @@ def overwrite(table, df, filter: str | None) -> None:
             if rewrite:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
-                added += write_files(rl.spark, rl.m, keep, extra_fields=[ROW_ID, LAST_UPDATED_SEQ] if rl.lineage
+                added += write_files(rl.spark, rl.m, keep, extra_fields=[ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if rl.lineage
                                      else [])
                 for t in rewrite:
                     removed.add((t["file_path"], None))
@@ -294,7 +295,7 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
     cols = [f.name for f in rl.schema.fields]
     set_by_name = {names[c.lower()]: v for c, v in assignments.items()}
     mode = rl.m.properties.get("write.update.mode", "copy-on-write").lower()
-    extra = [ROW_ID, LAST_UPDATED_SEQ] if rl.lineage else []
+    extra = [ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if rl.lineage else []
 
     spark_types = {f.name: f.dataType for f in rl.table.spark_schema().fields}
 

@@ -411,6 +411,17 @@ class _Translator:
         return Predicate(op, name, v)
 
 
+def referenced_names(text: str) -> frozenset[str]:
+    """Every name a Spark SQL expression (or a Column's rendering) may use as a column: its identifiers, quoted or
+    not, and each part of a dotted name, outside string literals. A superset of the columns it refers to, never
+    a name found inside another (a column ``is_file`` is not ``_file``)."""
+    try:
+        tokens = _tokens(text)
+    except ValidationError:  # (not an expression this parser reads: every identifier-like word)
+        return frozenset(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+    return frozenset(t if kind == "id" else t[1:-1].replace("``", "`") for kind, t in tokens if kind in ("id", "bq"))
+
+
 def parse_filter(text: str):
     """The parse tree of a Spark SQL boolean expression (raises ValidationError on syntax it cannot read)."""
     return _Parser(text).parse()

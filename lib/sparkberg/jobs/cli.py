@@ -63,10 +63,11 @@ def _describe_text(d: dict[str, Any], t) -> str:
     else:
         summary = snap["summary"] or {}
         lines.append(f"current snapshot: {snap['snapshot_id']} ({snap['operation']}, {snap['timestamp'][:19]})")
+        size = summary.get("total-files-size")
         lines.append(f"  records: {metadata_view.human_count(summary.get('total-records'))}, data files: "
                      f"{metadata_view.human_count(summary.get('total-data-files'))}, delete files: "
                      f"{metadata_view.human_count(summary.get('total-delete-files'))}, size: "
-                     f"{metadata_view.human_size(int(summary['total-files-size'])) if 'total-files-size' in summary else '?'}")
+                     f"{metadata_view.human_size(int(size)) if size is not None else '?'}")
     return "\n".join(cut(line) for line in lines)
 
 

@@ -162,11 +162,6 @@ EQ_STATS_TYPE = pa.map_(pa.int32(), pa.struct([("nulls", pa.int64()), ("vals", p
                                                ("upper", pa.binary())]))
 
 
-def entries_ddl(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False,
-                with_eq_stats: bool = False) -> str:
-    return ", ".join(_entry_columns(layout, with_metrics, with_path_bounds, with_eq_stats))
-
-
 def _entry_columns(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool,
                    with_eq_stats: bool) -> list[str]:
     """The canonical entries columns as ``name type`` DDL items."""
@@ -394,7 +389,7 @@ class EntryDecoder:
 
     def _decode_batch(self, batch: list[tuple[ManifestFile, int, bytes]]) -> pa.Table:
         """Manifests of one spec, as bytes, decoded in one pass where the compiled decoder can, else one by one
-        (compiled code or polars, else the reference decoder)."""
+        (compiled code, else the reference decoder)."""
         physical = self._physical(batch[0][0].partition_spec_id)
         if len(batch) > 1:  # (several small manifests, each under COLUMNAR_MIN_ENTRIES, are read together too)
             found = read_manifests_columns([data for _, _, data in batch], physical, self._needed, self._metric_keys)
@@ -430,8 +425,8 @@ class EntryDecoder:
 
     def _physical(self, spec_id: int) -> dict[int, pa.DataType]:
         # (an unknown transform's values are decoded as the manifest stores them, then made text)
-        return {fid: physical_types(self.layout.slots[i].field_type)[0] for fid, i in self.layout.by_spec.get(spec_id, ())
-                if self.layout.slots[i].known}
+        return {fid: physical_types(self.layout.slots[i].field_type)[0]
+                for fid, i in self.layout.by_spec.get(spec_id, ()) if self.layout.slots[i].known}
 
     def _from_columns(self, manifests: list[tuple[ManifestFile, int]], mc: ManifestColumns) -> pa.Table:
         """The entries of manifests of one spec (``mc``: their columns one after the other, ``mc.file_rows``

@@ -13,9 +13,10 @@ from typing import Any, Iterable
 
 from sparkberg.expressions.evaluators import INTEGRAL_TYPES
 from sparkberg.spec import types as T
+from sparkberg.spec.metadata_columns import DELETE_FILE_PATH
 from sparkberg.spec.values import from_bytes
 
-DELETE_FILE_PATH_ID = 2147483546  # the ``file_path`` column of position delete files (spec "Reserved Field IDs")
+DELETE_FILE_PATH_ID = DELETE_FILE_PATH.field_id
 
 
 def path_bounds(lower_bounds: dict | None, upper_bounds: dict | None) -> tuple[str | None, str | None]:

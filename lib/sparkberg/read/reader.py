@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
+from sparkberg.expressions.sql import referenced_names
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.planning.entries import PartitionLayout
 from sparkberg.read.deletecache import DeleteCache, delete_cache
@@ -29,14 +30,13 @@ from sparkberg.spark.types import FIELD_ID_KEY, to_spark_read_field, to_spark_ty
 from sparkberg.threads import by_threads
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.metadata_columns import (
+    DELETE_FILE_PATH, DELETE_FILE_POS, LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, READ_COLUMNS, ROW_ID,
+    ROW_POSITION,
+)
 from sparkberg.spec.puffin import dv_positions
 from sparkberg.spec.types import UNSUPPORTED_DATA_TYPE_NAMES
 
-ROW_ID = T.NestedField(2147483540, "_row_id", T.LONG)
-LAST_UPDATED_SEQ = T.NestedField(2147483539, "_last_updated_sequence_number", T.LONG)
-DELETE_FILE_PATH = T.NestedField(2147483546, "file_path", T.STRING, True)
-DELETE_POS = T.NestedField(2147483545, "pos", T.LONG, True)
-METADATA_COLUMNS = ("_file", "_pos", "_spec_id", "_partition", "_row_id", "_last_updated_sequence_number")
 SPARK_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true",
               "spark.sql.parquet.fieldId.read.ignoreMissing": "true"}
 
@@ -506,7 +506,7 @@ def _decode_position_file(path: str, fmt: str) -> list[tuple[tuple[str, ...], An
     import numpy as np
     import pyarrow.compute as pc
     out = []
-    for rb in _delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_POS]):
+    for rb in _delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_FILE_POS]):
         files = pc.dictionary_encode(rb.column(0))
         pos = rb.column(1)
         index = files.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
@@ -682,6 +682,15 @@ def _read_range(io, path: str, offset: int, length: int) -> bytes:
     return io.read(path)[offset:offset + length]
 
 
+def _expression_text(filter: str | Column) -> str:
+    """A filter's SQL text: a Column's as PySpark renders it (``Column<'(id = 1)'>``)."""
+    if isinstance(filter, str):
+        return filter
+    text = str(filter)
+    m = re.match(r"^Column<'(.*)'>$", text, re.S)
+    return m.group(1) if m else text
+
+
 def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, layout: PartitionLayout,
                columns: Sequence[str] | None, filter: str | Column | None) -> DataFrame:
     """Rows of the given scan tasks (collected rows of the plan), projected to ``columns``."""
@@ -690,13 +699,13 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     v3 = metadata.format_version >= 3
     wanted = list(columns) if columns is not None else [f.name for f in schema.fields]
     for c in wanted:
-        if c in METADATA_COLUMNS:
-            if c in ("_row_id", "_last_updated_sequence_number") and not v3:
+        if c in READ_COLUMNS:
+            if c in LINEAGE_COLUMNS and not v3:
                 raise ValidationError(f"metadata column {c!r} exists only on v3 tables (this table is "
                                       f"v{metadata.format_version})")
         elif schema.as_struct.field_by_name(c) is None:
             raise ValidationError(f"unknown column {c!r}; columns are {[f.name for f in schema.fields]} and the "
-                                  f"metadata columns {list(METADATA_COLUMNS)}")
+                                  f"metadata columns {list(READ_COLUMNS)}")
     # equality delete columns missing from this schema (dropped later) are read under hidden names
     all_fields = {}
     for s in metadata.schemas:
@@ -705,7 +714,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     eq_ids = sorted({i for t in tasks for d in t["deletes"] if d["content"] == 2 for i in d["equality_ids"] or ()})
     hidden = [T.NestedField(i, f"_eq_{i}", all_fields[i].field_type) for i in eq_ids if i not in current_ids
               and i in all_fields]
-    lineage = [ROW_ID, LAST_UPDATED_SEQ] if v3 else []
+    lineage = [ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if v3 else []
     spark_schema = read_schema(schema, hidden + lineage)
     output_schema = ST.StructType([to_spark_read_field(f) for f in schema.fields])
     if not tasks:
@@ -714,8 +723,8 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     has_deletes = any(t["deletes"] for t in tasks)
     # rows are matched to their task (a join on their file) only for deletes and metadata columns
     # metadata columns come from the task of each row's file (a join on its file id)
-    needs_info = any(c in METADATA_COLUMNS and c != "_pos" for c in wanted) or (
-        filter is not None and any(c in str(filter) for c in METADATA_COLUMNS))
+    needs_info = any(c in READ_COLUMNS and c != ROW_POSITION.name for c in wanted) or (
+        filter is not None and bool(referenced_names(_expression_text(filter)) & set(READ_COLUMNS)))
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
     ids = FileIds([t["file_path"] for t in tasks]) if per_file else None
 

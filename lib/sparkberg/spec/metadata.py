@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator
 
@@ -371,8 +371,3 @@ def _parse(obj: Any, path: str | None) -> TableMetadata:
         next_row_id=next_row_id if fv >= 3 else None, encryption_keys=keys, row_lineage=row_lineage,
         extra={k: v for k, v in obj.items() if k not in _KNOWN_KEYS},
     )
-
-
-def with_changes(base: TableMetadata, **changes: Any) -> TableMetadata:
-    """A copy of ``base`` with fields replaced (the building block of pure updates)."""
-    return replace(base, **changes)

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from pyroaring import BitMap
 
 from sparkberg.errors import InvalidMetadataError, NotSupportedError
+from sparkberg.spec.metadata_columns import ROW_POSITION
 
 MAGIC = b"PFA1"
 FOOTER_STRUCT_LEN = 12  # payload size (4) + flags (4) + magic (4)
@@ -203,5 +204,5 @@ def dv_positions(blob: bytes, path: str | None = None) -> list[int]:
 
 def dv_blob_metadata(referenced_data_file: str, cardinality: int) -> PuffinBlobMetadata:
     """Blob metadata for a DV (snapshot id and sequence number are -1 until committed, per spec)."""
-    return PuffinBlobMetadata(DELETION_VECTOR_V1, (2147483645,), -1, -1, 0, 0, None,
+    return PuffinBlobMetadata(DELETION_VECTOR_V1, (ROW_POSITION.field_id,), -1, -1, 0, 0, None,
                               {"referenced-data-file": referenced_data_file, "cardinality": str(cardinality)})

@@ -38,11 +38,6 @@ def hash_long(v: int) -> int:
     return mmh3.hash(struct.pack("<q", v), 0, signed=True)
 
 
-def hash_int(v: int) -> int:
-    # Appendix B: int values hash as longs, so int->long promotion keeps buckets
-    return hash_long(v)
-
-
 def hash_bytes(b: bytes) -> int:
     return mmh3.hash(bytes(b), 0, signed=True)
 

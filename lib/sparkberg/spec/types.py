@@ -216,12 +216,6 @@ class StructType(IcebergType):
                 return f
         return None
 
-    def field_by_id(self, field_id: int) -> NestedField | None:
-        for f in self.fields:
-            if f.field_id == field_id:
-                return f
-        return None
-
     def to_json(self) -> dict:
         return {"type": "struct", "fields": [_field_to_json(f) for f in self.fields]}
 

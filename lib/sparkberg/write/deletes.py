@@ -14,12 +14,15 @@ import pyarrow.parquet as pq
 from sparkberg.avro.manifest import POSITION_DELETES, DataFile
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.spec import types as T
+from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.spec.puffin import dv_blob_metadata, dv_positions, serialize_dv, write_puffin
 from sparkberg.spec.values import to_bytes, to_json_value
 
+_PATH_ID, _POS_ID = str(DELETE_FILE_PATH.field_id), str(DELETE_FILE_POS.field_id)
+
 POS_SCHEMA = pa.schema([
-    pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": b"2147483546"}),
-    pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"2147483545"}),
+    pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": _PATH_ID.encode()}),
+    pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": _POS_ID.encode()}),
 ])
 RESULT_DDL = "delete_file string"
 
@@ -88,12 +91,12 @@ class DeleteWriter:
         return json.dumps({
             "file_path": path, "file_format": "parquet", "record_count": len(positions), "file_size_in_bytes": size,
             "spec_id": target["spec_id"], "partition": target["partition"], "referenced_data_file": data_file,
-            "value_counts": {"2147483546": len(positions), "2147483545": len(positions)},
-            "null_value_counts": {"2147483546": 0, "2147483545": 0},
-            "lower_bounds": {"2147483546": enc(to_bytes(T.STRING, data_file)),
-                             "2147483545": enc(to_bytes(T.LONG, positions[0]))},
-            "upper_bounds": {"2147483546": enc(to_bytes(T.STRING, data_file)),
-                             "2147483545": enc(to_bytes(T.LONG, positions[-1]))}})
+            "value_counts": {_PATH_ID: len(positions), _POS_ID: len(positions)},
+            "null_value_counts": {_PATH_ID: 0, _POS_ID: 0},
+            "lower_bounds": {_PATH_ID: enc(to_bytes(T.STRING, data_file)),
+                             _POS_ID: enc(to_bytes(T.LONG, positions[0]))},
+            "upper_bounds": {_PATH_ID: enc(to_bytes(T.STRING, data_file)),
+                             _POS_ID: enc(to_bytes(T.LONG, positions[-1]))}})
 
     def _write_puffin(self, blobs: list[tuple[str, list[int]]]) -> list[str]:
         first = self.targets[blobs[0][0]]
@@ -129,8 +132,8 @@ def _previous_positions(data_file: str, target: dict) -> list[int]:
         local = to_local_path(path)
         table = pq.read_table(local if local is not None else path, columns=None)
         names = {f.metadata.get(b"PARQUET:field_id") if f.metadata else None: f.name for f in table.schema}
-        fp = table.column(names.get(b"2147483546", "file_path")).to_pylist()
-        pos = table.column(names.get(b"2147483545", "pos")).to_pylist()
+        fp = table.column(names.get(_PATH_ID.encode(), "file_path")).to_pylist()
+        pos = table.column(names.get(_POS_ID.encode(), "pos")).to_pylist()
         out.extend(p for f, p in zip(fp, pos) if f == data_file)
     return out
 
