@@ -8,6 +8,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Sequence
 
+from sparkberg.errors import MissingFileError
 from sparkberg.lru import LRU
 
 if TYPE_CHECKING:
@@ -134,9 +135,8 @@ _COUNTED: dict[type, type] = {}
 
 def with_known_count(df: DataFrame, rows: int) -> DataFrame:
     """``df``, made on the driver from ``rows`` rows it holds (a plan's tasks), with a ``count()`` that answers
-    from them instead of running a Spark job to count what the driver already knows (the job costs 0.1-0.2 s on
-    a local session; the plan itself a few ms). Every other call, and every DataFrame derived from it, is
-    Spark's own."""
+    from them instead of running a Spark job to count what the driver already knows (a job costs more than the
+    plan). Every other call, and every DataFrame derived from it, is Spark's own."""
     base = type(df)
     cls = _COUNTED.get(base)
     if cls is None:
@@ -226,7 +226,6 @@ def read_parquet(spark, schema: StructType, files: list[str]) -> DataFrame:
             m = re.search(r"PATH_NOT_FOUND\].*?: (\S+?)\.?(?:\s|$)", str(e))
             if m is None:
                 raise
-            from sparkberg.errors import MissingFileError
             raise MissingFileError(f"file {m.group(1)} does not exist", m.group(1)) from None
     if relations is not None:
         try:
