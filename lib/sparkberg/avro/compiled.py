@@ -20,6 +20,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from sparkberg.avro.instructions import (
+    OP_ARRAY, OP_BOOLEAN, OP_BYTES, OP_DOUBLE, OP_FIXED, OP_FLOAT, OP_INT, OP_ITEM_END, OP_JUMP,
+    OP_KEYED_ARRAY, OP_MAP, OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
+)
+
 # ISA-L's inflate: ~1.85x zlib's speed on manifest blocks, the same bytes out (half of a wide manifest's decode)
 try:
     from isal import isal_zlib as _deflate
@@ -27,18 +32,6 @@ except ImportError:  # (a dependency; where its wheel is missing, zlib inflates)
     _deflate = zlib
 INFLATE_ERRORS = (zlib.error, _deflate.error)
 
-# instructions: (op, a, b, slot); slot -1: the value is read and not kept
-(OP_NULL, OP_BOOLEAN, OP_INT, OP_FLOAT, OP_DOUBLE, OP_BYTES, OP_FIXED, OP_UNION, OP_JUMP, OP_ARRAY, OP_MAP,
- OP_ITEM_END, OP_SKIP_ARRAY, OP_KEYED_ARRAY) = range(14)
-# OP_SKIP_ARRAY steps over an array or map nothing is kept of whose items are flat (primitives, fixed, enums, and
-# records of those: Iceberg's metrics maps), in one loop: its items' shape is ``b`` entries of the targets from
-# ``a`` on, each a value's width in bytes, or one of these
-SKIP_VARINT, SKIP_LENGTH = -1, -2  # (int, long, enum; bytes, string)
-# OP_KEYED_ARRAY reads an array of (int key, flat value) records (Iceberg's metrics maps) of which only the items
-# with some keys are kept (a scan's filter reads the metrics of one or two of a table's columns): every item is
-# stepped over and those kept stored as the interpreter stores an array's items. ``a``: the targets from which
-# the key's slot, the value's slot, the value's shape (SKIP_VARINT for an integer, SKIP_LENGTH or a width for
-# bytes) and the ``b`` keys follow; the slot is the array's
 _SKIP_SHAPES = {"null": 0, "boolean": 1, "int": SKIP_VARINT, "long": SKIP_VARINT, "float": 4, "double": 8,
                 "bytes": SKIP_LENGTH, "string": SKIP_LENGTH}
 # what a slot holds: integers (boolean, int, long, enum; an array's item count), floats, bytes (string, bytes,
@@ -48,7 +41,6 @@ ITEMS = "[]"  # the path component of an array's items
 _PRIMITIVES = {"null": OP_NULL, "boolean": OP_BOOLEAN, "int": OP_INT, "long": OP_INT, "float": OP_FLOAT,
                "double": OP_DOUBLE, "bytes": OP_BYTES, "string": OP_BYTES}
 _KINDS = {OP_BOOLEAN: INTS, OP_INT: INTS, OP_FLOAT: FLOATS, OP_DOUBLE: FLOATS, OP_BYTES: BYTES, OP_FIXED: BYTES}
-MAX_DEPTH = 32  # arrays nested in arrays; manifests nest one level
 ENABLED = True  # (tests turn it off to check the other decoders)
 
 
@@ -58,7 +50,9 @@ class Unsupported(Exception):
 
 @functools.lru_cache(maxsize=1)
 def _kernel():
-    """The compiled interpreter and gather (:mod:`sparkberg.avro.kernels`), or None without numba."""
+    """The compiled interpreter and gather (:mod:`sparkberg.avro.kernels`), or None without numba. Imported on
+    first use, not with this module: importing numba and loading the kernels costs a process a noticeable
+    fraction of a second, which planning a small table (decoded by fastavro) does not pay."""
     try:
         from sparkberg.avro import kernels
     except ImportError:  # (numba is a dependency; where it cannot be installed, the reference decoder reads all)

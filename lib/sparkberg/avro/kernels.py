@@ -4,7 +4,7 @@ without the GIL. Imported, with numba, only when a file is first decoded."""
 import numba
 import numpy as np
 
-from sparkberg.avro.compiled import (
+from sparkberg.avro.instructions import (
     MAX_DEPTH, OP_ARRAY, OP_BOOLEAN, OP_BYTES, OP_DOUBLE, OP_FIXED, OP_FLOAT, OP_INT, OP_ITEM_END, OP_JUMP, OP_MAP,
     OP_KEYED_ARRAY, OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
 )

@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any
 
-from sparkberg import errors
+import sparkberg.errors as errors
 
 _RAISED = re.compile(r"sparkberg\.errors\.(\w+): ([^\n]+)")
 _NOT_IMPORTABLE = re.compile(r"ModuleNotFoundError: No module named '(sparkberg[\w.]*)'")
