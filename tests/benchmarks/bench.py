@@ -1,7 +1,8 @@
 """``make bench``: sparkberg against Iceberg Java 1.10.2 on the same tables, in the same Spark 3.5 session.
 
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
-        [--wide 100000x50] [--only planning,wide,reads,append,commit,memory] [--json bench.json]
+        [--deletes 100000] [--wide 100000x50] [--only planning,deletes,wide,reads,append,commit,memory]
+        [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
   delete file per 100 data files), written directly as metadata; full scan, a selective filter (~1% of files)
@@ -17,6 +18,9 @@
   "auto, tasks" (and "auto, cached, tasks"): the planner's tasks held on the driver as an Arrow table
   (``ScanPlan.arrow``: what ``to_df`` reads its tasks from), as Java's ``planFiles()`` gives its tasks on the
   driver, collected from the executors where the plan is distributed.
+- deletes: the same planning benchmarks on a table of 100k data files (``--deletes``) grown by ten appends of ten
+  manifests, each data file of 5% of the partitions (days) with a position delete file of its own: a table that
+  takes deletes in a few partitions. Its rows, like every "auto" row above, time ``plan_files().count()``.
 - wide: the same planning benchmarks on a table of 100k data files (``--wide``) with 50 more bigint columns,
   each data file carrying metrics of all 53 columns (sizes, counts, bounds), as writers keep them: most of
   what its manifests hold and what a decoder steps over.
