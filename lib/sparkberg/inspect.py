@@ -122,6 +122,54 @@ class MetadataDecoder(EntryDecoder):
         return rows
 
 
+def snapshot_rows(m: TableMetadata) -> list[dict]:
+    """The ``snapshots`` table's rows, in metadata order (``committed_at`` in epoch millis)."""
+    return [{"committed_at": s.timestamp_ms, "snapshot_id": s.snapshot_id, "parent_id": s.parent_snapshot_id,
+             "operation": s.operation, "manifest_list": s.manifest_list,
+             "summary": {k: v for k, v in (s.summary or {}).items() if k != "operation"}} for s in m.snapshots]
+
+
+def history_rows(m: TableMetadata) -> list[dict]:
+    """The ``history`` table's rows (``made_current_at`` in epoch millis)."""
+    current = {s.snapshot_id for s in m.ancestors(m.current_snapshot_id)}
+    out = []
+    for e in m.snapshot_log:
+        s = m.snapshot_by_id(e.snapshot_id)
+        out.append({"made_current_at": e.timestamp_ms, "snapshot_id": e.snapshot_id,
+                    "parent_id": s.parent_snapshot_id if s else None, "is_current_ancestor": e.snapshot_id in current})
+    return out
+
+
+def refs_rows(m: TableMetadata) -> list[dict]:
+    """The ``refs`` table's rows."""
+    return [{"name": name, "type": r.type.upper(), "snapshot_id": r.snapshot_id,
+             "max_reference_age_in_ms": r.max_ref_age_ms, "min_snapshots_to_keep": r.min_snapshots_to_keep,
+             "max_snapshot_age_in_ms": r.max_snapshot_age_ms} for name, r in m.refs.items()]
+
+
+def manifest_row(m: TableMetadata, mf: ManifestFile) -> dict:
+    """A ``manifests`` table row: the file counts under data or delete columns by the manifest's content, the
+    partition summaries' bounds as human strings (as Java prints them; a missing bound is "null")."""
+    spec = m.spec(mf.partition_spec_id)
+    ptype = spec.partition_type(m.current_schema)
+    summaries = []
+    for pf, field, s in zip(spec.fields, ptype.fields, mf.partitions or ()):
+        def human(raw):
+            if raw is None:
+                return "null"
+            return pf.transform.to_human_string(field.field_type, from_bytes(field.field_type, bytes(raw)))
+        summaries.append((s.contains_null, s.contains_nan, human(s.lower_bound), human(s.upper_bound)))
+    data = mf.content == MANIFEST_DATA
+    counts = (mf.added_files_count or 0, mf.existing_files_count or 0, mf.deleted_files_count or 0)
+    return {"content": mf.content, "path": mf.manifest_path, "length": mf.manifest_length,
+            "partition_spec_id": mf.partition_spec_id, "added_snapshot_id": mf.added_snapshot_id,
+            **dict(zip(("added_data_files_count", "existing_data_files_count", "deleted_data_files_count"),
+                       counts if data else (0, 0, 0))),
+            **dict(zip(("added_delete_files_count", "existing_delete_files_count", "deleted_delete_files_count"),
+                       (0, 0, 0) if data else counts)),
+            "partition_summaries": summaries}
+
+
 class MetadataTables:
     """The metadata tables of one table (``t.metadata_table(name)``)."""
 
@@ -215,27 +263,12 @@ class MetadataTables:
                      "deleted_delete_files_count int, partition_summaries array<struct<contains_null: boolean, "
                      "contains_nan: boolean, lower_bound: string, upper_bound: string>>")
 
-    def _manifest_row(self, mf: ManifestFile) -> tuple:
-        spec = self.m.spec(mf.partition_spec_id)
-        ptype = spec.partition_type(self.m.current_schema)
-        summaries = []
-        for pf, field, s in zip(spec.fields, ptype.fields, mf.partitions or ()):
-            def human(raw):  # Java prints a missing bound as "null"
-                if raw is None:
-                    return "null"
-                return pf.transform.to_human_string(field.field_type, from_bytes(field.field_type, bytes(raw)))
-            summaries.append((s.contains_null, s.contains_nan, human(s.lower_bound), human(s.upper_bound)))
-        data = mf.content == MANIFEST_DATA
-        counts = (mf.added_files_count or 0, mf.existing_files_count or 0, mf.deleted_files_count or 0)
-        return (mf.content, mf.manifest_path, mf.manifest_length, mf.partition_spec_id, mf.added_snapshot_id,
-                *(counts if data else (0, 0, 0)), *((0, 0, 0) if data else counts), summaries)
-
     def _manifests(self, snap):
-        return self.spark.createDataFrame([self._manifest_row(mf) for mf in self._manifests_of(snap)],
-                                          self.MANIFESTS_DDL)
+        rows = [tuple(manifest_row(self.m, mf).values()) for mf in self._manifests_of(snap)]
+        return self.spark.createDataFrame(rows, self.MANIFESTS_DDL)
 
     def _all_manifests(self, snap):
-        rows = [self._manifest_row(mf) + (s.snapshot_id,) for s in self.m.snapshots
+        rows = [tuple(manifest_row(self.m, mf).values()) + (s.snapshot_id,) for s in self.m.snapshots
                 for mf in snapshot_manifests(self.io, s)]
         return self.spark.createDataFrame(rows, self.MANIFESTS_DDL + ", reference_snapshot_id bigint")
 
@@ -246,29 +279,22 @@ class MetadataTables:
         return df
 
     def _snapshots(self, snap):
-        rows = [(s.timestamp_ms, s.snapshot_id, s.parent_snapshot_id, s.operation, s.manifest_list,
-                 {k: v for k, v in (s.summary or {}).items() if k != "operation"}) for s in self.m.snapshots]
-        df = self.spark.createDataFrame(rows, "committed_at bigint, snapshot_id bigint, parent_id bigint, "
-                                              "operation string, manifest_list string, summary map<string,string>")
+        df = self.spark.createDataFrame([tuple(r.values()) for r in snapshot_rows(self.m)],
+                                        "committed_at bigint, snapshot_id bigint, parent_id bigint, "
+                                        "operation string, manifest_list string, summary map<string,string>")
         return self._ts(df, "committed_at")
 
     def _history(self, snap):
-        current = {s.snapshot_id for s in self.m.ancestors(self.m.current_snapshot_id)}
-        rows = []
-        for e in self.m.snapshot_log:
-            s = self.m.snapshot_by_id(e.snapshot_id)
-            rows.append((e.timestamp_ms, e.snapshot_id, s.parent_snapshot_id if s else None,
-                         e.snapshot_id in current))
-        df = self.spark.createDataFrame(rows, "made_current_at bigint, snapshot_id bigint, parent_id bigint, "
-                                              "is_current_ancestor boolean")
+        df = self.spark.createDataFrame([tuple(r.values()) for r in history_rows(self.m)],
+                                        "made_current_at bigint, snapshot_id bigint, parent_id bigint, "
+                                        "is_current_ancestor boolean")
         return self._ts(df, "made_current_at")
 
     def _refs(self, snap):
-        rows = [(name, r.type.upper(), r.snapshot_id, r.max_ref_age_ms, r.min_snapshots_to_keep,
-                 r.max_snapshot_age_ms) for name, r in self.m.refs.items()]
-        return self.spark.createDataFrame(rows, "name string, type string, snapshot_id bigint, "
-                                                "max_reference_age_in_ms bigint, min_snapshots_to_keep int, "
-                                                "max_snapshot_age_in_ms bigint")
+        return self.spark.createDataFrame([tuple(r.values()) for r in refs_rows(self.m)],
+                                          "name string, type string, snapshot_id bigint, "
+                                          "max_reference_age_in_ms bigint, min_snapshots_to_keep int, "
+                                          "max_snapshot_age_in_ms bigint")
 
     def _metadata_log_entries(self, snap):
         entries = [(e.timestamp_ms, e.metadata_file) for e in self.m.metadata_log]

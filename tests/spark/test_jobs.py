@@ -138,9 +138,12 @@ def test_metadata_commands_start_no_jvm_and_fit_a_terminal(warehouse, events):
         f.write("#!/bin/sh\necho 'a JVM was started' >&2\nexit 97\n")
     os.chmod(os.path.join(shim, "java"), 0o755)
     no_java = {**env(), "PATH": f"{shim}:{os.environ['PATH']}", "JAVA_HOME": shim}
+    from sparkberg.spec import types as T
+    sparkberg.catalog(None, warehouse).create_table("db.empty", T.Schema((T.NestedField(1, "id", T.LONG),)))
     for command in (["list"], ["list", "db"], ["describe", "db.events"], ["snapshots", "db.events"],
                     ["history", "db.events"], ["refs", "db.events"], ["manifests", "db.events"],
-                    ["files", "db.events"], ["partitions", "db.events"]):
+                    ["files", "db.events"], ["partitions", "db.events"], ["files", "db.empty"],
+                    ["partitions", "db.empty"], ["describe", "db.empty"]):
         out = subprocess.run([cli_bin, "--warehouse", warehouse, *command], capture_output=True, text=True,
                              env={**no_java, "COLUMNS": "100"}, timeout=60)
         assert out.returncode == 0, (command, out.stderr[-2000:])

@@ -152,9 +152,9 @@ def main(argv: list[str] | None = None) -> int:
                             as_of_timestamp_ms=args.as_of_timestamp_ms).count()
             print(json.dumps({"table": args.table, "count": n}) if args.output == "json" else n)
             return OK
-        local = args.command not in ("files", "partitions") or (
-            (metadata_view.listed_files(t) or metadata_view.LOCAL_MAX_FILES + 1) <= metadata_view.LOCAL_MAX_FILES)
-        if local:
+        # (files and partitions read every manifest: here while the manifest list says they are few)
+        listed = metadata_view.listed_files(t) if args.command in ("files", "partitions") else 0
+        if listed is not None and listed <= metadata_view.LOCAL_MAX_FILES:
             rows = metadata_view.VIEWS[args.command](t)
         else:
             spark = spark_session()

@@ -12,7 +12,8 @@ import datetime as _dt
 import shutil
 from typing import Any, Callable, Sequence
 
-from sparkberg.avro.manifest import DELETED, MANIFEST_DATA, inherit, read_manifest
+from sparkberg.avro.manifest import DELETED, inherit, read_manifest
+from sparkberg.inspect import history_rows, manifest_row, refs_rows, snapshot_rows
 from sparkberg.planning.entries import PartitionLayout, snapshot_manifests
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.values import to_python
@@ -50,42 +51,21 @@ def human_count(n: Any) -> str:
 
 
 def snapshots(t) -> list[dict]:
-    return [{"committed_at": _time(s.timestamp_ms), "snapshot_id": s.snapshot_id, "parent_id": s.parent_snapshot_id,
-             "operation": s.operation, "manifest_list": s.manifest_list,
-             "summary": {k: v for k, v in (s.summary or {}).items() if k != "operation"}}
-            for s in sorted(t.metadata.snapshots, key=lambda s: s.timestamp_ms)]
+    return [{**r, "committed_at": _time(r["committed_at"])}
+            for r in sorted(snapshot_rows(t.metadata), key=lambda r: r["committed_at"])]
 
 
 def history(t) -> list[dict]:
-    m = t.metadata
-    current = {s.snapshot_id for s in m.ancestors(m.current_snapshot_id)}
-    out = []
-    for e in m.snapshot_log:
-        s = m.snapshot_by_id(e.snapshot_id)
-        out.append({"made_current_at": _time(e.timestamp_ms), "snapshot_id": e.snapshot_id,
-                    "parent_id": s.parent_snapshot_id if s else None, "is_current_ancestor": e.snapshot_id in current})
-    return out
+    return [{**r, "made_current_at": _time(r["made_current_at"])} for r in history_rows(t.metadata)]
 
 
 def refs(t) -> list[dict]:
-    return [{"name": name, "type": r.type.upper(), "snapshot_id": r.snapshot_id,
-             "max_reference_age_in_ms": r.max_ref_age_ms, "min_snapshots_to_keep": r.min_snapshots_to_keep,
-             "max_snapshot_age_in_ms": r.max_snapshot_age_ms} for name, r in sorted(t.metadata.refs.items())]
+    return sorted(refs_rows(t.metadata), key=lambda r: r["name"])
 
 
 def manifests(t) -> list[dict]:
     snap = t.metadata.current_snapshot
-    out = []
-    for mf in snapshot_manifests(t.io, snap) if snap is not None else ():
-        data = mf.content == MANIFEST_DATA
-        counts = (mf.added_files_count or 0, mf.existing_files_count or 0, mf.deleted_files_count or 0)
-        out.append({"content": mf.content, "path": mf.manifest_path, "length": mf.manifest_length,
-                    "partition_spec_id": mf.partition_spec_id, "added_snapshot_id": mf.added_snapshot_id,
-                    **dict(zip(("added_data_files_count", "existing_data_files_count", "deleted_data_files_count"),
-                               counts if data else (0, 0, 0))),
-                    **dict(zip(("added_delete_files_count", "existing_delete_files_count",
-                                "deleted_delete_files_count"), (0, 0, 0) if data else counts))})
-    return out
+    return [manifest_row(t.metadata, mf) for mf in snapshot_manifests(t.io, snap)] if snap is not None else []
 
 
 def listed_files(t, snap: Snapshot | None = None) -> int | None:
