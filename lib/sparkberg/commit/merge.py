@@ -17,7 +17,6 @@ from pyspark.sql import functions as F
 
 from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes
 from sparkberg.errors import ValidationError
-from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 from sparkberg.write.dataframe import write_files
 
 
@@ -158,7 +157,7 @@ class MergeBuilder:
         ta = self.ta
         changed = j.filter(F.col("_action").startswith("U") | (F.col("_action") == "D"))
         mode = rl.m.properties.get("write.merge.mode", "copy-on-write").lower()
-        extra = [ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if lineage else []
+        extra = rl.lineage_fields
         if mode == "merge-on-read" and rl.m.format_version >= 2:
             new_rows = self._rows(j, cols, lineage, src_cols, None)
             added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra)

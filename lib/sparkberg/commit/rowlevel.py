@@ -151,7 +151,13 @@ class RowLevel:
 
     @property
     def lineage(self) -> list[str]:
+        """The row-lineage columns rewritten rows carry (v3), by name."""
         return list(LINEAGE_COLUMNS) if self.m.format_version >= 3 else []
+
+    @property
+    def lineage_fields(self) -> list:
+        """:attr:`lineage` as the fields the writer writes them as."""
+        return [ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if self.m.format_version >= 3 else []
 
     def delete_positions(self, matched, tasks) -> tuple[list, set]:
         """Delete files for the (``_file``, ``_pos``) rows of ``matched``: position deletes (v2) or DVs (v3)."""
@@ -226,8 +232,7 @@ def delete_rows(table, filter: str) -> bool:
             if rewrite:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
-                added_data = write_files(rl.spark, rl.m, keep,
-                                         extra_fields=[ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if rl.lineage else [])
+                added_data = write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields)
                 for t in rewrite:
                     removed.add((t["file_path"], None))
                     removed |= _file_scoped_deletes(t)
@@ -249,8 +254,7 @@ def overwrite(table, df, filter: str | None) -> None:
             if rewrite:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
-                added += write_files(rl.spark, rl.m, keep, extra_fields=[ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if rl.lineage
-                                     else [])
+                added += write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields)
                 for t in rewrite:
                     removed.add((t["file_path"], None))
                     removed |= _file_scoped_deletes(t)
@@ -295,7 +299,7 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
     cols = [f.name for f in rl.schema.fields]
     set_by_name = {names[c.lower()]: v for c, v in assignments.items()}
     mode = rl.m.properties.get("write.update.mode", "copy-on-write").lower()
-    extra = [ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if rl.lineage else []
+    extra = rl.lineage_fields
 
     spark_types = {f.name: f.dataType for f in rl.table.spark_schema().fields}
 

@@ -38,6 +38,10 @@ class FileIO:
     def read(self, location: str) -> bytes:
         raise NotImplementedError
 
+    def read_range(self, location: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of a file from ``offset`` (a deletion vector in its Puffin file)."""
+        return self.read(location)[offset:offset + length]
+
     def exists(self, location: str) -> bool:
         raise NotImplementedError
 
@@ -87,6 +91,14 @@ class LocalFileIO(FileIO):
         try:
             with open(self._p(location), "rb") as f:
                 return f.read()
+        except FileNotFoundError:
+            raise MissingFileError(f"file {location} does not exist", location) from None
+
+    def read_range(self, location, offset, length):
+        try:
+            with open(self._p(location), "rb") as f:
+                f.seek(offset)
+                return f.read(length)
         except FileNotFoundError:
             raise MissingFileError(f"file {location} does not exist", location) from None
 

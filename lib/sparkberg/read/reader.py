@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
+from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.expressions.sql import referenced_names
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.planning.entries import PartitionLayout
@@ -666,20 +666,7 @@ def _dv_positions(ios: dict[str, Any], path: str, offset: int, size: int):
     import numpy as np
     scheme = path.split("://", 1)[0] if "://" in path else "file"
     io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
-    return np.asarray(dv_positions(_read_range(io, path, offset, size), path), np.int64)
-
-
-def _read_range(io, path: str, offset: int, length: int) -> bytes:
-    from sparkberg.io.fileio import to_local_path
-    local = to_local_path(path)
-    if local is not None:
-        try:
-            with open(local, "rb") as f:
-                f.seek(offset)
-                return f.read(length)
-        except FileNotFoundError:
-            raise MissingFileError(f"file {path} does not exist", path) from None
-    return io.read(path)[offset:offset + length]
+    return np.asarray(dv_positions(io.read_range(path, offset, size), path), np.int64)
 
 
 def _expression_text(filter: str | Column) -> str:

@@ -120,14 +120,7 @@ def _previous_positions(data_file: str, target: dict) -> list[int]:
     """Positions already deleted in a data file: its current DV and any position delete files."""
     out: list[int] = []
     for puffin, offset, length in target.get("dvs", ()):
-        local = to_local_path(puffin)
-        if local is not None:
-            with open(local, "rb") as fh:
-                fh.seek(offset)
-                blob = fh.read(length)
-        else:
-            blob = file_io_for(puffin).read(puffin)[offset:offset + length]
-        out.extend(dv_positions(blob, puffin))
+        out.extend(dv_positions(file_io_for(puffin).read_range(puffin, offset, length), puffin))
     for path in target.get("position_files", ()):
         local = to_local_path(path)
         table = pq.read_table(local if local is not None else path, columns=None)
