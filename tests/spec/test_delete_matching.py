@@ -5,7 +5,8 @@ from decimal import Decimal
 
 import pytest
 
-from sparkberg.planning.matching import DeleteIndex, eq_delete_may_apply, in_path_bounds, path_bounds, sortable_key
+from sparkberg.planning.deletes import eq_delete_may_apply, in_path_bounds, path_bounds, sortable_key
+from sparkberg.planning.reference import DeleteIndex
 from sparkberg.spec import types as T
 from sparkberg.spec.values import to_bytes
 
@@ -141,7 +142,7 @@ def test_uuid_and_nan_bounds_are_not_compared():
 import pyarrow as pa  # noqa: E402
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from sparkberg.planning.matcher import DELETE_STRUCT, DeleteMatcher  # noqa: E402
+from sparkberg.planning.deletes import DELETE_STRUCT, DeleteMatcher  # noqa: E402
 
 STATS = pa.map_(pa.int32(), pa.struct([("nulls", pa.int64()), ("vals", pa.int64()), ("lower", pa.binary()),
                                        ("upper", pa.binary())]))
@@ -298,8 +299,8 @@ def test_the_matcher_sorts_delete_files_as_the_plan_lists_them(rows):
     strings by code point), ties included (entries that differ only by their equality ids)."""
     import pyarrow as pa
 
-    from sparkberg.planning.matcher import DELETE_STRUCT, _sorted_deletes
-    from sparkberg.planning.matching import delete_sort_key
+    from sparkberg.planning.deletes import DELETE_STRUCT, _sorted_deletes
+    from sparkberg.planning.deletes import delete_sort_key
     schema = pa.schema([("file_path", pa.string()), ("content", pa.int32()), ("file_format", pa.string()),
                         ("equality_ids", pa.list_(pa.int32())), ("referenced_data_file", pa.string()),
                         ("content_offset", pa.int64()), ("content_size_in_bytes", pa.int64()),

@@ -31,8 +31,7 @@ from sparkberg.avro.manifest import (
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.errors import SparkbergError
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
-from sparkberg.planning.matcher import distinct_rows
-from sparkberg.planning.matching import DELETE_FILE_PATH_ID, eq_stats, path_bounds
+from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, distinct_rows, eq_stats, path_bounds
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot

@@ -1,15 +1,19 @@
 """The reference planner: the same plan as :mod:`sparkberg.planning.scan`, row at a time, in plain Python
 with the scalar evaluators of :mod:`sparkberg.expressions` and no Spark. Tests run both on the same tables
-and filters and expect the same files with the same deletes.
+and filters and expect the same files with the same deletes; :class:`DeleteIndex` is the oracle the planners'
+delete matching (:class:`sparkberg.planning.deletes.DeleteMatcher`) is compared against.
 """
 from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
 
 from sparkberg.avro.manifest import DELETED, MANIFEST_DATA, inherit, read_manifest
 from sparkberg.expressions.evaluators import manifest_may_match, metrics_may_match
 from sparkberg.expressions.predicates import TRUE, Bound, evaluate
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
-from sparkberg.planning.matching import DeleteIndex, eq_columns, eq_stats, partition_key, path_bounds
+from sparkberg.planning.deletes import EqStats, delete_sort_key, eq_columns, eq_delete_may_apply, eq_stats, in_path_bounds, path_bounds
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 
@@ -62,3 +66,51 @@ def reference_plan(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | Non
         spec_id, partition_key(e.data_file.partition), e.sequence_number, e.data_file.file_path,
         stats(e.data_file, eq_types) if eq_types else None)}
         for spec_id, e in data}
+
+
+class DeleteIndex:
+    """Delete entries indexed for lookups by data file. Entries are (spec id, partition key, data sequence
+    number, delete file dict[, file_path bounds]) where the dict has the plan's delete fields."""
+
+    def __init__(self, deletes: Iterable[tuple], unpartitioned_spec_ids: set[int], required: frozenset = frozenset(),
+                 prunable: frozenset = frozenset()):
+        self.by_partition: dict[tuple, list] = defaultdict(list)  # position and equality deletes
+        self.dvs: dict[str, list] = defaultdict(list)
+        self.global_eq: list = []
+        self.bounds: dict[int, tuple] = {}
+        self.stats: dict[int, EqStats] = {}
+        self.required, self.prunable = required, prunable
+        for spec_id, pkey, seq, d, *rest in deletes:
+            if rest and rest[0]:
+                self.bounds[id(d)] = rest[0]
+            if len(rest) > 1 and rest[1] is not None:
+                self.stats[id(d)] = rest[1]
+            if d["content"] == 1 and d["file_format"] == "puffin":
+                self.dvs[d["referenced_data_file"]].append((seq, d))
+            elif d["content"] == 2 and spec_id in unpartitioned_spec_ids:
+                self.global_eq.append((seq, d))
+            else:
+                self.by_partition[(spec_id, pkey)].append((seq, d))
+
+    def for_file(self, spec_id: int, pkey: Any, data_seq: int, path: str, stats: EqStats | None = None) -> list[dict]:
+        """The delete files that apply to one data file, sorted as the distributed planner sorts them;
+        ``stats`` (of the data file's equality columns) prune equality deletes as Iceberg Java does."""
+        out = [d for seq, d in self.dvs.get(path, ()) if data_seq <= seq]
+        has_dv = bool(out)
+        for seq, d in self.by_partition.get((spec_id, pkey), ()):
+            if d["content"] == 1:
+                if not has_dv and data_seq <= seq and d["referenced_data_file"] in (None, path) and \
+                        in_path_bounds(path, self.bounds.get(id(d))):
+                    out.append(d)
+            elif data_seq < seq and self._eq_applies(stats, d):
+                out.append(d)
+        out += [d for seq, d in self.global_eq if data_seq < seq and self._eq_applies(stats, d)]
+        return sorted(out, key=delete_sort_key)
+
+
+    def _eq_applies(self, stats: EqStats | None, d: dict) -> bool:
+        return eq_delete_may_apply(stats, self.stats.get(id(d)), d.get("equality_ids"), self.required, self.prunable)
+
+
+def partition_key(partition: dict) -> tuple:
+    return tuple(sorted(partition.items(), key=lambda kv: str(kv[0])))

@@ -3,23 +3,11 @@
 Pruning happens in three places, each only ever dropping what cannot match:
 manifests by their partition summaries (driver: the manifest list is small), entries by the inclusive
 projection of the filter through their spec's transforms and by their column metrics (executors, while
-decoding). Delete files are matched to data files where the data entries are decoded
-(:class:`~sparkberg.planning.matcher.DeleteMatcher`), or by joins when there are very many, by the spec's rules
-(spec "Scan Planning"):
-
-- position delete files: same spec and partition, data sequence number <= the delete's, and when the delete
-  names a ``referenced_data_file``, only that file; files outside the delete file's ``file_path`` bounds are
-  skipped, as Iceberg Java's DeleteFileIndex does;
-- deletion vectors: exactly their ``referenced_data_file``; a file with a DV ignores its position delete files;
-- equality delete files: data sequence number strictly below the delete's, same spec and partition, or every
-  partition when the delete file's spec is unpartitioned (a global delete).
-
-Equality delete files are also pruned by comparing the stats of their equality columns with the data file's
-(Iceberg Java's ``DeleteFileIndex.canContainEqDeletesForFile``; :mod:`sparkberg.planning.matching`).
+decoding). Delete files are matched to data files where the data entries are decoded, by one index of the
+scan's delete files and the spec's rules (:class:`~sparkberg.planning.deletes.DeleteMatcher`).
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import Iterator, Sequence
 
 import pyarrow as pa
@@ -41,8 +29,7 @@ from sparkberg.planning.entries import (
     EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifest_groups, manifests_df, manifests_of,
     snapshot_manifest_table,
 )
-from sparkberg.planning.matcher import DELETE_STRUCT, DeleteMatcher
-from sparkberg.planning.matching import eq_columns, eq_delete_sql
+from sparkberg.planning.deletes import DELETE_STRUCT, DeleteMatcher, eq_columns
 from sparkberg.spark.session import arrow_dataframe, collect_arrow, job_description, with_known_count
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -199,14 +186,13 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     ``sparkberg.planning.local-max-files`` entries (200,000), so small tables and selective scans pay for no
     Spark job.
     Delete files are decoded first (on the driver, or when their manifests list more than
-    ``DRIVER_DELETE_ENTRIES_MAX`` entries, in a job of their own, ``DELETE-PLANNING <label>``) and, up
-    to ``MATCHER_DELETES_MAX`` of them, indexed on the driver (:class:`DeleteMatcher`, as Iceberg Java's
-    ``DeleteFileIndex``) and sent with the data manifests' decoder, which attaches to each data file the
-    deletes that apply to it as it decodes: one pass over the data manifests, no join, no shuffle, the
-    manifest list's order kept. Beyond, they stay on the executors (a local checkpoint) and shuffle joins
-    match them. A distributed plan without equality deletes leaves the delete manifests to the executors: each
-    task decodes and indexes those whose partitions overlap its data manifests' (:class:`ScopedTaskDecoder`,
-    :func:`overlapping_delete_manifests`), so the driver decodes none before the job starts.
+    ``DRIVER_DELETE_ENTRIES_MAX`` entries, in a job of their own, ``DELETE-PLANNING <label>``), indexed on the
+    driver (:class:`DeleteMatcher`, as Iceberg Java's ``DeleteFileIndex``) and sent with the data manifests'
+    decoder, which attaches to each data file the deletes that apply to it as it decodes: one pass over the data
+    manifests, no join, no shuffle, the manifest list's order kept. A distributed plan without equality deletes
+    leaves the delete manifests to the executors: each task decodes and indexes those whose partitions overlap
+    its data manifests' (:class:`ScopedTaskDecoder`, :func:`overlapping_delete_manifests`), so the driver
+    decodes none before the job starts.
     Manifests are decoded into Arrow columns (:mod:`sparkberg.avro.columnar`), kept decoded between scans when
     the session enables the manifest cache (:mod:`sparkberg.avro.cache`), only the columns planning needs
     leave the executors, and metrics pruning runs a column at a time where it can.
@@ -242,8 +228,7 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
                                   columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types, cache=cache)
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
     local = mode == "local" or (mode == "auto" and _small_enough(metadata, manifests))
-    delete_files = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in delete_manifests)
-    if not local and delete_manifests and not may_have_eq and delete_files <= MATCHER_DELETES_MAX and \
+    if not local and delete_manifests and not may_have_eq and \
             len(data_manifests) * len(delete_manifests) <= SCOPED_PAIRS_MAX:
         # no equality deletes: each data manifest's decoder decodes (and indexes) only the delete manifests whose
         # partitions overlap its own, on the executors, so the driver decodes no delete manifest before the job
@@ -251,48 +236,22 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
                                   overlapping_delete_manifests(metadata, data_manifests, delete_manifests))
         return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
             tasks, tasks_struct(layout)))
-    if local or delete_files <= MATCHER_DELETES_MAX:
-        # the delete files are indexed on the driver and go with the data manifests' decoder, which attaches
-        # them to the data entries it decodes (on the executors, or here): one pass over the data manifests
-        if not delete_manifests:
-            deletes = delete_decoder.schema.empty_table()
-        elif local or _entries(delete_manifests) <= DRIVER_DELETE_ENTRIES_MAX:  # cheaper than a Spark job
-            deletes = delete_decoder.load_many(((mf, i, io) for i, mf in enumerate(delete_manifests)),
-                                               DRIVER_THREADS)
-        else:
-            with job_description(spark, f"DELETE-PLANNING {label}".strip()):
-                deletes = collect_arrow(entries_df(spark, delete_manifests, delete_decoder), delete_decoder.schema)
-        matcher = DeleteMatcher(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
-        tasks = TaskDecoder(data_decoder(matcher.equality_ids()), matcher, layout)
-        if local:
-            return ScanPlan(spark, snapshot, layout,
-                            table=tasks.table([(mf, i, io) for i, mf in enumerate(data_manifests)], DRIVER_THREADS))
-        return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
-            tasks, tasks_struct(layout)))
-    # very many delete files: decoded once and kept on the executors (a local checkpoint), matched by joins
-    deletes = entries_df(spark, delete_manifests, delete_decoder).filter(F.col("content") != 0)
-    try:
+    # the delete files are indexed on the driver and go with the data manifests' decoder, which attaches them to
+    # the data entries it decodes (on the executors, or here): one pass over the data manifests
+    if not delete_manifests:
+        deletes = delete_decoder.schema.empty_table()
+    elif local or _entries(delete_manifests) <= DRIVER_DELETE_ENTRIES_MAX:  # cheaper than a Spark job
+        deletes = delete_decoder.load_many(((mf, i, io) for i, mf in enumerate(delete_manifests)), DRIVER_THREADS)
+    else:
         with job_description(spark, f"DELETE-PLANNING {label}".strip()):
-            deletes = deletes.localCheckpoint(eager=True)
-    except Exception:  # noqa: BLE001 - a session without checkpoints decodes them within the joins
-        pass
-    eq_ids: list[int] = []
-    if schema_eq_types:
-        with job_description(spark, f"DELETE-PLANNING {label} equality columns".strip()):
-            eq_ids = sorted(r[0] for r in deletes.filter(F.col("content") == 2)
-                            .select(F.explode("equality_ids")).distinct().collect())
-    data = (entries_df(spark, data_manifests, data_decoder(eq_ids))
-            .filter(F.col("content") == 0)
-            .select("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
-                    F.col("sequence_number").alias("data_sequence_number"), "first_row_id",
-                    "_manifest_ordinal", "_entry_ordinal", *(["_eq_stats", "_has_bounds"] if eq_ids else [])))
-    eq_rule = None
-    if eq_ids:
-        eq_rule = partial(eq_delete_sql, data_stats="_eq_stats", data_has_bounds="_has_bounds",
-                          required=required, prunable=prunable)
-    tasks = attach_deletes(data, deletes, sorted(unpartitioned), eq_rule=eq_rule)
-    tasks = tasks.orderBy("_manifest_ordinal", "_entry_ordinal").drop("_manifest_ordinal", "_entry_ordinal")
-    return ScanPlan(spark, snapshot, layout, tasks=tasks.select(*PLAN_COLUMNS))
+            deletes = collect_arrow(entries_df(spark, delete_manifests, delete_decoder), delete_decoder.schema)
+    matcher = DeleteMatcher(deletes, unpartitioned, required or frozenset(), prunable or frozenset())
+    tasks = TaskDecoder(data_decoder(matcher.equality_ids()), matcher, layout)
+    if local:
+        return ScanPlan(spark, snapshot, layout,
+                        table=tasks.table([(mf, i, io) for i, mf in enumerate(data_manifests)], DRIVER_THREADS))
+    return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
+        tasks, tasks_struct(layout)))
 
 
 class TaskDecoder:
@@ -501,57 +460,12 @@ def _tasks_arrow_schema(layout: PartitionLayout):
                       for c in PLAN_COLUMNS])
 
 
-# delete files up to which planning sends them with the data manifests' decoder (DeleteMatcher); above, joins
-MATCHER_DELETES_MAX = 200_000
 # (data manifest, delete manifest) pairs whose partition summaries the driver compares at most (~0.02 s per
 # million) to let the planning tasks decode their own delete manifests; beyond, the driver decodes them all
 SCOPED_PAIRS_MAX = 20_000_000
 # delete manifest entries up to which a distributed plan decodes them on the driver (1,000 manifests of 10
 # entries: ~1 s here, ~1.6 s as a Spark job on 2 cores, before collecting them); above, on the executors
 DRIVER_DELETE_ENTRIES_MAX = 50_000
-
-
-def attach_deletes(data: DataFrame, deletes: DataFrame, unpartitioned_spec_ids: list[int], eq_rule=None) -> DataFrame:
-    """Each data file with the array of delete files that apply to it (joins, by the spec's rules)."""
-    d = deletes.select(
-        F.col("spec_id").alias("_d_spec"), F.col("partition").alias("_d_partition"),
-        F.col("sequence_number").alias("_d_seq"), F.col("content").alias("_d_content"),
-        F.col("file_format").alias("_d_format"), F.col("referenced_data_file").alias("_d_ref"),
-        *([F.col("_path_lower").alias("_d_lower"), F.col("_path_upper").alias("_d_upper")]
-          if "_path_lower" in deletes.columns else [F.lit(None).cast("string").alias("_d_lower"),
-                                                    F.lit(None).cast("string").alias("_d_upper")]),
-        *([F.col("_eq_stats").alias("_d_eq"), F.col("_has_bounds").alias("_d_has_bounds")] if eq_rule else []),
-        F.struct(*[F.col(c) for c in DELETE_STRUCT]).alias("_delete"))
-    a = data.select(F.col("file_path").alias("_a_path"), F.col("spec_id").alias("_a_spec"),
-                    F.col("partition").alias("_a_partition"), F.col("data_sequence_number").alias("_a_seq"),
-                    *([F.col("_eq_stats"), F.col("_has_bounds")] if eq_rule else []))
-    eq_stats_apply = F.lit(True) if eq_rule is None else F.expr(eq_rule(
-        delete_stats="_d_eq", delete_has_bounds="_d_has_bounds", equality_ids="_delete.equality_ids"))
-    is_dv = (F.col("_d_content") == 1) & (F.col("_d_format") == "puffin")
-    same_partition = (F.col("_a_spec") == F.col("_d_spec")) & F.col("_a_partition").eqNullSafe(F.col("_d_partition"))
-    positions = d.filter((F.col("_d_content") == 1) & ~is_dv)
-    # a position delete file whose file_path bounds exclude the data file cannot apply (as Java's DeleteFileIndex)
-    in_bounds = ((F.col("_d_lower").isNull() | (F.col("_a_path") >= F.col("_d_lower"))) &
-                 (F.col("_d_upper").isNull() | (F.col("_a_path") <= F.col("_d_upper"))))
-    pos_match = a.join(positions, same_partition & (F.col("_a_seq") <= F.col("_d_seq")) & in_bounds & (
-        F.col("_d_ref").isNull() | (F.col("_d_ref") == F.col("_a_path"))))
-    dv_match = a.join(d.filter(is_dv), (F.col("_d_ref") == F.col("_a_path")) & (F.col("_a_seq") <= F.col("_d_seq")))
-    equality = d.filter(F.col("_d_content") == 2)
-    is_global = F.col("_d_spec").isin(unpartitioned_spec_ids) if unpartitioned_spec_ids else F.lit(False)
-    eq_part = a.join(equality.filter(~is_global), same_partition & (F.col("_a_seq") < F.col("_d_seq")) &
-                     eq_stats_apply)
-    eq_global = a.join(F.broadcast(equality.filter(is_global)), (F.col("_a_seq") < F.col("_d_seq")) & eq_stats_apply)
-    cols = [F.col("_a_path"), F.col("_delete"), is_dv.alias("_is_dv")]
-    matches = (pos_match.select(*cols).unionByName(dv_match.select(*cols))
-               .unionByName(eq_part.select(*cols)).unionByName(eq_global.select(*cols)))
-    grouped = matches.groupBy("_a_path").agg(F.collect_list("_delete").alias("_deletes"),
-                                             F.max(F.col("_is_dv").cast("int")).alias("_has_dv"))
-    # a DV replaces the position delete files of its data file (spec "Deletion Vectors")
-    kept = F.when(F.col("_has_dv") == 1, F.filter("_deletes", lambda x: ~(
-        (x["content"] == 1) & (x["file_format"] != "puffin")))).otherwise(F.col("_deletes"))
-    grouped = grouped.select("_a_path", F.array_sort(kept).alias("deletes"))
-    out = data.join(grouped, data["file_path"] == grouped["_a_path"], "left").drop("_a_path")
-    return out.withColumn("deletes", F.coalesce(F.col("deletes"), F.array().cast(DELETES_TYPE)))
 
 
 def partition_column(layout: PartitionLayout, col: Column | str = "partition") -> Column:

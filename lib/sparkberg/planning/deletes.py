@@ -1,26 +1,157 @@
-"""Delete matching a batch of data files at a time: the rules of :class:`~sparkberg.planning.matching.DeleteIndex`
-(spec "Scan Planning") over Arrow columns, for the planners on the executors and on the driver.
+"""The delete files of a scan matched to its data files, by the spec's rules (spec "Scan Planning"), written once.
 
-The delete files of a scan are few next to its data files (Iceberg Java keeps them all in the driver's
-``DeleteFileIndex``), so they are decoded first and this index travels with the data manifests' decoder: each
-decoded batch of data entries gets its ``deletes`` column where it is decoded, with no join, no shuffle and no
-per-row Python. Candidates come from three groups, as in Java: the (spec, partition) of the data file
-(position deletes and partition-scoped equality deletes), its path (deletion vectors) and the global equality
-deletes; each (data file, candidate) pair is then kept or dropped by numpy and Arrow compute on whole columns.
-Only equality deletes with column stats on both sides are judged pair by pair
-(:func:`~sparkberg.planning.matching.eq_delete_may_apply`).
+:class:`DeleteMatcher` is the index every planner uses (on the driver and on the executors), as Iceberg Java's
+``DeleteFileIndex`` is one structure: the delete files of a scan are few next to its data files, so they are
+decoded first, indexed, and the index travels with the data manifests' decoder. Each decoded batch of data entries
+gets its ``deletes`` column where it is decoded, with no join, no shuffle and no per-row Python. Candidates come
+from three groups, as in Java: the (spec, partition) of the data file (position deletes and partition-scoped
+equality deletes), its path (deletion vectors) and the global equality deletes; each (data file, candidate) pair
+is then kept or dropped by numpy and Arrow compute on whole columns:
+
+- position delete files: same spec and partition, data sequence number <= the delete's; when the delete names a
+  ``referenced_data_file``, only that file; files outside the delete file's ``file_path`` bounds are skipped;
+- deletion vectors: exactly their ``referenced_data_file``, data sequence number <= the DV's; a data file with a
+  DV ignores its position delete files;
+- equality delete files: data sequence number strictly below the delete's, same spec and partition, or every
+  partition when the delete file's spec is unpartitioned (a global delete); pruned by comparing the stats of
+  their equality columns with the data file's (:func:`eq_delete_may_apply`, Java's
+  ``DeleteFileIndex.canContainEqDeletesForFile``), judged pair by pair where both sides have stats.
+
+The same rules row at a time, in plain Python, are the oracle tests compare against
+(:class:`sparkberg.planning.reference.DeleteIndex`).
 """
 from __future__ import annotations
 
 import math
+import struct
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkberg.planning.matching import EqStats, delete_sort_key, eq_delete_may_apply
+from sparkberg.expressions.evaluators import INTEGRAL_TYPES
+from sparkberg.spec import types as T
+from sparkberg.spec.metadata_columns import DELETE_FILE_PATH
+from sparkberg.spec.values import from_bytes
+
+DELETE_FILE_PATH_ID = DELETE_FILE_PATH.field_id
+
+
+def path_bounds(lower_bounds: dict | None, upper_bounds: dict | None) -> tuple[str | None, str | None]:
+    """The range of data file paths a position delete file names, from its ``file_path`` column bounds
+    (Appendix D: UTF-8 bytes); ``None`` where a bound is missing."""
+    def one(bounds):
+        raw = (bounds or {}).get(DELETE_FILE_PATH_ID)
+        return None if raw is None else bytes(raw).decode("utf-8", errors="replace")
+    return one(lower_bounds), one(upper_bounds)
+
+
+def in_path_bounds(path: str, bounds: tuple[str | None, str | None] | None) -> bool:
+    """Whether a position delete file with these ``file_path`` bounds may hold deletes for ``path`` (Iceberg
+    Java's ``DeleteFileIndex`` skips it otherwise). Python compares ``str`` by code point: UTF-8 byte order."""
+    if not bounds:
+        return True
+    lower, upper = bounds
+    return (lower is None or lower <= path) and (upper is None or path <= upper)
+
+
+def delete_sort_key(d: dict) -> tuple:
+    """The order in which a plan lists the delete files of a data file: by their fields, None last."""
+    return tuple((v is None, v if not isinstance(v, list) else tuple(v)) for v in d.values())
+
+
+# --- equality delete files pruned by their column stats (Iceberg Java's DeleteFileIndex) -------------------
+# The stats of one column of one file: (null count, value count, lower key, upper key), each None if unknown;
+# a file's stats: (whether it has both lower and upper bounds maps, {field id: column stats}). Bounds become
+# sortable keys: byte strings that compare (unsigned, lexicographically, as Spark compares binary) as the
+# values compare, so the distributed planner compares them in SQL.
+EqStats = tuple  # (bool, dict[int, tuple[int | None, int | None, bytes | None, bytes | None]])
+
+
+def sortable_key(t: T.IcebergType, raw: bytes | None) -> bytes | None:
+    """An Appendix D bound as a byte string ordered as the values are (None: unknown or not comparable here;
+    UUIDs are left out: engines order them differently)."""
+    if raw is None:
+        return None
+    try:
+        v = from_bytes(t, bytes(raw))
+    except Exception:  # noqa: BLE001 - an unreadable bound is an unknown bound
+        return None
+    if t in INTEGRAL_TYPES:
+        return (v + 2 ** 63).to_bytes(8, "big")
+    if t == T.BOOLEAN:
+        return b"\x01" if v else b"\x00"
+    if t in (T.FLOAT, T.DOUBLE):
+        if math.isnan(v):
+            return None
+        bits = struct.unpack(">Q", struct.pack(">d", v))[0]  # IEEE order: -0.0 before 0.0, as Java's compare
+        return struct.pack(">Q", bits ^ 0xFFFFFFFFFFFFFFFF if bits >> 63 else bits | 1 << 63)
+    if t == T.STRING or t == T.BINARY or isinstance(t, T.FixedType):
+        return bytes(raw)  # UTF-8 byte order is code point order
+    if isinstance(t, T.DecimalType):
+        return (int.from_bytes(bytes(raw), "big", signed=True) + 2 ** 255).to_bytes(33, "big")
+    return None
+
+
+def eq_stats(types: dict[int, T.IcebergType], value_counts: dict | None, null_counts: dict | None,
+             lower_bounds: dict | None, upper_bounds: dict | None) -> EqStats:
+    """A file's stats of the columns in ``types`` (the equality columns of the scan's equality deletes)."""
+    return (lower_bounds is not None and upper_bounds is not None,
+            {fid: ((null_counts or {}).get(fid), (value_counts or {}).get(fid),
+                   sortable_key(t, (lower_bounds or {}).get(fid)), sortable_key(t, (upper_bounds or {}).get(fid)))
+             for fid, t in types.items()})
+
+
+def eq_delete_may_apply(data: EqStats | None, delete: EqStats | None, equality_ids, required: frozenset,
+                        prunable: frozenset) -> bool:
+    """Whether an equality delete file may delete rows of a data file, from their stats: Iceberg Java's
+    ``DeleteFileIndex.canContainEqDeletesForFile``, field by field. ``prunable``: equality field ids that are
+    primitive columns of the schema; ``required``: those declared required."""
+    if data is None or delete is None:
+        return True
+    check_ranges = data[0] and delete[0]
+    for fid in equality_ids or ():
+        if fid not in prunable:
+            continue
+        req = fid in required
+        d_nulls, d_values, d_lower, d_upper = data[1].get(fid, (None, None, None, None))
+        x_nulls, x_values, x_lower, x_upper = delete[1].get(fid, (None, None, None, None))
+        if _contains_null(req, d_nulls) and _contains_null(req, x_nulls):
+            continue  # nulls in the data, and null deleted
+        if _all_null(req, d_nulls, d_values) and _all_non_null(req, x_nulls):
+            return False  # only nulls in the data, none deleted
+        if _all_null(req, x_nulls, x_values) and _all_non_null(req, d_nulls):
+            return False  # only nulls deleted, none in the data
+        if not check_ranges or None in (d_lower, d_upper, x_lower, x_upper):
+            continue
+        if d_lower > x_upper or x_lower > d_upper:
+            return False  # no values in common
+    return True
+
+
+def _contains_null(required: bool, nulls: int | None) -> bool:
+    return not required and (nulls is None or nulls > 0)
+
+
+def _all_null(required: bool, nulls: int | None, values: int | None) -> bool:
+    return not required and nulls is not None and values is not None and nulls == values
+
+
+def _all_non_null(required: bool, nulls: int | None) -> bool:
+    return required or (nulls is not None and nulls <= 0)
+
+
+def eq_columns(schema: T.Schema, ids: Iterable[int] | None = None) -> tuple[dict, frozenset, frozenset]:
+    """(types, required ids, prunable ids) of the schema's columns whose stats can prune equality deletes
+    (primitive ones, as Java; UUID bounds are not compared), restricted to ``ids`` when given."""
+    fields = schema.index_by_id()
+    wanted = fields.keys() if ids is None else [i for i in ids if i in fields]
+    types = {fid: fields[fid].field_type for fid in wanted if fields[fid].field_type.is_primitive}
+    prunable = frozenset(types)
+    return types, frozenset(fid for fid in prunable if fields[fid].required), prunable
+
 
 # the fields of each delete file the plan carries (``ScanPlan`` rows' ``deletes`` structs)
 DELETE_STRUCT = ("file_path", "content", "file_format", "equality_ids", "referenced_data_file", "content_offset",

@@ -1,75 +1,5 @@
-"""The delete matching by shuffle joins (planning with very many delete files) equals the spec's rules row at
-a time (DeleteIndex), on generated data and delete files: sequence numbers, partitions, global equality deletes,
-DVs, referenced files, bounds."""
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from sparkberg.planning.matching import DeleteIndex, eq_delete_sql, sortable_key
-from sparkberg.planning.scan import DELETE_STRUCT, attach_deletes
-from sparkberg.spec import types as T
-from sparkberg.spec.values import to_bytes
-
-PATHS = ["/w/a", "/w/b", "/w/c", "/w/d"]
-keys = st.none() | st.integers(0, 4).map(lambda v: sortable_key(T.LONG, to_bytes(T.LONG, v)))
-# equality column stats of a file: (has bounds maps, null count, value count, lower, upper)
-stats = st.none() | st.tuples(st.booleans(), st.none() | st.integers(0, 2), st.none() | st.just(2), keys, keys)
-data_files = st.lists(st.tuples(st.sampled_from([0, 1]), st.integers(0, 2), st.integers(1, 6), stats), min_size=1,
-                      max_size=4)
-delete_files = st.lists(st.tuples(
-    st.sampled_from(["pos", "eq", "dv"]), st.sampled_from([0, 1]), st.integers(0, 2), st.integers(1, 6),
-    st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS), st.sampled_from([None] + PATHS), stats),
-    max_size=6)
-STATS_DDL = "_eq_stats map<int, struct<nulls: bigint, vals: bigint, lower: binary, upper: binary>>, _has_bounds boolean"
-
-
-def _stats_columns(s):
-    if s is None:
-        return None, None
-    has, nulls, vals, lower, upper = s
-    return {1: {"nulls": nulls, "vals": vals, "lower": lower, "upper": upper}}, has
-
-
-def _stats(s):
-    return None if s is None else (s[0], {1: s[1:]})
-
-
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data_files, delete_files, st.booleans())
-def test_joins_equal_the_rules(spark, data, deletes, required):
-    """With equality deletes pruned by column stats."""
-    data_rows = [(PATHS[i], spec, {"p": None if spec == 1 else p}, seq, *_stats_columns(s))
-                 for i, (spec, p, seq, s) in enumerate(data)]
-    delete_rows, index_rows = [], []
-    for i, (kind, spec, p, seq, ref, lower, upper, s) in enumerate(deletes):
-        content = 2 if kind == "eq" else 1
-        fmt = "puffin" if kind == "dv" else "parquet"
-        ref = ref or PATHS[0] if kind == "dv" else (None if kind == "eq" else ref)
-        d = {"file_path": f"/w/del-{i}", "content": content, "file_format": fmt, "equality_ids": [1] if content == 2
-             else None, "referenced_data_file": ref, "content_offset": None, "content_size_in_bytes": None,
-             "record_count": 1}
-        bounds = (lower, upper) if kind == "pos" else (None, None)
-        partition = {"p": None if spec == 1 else p}
-        s = s if content == 2 else None
-        delete_rows.append((spec, partition, seq, *[d[k] for k in DELETE_STRUCT], *bounds, *_stats_columns(s)))
-        index_rows.append((spec, tuple(partition.items()), seq, d, bounds, _stats(s)))
-    data_df = spark.createDataFrame(data_rows, "file_path string, spec_id int, partition struct<p: int>, "
-                                               f"data_sequence_number bigint, {STATS_DDL}")
-    deletes_df = spark.createDataFrame(delete_rows, "spec_id int, partition struct<p: int>, sequence_number bigint, "
-                                                    "file_path string, content int, file_format string, "
-                                                    "equality_ids array<int>, referenced_data_file string, "
-                                                    "content_offset bigint, content_size_in_bytes bigint, "
-                                                    f"record_count bigint, _path_lower string, _path_upper string, {STATS_DDL}")
-    req = frozenset({1}) if required else frozenset()
-
-    def rule(**kw):
-        return eq_delete_sql(data_stats="_eq_stats", data_has_bounds="_has_bounds", required=req,
-                             prunable=frozenset({1}), **kw)
-    index = DeleteIndex(index_rows, {1}, req, frozenset({1}))
-    expected = {path: sorted(d["file_path"] for d in index.for_file(spec, tuple(part.items()), seq, path,
-                                                                      _stats(s)))
-                for (path, spec, part, seq, *_), (*_, s) in zip(data_rows, data)}
-    join = attach_deletes(data_df, deletes_df, [1], eq_rule=rule)
-    got = {r["file_path"]: sorted(d["file_path"] for d in r["deletes"]) for r in join.collect()}
-    assert got == expected
+"""Delete planning on Spark: wherever the delete files are decoded (the driver, a job of their own, the planning
+tasks themselves), every plan attaches the same delete files to each data file."""
 
 
 def test_distributed_planning_decodes_many_deletes_once_in_a_labelled_job(spark, warehouse, monkeypatch):
@@ -173,16 +103,32 @@ def test_plans_through_the_manifest_cache_equal_plans_without_it(spark, warehous
     assert after == plans() and len(after[0]) == len(expected[0]) + 1
 
 
-def test_plans_with_very_many_delete_files_match_by_joins_like_the_matcher(spark, warehouse, monkeypatch):
-    """Above MATCHER_DELETES_MAX delete files planning matches them by shuffle joins: the same plan."""
+def test_plans_indexing_delete_files_on_the_driver_equal_plans_whose_tasks_index_their_own(spark, warehouse,
+                                                                                          monkeypatch):
+    """Without equality deletes a distributed plan's tasks decode the delete manifests they need; beyond
+    SCOPED_PAIRS_MAX manifest pairs the driver indexes them all, as for equality deletes: the same plan."""
+    import sparkberg
     import sparkberg.planning.scan as scan
-    t = _table_with_deletes(spark, warehouse, "joins")
-    t.append(spark.sql("SELECT id, 1 AS p FROM range(100, 103)"))
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.driver_indexed", "id bigint, p int", partition_by=["p"],
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    for k in range(3):
+        t.append(spark.sql(f"SELECT id, CAST(id % 3 AS int) AS p FROM range({30 * k}, {30 * k + 30})"))
+        t.delete(f"id % 7 = {k}")
+    t.append(spark.sql("SELECT id, 1 AS p FROM range(100, 103)"))  # files no delete applies to
+    assert t.current_snapshot().summary["total-equality-deletes"] == "0"
 
     def plan(mode):
         return [(r["file_path"], [(d["file_path"], d["content"]) for d in r["deletes"]])
                 for r in t.plan_files(planning=mode).collect()]
-    matched = plan("distributed")
-    assert plan("local") == matched and any(ds for _, ds in matched) and any(not ds for _, ds in matched)
-    monkeypatch.setattr(scan, "MATCHER_DELETES_MAX", 0)
-    assert sorted(plan("distributed")) == sorted(matched)
+    scoped = plan("distributed")
+    assert plan("local") == scoped and any(ds for _, ds in scoped) and any(not ds for _, ds in scoped)
+    monkeypatch.setattr(scan, "SCOPED_PAIRS_MAX", 0)
+    decoded_where = []
+    load_many = scan.EntryDecoder.load_many
+
+    def recorded(self, *args, **kwargs):
+        decoded_where.append("driver")
+        return load_many(self, *args, **kwargs)
+    monkeypatch.setattr(scan.EntryDecoder, "load_many", recorded)
+    assert plan("distributed") == scoped and decoded_where == ["driver"]
