@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.avro.manifest import MANIFEST_DATA, ManifestFile
+from sparkberg.spec.manifests import MANIFEST_DATA, ManifestFile
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
 from sparkberg.planning.scan import partition_column
@@ -101,15 +101,12 @@ class MetadataDecoder(EntryDecoder):
     def ddl(self) -> str:
         return super().ddl + f", readable_metrics {ddl(self.readable)}, file_format_raw string"
 
-    def decode(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> list[dict]:
-        return self._readable(super().decode(mf, manifest_ordinal, data))
-
     def _from_columns(self, manifests: list[tuple[ManifestFile, int]], mc: Any) -> pa.Table:
-        # the columnar decoder's entries, with readable_metrics added row by row as for the reference decoder
         rows = super()._from_columns(manifests, mc).to_pylist()
-        return pa.Table.from_pylist(self._readable(rows), schema=self.schema)
+        return pa.Table.from_pylist(self.readable_rows(rows), schema=self.schema)
 
-    def _readable(self, rows: list[dict]) -> list[dict]:
+    def readable_rows(self, rows: list[dict]) -> list[dict]:
+        """Entry rows with ``readable_metrics`` and ``file_format_raw`` added."""
         for r in rows:
             sizes, values, nulls, nans = (dict(r[k] or ()) for k in ("column_sizes", "value_counts",
                                                                      "null_value_counts", "nan_value_counts"))

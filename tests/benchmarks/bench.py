@@ -94,9 +94,8 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
     ``columns``: that many more bigint columns, and metrics of every column in each data file (sizes, counts,
     bounds, as Iceberg's writers keep them for up to 100 columns): a wide table's manifests."""
     import sparkberg
-    from sparkberg.avro.manifest import (
-        ADDED, MANIFEST_DELETES, DataFile, ManifestEntry, manifest_file_for, write_manifest, write_manifest_list,
-    )
+    from sparkberg.avro.manifest import manifest_file_for, write_manifest, write_manifest_list
+    from sparkberg.spec.manifests import ADDED, MANIFEST_DELETES, DataFile, ManifestEntry
     from sparkberg.spec import updates as U
     from sparkberg.spec.snapshots import Snapshot
     cat = sparkberg.catalog(spark, wh)

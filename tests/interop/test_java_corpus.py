@@ -6,10 +6,8 @@ import os
 
 import pytest
 
-from sparkberg.avro.manifest import (
-    DATA, DELETED, MANIFEST_DELETES, POSITION_DELETES, inherit, read_manifest, read_manifest_list,
-    write_manifest, write_manifest_list,
-)
+from sparkberg.avro.manifest import read_manifest, read_manifest_list, write_manifest, write_manifest_list
+from sparkberg.spec.manifests import DATA, DELETED, MANIFEST_DELETES, POSITION_DELETES, inherit
 from sparkberg.io.fileio import LocalFileIO
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.puffin import dv_positions, read_blob, read_footer, serialize_dv
@@ -210,6 +208,7 @@ def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus
 
     from sparkberg.avro import compiled
     from sparkberg.avro.columnar import read_manifest_columns
+    from sparkberg.planning.reference import reference_entries
     from sparkberg.planning.entries import EntryDecoder, PartitionLayout
     monkeypatch.setattr(compiled, "ENABLED", True)
     m = TableMetadata.from_bytes(IO.read(metadata_files(java_warehouse, name)[-1]))
@@ -230,7 +229,7 @@ def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus
                 assert read_manifest_columns(data, dec._physical(mf.partition_spec_id)) is not None, mf.manifest_path
                 columnar_mf = dataclasses.replace(mf, added_files_count=None, existing_files_count=None,
                                                   deleted_files_count=None)  # (no counts: the columnar reader decides)
-                expected = pa.Table.from_pylist(dec.decode(mf, k, data), schema=dec.schema).to_pylist()
+                expected = pa.Table.from_pylist(reference_entries(dec, mf, k, data), schema=dec.schema).to_pylist()
                 assert normalized(dec.decode_table(columnar_mf, k, data).to_pylist()) == normalized(expected), \
                     mf.manifest_path
                 together += expected

@@ -232,11 +232,11 @@ def test_wide_java_manifests_are_read_by_key_and_plan_like_java(java, java_wareh
              "date_add(DATE'2020-01-01', CAST(x AS INT)), CAST(x AS STRING), CAST(CAST(x AS STRING) AS BINARY), "
              "CAST(x AS DECIMAL(10,2)), CAST(x AS FLOAT), IF(x % 5 = 0, NULL, CAST(x AS DOUBLE)), x % 2 = 0, x * 3, "
              "-x FROM (SELECT /*+ REPARTITION_BY_RANGE(80, id) */ id AS x FROM range(0, 8000))")
-    from sparkberg.planning import entries
+    from sparkberg.avro import decode
     asked = []
     for name in ("read_manifest_columns", "read_manifests_columns"):
-        real = getattr(entries, name)
-        monkeypatch.setattr(entries, name, lambda *a, _real=real: asked.append(a[3]) or _real(*a))
+        real = getattr(decode, name)
+        monkeypatch.setattr(decode, name, lambda *a, _real=real: asked.append(a[3]) or _real(*a))
     t = table(java, java_warehouse, "wide_keys")
     expr = java._jvm.org.apache.iceberg.expressions.Expressions
     jt = java._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(java._jsparkSession, "ref.db.wide_keys")

@@ -314,7 +314,7 @@ def test_parquet_and_avro_data_files_read_together(spark, warehouse, tmp_path, d
 
     import fastavro
 
-    from sparkberg.avro.manifest import DataFile
+    from sparkberg.spec.manifests import DataFile
     from sparkberg.commit.producer import fast_append
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table(f"db.mixed_formats_{int(delete)}", "id bigint, v string",

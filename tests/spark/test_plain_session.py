@@ -6,7 +6,7 @@ import glob
 import os
 import shutil
 import uuid
-
+import pyarrow as pa
 import pytest
 
 import sparkberg
@@ -103,6 +103,7 @@ def test_metadata_decoders_agree_on_a_manifest_of_many_entries(plain, tmp_path):
     from sparkberg.avro.manifest import read_manifest_list
     from sparkberg.inspect import MetadataDecoder
     from sparkberg.planning.entries import PartitionLayout
+    from sparkberg.planning.reference import reference_entries
     cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
     t = cat.create_table("db.t", "id bigint, p int, v string", partition_by=["p"])
     _append_files(plain, t, 100)
@@ -111,9 +112,9 @@ def test_metadata_decoders_agree_on_a_manifest_of_many_entries(plain, tmp_path):
     data = t.io.read(mf.manifest_path)
     decoder = MetadataDecoder(PartitionLayout(t.metadata), t.schema())
     columnar = decoder._decode_batch([(mf, 0, data)])
-    reference = decoder._reference(mf, 0, data)
-    assert columnar.num_rows == reference.num_rows == 100
-    assert columnar.to_pylist() == reference.to_pylist()
+    reference = reference_entries(decoder, mf, 0, data)
+    assert columnar.num_rows == len(reference) == 100
+    assert columnar.to_pylist() == pa.Table.from_pylist(reference, schema=decoder.schema).to_pylist()
 
 
 def test_partitions_rows_are_keyed_by_tuple_and_partition_fields(plain, tmp_path):

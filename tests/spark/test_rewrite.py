@@ -3,7 +3,8 @@ sequence numbers kept, equality deletes committed meanwhile still applied, concu
 import pytest
 
 import sparkberg
-from sparkberg.avro.manifest import inherit, read_manifest, read_manifest_list
+from sparkberg.avro.manifest import read_manifest, read_manifest_list
+from sparkberg.spec.manifests import inherit
 from sparkberg.errors import CommitFailedException, ValidationError
 
 pytestmark = pytest.mark.spark

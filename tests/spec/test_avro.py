@@ -9,9 +9,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from sparkberg.avro.manifest import (
+    manifest_file_for, read_manifest, read_manifest_list, write_manifest, write_manifest_list,
+)
+from sparkberg.spec.manifests import (
     ADDED, DATA, DELETED, EQUALITY_DELETES, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile,
-    ManifestEntry, ManifestFile, inherit, manifest_file_for, read_manifest, read_manifest_list, write_manifest,
-    write_manifest_list,
+    ManifestEntry, ManifestFile, inherit,
 )
 from sparkberg.avro.schemas import manifest_entry_schema, manifest_list_schema
 from sparkberg.errors import InvalidMetadataError, ValidationError
@@ -158,7 +160,7 @@ def test_manifest_list_roundtrip(version):
 
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_manifest_lists_decoded_fast_equal_the_reference_decoder(version, monkeypatch):
-    from sparkberg.avro import columnar, compiled
+    from sparkberg.avro import columnar, compiled, decode
     manifests = []
     for i in range(300):  # (several Avro blocks)
         entries = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(day=None if i % 7 == 0 else i,
@@ -173,21 +175,19 @@ def test_manifest_lists_decoded_fast_equal_the_reference_decoder(version, monkey
     data = write_manifest_list(manifests, format_version=version, snapshot_id=7, parent_snapshot_id=None,
                                sequence_number=4, first_row_id=1000 if version == 3 else None)
     # the compiled decoder, for lists of any size
-    from sparkberg.avro import manifest
-    monkeypatch.setattr(manifest, "FAST_LIST_MIN_BYTES", 0)
+    monkeypatch.setattr(decode, "FAST_LIST_MIN_BYTES", 0)
     monkeypatch.setattr(compiled, "ENABLED", True)
     fast = []
-    name = "read_manifest_list_compiled"
-    real = getattr(columnar, name)
-    monkeypatch.setattr(columnar, name, lambda *a: fast.append(real(*a)) or fast[-1])
-    got = read_manifest_list(data)
+    real = columnar.read_manifest_list_compiled
+    monkeypatch.setattr(decode, "read_manifest_list_compiled", lambda *a: fast.append(real(*a)) or fast[-1])
+    got = decode.manifest_list(data).manifests()
     assert fast and fast[0] is not None  # (the fast path read it)
     with pytest.raises(InvalidMetadataError) as e:  # the fast path declines a truncated file: the reference names it
-        read_manifest_list(data[: len(data) - 40], "s3://b/snap.avro")
+        decode.manifest_list(data[: len(data) - 40], "s3://b/snap.avro")
     assert "s3://b/snap.avro" in str(e.value) and fast[-1] is None
-    monkeypatch.setattr(columnar, name, lambda *a: None)
-    monkeypatch.setattr(compiled, "ENABLED", False)
     assert got == read_manifest_list(data)  # (the reference decoder's)
+    monkeypatch.setattr(decode, "FAST_LIST_MIN_BYTES", 2 ** 40)
+    assert decode.manifest_list(data).manifests() == got  # (the reference decoder's, as columns)
     if version >= 2:
         assert got[:-1] == manifests[:-1] and got[-1].key_metadata == b"key"
 
@@ -323,8 +323,8 @@ def test_reading_without_metrics_skips_only_the_metrics(version):
 def test_small_manifest_lists_are_read_by_fastavro(monkeypatch):
     """A list of a few manifests is decoded by the reference decoder: planning a small table does not start
     numba."""
-    from sparkberg.avro import columnar
+    from sparkberg.avro import decode
     manifests = [ManifestFile(f"s3://b/m{i}.avro", 100, 0, 7, 0, 4, 4, 1, 0, 0, 3, 0, 0, None) for i in range(3)]
     data = write_manifest_list(manifests, format_version=2, snapshot_id=7, parent_snapshot_id=None, sequence_number=4)
-    monkeypatch.setattr(columnar, "read_manifest_list_compiled", lambda *a: pytest.fail("compiled code read it"))
-    assert read_manifest_list(data) == manifests
+    monkeypatch.setattr(decode, "read_manifest_list_compiled", lambda *a: pytest.fail("compiled code read it"))
+    assert decode.manifest_list(data).manifests() == manifests

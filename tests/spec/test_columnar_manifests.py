@@ -10,13 +10,15 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from sparkberg.avro.columnar import map_get, read_manifest_columns
-from sparkberg.avro.manifest import (
+from sparkberg.avro.manifest import write_manifest
+from sparkberg.spec.manifests import (
     ADDED, DATA, DELETED, EQUALITY_DELETES, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile,
-    ManifestEntry, ManifestFile, write_manifest,
+    ManifestEntry, ManifestFile,
 )
 from sparkberg.expressions.predicates import bind
 from sparkberg.expressions.sql import translate_filter
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout
+from sparkberg.planning.reference import reference_entries
 from sparkberg.planning.scan import MetricsFilter, _partition_filters
 from sparkberg.spec import types as T
 from sparkberg.spec import updates as U
@@ -68,13 +70,14 @@ FILTERS = [None, "id >= 20 AND id < 40", "name LIKE 'a%' OR amt > 1.00", "ts >= 
            "u = '00000000-0000-0000-0000-000000000007'", "d IS NULL OR i < 0", "b = true AND fx IS NOT NULL"]
 
 
-# the fast decoder read_manifest_columns tries (the reference decoder reads what it declines)
-DECODERS = ["compiled"]
+# the decoder that reads manifests into columns: compiled code, or (compiled code off) the reference decoder's
+# objects turned into columns (what planning reads where compiled code declines)
+DECODERS = ["compiled", "reference"]
 
 
 @contextlib.contextmanager
 def fast_decoder(name: str):
-    """read_manifest_columns with the named fast decoder on."""
+    """Manifests decoded into columns by the named decoder."""
     from sparkberg.avro import compiled
     saved = compiled.ENABLED
     compiled.ENABLED = name == "compiled"
@@ -136,14 +139,14 @@ def _check_columnar_decoding(decoder, rows, version, expr, manifest_seq, manifes
         mf = ManifestFile("file:///wh/t/metadata/m.avro", len(data), 0, added_snapshot_id=77,
                           content=mcontent, sequence_number=manifest_seq,
                           first_row_id=manifest_first_row_id if version == 3 else None)
-        # the fast path reads every type here
-        assert read_manifest_columns(data, _decoders(None)._physical(0)) is not None
+        # compiled code reads every type here
+        assert (read_manifest_columns(data, _decoders(None)._physical(0)) is not None) == (decoder == "compiled")
         for include_deleted in (False, True):
             # (with equality delete columns' stats when deleted entries are included, to vary what is read)
             dec = _decoders(expr, with_metrics=with_metrics, include_deleted=include_deleted,
                             with_path_bounds=content == POSITION_DELETES,
                             eq_types={1: T.LONG, 13: T.INT} if include_deleted else None)
-            expected = dec.decode(mf, 4, data)
+            expected = reference_entries(dec, mf, 4, data)
             got = dec.decode_table(mf, 4, data)
             assert got.schema == dec.schema
             assert _normalized(got.to_pylist()) == _normalized(pa.Table.from_pylist(expected, dec.schema).to_pylist())
@@ -159,7 +162,7 @@ def test_only_position_deletes_naming_no_data_file_carry_path_bounds():
                       sequence_number=2)
     dec = _decoders(None, with_path_bounds=True)
     columnar = dec._from_columns([(mf, 0)], read_manifest_columns(data, dec._physical(0)))
-    for got in (dec.decode(mf, 0, data), columnar.to_pylist()):
+    for got in (reference_entries(dec, mf, 0, data), columnar.to_pylist()):
         assert [(r["referenced_data_file"], r["_path_lower"], r["_path_upper"]) for r in got] == [
             (None, "file:///wh/t/data/001.parquet", "file:///wh/t/data/001.parquet"),
             ("file:///wh/t/data/002.parquet", None, None),
@@ -294,13 +297,14 @@ def test_manifests_decoded_together_equal_each_by_the_reference(tmp_path_factory
     sequence numbers and first row ids per manifest, entry ordinals within each; small manifests (under
     ``min_entries``) go to the reference decoder between batches, and batches end at ``batch_bytes``; batches
     decoded by several threads come out in order."""
+    from sparkberg.avro import decode
     from sparkberg.planning import entries as E
-    saved = E.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES
-    E.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES = min_entries, batch_bytes
+    saved = decode.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES
+    decode.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES = min_entries, batch_bytes
     try:
         _check_manifests_together(tmp_path_factory, cached, specs, version, expr)
     finally:
-        E.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES = saved
+        decode.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES = saved
 
 
 def _check_manifests_together(tmp_path_factory, cached, specs, version, expr):
@@ -321,7 +325,7 @@ def _check_manifests_together(tmp_path_factory, cached, specs, version, expr):
     for include_deleted in (False, True):
         dec = _decoders(expr, include_deleted=include_deleted, cache=cache)
         io = _Files(files)
-        expected = [r for k, mf in enumerate(manifests) for r in dec.decode(mf, k + 3, files[mf.manifest_path])]
+        expected = [r for k, mf in enumerate(manifests) for r in reference_entries(dec, mf, k + 3, files[mf.manifest_path])]
         for threads in (1, 3, 1):  # (cached: a miss, then hits; threads: batches decoded side by side, in order)
             got = dec.load_many(((mf, k + 3, io) for k, mf in enumerate(manifests)), threads)
             assert got.schema == dec.schema

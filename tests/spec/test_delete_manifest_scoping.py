@@ -4,7 +4,7 @@ so a delete manifest whose partition summaries cannot overlap a data manifest's 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES, FieldSummary, ManifestFile
+from sparkberg.spec.manifests import MANIFEST_DATA, MANIFEST_DELETES, FieldSummary, ManifestFile
 from sparkberg.planning.scan import overlapping_delete_manifests
 from sparkberg.spec import types as T
 from sparkberg.spec import updates as U

@@ -6,7 +6,9 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from sparkberg.avro.columnar import ManifestListColumns
-from sparkberg.avro.manifest import FieldSummary, ManifestFile, read_manifest_list_table, write_manifest_list
+from sparkberg.avro.decode import manifest_list
+from sparkberg.avro.manifest import write_manifest_list
+from sparkberg.spec.manifests import FieldSummary, ManifestFile
 from sparkberg.expressions.evaluators import manifest_mask, manifest_may_match
 from sparkberg.expressions.predicates import And, BoundPredicate, Not, Or
 from sparkberg.planning.scan import _partition_filters, prune_manifests
@@ -47,21 +49,21 @@ def leaves():
 exprs = st.recursive(leaves(), lambda c: st.builds(And, c, c) | st.builds(Or, c, c) | st.builds(Not, c), max_leaves=4)
 
 
-def _listing(parts) -> ManifestListColumns:
-    from sparkberg.avro import manifest
-    saved, manifest.FAST_LIST_MIN_BYTES = manifest.FAST_LIST_MIN_BYTES, 0  # (lists of any size in columns)
+def _listing(parts, compiled: bool = True) -> ManifestListColumns:
+    """A manifest list's columns, decoded by compiled code (lists of any size) or by the reference decoder."""
+    from sparkberg.avro import decode
+    saved, decode.FAST_LIST_MIN_BYTES = decode.FAST_LIST_MIN_BYTES, 0 if compiled else 2 ** 40
     try:
         return _read_listing(parts)
     finally:
-        manifest.FAST_LIST_MIN_BYTES = saved
+        decode.FAST_LIST_MIN_BYTES = saved
 
 
 def _read_listing(parts) -> ManifestListColumns:
     manifests = [ManifestFile(f"s3://b/m{k}.avro", 100 + k, 0, 7, 0, 3, 3, 1, 0, 0, 10, 0, 0, p)
                  for k, p in enumerate(parts)]
-    listing = read_manifest_list_table(write_manifest_list(manifests, format_version=2, snapshot_id=7,
-                                                           parent_snapshot_id=None, sequence_number=3))
-    assert isinstance(listing, ManifestListColumns)
+    listing = manifest_list(write_manifest_list(manifests, format_version=2, snapshot_id=7,
+                                                parent_snapshot_id=None, sequence_number=3))
     assert listing.manifests() == manifests
     return listing
 
@@ -69,21 +71,20 @@ def _read_listing(parts) -> ManifestListColumns:
 @settings(max_examples=300, deadline=None)
 @given(exprs, st.lists(summaries, min_size=1, max_size=6))
 def test_vectorized_manifest_pruning_equals_the_scalar_evaluator(pred, parts):
-    listing = _listing(parts)
     rows = np.arange(len(parts))
-    got = manifest_mask(pred, PTYPE, len(parts), lambda k: listing.summaries(rows, k))
-    assert got is not None and list(got) == [manifest_may_match(pred, PTYPE, p) for p in parts]
+    for listing in (_listing(parts), _listing(parts, compiled=False)):  # (the columns of both decoders)
+        got = manifest_mask(pred, PTYPE, len(parts), lambda k: listing.summaries(rows, k))
+        assert got is not None and list(got) == [manifest_may_match(pred, PTYPE, p) for p in parts]
 
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(summaries, min_size=1, max_size=8), st.sampled_from(
     ["i > 2", "l = 1 OR d IS NULL", "i IN (1, 3) AND l < 0", "i IS NOT NULL"]))
 def test_the_manifests_kept_are_those_of_the_scalar_evaluator_in_order(parts, text):
-    listing = _listing(parts)
     filters = _partition_filters(METADATA, bind(translate_filter(text, SCHEMA), SCHEMA))
-    got = prune_manifests(METADATA, listing, filters)
-    assert got == prune_manifests(METADATA, listing.manifests(), filters)
-    assert got == [m for m in listing.manifests() if manifest_may_match(filters[0], PTYPE, m.partitions)]
+    for listing in (_listing(parts), _listing(parts, compiled=False)):
+        got = prune_manifests(METADATA, listing, filters)
+        assert got == [m for m in listing.manifests() if manifest_may_match(filters[0], PTYPE, m.partitions)]
 
 
 def test_fields_of_other_types_are_left_to_the_scalar_evaluator():

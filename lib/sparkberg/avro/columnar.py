@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 
 from sparkberg.avro import compiled
 from sparkberg.avro.compiled import Unsupported
-from sparkberg.avro.manifest import _ids, non_null as _non_null
+from sparkberg.avro.schemas import field_ids, non_null
+from sparkberg.spec.manifests import FieldSummary, Manifest, ManifestFile
 
 # data_file field id -> the canonical column name (spec names; v1 manifests hold a subset)
 DATA_FILE_COLUMNS = {
@@ -150,6 +151,32 @@ def read_manifests_columns(datas: Sequence[bytes], physical: dict[int, pa.DataTy
         return None
 
 
+def columns_from_manifest(manifest: Manifest, physical: dict[int, pa.DataType] | None = None) -> ManifestColumns:
+    """The entries of a manifest the reference decoder read (raw, before inheritance) as the columns
+    :func:`read_manifest_columns` gives: what planning reads where compiled code does not."""
+    entries = manifest.entries
+    n = len(entries)
+    files = [e.data_file for e in entries]
+    columns: dict[str, pa.Array] = {
+        name: pa.array([getattr(e, name) for e in entries], _TYPES[name]) for name in ENTRY_COLUMNS.values()}
+    for name in DATA_FILE_COLUMNS.values():
+        values = [getattr(d, name) for d in files]
+        if name in _METRIC_VALUE_TYPES:
+            columns[name] = pa.array([None if v is None else list(v.items()) for v in values],
+                                     pa.map_(pa.int32(), _METRIC_VALUE_TYPES[name]))
+        else:
+            columns[name] = pa.array([list(v) if isinstance(v, tuple) else v for v in values], _TYPES[name])
+    physical = physical or {}
+    partition = {}
+    for fid in (files[0].partition if files else {}):
+        values = [d.partition.get(fid) for d in files]
+        target = physical.get(fid)
+        if target is not None and pa.types.is_string(target):
+            values = [None if v is None else str(v) for v in values]  # (UUIDs: as text)
+        partition[fid] = pa.array(values, target)
+    return ManifestColumns(n, columns, partition)
+
+
 def concat_manifest_columns(parts: Sequence[ManifestColumns]) -> ManifestColumns | None:
     """Manifests' columns one after the other (None when they do not hold the same columns). Columns are
     joined when read, and map lookups join each part's (kept with it)."""
@@ -216,7 +243,7 @@ def _compiled_columns(data: bytes | Sequence[bytes], schema_json: str, entry_ids
             lookups[name] = functools.partial(_compiled_map_get, cols, path, _METRIC_VALUE_TYPES[name])
         elif pa.types.is_list(_TYPES[name]):
             offsets, valid = cols.offsets(path)
-            item = _non_null(avro_type)["items"]
+            item = non_null(avro_type)["items"]
             values = _compiled_leaf(cols, path + (compiled.ITEMS,), item, _TYPES[name].value_type)
             columns[name] = pa.ListArray.from_arrays(pa.array(offsets), values,
                                                      mask=None if valid.all() else pa.array(~valid))
@@ -237,7 +264,7 @@ def _compiled_columns(data: bytes | Sequence[bytes], schema_json: str, entry_ids
 
 def _compiled_leaf(cols, path: tuple[str, ...], avro_type: Any, to: pa.DataType) -> pa.Array:
     """A primitive column of the compiled decoder as an Arrow array of type ``to``."""
-    t = _non_null(avro_type)
+    t = non_null(avro_type)
     base = t.get("type") if isinstance(t, dict) else t
     if base in ("string", "bytes", "fixed"):
         arr = cols.binary(path, string=base == "string")
@@ -295,7 +322,7 @@ def _compiled_map_get(cols, path: tuple[str, ...], value_type: pa.DataType, key:
 
 def _compiled_partition(cols, path: tuple[str, ...], avro_type: Any, target: pa.DataType | None) -> pa.Array:
     """A partition field of the compiled decoder in Iceberg's physical form (as :func:`_physical`)."""
-    t = _non_null(avro_type)
+    t = non_null(avro_type)
     logical = t.get("logicalType") if isinstance(t, dict) else None
     base = t.get("type") if isinstance(t, dict) else t
     if logical in ("time-millis", "timestamp-millis", "local-timestamp-millis") or isinstance(base, (dict, list)):
@@ -337,16 +364,16 @@ def _layout(schema_json: str):
     """(entry field ids, data_file field ids, partition schema) of a manifest schema, or None when it does not
     look like one. Manifests of a table share a handful of schemas: parsed once each."""
     raw = json.loads(schema_json)
-    entry_ids = _ids(raw)
+    entry_ids = field_ids(raw)
     if 0 not in entry_ids or 2 not in entry_ids:
         return None
-    df_schema = _non_null(entry_ids[2][1])
+    df_schema = non_null(entry_ids[2][1])
     if not isinstance(df_schema, dict):
         return None
-    df_ids = _ids(df_schema)
+    df_ids = field_ids(df_schema)
     if 100 not in df_ids or 102 not in df_ids:
         return None
-    part_schema = _non_null(df_ids[102][1])
+    part_schema = non_null(df_ids[102][1])
     if not isinstance(part_schema, dict):
         return None
     return entry_ids, df_ids, part_schema
@@ -382,9 +409,9 @@ _MANIFEST_FILE_FIELDS = {
 
 
 class ManifestListColumns:
-    """A manifest list's entries as columns, decoded by compiled code: what planning prunes by (spec ids,
-    contents, partition field summaries) as arrays, :class:`~sparkberg.avro.manifest.ManifestFile` objects
-    built only for the entries asked for (:meth:`manifests`). Never changes once read."""
+    """A manifest list's entries as columns: what planning prunes by (spec ids, contents, partition field
+    summaries) as arrays, :class:`~sparkberg.spec.manifests.ManifestFile` objects built only for the entries
+    asked for (:meth:`manifests`). Never changes once read."""
 
     def __init__(self, n: int, paths: pa.Array, ints: dict[str, tuple[np.ndarray, np.ndarray]],
                  key_metadata: pa.Array, summaries: tuple | None):
@@ -394,6 +421,31 @@ class ManifestListColumns:
         self._key_metadata = key_metadata
         # (offsets into the items, list valid, contains_null, (contains_nan, valid), lower, upper) or None
         self._summaries = summaries
+
+    @classmethod
+    def from_manifests(cls, manifests: Sequence[ManifestFile]) -> ManifestListColumns:
+        """The columns of manifest list entries already decoded (by the reference decoder)."""
+        n = len(manifests)
+        ints = {}
+        for attr, _ in _MANIFEST_FILE_FIELDS.values():
+            if attr in ("manifest_path", "key_metadata"):
+                continue
+            values = [getattr(m, attr) for m in manifests]
+            ints[attr] = (np.array([0 if v is None else v for v in values], np.int64),
+                          np.array([v is not None for v in values], bool))
+        parts = [m.partitions for m in manifests]
+        counts = np.array([len(p or ()) for p in parts], np.int64)
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        items = [s for p in parts for s in p or ()]
+        nans = [s.contains_nan for s in items]
+        summaries = (offsets, np.array([p is not None for p in parts], bool),
+                     np.array([s.contains_null for s in items], bool),
+                     (np.array([bool(v) for v in nans], np.int64), np.array([v is not None for v in nans], bool)),
+                     pa.array([s.lower_bound for s in items], pa.binary()),
+                     pa.array([s.upper_bound for s in items], pa.binary()))
+        return cls(n, pa.array([m.manifest_path for m in manifests], pa.string()), ints,
+                   pa.array([m.key_metadata for m in manifests], pa.binary()), summaries)
 
     def __len__(self) -> int:
         return self.num_rows
@@ -406,7 +458,6 @@ class ManifestListColumns:
 
     def manifests(self, rows: Sequence[int] | np.ndarray | None = None) -> list:
         """The entries at ``rows`` (all when None), in that order, as ManifestFile objects."""
-        from sparkberg.avro.manifest import FieldSummary, ManifestFile
         rows = np.arange(self.num_rows) if rows is None else np.asarray(rows, np.int64)
         take = pa.array(rows, pa.int64())
         values = {"manifest_path": self._paths.take(take).to_pylist(),

@@ -1,9 +1,9 @@
 """Manifest lists and manifests of format versions 1-3, read and written with fastavro.
 
 Reading maps every field by its Avro ``field-id`` (names differ between writers and versions)
-into one canonical model; values absent in a version take the spec's read defaults
-("sequence_number: v2+, 0 for v1"). Inheritance (spec: "Sequence Number Inheritance", "First Row
-ID Inheritance") is a separate step, :func:`inherit`, so the raw model round-trips exactly.
+into the model of :mod:`sparkberg.spec.manifests`; values absent in a version take the spec's read defaults
+("sequence_number: v2+, 0 for v1"). This is the reference decoder: planning decodes manifests through
+:mod:`sparkberg.avro.decode`, which uses compiled code where it applies and this module otherwise.
 Functions take and return bytes; the caller does the I/O.
 """
 from __future__ import annotations
@@ -11,129 +11,25 @@ from __future__ import annotations
 import functools
 import io
 import json
-from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 import fastavro
 
 from sparkberg.avro.schemas import (
-    LEGACY_MANIFEST_FILE_NAMES, manifest_entry_schema, manifest_list_schema,
+    field_ids, manifest_entry_schema, manifest_list_names, manifest_list_schema, non_null,
 )
 from sparkberg.avro.types import from_avro_value, partition_record, to_avro_value
 from sparkberg.errors import InvalidMetadataError, ValidationError
+from sparkberg.spec.manifests import (
+    ADDED, DATA, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, DataFile, FieldSummary, Manifest, ManifestEntry,
+    ManifestFile,
+)
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.types import Schema, StructType
 from sparkberg.spec.values import is_nan, to_bytes
 
-# manifest entry status
-EXISTING, ADDED, DELETED = 0, 1, 2
-# data file content
-DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
-# manifest content
-MANIFEST_DATA, MANIFEST_DELETES = 0, 1
 V1_BLOCK_SIZE = 64 * 1024 * 1024  # what Java writes in the deprecated v1 block_size_in_bytes
 AVRO_CODEC = "deflate"
-
-
-@dataclass(frozen=True)
-class FieldSummary:
-    contains_null: bool
-    contains_nan: bool | None = None
-    lower_bound: bytes | None = None
-    upper_bound: bytes | None = None
-
-
-@dataclass(frozen=True)
-class ManifestFile:
-    """One entry of a manifest list (``manifest_file``)."""
-
-    manifest_path: str
-    manifest_length: int
-    partition_spec_id: int
-    added_snapshot_id: int
-    content: int = MANIFEST_DATA
-    sequence_number: int = 0
-    min_sequence_number: int = 0
-    added_files_count: int | None = None
-    existing_files_count: int | None = None
-    deleted_files_count: int | None = None
-    added_rows_count: int | None = None
-    existing_rows_count: int | None = None
-    deleted_rows_count: int | None = None
-    partitions: tuple[FieldSummary, ...] | None = None
-    key_metadata: bytes | None = None
-    first_row_id: int | None = None
-
-    def has_existing_files(self) -> bool:
-        return self.existing_files_count is None or self.existing_files_count > 0
-
-
-@dataclass(frozen=True)
-class DataFile:
-    """A data or delete file as tracked by a manifest (``data_file``); partition keyed by field id."""
-
-    file_path: str
-    file_format: str
-    partition: dict[int, Any]
-    record_count: int
-    file_size_in_bytes: int
-    content: int = DATA
-    column_sizes: dict[int, int] | None = None
-    value_counts: dict[int, int] | None = None
-    null_value_counts: dict[int, int] | None = None
-    nan_value_counts: dict[int, int] | None = None
-    lower_bounds: dict[int, bytes] | None = None
-    upper_bounds: dict[int, bytes] | None = None
-    key_metadata: bytes | None = None
-    split_offsets: tuple[int, ...] | None = None
-    equality_ids: tuple[int, ...] | None = None
-    sort_order_id: int | None = None
-    first_row_id: int | None = None
-    referenced_data_file: str | None = None
-    content_offset: int | None = None
-    content_size_in_bytes: int | None = None
-    block_size_in_bytes: int | None = None  # v1 only, deprecated
-    distinct_counts: dict[int, int] | None = None  # deprecated, read only
-
-    def __hash__(self):
-        return hash((self.file_path, self.content_offset))
-
-
-@dataclass(frozen=True)
-class ManifestEntry:
-    status: int
-    data_file: DataFile
-    snapshot_id: int | None = None
-    sequence_number: int | None = None
-    file_sequence_number: int | None = None
-
-    @property
-    def is_live(self) -> bool:
-        return self.status != DELETED
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """A whole manifest: its key-value metadata and entries (raw, before inheritance)."""
-
-    entries: tuple[ManifestEntry, ...]
-    format_version: int
-    content: int
-    partition_spec_id: int
-    schema_json: str | None = None
-    partition_spec_json: str | None = None
-    schema_id: int | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def schema(self) -> Schema | None:
-        return None if self.schema_json is None else Schema.from_json(json.loads(self.schema_json))
-
-    @property
-    def partition_spec(self) -> PartitionSpec | None:
-        if self.partition_spec_json is None:
-            return None
-        return PartitionSpec(self.partition_spec_id, PartitionSpec.fields_from_json(json.loads(self.partition_spec_json)))
 
 
 # --- reading ----------------------------------------------------------------------------------------------
@@ -155,24 +51,6 @@ def _records(reader, path: str | None) -> list[dict]:
         return list(reader)
     except Exception as e:
         raise InvalidMetadataError(f"corrupt or truncated Avro data: {type(e).__name__}: {e}", path) from None
-
-
-def _ids(record_schema: dict) -> dict[int, tuple[str, Any]]:
-    """Field id -> (name, avro type) of an Avro record schema."""
-    out = {}
-    for f in record_schema.get("fields", []):
-        fid = f.get("field-id")
-        if fid is not None:
-            out[int(fid)] = (f["name"], f["type"])
-    return out
-
-
-def non_null(t: Any) -> Any:
-    """The non-null branch of an optional Avro union (``["null", T]`` -> ``T``); other types unchanged."""
-    if isinstance(t, list):
-        rest = [x for x in t if x != "null"]
-        return rest[0] if len(rest) == 1 else t
-    return t
 
 
 def _kv_map(value: Any) -> dict | None:
@@ -242,44 +120,13 @@ def _named_types(schema: Any, out: dict[str, dict]) -> dict[str, dict]:
 
 
 def read_manifest_list(data: bytes, path: str | None = None) -> list[ManifestFile]:
-    """Parse a manifest list of any format version into :class:`ManifestFile` entries."""
-    listing = read_manifest_list_table(data, path)
-    return listing if isinstance(listing, list) else listing.manifests()
-
-
-# manifest lists from this size on are decoded by compiled code; smaller ones (a few dozen manifests) by
-# fastavro, so that planning a small table does not start numba (~0.3 s the first time in a process)
-FAST_LIST_MIN_BYTES = 16 * 1024
-
-
-def read_manifest_list_table(data: bytes, path: str | None = None):
-    """A manifest list's entries as columns (:class:`~sparkberg.avro.columnar.ManifestListColumns`, decoded
-    by compiled code), else as :class:`ManifestFile` objects (the reference decoder)."""
-    from sparkberg.avro.columnar import _avro_schema, read_manifest_list_compiled
-    try:
-        reader, raw = None, json.loads(_avro_schema(data))  # (the fast path needs no fastavro reader)
-    except Exception:  # noqa: BLE001 - not a readable header: the reader names the problem
-        reader, raw = _open(data, path)
-    ids = _ids(raw)
-    for legacy, fid in LEGACY_MANIFEST_FILE_NAMES.items():
-        for f in raw.get("fields", []):
-            if f["name"] == legacy and fid not in ids:
-                ids[fid] = (legacy, f["type"])
-    if 500 not in ids:
+    """Parse a manifest list of any format version into :class:`ManifestFile` entries (the reference decoder;
+    planning reads lists through :func:`sparkberg.avro.decode.manifest_list`)."""
+    reader, raw = _open(data, path)
+    names = manifest_list_names(raw)
+    if names is None:
         raise InvalidMetadataError("not a manifest list (no manifest_path field with id 500)", path, "manifest_path")
-    name = {fid: n for fid, (n, _) in ids.items()}
-    summary_names = {}
-    if 507 in ids:
-        items = non_null(ids[507][1])
-        items = items.get("items") if isinstance(items, dict) else None
-        if isinstance(items, dict):
-            summary_names = {fid: n for fid, (n, _) in _ids(items).items()}
-    if len(data) >= FAST_LIST_MIN_BYTES:  # (a few manifests: fastavro, with nothing to import or compile)
-        fast = read_manifest_list_compiled(data, name, summary_names)
-        if fast is not None:
-            return fast
-    if reader is None:
-        reader, _ = _open(data, path)
+    name, summary_names = names
     out = []
     for i, r in enumerate(_records(reader, path)):
         def g(fid, default=None, r=r):
@@ -328,10 +175,10 @@ def _manifest_layout(schema_json: str) -> tuple:
     names by id, partition fields as (id, name, converter)), or (None, the problem, its field) when it is not a
     manifest's. A table's manifests share a handful of schemas: each worked out once."""
     raw = json.loads(schema_json)
-    entry_ids = _ids(raw)
+    entry_ids = field_ids(raw)
     if 2 not in entry_ids or 0 not in entry_ids:
         return None, "not a manifest (no status/data_file fields with ids 0 and 2)", "data_file"
-    df_ids = _ids(non_null(entry_ids[2][1]))
+    df_ids = field_ids(non_null(entry_ids[2][1]))
     if 100 not in df_ids or 102 not in df_ids:
         return None, "not a manifest (data_file lacks file_path/partition)", "data_file"
     named = _named_types(raw, {})
@@ -407,32 +254,6 @@ def read_manifest(data: bytes, path: str | None = None, with_metrics: bool = Tru
         raise InvalidMetadataError(f"bad manifest key-value metadata: {e}", path, "partition-spec-id") from None
     return Manifest(tuple(entries), fv, MANIFEST_DELETES if content_name == "deletes" else MANIFEST_DATA, spec_id,
                     meta.get("schema"), meta.get("partition-spec"), schema_id, meta)
-
-
-def inherit(entries: Iterable[ManifestEntry], manifest: ManifestFile) -> list[ManifestEntry]:
-    """Entries with inherited snapshot ids, sequence numbers and (v3) first_row_id filled in.
-
-    Null snapshot ids take the manifest's ``added_snapshot_id``; null sequence numbers of ADDED
-    entries take the manifest's sequence number (v1 manifests: 0); null ``first_row_id`` of data
-    files take the manifest's ``first_row_id`` plus the record counts of the preceding data files
-    that also had none (spec: "First Row ID Inheritance").
-    """
-    out = []
-    next_row_id = manifest.first_row_id
-    assign_rows = manifest.content == MANIFEST_DATA and next_row_id is not None
-    for e in entries:
-        changes: dict[str, Any] = {}
-        if e.snapshot_id is None:
-            changes["snapshot_id"] = manifest.added_snapshot_id
-        if e.sequence_number is None and (e.status == ADDED or manifest.sequence_number == 0):
-            changes["sequence_number"] = manifest.sequence_number
-        if e.file_sequence_number is None and (e.status == ADDED or manifest.sequence_number == 0):
-            changes["file_sequence_number"] = manifest.sequence_number
-        if assign_rows and e.data_file.content == DATA and e.data_file.first_row_id is None:
-            changes["data_file"] = replace(e.data_file, first_row_id=next_row_id)
-            next_row_id += e.data_file.record_count
-        out.append(replace(e, **changes) if changes else e)
-    return out
 
 
 # --- writing ----------------------------------------------------------------------------------------------

@@ -117,3 +117,42 @@ def manifest_entry_schema(version: int, partition_record: dict) -> dict:
     """The Avro schema of a manifest of format ``version`` with the given partition record type."""
     data_file = _record("r2", DATA_FILE_FIELDS, version, {PARTITION_PLACEHOLDER: partition_record})
     return _record("manifest_entry", MANIFEST_ENTRY_FIELDS, version, {"__data_file__": data_file})
+
+
+# --- reading: writers' schemas, by field id -------------------------------------------------------------
+
+def field_ids(record_schema: dict) -> dict[int, tuple[str, Any]]:
+    """Field id -> (name, avro type) of an Avro record schema (names differ between writers and versions)."""
+    out = {}
+    for f in record_schema.get("fields", []):
+        fid = f.get("field-id")
+        if fid is not None:
+            out[int(fid)] = (f["name"], f["type"])
+    return out
+
+
+def non_null(t: Any) -> Any:
+    """The non-null branch of an optional Avro union (``["null", T]`` -> ``T``); other types unchanged."""
+    if isinstance(t, list):
+        rest = [x for x in t if x != "null"]
+        return rest[0] if len(rest) == 1 else t
+    return t
+
+
+def manifest_list_names(raw: dict) -> tuple[dict[int, str], dict[int, str]] | None:
+    """The writer's field names by field id of a manifest list schema's ``manifest_file`` and ``field_summary``
+    records (pre-1.0 writers' legacy names included), or None when it is not a manifest list's."""
+    ids = field_ids(raw)
+    for legacy, fid in LEGACY_MANIFEST_FILE_NAMES.items():
+        for f in raw.get("fields", []):
+            if f["name"] == legacy and fid not in ids:
+                ids[fid] = (legacy, f["type"])
+    if 500 not in ids:
+        return None
+    summary_names = {}
+    if 507 in ids:
+        items = non_null(ids[507][1])
+        items = items.get("items") if isinstance(items, dict) else None
+        if isinstance(items, dict):
+            summary_names = {fid: n for fid, (n, _) in field_ids(items).items()}
+    return {fid: n for fid, (n, _) in ids.items()}, summary_names

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sparkberg.avro.manifest import EQUALITY_DELETES
+from sparkberg.spec.manifests import EQUALITY_DELETES
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.errors import ValidationError
 from sparkberg.spec import types as T

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, TypeVar
 
-from sparkberg.avro.manifest import (
-    ADDED, DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile, inherit, read_manifest,
-)
+from sparkberg.avro.manifest import read_manifest
+from sparkberg.spec.manifests import ADDED, DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile, inherit
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO
 

@@ -15,9 +15,10 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from sparkberg.avro.manifest import (
+from sparkberg.avro.manifest import manifest_file_for, read_manifest, write_manifest, write_manifest_list
+from sparkberg.spec.manifests import (
     ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
-    ManifestFile, inherit, manifest_file_for, read_manifest, write_manifest, write_manifest_list,
+    ManifestFile, inherit,
 )
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.errors import CommitFailedException, SparkbergError

@@ -16,7 +16,8 @@ import uuid
 
 from pyspark.sql import functions as F
 
-from sparkberg.avro.manifest import ADDED, MANIFEST_DATA, inherit, read_manifest
+from sparkberg.avro.manifest import read_manifest
+from sparkberg.spec.manifests import ADDED, MANIFEST_DATA, inherit
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match
@@ -77,7 +78,7 @@ def no_new_deletes_check(table, touched: dict[str, tuple[int, dict]], ignore_equ
     data files it rewrites or adds deletes for (``touched``: path -> (spec id, partition by field id)): their
     deletes would be lost or doubled. Both isolation levels check this, as Iceberg does. Rewrites that keep
     the starting sequence number let equality deletes through (they still apply to the new files)."""
-    from sparkberg.avro.manifest import MANIFEST_DELETES
+    from sparkberg.spec.manifests import MANIFEST_DELETES
 
     def check(start, current):
         if not touched or start.current_snapshot_id == current.current_snapshot_id:

@@ -1,9 +1,10 @@
 """Manifests as a DataFrame: one canonical, field-id keyed row per manifest entry, for every format version.
 
 The manifest list is read on the driver (it is small). The manifests it names become a DataFrame of
-paths; ``mapInArrow`` decodes them on the executors with fastavro, applies inheritance (snapshot ids,
-sequence numbers, ``first_row_id``) and, when given, prunes entries by their partition tuple with the
-inclusive projection of the scan filter, so pruned entries never leave the executor.
+paths; ``mapInArrow`` decodes them on the executors into columns (:mod:`sparkberg.avro.decode`), applies
+inheritance (snapshot ids, sequence numbers, ``first_row_id``) and, when given, prunes entries by their
+partition tuple with the inclusive projection of the scan filter and by their column metrics, all on columns
+(:meth:`EntryDecoder._from_columns`), so pruned entries never leave the executor.
 
 Partition tuples of all specs share one struct, :class:`PartitionLayout`: one slot per (partition field
 id, result type), named as the newest spec names it, values in Iceberg's physical form (date/day as
@@ -21,13 +22,10 @@ import pyarrow.compute as pc
 from pyspark.sql import types as ST
 
 from sparkberg.avro.cache import ManifestCache
-from sparkberg.avro.columnar import (
-    METRIC_COLUMNS, ManifestColumns, concat_manifest_columns, read_manifest_columns, read_manifests_columns,
-)
-from sparkberg.avro.manifest import (
-    ADDED, DELETED, MANIFEST_DATA, ManifestFile, inherit, manifest_file_from_manifest, read_manifest,
-    read_manifest_list_table,
-)
+from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
+from sparkberg.avro.decode import manifest_columns, manifest_list
+from sparkberg.avro.manifest import manifest_file_from_manifest, read_manifest
+from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, ManifestFile
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.errors import SparkbergError
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
@@ -205,14 +203,6 @@ def _arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds:
     return pa.schema(fields)
 
 
-def _map(m: dict | None):
-    return None if m is None else list(m.items())
-
-
-# manifests listing fewer entries are decoded by the reference decoder (fastavro): cheaper below this
-COLUMNAR_MIN_ENTRIES = 64
-
-
 class EntryDecoder:
     """Executor-side decoding of manifests into canonical entry rows (picklable; no Spark inside)."""
 
@@ -276,54 +266,8 @@ class EntryDecoder:
     def ddl(self) -> str:
         return self._ddl
 
-    def decode(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> list[dict]:
-        m = read_manifest(data, mf.manifest_path, with_metrics=self.with_metrics or self.with_path_bounds or
-                          bool(self.eq_types) or
-                          self.metrics_filter is not None)
-        pfilter = self.partition_filters.get(mf.partition_spec_id, TRUE)
-        rows = []
-        for i, e in enumerate(inherit(m.entries, mf)):
-            if e.status == DELETED and not self.include_deleted:
-                continue
-            d = e.data_file
-            if not isinstance(pfilter, AlwaysTrue) and not evaluate(pfilter, d.partition):
-                continue
-            if self.metrics_filter is not None and not self.metrics_filter(d):
-                continue
-            row = {
-                "_manifest_ordinal": manifest_ordinal, "_entry_ordinal": i, "manifest_path": mf.manifest_path,
-                "status": e.status, "snapshot_id": e.snapshot_id, "sequence_number": e.sequence_number,
-                "file_sequence_number": e.file_sequence_number, "content": d.content, "file_path": d.file_path,
-                "file_format": d.file_format.lower(), "spec_id": mf.partition_spec_id,
-                "partition": self.layout.row(mf.partition_spec_id, d.partition), "record_count": d.record_count,
-                "file_size_in_bytes": d.file_size_in_bytes,
-                "equality_ids": None if d.equality_ids is None else list(d.equality_ids),
-                "sort_order_id": d.sort_order_id, "first_row_id": d.first_row_id,
-                "referenced_data_file": d.referenced_data_file, "content_offset": d.content_offset,
-                "content_size_in_bytes": d.content_size_in_bytes,
-                "split_offsets": None if d.split_offsets is None else list(d.split_offsets),
-                "key_metadata": d.key_metadata,
-            }
-            if self.with_metrics:
-                row.update(column_sizes=_map(d.column_sizes), value_counts=_map(d.value_counts),
-                           null_value_counts=_map(d.null_value_counts), nan_value_counts=_map(d.nan_value_counts),
-                           lower_bounds=_map(d.lower_bounds), upper_bounds=_map(d.upper_bounds))
-            if self.with_path_bounds:
-                lower, upper = path_bounds(d.lower_bounds, d.upper_bounds) \
-                    if d.content == 1 and d.referenced_data_file is None else (None, None)
-                row.update(_path_lower=lower, _path_upper=upper)
-            if self.eq_types:
-                row.update(self._eq_columns(d.content, d.equality_ids, d.value_counts, d.null_value_counts,
-                                            d.lower_bounds, d.upper_bounds))
-            rows.append(row)
-        return rows
-
     def decode_table(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> pa.Table:
-        """The rows of :meth:`decode` as an Arrow table: decoded into columns when the columnar reader can
-        (no Python object per entry), else, and for manifests of a few entries (where the columnar reader's
-        fixed cost is the larger: 10 entries, ~1.9 vs ~1.0 ms), by the reference decoder."""
-        if _few_entries(mf):
-            return self._reference(mf, manifest_ordinal, data)
+        """The entries of one manifest (its bytes), inheritance applied and pruned, in the decoder's schema."""
         return self._decode_batch([(mf, manifest_ordinal, data)])
 
     def load(self, mf: ManifestFile, manifest_ordinal: int, io: FileIO) -> pa.Table:
@@ -333,31 +277,22 @@ class EntryDecoder:
 
     def load_many(self, manifests: Iterable[tuple[ManifestFile, int, FileIO]], threads: int = 1) -> pa.Table:
         """:meth:`load` of several manifests, their rows one manifest after the other, in the given order.
-        Consecutive manifests of one spec are decoded (one pass of the compiled decoder over all of them, when
-        uncached) and filtered together, up to :data:`BATCH_ENTRIES` entries or :data:`BATCH_BYTES` of manifests
-        (what a batch's columns take grows with both: wide tables' metrics): the work done per manifest, not
-        per entry, is then done once (1000-entry manifests: ~1.7 ms each alone, ~0.5 ms in a batch). A batch
-        of fewer than :data:`COLUMNAR_MIN_ENTRIES` entries goes to the reference decoder.
+        Consecutive manifests of one spec are decoded (:func:`~sparkberg.avro.decode.manifest_columns`: one pass
+        of the compiled decoder over all of them, when uncached) and filtered together, up to
+        :data:`BATCH_ENTRIES` entries or :data:`BATCH_BYTES` of manifests (what a batch's columns take grows with
+        both: wide tables' metrics), so the work done per manifest, not per entry, is done once.
         ``threads`` > 1 (the driver, which plans alone): uncached batches are read and decoded that many at a
         time (the compiled decoder, inflating and Arrow's compute run without the GIL), as Iceberg Java plans
         with a worker pool; executors decode one batch at a time, a task per core already."""
         units: list[Callable[[], list[pa.Table]]] = []  # each batch's work, in order
-        batch: list[tuple[ManifestFile, int, Any]] = []  # (manifest, ordinal, its FileIO or cached columns)
+        batch: list[tuple[ManifestFile, int, FileIO]] = []
 
         def flush() -> None:
             nonlocal batch
-            if not batch:
-                return
-            todo, batch = batch, []
-            if self.cache is not None:
-                units.append(lambda: [self._cached_batch(todo)])
-            elif all(_few_entries(mf) for mf, _, _ in todo) and \
-                    sum(_entry_count(mf) for mf, _, _ in todo) < COLUMNAR_MIN_ENTRIES:
-                units.append(lambda: [self._reference(mf, ordinal, io.read(mf.manifest_path))
-                                      for mf, ordinal, io in todo])
-            else:
-                units.append(lambda: [self._decode_batch([(mf, ordinal, io.read(mf.manifest_path))
-                                                          for mf, ordinal, io in todo])])
+            if batch:
+                todo, batch = batch, []
+                units.append(lambda: [self._cached_batch(todo) if self.cache is not None else self._decode_batch(
+                    [(mf, ordinal, io.read(mf.manifest_path)) for mf, ordinal, io in todo])])
 
         entries = size = 0
         for mf, ordinal, io in manifests:
@@ -365,15 +300,7 @@ class EntryDecoder:
                           size + mf.manifest_length > BATCH_BYTES):
                 flush()
                 entries = size = 0
-            if self.cache is None:
-                batch.append((mf, ordinal, io))
-            else:
-                cols = self._cached(mf, io)
-                if isinstance(cols, bytes):  # only the reference decoder reads it: nothing kept
-                    flush()
-                    units.append(lambda mf=mf, ordinal=ordinal, cols=cols: [self._reference(mf, ordinal, cols)])
-                    continue
-                batch.append((mf, ordinal, cols))
+            batch.append((mf, ordinal, io))
             entries += _entry_count(mf)
             size += mf.manifest_length
         flush()
@@ -383,44 +310,32 @@ class EntryDecoder:
             return self.schema.empty_table()
         return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
 
-    def _reference(self, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> pa.Table:
-        return pa.Table.from_pylist(self.decode(mf, manifest_ordinal, data), schema=self.schema)
-
     def _decode_batch(self, batch: list[tuple[ManifestFile, int, bytes]]) -> pa.Table:
-        """Manifests of one spec, as bytes, decoded in one pass where the compiled decoder can, else one by one
-        (compiled code, else the reference decoder)."""
-        physical = self._physical(batch[0][0].partition_spec_id)
-        if len(batch) > 1:  # (several small manifests, each under COLUMNAR_MIN_ENTRIES, are read together too)
-            found = read_manifests_columns([data for _, _, data in batch], physical, self._needed, self._metric_keys)
-            if found is not None:
-                return self._from_columns([(mf, ordinal) for mf, ordinal, _ in batch], found)
-        tables = []
-        for mf, ordinal, data in batch:
-            cols = None if _few_entries(mf) else read_manifest_columns(data, physical, self._needed,
-                                                                       self._metric_keys)
-            tables.append(self._reference(mf, ordinal, data) if cols is None else
-                          self._from_columns([(mf, ordinal)], cols))
+        """Manifests of one spec, as bytes, decoded (in one pass where compiled code can) and filtered."""
+        parts = manifest_columns([(data, mf.manifest_path, _known_entries(mf)) for mf, _, data in batch],
+                                 self._physical(batch[0][0].partition_spec_id), self._needed, self._metric_keys)
+        return self._tables([(mf, ordinal) for mf, ordinal, _ in batch], parts)
+
+    def _tables(self, manifests: list[tuple[ManifestFile, int]], parts: list[ManifestColumns]) -> pa.Table:
+        """:meth:`_from_columns` of manifests' columns: one for all of them, or one each."""
+        tables = [self._from_columns(manifests, parts[0])] if len(parts) == 1 else \
+            [self._from_columns([m], p) for m, p in zip(manifests, parts)]
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
-    def _cached(self, mf: ManifestFile, io: FileIO) -> ManifestColumns | bytes:
-        """A manifest's columns from the cache, or decoded (every column: other scans may read other ones) and
-        kept; its bytes when only the reference decoder reads it."""
-        physical = self._physical(mf.partition_spec_id)
-        key = (mf.manifest_path, mf.manifest_length, sorted((fid, str(t)) for fid, t in physical.items()))
-        cols = self.cache.get(*key)
-        if cols is None:
-            data = io.read(mf.manifest_path)
-            cols = read_manifest_columns(data, physical)
+    def _cached_batch(self, batch: list[tuple[ManifestFile, int, FileIO]]) -> pa.Table:
+        """Manifests of one spec through the manifest cache: each one's columns (every column: other scans may
+        read other ones) decoded and kept on a miss."""
+        parts = []
+        for mf, _, io in batch:
+            physical = self._physical(mf.partition_spec_id)
+            key = (mf.manifest_path, mf.manifest_length, sorted((fid, str(t)) for fid, t in physical.items()))
+            cols = self.cache.get(*key)
             if cols is None:
-                return data
-            self.cache.put(*key, cols)
-        return cols
-
-    def _cached_batch(self, batch: list[tuple[ManifestFile, int, ManifestColumns]]) -> pa.Table:
-        joined = concat_manifest_columns([cols for _, _, cols in batch])
-        if joined is not None:
-            return self._from_columns([(mf, ordinal) for mf, ordinal, _ in batch], joined)
-        return pa.concat_tables([self._from_columns([(mf, ordinal)], cols) for mf, ordinal, cols in batch])
+                cols, = manifest_columns([(io.read(mf.manifest_path), mf.manifest_path, None)], physical)
+                self.cache.put(*key, cols)
+            parts.append(cols)
+        joined = concat_manifest_columns(parts)
+        return self._tables([(mf, ordinal) for mf, ordinal, _ in batch], parts if joined is None else [joined])
 
     def _physical(self, spec_id: int) -> dict[int, pa.DataType]:
         # (an unknown transform's values are decoded as the manifest stores them, then made text)
@@ -598,10 +513,10 @@ def _entry_count(mf: ManifestFile) -> int:
     return mf.manifest_length // 64 if None in counts else sum(counts)
 
 
-def _few_entries(mf: ManifestFile) -> bool:
-    """Whether the manifest list says the manifest lists fewer than :data:`COLUMNAR_MIN_ENTRIES` entries."""
+def _known_entries(mf: ManifestFile) -> int | None:
+    """How many entries the manifest list says the manifest holds (None: it does not say)."""
     counts = (mf.added_files_count, mf.existing_files_count, mf.deleted_files_count)
-    return None not in counts and sum(counts) < COLUMNAR_MIN_ENTRIES
+    return None if None in counts else sum(counts)
 
 
 # entries up to which consecutive manifests are decoded and filtered together (the columns of ~64k entries)
@@ -712,24 +627,22 @@ def referenced_by(io: FileIO, snapshot: Snapshot, path: str) -> str:
 def snapshot_manifests(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None) -> list[ManifestFile]:
     """The manifests of a snapshot: its manifest list, or (v1) the manifests it lists directly. With a manifest
     cache, a manifest list this process has read is not read again."""
-    listing = snapshot_manifest_table(io, snapshot, cache)
-    return listing if isinstance(listing, list) else listing.manifests()
+    return snapshot_manifest_table(io, snapshot, cache).manifests()
 
 
-def snapshot_manifest_table(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None):
-    """:func:`snapshot_manifests` as columns where compiled code decodes the manifest list
-    (:class:`~sparkberg.avro.columnar.ManifestListColumns`: planning prunes them before any ManifestFile is
-    built), else as a list of ManifestFile."""
-    if snapshot.manifest_list and cache is not None:
-        path = snapshot.manifest_list
-        return cache.manifest_list(path, lambda: read_manifest_list_table(io.read(path), path))
-    if snapshot.manifest_list:
-        return read_manifest_list_table(io.read(snapshot.manifest_list), snapshot.manifest_list)
+def snapshot_manifest_table(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None
+                            ) -> ManifestListColumns:
+    """:func:`snapshot_manifests` as columns (planning prunes them before any ManifestFile is built)."""
+    path = snapshot.manifest_list
+    if path and cache is not None:
+        return cache.manifest_list(path, lambda: manifest_list(io.read(path), path))
+    if path:
+        return manifest_list(io.read(path), path)
     out = []
-    for path in snapshot.manifests or ():
-        data = io.read(path)
-        out.append(manifest_file_from_manifest(path, len(data), data, snapshot.snapshot_id))
-    return out
+    for manifest_path in snapshot.manifests or ():
+        data = io.read(manifest_path)
+        out.append(manifest_file_from_manifest(manifest_path, len(data), data, snapshot.snapshot_id))
+    return ManifestListColumns.from_manifests(out)
 
 
 def manifests_df(spark, manifests: Sequence[ManifestFile]):

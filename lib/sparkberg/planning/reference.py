@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from sparkberg.avro.manifest import DELETED, MANIFEST_DATA, inherit, read_manifest
+from sparkberg.avro.manifest import read_manifest
+from sparkberg.spec.manifests import DELETED, MANIFEST_DATA, ManifestFile, inherit
 from sparkberg.expressions.evaluators import manifest_may_match, metrics_may_match
-from sparkberg.expressions.predicates import TRUE, Bound, evaluate
+from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
+from sparkberg.planning.entries import EntryDecoder, snapshot_manifests
 from sparkberg.planning.deletes import EqStats, delete_sort_key, eq_columns, eq_delete_may_apply, eq_stats, in_path_bounds, path_bounds
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
@@ -21,8 +23,6 @@ from sparkberg.spec.snapshots import Snapshot
 def reference_plan(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, bound: Bound = TRUE
                    ) -> dict[str, set[str]]:
     """{data file path: {paths of the delete files that apply}} for a snapshot and a bound filter."""
-    from sparkberg.planning.entries import snapshot_manifests
-
     if snapshot is None:
         return {}
     schema = metadata.current_schema
@@ -114,3 +114,54 @@ class DeleteIndex:
 
 def partition_key(partition: dict) -> tuple:
     return tuple(sorted(partition.items(), key=lambda kv: str(kv[0])))
+
+
+def reference_entries(decoder: EntryDecoder, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> list[dict]:
+    """What ``decoder`` makes of a manifest (its bytes), row at a time from the reference decoder's objects:
+    inheritance by :func:`~sparkberg.spec.manifests.inherit`, pruning by the scalar evaluators. The oracle the
+    columnar entries are compared against."""
+    m = read_manifest(data, mf.manifest_path, with_metrics=decoder.with_metrics or decoder.with_path_bounds or
+                      bool(decoder.eq_types) or
+                      decoder.metrics_filter is not None)
+    pfilter = decoder.partition_filters.get(mf.partition_spec_id, TRUE)
+    rows = []
+    for i, e in enumerate(inherit(m.entries, mf)):
+        if e.status == DELETED and not decoder.include_deleted:
+            continue
+        d = e.data_file
+        if not isinstance(pfilter, AlwaysTrue) and not evaluate(pfilter, d.partition):
+            continue
+        if decoder.metrics_filter is not None and not decoder.metrics_filter(d):
+            continue
+        row = {
+            "_manifest_ordinal": manifest_ordinal, "_entry_ordinal": i, "manifest_path": mf.manifest_path,
+            "status": e.status, "snapshot_id": e.snapshot_id, "sequence_number": e.sequence_number,
+            "file_sequence_number": e.file_sequence_number, "content": d.content, "file_path": d.file_path,
+            "file_format": d.file_format.lower(), "spec_id": mf.partition_spec_id,
+            "partition": decoder.layout.row(mf.partition_spec_id, d.partition), "record_count": d.record_count,
+            "file_size_in_bytes": d.file_size_in_bytes,
+            "equality_ids": None if d.equality_ids is None else list(d.equality_ids),
+            "sort_order_id": d.sort_order_id, "first_row_id": d.first_row_id,
+            "referenced_data_file": d.referenced_data_file, "content_offset": d.content_offset,
+            "content_size_in_bytes": d.content_size_in_bytes,
+            "split_offsets": None if d.split_offsets is None else list(d.split_offsets),
+            "key_metadata": d.key_metadata,
+        }
+        if decoder.with_metrics:
+            row.update(column_sizes=_map(d.column_sizes), value_counts=_map(d.value_counts),
+                       null_value_counts=_map(d.null_value_counts), nan_value_counts=_map(d.nan_value_counts),
+                       lower_bounds=_map(d.lower_bounds), upper_bounds=_map(d.upper_bounds))
+        if decoder.with_path_bounds:
+            lower, upper = path_bounds(d.lower_bounds, d.upper_bounds) \
+                if d.content == 1 and d.referenced_data_file is None else (None, None)
+            row.update(_path_lower=lower, _path_upper=upper)
+        if decoder.eq_types:
+            row.update(decoder._eq_columns(d.content, d.equality_ids, d.value_counts, d.null_value_counts,
+                                           d.lower_bounds, d.upper_bounds))
+        rows.append(row)
+    readable = getattr(decoder, "readable_rows", None)
+    return rows if readable is None else readable(rows)
+
+
+def _map(m: dict | None) -> list | None:
+    return None if m is None else list(m.items())

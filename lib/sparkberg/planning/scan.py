@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -17,7 +18,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.avro.cache import manifest_cache
-from sparkberg.avro.manifest import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
+from sparkberg.avro.columnar import ManifestListColumns
+from sparkberg.spec.manifests import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
 from sparkberg.expressions.evaluators import (
     manifest_mask, manifest_may_match, metrics_mask, metrics_may_match, predicate_field_ids,
 )
@@ -134,32 +136,11 @@ def _partition_filters(metadata: TableMetadata, bound: Bound) -> dict[int, Bound
     return {spec.spec_id: inclusive_projection(bound, spec, schema) for spec in metadata.partition_specs}
 
 
-def prune_manifests(metadata: TableMetadata, manifests, filters: dict[int, Bound]):
-    """Manifests whose partition summaries may hold matching partitions (driver side); ``manifests``: a list of
-    ManifestFile or a manifest list's columns (:func:`snapshot_manifest_table`), pruned a spec at a time."""
-    if not isinstance(manifests, list):
-        return _prune_manifest_table(metadata, manifests, filters)
-    out = []
-    schema = metadata.current_schema
-    ptypes: dict[int, T.StructType] = {}
-    for m in manifests:
-        f = filters.get(m.partition_spec_id, TRUE)
-        if isinstance(f, AlwaysTrue):
-            out.append(m)
-            continue
-        ptype = ptypes.get(m.partition_spec_id)
-        if ptype is None:
-            ptype = ptypes[m.partition_spec_id] = metadata.spec(m.partition_spec_id).partition_type(schema)
-        if manifest_may_match(f, ptype, m.partitions):
-            out.append(m)
-    return out
-
-
-def _prune_manifest_table(metadata: TableMetadata, listing, filters: dict[int, Bound]) -> list:
-    """:func:`prune_manifests` of a manifest list's columns: each spec's manifests evaluated at once
-    (:func:`manifest_mask`), manifest by manifest where that cannot be vectorized; ManifestFile objects are
-    built for the manifests kept only."""
-    import numpy as np
+def prune_manifests(metadata: TableMetadata, listing: ManifestListColumns, filters: dict[int, Bound]
+                    ) -> list[ManifestFile]:
+    """The manifests of a manifest list's columns whose partition summaries may hold matching partitions
+    (driver side): each spec's manifests evaluated at once (:func:`manifest_mask`), manifest by manifest where
+    that cannot be vectorized; ManifestFile objects are built for the manifests kept only."""
     spec_ids = listing.column("partition_spec_id")
     keep = np.ones(len(listing), bool)
     schema = metadata.current_schema

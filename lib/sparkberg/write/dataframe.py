@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.avro.manifest import DataFile
+from sparkberg.spec.manifests import DataFile
 from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.executors import executor_errors

@@ -11,7 +11,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sparkberg.avro.manifest import POSITION_DELETES, DataFile
+from sparkberg.spec.manifests import POSITION_DELETES, DataFile
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS

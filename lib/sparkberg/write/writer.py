@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sparkberg.avro.manifest import DataFile
+from sparkberg.spec.manifests import DataFile
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionSpec

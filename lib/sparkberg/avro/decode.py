@@ -1,0 +1,81 @@
+"""Where a manifest list or a manifest becomes columns: the one choice between the two decoders.
+
+Compiled code (:mod:`sparkberg.avro.columnar` over :mod:`sparkberg.avro.compiled`) decodes straight into Arrow
+columns and only the fields asked for; fastavro (:mod:`sparkberg.avro.manifest`, the reference decoder, which
+also writes manifests) reads anything else: a codec or a type compiled code declines, a file too small for
+compiled code's fixed cost to pay, and every malformed file, whose error it names. Both give the same columns
+(:class:`~sparkberg.avro.columnar.ManifestColumns`, :class:`~sparkberg.avro.columnar.ManifestListColumns`), so
+what is done with them afterwards (inheritance, pruning, delete matching) is written once, on columns.
+"""
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import pyarrow as pa
+
+from sparkberg.avro.columnar import (
+    METRIC_COLUMNS, ManifestColumns, ManifestListColumns, _avro_schema, columns_from_manifest, concat_manifest_columns,
+    read_manifest_columns, read_manifest_list_compiled, read_manifests_columns,
+)
+from sparkberg.avro.manifest import read_manifest, read_manifest_list
+from sparkberg.avro.schemas import manifest_list_names
+
+# manifest lists from this size on are decoded by compiled code; smaller ones (a few dozen manifests) by
+# fastavro, so that planning a small table does not start numba (its import and first call cost ~0.3 s in a
+# process). Lists above it are those of tables of hundreds of manifests, which planning prunes a spec at a
+# time on the columns without building a ManifestFile per manifest.
+FAST_LIST_MIN_BYTES = 16 * 1024
+# manifests (or runs of manifests decoded together) of fewer entries are decoded by fastavro: below this,
+# compiled code's fixed cost per call is the larger
+COLUMNAR_MIN_ENTRIES = 64
+
+
+def manifest_list(data: bytes, path: str | None = None) -> ManifestListColumns:
+    """A manifest list of any format version as columns; a malformed one raises
+    :class:`~sparkberg.errors.InvalidMetadataError` naming ``path``."""
+    if len(data) >= FAST_LIST_MIN_BYTES:
+        try:
+            names = manifest_list_names(json.loads(_avro_schema(data)))
+        except Exception:  # noqa: BLE001 - not a readable header: the reference decoder names the problem
+            names = None
+        if names is not None:
+            fast = read_manifest_list_compiled(data, *names)
+            if fast is not None:
+                return fast
+    return ManifestListColumns.from_manifests(read_manifest_list(data, path))
+
+
+def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],
+                     physical: dict[int, pa.DataType] | None = None, names: frozenset[str] | None = None,
+                     metric_keys: frozenset[int] | None = None) -> list[ManifestColumns]:
+    """Manifests of one partition spec, ``(bytes, path, entry count if known)``, as columns, in order: one
+    :class:`ManifestColumns` for all of them where compiled code decodes them in one pass, else one each.
+    ``physical``: the Arrow type of each partition field's values; ``names``: the ``data_file`` columns read
+    (others may be left undecoded); ``metric_keys``: the field ids whose metrics are read (see
+    :func:`~sparkberg.avro.columnar.read_manifest_columns`)."""
+    counts = [count for _, _, count in manifests]
+    small = None not in counts and sum(counts) < COLUMNAR_MIN_ENTRIES
+    if not small:
+        if len(manifests) > 1:
+            together = read_manifests_columns([data for data, _, _ in manifests], physical, names, metric_keys)
+            if together is not None:
+                return [together]
+        out = []
+        for data, path, count in manifests:
+            cols = None if count is not None and count < COLUMNAR_MIN_ENTRIES else \
+                read_manifest_columns(data, physical, names, metric_keys)
+            out.append(cols if cols is not None else _reference(data, path, physical, names))
+        return out
+    return [_reference(data, path, physical, names) for data, path, _ in manifests]
+
+
+def joined(parts: list[ManifestColumns]) -> list[ManifestColumns]:
+    """Columns of manifests one after the other, as one where they hold the same columns."""
+    one = concat_manifest_columns(parts) if len(parts) > 1 else parts[0]
+    return parts if one is None else [one]
+
+
+def _reference(data: bytes, path: str | None, physical, names: frozenset[str] | None) -> ManifestColumns:
+    metrics = names is None or not names.isdisjoint(METRIC_COLUMNS)
+    return columns_from_manifest(read_manifest(data, path, with_metrics=metrics), physical)
