@@ -26,6 +26,9 @@ from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS, DELETE_FILE_ROW_ID, DELETE_FILE_ROW_NAME
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.values import from_bytes
+from sparkberg.read.reader import DVDecoder, read_files
+from sparkberg.spark.types import to_spark_read_field
+from sparkberg.read.formats import path_key
 
 METADATA_TABLES = ("entries", "files", "data_files", "delete_files", "manifests", "history",
                    "metadata_log_entries", "snapshots", "refs", "partitions", "all_data_files", "all_delete_files",
@@ -298,7 +301,6 @@ class MetadataTables:
         if self.location:
             current = self.location
             if entries and not entries[-1][1].startswith("file:") and current.startswith("file:"):
-                from sparkberg.read.formats import path_key
                 current = path_key(current)  # named like the files the log lists (as the writer named them)
             entries.append((self.m.last_updated_ms, current))
         rows = []
@@ -357,8 +359,6 @@ class MetadataTables:
         return out
 
     def _position_deletes(self, snap):
-        from sparkberg.read.reader import DVDecoder, read_files
-        from sparkberg.spark.types import to_spark_read_field
         schema = self.m.current_schema
         row_field = T.NestedField(DELETE_FILE_ROW_ID, DELETE_FILE_ROW_NAME, T.StructType(schema.fields))
         v3 = self.m.format_version >= 3
@@ -376,7 +376,6 @@ class MetadataTables:
         dvs = [d for d in deletes if d["file_format"] == "puffin"]
         parts = []
         if files:
-            from sparkberg.read.formats import path_key
             rows = read_files(self.spark, [DELETE_FILE_PATH, DELETE_FILE_POS, row_field],
                               [(d["file_format"], d["file_path"]) for d in files], "position delete")
             info = self.spark.createDataFrame([(path_key(d["file_path"]), d["file_path"], d["spec_id"],

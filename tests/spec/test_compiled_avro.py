@@ -228,7 +228,7 @@ def test_arrays_longer_than_the_room_first_made_are_decoded_again_with_more():
         assert lists(cols, ("nested",), inner) == [[list(range(k))] * k] * 3
 
 
-def test_without_numba_the_decoder_declines(monkeypatch):
+def test_turned_off_the_decoder_declines(monkeypatch):
     monkeypatch.setattr(compiled, "ENABLED", False)
     assert read_columns(avro([dict(ROW)]), PATHS) is None
 

@@ -1,6 +1,7 @@
 """Imports point downward only (errors/zipimports/threads/lru < spec < expressions/avro/io < spark
-< planning/read/write < commit/catalog < maintenance < table/inspect/views/__init__ < jobs), and spec/, expressions/,
-avro/ never import pyspark."""
+< planning/read/write < commit/catalog < maintenance < table/inspect/views/__init__ < jobs), function-local
+ones included; modules import each other without cycles; an import inside a function says why it is there;
+spec/, expressions/, avro/ never import pyspark."""
 import ast
 import os
 
@@ -50,6 +51,65 @@ def test_imports_point_downward(rel, path):
         if name.startswith("sparkberg."):
             target = name.split(".")[1]
             assert RANK[target] <= RANK[me], f"{rel} imports {name}, a higher layer"
+
+
+def _module_name(rel: str) -> str:
+    parts = rel[:-3].split(os.sep)
+    return ".".join(["sparkberg", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+def _sparkberg_imports(path: str, names: set[str]):
+    """(import node, the sparkberg module it imports, whether it is at the module's top level)."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    top = {id(n) for n in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sparkberg"):
+            candidates = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+        elif isinstance(node, ast.Import):
+            candidates = [a.name for a in node.names if a.name.startswith("sparkberg")]
+        else:
+            continue
+        for name in candidates:
+            while name not in names and "." in name:
+                name = name.rsplit(".", 1)[0]
+            if name in names:
+                yield node, name, id(node) in top
+                break
+
+
+def test_modules_import_each_other_without_cycles():
+    files = {_module_name(rel): path for rel, path in modules()}
+    graph = {m: {t for _, t, at_top in _sparkberg_imports(p, set(files)) if at_top and t != m}
+             for m, p in files.items()}
+    done, on_path = set(), []
+
+    def visit(m):
+        if m in on_path:
+            raise AssertionError("import cycle: " + " -> ".join(on_path[on_path.index(m):] + [m]))
+        if m in done:
+            return
+        on_path.append(m)
+        for t in sorted(graph[m]):
+            visit(t)
+        on_path.pop()
+        done.add(m)
+    for m in sorted(graph):
+        visit(m)
+
+
+def test_imports_inside_functions_say_why():
+    """A sparkberg import inside a function (a genuine cycle, a heavy import put off) has a comment on the line
+    before it or on its own line."""
+    files = {_module_name(rel): path for rel, path in modules()}
+    unexplained = []
+    for m, path in files.items():
+        lines = open(path, encoding="utf-8").read().splitlines()
+        for node, target, at_top in _sparkberg_imports(path, set(files)):
+            if at_top or target == m:
+                continue
+            if "#" not in lines[node.lineno - 1] and not lines[node.lineno - 2].strip().startswith("#"):
+                unexplained.append(f"{m}:{node.lineno} imports {target}")
+    assert unexplained == []
 
 
 def test_pure_layers_import_without_pyspark():

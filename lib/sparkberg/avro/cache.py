@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from sparkberg.avro.columnar import ManifestColumns
 from sparkberg.lru import LRU
+from sparkberg.errors import ValidationError
 
 ENABLED = "spark.sparkberg.manifest-cache.enabled"
 DIRECTORY = "spark.sparkberg.manifest-cache.dir"
@@ -168,6 +169,5 @@ def manifest_cache(spark) -> ManifestCache | None:
     try:
         max_bytes = MAX_BYTES_DEFAULT if raw is None else int(raw)
     except ValueError:
-        from sparkberg.errors import ValidationError
         raise ValidationError(f"{MAX_BYTES} must be a number of bytes, got {raw!r}") from None
     return ManifestCache(directory, max_bytes)

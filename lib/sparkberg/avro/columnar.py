@@ -137,7 +137,7 @@ def read_manifests_columns(datas: Sequence[bytes], physical: dict[int, pa.DataTy
                            metric_keys: frozenset[int] | None = None) -> ManifestColumns | None:
     """The entries of several manifests of one writer schema as one :class:`ManifestColumns` (theirs one after
     the other, each one's entry count in ``file_rows``), decoded in one pass by compiled code; None where that
-    cannot be done (numba missing, manifests of different schemas, anything :func:`read_manifest_columns` would
+    cannot be done (manifests of different schemas, anything :func:`read_manifest_columns` would
     decline)."""
     if not datas or any(d[:4] != b"Obj\x01" for d in datas):
         return None

@@ -8,8 +8,7 @@ every other value is only stepped over.
 
 The program runs without the GIL (so threads decode manifests side by side) and checks every read against
 the data's end: a malformed file makes :func:`read_columns` return None, and the reference decoder then
-names the problem. numba compiles the function once per machine (kept in its on-disk cache); without numba,
-:func:`read_columns` returns None and callers use the reference decoder.
+names the problem. numba compiles the function once per machine (kept in its on-disk cache).
 """
 from __future__ import annotations
 
@@ -25,11 +24,8 @@ from sparkberg.avro.instructions import (
     OP_KEYED_ARRAY, OP_MAP, OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
 )
 
-# ISA-L's inflate: ~1.85x zlib's speed on manifest blocks, the same bytes out (half of a wide manifest's decode)
-try:
-    from isal import isal_zlib as _deflate
-except ImportError:  # (a dependency; where its wheel is missing, zlib inflates)
-    _deflate = zlib
+# ISA-L's inflate (a dependency: see setup.cfg): the same bytes out as zlib's
+from isal import isal_zlib as _deflate  # noqa: E402
 INFLATE_ERRORS = (zlib.error, _deflate.error)
 
 _SKIP_SHAPES = {"null": 0, "boolean": 1, "int": SKIP_VARINT, "long": SKIP_VARINT, "float": 4, "double": 8,
@@ -50,13 +46,10 @@ class Unsupported(Exception):
 
 @functools.lru_cache(maxsize=1)
 def _kernel():
-    """The compiled interpreter and gather (:mod:`sparkberg.avro.kernels`), or None without numba. Imported on
-    first use, not with this module: importing numba and loading the kernels costs a process a noticeable
-    fraction of a second, which planning a small table (decoded by fastavro) does not pay."""
-    try:
-        from sparkberg.avro import kernels
-    except ImportError:  # (numba is a dependency; where it cannot be installed, the reference decoder reads all)
-        return None
+    """The compiled interpreter and gather (:mod:`sparkberg.avro.kernels`)."""
+    # imported on first use, not with this module: importing numba and loading the kernels costs a process a
+    # noticeable fraction of a second, which planning a small table (decoded by fastavro) does not pay
+    from sparkberg.avro import kernels
     return kernels.run, kernels.gather
 
 
@@ -442,12 +435,12 @@ def read_columns(data: bytes | Sequence[bytes], paths: Iterable[tuple[str, ...]]
                  keys: Mapping[tuple[str, ...], Iterable[int]] | None = None) -> Columns | None:
     """The records of an Avro file, or of several files of one writer schema one after the other (their row
     counts in :attr:`Columns.file_rows`), the values under ``paths`` kept; None when this decoder cannot read
-    them (numba missing, a codec other than null and deflate, files of different schemas, a schema it does
+    them (a codec other than null and deflate, files of different schemas, a schema it does
     not handle, malformed data). ``keys``: arrays of (int key, flat value) records (metrics maps) of which only
     the items with these keys are wanted (the others may be left out)."""
-    kernel = _kernel() if ENABLED else None
-    if kernel is None:
+    if not ENABLED:
         return None
+    kernel = _kernel()
     try:
         parts = [container(d) for d in ([data] if isinstance(data, (bytes, bytearray, memoryview)) else data)]
         schemas = {schema for schema, _, _ in parts}

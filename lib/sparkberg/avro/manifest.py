@@ -27,6 +27,10 @@ from sparkberg.spec.manifests import (
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.types import Schema, StructType
 from sparkberg.spec.values import is_nan, to_bytes
+from sparkberg.spec.values import date_to_days, datetime_to_micros, time_to_micros
+from sparkberg.avro.types import make_compatible_name
+from sparkberg.spec.types import DecimalType
+from sparkberg.spec.types import UUID
 
 V1_BLOCK_SIZE = 64 * 1024 * 1024  # what Java writes in the deprecated v1 block_size_in_bytes
 AVRO_CODEC = "deflate"
@@ -74,11 +78,9 @@ def _value_converter(avro_type: Any, named: dict[str, dict]):
             return _temporal_converter(logical)
         if logical == "decimal":
             scale = int(t.get("scale", 0))
-            from sparkberg.spec.types import DecimalType
             dtype = DecimalType(int(t.get("precision", 38)), scale)
             return lambda v: from_avro_value(dtype, v)
         if logical == "uuid":
-            from sparkberg.spec.types import UUID
             return lambda v: from_avro_value(UUID, v)
         if t.get("type") == "fixed":
             return lambda v: None if v is None else bytes(v)
@@ -87,8 +89,6 @@ def _value_converter(avro_type: Any, named: dict[str, dict]):
 
 def _temporal_converter(logical: str):
     import datetime as _dt
-
-    from sparkberg.spec.values import date_to_days, datetime_to_micros, time_to_micros
 
     def convert(v):
         if v is None or isinstance(v, int):
@@ -263,7 +263,6 @@ def _kv_list(m: dict | None) -> list | None:
 
 
 def _entry_record(e: ManifestEntry, version: int, ptype: StructType) -> dict:
-    from sparkberg.avro.types import make_compatible_name
 
     d = e.data_file
     if version == 1 and d.content != DATA:

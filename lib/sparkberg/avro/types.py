@@ -12,6 +12,7 @@ from sparkberg.spec.types import (
     TIMESTAMPTZ_NS, UUID, DecimalType, FixedType, IcebergType, StructType,
 )
 from sparkberg.spec.values import unscaled_to_decimal
+from sparkberg.spec.values import decimal_unscaled
 
 _SIMPLE = {
     BOOLEAN: "boolean", INT: "int", LONG: "long", FLOAT: "float", DOUBLE: "double", STRING: "string",
@@ -107,7 +108,6 @@ def to_avro_value(t: IcebergType, value: Any) -> Any:
     if value is None:
         return None
     if isinstance(t, DecimalType):
-        from sparkberg.spec.values import decimal_unscaled
         return decimal_unscaled(value, t.scale).to_bytes(decimal_required_bytes(t.precision), "big", signed=True)
     if t == UUID:
         return (value if isinstance(value, _uuid.UUID) else _uuid.UUID(str(value))).bytes

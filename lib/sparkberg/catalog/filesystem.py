@@ -20,6 +20,7 @@ from sparkberg.errors import (
 )
 from sparkberg.io.fileio import FileAlreadyExistsError, FileIO, file_io_for
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.catalog.purge import referenced_files
 
 VERSION_HINT = "version-hint.text"
 _VERSION_RE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json(\.gz)?$")
@@ -203,7 +204,6 @@ class FileSystemCatalog:
         ident, location, metadata = self.load(identifier)
         table_loc = self.table_location(ident)
         if purge:
-            from sparkberg.catalog.purge import referenced_files
             for f in referenced_files(self.io, metadata):
                 self.io.delete(f)
             self.io.delete_dir(table_loc)

@@ -29,6 +29,9 @@ from sparkberg.read.reader import read_tasks
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
+from sparkberg.spec.manifests import MANIFEST_DELETES
+from sparkberg.expressions.sql import translate_filter
+from sparkberg.spark.session import session_time_zone
 
 
 def _partition_by_id(layout, spec_id: int, partition) -> dict:
@@ -78,7 +81,6 @@ def no_new_deletes_check(table, touched: dict[str, tuple[int, dict]], ignore_equ
     data files it rewrites or adds deletes for (``touched``: path -> (spec id, partition by field id)): their
     deletes would be lost or doubled. Both isolation levels check this, as Iceberg does. Rewrites that keep
     the starting sequence number let equality deletes through (they still apply to the new files)."""
-    from sparkberg.spec.manifests import MANIFEST_DELETES
 
     def check(start, current):
         if not touched or start.current_snapshot_id == current.current_snapshot_id:
@@ -122,8 +124,6 @@ class RowLevel:
     """The files of the current snapshot a filter may touch, split into whole-file matches and the rest."""
 
     def __init__(self, table, filter: str | None):
-        from sparkberg.expressions.sql import translate_filter
-        from sparkberg.spark.session import session_time_zone
         self.table = table
         self.m = m = table.metadata
         self.spark = table.spark

@@ -24,6 +24,8 @@ from typing import Any
 
 from sparkberg.jobs import metadata_view
 from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
+from sparkberg.jobs.health import _jsonable
+import sparkberg
 
 
 def _describe(t) -> dict[str, Any]:
@@ -86,7 +88,6 @@ def _print_view(view: str, rows: list[dict], output: str, limit: int | None) -> 
 
 def _spark_rows(t, view: str) -> list[dict]:
     """The rows of metadata table ``view`` as Spark computes it (tables too large to read here)."""
-    from sparkberg.jobs.health import _jsonable
     df = t.metadata_table(view)
     if view == "files":
         df = df.select("content", "file_path", "file_format", "spec_id",
@@ -128,7 +129,6 @@ def main(argv: list[str] | None = None) -> int:
         return spark
 
     def body() -> int:
-        import sparkberg
         # what needs only metadata is read here, without Spark (and its JVM)
         cat = sparkberg.catalog(None, args.warehouse)
         if args.command == "list":

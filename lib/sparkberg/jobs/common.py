@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 from sparkberg.errors import (
     CommitFailedException, NoSuchNamespaceError, NoSuchTableError, SparkbergError, ValidationError,
 )
+from sparkberg.spark.session import session_builder
 
 OK, FAILED, USAGE, NOT_FOUND, INVALID, CONFLICT = 0, 1, 2, 3, 4, 5
 EXIT_CODES = {OK: "success", FAILED: "unexpected failure", USAGE: "bad arguments", NOT_FOUND: "no such table or "
@@ -45,7 +46,6 @@ def session(app: str, master: str | None = None, quiet: bool = False):
         return active
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit: its master and properties file apply
         return SparkSession.builder.appName(app).getOrCreate()
-    from sparkberg.spark.session import session_builder
     defaults = os.path.join(os.getcwd(), "spark-defaults.conf")
     b = session_builder(app, master=master or os.environ.get("SPARKBERG_MASTER") or "local[*]",
                         defaults=defaults if os.path.exists(defaults) else None)

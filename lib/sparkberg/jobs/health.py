@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from pyspark.sql import DataFrame
 
 from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
+import sparkberg
 
 HEALTH_VIEWS = ("small_files", "deletes", "manifests", "snapshot_growth", "row_lineage")
 DEFAULT_SMALL_FILE_BYTES = 32 * 1024 * 1024
@@ -95,7 +96,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     def body() -> int:
-        import sparkberg
         spark = session("sparkberg-health", args.master)
         cat = sparkberg.catalog(spark, args.warehouse)
         tables = list(args.table) + (cat.list_tables(args.namespace) if args.namespace else [])

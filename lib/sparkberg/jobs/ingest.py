@@ -15,6 +15,7 @@ import json
 import sys
 
 from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
+import sparkberg
 
 MODES = ("append", "overwrite", "dynamic-overwrite")
 FORMATS = ("parquet", "csv", "json")
@@ -64,7 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     options, properties = pairs(args.option, "--option"), pairs(args.property, "--property")
 
     def body() -> int:
-        import sparkberg
         spark = session("sparkberg-ingest", args.master)
         cat = sparkberg.catalog(spark, args.warehouse)
         t = None if args.create and not cat.table_exists(args.table) else cat.load_table(args.table)

@@ -37,6 +37,8 @@ from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.threads import DRIVER_THREADS
+from sparkberg.expressions.evaluators import INTEGRAL_TYPES
+from sparkberg.planning.entries import physical_spark_type
 
 PLAN_COLUMNS = ("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
                 "data_sequence_number", "first_row_id", "deletes")
@@ -294,7 +296,6 @@ def overlapping_delete_manifests(metadata: TableMetadata, data_manifests, delete
     other types, and manifests without summaries, are taken to overlap."""
     import numpy as np
 
-    from sparkberg.expressions.evaluators import INTEGRAL_TYPES
     schema = metadata.current_schema
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
     by_spec: dict[int, list[int]] = {}
@@ -394,7 +395,6 @@ def _local_dataframe(spark, table: pa.Table, rows, layout: PartitionLayout) -> D
 def tasks_struct(layout: PartitionLayout, typed: bool = False) -> ST.StructType:
     """The plan's columns as a Spark StructType (built here: PySpark 3.5 parses DDL through the JVM); ``typed``:
     the partition struct in Iceberg's Spark types, as :func:`partition_column` makes it (never null)."""
-    from sparkberg.planning.entries import physical_spark_type
     partition = ST.StructType([ST.StructField(s.name, _SPARK_TYPES.get(s.field_type) if typed and s.field_type in
                                               _SPARK_TYPES else physical_spark_type(s.field_type))
                                for s in layout.slots]) if layout.slots else \

@@ -26,6 +26,8 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable
 
 from sparkberg.lru import LRU
+from sparkberg.errors import ValidationError
+from sparkberg.spark.session import session_conf
 
 ENABLED = "spark.sparkberg.delete-cache.enabled"
 MAX_BYTES = "spark.sparkberg.delete-cache.max-bytes"
@@ -66,8 +68,6 @@ class DeleteCache:
 
 def delete_cache(spark) -> DeleteCache | None:
     """The session's delete cache (on by default), or None when the session turns it off."""
-    from sparkberg.errors import ValidationError
-    from sparkberg.spark.session import session_conf
     if session_conf(spark, ENABLED, "true").strip().lower() == "false":
         return None
     raw = session_conf(spark, MAX_BYTES, str(MAX_BYTES_DEFAULT))

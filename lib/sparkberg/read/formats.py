@@ -23,6 +23,8 @@ import pyarrow as pa
 from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
 from sparkberg.spec import types as T
+from sparkberg.spark.types import arrow_schema
+from sparkberg.io.fileio import to_local_path
 
 ORC_ID = b"iceberg.id"
 ARROW_READ_FORMATS = ("orc", "avro")
@@ -178,7 +180,6 @@ class ArrowFileReader:
                     yield pa.RecordBatch.from_arrays(cols, schema=self.schema)
 
     def _open(self, path: str):
-        from sparkberg.io.fileio import to_local_path
         local = to_local_path(path)
         try:
             if local is not None:
@@ -277,7 +278,6 @@ def read_with_arrow(spark, fmt: str, fields: Sequence[T.NestedField], spark_fiel
     """A DataFrame of the rows of ORC or Avro files ``paths``: ``spark_fields`` (the Spark fields of ``fields``)
     plus ``_key`` and ``_pos``, decoded on the executors."""
     from pyspark.sql import types as ST
-    from sparkberg.spark.types import arrow_schema
     out = ST.StructType(list(spark_fields) + [ST.StructField("_key", ST.StringType()),
                                               ST.StructField("_pos", ST.LongType())])
     reader = ArrowFileReader(fmt, fields, arrow_schema(out), mapping)

@@ -36,6 +36,14 @@ from sparkberg.spec.metadata_columns import (
 )
 from sparkberg.spec.puffin import dv_positions
 from sparkberg.spec.types import UNSUPPORTED_DATA_TYPE_NAMES
+from sparkberg.spec.values import to_python
+from sparkberg.spark.types import arrow_schema
+from sparkberg.read.formats import ArrowFileReader
+from sparkberg.planning.entries import physical_spark_type
+from sparkberg.lru import LRU
+from sparkberg.spark.session import per_session
+from sparkberg.read.fileids import FileSlots
+from sparkberg.spark.session import spark_version
 
 SPARK_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true",
               "spark.sql.parquet.fieldId.read.ignoreMissing": "true"}
@@ -401,7 +409,6 @@ def _fill_defaults(col: Column, t: T.IcebergType, missing: set[int], spark_type:
 
 def _literal_default(f: T.NestedField, spark_type: ST.DataType) -> Column:
     """A field's initial-default as a literal of its Spark type (a struct's from its fields' defaults)."""
-    from sparkberg.spec.values import to_python
     if f.initial_default is None:
         return F.lit(None).cast(spark_type)
     if isinstance(f.field_type, T.StructType):  # a struct's default is {}: its fields take their own defaults
@@ -622,7 +629,6 @@ def _equality_rows_on_driver(fields: list[T.NestedField], applies: dict[str, set
     on."""
     import numpy as np
 
-    from sparkberg.spark.types import arrow_schema
     columns = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))  # (as _delete_file_rows reads)
     schema = columns.append(pa.field("_del_fid", pa.int32()))
     paths = sorted(applies)
@@ -644,8 +650,6 @@ def _equality_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], ca
 
 def _field_reader(fmt: str, fields: Sequence[T.NestedField], mapping: dict[int, list[str]] | None = None):
     """An Arrow reader of ``fields`` (by field id, else by ``mapping``) from files of format ``fmt``."""
-    from sparkberg.read.formats import ArrowFileReader
-    from sparkberg.spark.types import arrow_schema
     return ArrowFileReader(fmt, fields, arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields])), mapping)
 
 
@@ -809,7 +813,6 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
 
 def physical_partition_struct(layout: PartitionLayout) -> ST.StructType:
     """The Spark struct of the layout's physical partition values (as in the entries DataFrame)."""
-    from sparkberg.planning.entries import physical_spark_type
     if not layout.slots:
         return ST.StructType([ST.StructField("_none", ST.IntegerType())])
     return ST.StructType([ST.StructField(s.name, physical_spark_type(s.field_type)) for s in layout.slots])
@@ -982,8 +985,6 @@ def _kept_frame(spark, cache: DeleteCache | None, key: tuple, make, schema: ST.S
     data files with deletes on Spark 4). At most a quarter of the delete cache's bound is kept, in at most
     :data:`KEPT_FRAMES` DataFrames. (A kept DataFrame joined into several reads keeps its columns' ids: Spark
     gives a relation that appears twice in one query new ids, as it does for a table read twice.)"""
-    from sparkberg.lru import LRU
-    from sparkberg.spark.session import per_session
     kept = per_session(spark, "bitmaps", LRU) if cache is not None else None
     hit = kept.get(key) if kept is not None else None
     if hit is not None:
@@ -1014,8 +1015,6 @@ def _scan_filter(spark, tasks: list, ids: list[int], src: PositionSources) -> Co
     that need more than :data:`SLOT_BITS_MAX` bits."""
     from pyspark.sql import DataFrame as AnyDataFrame
 
-    from sparkberg.read.fileids import FileSlots
-    from sparkberg.spark.session import spark_version
     if not hasattr(AnyDataFrame, "scalar") or spark_version(spark) < (4, 0):
         return None
     if src.empty or not (src.as_bitmaps and src.on_driver):

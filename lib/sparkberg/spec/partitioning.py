@@ -12,6 +12,7 @@ from urllib.parse import quote
 from sparkberg.errors import ValidationError
 from sparkberg.spec.transforms import Transform, parse_transform
 from sparkberg.spec.types import NestedField, Schema, StructType
+from sparkberg.spec.types import STRING, INT
 
 PARTITION_DATA_ID_START = 1000
 UNPARTITIONED_SPEC_ID = 0
@@ -111,7 +112,6 @@ class PartitionSpec:
         for f in self.fields:
             src = by_id.get(f.source_id)
             if src is None or not f.transform.is_known:
-                from sparkberg.spec.types import STRING, INT
                 rtype = INT if f.transform.is_void else STRING
             else:
                 rtype = f.transform.result_type(src.field_type)

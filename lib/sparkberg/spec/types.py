@@ -326,6 +326,7 @@ def parse_type(obj: Any, path: str = "type") -> IcebergType:
 
 def parse_field(obj: dict, path: str = "field") -> NestedField:
     """Parse one struct field from its JSON object, including v3 defaults."""
+    # (a genuine cycle: a field's defaults are values of its type, and values are typed by this module)
     from sparkberg.spec.values import from_json_value
 
     if not isinstance(obj, dict):
@@ -349,6 +350,7 @@ def parse_field(obj: dict, path: str = "field") -> NestedField:
 
 
 def _field_to_json(f: NestedField) -> dict:
+    # (a genuine cycle, as in :func:`parse_field`)
     from sparkberg.spec.values import to_json_value
 
     out: dict[str, Any] = {"id": f.field_id, "name": f.name, "required": f.required,

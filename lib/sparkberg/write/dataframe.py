@@ -17,6 +17,7 @@ from sparkberg.spark.types import to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, PartitionColumns, data_file_from_json
+from sparkberg.spec.values import to_python
 
 # what each write task returns (RESULT_DDL as a StructType: PySpark 3.5 parses DDL through the JVM on every call)
 RESULT_SCHEMA = ST.StructType([ST.StructField(RESULT_DDL.split()[0], ST.StringType())])
@@ -83,7 +84,6 @@ def align(df: DataFrame, schema: T.Schema) -> DataFrame:
 
 
 def _default_literal(f: T.NestedField) -> Any:
-    from sparkberg.spec.values import to_python
     return to_python(f.field_type, f.write_default)
 
 

@@ -17,6 +17,7 @@ from sparkberg.spec import types as T
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.spec.puffin import dv_blob_metadata, dv_positions, serialize_dv, write_puffin
 from sparkberg.spec.values import to_bytes, to_json_value
+from sparkberg.spec.values import from_json_value
 
 _PATH_ID, _POS_ID = str(DELETE_FILE_PATH.field_id), str(DELETE_FILE_POS.field_id)
 
@@ -133,7 +134,6 @@ def _previous_positions(data_file: str, target: dict) -> list[int]:
 
 def delete_file_from_json(text: str, metadata) -> tuple[int, DataFile]:
     """(spec id, manifest data file) of one row the delete writer returned."""
-    from sparkberg.spec.values import from_json_value
     d = json.loads(text)
     spec = metadata.spec(d["spec_id"])
     ptype = spec.partition_type(metadata.current_schema)

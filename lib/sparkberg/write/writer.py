@@ -23,6 +23,9 @@ from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.values import to_bytes
 from sparkberg.write.arrow_transforms import apply_transform, physical
+from sparkberg.io.fileio import to_local_path
+from sparkberg.spec.values import from_json_value
+from sparkberg.spec.values import to_json_value
 
 TARGET_FILE_SIZE = ("write.target-file-size-bytes", 512 * 1024 * 1024)
 COMPRESSION = ("write.parquet.compression-codec", "zstd")
@@ -323,7 +326,6 @@ def _runs(keys: list[pa.Array], n: int):
 
 class _OpenFile:
     def __init__(self, w: FileWriter, key: tuple, ordinal: int):
-        from sparkberg.io.fileio import to_local_path
         self.w = w
         self.key = key
         self.partition = {f.field_id: v for f, v in zip(w.spec.fields, key)}
@@ -387,7 +389,6 @@ class _OpenFile:
                 upper[fid] = hi
         enc = {k: base64.b64encode(v).decode("ascii") for k, v in lower.items()}
         enc_u = {k: base64.b64encode(v).decode("ascii") for k, v in upper.items()}
-        from sparkberg.spec.values import to_json_value
         part = {str(f.field_id): to_json_value(pf.field_type, self.partition[f.field_id])
                 for f, pf in zip(self.w.spec.fields, self.w.ptype.fields)}
         return json.dumps({"file_path": self.path, "record_count": self.records, "file_size_in_bytes": size,
@@ -397,7 +398,6 @@ class _OpenFile:
 
 
 def _read_footer(path: str):
-    from sparkberg.io.fileio import to_local_path
     local = to_local_path(path)
     if local is not None:
         return pq.read_metadata(local)
@@ -409,7 +409,6 @@ def _read_footer(path: str):
 
 def data_file_from_json(text: str, spec: PartitionSpec, schema: T.Schema) -> DataFile:
     """The manifest's data file for one row the writer returned."""
-    from sparkberg.spec.values import from_json_value
     d = json.loads(text)
     ptype = spec.partition_type(schema)
     partition = {f.field_id: from_json_value(pf.field_type, d["partition"].get(str(f.field_id)))
