@@ -26,3 +26,20 @@ def spark():
 @pytest.fixture
 def warehouse(tmp_path):
     return str(tmp_path / "warehouse")
+
+
+@pytest.fixture
+def tune(spark):
+    """Sets read thresholds of the session for one test (``tune(driver_delete_rows_max=0)``: the Spark conf keys
+    ``spark.sparkberg.read.*`` of :class:`~sparkberg.spark.tuning.ReadTuning`), unset after it."""
+    from sparkberg.spark.tuning import ReadTuning
+    keys = []
+
+    def set_settings(**settings):
+        for name, value in settings.items():
+            key = ReadTuning.key(name)
+            spark.conf.set(key, str(value))
+            keys.append(key)
+    yield set_settings
+    for key in keys:
+        spark.conf.unset(key)

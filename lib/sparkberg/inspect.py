@@ -16,19 +16,19 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.spec.manifests import MANIFEST_DATA, ManifestFile
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
 from sparkberg.planning.scan import partition_column
-from sparkberg.spark.types import arrow_schema, to_spark_type
+from sparkberg.read.columns import read_files
+from sparkberg.read.formats import path_key
+from sparkberg.read.positions import DVDecoder
+from sparkberg.spark.types import arrow_schema, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
+from sparkberg.spec.manifests import MANIFEST_DATA, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS, DELETE_FILE_ROW_ID, DELETE_FILE_ROW_NAME
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.values import from_bytes
-from sparkberg.read.reader import DVDecoder, read_files
-from sparkberg.spark.types import to_spark_read_field
-from sparkberg.read.formats import path_key
 
 METADATA_TABLES = ("entries", "files", "data_files", "delete_files", "manifests", "history",
                    "metadata_log_entries", "snapshots", "refs", "partitions", "all_data_files", "all_delete_files",

@@ -18,41 +18,19 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from sparkberg.catalog.base import Identifier, parse_identifier, read_metadata
 from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.commit.retry import RetryPolicy, retrying
-from sparkberg.errors import (
-    InvalidMetadataError, MissingFileError, NoSuchTableError, SparkbergError, ValidationError,
-)
+from sparkberg.errors import InvalidMetadataError, MissingFileError, NoSuchTableError, SparkbergError, ValidationError
+from sparkberg.expressions.predicates import TRUE, bind
+from sparkberg.expressions.sql import translate_filter
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
-from sparkberg.spec import updates as U
+from sparkberg.spark.executors import executor_errors
+from sparkberg.spark.session import job_description, session_time_zone
+from sparkberg.spec import types as I, updates as U
 from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
 from sparkberg.spec.snapshots import Snapshot
-from sparkberg.spec.transforms import parse_transform_call
+from sparkberg.spec.transforms import VoidTransform, parse_transform_call
 from sparkberg.spec.types import Schema
-from sparkberg.spark.executors import executor_errors
-from sparkberg.spark.session import job_description, session_time_zone
-from sparkberg.spark.types import from_spark_schema
-from sparkberg.spark.types import to_spark_schema
-from sparkberg.expressions.predicates import TRUE, bind
-from sparkberg.expressions.sql import translate_filter
-from sparkberg.planning.scan import plan
-from sparkberg.read.reader import read_tasks
-from sparkberg.commit.producer import fast_append
-from sparkberg.write.dataframe import delete_written, write_files
-from sparkberg.commit.rowlevel import delete_rows
-from sparkberg.commit.rowlevel import overwrite
-from sparkberg.commit.rowlevel import dynamic_overwrite
-from sparkberg.commit.rowlevel import update
-from sparkberg.commit.equality import delete_by_keys
-from sparkberg.commit.merge import MergeBuilder
-from sparkberg.inspect import MetadataTables
-from sparkberg.views import register_table_views
-from sparkberg.commit.rewrite import rewrite_data_files
-from sparkberg.views import refresh_table_views
 from sparkberg.spec.updates import assign_fresh_ids
-from sparkberg.views import register_catalog_views
-from sparkberg.spec import types as I
-from sparkberg.spec.transforms import VoidTransform
-from sparkberg.planning.entries import referenced_by
 
 _PARTITION_SUFFIX = {"bucket": "bucket", "truncate": "trunc", "year": "year", "month": "month", "day": "day",
                      "hour": "hour", "void": "null"}
@@ -122,6 +100,7 @@ class Table:
 
     def spark_schema(self):
         """The current schema as a Spark StructType."""
+        from sparkberg.spark.types import to_spark_schema  # (needs pyspark: imported on first use)
         return to_spark_schema(self.schema())
 
     def refresh(self) -> "Table":
@@ -181,6 +160,7 @@ class Table:
                 snap = snapshot or self.current_snapshot()
                 if e.path is None or snap is None or " referenced by " in str(e):
                     raise
+                from sparkberg.planning.entries import referenced_by  # (needs pyspark: imported on first use)
                 raise MissingFileError(f"{e}, referenced by {referenced_by(self.io, snap, e.path)} of table "
                                        f"{self.name}", e.path) from None
 
@@ -192,7 +172,7 @@ class Table:
         return bind(translate_filter(filter, schema, session_time_zone(self.spark)), schema)
 
     def plan_files(self, filter: Any = None, snapshot_id: int | None = None, ref: str | None = None,
-                   as_of_timestamp_ms: int | None = None, planning: str = "auto"):
+                   as_of_timestamp_ms: int | None = None, planning: str | None = None):
         """The data files a scan reads, as a DataFrame, one row per file (in manifest order):
 
         ``file_path``, ``file_format``, ``spec_id``, ``partition`` (struct of every spec's partition fields,
@@ -203,22 +183,27 @@ class Table:
 
         ``filter`` (a Spark SQL expression) prunes files by partition and metrics; files it cannot rule out
         are kept, so it may list files with no matching row. ``planning`` is "auto" (small tables are planned on
-        the driver, large ones on the executors), "local" or "distributed"; the result is the same.
+        the driver, large ones on the executors), "local" or "distributed", by default the table property
+        ``read.data-planning-mode`` (else "auto"; see :mod:`sparkberg.spark.tuning`); the result is the same.
         """
+        from sparkberg.planning.scan import plan  # (needs pyspark: imported on first use)
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
         with self._running("DATA-PLANNING", snap):
             return plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning,
                         self.name).files()
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
-              ref: str | None = None, columns: Sequence[str] | None = None, planning: str = "auto"):
+              ref: str | None = None, columns: Sequence[str] | None = None, planning: str | None = None):
         """The table's rows as a Spark DataFrame, deletes applied.
 
         ``filter`` (Spark SQL expression or Column) is applied exactly to the rows and, as far as it translates
         to Iceberg predicates, prunes files. ``snapshot_id``, ``as_of_timestamp_ms`` and ``ref`` (branch or tag)
         time travel. ``columns`` may name metadata columns: ``_file``, ``_pos``, ``_spec_id``, ``_partition``,
-        and on v3 tables ``_row_id`` and ``_last_updated_sequence_number``.
+        and on v3 tables ``_row_id`` and ``_last_updated_sequence_number``. ``planning``: as for
+        :meth:`plan_files`.
         """
+        from sparkberg.planning.scan import plan  # (needs pyspark: imported on first use)
+        from sparkberg.read.reader import read_tasks  # (needs pyspark: imported on first use)
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
         with self._running("DATA-PLANNING", snap):
             p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning, self.name)
@@ -229,6 +214,8 @@ class Table:
     def append(self, df) -> "Table":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
+        from sparkberg.commit.producer import fast_append  # (needs pyspark: imported on first use)
+        from sparkberg.write.dataframe import delete_written, write_files  # (needs pyspark: imported on first use)
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
         with self._running("WRITE"):
@@ -245,6 +232,7 @@ class Table:
     def delete(self, filter: str) -> "Table":
         """Delete the rows matching a Spark SQL filter, in one commit: copy-on-write or merge-on-read per
         the table property ``write.delete.mode`` (position delete files on v2, deletion vectors on v3)."""
+        from sparkberg.commit.rowlevel import delete_rows  # (needs pyspark: imported on first use)
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
         with self._running("DELETE"):
@@ -254,6 +242,7 @@ class Table:
     def overwrite(self, df, filter: str | None = None) -> "Table":
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
+        from sparkberg.commit.rowlevel import overwrite  # (needs pyspark: imported on first use)
         self._writable()
         with self._running("OVERWRITE"):
             overwrite(self, df, filter)
@@ -261,6 +250,7 @@ class Table:
 
     def dynamic_overwrite(self, df) -> "Table":
         """Replace each partition that ``df`` has rows for (in the default spec) with those rows, in one commit."""
+        from sparkberg.commit.rowlevel import dynamic_overwrite  # (needs pyspark: imported on first use)
         self._writable()
         with self._running("OVERWRITE"):
             dynamic_overwrite(self, df)
@@ -269,6 +259,7 @@ class Table:
     def update(self, set: dict[str, str], filter: str | None = None) -> "Table":
         """Set columns to Spark SQL expressions (``{"v": "v + 1"}``) on the rows matching ``filter``, in one
         commit: copy-on-write or merge-on-read per ``write.update.mode``; v3 rows keep their ``_row_id``."""
+        from sparkberg.commit.rowlevel import update  # (needs pyspark: imported on first use)
         self._writable()
         if not set:
             raise ValidationError("update needs at least one column to set")
@@ -279,6 +270,7 @@ class Table:
     def delete_by_keys(self, df, key_columns) -> "Table":
         """Delete the rows whose ``key_columns`` equal those of a row of ``df`` (null-safe), without reading
         the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
+        from sparkberg.commit.equality import delete_by_keys  # (needs pyspark: imported on first use)
         self._writable()
         with self._running("DELETE"):
             delete_by_keys(self, df, key_columns)
@@ -287,6 +279,7 @@ class Table:
     def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s"):
         """A MERGE builder: ``t.merge(src, "t.id = s.id").when_matched_update({"v": "s.v"})
         .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``."""
+        from sparkberg.commit.merge import MergeBuilder  # (needs pyspark: imported on first use)
         self._writable()
         return MergeBuilder(self, source, condition, target_alias, source_alias)
 
@@ -294,6 +287,7 @@ class Table:
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see
         :data:`sparkberg.inspect.METADATA_TABLES`) as a DataFrame with Iceberg's Spark columns; ``snapshot_id``
         picks the snapshot for the tables that describe one (entries, files, manifests, partitions...)."""
+        from sparkberg.inspect import MetadataTables  # (needs pyspark: imported on first use)
         snap = self._metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
         with self._running("METADATA", snap, f".{name}"):
             return MetadataTables(self.spark, self._metadata, self.io, self.metadata_location).table(
@@ -302,6 +296,7 @@ class Table:
     def register_views(self, name: str | None = None) -> list[str]:
         """Temporary Spark SQL views of this table (``events``) and its metadata tables (``events__snapshots``,
         ...); see :mod:`sparkberg.views`. Returns the view names."""
+        from sparkberg.views import register_table_views  # (needs pyspark: imported on first use)
         return register_table_views(self, name)
 
     def rewrite_data_files(self, filter: str | None = None, target_file_size_bytes: int | None = None,
@@ -310,6 +305,7 @@ class Table:
         rewritten at the target size with their deletes applied, in one ``replace`` snapshot; v3 row ids are
         kept. Options as Iceberg's ``rewrite_data_files`` (``min_file_size_bytes``, ``max_file_size_bytes``,
         ``delete_file_threshold``). Returns the counts the Java procedure reports."""
+        from sparkberg.commit.rewrite import rewrite_data_files  # (needs pyspark: imported on first use)
         self._writable()
         with self._running("REWRITE"):
             return rewrite_data_files(self, filter, target_file_size_bytes, min_input_files,
@@ -360,6 +356,7 @@ class Table:
         """Take the metadata this table's commit just wrote; the session's SQL views of the table
         (:mod:`sparkberg.views`) now show it."""
         self._metadata, self.metadata_location = metadata, metadata_location
+        from sparkberg.views import refresh_table_views  # (needs pyspark: imported on first use)
         refresh_table_views(self)
 
     def set_properties(self, properties: dict[str, str] | None = None, **kwargs: str) -> "Table":
@@ -485,6 +482,7 @@ def _schema_from(spark: Any, schema: Any) -> Schema:
     if isinstance(schema, Schema):
         return schema
     from pyspark.sql import types as T
+    from sparkberg.spark.types import from_spark_schema  # (needs pyspark: imported on first use)
     if isinstance(schema, str):
         schema = _parse_ddl(spark, schema)
     if not isinstance(schema, T.StructType):
@@ -574,6 +572,7 @@ class Catalog:
         """Temporary Spark SQL views for the tables of ``namespace`` (all when None) and their metadata tables:
         ``SELECT * FROM events`` and ``SELECT * FROM events__snapshots`` then work without an Iceberg jar
         (``qualified=True``: ``db__events``...). ``spark`` defaults to the catalog's session."""
+        from sparkberg.views import register_catalog_views  # (needs pyspark: imported on first use)
         if spark is not None and spark is not self.spark:
             return Catalog(spark, self._backend, self.uri).register_views(None, namespace, qualified)
         return register_catalog_views(self, namespace, qualified)

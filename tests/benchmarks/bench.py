@@ -469,7 +469,7 @@ def scan_floors(spark, t) -> dict:
     file would compute the row index of every row instead (PySpark 3.5 boxes each). Each read is built anew,
     as ``to_df`` builds one."""
     from sparkberg.read.fileids import FileIds
-    from sparkberg.read.reader import read_schema
+    from sparkberg.read.columns import read_schema
     from sparkberg.spark.session import read_parquet
     tasks = t.plan_files().collect()
     deleted = [r["file_path"] for r in tasks if r["deletes"]]

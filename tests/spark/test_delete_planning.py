@@ -1,5 +1,6 @@
 """Delete planning on Spark: wherever the delete files are decoded (the driver, a job of their own, the planning
 tasks themselves), every plan attaches the same delete files to each data file."""
+import pytest
 
 
 def test_distributed_planning_decodes_many_deletes_once_in_a_labelled_job(spark, warehouse, monkeypatch):
@@ -132,3 +133,40 @@ def test_plans_indexing_delete_files_on_the_driver_equal_plans_whose_tasks_index
         return load_many(self, *args, **kwargs)
     monkeypatch.setattr(scan.EntryDecoder, "load_many", recorded)
     assert plan("distributed") == scoped and decoded_where == ["driver"]
+
+
+def test_planning_modes_follow_icebergs_table_properties(spark, warehouse, monkeypatch):
+    """``read.data-planning-mode`` and ``read.delete-planning-mode`` (Iceberg's table properties, auto | local |
+    distributed) choose where manifests are decoded; the ``planning`` argument overrides the first; the plan
+    is the same whichever is chosen."""
+    import contextlib
+
+    import sparkberg.planning.scan as scan
+    from sparkberg.errors import ValidationError
+    t = _table_with_deletes(spark, warehouse, "modes")
+    labels = []
+
+    @contextlib.contextmanager
+    def record(session, label):
+        labels.append(label)
+        yield
+    monkeypatch.setattr(scan, "job_description", record)
+
+    def plan(**kw):
+        return sorted((r["file_path"], sorted(d["file_path"] for d in r["deletes"]))
+                      for r in t.plan_files(**kw).collect())
+    expected = plan(planning="local")
+    assert labels == [] and any(ds for _, ds in expected)
+    t.set_properties({"read.data-planning-mode": "local"})
+    assert scan.plan(spark, t.metadata, t.io, t.current_snapshot()).is_local
+    t.set_properties({"read.data-planning-mode": "distributed", "read.delete-planning-mode": "distributed"})
+    assert not scan.plan(spark, t.metadata, t.io, t.current_snapshot()).is_local
+    assert plan() == expected and labels == ["DELETE-PLANNING db.modes"]  # (deletes decoded in a job)
+    assert scan.plan(spark, t.metadata, t.io, t.current_snapshot(), mode="local").is_local  # (the argument wins)
+    t.set_properties({"read.delete-planning-mode": "local"})
+    assert plan() == expected and labels == ["DELETE-PLANNING db.modes"]  # (decoded on the driver)
+    t.set_properties({"read.data-planning-mode": "everywhere"})
+    with pytest.raises(ValidationError, match="read.data-planning-mode"):
+        t.plan_files()
+    with pytest.raises(ValidationError, match="planning must be one of"):
+        t.plan_files(planning="nowhere")

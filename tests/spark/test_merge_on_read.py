@@ -11,7 +11,10 @@ import pytest
 
 import sparkberg
 import sparkberg.read.fileids as fileids
+import sparkberg.read.equality as equality
+import sparkberg.read.positions as positions
 import sparkberg.read.reader as reader
+from sparkberg.spark.tuning import ReadTuning
 from sparkberg.read.fileids import file_name, xxh64
 
 pytestmark = pytest.mark.spark
@@ -54,19 +57,19 @@ def _read(t, version):
 
 
 @pytest.mark.parametrize("version", [2, 3])
-def test_every_way_of_matching_rows_to_deletes_agrees(spark, warehouse, monkeypatch, version):
+def test_every_way_of_matching_rows_to_deletes_agrees(spark, warehouse, monkeypatch, tune, version):
     t = _table(spark, warehouse, version)
     expected_ids = [i for i in range(600) if i % 7 and i % 11 and not 100 <= i <= 130]
     assert any(d for r in t.plan_files().collect() for d in r["deletes"])
     by_name_bitmaps = _read(t, version)  # bitmaps made on the driver
     assert sorted(r[0] for r in by_name_bitmaps) == expected_ids
-    monkeypatch.setattr(reader, "DRIVER_DELETE_ROWS_MAX", 0)  # bitmaps made on the executors
+    tune(driver_delete_rows_max=0)  # bitmaps made on the executors
     assert _read(t, version) == by_name_bitmaps
-    monkeypatch.setattr(reader, "BITMAP_BYTES_MAX", 0)  # (file id, position) keys of an anti-join
+    tune(bitmap_bytes_max=0)  # (file id, position) keys of an anti-join
     assert _read(t, version) == by_name_bitmaps
     monkeypatch.setattr(fileids, "NAME_IDS_MAX_FILES", 0)  # ids by a join on the path
     assert _read(t, version) == by_name_bitmaps
-    monkeypatch.setattr(reader, "BITMAP_BYTES_MAX", 64 << 20)
+    tune(bitmap_bytes_max=64 << 20)
     assert _read(t, version) == by_name_bitmaps
     assert t.to_df().count() == len(expected_ids)
 
@@ -83,8 +86,8 @@ def test_a_repeated_read_decodes_no_delete_file(spark, warehouse, monkeypatch, v
 
     def unread(*args):
         raise AssertionError("decoded again")
-    monkeypatch.setattr(reader, "_decode_position_file", unread)
-    monkeypatch.setattr(reader, "_dv_positions", unread)
+    monkeypatch.setattr(positions, "_decode_position_file", unread)
+    monkeypatch.setattr(positions, "_dv_positions", unread)
     assert _read(t, version) == first
     spark.conf.set(ENABLED, "false")
     try:
@@ -116,7 +119,7 @@ def test_deletes_reach_only_the_files_they_apply_to(spark, warehouse, monkeypatc
     assert _read(t, 2) == got
 
 
-def test_equality_deletes_decoded_on_the_driver_read_by_spark_or_decoded_in_python_agree(spark, warehouse,
+def test_equality_deletes_decoded_on_the_driver_read_by_spark_or_decoded_in_python_agree(spark, tune, warehouse,
                                                                                          monkeypatch):
     # spec "Equality Delete Files": a delete applies to every data file of its (here: unpartitioned) table with
     # a lower data sequence number, and null equals null. Delete files apply to the files of both appends; the
@@ -135,22 +138,22 @@ def test_equality_deletes_decoded_on_the_driver_read_by_spark_or_decoded_in_pyth
     # the keys are 3, 6, ... and null (in place of 0): row 0 stays, the row with a null id goes
     expected = sorted([(i, str(i)) for i in range(100) if (i % 3 or i == 0) and i != 50] + [(3, "again")])
     found = []
-    real_found = reader._equality_positions
-    monkeypatch.setattr(reader, "_equality_positions", lambda *a: found.append(real_found(*a)) or found[-1])
+    real_found = reader.equality_positions
+    monkeypatch.setattr(reader, "equality_positions", lambda *a: found.append(real_found(*a)) or found[-1])
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected  # found as positions, on the driver
     assert found and found[0] and all(len(p) for p in found[0].values())
-    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", -1)  # joined by Spark
+    tune(equality_positions_rows_max=-1)  # joined by Spark
     decoded = []
-    real = reader._equality_rows_on_driver
-    monkeypatch.setattr(reader, "_equality_rows_on_driver", lambda *a: decoded.append(1) or real(*a))
+    real = equality._equality_rows_on_driver
+    monkeypatch.setattr(equality, "_equality_rows_on_driver", lambda *a: decoded.append(1) or real(*a))
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected and decoded
-    monkeypatch.setattr(reader, "DRIVER_DELETE_ROWS_MAX", -1)
+    tune(driver_delete_rows_max=-1)
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected
-    monkeypatch.setattr(reader, "EQUALITY_DELETES_BY_SPARK", False)
+    monkeypatch.setattr(equality, "read_by_spark", lambda *a: [])  # (decoded in Python)
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected and len(decoded) == 1
 
 
-def test_data_files_with_the_same_equality_deletes_share_one_copy_of_their_rows(spark, warehouse, monkeypatch):
+def test_data_files_with_the_same_equality_deletes_share_one_copy_of_their_rows(spark, warehouse, monkeypatch, tune):
     # spec "Equality Delete Files": a delete applies to the data files with a lower data sequence number. The
     # first append's files have both delete files, the second's the later one, the third's none: two sets of
     # delete files for five data files, so the delete rows are joined once per set (the later file's twice),
@@ -166,10 +169,10 @@ def test_data_files_with_the_same_equality_deletes_share_one_copy_of_their_rows(
     expected = sorted([(i, str(i)) for i in range(300) if i % 7 and i % 5] +
                       [(i, str(i)) for i in range(300, 400) if i % 5] + [(5, "again")])
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected  # (found as positions)
-    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", -1)  # joined by Spark
+    tune(equality_positions_rows_max=-1)  # joined by Spark
     applied = []
-    real = reader._equality_delete_rows
-    monkeypatch.setattr(reader, "_equality_delete_rows",
+    real = equality._equality_delete_rows
+    monkeypatch.setattr(equality, "_equality_delete_rows",
                         lambda spark, metadata, fields, applies, *rest: applied.append(dict(applies)) or
                         real(spark, metadata, fields, applies, *rest))
     assert sorted(tuple(r) for r in t.to_df().collect()) == expected
@@ -178,7 +181,7 @@ def test_data_files_with_the_same_equality_deletes_share_one_copy_of_their_rows(
     assert sum(1 for r in t.plan_files().collect() if any(d["content"] == 2 for d in r["deletes"])) == 5
 
 
-def test_equality_deletes_match_by_value_whatever_the_join_key(spark, warehouse, monkeypatch):
+def test_equality_deletes_match_by_value_whatever_the_join_key(spark, warehouse, monkeypatch, tune):
     # spec "Equality Delete Files": a row is deleted when its values equal a delete row's in every equality
     # column, null equal to null. Rows and deletes are joined on a hash of (file, values), the pairs sharing it
     # checked exactly: a hash that collides for every row of a file, and the join without the hash (kept for
@@ -201,13 +204,14 @@ def test_equality_deletes_match_by_value_whatever_the_join_key(spark, warehouse,
     def read():
         return Counter(tuple(r) for r in t.to_df().collect())
     assert read() == expected  # (found as positions on the driver)
-    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", -1)  # joined by Spark
+    tune(equality_positions_rows_max=-1)  # joined by Spark
     assert read() == expected
-    monkeypatch.setattr(reader, "DRIVER_DELETE_ROWS_MAX", -1)  # (the deletes read by Spark)
+    tune(driver_delete_rows_max=-1)  # (the deletes read by Spark)
     assert read() == expected
-    monkeypatch.setattr(reader, "_equality_key", lambda file, values: F.xxhash64(file))
+    monkeypatch.setattr(equality, "_equality_key", lambda file, values: F.xxhash64(file))
     assert read() == expected
-    monkeypatch.setattr(reader, "EQUALITY_JOIN_HASHED", False)
+    plain = equality._equality_condition
+    monkeypatch.setattr(equality, "_equality_condition", lambda *a, hashed: plain(*a, hashed=False))
     assert read() == expected
 
 
@@ -226,7 +230,7 @@ def test_positions_without_file_columns(spark, warehouse, deleted):
     assert len(alone) == (50 if deleted else 60) and all(pos is not None for _, pos in alone)
 
 
-def test_equality_deletes_found_as_positions_once_per_data_file(spark, warehouse, monkeypatch):
+def test_equality_deletes_found_as_positions_once_per_data_file(spark, warehouse, monkeypatch, tune):
     # spec "Equality Delete Files": a row is deleted when its values equal a delete row's in every equality
     # column (null equal to null; a column a data file lacks reads as null), by the deletes with a higher
     # sequence number. The positions of the rows they delete are found once per data file and set of delete
@@ -246,8 +250,8 @@ def test_equality_deletes_found_as_positions_once_per_data_file(spark, warehouse
     expected = Counter(r + (None,) for r in rows if (r[1], r[2]) not in keys and r[0] != 7)
     expected[(100, datetime.date(2024, 1, 2), decimal.Decimal("1.00"), "new")] += 1
     reads = []
-    real = reader._equality_deleted_positions
-    monkeypatch.setattr(reader, "_equality_deleted_positions", lambda path, *a: reads.append(path) or real(path, *a))
+    real = equality._equality_deleted_positions
+    monkeypatch.setattr(equality, "_equality_deleted_positions", lambda path, *a: reads.append(path) or real(path, *a))
 
     def read():
         return Counter(tuple(r) for r in t.to_df().collect())
@@ -256,9 +260,9 @@ def test_equality_deletes_found_as_positions_once_per_data_file(spark, warehouse
     # the first append's two files (the plan gives the last append's file no delete: its id bounds exclude 7)
     assert first == 2
     assert read() == expected and len(reads) == first  # (kept by the delete cache)
-    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", -1)
+    tune(equality_positions_rows_max=-1)
     assert read() == expected and len(reads) == first  # joined by Spark: the same rows
-    monkeypatch.setattr(reader, "EQUALITY_POSITIONS_ROWS_MAX", 1 << 30)
+    tune(equality_positions_rows_max=1 << 30)
     t.delete_by_keys(spark.sql("SELECT 100L AS id"), ["id"])
     del expected[(100, datetime.date(2024, 1, 2), decimal.Decimal("1.00"), "new")]
     assert read() == expected and len(reads) == first + 1  # (the one file whose ids the new delete may hold)
@@ -281,8 +285,8 @@ def test_floating_point_and_large_equality_deletes_are_left_to_the_join(spark, w
         return [dict(r.asDict(recursive=True), deletes=[delete], record_count=data_rows)
                 for r in t.plan_files().collect()]
     for case in (tasks([ids["x"]]), tasks([ids["id"], ids["x"]]), tasks([ids["id"]], record_count=None),
-                 tasks([ids["id"]], data_rows=reader.EQUALITY_POSITIONS_ROWS_MAX + 1)):
-        assert reader._equality_positions(m, case, list(range(len(case))), fields, None) is None
+                 tasks([ids["id"]], data_rows=ReadTuning().equality_positions_rows_max + 1)):
+        assert equality.equality_positions(m, case, list(range(len(case))), fields, None, ReadTuning()) is None
 
 
 @pytest.mark.parametrize("planning", ["local", "distributed"])
@@ -297,8 +301,8 @@ def test_equality_deletes_that_delete_nothing_leave_a_plain_read(spark, warehous
     t.append(spark.sql("SELECT 5L AS id, 'after' AS v"))
     assert sum(1 for r in t.plan_files(planning=planning).collect() if r["deletes"]) == 2
     applied = []  # (the data files whose rows are matched to positions)
-    real = reader.PositionSources.of
-    monkeypatch.setattr(reader.PositionSources, "of", classmethod(lambda cls, tasks, *a: applied.append(
+    real = positions.PositionSources.of
+    monkeypatch.setattr(positions.PositionSources, "of", classmethod(lambda cls, tasks, *a: applied.append(
         len(tasks)) or real(tasks, *a)))
     rows = sorted(tuple(r) for r in t.to_df(columns=["id", "v", "_file", "_pos"], planning=planning).collect())
     assert [r[:2] for r in rows] == sorted([(i * 2, "v") for i in range(10)] + [(5, "after")])
@@ -376,8 +380,8 @@ def test_deletes_as_a_filter_of_the_scan_agree_with_the_join(spark, warehouse, m
     t, kept = _deleted_table(spark, warehouse, f"scan_filter_{kind.replace(' ', '_')}", kind)
     assert any(not r["deletes"] for r in t.plan_files().collect())
     used = []
-    real = reader._scan_filter
-    monkeypatch.setattr(reader, "_scan_filter", lambda *a: used.append(real(*a)) or used[-1])
+    real = reader.position_scan_filter
+    monkeypatch.setattr(reader, "position_scan_filter", lambda *a: used.append(real(*a)) or used[-1])
 
     def reads():
         return (sorted(tuple(r) for r in t.to_df().collect()),
@@ -387,18 +391,18 @@ def test_deletes_as_a_filter_of_the_scan_agree_with_the_join(spark, warehouse, m
     assert used and all(u is not None for u in used)  # (each read took the filter)
     assert filtered[0] == [(i, str(i % 4), str(i)) for i in kept]
     assert filtered[2] == [i for i in kept if i >= 100 and i != 200]
-    monkeypatch.setattr(reader, "_scan_filter", lambda *a: None)  # the join of bitmaps
+    monkeypatch.setattr(reader, "position_scan_filter", lambda *a: None)  # the join of bitmaps
     assert reads() == filtered
     with_file = sorted((r["v"], r["id"], r["_pos"]) for r in t.to_df(columns=["v", "id", "_pos", "_file"]).collect())
     assert with_file == filtered[1]
 
 
-def test_deletes_take_the_join_when_files_have_no_slots(spark, warehouse, monkeypatch):
+def test_deletes_take_the_join_when_files_have_no_slots(spark, warehouse, monkeypatch, tune):
     t, kept = _deleted_table(spark, warehouse, "no_slots", "position")
-    monkeypatch.setattr(reader, "SLOT_BITS_MAX", 0)  # (no file has a slot: the bitmaps are joined)
+    tune(scan_filter_slot_bits_max=0)  # (no file has a slot: the bitmaps are joined)
     used = []
-    real = reader._scan_filter
-    monkeypatch.setattr(reader, "_scan_filter", lambda *a: used.append(real(*a)) or used[-1])
+    real = reader.position_scan_filter
+    monkeypatch.setattr(reader, "position_scan_filter", lambda *a: used.append(real(*a)) or used[-1])
     assert sorted(r["id"] for r in t.to_df().collect()) == kept
     assert used == [None]
 

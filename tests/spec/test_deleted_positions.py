@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sparkberg.read.fileids import ID_BITS, NAME_IDS_MAX_FILES, FileIds, FileSlots, file_name, xxh64
-from sparkberg.read.reader import DeletedPositions, _by_slot, _position_delete_units
+from sparkberg.read.positions import DeletedPositions, _by_slot, _position_delete_units
 from sparkberg.spec.puffin import serialize_dv
 
 
@@ -119,7 +119,7 @@ def _bitmaps_of(decoder, units):
 def test_decoded_deletes_are_kept_between_reads(tmp_path, monkeypatch):
     # delete files never change once written: a second read of the same position delete file and DV decodes
     # nothing, and the plan's targets still filter the kept rows (another read may apply the file to other files)
-    from sparkberg.read import reader
+    from sparkberg.read import positions
     from sparkberg.read.deletecache import DeleteCache
     DeleteCache.clear()
     schema = pa.schema([pa.field("file_path", pa.string(), True, {b"PARQUET:field_id": b"2147483546"}),
@@ -137,8 +137,8 @@ def test_decoded_deletes_are_kept_between_reads(tmp_path, monkeypatch):
 
     def unread(*args):
         raise AssertionError("decoded again")
-    monkeypatch.setattr(reader, "_delete_file_rows", unread)
-    monkeypatch.setattr(reader, "_dv_positions", unread)
+    monkeypatch.setattr(positions, "delete_file_rows", unread)
+    monkeypatch.setattr(positions, "_dv_positions", unread)
     again = _bitmaps_of(DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}, cache), [unit])
     assert again == first
     # the same file applied to both data files, from the kept rows (a null path or position deletes nothing)

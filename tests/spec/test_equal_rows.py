@@ -7,7 +7,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from sparkberg.read.reader import equal_rows
+from sparkberg.read.equality import equal_rows
 
 
 def _mask(rows: dict, deleted: dict) -> list[bool]:

@@ -114,7 +114,7 @@ def test_position_delete_rows_keep_only_the_data_files_the_plan_applies_them_to(
     # matched it with, so rows naming any other file are dropped; the key is data file id << 40 | pos
     import pyarrow.parquet as pq
 
-    from sparkberg.read.reader import PositionDeleteRows
+    from sparkberg.read.positions import PositionDeleteRows
     files = ["file:/wh/a.parquet", "file:/wh/b.parquet", "file:/wh/other.parquet"]
     paths = [files[0], files[0], files[1], files[2], files[1], files[0]]
     positions = [0, 7, 3, 1, 2 ** 33, 9]

@@ -33,8 +33,8 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from sparkberg.avro.columnar import ManifestColumns
-from sparkberg.lru import LRU
 from sparkberg.errors import ValidationError
+from sparkberg.lru import LRU
 
 ENABLED = "spark.sparkberg.manifest-cache.enabled"
 DIRECTORY = "spark.sparkberg.manifest-cache.dir"

@@ -18,19 +18,15 @@ import fastavro
 from sparkberg.avro.schemas import (
     field_ids, manifest_entry_schema, manifest_list_names, manifest_list_schema, non_null,
 )
-from sparkberg.avro.types import from_avro_value, partition_record, to_avro_value
+from sparkberg.avro.types import from_avro_value, make_compatible_name, partition_record, to_avro_value
 from sparkberg.errors import InvalidMetadataError, ValidationError
 from sparkberg.spec.manifests import (
     ADDED, DATA, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, DataFile, FieldSummary, Manifest, ManifestEntry,
     ManifestFile,
 )
 from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.types import Schema, StructType
-from sparkberg.spec.values import is_nan, to_bytes
-from sparkberg.spec.values import date_to_days, datetime_to_micros, time_to_micros
-from sparkberg.avro.types import make_compatible_name
-from sparkberg.spec.types import DecimalType
-from sparkberg.spec.types import UUID
+from sparkberg.spec.types import UUID, DecimalType, Schema, StructType
+from sparkberg.spec.values import date_to_days, datetime_to_micros, is_nan, time_to_micros, to_bytes
 
 V1_BLOCK_SIZE = 64 * 1024 * 1024  # what Java writes in the deprecated v1 block_size_in_bytes
 AVRO_CODEC = "deflate"

@@ -11,8 +11,7 @@ from sparkberg.spec.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMP_NS, TIMESTAMPTZ,
     TIMESTAMPTZ_NS, UUID, DecimalType, FixedType, IcebergType, StructType,
 )
-from sparkberg.spec.values import unscaled_to_decimal
-from sparkberg.spec.values import decimal_unscaled
+from sparkberg.spec.values import decimal_unscaled, unscaled_to_decimal
 
 _SIMPLE = {
     BOOLEAN: "boolean", INT: "int", LONG: "long", FLOAT: "float", DOUBLE: "double", STRING: "string",

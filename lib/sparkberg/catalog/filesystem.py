@@ -14,13 +14,13 @@ from typing import Iterator
 from sparkberg.catalog.base import (
     Identifier, delete_after_commit, parse_identifier, parse_namespace, read_metadata, with_metadata_log,
 )
+from sparkberg.catalog.purge import referenced_files
 from sparkberg.errors import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
     NoSuchTableError, TableAlreadyExistsError,
 )
 from sparkberg.io.fileio import FileAlreadyExistsError, FileIO, file_io_for
 from sparkberg.spec.metadata import TableMetadata
-from sparkberg.catalog.purge import referenced_files
 
 VERSION_HINT = "version-hint.text"
 _VERSION_RE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json(\.gz)?$")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sparkberg.spec.manifests import EQUALITY_DELETES
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.errors import ValidationError
 from sparkberg.spec import types as T
+from sparkberg.spec.manifests import EQUALITY_DELETES
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.write.dataframe import write_files
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Callable, Sequence, TypeVar
 
 from sparkberg.avro.manifest import read_manifest
-from sparkberg.spec.manifests import ADDED, DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile, inherit
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO
+from sparkberg.spec.manifests import ADDED, DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile, inherit
 
 MERGE_ENABLED = "commit.manifest-merge.enabled"
 MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"

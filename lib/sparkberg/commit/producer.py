@@ -16,14 +16,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from sparkberg.avro.manifest import manifest_file_for, read_manifest, write_manifest, write_manifest_list
-from sparkberg.spec.manifests import (
-    ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
-    ManifestFile, inherit,
-)
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.errors import CommitFailedException, SparkbergError
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.spec import updates as U
+from sparkberg.spec.manifests import (
+    ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
+    ManifestFile, inherit,
+)
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import MAIN_BRANCH, Snapshot, new_snapshot_id
 

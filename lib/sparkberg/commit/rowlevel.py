@@ -17,21 +17,20 @@ import uuid
 from pyspark.sql import functions as F
 
 from sparkberg.avro.manifest import read_manifest
-from sparkberg.spec.manifests import ADDED, MANIFEST_DATA, inherit
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match
 from sparkberg.expressions.predicates import TRUE, bind, evaluate
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
+from sparkberg.expressions.sql import translate_filter
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.planning.scan import plan
 from sparkberg.read.reader import read_tasks
+from sparkberg.spark.session import session_time_zone
+from sparkberg.spec.manifests import ADDED, MANIFEST_DATA, MANIFEST_DELETES, inherit
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
-from sparkberg.spec.manifests import MANIFEST_DELETES
-from sparkberg.expressions.sql import translate_filter
-from sparkberg.spark.session import session_time_zone
 
 
 def _partition_by_id(layout, spec_id: int, partition) -> dict:

@@ -22,10 +22,10 @@ import json
 import sys
 from typing import Any
 
+import sparkberg
 from sparkberg.jobs import metadata_view
 from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
 from sparkberg.jobs.health import _jsonable
-import sparkberg
 
 
 def _describe(t) -> dict[str, Any]:

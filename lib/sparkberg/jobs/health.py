@@ -20,8 +20,8 @@ from typing import Any, Sequence
 
 from pyspark.sql import DataFrame
 
-from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
 import sparkberg
+from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
 
 HEALTH_VIEWS = ("small_files", "deletes", "manifests", "snapshot_growth", "row_lineage")
 DEFAULT_SMALL_FILE_BYTES = 32 * 1024 * 1024

@@ -14,8 +14,8 @@ import argparse
 import json
 import sys
 
-from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
 import sparkberg
+from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
 
 MODES = ("append", "overwrite", "dynamic-overwrite")
 FORMATS = ("parquet", "csv", "json")

@@ -13,9 +13,9 @@ import shutil
 from typing import Any, Callable, Sequence
 
 from sparkberg.avro.manifest import read_manifest
-from sparkberg.spec.manifests import DELETED, inherit
 from sparkberg.inspect import history_rows, manifest_row, refs_rows, snapshot_rows
 from sparkberg.planning.entries import PartitionLayout, snapshot_manifests
+from sparkberg.spec.manifests import DELETED, inherit
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.values import to_python
 

@@ -25,12 +25,12 @@ from sparkberg.avro.cache import ManifestCache
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
 from sparkberg.avro.decode import manifest_columns, manifest_list
 from sparkberg.avro.manifest import manifest_file_from_manifest, read_manifest
-from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, ManifestFile
-from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.errors import SparkbergError
+from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, distinct_rows, eq_stats, path_bounds
 from sparkberg.spec import types as T
+from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.threads import by_threads

@@ -9,13 +9,13 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from sparkberg.avro.manifest import read_manifest
-from sparkberg.spec.manifests import DELETED, MANIFEST_DATA, ManifestFile, inherit
 from sparkberg.expressions.evaluators import manifest_may_match, metrics_may_match
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
-from sparkberg.planning.entries import EntryDecoder, snapshot_manifests
 from sparkberg.planning.deletes import EqStats, delete_sort_key, eq_columns, eq_delete_may_apply, eq_stats, in_path_bounds, path_bounds
+from sparkberg.planning.entries import EntryDecoder, snapshot_manifests
+from sparkberg.spec.manifests import DELETED, MANIFEST_DATA, ManifestFile, inherit
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 

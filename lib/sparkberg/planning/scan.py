@@ -19,26 +19,27 @@ from pyspark.sql import types as ST
 
 from sparkberg.avro.cache import manifest_cache
 from sparkberg.avro.columnar import ManifestListColumns
-from sparkberg.spec.manifests import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
 from sparkberg.expressions.evaluators import (
-    manifest_mask, manifest_may_match, metrics_mask, metrics_may_match, predicate_field_ids,
+    INTEGRAL_TYPES, manifest_mask, manifest_may_match, metrics_mask, metrics_may_match, predicate_field_ids,
 )
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
 from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
-from sparkberg.errors import ValidationError
+from sparkberg.planning.deletes import DELETE_STRUCT, DeleteMatcher, eq_columns
 from sparkberg.planning.entries import (
     EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifest_groups, manifests_df, manifests_of,
-    snapshot_manifest_table,
+    physical_spark_type, snapshot_manifest_table,
 )
-from sparkberg.planning.deletes import DELETE_STRUCT, DeleteMatcher, eq_columns
 from sparkberg.spark.session import arrow_dataframe, collect_arrow, job_description, with_known_count
+from sparkberg.spark.tuning import (
+    DATA_PLANNING_MODE, DELETE_PLANNING_MODE, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT, LOCAL_MAX_FILES,
+    LOCAL_MAX_FILES_DEFAULT, int_property, planning_mode,
+)
 from sparkberg.spec import types as T
+from sparkberg.spec.manifests import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.threads import DRIVER_THREADS
-from sparkberg.expressions.evaluators import INTEGRAL_TYPES
-from sparkberg.planning.entries import physical_spark_type
 
 PLAN_COLUMNS = ("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
                 "data_sequence_number", "first_row_id", "deletes")
@@ -73,10 +74,6 @@ DELETE_ENTRY_COLUMNS = ("content", "file_path", "file_format", "spec_id", "parti
                         "equality_ids", "referenced_data_file", "content_offset", "content_size_in_bytes",
                         "record_count",
                         "_path_lower", "_path_upper")
-LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
-LOCAL_MAX_BYTES_DEFAULT = 48 * 1024 * 1024
-LOCAL_MAX_FILES = "sparkberg.planning.local-max-files"
-LOCAL_MAX_FILES_DEFAULT = 200_000
 
 
 class ScanPlan:
@@ -160,16 +157,17 @@ def prune_manifests(metadata: TableMetadata, listing: ManifestListColumns, filte
 
 
 def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, bound: Bound = TRUE,
-         mode: str = "auto", label: str = "") -> ScanPlan:
+         mode: str | None = None, label: str = "") -> ScanPlan:
     """The scan tasks of a snapshot: one row per data file with the delete files that apply to it.
 
-    ``mode`` "distributed" decodes manifests on the executors; "local" does
-    the same on the driver; "auto" goes local when the manifests to read are smaller than the table
-    property ``sparkberg.planning.local-max-bytes`` (48 MiB by default) and list at most
-    ``sparkberg.planning.local-max-files`` entries (200,000), so small tables and selective scans pay for no
-    Spark job.
-    Delete files are decoded first (on the driver, or when their manifests list more than
-    ``DRIVER_DELETE_ENTRIES_MAX`` entries, in a job of their own, ``DELETE-PLANNING <label>``), indexed on the
+    ``mode`` (else the table property ``read.data-planning-mode``, else "auto"; :mod:`sparkberg.spark.tuning`):
+    "distributed" decodes the data manifests on the executors; "local" does the same on the driver; "auto" goes
+    local when the manifests to read are smaller than the table property ``sparkberg.planning.local-max-bytes``
+    and list at most ``sparkberg.planning.local-max-files`` entries, so small tables and selective scans pay for
+    no Spark job.
+    Delete files are decoded first (as ``read.delete-planning-mode`` says: on the driver, or in a job of their
+    own, ``DELETE-PLANNING <label>``; "auto": on the driver up to ``DRIVER_DELETE_ENTRIES_MAX`` manifest
+    entries, and by the planning tasks of a distributed plan without equality deletes), indexed on the
     driver (:class:`DeleteMatcher`, as Iceberg Java's ``DeleteFileIndex``) and sent with the data manifests'
     decoder, which attaches to each data file the deletes that apply to it as it decodes: one pass over the data
     manifests, no join, no shuffle, the manifest list's order kept. A distributed plan without equality deletes
@@ -210,8 +208,10 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True,
                                   columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types, cache=cache)
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
+    mode = planning_mode(metadata, DATA_PLANNING_MODE, mode)
+    delete_mode = planning_mode(metadata, DELETE_PLANNING_MODE)
     local = mode == "local" or (mode == "auto" and _small_enough(metadata, manifests))
-    if not local and delete_manifests and not may_have_eq and \
+    if not local and delete_manifests and not may_have_eq and delete_mode != "local" and \
             len(data_manifests) * len(delete_manifests) <= SCOPED_PAIRS_MAX:
         # no equality deletes: each data manifest's decoder decodes (and indexes) only the delete manifests whose
         # partitions overlap its own, on the executors, so the driver decodes no delete manifest before the job
@@ -223,7 +223,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     # the data entries it decodes (on the executors, or here): one pass over the data manifests
     if not delete_manifests:
         deletes = delete_decoder.schema.empty_table()
-    elif local or _entries(delete_manifests) <= DRIVER_DELETE_ENTRIES_MAX:  # cheaper than a Spark job
+    elif delete_mode == "local" or (delete_mode == "auto" and (
+            local or _entries(delete_manifests) <= DRIVER_DELETE_ENTRIES_MAX)):  # (cheaper than a Spark job)
         deletes = delete_decoder.load_many(((mf, i, io) for i, mf in enumerate(delete_manifests)), DRIVER_THREADS)
     else:
         with job_description(spark, f"DELETE-PLANNING {label}".strip()):
@@ -356,14 +357,6 @@ def overlapping_delete_manifests(metadata: TableMetadata, data_manifests, delete
     return out
 
 
-def _int_property(metadata: TableMetadata, name: str, default: int) -> int:
-    raw = metadata.properties.get(name)
-    try:
-        return default if raw is None else int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {name} must be an integer, got {raw!r}") from None
-
-
 def _entries(manifests) -> int:
     """The entries the manifests list, by the manifest list's counts (unknown counts: as many as bytes)."""
     counts = [(m.added_files_count, m.existing_files_count, m.deleted_files_count) for m in manifests]
@@ -379,12 +372,12 @@ def _small_enough(metadata: TableMetadata, manifests) -> bool:
     against 0.43 at 250k, 0.72 against 0.56 at 500k. The bytes bound is for wide tables, whose entries carry
     metrics of many columns: 100k entries with metrics of 52 columns are 39 MB of manifests, planned in 0.29 s
     on the driver (its threads) against 0.68 s distributed."""
-    if sum(m.manifest_length for m in manifests) > _int_property(metadata, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT):
+    if sum(m.manifest_length for m in manifests) > int_property(metadata, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT):
         return False
     counts = [(m.added_files_count, m.existing_files_count, m.deleted_files_count) for m in manifests]
     if any(c is None for cs in counts for c in cs):
         return True  # (v1 lists may lack the counts: the bytes decide)
-    return sum(map(sum, counts)) <= _int_property(metadata, LOCAL_MAX_FILES, LOCAL_MAX_FILES_DEFAULT)
+    return sum(map(sum, counts)) <= int_property(metadata, LOCAL_MAX_FILES, LOCAL_MAX_FILES_DEFAULT)
 
 
 def _local_dataframe(spark, table: pa.Table, rows, layout: PartitionLayout) -> DataFrame:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
-from sparkberg.lru import LRU
 from sparkberg.errors import ValidationError
+from sparkberg.lru import LRU
 from sparkberg.spark.session import session_conf
 
 ENABLED = "spark.sparkberg.delete-cache.enabled"

@@ -1,6 +1,6 @@
 """ORC and Avro data and delete files, read on the executors into Arrow batches of the read schema.
 
-Spark reads Parquet natively and matches columns by field id (see :mod:`sparkberg.read.reader`).
+Spark reads Parquet natively and matches columns by field id (see :mod:`sparkberg.read.columns`).
 Its ORC reader matches by name and its Avro reader is a separate package, so both formats are read
 here with pyarrow (ORC: Iceberg's ``iceberg.id`` type attributes arrive as field metadata) and
 fastavro (Avro: ``field-id``, ``element-id``, ``key-id``, ``value-id`` in the schema), each column
@@ -22,9 +22,9 @@ import pyarrow as pa
 
 from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spark.types import arrow_schema
 from sparkberg.io.fileio import to_local_path
+from sparkberg.spark.types import arrow_schema
+from sparkberg.spec import types as T
 
 ORC_ID = b"iceberg.id"
 ARROW_READ_FORMATS = ("orc", "avro")

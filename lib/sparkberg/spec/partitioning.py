@@ -11,8 +11,7 @@ from urllib.parse import quote
 
 from sparkberg.errors import ValidationError
 from sparkberg.spec.transforms import Transform, parse_transform
-from sparkberg.spec.types import NestedField, Schema, StructType
-from sparkberg.spec.types import STRING, INT
+from sparkberg.spec.types import INT, STRING, NestedField, Schema, StructType
 
 PARTITION_DATA_ID_START = 1000
 UNPARTITIONED_SPEC_ID = 0

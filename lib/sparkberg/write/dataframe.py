@@ -9,15 +9,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.spec.manifests import DataFile
 from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.types import to_spark_type
 from sparkberg.spec import types as T
+from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.metadata import TableMetadata
-from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, PartitionColumns, data_file_from_json
 from sparkberg.spec.values import to_python
+from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, PartitionColumns, data_file_from_json
 
 # what each write task returns (RESULT_DDL as a StructType: PySpark 3.5 parses DDL through the JVM on every call)
 RESULT_SCHEMA = ST.StructType([ST.StructField(RESULT_DDL.split()[0], ST.StringType())])

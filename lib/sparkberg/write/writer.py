@@ -17,15 +17,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sparkberg.spec.manifests import DataFile
 from sparkberg.errors import NotSupportedError, ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.values import to_bytes
-from sparkberg.write.arrow_transforms import apply_transform, physical
 from sparkberg.io.fileio import to_local_path
-from sparkberg.spec.values import from_json_value
-from sparkberg.spec.values import to_json_value
+from sparkberg.spec import types as T
+from sparkberg.spec.manifests import DataFile
+from sparkberg.spec.partitioning import PartitionSpec
+from sparkberg.spec.values import from_json_value, to_bytes, to_json_value
+from sparkberg.write.arrow_transforms import apply_transform, physical
 
 TARGET_FILE_SIZE = ("write.target-file-size-bytes", 512 * 1024 * 1024)
 COMPRESSION = ("write.parquet.compression-codec", "zstd")

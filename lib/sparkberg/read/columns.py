@@ -1,0 +1,436 @@
+"""Data and delete files read as Spark rows, with columns matched by field id.
+
+Parquet files are read by Spark's own reader (``spark.sql.parquet.fieldId.read.enabled``), each file's columns
+matched by the field ids in its footer, else by the table's name mapping; ORC and Avro files by Arrow. Columns
+a file lacks read as their ``initial-default`` (spec "Default values"), else null; promoted types are cast.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+
+from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.io.fileio import to_local_path
+from sparkberg.read.fileids import FileIds
+from sparkberg.read.formats import ARROW_READ_FORMATS, ArrowFileReader, path_key, read_with_arrow
+from sparkberg.spark.session import read_parquet
+from sparkberg.spark.tuning import ReadTuning
+from sparkberg.spark.types import FIELD_ID_KEY, arrow_schema, to_spark_read_field
+from sparkberg.spec import types as T
+from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.types import UNSUPPORTED_DATA_TYPE_NAMES
+from sparkberg.spec.values import to_python
+
+
+SPARK_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true",
+              "spark.sql.parquet.fieldId.read.ignoreMissing": "true"}
+
+
+def spark_path_key(col: Column) -> Column:
+    """:func:`path_key` of the paths Spark reports in ``_metadata.file_path`` (percent-encoded URIs)."""
+    decoded = F.url_decode(F.regexp_replace(col, r"\+", "%2B"))
+    return F.regexp_replace(decoded, r"^file:(//)?(?=/)", "")
+
+
+def ensure_session_conf(spark) -> None:
+    """The settings the field-id reader needs; set on the session when not already set."""
+    for k, v in SPARK_CONF.items():
+        try:
+            if str(spark.conf.get(k, None)).lower() != v:
+                spark.conf.set(k, v)
+        except Exception:  # noqa: BLE001 - a session that refuses the setting still reads by name
+            pass
+
+
+def check_readable(schema: T.Schema) -> None:
+    for f in schema.index_by_id().values():
+        name = f.field_type.to_json() if not f.field_type.is_nested else ""
+        if isinstance(name, str) and name.split("(")[0] in UNSUPPORTED_DATA_TYPE_NAMES:
+            raise NotSupportedError(f"reading column {f.name!r} of type {f.field_type} is not supported yet")
+
+
+def read_schema(schema: T.Schema, extra: Sequence[T.NestedField] = ()) -> ST.StructType:
+    """The Spark schema to read data files with: every column by field id, plus ``extra`` fields."""
+    return ST.StructType([to_spark_read_field(f) for f in schema.fields] + [to_spark_read_field(f) for f in extra])
+
+
+def empty_frame(spark, schema: ST.StructType) -> DataFrame:
+    return spark.createDataFrame([], schema)
+
+
+def promoted_fields(metadata: TableMetadata, schema: T.Schema) -> dict[int, T.NestedField]:
+    """Top-level columns of ``schema`` whose type was widened (int->long, float->double, decimal precision):
+    older files store them in the narrower type."""
+    out = {}
+    for f in schema.fields:
+        if not f.field_type.is_primitive:
+            continue
+        for s in metadata.schemas:
+            old = s.index_by_id().get(f.field_id)
+            if old is not None and old.field_type != f.field_type:
+                out[f.field_id] = f
+    return out
+
+
+class FooterSignatures:
+    """Executor side: what a Parquet footer says about the columns a read must handle per file: whether the
+    file has field ids, which of the ``field_ids`` it holds (with their stored types), and, for files without
+    ids, its top-level column names."""
+
+    def __init__(self, field_ids: Sequence[int]):
+        self.field_ids = set(field_ids)
+
+    def signature(self, arrow_schema: pa.Schema) -> str:
+        import json
+        ids = {}
+
+        def visit(field: pa.Field) -> None:  # every depth: nested fields may have defaults too
+            fid = (field.metadata or {}).get(b"PARQUET:field_id")
+            if fid is not None and int(fid) in self.field_ids:
+                ids[int(fid)] = str(field.type)
+            t = field.type
+            if pa.types.is_struct(t):
+                for i in range(t.num_fields):
+                    visit(t.field(i))
+            elif pa.types.is_list(t) or pa.types.is_large_list(t):
+                visit(t.value_field)
+            elif pa.types.is_map(t):
+                visit(t.key_field)
+                visit(t.item_field)
+
+        for field in arrow_schema:
+            visit(field)
+        has_ids = any((f.metadata or {}).get(b"PARQUET:field_id") is not None for f in arrow_schema)
+        return json.dumps({"ids": has_ids, "present": sorted(ids.items()),
+                           "names": [] if has_ids else [f.name for f in arrow_schema]})
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+        for batch in batches:
+            paths, sigs = [], []
+            for path in batch.column(0).to_pylist():
+                local = to_local_path(path)
+                if local is not None:
+                    arrow_schema = pq.read_schema(local)
+                else:
+                    fs, p = pa.fs.FileSystem.from_uri(path)
+                    with fs.open_input_file(p) as f:
+                        arrow_schema = pq.read_schema(f)
+                paths.append(path)
+                sigs.append(self.signature(arrow_schema))
+            yield pa.RecordBatch.from_arrays([pa.array(paths, pa.string()), pa.array(sigs, pa.string())],
+                                             names=["file_path", "signature"])
+
+
+def _stored_spark_type(arrow_type: str) -> ST.DataType | None:
+    if arrow_type == "int32":
+        return ST.IntegerType()
+    if arrow_type == "float":
+        return ST.FloatType()
+    m = re.match(r"decimal128\((\d+), (\d+)\)", arrow_type)
+    if m:
+        return ST.DecimalType(int(m.group(1)), int(m.group(2)))
+    return None
+
+
+def name_mapping(metadata: TableMetadata) -> dict[int, list[str]]:
+    """Top-level field id -> names from ``schema.name-mapping.default`` (spec Appendix C "Name Mapping")."""
+    import json
+    raw = metadata.properties.get("schema.name-mapping.default")
+    if not raw:
+        return {}
+    try:
+        return {int(m["field-id"]): list(m.get("names") or []) for m in json.loads(raw) if "field-id" in m}
+    except (ValueError, TypeError, KeyError) as e:
+        raise ValidationError(f"table property schema.name-mapping.default is not a valid name mapping: {e}") \
+            from None
+
+
+def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema: ST.StructType,
+                  paths: list[str], keys: bool | str = True, file_ids: FileIds | None = None,
+                  row_filter: Column | None = None) -> DataFrame:
+    """Data files read by field id. Where files differ from the read schema in ways Spark's reader cannot
+    bridge, they are grouped by their footers and each group is read its own way: columns widened since the
+    file was written (int->long, float->double, decimal precision) are read in the stored type and cast,
+    v3 columns with an ``initial-default`` that the file lacks take the default, and files without field ids
+    (migrated tables) are read by the table's name mapping, or by position as Iceberg Java falls back.
+    ``row_filter`` (on the Parquet relation's own columns and ``_metadata``) is applied to each relation read."""
+    import json
+
+    uuids = {f.name for f in schema.fields if f.field_type == T.UUID}
+
+    def read(schema_: ST.StructType, files: list[str]) -> DataFrame:
+        if not uuids:
+            return _parquet(spark, schema_, files, keys, file_ids, row_filter)
+        # uuid columns are 16-byte values in the file and strings in Spark (Iceberg's Spark type mapping)
+        fields = [ST.StructField(f.name, ST.BinaryType(), True, f.metadata) if f.name in uuids else f
+                  for f in schema_.fields]
+        df = _parquet(spark, ST.StructType(fields), files, keys, file_ids, row_filter)
+        for name in uuids & set(schema_.fieldNames()):
+            df = df.withColumn(name, uuid_string(F.col(f"`{name}`")))
+        return df
+
+    promoted = promoted_fields(metadata, schema)
+    defaults = {f.field_id: f for f in schema.fields if f.initial_default is not None}
+    # nested fields with an initial-default, by the top-level column holding them
+    nested_defaults = {f.field_id: ids for f in schema.fields if f.field_type.is_nested
+                       for ids in [_default_ids(f.field_type)] if ids}
+    mapping = name_mapping(metadata)
+    if not promoted and not defaults and not nested_defaults and not mapping:
+        return read(spark_schema, paths)
+    watched = list(promoted) + list(defaults) + [i for ids in nested_defaults.values() for i in ids] + \
+        list(nested_defaults)
+    sigs = (spark.createDataFrame([(p,) for p in paths], "file_path string")
+            .mapInArrow(FooterSignatures(watched), "file_path string, signature string")
+            .collect())
+    groups: dict[str, list[str]] = defaultdict(list)
+    for r in sigs:
+        groups[r["signature"]].append(r["file_path"])
+    out = None
+    for sig, files in sorted(groups.items()):
+        info = json.loads(sig)
+        present = {int(k): v for k, v in info["present"]}
+        fields, after = [], []
+        for pos, f in enumerate(spark_schema.fields):
+            fid = f.metadata.get(FIELD_ID_KEY)
+            if not info["ids"]:  # no field ids in this file: by name mapping, else by position
+                names = info["names"]
+                candidates = mapping.get(fid, []) if mapping else ([names[pos]] if pos < len(names) and
+                                                                   fid == pos + 1 else [])
+                found = next((n for n in candidates if n in names), None)
+                if found is None:
+                    after.append((f.name, _default_column(schema, fid, f.dataType)))
+                    fields.append(ST.StructField(f"_missing_{pos}", f.dataType, True))
+                    continue
+                fields.append(ST.StructField(found, f.dataType, True))
+                if found != f.name:
+                    after.append((f.name, F.col(f"`{found}`")))
+                continue
+            if fid in defaults and fid not in present:
+                fields.append(f)
+                after.append((f.name, _default_column(schema, fid, f.dataType)))
+                continue
+            missing = nested_defaults.get(fid, set()) - set(present)
+            if missing and fid in present:  # the column is there, some nested fields with defaults are not
+                fields.append(f)
+                after.append((f.name, _fill_defaults(F.col(f"`{f.name}`"), schema.find_field(fid).field_type,
+                                                     missing, f.dataType)))
+                continue
+            stored = _stored_spark_type(present.get(fid, "")) if fid in promoted else None
+            if stored is not None and stored != f.dataType:
+                fields.append(ST.StructField(f.name, stored, True, f.metadata))
+                after.append((f.name, F.col(f"`{f.name}`").cast(f.dataType)))
+            else:
+                fields.append(f)
+        df = read(ST.StructType(fields), files)
+        for name, column in after:
+            df = df.withColumn(name, column)
+        df = df.select(*[F.col(f"`{f.name}`") for f in spark_schema.fields], *_key_columns(keys, file_ids))
+        out = df if out is None else out.unionByName(df)
+    return out
+
+
+def uuid_string(col: Column) -> Column:
+    """16 UUID bytes as the canonical string (``f79c3e09-677c-4bbd-a479-3f349cb785e7``)."""
+    h = F.lower(F.hex(col))
+    parts = [F.substring(h, a, n) for a, n in ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))]
+    return F.when(col.isNotNull(), F.concat_ws("-", *parts))
+
+
+def _key_columns(keys: bool | str, file_ids: FileIds | None) -> list[str]:
+    """The columns a read with these ``keys`` and ``file_ids`` adds to the read schema's (:func:`_parquet`)."""
+    if not keys:
+        return []
+    if keys == "pos" and file_ids is None:
+        return ["_pos"]
+    return ["_key", "_pos"] + (["_file_id"] if file_ids is not None else [])
+
+
+def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool | str = True,
+             file_ids: FileIds | None = None, row_filter: Column | None = None) -> DataFrame:
+    """Parquet files read by field id, with ``_key`` (:func:`path_key` of the row's file) and ``_pos`` (its row
+    index) when ``keys``, and ``_file_id`` (the file's id in ``file_ids``) when given: all from one broadcast
+    join on the path Spark reports, unless the ids come from the files' names (then ``_key`` is null).
+    ``keys`` "pos" without ``file_ids``: ``_pos`` alone, from the row index; ``keys`` false: the read schema's
+    columns alone (:func:`_key_columns`). ``row_filter`` filters the relation's rows first."""
+    df = read_parquet(spark, schema, list(files))
+    if row_filter is not None:
+        df = df.where(row_filter)
+    # (SQL text: each Column built step by step costs a classic session a py4j call a step, ~0.4 ms each; and
+    # each step a classic session analyses, 3-10 ms for a read: no step that adds nothing)
+    if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
+        return df
+    if keys == "pos" and file_ids is None:  # the row's position only (no deletes, no metadata columns)
+        return df.selectExpr("*", "_metadata.row_index AS _pos")
+    if file_ids is not None and file_ids.shift is not None:
+        return df.selectExpr("*", "CAST(NULL AS STRING) AS _key", "_metadata.row_index AS _pos",
+                             f"{file_ids.sql()} AS _file_id")
+    keys = _raw_path_keys(spark, df, file_ids)
+    if keys is None:  # no file listing to map from: normalize every row's path (slower)
+        out = df.select("*", spark_path_key(F.col("_metadata.file_path")).alias("_key"),
+                        F.col("_metadata.row_index").alias("_pos"))
+        return out if file_ids is None else _with_file_ids(spark, out, file_ids)
+    return (df.select("*", F.col("_metadata.file_path").alias("_raw_path"), F.col("_metadata.row_index").alias("_pos"))
+            .join(F.broadcast(keys), "_raw_path").drop("_raw_path"))
+
+
+def _with_file_ids(spark, df: DataFrame, file_ids: FileIds) -> DataFrame:
+    ids = spark.createDataFrame(sorted(file_ids.by_key.items()), "_key string, _file_id int")
+    return df.join(F.broadcast(ids), "_key")
+
+
+def _raw_path_keys(spark, df: DataFrame, file_ids: FileIds | None = None) -> DataFrame | None:
+    """(the path as ``_metadata.file_path`` reports it, :func:`path_key` of it) for every file ``df`` reads,
+    from Spark's own file listing, so rows are matched to their task by a hash join on the raw path instead
+    of decoding every row's path. Spark reports local files as ``file:/x`` and lists them as ``file:///x``
+    (both percent-encoded); both spellings map to the key."""
+    from urllib.parse import unquote
+    try:
+        listed = df.inputFiles()
+    except Exception:  # noqa: BLE001 - a session that cannot list
+        return None
+    pairs = set()
+    for raw in listed:
+        key = path_key(unquote(raw))
+        pairs.add((raw, key))
+        if raw.startswith("file:///"):
+            pairs.add(("file:/" + raw[len("file:///"):], key))
+        elif raw.startswith("file:/") and not raw.startswith("file://"):
+            pairs.add(("file:///" + raw[len("file:/"):], key))
+    if file_ids is not None:
+        return spark.createDataFrame(sorted((raw, key, file_ids.by_key.get(key, -1)) for raw, key in pairs),
+                                     "_raw_path string, _key string, _file_id int")
+    return spark.createDataFrame(sorted(pairs), "_raw_path string, _key string")
+
+
+READ_FORMATS = {"parquet", *ARROW_READ_FORMATS}  # (Parquet by Spark, the others by Arrow)
+
+def check_formats(files: Sequence[tuple[str, str]], what: str) -> None:
+    """A clear error naming the first file of a format no reader here reads ((format, path) pairs)."""
+    unknown = sorted({fmt.lower() for fmt, _ in files} - READ_FORMATS)
+    if unknown:
+        example = next(path for fmt, path in files if fmt.lower() == unknown[0])
+        raise NotSupportedError(f"reading {unknown} {what} files is not supported (e.g. {example}); "
+                                f"Parquet, ORC and Avro are")
+
+
+def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str,
+               parquet=None, mapping: dict[int, list[str]] | None = None,
+               file_ids: FileIds | None = None, keys: bool | str = True) -> DataFrame:
+    """The rows of ``files`` ((format, path) pairs; Parquet, ORC or Avro) with ``fields`` matched by field id,
+    plus ``_key`` (the path as a join key) and ``_pos`` (the row's position in its file), as ``keys`` asks
+    (:func:`_key_columns`). ``parquet`` reads the Parquet paths when the caller needs more than a plain
+    field-id read."""
+    spark_schema = ST.StructType([to_spark_read_field(f) for f in fields])
+    check_formats(files, what)
+    by_format: dict[str, list[str]] = defaultdict(list)
+    for fmt, path in files:
+        by_format[fmt.lower()].append(path)
+    parts = []
+    for fmt, paths in sorted(by_format.items()):
+        if fmt == "parquet":
+            parts.append(parquet(paths) if parquet is not None else _parquet(spark, spark_schema, paths))
+        else:
+            part = read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping)
+            if file_ids is not None:
+                part = _with_file_ids(spark, part, file_ids)
+            elif keys is not True:  # (the columns of a Parquet read with these keys)
+                part = part.drop(*{"_key", "_pos"} - set(_key_columns(keys, None)))
+            parts.append(part)
+    return union_all(parts)
+
+
+def union_all(parts: Sequence[DataFrame]) -> DataFrame:
+    """The rows of all ``parts`` (non-empty; their columns matched by name)."""
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p)
+    return out
+
+
+def _default_ids(t: T.IcebergType) -> set[int]:
+    """Ids of the fields nested in ``t`` that have an initial-default."""
+    out: set[int] = set()
+    if isinstance(t, T.StructType):
+        for f in t.fields:
+            if f.initial_default is not None:
+                out.add(f.field_id)
+            out |= _default_ids(f.field_type)
+    elif isinstance(t, T.ListType):
+        out |= _default_ids(t.element_type)
+    elif isinstance(t, T.MapType):
+        out |= _default_ids(t.key_type) | _default_ids(t.value_type)
+    return out
+
+
+def _fill_defaults(col: Column, t: T.IcebergType, missing: set[int], spark_type: ST.DataType) -> Column:
+    """``col`` with the nested fields in ``missing`` (absent from the file) set to their initial-default;
+    null structs stay null, list elements and map values are filled one by one."""
+    if isinstance(t, T.StructType):
+        parts = []
+        for f, sf in zip(t.fields, spark_type.fields):
+            child = col.getField(sf.name)
+            if f.field_id in missing and f.initial_default is not None:
+                child = _literal_default(f, sf.dataType)
+            elif _default_ids(f.field_type) & missing:
+                child = _fill_defaults(child, f.field_type, missing, sf.dataType)
+            parts.append(child.alias(sf.name))
+        return F.when(col.isNull(), F.lit(None).cast(spark_type)).otherwise(F.struct(*parts))
+    if isinstance(t, T.ListType):
+        return F.transform(col, lambda e: _fill_defaults(e, t.element_type, missing, spark_type.elementType))
+    if isinstance(t, T.MapType):
+        return F.transform_values(col, lambda k, v: _fill_defaults(v, t.value_type, missing, spark_type.valueType))
+    return col
+
+
+def _literal_default(f: T.NestedField, spark_type: ST.DataType) -> Column:
+    """A field's initial-default as a literal of its Spark type (a struct's from its fields' defaults)."""
+    if f.initial_default is None:
+        return F.lit(None).cast(spark_type)
+    if isinstance(f.field_type, T.StructType):  # a struct's default is {}: its fields take their own defaults
+        return F.struct(*[_literal_default(c, sc.dataType).alias(sc.name)
+                          for c, sc in zip(f.field_type.fields, spark_type.fields)])
+    value = to_python(f.field_type, f.initial_default)
+    return F.lit(str(value) if f.field_type == T.UUID else value).cast(spark_type)
+
+
+def _default_column(schema: T.Schema, field_id: int, spark_type: ST.DataType) -> Column:
+    """The v3 ``initial-default`` of a column (null when it has none), as a literal of its Spark type."""
+    f = schema.index_by_id().get(field_id)
+    return F.lit(None).cast(spark_type) if f is None else _literal_default(f, spark_type)
+
+
+def _field_reader(fmt: str, fields: Sequence[T.NestedField], mapping: dict[int, list[str]] | None = None):
+    """An Arrow reader of ``fields`` (by field id, else by ``mapping``) from files of format ``fmt``."""
+    return ArrowFileReader(fmt, fields, arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields])), mapping)
+
+
+def delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField]) -> Iterator[pa.RecordBatch]:
+    """The rows of one delete file, ``fields`` read by field id."""
+    return _field_reader(fmt, fields).read(path)
+
+
+def file_table(path: str, fmt: str, fields: Sequence[T.NestedField],
+                mapping: dict[int, list[str]] | None = None) -> pa.Table:
+    """The rows of one file, ``fields`` read by field id (else by ``mapping``), as one Arrow table."""
+    reader = _field_reader(fmt, fields, mapping)
+    return pa.Table.from_batches(list(reader.read(path)), reader.data_schema)
+
+
+def delete_row_count(d) -> int | None:
+    """The rows a delete file of the plan holds, None when unknown."""
+    try:
+        return d["record_count"]
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
+def maybe_broadcast(df: DataFrame, rows: int | None, tuning: ReadTuning) -> DataFrame:
+    """``df`` (deleted rows) broadcast to an anti-join when it holds few enough rows."""
+    return F.broadcast(df) if rows is not None and rows <= tuning.broadcast_delete_rows_max else df

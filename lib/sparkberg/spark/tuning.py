@@ -1,0 +1,94 @@
+"""The settings planning and reads choose their strategy by, in one place.
+
+Planning, per table (table properties, Iceberg's own names where Iceberg has the setting):
+
+- ``read.data-planning-mode`` (``auto``): where data manifests are decoded: ``local`` on the driver,
+  ``distributed`` on the executors, ``auto`` on the driver when the manifests left after pruning are under
+  ``sparkberg.planning.local-max-bytes`` (48 MiB) and list at most ``sparkberg.planning.local-max-files``
+  entries (200,000). The ``planning=`` argument of ``plan_files`` and ``to_df`` overrides it.
+- ``read.delete-planning-mode`` (``auto``): where delete manifests are decoded: ``local`` on the driver,
+  ``distributed`` on the executors (in the planning tasks themselves when there are no equality deletes, else
+  in a job of their own), ``auto`` on the driver while they list at most 50,000 entries, or by the planning
+  tasks of a distributed plan without equality deletes.
+
+Reads, per session (Spark conf keys, :class:`ReadTuning`), each the size up to which a read takes a strategy:
+
+- ``spark.sparkberg.read.driver-delete-rows-max`` (1,000,000): delete files holding up to this many rows in all
+  are decoded on the driver (each once per process, kept by the delete cache) and reach Spark as Arrow data;
+  beyond, Spark or the executors read them.
+- ``spark.sparkberg.read.broadcast-delete-rows-max`` (2,000,000): deleted rows up to this many are broadcast to
+  an anti-join with no shuffle of the table's rows; beyond, Spark shuffles both sides.
+- ``spark.sparkberg.read.bitmap-bytes-max`` (64 MiB): position deletes reach the rows as one bitmap per data file
+  while those bitmaps (sized by the files' record counts) stay under this; beyond, as (file, position) keys of
+  an anti-join.
+- ``spark.sparkberg.read.equality-positions-rows-max`` (4,000,000): equality deletes that apply to data files of
+  up to this many rows in all are resolved once, on the driver, to the positions they delete, and applied as
+  position deletes; beyond, Spark joins the rows with the deleted values.
+- ``spark.sparkberg.read.scan-filter-slot-bits-max`` (16): the bitmaps a Spark 4 Parquet scan filters by are
+  looked up in a table of at most 2 ** this many slots; reads whose files need more join the bitmaps instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from sparkberg.errors import ValidationError
+from sparkberg.spark.session import session_conf
+from sparkberg.spec.metadata import TableMetadata
+
+DATA_PLANNING_MODE = "read.data-planning-mode"
+DELETE_PLANNING_MODE = "read.delete-planning-mode"
+PLANNING_MODES = ("auto", "local", "distributed")
+LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
+LOCAL_MAX_BYTES_DEFAULT = 48 * 1024 * 1024
+LOCAL_MAX_FILES = "sparkberg.planning.local-max-files"
+LOCAL_MAX_FILES_DEFAULT = 200_000
+READ_CONF_PREFIX = "spark.sparkberg.read."
+
+
+def planning_mode(metadata: TableMetadata, name: str, given: str | None = None) -> str:
+    """The planning mode ``given``, else the table property ``name`` (:data:`DATA_PLANNING_MODE` or
+    :data:`DELETE_PLANNING_MODE`), else ``auto``."""
+    mode = given if given is not None else metadata.properties.get(name, "auto")
+    if mode not in PLANNING_MODES:
+        where = "planning" if given is not None else f"table property {name}"
+        raise ValidationError(f"{where} must be one of {', '.join(PLANNING_MODES)}, got {mode!r}")
+    return mode
+
+
+def int_property(metadata: TableMetadata, name: str, default: int) -> int:
+    """An integer table property, ``default`` when unset."""
+    raw = metadata.properties.get(name)
+    try:
+        return default if raw is None else int(raw)
+    except ValueError:
+        raise ValidationError(f"table property {name} must be an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class ReadTuning:
+    """A read's thresholds (see the module docstring), from the session's Spark conf."""
+
+    driver_delete_rows_max: int = 1_000_000
+    broadcast_delete_rows_max: int = 2_000_000
+    bitmap_bytes_max: int = 64 << 20
+    equality_positions_rows_max: int = 4_000_000
+    scan_filter_slot_bits_max: int = 16
+
+    @staticmethod
+    def key(name: str) -> str:
+        """The Spark conf key of the field ``name``."""
+        return READ_CONF_PREFIX + name.replace("_", "-")
+
+    @classmethod
+    def of(cls, spark) -> ReadTuning:
+        """The session's settings (defaults where unset, or without a session)."""
+        values = {}
+        for f in fields(cls):
+            raw = session_conf(spark, cls.key(f.name))
+            if raw is None:
+                continue
+            try:
+                values[f.name] = int(raw)
+            except ValueError:
+                raise ValidationError(f"Spark conf {cls.key(f.name)} must be an integer, got {raw!r}") from None
+        return cls(**values)
