@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from sparkberg.avro.manifest import manifest_file_for, read_manifest, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.errors import CommitFailedException, SparkbergError
+from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import (
@@ -25,7 +26,9 @@ from sparkberg.spec.manifests import (
     ManifestFile, inherit,
 )
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.snapshots import MAIN_BRANCH, Snapshot, new_snapshot_id
+from sparkberg.spec.types import Schema
 
 
 SUMMARY_TOTALS = ("total-records", "total-files-size", "total-data-files", "total-delete-files",
@@ -124,89 +127,29 @@ def commit_changes(table, c: Changes) -> Snapshot:
     """Commit ``c`` as one snapshot on ``main``; see the module docstring for the protocol."""
     if table.catalog is None:
         raise SparkbergError(f"table {table.name} was loaded by path and is read-only")
-    io = table.io
     start = table.metadata
-    v = start.format_version
-    if v == 1 and c.added_deletes:
+    if start.format_version == 1 and c.added_deletes:
         raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
-    schema = start.current_schema
-    snapshot_id = new_snapshot_id({s.snapshot_id for s in start.snapshots})
-    mdir = f"{start.location}/metadata"
-    permanent: list[str] = []
-    new_manifests: list[tuple[ManifestFile, list[ManifestEntry]]] = []
-
-    def write(entries: list[ManifestEntry], spec_id: int, content: int, seq: int = 0) -> ManifestFile:
-        spec = start.spec(spec_id)
-        path = f"{mdir}/{uuid.uuid4()}-m{len(permanent)}.avro"
-        data = write_manifest(entries, format_version=v, spec=spec, schema=schema, content=content)
-        io.create(path, data)
-        return manifest_file_for(entries, path=path, length=len(data), spec=spec, schema=schema,
-                                 added_snapshot_id=snapshot_id, content=content, sequence_number=seq)
-
+    writer = _ManifestWriter(table.io, f"{start.location}/metadata", start.current_schema, start.format_version,
+                             new_snapshot_id({s.snapshot_id for s in start.snapshots}))
+    permanent: list[str] = []  # the new files' manifests, written once for every try
     try:
-        if c.added_data:
-            entries = [ManifestEntry(ADDED, f, snapshot_id, c.data_sequence_number) for f in c.added_data]
-            mf = write(entries, start.default_spec_id, MANIFEST_DATA)
-            permanent.append(mf.manifest_path)
-            new_manifests.append((mf, entries))
-        by_spec: dict[int, list[ManifestEntry]] = {}
-        for spec_id, d in c.added_deletes:
-            by_spec.setdefault(spec_id, []).append(ManifestEntry(ADDED, d, snapshot_id))
-        for spec_id, entries in sorted(by_spec.items()):
-            mf = write(entries, spec_id, MANIFEST_DELETES)
-            permanent.append(mf.manifest_path)
-            new_manifests.append((mf, entries))
+        new_manifests = _added_manifests(c, start, writer, permanent)
     except BaseException:
-        for p in permanent:
-            io.delete(p)
+        _delete_all(table.io, permanent)
         raise
-
-    last: dict[str, Any] = {}  # what the latest attempt made
+    last: dict[str, Any] = {}  # what the latest try made
 
     def build(base: TableMetadata, n: int) -> tuple[TableMetadata, list[str]]:
         """One try on the freshest base: the new metadata and the files written for it (deleted, when the
         try fails before it returns, by this function; after, by the table)."""
         if c.validate is not None:
             c.validate(start, base)
-        seq = base.last_sequence_number + 1 if v >= 2 else 0
         attempt_files: list[str] = []
         try:
-            manifests, removed = _carry_over(table, base, c.removed, snapshot_id, seq, v, schema, attempt_files,
-                                             c.required)
-            fresh = [manifest_file_for(entries, path=mf.manifest_path, length=mf.manifest_length,
-                                       spec=base.spec(mf.partition_spec_id), schema=schema,
-                                       added_snapshot_id=snapshot_id, content=mf.content, sequence_number=seq)
-                     for mf, entries in new_manifests]
-
-            def write_merged(entries: list[ManifestEntry], spec_id: int, content: int) -> ManifestFile:
-                spec = base.spec(spec_id)
-                path = f"{mdir}/{uuid.uuid4()}-m-merged.avro"
-                data = write_manifest(entries, format_version=v, spec=spec, schema=schema, content=content)
-                io.create(path, data)
-                attempt_files.append(path)
-                return manifest_file_for(entries, path=path, length=len(data), spec=spec, schema=schema,
-                                         added_snapshot_id=snapshot_id, content=content, sequence_number=seq)
-
-            manifests = merge_manifests(fresh + manifests, snapshot_id, base.properties, io, write_merged)
-            first_row_id = added_rows = None
-            if v >= 3:
-                first_row_id = base.next_row_id or 0
-                manifests, next_row_id = assign_first_row_ids(manifests, first_row_id)
-                added_rows = next_row_id - first_row_id
-            list_path = f"{mdir}/snap-{snapshot_id}-{n + 1}-{uuid.uuid4()}.avro"
-            io.create(list_path, write_manifest_list(manifests, format_version=v, snapshot_id=snapshot_id,
-                                                     parent_snapshot_id=base.current_snapshot_id,
-                                                     sequence_number=seq, first_row_id=first_row_id))
-            attempt_files.append(list_path)
-            snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=int(time.time() * 1000),
-                            parent_snapshot_id=base.current_snapshot_id,
-                            sequence_number=seq if v >= 2 else None, manifest_list=list_path,
-                            summary=_summary(base, c, removed, set()), schema_id=schema.schema_id,
-                            first_row_id=first_row_id, added_rows=added_rows)
-            new_meta = U.apply_all([U.AddSnapshot(snap), U.SetSnapshotRef(MAIN_BRANCH, snapshot_id)], base)
+            new_meta, snap, manifests, list_path = _attempt(table, c, base, n, writer, new_manifests, attempt_files)
         except BaseException:
-            for p in attempt_files:
-                io.delete(p)
+            _delete_all(table.io, attempt_files)
             raise
         last.update(snap=snap, manifests=manifests, list_path=list_path, attempt_files=attempt_files)
         return new_meta, attempt_files
@@ -214,15 +157,88 @@ def commit_changes(table, c: Changes) -> Snapshot:
     try:
         table.commit_metadata(build)
     except BaseException:
-        for p in permanent:
-            io.delete(p)
+        _delete_all(table.io, permanent)
         raise
     # new manifests folded into merged ones are referenced by nothing
     referenced = {m.manifest_path for m in last["manifests"]} | {last["list_path"]}
-    for p in permanent + last["attempt_files"]:
-        if p not in referenced:
-            io.delete(p)
+    _delete_all(table.io, [p for p in permanent + last["attempt_files"] if p not in referenced])
     return last["snap"]
+
+
+@dataclass(frozen=True)
+class _ManifestWriter:
+    """Writes the manifests of one snapshot (``snapshot_id``) of a table into its metadata directory."""
+
+    io: FileIO
+    directory: str
+    schema: Schema
+    version: int
+    snapshot_id: int
+
+    def write(self, entries: list[ManifestEntry], spec: PartitionSpec, content: int, seq: int, written: list[str],
+              tag: str) -> ManifestFile:
+        """A manifest of ``entries``, its path added to ``written``."""
+        path = f"{self.directory}/{uuid.uuid4()}-{tag}.avro"
+        data = write_manifest(entries, format_version=self.version, spec=spec, schema=self.schema, content=content)
+        self.io.create(path, data)
+        written.append(path)
+        return manifest_file_for(entries, path=path, length=len(data), spec=spec, schema=self.schema,
+                                 added_snapshot_id=self.snapshot_id, content=content, sequence_number=seq)
+
+
+def _added_manifests(c: Changes, start: TableMetadata, writer: _ManifestWriter, written: list[str]
+                     ) -> list[tuple[ManifestFile, list[ManifestEntry]]]:
+    """The manifests of the files ``c`` adds (data files in the default spec, delete files by spec)."""
+    out = []
+    if c.added_data:
+        entries = [ManifestEntry(ADDED, f, writer.snapshot_id, c.data_sequence_number) for f in c.added_data]
+        spec = start.spec(start.default_spec_id)
+        out.append((writer.write(entries, spec, MANIFEST_DATA, 0, written, f"m{len(written)}"), entries))
+    by_spec: dict[int, list[ManifestEntry]] = {}
+    for spec_id, d in c.added_deletes:
+        by_spec.setdefault(spec_id, []).append(ManifestEntry(ADDED, d, writer.snapshot_id))
+    for spec_id, entries in sorted(by_spec.items()):
+        out.append((writer.write(entries, start.spec(spec_id), MANIFEST_DELETES, 0, written, f"m{len(written)}"),
+                    entries))
+    return out
+
+
+def _attempt(table, c: Changes, base: TableMetadata, n: int, writer: _ManifestWriter,
+             new_manifests: list[tuple[ManifestFile, list[ManifestEntry]]], written: list[str]
+             ) -> tuple[TableMetadata, Snapshot, list[ManifestFile], str]:
+    """Try ``n`` of the commit on ``base``: (the new metadata, its snapshot, the snapshot's manifests, its
+    manifest list's path); every file it writes is added to ``written``."""
+    v, schema, snapshot_id = writer.version, writer.schema, writer.snapshot_id
+    seq = base.last_sequence_number + 1 if v >= 2 else 0
+    manifests, removed = _carry_over(table, base, c.removed, snapshot_id, seq, v, schema, written, c.required)
+    fresh = [manifest_file_for(entries, path=mf.manifest_path, length=mf.manifest_length,
+                               spec=base.spec(mf.partition_spec_id), schema=schema, added_snapshot_id=snapshot_id,
+                               content=mf.content, sequence_number=seq)
+             for mf, entries in new_manifests]
+    manifests = merge_manifests(fresh + manifests, snapshot_id, base.properties, writer.io,
+                                lambda entries, spec_id, content: writer.write(
+                                    entries, base.spec(spec_id), content, seq, written, "m-merged"))
+    first_row_id = added_rows = None
+    if v >= 3:
+        first_row_id = base.next_row_id or 0
+        manifests, next_row_id = assign_first_row_ids(manifests, first_row_id)
+        added_rows = next_row_id - first_row_id
+    list_path = f"{writer.directory}/snap-{snapshot_id}-{n + 1}-{uuid.uuid4()}.avro"
+    writer.io.create(list_path, write_manifest_list(manifests, format_version=v, snapshot_id=snapshot_id,
+                                                    parent_snapshot_id=base.current_snapshot_id,
+                                                    sequence_number=seq, first_row_id=first_row_id))
+    written.append(list_path)
+    snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=int(time.time() * 1000),
+                    parent_snapshot_id=base.current_snapshot_id, sequence_number=seq if v >= 2 else None,
+                    manifest_list=list_path, summary=_summary(base, c, removed, set()), schema_id=schema.schema_id,
+                    first_row_id=first_row_id, added_rows=added_rows)
+    new_meta = U.apply_all([U.AddSnapshot(snap), U.SetSnapshotRef(MAIN_BRANCH, snapshot_id)], base)
+    return new_meta, snap, manifests, list_path
+
+
+def _delete_all(io: FileIO, paths: list[str]) -> None:
+    for p in paths:
+        io.delete(p)
 
 
 def _carry_over(table, base: TableMetadata, removed_keys: set, snapshot_id: int, seq: int, v: int, schema,

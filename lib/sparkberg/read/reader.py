@@ -8,7 +8,7 @@ vectors by (file, ``_metadata.row_index``); equality deletes by null-safe equali
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Any, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -51,22 +51,11 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     check_readable(schema)
     v3 = metadata.format_version >= 3
     wanted = list(columns) if columns is not None else [f.name for f in schema.fields]
-    for c in wanted:
-        if c in READ_COLUMNS:
-            if c in LINEAGE_COLUMNS and not v3:
-                raise ValidationError(f"metadata column {c!r} exists only on v3 tables (this table is "
-                                      f"v{metadata.format_version})")
-        elif schema.as_struct.field_by_name(c) is None:
-            raise ValidationError(f"unknown column {c!r}; columns are {[f.name for f in schema.fields]} and the "
-                                  f"metadata columns {list(READ_COLUMNS)}")
-    # equality delete columns missing from this schema (dropped later) are read under hidden names
+    _check_columns(wanted, schema, metadata.format_version)
     all_fields = {}
     for s in metadata.schemas:
         all_fields.update(s.index_by_id())
-    current_ids = set(schema.index_by_id())
-    eq_ids = sorted({i for t in tasks for d in t["deletes"] if d["content"] == 2 for i in d["equality_ids"] or ()})
-    hidden = [T.NestedField(i, f"_eq_{i}", all_fields[i].field_type) for i in eq_ids if i not in current_ids
-              and i in all_fields]
+    hidden = _hidden_equality_fields(schema, tasks, all_fields)
     lineage = [ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if v3 else []
     spark_schema = read_schema(schema, hidden + lineage)
     output_schema = ST.StructType([to_spark_read_field(f) for f in schema.fields])
@@ -102,11 +91,8 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     # equality deletes found here as the positions they delete, where they can be (None: joined by Spark)
     derived = equality_positions(metadata, tasks, ids.ids, all_fields, delete_cache(spark), tuning) \
         if has_deletes else {}
-    if derived:  # data files whose equality deletes delete none of their rows, and no other delete applies
-        untouched = {i for i, p in derived.items() if not len(p)}
-        tasks = [dict(t.asDict() if hasattr(t, "asDict") else t, deletes=[])
-                 if i in untouched and all(d["content"] == 2 for d in t["deletes"]) else t
-                 for i, t in zip(ids.ids, tasks)]
+    if derived:
+        tasks = _without_idle_deletes(tasks, ids.ids, derived)
 
     # only the rows of files that deletes apply to are matched against them, and only those of files that
     # equality deletes apply to against those: each kind of file is read apart and the parts unioned
@@ -153,26 +139,64 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         else:  # (deletes applied, the rows need no match to their file: both sides take the plain columns)
             rows, columns_now = _select(rows, plain_columns).union(part), plain_columns
     if needs_info:
-        info_schema = ST.StructType([
-            ST.StructField("_file_id", ST.IntegerType()), ST.StructField("_file", ST.StringType()),
-            ST.StructField("_spec_id", ST.IntegerType()),
-            ST.StructField("_phys_partition", physical_partition_struct(layout)),
-            ST.StructField("_data_seq", ST.LongType()), ST.StructField("_first_row_id", ST.LongType())])
-        info = spark.createDataFrame(
-            [(i, t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"], t["first_row_id"])
-             for i, t in zip(ids.ids, tasks)], info_schema)
-        rows = rows.join(F.broadcast(info), "_file_id")
+        rows = _with_task_columns(spark, rows, tasks, ids.ids, layout, wanted, v3)
+    if filter is not None:
+        rows = rows.filter(filter)
+    return rows if wanted == columns_now else _select(rows, wanted)
+
+
+def _check_columns(wanted: Sequence[str], schema: T.Schema, format_version: int) -> None:
+    """Every column asked for is the schema's or a metadata column of this format version."""
+    for c in wanted:
+        if c in READ_COLUMNS:
+            if c in LINEAGE_COLUMNS and format_version < 3:
+                raise ValidationError(f"metadata column {c!r} exists only on v3 tables (this table is "
+                                      f"v{format_version})")
+        elif schema.as_struct.field_by_name(c) is None:
+            raise ValidationError(f"unknown column {c!r}; columns are {[f.name for f in schema.fields]} and the "
+                                  f"metadata columns {list(READ_COLUMNS)}")
+
+
+def _hidden_equality_fields(schema: T.Schema, tasks: list, all_fields: dict[int, T.NestedField]
+                            ) -> list[T.NestedField]:
+    """The equality delete columns missing from ``schema`` (dropped since), read under hidden names."""
+    current_ids = set(schema.index_by_id())
+    eq_ids = sorted({i for t in tasks for d in t["deletes"] if d["content"] == 2 for i in d["equality_ids"] or ()})
+    return [T.NestedField(i, f"_eq_{i}", all_fields[i].field_type) for i in eq_ids
+            if i not in current_ids and i in all_fields]
+
+
+def _without_idle_deletes(tasks: list, ids: list[int], derived: dict[int, Any]) -> list:
+    """The tasks, without the equality deletes of the data files they were found to delete no row of (where no
+    other delete applies to them)."""
+    untouched = {i for i, p in derived.items() if not len(p)}
+    return [dict(t.asDict() if hasattr(t, "asDict") else t, deletes=[])
+            if i in untouched and all(d["content"] == 2 for d in t["deletes"]) else t for i, t in zip(ids, tasks)]
+
+
+def _with_task_columns(spark, rows: DataFrame, tasks: list, ids: list[int], layout: PartitionLayout,
+                       wanted: Sequence[str], v3: bool) -> DataFrame:
+    """Rows (with their file's id, ``_file_id``) with the metadata columns that come from their file's task:
+    ``_file``, ``_spec_id``, ``_partition`` and, on v3 tables, the inherited ``_row_id`` and
+    ``_last_updated_sequence_number`` (spec "Row Lineage")."""
+    info_schema = ST.StructType([
+        ST.StructField("_file_id", ST.IntegerType()), ST.StructField("_file", ST.StringType()),
+        ST.StructField("_spec_id", ST.IntegerType()),
+        ST.StructField("_phys_partition", physical_partition_struct(layout)),
+        ST.StructField("_data_seq", ST.LongType()), ST.StructField("_first_row_id", ST.LongType())])
+    info = spark.createDataFrame(
+        [(i, t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"], t["first_row_id"])
+         for i, t in zip(ids, tasks)], info_schema)
+    rows = rows.join(F.broadcast(info), "_file_id")
     if "_partition" in wanted:  # (an unpartitioned table's is an empty struct, which Spark 3.5 cannot encode)
         rows = rows.withColumn("_partition", partition_column(layout, "_phys_partition"))
-    if v3 and needs_info:
+    if v3:
         has_id = F.col("_first_row_id").isNotNull()
         rows = (rows.withColumn("_row_id", F.when(has_id, F.coalesce(F.col("_row_id"), F.col("_first_row_id") +
                                                                    F.col("_pos"))))
                 .withColumn("_last_updated_sequence_number", F.when(has_id, F.coalesce(
                     F.col("_last_updated_sequence_number"), F.col("_data_seq")))))
-    if filter is not None:
-        rows = rows.filter(filter)
-    return rows if wanted == columns_now else _select(rows, wanted)
+    return rows
 
 
 def physical_partition_struct(layout: PartitionLayout) -> ST.StructType:
