@@ -3,8 +3,8 @@
 PySpark 3.5's worker calls ``importlib.invalidate_caches()`` before every task (PySpark 4 only when the task
 added a path). On Python 3.11 and 3.12 every ``zipimporter`` in ``sys.path_importer_cache`` then re-reads its
 archive's central directory: the worker's path holds ``pyspark.zip``, the py4j zip and the spark-core jar, and
-each package imported from them has an importer of its own, so a task paid 50-90 ms before running a line of
-its function (a one-row append spent a third of its time there). The archives do not change while a worker
+each package imported from them has an importer of its own, so every task paid for re-reading them before
+running a line of its function. The archives do not change while a worker
 lives; the importers installed here re-read an archive only when its size or modification time changed, and
 otherwise behave as ``zipimport.zipimporter``. Installed only in PySpark worker processes, when sparkberg is
 first imported there (the first sparkberg task of a reused worker still pays once).

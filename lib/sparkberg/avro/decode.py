@@ -22,8 +22,8 @@ from sparkberg.avro.manifest import read_manifest, read_manifest_list
 from sparkberg.avro.schemas import manifest_list_names
 
 # manifest lists from this size on are decoded by compiled code; smaller ones (a few dozen manifests) by
-# fastavro, so that planning a small table does not start numba (its import and first call cost ~0.3 s in a
-# process). Lists above it are those of tables of hundreds of manifests, which planning prunes a spec at a
+# fastavro, so that planning a small table does not start numba (its import and first call cost a process a
+# noticeable fraction of a second). Lists above it are those of tables of hundreds of manifests, which planning prunes a spec at a
 # time on the columns without building a ManifestFile per manifest.
 FAST_LIST_MIN_BYTES = 16 * 1024
 # manifests (or runs of manifests decoded together) of fewer entries are decoded by fastavro: below this,

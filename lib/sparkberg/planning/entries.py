@@ -58,7 +58,7 @@ def physical_types(t: T.IcebergType) -> tuple[pa.DataType, str]:
 
 def physical_spark_type(t: T.IcebergType) -> ST.DataType:
     """The Spark type of :func:`physical_types`' DDL for ``t``, built in Python (PySpark 3.5 parses DDL
-    through the JVM: ~14 ms a call)."""
+    through the JVM, a round trip a call)."""
     if isinstance(t, T.DecimalType):
         return ST.DecimalType(t.precision, t.scale)
     return {"boolean": ST.BooleanType(), "int": ST.IntegerType(), "bigint": ST.LongType(), "float": ST.FloatType(),
@@ -503,8 +503,8 @@ class EntryDecoder:
 
 
 # metrics maps are read by key (:meth:`EntryDecoder._keys_read`) for tables of at least this many columns, and
-# four times as many as the keys read: the compiled decoder's keyed reading costs ~1.35x its plain reading of a
-# 3-column table's maps, and ~0.55x of a 53-column table's
+# four times as many as the keys read: below, the compiled decoder's keyed reading costs more than reading the
+# maps whole (README, "Benchmarks")
 KEYED_MIN_COLUMNS = 8
 
 

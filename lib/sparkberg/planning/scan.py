@@ -365,13 +365,9 @@ def _entries(manifests) -> int:
 
 def _small_enough(metadata: TableMetadata, manifests) -> bool:
     """Whether the manifests left after pruning are few enough to plan on the driver: under both the bytes
-    bound and the entries bound (the manifest list's file counts). On 2 cores the driver's per-entry cost beats
-    a Spark job's fixed one up to a few hundred thousand entries: tasks held on the driver (what ``to_df``
-    reads) 0.09 s locally against 0.44 s distributed at 100k entries, 0.22 against 0.57 at 250k, 0.42 against
-    0.87 at 500k; a plan counted by a Spark job (its tasks a local relation) 0.24 against 0.43 at 100k, 0.39
-    against 0.43 at 250k, 0.72 against 0.56 at 500k. The bytes bound is for wide tables, whose entries carry
-    metrics of many columns: 100k entries with metrics of 52 columns are 39 MB of manifests, planned in 0.29 s
-    on the driver (its threads) against 0.68 s distributed."""
+    bound and the entries bound (the manifest list's file counts). The driver's per-entry cost beats a Spark
+    job's fixed one up to a few hundred thousand entries; the bytes bound is for wide tables, whose entries
+    carry metrics of many columns (README, "Benchmarks", for the measurements)."""
     if sum(m.manifest_length for m in manifests) > int_property(metadata, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT):
         return False
     counts = [(m.added_files_count, m.existing_files_count, m.deleted_files_count) for m in manifests]
@@ -434,11 +430,11 @@ def _tasks_arrow_schema(layout: PartitionLayout):
                       for c in PLAN_COLUMNS])
 
 
-# (data manifest, delete manifest) pairs whose partition summaries the driver compares at most (~0.02 s per
-# million) to let the planning tasks decode their own delete manifests; beyond, the driver decodes them all
+# (data manifest, delete manifest) pairs whose partition summaries the driver compares at most to let the
+# planning tasks decode their own delete manifests; beyond, the driver decodes them all
 SCOPED_PAIRS_MAX = 20_000_000
-# delete manifest entries up to which a distributed plan decodes them on the driver (1,000 manifests of 10
-# entries: ~1 s here, ~1.6 s as a Spark job on 2 cores, before collecting them); above, on the executors
+# delete manifest entries up to which a distributed plan decodes them on the driver, in auto
+# read.delete-planning-mode (cheaper there than in a Spark job); above, on the executors
 DRIVER_DELETE_ENTRIES_MAX = 50_000
 
 

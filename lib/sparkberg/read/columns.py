@@ -262,8 +262,8 @@ def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool | st
     df = read_parquet(spark, schema, list(files))
     if row_filter is not None:
         df = df.where(row_filter)
-    # (SQL text: each Column built step by step costs a classic session a py4j call a step, ~0.4 ms each; and
-    # each step a classic session analyses, 3-10 ms for a read: no step that adds nothing)
+    # (SQL text: each Column built step by step costs a classic session a py4j call a step, and it analyses
+    # each step: no step that adds nothing)
     if not keys:  # rows need not be matched to their file (no deletes, no metadata columns): a plain read
         return df
     if keys == "pos" and file_ids is None:  # the row's position only (no deletes, no metadata columns)

@@ -332,8 +332,7 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
 def _kept_frame(spark, cache: DeleteCache | None, key: tuple, make, schema: ST.StructType) -> DataFrame:
     """The Arrow table ``make()`` returns (bitmaps of deleted positions) as a DataFrame of ``schema``, which the
     session keeps by ``key`` (what the table is made of) while the delete cache is on: a repeated read of a
-    merge-on-read table neither remakes its bitmaps nor sends them to Spark again (~20 ms of each read of 48
-    data files with deletes on Spark 4). At most a quarter of the delete cache's bound is kept, in at most
+    merge-on-read table neither remakes its bitmaps nor sends them to Spark again. At most a quarter of the delete cache's bound is kept, in at most
     :data:`KEPT_FRAMES` DataFrames. (A kept DataFrame joined into several reads keeps its columns' ids: Spark
     gives a relation that appears twice in one query new ids, as it does for a table read twice.)"""
     kept = per_session(spark, "bitmaps", LRU) if cache is not None else None

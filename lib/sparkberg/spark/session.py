@@ -154,10 +154,10 @@ def with_known_count(df: DataFrame, rows: int) -> DataFrame:
 
 def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFrame:
     """A classic PySpark 3.5 DataFrame of an Arrow table's batches, sent to the JVM as PySpark 3.5 sends a pandas
-    DataFrame's (its public API takes only pandas, which cannot hold nested columns): 10k scan tasks ~0.24 ->
-    ~0.03 s, and Spark reads them without unpickling a row each. Spark 3.5 turns batches under
+    DataFrame's (its public API takes only pandas, which cannot hold nested columns), so Spark reads them
+    without unpickling a row each. Spark 3.5 turns batches under
     ``spark.sql.execution.arrow.localRelationThreshold`` into a local relation, converting every row on the driver
-    right away (10k tasks: ~25 ms of a ~30 ms DataFrame); from :data:`LAZY_ROWS` rows on, the threshold is 0
+    right away (most of the cost of the DataFrame); from :data:`LAZY_ROWS` rows on, the threshold is 0
     while the DataFrame is made, so the rows are converted when it is read (its count was faster too)."""
     from pyspark.sql import DataFrame as ClassicDataFrame
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
@@ -206,11 +206,11 @@ def read_parquet(spark, schema: StructType, files: list[str]) -> DataFrame:
     """``spark.read.schema(schema).parquet(*files)``, for a session that reads the same files again and again.
 
     A classic session resolves a Parquet read's paths each time it builds one: it checks that each path
-    exists (on a pool of 40 threads it starts for the purpose) and lists them, 12-60 ms for 1-432 local
-    files on 2 cores, up to half of a table's ``to_df``. Data files never change once written, so the
-    relation Spark resolved is kept (:class:`ParquetRelations`) and a read of the same files and schema wraps
-    it in a new logical relation of its own, with new column ids, as Spark's session catalog does for the
-    relations of its tables (~3 ms). Spark Connect resolves the paths on the server: left as it is."""
+    exists (on a pool of 40 threads it starts for the purpose) and lists them: up to half of a table's
+    ``to_df``. Data files never change once written, so the relation Spark resolved is kept
+    (:class:`ParquetRelations`) and a read of the same files and schema wraps it in a new logical relation of
+    its own, with new column ids, as Spark's session catalog does for the relations of its tables. Spark
+    Connect resolves the paths on the server: left as it is."""
     relations = ParquetRelations.of(spark)
     key = (schema.json(), tuple(files))
     relation = relations.get(key) if relations is not None else None
@@ -311,8 +311,7 @@ _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 @contextlib.contextmanager
 def _listing_on_driver(spark, files: Sequence[str]):
-    """Spark checks every path it is given, with a job of one task per path beyond 32 paths (480 files: ~1.8 s
-    on 2 cores). For local files the driver does it in milliseconds, so, on a classic session, the threshold is
+    """Spark checks every path it is given, with a job of one task per path beyond 32 paths. For local files the driver does it in milliseconds, so, on a classic session, the threshold is
     raised while the DataFrame is created (Spark Connect analyses later, on the server: left as it is)."""
     local = all(f.startswith("/") or f.startswith("file:") for f in files)
     with session_setting(spark, _LISTING_THRESHOLD, str(len(files) + 1),
@@ -322,8 +321,7 @@ def _listing_on_driver(spark, files: Sequence[str]):
 
 def _read_parquet_paths(reader: DataFrameReader, files: list[str]) -> DataFrame:
     """``reader.parquet(*files)``. A classic session's PySpark hands the JVM a list of paths one py4j call
-    per path; here they travel as one string, split on the JVM side (on PySpark 3.5, building the DataFrame
-    of 500 files ~25 ms faster, of 5000 files 0.54-1.19 -> 0.33-0.45 s). Spark Connect sends the paths in
+    per path; here they travel as one string, split on the JVM side. Spark Connect sends the paths in
     the plan: left as it is."""
     jreader = getattr(reader, "_jreader", None)
     if jreader is not None and len(files) >= _PATHS_IN_ONE_CALL and not any("\n" in f for f in files):
