@@ -6,7 +6,7 @@ IVENV  ?= .venv-interop
 SHARED ?= $(or $(SPARKBERG_SHARED),../shared)
 PYTEST_FLAGS ?= -q
 
-.PHONY: demo test test-spec interop bench clean
+.PHONY: demo test test-spec interop bench clean postgres-server
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,16 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/python jobs/demo.py --warehouse ./warehouse
 
-test: $(VENV)/.installed
+# PostgreSQL's server for the SQL catalog tests, from Debian's package (the tests start and stop clusters of
+# their own, on 127.0.0.1)
+postgres-server:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+
+test: $(VENV)/.installed postgres-server
 	$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/spec tests/spark
 
-test-spec: $(VENV)/.installed
+test-spec: $(VENV)/.installed postgres-server
 	$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/spec
 
 # Reference engines: Apache Iceberg 1.10.2 (Java, PySpark 3.5), PyIceberg 0.12, DuckDB 1.5.5

@@ -43,3 +43,28 @@ def tune(spark):
     yield set_settings
     for key in keys:
         spark.conf.unset(key)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server of the tests' own (tests/pgserver.py), stopped after the run."""
+    import pgserver
+    server = pgserver.started()
+    yield server
+    server.stop()
+
+
+FIGURES: list[str] = []
+
+
+@pytest.fixture
+def report():
+    """Adds a line to the figures printed at the end of the run (reliability counts, timings of record)."""
+    return FIGURES.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    if FIGURES:
+        terminalreporter.section("sparkberg figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)

@@ -10,9 +10,9 @@ from sparkberg import zipimports as _zipimports
 _zipimports.install_in_worker()
 
 from sparkberg.errors import (  # noqa: F401, E402
-    CommitFailed, CommitFailedException, InvalidIdentifierError, InvalidMetadataError, NoSuchNamespaceError,
-    NoSuchTable, NoSuchTableError, NotSupportedError, SparkbergError, TableAlreadyExistsError,
-    UnsupportedFormatVersionError, ValidationError,
+    CommitFailed, CommitFailedException, CommitStateUnknownException, InvalidIdentifierError, InvalidMetadataError,
+    NoSuchNamespaceError, NoSuchTable, NoSuchTableError, NotSupportedError, SparkbergError, TableAlreadyExistsError,
+    TableUUIDMismatchError, UnsupportedFormatVersionError, ValidationError,
 )
 from sparkberg.table import Catalog, Table, catalog, load_table  # noqa: F401, E402
 

@@ -84,7 +84,12 @@ class CommitFailedException(SparkbergError):
 
 
 class CommitStateUnknownException(SparkbergError):
-    """The commit may or may not have succeeded (for example the catalog swap timed out)."""
+    """The commit may or may not have succeeded (the catalog's answer to the swap was lost): its files are kept,
+    and the table must be refreshed to tell."""
+
+
+class TableUUIDMismatchError(ValidationError):
+    """A refreshed table is another table: its ``table-uuid`` changed (dropped and re-created meanwhile)."""
 
 
 NoSuchTable = NoSuchTableError

@@ -16,12 +16,17 @@ import re
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from sparkberg.catalog.base import Identifier, parse_identifier, read_metadata
+from sparkberg.catalog.config import open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
+from sparkberg.catalog.sql import SqlCatalog
 from sparkberg.commit.retry import RetryPolicy, retrying
-from sparkberg.errors import InvalidMetadataError, MissingFileError, NoSuchTableError, SparkbergError, ValidationError
+from sparkberg.errors import (
+    InvalidMetadataError, MissingFileError, NoSuchNamespaceError, NoSuchTableError, NotSupportedError,
+    SparkbergError, TableUUIDMismatchError, ValidationError,
+)
 from sparkberg.expressions.predicates import TRUE, bind
 from sparkberg.expressions.sql import translate_filter
-from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
+from sparkberg.io.fileio import FileIO, file_io_for, normalize_location, to_local_path
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.session import job_description, session_time_zone
 from sparkberg.spec import types as I, updates as U
@@ -34,14 +39,6 @@ from sparkberg.spec.updates import assign_fresh_ids
 
 _PARTITION_SUFFIX = {"bucket": "bucket", "truncate": "trunc", "year": "year", "month": "month", "day": "day",
                      "hour": "hour", "void": "null"}
-
-
-def normalize_location(location: str) -> str:
-    """A warehouse or table location as a URI: plain local paths become absolute ``file:`` URIs."""
-    import os
-    if "://" in location or location.startswith("file:"):
-        return location.rstrip("/")
-    return "file://" + os.path.abspath(location)
 
 
 class Table:
@@ -110,6 +107,10 @@ class Table:
             self._metadata, self.metadata_location = t._metadata, t.metadata_location
             return self
         _, loc, meta = self.catalog._backend.load(self.identifier)
+        if meta.table_uuid != self._metadata.table_uuid:
+            # (spec: a refreshed table whose table-uuid changed is an error; the table was dropped and re-created)
+            raise TableUUIDMismatchError(f"table {self.name} is no longer the table loaded: its table-uuid changed "
+                                         f"from {self._metadata.table_uuid} to {meta.table_uuid} ({loc})")
         self._metadata, self.metadata_location = meta, loc
         return self
 
@@ -509,7 +510,7 @@ def _parse_ddl(spark: Any, ddl: str):
 class Catalog:
     """A catalog of Iceberg tables: namespaces, and tables created, loaded, listed and dropped."""
 
-    def __init__(self, spark: Any, backend: FileSystemCatalog, uri: str):
+    def __init__(self, spark: Any, backend: FileSystemCatalog | SqlCatalog, uri: str):
         self.spark = spark
         self._backend = backend
         self.uri = uri
@@ -521,8 +522,29 @@ class Catalog:
     def warehouse(self) -> str:
         return self._backend.warehouse
 
-    def create_namespace(self, namespace: str | Sequence[str]) -> None:
-        self._backend.create_namespace(namespace)
+    def create_namespace(self, namespace: str | Sequence[str], properties: dict[str, str] | None = None) -> None:
+        """Create a namespace (with ``properties``, where the catalog keeps them: the SQL catalog)."""
+        if properties and not isinstance(self._backend, SqlCatalog):
+            raise NotSupportedError("the file-system catalog keeps no namespace properties")
+        if isinstance(self._backend, SqlCatalog):
+            self._backend.create_namespace(namespace, properties)
+        else:
+            self._backend.create_namespace(namespace)
+
+    def load_namespace_properties(self, namespace: str | Sequence[str]) -> dict[str, str]:
+        """A namespace's properties ({} for the file-system catalog, which keeps none)."""
+        if isinstance(self._backend, SqlCatalog):
+            return self._backend.load_namespace_properties(namespace)
+        if not self._backend.namespace_exists(namespace):
+            raise NoSuchNamespaceError(f"namespace {namespace} does not exist")
+        return {}
+
+    def update_namespace_properties(self, namespace: str | Sequence[str], updates: dict[str, str] | None = None,
+                                    removals: Sequence[str] = ()) -> None:
+        """Set and remove namespace properties (the SQL catalog)."""
+        if not isinstance(self._backend, SqlCatalog):
+            raise NotSupportedError("the file-system catalog keeps no namespace properties")
+        self._backend.update_namespace_properties(namespace, updates, removals)
 
     def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
         return self._backend.namespace_exists(namespace)
@@ -555,10 +577,12 @@ class Catalog:
         s = U.assign_fresh_ids(s)
         spec = build_partition_spec(s, partition_by)
         order = build_sort_order(s, sort_by)
-        if location is not None and self._backend.table_location(ident) != normalize_location(location).rstrip("/"):
-            raise ValidationError("the file-system catalog keeps tables at <warehouse>/<namespace>/<table>; "
-                                  f"a custom location ({location}) is not supported")
         loc = self._backend.default_table_location(ident)
+        if location is not None:
+            if isinstance(self._backend, FileSystemCatalog) and loc != normalize_location(location).rstrip("/"):
+                raise ValidationError("the file-system catalog keeps tables at <warehouse>/<namespace>/<table>; "
+                                      f"a custom location ({location}) is not supported")
+            loc = normalize_location(location).rstrip("/")
         metadata = U.new_table_metadata(s, loc, spec, order, props, version)
         ident, mloc, meta = self._backend.create(ident, metadata)
         return Table(ident, meta, mloc, self._backend.io, self, self.spark)
@@ -581,15 +605,31 @@ class Catalog:
         """Drop a table; ``purge`` also deletes every file its metadata references."""
         self._backend.drop(identifier, purge)
 
+    def rename_table(self, source: str | Sequence[str], target: str | Sequence[str]) -> None:
+        """Rename a table; its files stay where they are (the SQL catalog: the file-system catalog's tables are
+        their directories)."""
+        if not isinstance(self._backend, SqlCatalog):
+            raise NotSupportedError("the file-system catalog cannot rename tables (as Iceberg's HadoopCatalog)")
+        self._backend.rename(source, target)
 
-def catalog(spark: Any, uri: str, warehouse: str | None = None) -> Catalog:
-    """Open a catalog. ``uri`` is a warehouse location (``file:///data/wh``, a local path,
-    ``s3://bucket/wh``, ``hdfs://...``) for the file-system catalog (Iceberg's HadoopCatalog layout)."""
-    if uri.startswith(("sqlite:", "postgresql:", "jdbc:")):
-        raise SparkbergError(f"SQL catalogs ({uri.split(':')[0]}) are not supported yet; use a warehouse "
-                             "location for the file-system catalog")
-    loc = normalize_location(warehouse or uri)
-    return Catalog(spark, FileSystemCatalog(loc), loc)
+    def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
+        """Add an existing table to the catalog by its metadata file (the SQL catalog)."""
+        if not isinstance(self._backend, SqlCatalog):
+            raise NotSupportedError("the file-system catalog cannot register tables (as Iceberg's HadoopCatalog)")
+        ident, loc, meta = self._backend.register(identifier, normalize_location(metadata_location))
+        return Table(ident, meta, loc, self._backend.io, self, self.spark)
+
+
+def catalog(spark: Any, uri: str, warehouse: str | None = None, name: str | None = None, type: str | None = None,
+            properties: dict[str, str] | None = None) -> Catalog:
+    """Open a catalog (:mod:`sparkberg.catalog.config`): ``uri`` is a warehouse location (``file:///data/wh``, a
+    local path, ``s3://bucket/wh``, ``hdfs://...``) for the file-system catalog (Iceberg's HadoopCatalog
+    layout); a database (``sqlite:////data/catalog.db``, ``jdbc:sqlite:/data/catalog.db``,
+    ``postgresql://host/db``, ``jdbc:postgresql://host/db``) for the SQL catalog, with ``warehouse`` for new
+    tables, ``name`` (the ``catalog_name`` it shares with Iceberg Java and PyIceberg) and ``properties``
+    (``jdbc.user``, ``jdbc.password``); or the name of a catalog configured by ``spark.sql.catalog.<name>.*``."""
+    backend, description = open_backend(spark, uri, warehouse, name, type, properties)
+    return Catalog(spark, backend, description)
 
 
 _METASTORE_NAME = re.compile(r"^(\d+)-[0-9a-fA-F-]+\.(?:gz\.)?metadata\.json(?:\.gz)?$")

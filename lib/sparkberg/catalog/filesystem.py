@@ -4,7 +4,9 @@
 holding N; namespaces are directories. Iceberg Java's ``hadoop`` catalog and this one can share
 a warehouse. A commit creates ``v<N+1>.metadata.json`` only if it does not exist (atomic on the
 local file system): of two writers racing for a version, one wins and the other gets
-:class:`CommitFailedException` with nothing written.
+:class:`CommitFailedException` with nothing written. On stores without an atomic create-if-absent (object
+stores; HDFS through pyarrow, which checks then writes) two writers could both "win", so this catalog commits
+nothing there: reading works, and commits go through a SQL or REST catalog.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from sparkberg.catalog.base import (
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.errors import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
-    NoSuchTableError, TableAlreadyExistsError,
+    NoSuchTableError, NotSupportedError, TableAlreadyExistsError,
 )
 from sparkberg.io.fileio import FileAlreadyExistsError, FileIO, file_io_for
 from sparkberg.spec.metadata import TableMetadata
@@ -154,6 +156,7 @@ class FileSystemCatalog:
     def create(self, identifier, metadata: TableMetadata) -> tuple[Identifier, str, TableMetadata]:
         """Write version 1 of a new table; fails if the table exists."""
         ident = parse_identifier(identifier)
+        self._check_atomic(ident)
         loc = self.table_location(ident)
         if self.is_table(loc):
             raise TableAlreadyExistsError(f"table {ident} already exists")
@@ -167,6 +170,7 @@ class FileSystemCatalog:
         """Swap in ``new`` as the version after ``base_location``; CommitFailedException if another
         writer committed first. Returns the new metadata location and the metadata as written."""
         ident = parse_identifier(identifier)
+        self._check_atomic(ident)
         loc = self.table_location(ident)
         current = self._current_version(loc)
         if current is None:
@@ -183,6 +187,15 @@ class FileSystemCatalog:
             for old in dropped:
                 self.io.delete(old)
         return new_location, new
+
+    def _check_atomic(self, ident: Identifier) -> None:
+        if not self.io.atomic_create:
+            scheme = self.warehouse.split("://", 1)[0] if "://" in self.warehouse else "this store"
+            raise NotSupportedError(
+                f"cannot commit table {ident} in warehouse {self.warehouse}: {scheme} has no atomic create-if-absent, "
+                "so two writers could both win a commit and one would be lost. Keep the tables in a SQL catalog "
+                "(sparkberg.catalog(spark, 'sqlite:////path/catalog.db' or 'postgresql://...', "
+                f"warehouse='{self.warehouse}')); reading this warehouse works as it is")
 
     def _write_version(self, ident: Identifier, table_location: str, version: int, metadata: TableMetadata) -> str:
         mdir = self.metadata_dir(table_location)

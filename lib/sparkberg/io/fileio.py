@@ -35,6 +35,9 @@ def to_local_path(location: str) -> str | None:
 class FileIO:
     """Read, create (never overwrite), list and delete files by location."""
 
+    # whether ``create`` is atomic: of two writers creating one path, exactly one succeeds
+    atomic_create = False
+
     def read(self, location: str) -> bytes:
         raise NotImplementedError
 
@@ -79,6 +82,8 @@ class FileIO:
 
 class LocalFileIO(FileIO):
     """Local files; ``create`` is atomic and exclusive (temp file + hard link)."""
+
+    atomic_create = True
 
     @staticmethod
     def _p(location: str) -> str:
@@ -225,6 +230,13 @@ class PyArrowFileIO(FileIO):
 
     def delete_dir(self, location):
         self._fs.delete_dir(self._p(location))
+
+
+def normalize_location(location: str) -> str:
+    """A warehouse or table location as a URI: plain local paths become absolute ``file:`` URIs."""
+    if "://" in location or location.startswith("file:"):
+        return location.rstrip("/")
+    return "file://" + os.path.abspath(location)
 
 
 def file_io_for(location: str) -> FileIO:
