@@ -22,9 +22,10 @@ import json
 import sys
 from typing import Any
 
-import sparkberg
 from sparkberg.jobs import metadata_view
-from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
+from sparkberg.jobs.common import (
+    OK, add_session_arguments, names_a_configured_catalog, open_catalog, progress, run, session,
+)
 from sparkberg.jobs.health import _jsonable
 
 
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         # what needs only metadata is read here, without Spark (and its JVM)
-        cat = sparkberg.catalog(None, args.warehouse)
+        cat = open_catalog(spark_session() if names_a_configured_catalog(args) else None, args)
         if args.command == "list":
             items = cat.list_tables(args.namespace) if args.namespace else [".".join(n) for n in
                                                                               cat.list_namespaces()]
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             return OK
         if args.command == "count":
             spark = spark_session()
-            t = sparkberg.catalog(spark, args.warehouse).load_table(args.table)
+            t = open_catalog(spark, args).load_table(args.table)
             with progress(spark, f"count {args.table}"):
                 n = t.to_df(filter=args.filter, snapshot_id=args.snapshot_id, ref=args.ref,
                             as_of_timestamp_ms=args.as_of_timestamp_ms).count()
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             spark = spark_session()
             with progress(spark, f"{args.command} {args.table}"):
-                rows = _spark_rows(sparkberg.catalog(spark, args.warehouse).load_table(args.table), args.command)
+                rows = _spark_rows(open_catalog(spark, args).load_table(args.table), args.command)
         _print_view(args.command, rows, args.output, args.limit)
         return OK
     return run(body)

@@ -9,6 +9,8 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+import sparkberg
+from sparkberg.catalog.config import is_catalog_name
 from sparkberg.errors import (
     CommitFailedException, NoSuchNamespaceError, NoSuchTableError, SparkbergError, ValidationError,
 )
@@ -20,10 +22,29 @@ EXIT_CODES = {OK: "success", FAILED: "unexpected failure", USAGE: "bad arguments
 
 
 def add_session_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--warehouse", "--catalog", dest="warehouse",
-                   default=os.environ.get("SPARKBERG_WAREHOUSE", "./warehouse"),
-                   help="catalog URI: the warehouse location (path, file://, s3://...; env SPARKBERG_WAREHOUSE)")
+    p.add_argument("--catalog", default=os.environ.get("SPARKBERG_CATALOG"),
+                   help="the catalog: a warehouse location (path, file://, s3://...), a SQL catalog's database "
+                        "(sqlite:////path/catalog.db, postgresql://host/db, jdbc:...), or the name of a catalog "
+                        "configured by spark.sql.catalog.<name>.* (env SPARKBERG_CATALOG)")
+    p.add_argument("--warehouse", default=os.environ.get("SPARKBERG_WAREHOUSE"),
+                   help="the warehouse location: the file-system catalog's when --catalog is not given (default "
+                        "./warehouse), else where a SQL catalog puts new tables (env SPARKBERG_WAREHOUSE)")
+    p.add_argument("--catalog-name", default=None,
+                   help="a SQL catalog's name, as Iceberg Java and PyIceberg store it (catalog_name)")
     p.add_argument("--master", default=None, help="Spark master when not launched by spark-submit (default local[*])")
+
+
+def open_catalog(spark: Any, args: argparse.Namespace):
+    """The catalog the arguments of :func:`add_session_arguments` name (``spark`` None: only one named by its
+    location or database, not one configured in the Spark conf)."""
+    if args.catalog is None:
+        return sparkberg.catalog(spark, args.warehouse or "./warehouse")
+    return sparkberg.catalog(spark, args.catalog, warehouse=args.warehouse, name=args.catalog_name)
+
+
+def names_a_configured_catalog(args: argparse.Namespace) -> bool:
+    """Whether ``--catalog`` is a name whose settings are in the Spark conf (resolving it needs a session)."""
+    return args.catalog is not None and is_catalog_name(args.catalog)
 
 
 # Spark's log at ERROR on the console, without its banner: for a session a command-line tool starts itself

@@ -20,8 +20,7 @@ from typing import Any, Sequence
 
 from pyspark.sql import DataFrame
 
-import sparkberg
-from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
+from sparkberg.jobs.common import OK, add_session_arguments, open_catalog, progress, run, session
 
 HEALTH_VIEWS = ("small_files", "deletes", "manifests", "snapshot_growth", "row_lineage")
 DEFAULT_SMALL_FILE_BYTES = 32 * 1024 * 1024
@@ -97,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         spark = session("sparkberg-health", args.master)
-        cat = sparkberg.catalog(spark, args.warehouse)
+        cat = open_catalog(spark, args)
         tables = list(args.table) + (cat.list_tables(args.namespace) if args.namespace else [])
         if not tables:
             p.error("give --table or --namespace")

@@ -14,8 +14,7 @@ import argparse
 import json
 import sys
 
-import sparkberg
-from sparkberg.jobs.common import OK, add_session_arguments, progress, run, session
+from sparkberg.jobs.common import OK, add_session_arguments, open_catalog, progress, run, session
 
 MODES = ("append", "overwrite", "dynamic-overwrite")
 FORMATS = ("parquet", "csv", "json")
@@ -66,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         spark = session("sparkberg-ingest", args.master)
-        cat = sparkberg.catalog(spark, args.warehouse)
+        cat = open_catalog(spark, args)
         t = None if args.create and not cat.table_exists(args.table) else cat.load_table(args.table)
         df = read_source(spark, args.format, args.paths, args.header, args.schema, options)
         if t is None:
