@@ -21,7 +21,7 @@ def ids(t):
 
 def test_tables_in_a_sqlite_catalog_are_written_and_read(spark, sqlcat, tmp_path):
     sqlcat.create_namespace("db", {"owner": "etl"})
-    assert sqlcat.load_namespace_properties("db") == {"owner": "etl"}
+    assert sqlcat.load_namespace_properties("db") == {"owner": "etl", "exists": "true"}
     t = sqlcat.create_table("db.events", "id bigint, p int", partition_by=["p"])
     t.append(spark.sql("SELECT id, CAST(id % 3 AS int) AS p FROM range(0, 30)"))
     t.delete("id < 10")

@@ -94,9 +94,9 @@ def test_namespaces_with_properties(cat):
     assert cat.namespace_exists("ns") and not cat.namespace_exists("n")
     with pytest.raises(NamespaceAlreadyExistsError):
         cat.create_namespace("ns")
-    assert cat.load_namespace_properties("ns") == {"owner": "me", "comment": "x"}
+    assert cat.load_namespace_properties("ns") == {"owner": "me", "comment": "x", "exists": "true"}  # (as Java)
     cat.update_namespace_properties("ns", {"owner": "you", "new": "1"}, ["comment"])
-    assert cat.load_namespace_properties("ns") == {"owner": "you", "new": "1"}
+    assert cat.load_namespace_properties("ns") == {"owner": "you", "new": "1", "exists": "true"}
     with pytest.raises(ValidationError, match="both set and removed"):
         cat.update_namespace_properties("ns", {"a": "1"}, ["a"])
     cat.create_namespace("ns.child")

@@ -5,9 +5,9 @@ PyIceberg's ``SqlCatalog`` lay them out, so one database serves all three.
   ``table_name``), with ``metadata_location``, ``previous_metadata_location`` and, in Java's current schema
   (created here when the database has no catalog tables), ``iceberg_type`` = ``TABLE`` (null, as older
   writers and PyIceberg leave it, is a table too).
-- ``iceberg_namespace_properties``: one row per namespace property; a namespace created without properties
-  holds ``exists`` = ``true``, as Java and PyIceberg write it. A namespace exists while it has a property row or
-  a table.
+- ``iceberg_namespace_properties``: one row per namespace property; a namespace created here holds
+  ``exists`` = ``true`` besides its properties, as Java writes it (PyIceberg writes it only for a namespace
+  created without properties). A namespace exists while it has a property row or a table.
 
 A commit writes the new metadata file (``<location>/metadata/<NNNNN>-<uuid>.metadata.json``, Java's naming),
 then swaps it in with one compare-and-swap: the row is updated only while its ``metadata_location`` is the one
@@ -217,7 +217,7 @@ class SqlCatalog:
         ns = parse_namespace(namespace)
         if self.namespace_exists(ns):
             raise NamespaceAlreadyExistsError(f"namespace {'.'.join(ns)} already exists")
-        props = dict(properties or {}) or {EXISTS_PROPERTY: "true"}
+        props = {**(properties or {}), EXISTS_PROPERTY: "true"}
         try:
             self.db.transaction([(f"INSERT INTO {NAMESPACE_PROPERTIES} (catalog_name, namespace, property_key, "
                                   "property_value) VALUES (?, ?, ?, ?)", (self.name, ".".join(ns), k, str(v)))
