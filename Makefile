@@ -6,7 +6,7 @@ IVENV  ?= .venv-interop
 SHARED ?= $(or $(SPARKBERG_SHARED),../shared)
 PYTEST_FLAGS ?= -q
 
-.PHONY: demo test test-spec interop bench clean postgres-server
+.PHONY: demo test test-spec interop bench clean postgres-server jdbc-drivers
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,13 +34,19 @@ $(IVENV)/.installed: setup.cfg pyproject.toml $(wildcard $(SHARED)/interop/setup
 	@test -f $(SHARED)/interop/setup-reference.sh || { echo "no $(SHARED)/interop/setup-reference.sh: set SPARKBERG_SHARED to the shared folder" >&2; exit 2; }
 	bash $(SHARED)/interop/setup-reference.sh $(IVENV)
 	# sparkberg and the test runner only: the test extras pin engines (PyIceberg, Spark Connect) for the main suite
-	$(IVENV)/bin/pip install -q -e . "pytest>=8" "hypothesis>=6" "pytest-timeout>=2"
+	$(IVENV)/bin/pip install -q -e '.[postgres]' "pytest>=8" "hypothesis>=6" "pytest-timeout>=2"
 	# DuckDB writes Iceberg only through a REST catalog, over HTTP: its httpfs extension, from PyPI like the others
 	$(IVENV)/bin/pip install -q "duckdb-extension-httpfs==1.5.5"
 	$(IVENV)/bin/python -c "import pyspark; assert pyspark.__version__.startswith('3.5'), pyspark.__version__"
 	touch $@
 
-interop: $(IVENV)/.installed
+# Iceberg Java's JdbcCatalog on the SQL catalog's databases: the JDBC drivers Debian ships
+jdbc-drivers:
+	@test -f /usr/share/java/sqlite-jdbc.jar -a -f /usr/share/java/postgresql.jar || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxerial-sqlite-jdbc-java libpostgresql-jdbc-java \
+		>/dev/null; }
+
+interop: $(IVENV)/.installed postgres-server jdbc-drivers
 	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
 
 # Benchmarks against Iceberg Java in the same session (not tests); smaller: BENCH_SIZES=10,10000 BENCH_ROWS=1000000

@@ -10,6 +10,17 @@ SHARED = os.environ.get("SPARKBERG_SHARED") or os.path.join(
 sys.path.insert(0, os.path.join(SHARED, "interop"))
 
 pytestmark = pytest.mark.interop
+JDBC_DRIVERS = ["/usr/share/java/sqlite-jdbc.jar", "/usr/share/java/postgresql.jar"]
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server of the tests' own (tests/pgserver.py), stopped after the run."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import pgserver
+    server = pgserver.started()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -20,10 +31,13 @@ def java_warehouse(tmp_path_factory):
 @pytest.fixture(scope="session")
 def java(java_warehouse):
     """A SparkSession with Iceberg Java (catalog `ref` over ``java_warehouse``); sparkberg runs on it too."""
-    from reference import iceberg_java_session
+    from reference import iceberg_java_session, jars
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors import sparkberg from this venv
+    # (with the JDBC drivers Debian ships, for Iceberg Java's JdbcCatalog on the SQL catalog's databases)
+    drivers = [j for j in JDBC_DRIVERS if os.path.exists(j)]
     spark = iceberg_java_session(java_warehouse, extra={"spark.sql.adaptive.coalescePartitions.enabled": "false",
-                                                        "spark.sql.parquet.fieldId.read.enabled": "true"})
+                                                        "spark.sql.parquet.fieldId.read.enabled": "true",
+                                                        "spark.jars": ",".join(jars() + drivers)})
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.stop()

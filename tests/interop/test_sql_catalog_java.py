@@ -1,0 +1,104 @@
+"""One SQL catalog database shared by Iceberg Java's JdbcCatalog (through its Spark catalog) and sparkberg's, on
+SQLite and on PostgreSQL: what one creates and commits, the other lists, loads, reads and commits on top of."""
+import os
+import uuid
+
+import pytest
+
+import sparkberg
+
+pytestmark = pytest.mark.interop
+
+
+def release_sqlite_reads(java, catalog: str) -> None:
+    """Iceberg Java 1.10.2's JdbcCatalog leaves open the result sets of its start-up checks (the
+    ``DatabaseMetaData.getTables`` / ``getColumns`` of ``atomicCreateTable`` and ``updateSchemaIfRequired``). On
+    SQLite the pooled connection holding them keeps a read transaction, so no other connection, Java's own or
+    another process's, can commit: "database is locked" (in WAL mode Java's own commits fail instead). That is
+    Java's defect; here the pool's connections are closed once the catalog has started, which closes those result
+    sets, and fresh connections take their place (through reflection on ``ClientPoolImpl.clients``)."""
+    jvm = java._jvm
+    gateway = java.sparkContext._gateway
+    spark_catalog = java._jsparkSession.sessionState().catalogManager().catalog(catalog)
+    jdbc = spark_catalog.icebergCatalog()
+    field = jdbc.getClass().getDeclaredField("connections")  # (classes of spark.jars: not the app class loader's)
+    field.setAccessible(True)
+    pool = field.get(jdbc)
+    impl = pool.getClass().getSuperclass()  # ClientPoolImpl
+    assert impl.getName() == "org.apache.iceberg.ClientPoolImpl", impl.getName()
+    clients_field = impl.getDeclaredField("clients")
+    clients_field.setAccessible(True)
+    clients = clients_field.get(pool)
+    new_client = impl.getDeclaredMethod("newClient", gateway.new_array(jvm.java.lang.Class, 0))
+    new_client.setAccessible(True)
+    for _ in range(clients.size()):
+        clients.poll().close()
+        clients.add(new_client.invoke(pool, gateway.new_array(jvm.java.lang.Object, 0)))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def shared(request, java, tmp_path):
+    """(Spark catalog name of Java's JdbcCatalog, sparkberg's catalog over the same database and name)."""
+    name = f"jdbc_{request.param}_{uuid.uuid4().hex[:6]}"
+    warehouse = f"file://{tmp_path}/wh"
+    if request.param == "sqlite":
+        path = f"{tmp_path}/catalog.db"
+        java_uri, ours_uri, props = f"jdbc:sqlite:{path}", f"sqlite:///{path}", {}
+    else:
+        server = request.getfixturevalue("postgres")
+        db = f"shared_{uuid.uuid4().hex[:8]}"
+        ours_uri = server.uri(db)
+        java_uri = f"jdbc:postgresql://127.0.0.1:{server.port}/{db}"
+        props = {"jdbc.user": "postgres", "jdbc.password": "sparkberg-test"}
+    assert os.path.exists("/usr/share/java/sqlite-jdbc.jar"), "make interop installs Debian's JDBC drivers"
+    keys = {f"spark.sql.catalog.{name}": "org.apache.iceberg.spark.SparkCatalog",
+            f"spark.sql.catalog.{name}.type": "jdbc", f"spark.sql.catalog.{name}.uri": java_uri,
+            f"spark.sql.catalog.{name}.warehouse": warehouse,
+            f"spark.sql.catalog.{name}.cache-enabled": "false",  # (each read sees the latest commit)
+            **{f"spark.sql.catalog.{name}.{k}": v for k, v in props.items()}}
+    # sparkberg's catalog first: it creates the catalog tables, which Java's then finds (the case in which
+    # Java's start-up checks leave their result sets open)
+    ours = sparkberg.catalog(java, ours_uri, warehouse=warehouse, name=name, properties=props)
+    for k, v in keys.items():
+        java.conf.set(k, v)
+    java.sql(f"SHOW NAMESPACES IN {name}").collect()  # (Java's catalog starts)
+    if request.param == "sqlite":
+        release_sqlite_reads(java, name)
+    yield name, ours
+    for k in keys:
+        java.conf.unset(k)
+
+
+def java_ids(java, table):
+    return sorted(r[0] for r in java.sql(f"SELECT id FROM {table}").collect())
+
+
+def ids(t):
+    return sorted(r[0] for r in t.to_df().select("id").collect())
+
+
+def test_java_and_sparkberg_share_a_jdbc_catalog_both_ways(java, shared):
+    name, ours = shared
+    java.sql(f"CREATE NAMESPACE {name}.db")
+    java.sql(f"CREATE TABLE {name}.db.from_java (id bigint, p int) USING iceberg PARTITIONED BY (p) "
+             "TBLPROPERTIES ('format-version'='2')")
+    java.sql(f"INSERT INTO {name}.db.from_java VALUES (1, 0), (2, 1)")
+    assert ours.list_namespaces() == [("db",)] and ours.list_tables("db") == ["db.from_java"]
+    t = ours.load_table("db.from_java")
+    assert ids(t) == [1, 2]
+    t.append(java.sql("SELECT 3L AS id, 0 AS p"))
+    t.delete("id = 1")
+    assert java_ids(java, f"{name}.db.from_java") == [2, 3]
+    java.sql(f"INSERT INTO {name}.db.from_java VALUES (4, 1)")
+    assert ids(ours.load_table("db.from_java")) == [2, 3, 4]
+    # created by sparkberg: listed, read and committed to by Java
+    mine = ours.create_table("db.from_sparkberg", "id bigint")
+    mine.append(java.sql("SELECT id FROM range(0, 3)"))
+    assert "from_sparkberg" in [r[1] for r in java.sql(f"SHOW TABLES IN {name}.db").collect()]
+    assert java_ids(java, f"{name}.db.from_sparkberg") == [0, 1, 2]
+    java.sql(f"INSERT INTO {name}.db.from_sparkberg VALUES (9)")
+    assert ids(ours.load_table("db.from_sparkberg")) == [0, 1, 2, 9]
+    ours.rename_table("db.from_sparkberg", "db.renamed")
+    assert java_ids(java, f"{name}.db.renamed") == [0, 1, 2, 9]
+    java.sql(f"DROP TABLE {name}.db.renamed")
+    assert not ours.table_exists("db.renamed")
