@@ -289,3 +289,30 @@ def test_unreachable_postgresql_and_wrong_credentials_are_named(postgres):
     jdbc = f"jdbc:postgresql://127.0.0.1:{postgres.port}/creds"
     SqlCatalog("prod", database_for(jdbc, {"jdbc.user": "postgres", "jdbc.password": "sparkberg-test"}),
                "file:///tmp/wh").list_namespaces()
+
+
+def test_an_error_after_the_swap_was_sent_is_told_apart(cat, tmp_path, monkeypatch):
+    # the database applied the swap but its answer was lost: the commit landed (the row says so); the answer lost
+    # and the database unreachable: the outcome is unknown, and the new metadata file is kept
+    from sparkberg.catalog import sql
+    from sparkberg.errors import CommitStateUnknownException
+    make(cat, "db.t")
+    real = sql.Database.execute
+
+    def applied_then_lost(self, statement, params=()):
+        real(self, statement, params)
+        raise CatalogDatabaseError("connection lost")
+    monkeypatch.setattr(sql.Database, "execute", applied_then_lost)
+    location, _ = commit_property(cat, "db.t", "a", "1")
+    monkeypatch.setattr(sql.Database, "execute", real)
+    assert cat.load("db.t")[1] == location
+    _, base_loc, base = cat.load("db.t")
+
+    def lost(self, statement, params=()):
+        raise CatalogDatabaseError("connection lost")
+    monkeypatch.setattr(sql.Database, "execute", lost)
+    monkeypatch.setattr(sql.Database, "query", lost)
+    with pytest.raises(CommitStateUnknownException, match="kept") as e:
+        cat.commit("db.t", base_loc, U.apply_all([U.SetProperties({"b": "1"})], base), base)
+    kept = str(e.value).split("metadata file ")[1].split(" is kept")[0]
+    assert os.path.exists(kept[len("file://"):])
