@@ -8,7 +8,7 @@ vectors by (file, ``_metadata.row_index``); equality deletes by null-safe equali
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -93,41 +93,11 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         if has_deletes else {}
     if derived:
         tasks = _without_idle_deletes(tasks, ids.ids, derived)
-
-    # only the rows of files that deletes apply to are matched against them, and only those of files that
-    # equality deletes apply to against those: each kind of file is read apart and the parts unioned
-    def has_eq(t) -> bool:
-        return derived is None and any(d["content"] == 2 for d in t["deletes"])
-
-    def pick(keep) -> tuple[list, list[int]]:
-        ks = [k for k, t in enumerate(tasks) if keep(t)]
-        return [tasks[k] for k in ks], [ids.ids[k] for k in ks]
-
-    rows, columns_now = None, None  # (columns_now: the rows' columns in order, where known here)
-    # deletes that are all by position (equality deletes found as positions included), in Parquet files, for a
-    # read without metadata columns: a filter on the Parquet relations themselves (Spark 4), where it can be
-    scan_filter, sources = None, None
-    if not needs_info and derived is not None:  # (then every file with deletes is matched by position alone)
-        some, some_ids = pick(lambda t: t["deletes"])
-        if some and all(t["file_format"].lower() == "parquet" for t in some):
-            sources = PositionSources.of(some, some_ids, derived, tuning)
-            scan_filter = position_scan_filter(spark, some, some_ids, sources)
-        if scan_filter is not None:
-            rows, columns_now = read(some, matched=False, row_filter=scan_filter), plain_columns
-    deleted_tasks, deleted_ids = [], []
-    for equality, (some, some_ids) in ((True, pick(has_eq)), (False, pick(lambda t: t["deletes"] and not has_eq(t)))):
-        if some and scan_filter is None:
-            part = read(some)
-            if equality:
-                part = apply_equality_deletes(spark, metadata, part, some, some_ids, schema, all_fields, hidden,
-                                              tuning)
-            rows = part if rows is None else rows.unionByName(part)
-            deleted_tasks, deleted_ids = deleted_tasks + some, deleted_ids + some_ids
-    if deleted_tasks:  # position deletes once over both kinds (a delete file may apply to files of each)
-        # (the sources the scan filter declined are those of the same files, in the same order)
-        sources = sources or PositionSources.of(deleted_tasks, deleted_ids, derived, tuning)
-        rows = apply_position_deletes(spark, rows, sources)
-    plain = pick(lambda t: not t["deletes"])[0]
+    rows, columns_now = _rows_with_deletes(spark, read, tasks, ids.ids, derived, needs_info, plain_columns, tuning,
+                                           lambda part, some, some_ids: apply_equality_deletes(
+                                               spark, metadata, part, some, some_ids, schema, all_fields, hidden,
+                                               tuning))
+    plain = [t for t in tasks if not t["deletes"]]
     if plain:  # rows no delete applies to are matched to their file only for metadata columns
         part = read(plain, matched=needs_info)
         if rows is None:
@@ -143,6 +113,49 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     if filter is not None:
         rows = rows.filter(filter)
     return rows if wanted == columns_now else _select(rows, wanted)
+
+
+def _rows_with_deletes(spark, read: Callable[..., DataFrame], tasks: list, ids: list[int], derived: dict | None,
+                       needs_info: bool, plain_columns: list[str], tuning: ReadTuning,
+                       apply_equality: Callable[[DataFrame, list, list[int]], DataFrame]
+                       ) -> tuple[DataFrame | None, list[str] | None]:
+    """The rows of the tasks deletes apply to, the deletes applied (None when no delete applies), and their
+    columns in order where known here. ``read(tasks, matched=..., row_filter=...)`` reads files; ``derived``: the
+    positions equality deletes were found to delete (None: Spark joins them, ``apply_equality``).
+
+    Only the rows of files that deletes apply to are matched against them, and only those of files that equality
+    deletes apply to against those: each kind of file is read apart and the parts unioned. Deletes that are all
+    by position (equality deletes found as positions included), in Parquet files, for a read without metadata
+    columns, become a filter of the Parquet scan itself (Spark 4) where they can."""
+    def has_eq(t) -> bool:
+        return derived is None and any(d["content"] == 2 for d in t["deletes"])
+
+    def pick(keep) -> tuple[list, list[int]]:
+        ks = [k for k, t in enumerate(tasks) if keep(t)]
+        return [tasks[k] for k in ks], [ids[k] for k in ks]
+
+    rows, columns_now = None, None
+    scan_filter, sources = None, None
+    if not needs_info and derived is not None:  # (then every file with deletes is matched by position alone)
+        some, some_ids = pick(lambda t: t["deletes"])
+        if some and all(t["file_format"].lower() == "parquet" for t in some):
+            sources = PositionSources.of(some, some_ids, derived, tuning)
+            scan_filter = position_scan_filter(spark, some, some_ids, sources)
+        if scan_filter is not None:
+            return read(some, matched=False, row_filter=scan_filter), plain_columns
+    deleted_tasks, deleted_ids = [], []
+    for equality, (some, some_ids) in ((True, pick(has_eq)), (False, pick(lambda t: t["deletes"] and not has_eq(t)))):
+        if some:
+            part = read(some)
+            if equality:
+                part = apply_equality(part, some, some_ids)
+            rows = part if rows is None else rows.unionByName(part)
+            deleted_tasks, deleted_ids = deleted_tasks + some, deleted_ids + some_ids
+    if deleted_tasks:  # position deletes once over both kinds (a delete file may apply to files of each)
+        # (the sources the scan filter declined are those of the same files, in the same order)
+        sources = sources or PositionSources.of(deleted_tasks, deleted_ids, derived, tuning)
+        rows = apply_position_deletes(spark, rows, sources)
+    return rows, columns_now
 
 
 def _check_columns(wanted: Sequence[str], schema: T.Schema, format_version: int) -> None:
