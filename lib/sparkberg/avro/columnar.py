@@ -421,6 +421,7 @@ class ManifestListColumns:
         self._key_metadata = key_metadata
         # (offsets into the items, list valid, contains_null, (contains_nan, valid), lower, upper) or None
         self._summaries = summaries
+        self._objects: list[ManifestFile] | None = None  # (the entries as objects, when made from them)
 
     @classmethod
     def from_manifests(cls, manifests: Sequence[ManifestFile]) -> ManifestListColumns:
@@ -444,8 +445,10 @@ class ManifestListColumns:
                      (np.array([bool(v) for v in nans], np.int64), np.array([v is not None for v in nans], bool)),
                      pa.array([s.lower_bound for s in items], pa.binary()),
                      pa.array([s.upper_bound for s in items], pa.binary()))
-        return cls(n, pa.array([m.manifest_path for m in manifests], pa.string()), ints,
-                   pa.array([m.key_metadata for m in manifests], pa.binary()), summaries)
+        out = cls(n, pa.array([m.manifest_path for m in manifests], pa.string()), ints,
+                  pa.array([m.key_metadata for m in manifests], pa.binary()), summaries)
+        out._objects = list(manifests)
+        return out
 
     def __len__(self) -> int:
         return self.num_rows
@@ -458,6 +461,8 @@ class ManifestListColumns:
 
     def manifests(self, rows: Sequence[int] | np.ndarray | None = None) -> list:
         """The entries at ``rows`` (all when None), in that order, as ManifestFile objects."""
+        if self._objects is not None:
+            return list(self._objects) if rows is None else [self._objects[i] for i in np.asarray(rows).tolist()]
         rows = np.arange(self.num_rows) if rows is None else np.asarray(rows, np.int64)
         take = pa.array(rows, pa.int64())
         values = {"manifest_path": self._paths.take(take).to_pylist(),
