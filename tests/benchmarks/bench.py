@@ -1,7 +1,7 @@
 """``make bench``: sparkberg against Iceberg Java 1.10.2 on the same tables, in the same Spark 3.5 session.
 
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
-        [--deletes 100000] [--wide 100000x50] [--only planning,deletes,wide,reads,append,commit,memory]
+        [--deletes 100000] [--wide 100000x50] [--only planning,deletes,wide,reads,append,commit,catalogs,memory]
         [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
@@ -38,6 +38,8 @@
   Python), in a child process reading the same tables: sparkberg against itself, Iceberg Java's runtime being
   for Spark 3.5 only.
 - append: ROWS rows partitioned by day and bucket[16].
+- catalogs: the same latency through a SQL catalog, SQLite and PostgreSQL, sparkberg's and Iceberg Java's
+  JdbcCatalog on one database.
 - commit: latency of a one-file, one-row append (the writer's Python stage keeps its workers' zip indexes
   between tasks, ``sparkberg.zipimports``; without that, PySpark 3.5 re-read them before every task).
 - memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
@@ -64,10 +66,16 @@ SHARED = os.environ.get("SPARKBERG_SHARED") or os.path.join(HERE, "..", "..", ".
 sys.path.insert(0, os.path.join(SHARED, "interop"))
 
 
+JDBC_DRIVERS = ["/usr/share/java/sqlite-jdbc.jar", "/usr/share/java/postgresql.jar"]
+
+
 def session(wh: str, extra: dict[str, str] | None = None):
     from reference import iceberg_java_session
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from reference import jars
+    drivers = [j for j in JDBC_DRIVERS if os.path.exists(j)]  # (Iceberg Java's JdbcCatalog: the catalogs bench)
     spark = iceberg_java_session(wh, extra={"spark.driver.memory": "8g", "spark.sql.shuffle.partitions": "4",
+                                            "spark.jars": ",".join(jars() + drivers),
                                             "spark.sql.parquet.fieldId.read.enabled": "true",
                                             "spark.ui.showConsoleProgress": "false", **(extra or {})})
     spark.sparkContext.setLogLevel("ERROR")
@@ -535,6 +543,56 @@ def bench_commit(spark, wh, repeats, results):
     print(results[-1], flush=True)
 
 
+def bench_catalog_commits(spark, wh, repeats, results):
+    """Commit latency of a one-file append through a SQL catalog, SQLite and PostgreSQL (a server of the tests'
+    own, tests/pgserver.py): sparkberg's catalog and Iceberg Java's JdbcCatalog on the same database, alternately."""
+    import sparkberg
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    sys.path.insert(0, os.path.join(HERE, "..", "interop"))
+    import pgserver
+    from test_sql_catalog_java import release_sqlite_reads
+    server = pgserver.started()
+    try:
+        for kind in ("sqlite", "postgresql"):
+            name = f"bench_{kind}"
+            if kind == "sqlite":
+                path = f"{wh}/catalog.db"
+                java_uri, ours_uri, props = f"jdbc:sqlite:{path}", f"sqlite:///{path}", {}
+            else:
+                ours_uri = server.uri("bench")
+                java_uri = f"jdbc:postgresql://127.0.0.1:{server.port}/bench"
+                props = {"jdbc.user": "postgres", "jdbc.password": pgserver.PASSWORD}
+            cat = sparkberg.catalog(spark, ours_uri, warehouse=f"file://{wh}/{kind}", name=name, properties=props)
+            for k, v in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "jdbc", ".uri": java_uri,
+                         ".warehouse": f"file://{wh}/{kind}", ".cache-enabled": "false",
+                         **{f".{k}": v for k, v in props.items()}}.items():
+                spark.conf.set(f"spark.sql.catalog.{name}{k}", v)
+            spark.sql(f"SHOW NAMESPACES IN {name}").collect()
+            if kind == "sqlite":
+                release_sqlite_reads(spark, name)
+            cat.create_namespace("b")
+            t = cat.create_table("b.scommit", "id bigint, v string")
+            spark.sql(f"CREATE TABLE {name}.b.jcommit (id bigint, v string) USING iceberg")
+            one = spark.createDataFrame([(1, "x")], "id bigint, v string")
+            t.append(one)
+            one.writeTo(f"{name}.b.jcommit").append()
+            n = max(repeats, 10)
+            ours, java = [], []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                t.append(one)
+                t1 = time.perf_counter()
+                one.writeTo(f"{name}.b.jcommit").append()
+                ours.append(t1 - t0)
+                java.append(time.perf_counter() - t1)
+            o, j = statistics.median(ours), statistics.median(java)
+            results.append({"benchmark": f"commit latency, one-file append, {kind} catalog",
+                            "variant": f"median of {n}", "sparkberg_s": o, "java_s": j, "ratio": o / j})
+            print(results[-1], flush=True)
+    finally:
+        server.stop()
+
+
 def _peak_rss_mb() -> float:
     """Peak RSS (VmHWM) of this process and its children (the JVM), in MiB."""
     def hwm(pid):
@@ -611,7 +669,7 @@ def main() -> int:
                    help="FILESxCOLUMNS of the wide table's planning benchmarks (metrics of COLUMNS + 3 columns)")
     p.add_argument("--deletes", type=int, default=int(os.environ.get("BENCH_DELETES", 100_000)),
                    help="files of the table whose position deletes are in 5%% of its partitions")
-    p.add_argument("--only", default="planning,deletes,wide,reads,append,commit,memory")
+    p.add_argument("--only", default="planning,deletes,wide,reads,append,commit,catalogs,memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--spark4-child", help=argparse.SUPPRESS)
@@ -642,6 +700,8 @@ def main() -> int:
         bench_append(spark, wh, args.rows, args.repeats, results)
     if "commit" in only:
         bench_commit(spark, wh, args.repeats, results)
+    if "catalogs" in only:
+        bench_catalog_commits(spark, wh, args.repeats, results)
     spark.stop()
     # (after the session stops: its JVM, alive beside the child's, slowed the child's reads by 0.05-0.1 s each)
     if "reads" in only:
