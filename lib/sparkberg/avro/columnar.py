@@ -151,15 +151,19 @@ def read_manifests_columns(datas: Sequence[bytes], physical: dict[int, pa.DataTy
         return None
 
 
-def columns_from_manifest(manifest: Manifest, physical: dict[int, pa.DataType] | None = None) -> ManifestColumns:
+def columns_from_manifest(manifest: Manifest, physical: dict[int, pa.DataType] | None = None,
+                          names: frozenset[str] | None = None) -> ManifestColumns:
     """The entries of a manifest the reference decoder read (raw, before inheritance) as the columns
-    :func:`read_manifest_columns` gives: what planning reads where compiled code does not."""
+    :func:`read_manifest_columns` gives: what planning reads where compiled code does not. ``names``: the
+    ``data_file`` columns made (all when None; :data:`ALWAYS` whatever it says)."""
     entries = manifest.entries
     n = len(entries)
     files = [e.data_file for e in entries]
     columns: dict[str, pa.Array] = {
         name: pa.array([getattr(e, name) for e in entries], _TYPES[name]) for name in ENTRY_COLUMNS.values()}
     for name in DATA_FILE_COLUMNS.values():
+        if names is not None and name not in names and name not in ALWAYS:
+            continue
         values = [getattr(d, name) for d in files]
         if name in _METRIC_VALUE_TYPES:
             columns[name] = pa.array([None if v is None else list(v.items()) for v in values],

@@ -15,7 +15,7 @@ from typing import Sequence
 import pyarrow as pa
 
 from sparkberg.avro.columnar import (
-    METRIC_COLUMNS, ManifestColumns, ManifestListColumns, _avro_schema, columns_from_manifest, concat_manifest_columns,
+    METRIC_COLUMNS, ManifestColumns, ManifestListColumns, _avro_schema, columns_from_manifest,
     read_manifest_columns, read_manifest_list_compiled, read_manifests_columns,
 )
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
@@ -70,12 +70,6 @@ def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],
     return [_reference(data, path, physical, names) for data, path, _ in manifests]
 
 
-def joined(parts: list[ManifestColumns]) -> list[ManifestColumns]:
-    """Columns of manifests one after the other, as one where they hold the same columns."""
-    one = concat_manifest_columns(parts) if len(parts) > 1 else parts[0]
-    return parts if one is None else [one]
-
-
 def _reference(data: bytes, path: str | None, physical, names: frozenset[str] | None) -> ManifestColumns:
     metrics = names is None or not names.isdisjoint(METRIC_COLUMNS)
-    return columns_from_manifest(read_manifest(data, path, with_metrics=metrics), physical)
+    return columns_from_manifest(read_manifest(data, path, with_metrics=metrics), physical, names)
