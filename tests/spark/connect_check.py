@@ -52,6 +52,13 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     snaps = spark.sql("SELECT count(*) FROM connect_mor__snapshots").first()[0]
     assert snaps == len(cat.load_table("db.connect_mor").metadata.snapshots), snaps
     print("views follow writes over connect ok")
+    for key, value in (("type", "jdbc"), ("uri", f"jdbc:sqlite:{warehouse}/catalog.db"), ("warehouse", warehouse)):
+        spark.conf.set(f"spark.sql.catalog.connsql.{key}", value)
+    sq = sparkberg.catalog(spark, "connsql")  # (a SQL catalog configured in the Spark conf, read over Connect)
+    sq.create_namespace("db")
+    sq.create_table("db.sql", "id bigint").append(spark.sql("SELECT id FROM range(0, 5)"))
+    assert sorted(r[0] for r in sq.load_table("db.sql").to_df().collect()) == list(range(5))
+    print("sql catalog over connect ok")
     spark.stop()
     return 0
 

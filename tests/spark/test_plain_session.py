@@ -355,3 +355,15 @@ def test_metadata_columns_in_filters_are_found_by_name(spark, tmp_path):
         assert "_file" in referenced_names(_expression_text(f))
         assert sorted(r["id"] for r in t.to_df(filter=f, columns=["id"]).collect()) == [0, 2, 4, 6, 8]
     assert "_file" not in referenced_names("v = '_file'")  # (inside a string literal)
+
+
+def test_a_sql_catalog_on_a_plain_session(plain, tmp_path):
+    # the SQL catalog on a session with Spark's defaults: created, written with deletes, read, renamed
+    cat = sparkberg.catalog(plain, f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"), name="plain")
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", "id bigint, p int", partition_by=["p"],
+                         properties={"write.delete.mode": "merge-on-read"})
+    t.append(plain.sql("SELECT id, CAST(id % 2 AS int) AS p FROM range(0, 10)"))
+    t.delete("id < 3")
+    cat.rename_table("db.t", "db.u")
+    assert sorted(r[0] for r in cat.load_table("db.u").to_df().select("id").collect()) == list(range(3, 10))
