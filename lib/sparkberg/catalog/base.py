@@ -85,5 +85,9 @@ def with_metadata_log(base: TableMetadata | None, base_location: str | None, new
     return replace(new, metadata_log=tuple(log)), dropped
 
 
-def delete_after_commit(metadata: TableMetadata) -> bool:
-    return metadata.properties.get(DELETE_AFTER_COMMIT, "false").lower() == "true"
+def delete_dropped(io: FileIO, metadata: TableMetadata, dropped: Iterable[str]) -> None:
+    """Delete the metadata files that fell off the metadata log of a committed ``metadata``, when its
+    ``write.metadata.delete-after-commit.enabled`` says so."""
+    if metadata.properties.get(DELETE_AFTER_COMMIT, "false").lower() == "true":
+        for old in dropped:
+            io.delete(old)

@@ -14,7 +14,7 @@ import re
 from typing import Iterator
 
 from sparkberg.catalog.base import (
-    Identifier, delete_after_commit, parse_identifier, parse_namespace, read_metadata, with_metadata_log,
+    Identifier, delete_dropped, parse_identifier, parse_namespace, read_metadata, with_metadata_log,
 )
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.errors import (
@@ -183,9 +183,7 @@ class FileSystemCatalog:
             base = read_metadata(self.io, base_location)
         new, dropped = with_metadata_log(base, base_location, new)
         new_location = self._write_version(ident, loc, version + 1, new)
-        if delete_after_commit(new):
-            for old in dropped:
-                self.io.delete(old)
+        delete_dropped(self.io, new, dropped)
         return new_location, new
 
     def _check_atomic(self, ident: Identifier) -> None:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import unquote
 
 from sparkberg.catalog.base import (
-    Identifier, delete_after_commit, parse_identifier, parse_namespace, read_metadata, with_metadata_log,
+    Identifier, delete_dropped, parse_identifier, parse_namespace, read_metadata, with_metadata_log,
 )
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.errors import (
@@ -373,40 +373,23 @@ class SqlCatalog:
                 "AND table_namespace = ? AND table_name = ? AND metadata_location = ?" + self._tables_only(),
                 (location, base_location, self.name, ".".join(ident.namespace), ident.name, base_location))
         except CatalogDatabaseError as e:
-            if self._landed(ident, location):
-                return self._after_commit(location, new, dropped)
-            if self._state_known(ident, base_location):
+            try:  # (the row tells whether the swap landed)
+                landed = self._location_of(ident) == location
+            except CatalogDatabaseError:
+                raise CommitStateUnknownException(f"commit of table {ident} may or may not have landed ({e}); "
+                                                  f"its new metadata file {location} is kept") from None
+            if not landed:
                 self.io.delete(location)
                 raise CommitFailedException(f"commit of table {ident} failed: {e}") from None
-            raise CommitStateUnknownException(f"commit of table {ident} may or may not have landed ({e}); "
-                                              f"its new metadata file {location} is kept") from None
+            changed = 1
         if changed != 1:
             self.io.delete(location)
             current = self._location_of(ident)
             if current is None:
                 raise NoSuchTableError(f"table {ident} does not exist in catalog {self.name}")
             raise CommitFailedException(f"table {ident} changed: based on {base_location}, current is {current}")
-        return self._after_commit(location, new, dropped)
-
-    def _after_commit(self, location: str, new: TableMetadata, dropped: list[str]) -> tuple[str, TableMetadata]:
-        if delete_after_commit(new):
-            for old in dropped:
-                self.io.delete(old)
+        delete_dropped(self.io, new, dropped)
         return location, new
-
-    def _landed(self, ident: Identifier, location: str) -> bool:
-        try:
-            return self._location_of(ident) == location
-        except CatalogDatabaseError:
-            return False
-
-    def _state_known(self, ident: Identifier, base_location: str) -> bool:
-        """Whether the catalog can be read to show the commit did not land."""
-        try:
-            self._location_of(ident)
-            return True
-        except CatalogDatabaseError:
-            return False
 
     def _write(self, metadata: TableMetadata, version: int) -> str:
         location = f"{metadata.location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
