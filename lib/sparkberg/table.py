@@ -510,10 +510,13 @@ def _parse_ddl(spark: Any, ddl: str):
 class Catalog:
     """A catalog of Iceberg tables: namespaces, and tables created, loaded, listed and dropped."""
 
-    def __init__(self, spark: Any, backend: FileSystemCatalog | SqlCatalog, uri: str):
+    def __init__(self, spark: Any, backend: FileSystemCatalog | SqlCatalog, uri: str,
+                 config: dict[str, Any] | None = None):
         self.spark = spark
         self._backend = backend
         self.uri = uri
+        # (the arguments of sparkberg.catalog that open it again in another process: the SQL views' data source)
+        self.config = config or {"type": "hadoop", "uri": backend.warehouse}
 
     def __repr__(self) -> str:
         return f"Catalog({self.uri})"
@@ -598,7 +601,7 @@ class Catalog:
         (``qualified=True``: ``db__events``...). ``spark`` defaults to the catalog's session."""
         from sparkberg.views import register_catalog_views  # (needs pyspark: imported on first use)
         if spark is not None and spark is not self.spark:
-            return Catalog(spark, self._backend, self.uri).register_views(None, namespace, qualified)
+            return Catalog(spark, self._backend, self.uri, self.config).register_views(None, namespace, qualified)
         return register_catalog_views(self, namespace, qualified)
 
     def drop_table(self, identifier: str | Sequence[str], purge: bool = False) -> None:
@@ -628,8 +631,8 @@ def catalog(spark: Any, uri: str, warehouse: str | None = None, name: str | None
     ``postgresql://host/db``, ``jdbc:postgresql://host/db``) for the SQL catalog, with ``warehouse`` for new
     tables, ``name`` (the ``catalog_name`` it shares with Iceberg Java and PyIceberg) and ``properties``
     (``jdbc.user``, ``jdbc.password``); or the name of a catalog configured by ``spark.sql.catalog.<name>.*``."""
-    backend, description = open_backend(spark, uri, warehouse, name, type, properties)
-    return Catalog(spark, backend, description)
+    backend, description, config = open_backend(spark, uri, warehouse, name, type, properties)
+    return Catalog(spark, backend, description, config)
 
 
 _METASTORE_NAME = re.compile(r"^(\d+)-[0-9a-fA-F-]+\.(?:gz\.)?metadata\.json(?:\.gz)?$")

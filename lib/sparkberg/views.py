@@ -7,10 +7,15 @@ becomes ``events__snapshots``: a double underscore, which no metadata table name
 parts unambiguous and needs no quoting. With ``qualified=True`` the namespace is kept
 (``db__events``, ``db__events__snapshots``) for catalogs with the same table name in several namespaces.
 
-A view is a DataFrame over the snapshot current when it is registered (the files to read are planned then).
+On Spark 4.1+ a table's view reads through the ``sparkberg`` data source (:mod:`sparkberg.source`): each query
+plans it again, with the query's filters, so it shows the table's current snapshot whoever committed it and a
+``WHERE`` prunes files as ``Table.to_df(filter)`` does. On Spark 3.5 (and for a table loaded by path) the view
+is a DataFrame over the snapshot current when it is registered (the files to read planned then, so a ``WHERE``
+in SQL prunes none). Metadata table views are such DataFrames on every version.
 Each session remembers the views it registered, by table location, and a commit made through sparkberg in that
-session registers them again over the new snapshot, so the views show what the session wrote. A commit made
-elsewhere (another session, process or engine) is seen after registering again.
+session registers them again over the new snapshot (and schema), so the views show what the session wrote. A
+commit made elsewhere (another session, process or engine) is seen by a 3.5 view, and by metadata table views,
+after registering again.
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import warnings
 from typing import Any, Sequence
 
 from sparkberg.inspect import METADATA_TABLES
-from sparkberg.spark.session import per_session
+from sparkberg.spark.session import per_session, spark_version
 
 SEPARATOR = "__"
 
@@ -56,12 +61,29 @@ def refresh_table_views(table: Any) -> None:
 
 def _register(table: Any, base: str, metadata_tables: Sequence[str]) -> list[str]:
     out = [base]
-    table.to_df().createOrReplaceTempView(base)
+    _rows(table).createOrReplaceTempView(base)
     for mt in metadata_tables:
         v = view_name(base, mt)
         table.metadata_table(mt).createOrReplaceTempView(v)
         out.append(v)
     return out
+
+
+def _rows(table: Any) -> Any:
+    """The DataFrame a table's view shows: over the ``sparkberg`` data source where Spark hands it each query's
+    filters (4.1+, a table of a catalog), else the rows of its current snapshot, planned now."""
+    if table.catalog is not None and table.identifier is not None and _source_supported(table.spark):
+        from sparkberg.source import table_frame  # (imports pyspark.sql.datasource: Spark 4 only)
+        return table_frame(table)
+    return table.to_df()
+
+
+def _source_supported(spark: Any) -> bool:
+    """Whether the session's Spark (the server's, over Connect) and PySpark both hand filters to Python data
+    sources (4.1+)."""
+    import pyspark
+    client = tuple(int(p) for p in pyspark.__version__.split(".")[:2] if p.isdigit())
+    return spark_version(spark) >= (4, 1) and client >= (4, 1)
 
 
 def _registered(spark: Any) -> dict[str, dict[str, tuple[str, ...]]] | None:

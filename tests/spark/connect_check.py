@@ -10,6 +10,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkberg  # noqa: E402
+from sparkberg.io.fileio import to_local_path  # noqa: E402
+from sparkberg.views import _source_supported  # noqa: E402
 
 
 def main(metadata: str, expected: int, warehouse: str) -> int:
@@ -52,6 +54,14 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     snaps = spark.sql("SELECT count(*) FROM connect_mor__snapshots").first()[0]
     assert snaps == len(cat.load_table("db.connect_mor").metadata.snapshots), snaps
     print("views follow writes over connect ok")
+    if _source_supported(spark):  # (4.1+: each query plans the view again, with its filters)
+        wanted = {r["file_path"] for r in m.plan_files("id = 100").collect()}
+        others = [r["file_path"] for r in m.plan_files().collect() if r["file_path"] not in wanted]
+        assert wanted and others
+        for p in others:  # (a query that read one of the files its WHERE excludes would fail)
+            os.remove(to_local_path(p))
+        assert [r[0] for r in spark.sql("SELECT id FROM connect_mor WHERE id = 100").collect()] == [100]
+        print("views prune by WHERE over connect ok")
     for key, value in (("type", "jdbc"), ("uri", f"jdbc:sqlite:{warehouse}/catalog.db"), ("warehouse", warehouse)):
         spark.conf.set(f"spark.sql.catalog.connsql.{key}", value)
     sq = sparkberg.catalog(spark, "connsql")  # (a SQL catalog configured in the Spark conf, read over Connect)

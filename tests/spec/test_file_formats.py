@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.orc as orc
 import pytest
 
-from sparkberg.read.formats import ArrowFileReader, conform_orc
+from sparkberg.read.formats import ArrowFileReader, conform
 from sparkberg.spec import types as T
 
 SCHEMA = [
@@ -73,7 +73,7 @@ def test_orc_struct_fields_are_matched_by_id_at_depth():
                         T.NestedField(13, "c", T.STRING), T.NestedField(14, "d", T.INT, initial_default=9)))
     target = pa.struct([("a", pa.int64()), ("b", pa.string()), ("c", pa.string()), ("d", pa.int32())])
     # a nested field the file lacks takes its initial-default; a null struct stays null
-    assert conform_orc(arr, ice, target, "s").to_pylist() == [{"a": 1, "b": "x", "c": None, "d": 9}, None]
+    assert conform(arr, ice, target, "s").to_pylist() == [{"a": 1, "b": "x", "c": None, "d": 9}, None]
 
 
 def test_avro_nested_fields_the_file_lacks_take_their_initial_default():

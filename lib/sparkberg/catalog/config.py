@@ -45,7 +45,8 @@ def conf_properties(spark: Any, name: str) -> dict[str, str]:
 
 def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str | None = None,
                  type: str | None = None, properties: dict[str, str] | None = None):
-    """(backend, what to call the catalog) for :func:`sparkberg.catalog`'s arguments."""
+    """(backend, what to call the catalog, the arguments that open it again without a session) for
+    :func:`sparkberg.catalog`'s arguments."""
     props = dict(properties or {})
     if spark is not None and name is None and type is None and is_catalog_name(uri):
         from_conf = conf_properties(spark, uri)
@@ -58,12 +59,15 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
                     else "hadoop")
     if kind == "hadoop":
         location = normalize_location(warehouse or uri)
-        return FileSystemCatalog(location), location
+        return FileSystemCatalog(location), location, {"type": "hadoop", "uri": location}
     if kind in ("jdbc", "sql"):
         if not warehouse:
             raise ValidationError(f"the SQL catalog {uri!r} needs warehouse=... (where new tables go)")
         db = database_for(uri, props)
-        return SqlCatalog(name or DEFAULT_NAME, db, normalize_location(warehouse)), f"{name or DEFAULT_NAME} ({uri})"
+        location = normalize_location(warehouse)
+        config = {"type": "jdbc", "uri": db.uri, "warehouse": location, "name": name or DEFAULT_NAME,
+                  "properties": props}
+        return SqlCatalog(name or DEFAULT_NAME, db, location), f"{name or DEFAULT_NAME} ({uri})", config
     if kind == "rest":
         raise NotSupportedError("the REST catalog client is not built yet; use a SQL catalog (sqlite:///..., "
                                 "postgresql://...) or a warehouse location")

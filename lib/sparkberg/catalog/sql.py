@@ -23,6 +23,7 @@ timeout so that writers of several processes queue, and PostgreSQL through psyco
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import uuid
 from typing import Any, Callable, Iterator, Sequence
@@ -62,8 +63,9 @@ class Database:
     """A catalog database: statements run with ``?`` placeholders, each call on a connection of its own."""
 
     def __init__(self, description: str, connect: Callable[[], Any], placeholder: str, errors: tuple,
-                 integrity_errors: tuple, immediate: str | None):
+                 integrity_errors: tuple, immediate: str | None, uri: str):
         self.description = description
+        self.uri = uri  # (what opens it again, in another process: a SQLite file by its absolute path)
         self._connect = connect
         self._placeholder = placeholder
         self._errors = errors
@@ -132,7 +134,8 @@ def sqlite_database(path: str) -> Database:
         conn = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_S, isolation_level=None,
                                check_same_thread=False)
         return conn
-    return Database(f"sqlite:{path}", connect, "?", (sqlite3.Error,), (sqlite3.IntegrityError,), "BEGIN IMMEDIATE")
+    return Database(f"sqlite:{path}", connect, "?", (sqlite3.Error,), (sqlite3.IntegrityError,), "BEGIN IMMEDIATE",
+                    f"jdbc:sqlite:{os.path.abspath(path)}")
 
 
 def postgresql_database(conninfo: str, user: str | None = None, password: str | None = None) -> Database:
@@ -147,7 +150,7 @@ def postgresql_database(conninfo: str, user: str | None = None, password: str | 
     def connect():
         return psycopg.connect(conninfo, autocommit=True, connect_timeout=10, **kwargs)
     return Database(f"postgresql:{shown}", connect, "%s", (psycopg.Error,), (psycopg.errors.UniqueViolation,),
-                    None)
+                    None, f"jdbc:{conninfo}")
 
 
 def database_for(uri: str, properties: dict[str, str]) -> Database:

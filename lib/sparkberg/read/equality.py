@@ -253,7 +253,7 @@ def equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int]
         sources = tuple(sorted((key, tuple(sorted(paths))) for key, paths in groups.items()))
 
         def load():
-            found = _equality_deleted_positions(task["file_path"], task["file_format"].lower(), sources, fields,
+            found = equality_deleted_positions(task["file_path"], task["file_format"].lower(), sources, fields,
                                                 formats, mapping, cache)
             found.flags.writeable = False
             return found
@@ -270,7 +270,7 @@ def equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int]
     return {i: p for (i, _), p in zip(eq_tasks, found)}
 
 
-def _equality_deleted_positions(path: str, fmt: str, sources: tuple, fields: dict[int, T.NestedField],
+def equality_deleted_positions(path: str, fmt: str, sources: tuple, fields: dict[int, T.NestedField],
                                 formats: dict[str, str], mapping: dict[int, list[str]], cache: DeleteCache | None):
     """The positions of the rows of one data file that its equality delete files delete (``sources``: per set
     of equality field ids, the delete files with those ids): rows equal to a delete row in every column of

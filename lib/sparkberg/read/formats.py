@@ -1,4 +1,4 @@
-"""ORC and Avro data and delete files, read on the executors into Arrow batches of the read schema.
+"""Data and delete files read on the executors into Arrow batches of the read schema.
 
 Spark reads Parquet natively and matches columns by field id (see :mod:`sparkberg.read.columns`).
 Its ORC reader matches by name and its Avro reader is a separate package, so both formats are read
@@ -10,7 +10,8 @@ float->double, decimal precision) and columns or nested fields a file lacks take
 
 Each output batch carries ``_key`` (the file's path as a join key) and ``_pos`` (the row's position
 in the file), the two columns Spark's ``_metadata`` gives the Parquet path. The same reader decodes
-position delete files of any of the three formats (Parquet too, by field id) for the merge-on-read path.
+delete files of any of the three formats for the merge-on-read path, and Parquet data files (by field id,
+nested fields too) for the SQL views' data source (:mod:`sparkberg.read.arrow`).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from sparkberg.spark.types import arrow_schema
 from sparkberg.spec import types as T
 
 ORC_ID = b"iceberg.id"
+PARQUET_ID = b"PARQUET:field_id"
 ARROW_READ_FORMATS = ("orc", "avro")
 
 
@@ -53,8 +55,10 @@ def _default_value(f: T.NestedField) -> Any:
     return v
 
 
-def _orc_id(field: pa.Field) -> int | None:
-    raw = (field.metadata or {}).get(ORC_ID)
+def _field_id(field: pa.Field, key: bytes = ORC_ID) -> int | None:
+    """The Iceberg field id pyarrow read from a file's schema: ORC's ``iceberg.id`` attribute, Parquet's
+    ``field_id`` (``key``)."""
+    raw = (field.metadata or {}).get(key)
     return int(raw) if raw is not None else None
 
 
@@ -69,11 +73,12 @@ def _cast(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str) 
         raise ValidationError(f"{where}: stored type {array.type} cannot be read as {ice}: {e}") from None
 
 
-def conform_orc(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str) -> pa.Array:
-    """``array`` (as pyarrow reads it from ORC, with ``iceberg.id`` on its fields) as the Arrow ``target``
-    type of Iceberg type ``ice``: struct fields by id, lists and maps element-wise, primitives cast."""
+def conform(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str, key: bytes = ORC_ID) -> pa.Array:
+    """``array`` (as pyarrow reads it from ORC or Parquet, with field ids in its fields' metadata under ``key``)
+    as the Arrow ``target`` type of Iceberg type ``ice``: struct fields by id, lists and maps element-wise,
+    primitives cast."""
     if isinstance(ice, T.StructType):
-        children = {(_orc_id(array.type.field(i)) or -1): a for i, a in enumerate(array.flatten())}
+        children = {(_field_id(array.type.field(i), key) or -1): a for i, a in enumerate(array.flatten())}
         out = []
         for f, tf in zip(ice.fields, target):
             a = children.get(f.field_id)
@@ -81,14 +86,14 @@ def conform_orc(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where:
                 d = _default_value(f)
                 out.append(pa.nulls(len(array), tf.type) if d is None else pa.array([d] * len(array), tf.type))
             else:
-                out.append(conform_orc(a, f.field_type, tf.type, f"{where}.{f.name}"))
+                out.append(conform(a, f.field_type, tf.type, f"{where}.{f.name}", key))
         return pa.StructArray.from_arrays(out, fields=list(target), mask=array.is_null())
     if isinstance(ice, T.ListType):
-        values = conform_orc(array.values, ice.element_type, target.value_type, f"{where}.element")
+        values = conform(array.values, ice.element_type, target.value_type, f"{where}.element", key)
         return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
     if isinstance(ice, T.MapType):
-        keys = conform_orc(array.keys, ice.key_type, target.key_type, f"{where}.key")
-        items = conform_orc(array.items, ice.value_type, target.item_type, f"{where}.value")
+        keys = conform(array.keys, ice.key_type, target.key_type, f"{where}.key", key)
+        items = conform(array.items, ice.value_type, target.item_type, f"{where}.value", key)
         return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=array.is_null())
     return _cast(array, ice, target, where)
 
@@ -220,14 +225,13 @@ class ArrowFileReader:
         with self._open(path) as fo:
             f = pq.ParquetFile(fo)
             schema = f.schema_arrow
-            ids = [int(x.metadata[b"PARQUET:field_id"]) if x.metadata and b"PARQUET:field_id" in x.metadata else None
-                   for x in schema]
+            ids = [_field_id(x, PARQUET_ID) for x in schema]
             index = self._top_level(schema.names, ids)
             wanted = [(fld, tf, schema.names[index[fld.field_id]]) for fld, tf in zip(self.fields, self.data_schema)
                       if fld.field_id in index]
             for rb in f.iter_batches(batch_size=self.batch_rows, columns=[n for _, _, n in wanted] or None):
-                cols = {fld.field_id: _cast(rb.column(rb.schema.get_field_index(n)), fld.field_type, tf.type,
-                                            f"{path}: {fld.name}") for fld, tf, n in wanted}
+                cols = {fld.field_id: conform(rb.column(rb.schema.get_field_index(n)), fld.field_type, tf.type,
+                                              f"{path}: {fld.name}", PARQUET_ID) for fld, tf, n in wanted}
                 yield self._fill(cols, rb.num_rows)
 
     def _orc(self, path: str) -> Iterator[pa.RecordBatch]:
@@ -235,13 +239,13 @@ class ArrowFileReader:
         with self._open(path) as fo:
             f = orc.ORCFile(fo)
             names = f.schema.names
-            index = self._top_level(names, [_orc_id(x) for x in f.schema])
+            index = self._top_level(names, [_field_id(x) for x in f.schema])
             wanted = [(fld, tf, index[fld.field_id]) for fld, tf in zip(self.fields, self.data_schema)
                       if fld.field_id in index]
             for s in range(f.nstripes):
                 stripe = f.read_stripe(s, columns=[names[k] for _, _, k in wanted] or None)
                 by_name = {stripe.schema.names[k]: stripe.column(k) for k in range(stripe.num_columns)}
-                cols = {fld.field_id: conform_orc(by_name[names[k]], fld.field_type, tf.type, f"{path}: {fld.name}")
+                cols = {fld.field_id: conform(by_name[names[k]], fld.field_type, tf.type, f"{path}: {fld.name}")
                         for fld, tf, k in wanted}
                 yield self._fill(cols, stripe.num_rows)
 

@@ -7,6 +7,7 @@ else by a join on the file; beyond the bitmaps' bound, by an anti-join on (file,
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -133,15 +134,12 @@ class DeletedPositions:
 
     def unit(self, text: str, ios: dict[str, Any]) -> pa.RecordBatch | None:
         """The bitmaps of one unit (None when its sources delete no row of the files they apply to)."""
-        found = self.found(text, ios)
+        found = self.found(json.loads(text), ios)
         return self._bitmaps(found) if found else None
 
-    def found(self, text: str, ios: dict[str, Any]) -> dict[int, list]:
-        """The positions one unit's sources delete, as arrays by data file id."""
-        import json
-
+    def found(self, unit: dict[str, list], ios: dict[str, Any]) -> dict[int, list]:
+        """The positions one unit's sources delete (``files``, ``dvs``), as arrays by data file id."""
         import numpy as np
-        unit = json.loads(text)
         found: dict[int, list] = defaultdict(list)
         for path, fmt in unit["files"]:
             for ids, positions in self.rows.positions(path, fmt):
@@ -171,7 +169,7 @@ class DeletedPositions:
         with the positions of ``extra`` (numpy arrays by data file id: the rows equality deletes delete)."""
         ios: dict[str, Any] = {}
         found: dict[int, list] = defaultdict(list)
-        for part in by_threads(lambda text: self.found(text, ios), units):
+        for part in by_threads(lambda text: self.found(json.loads(text), ios), units):
             for fid, positions in part.items():  # (units share no data file)
                 found[fid].extend(positions)
         for fid, positions in (extra or {}).items():
@@ -405,7 +403,6 @@ def _bitmap_filter(rows: DataFrame, bitmaps: DataFrame) -> DataFrame:
 def _position_delete_units(applies: dict[str, dict[str, int]], formats: dict[str, str], dvs: list) -> list[str]:
     """The position delete sources grouped so that all the sources of a data file are in one group (connected
     by the data files they share), each group a JSON unit for :class:`DeletedPositions`."""
-    import json
     parent: dict = {}
 
     def root(x):

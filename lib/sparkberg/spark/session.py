@@ -333,3 +333,26 @@ def _read_parquet_paths(reader: DataFrameReader, files: list[str]) -> DataFrame:
         except Exception:  # noqa: BLE001 - PySpark internals that moved: the public call
             pass
     return reader.parquet(*files)
+
+
+@contextlib.contextmanager
+def as_active(spark) -> Iterator[None]:
+    """Within the block, ``spark`` is the JVM's active session (classic sessions; Spark Connect sets it for each
+    request): what Spark resolves through the active session rather than the calling one, such as a Python data
+    source's name, is then the session's own."""
+    jvm = getattr(spark, "_jvm", None)
+    own = getattr(spark, "_jsparkSession", None)
+    if jvm is None or own is None:
+        yield
+        return
+    from pyspark.sql import SparkSession  # (a classic session: PySpark's class knows the JVM's session class)
+    sessions = SparkSession._get_j_spark_session_class(jvm)
+    previous = sessions.getActiveSession()
+    sessions.setActiveSession(own)
+    try:
+        yield
+    finally:
+        if previous.isDefined():
+            sessions.setActiveSession(previous.get())
+        else:
+            sessions.clearActiveSession()

@@ -1,0 +1,102 @@
+"""Scan tasks read one at a time into Arrow, for the SQL views' data source (:mod:`sparkberg.spark.source`).
+
+Each task's data file is read by field id (:class:`~sparkberg.read.formats.ArrowFileReader`: nested fields
+by id, the name mapping for files without ids, v3 defaults for columns a file lacks), and the rows its deletes
+delete are removed as the positions they delete, found by the decoders the DataFrame reader uses: position
+delete files and deletion vectors by :class:`~sparkberg.read.positions.DeletedPositions`, equality delete
+files by :func:`~sparkberg.read.equality.equality_deleted_positions` (a row equal to a delete row in every
+equality column, null equal to null). Both go through the process's delete cache, so a delete file shared by
+many data files is decoded once per worker.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import types as ST
+
+from sparkberg.errors import NotSupportedError
+from sparkberg.read.columns import check_formats, name_mapping
+from sparkberg.read.deletecache import DeleteCache
+from sparkberg.read.equality import equality_deleted_positions
+from sparkberg.read.formats import ArrowFileReader
+from sparkberg.read.positions import DeletedPositions
+from sparkberg.spark.types import arrow_schema, to_spark_read_field
+from sparkberg.spec import types as T
+from sparkberg.spec.metadata import TableMetadata
+
+
+class TaskReader:
+    """Scan tasks (the dicts of a plan, :meth:`ScanPlan.rows`) -> Arrow batches of ``schema``'s columns
+    (Spark's Arrow types), their deleted rows removed. Picklable: it is sent to the executors."""
+
+    def __init__(self, metadata: TableMetadata, schema: T.Schema):
+        self.fields = list(schema.fields)
+        self.arrow = arrow_schema(ST.StructType([to_spark_read_field(f) for f in self.fields]))
+        self.mapping = name_mapping(metadata)
+        self.all_fields: dict[int, T.NestedField] = {}
+        for s in metadata.schemas:
+            self.all_fields.update(s.index_by_id())
+        self.top_level = {f.field_id for s in metadata.schemas for f in s.fields}
+
+    def check(self, tasks: list[dict]) -> None:
+        """Named errors, on the driver, for what :meth:`read` cannot do: a format not read, an equality delete
+        on a column nested in a struct (which the DataFrame read, ``Table.to_df``, applies)."""
+        check_formats([(t["file_format"], t["file_path"]) for t in tasks], "data")
+        for t in tasks:
+            for d in t["deletes"]:
+                if d["content"] == 2:
+                    nested = [i for i in d["equality_ids"] or () if i not in self.top_level]
+                    if nested or not d["equality_ids"]:
+                        raise NotSupportedError(
+                            f"the SQL view cannot apply equality delete file {d['file_path']}: its equality field "
+                            f"ids {list(d['equality_ids'] or [])} are not all top-level columns; read the table "
+                            "with Table.to_df()")
+
+    def read(self, tasks: list[dict], cache: DeleteCache | None) -> Iterator[pa.RecordBatch]:
+        """The rows of ``tasks``, in order, deleted rows removed."""
+        ios: dict[str, Any] = {}
+        for task in tasks:
+            deleted = self.deleted(task, ios, cache)
+            reader = ArrowFileReader(task["file_format"].lower(), self.fields, self.arrow, self.mapping)
+            start = 0
+            for batch in reader.read(task["file_path"]):
+                n = batch.num_rows
+                if deleted is not None:
+                    here = deleted[(deleted >= start) & (deleted < start + n)] - start
+                    if len(here):
+                        keep = np.ones(n, bool)
+                        keep[here] = False
+                        batch = batch.filter(pa.array(keep))
+                start += n
+                if batch.num_rows:
+                    yield batch
+
+    def deleted(self, task: dict, ios: dict[str, Any], cache: DeleteCache | None) -> np.ndarray | None:
+        """The positions of ``task``'s data file that its deletes delete (sorted), None when none apply."""
+        if not task["deletes"]:
+            return None
+        path = task["file_path"]
+        files, dvs, equality = [], [], {}
+        for d in task["deletes"]:
+            if d["content"] == 2:
+                equality.setdefault(tuple(d["equality_ids"]), []).append(d["file_path"])
+            elif d["file_format"].lower() == "puffin":
+                dvs.append([d["file_path"], d["content_offset"], d["content_size_in_bytes"], 0])
+            else:
+                files.append([d["file_path"], d["file_format"].lower()])
+        parts = []
+        if files or dvs:
+            positions = DeletedPositions({f: {path: 0} for f, _ in files}, {0: task["record_count"]}, cache)
+            parts.extend(positions.found({"files": files, "dvs": dvs}, ios).get(0, []))
+        if equality:
+            ids = sorted({i for key in equality for i in key})
+            fields = {i: T.NestedField(i, f"_eqd_{i}", self.all_fields[i].field_type) for i in ids}
+            formats = {d["file_path"]: d["file_format"].lower() for d in task["deletes"] if d["content"] == 2}
+            sources = tuple(sorted((key, tuple(sorted(paths))) for key, paths in equality.items()))
+            parts.append(equality_deleted_positions(path, task["file_format"].lower(), sources, fields, formats,
+                                                    self.mapping, cache))
+        if not parts:
+            return None
+        return np.unique(np.concatenate(parts))

@@ -1,0 +1,187 @@
+"""The ``sparkberg`` Python data source (Spark 4.1+): a table's rows planned when a query runs, with the
+query's filters.
+
+A temporary view over a DataFrame is a fixed plan: Spark never asks it again which files to read. A view over
+this data source is planned by Spark for each query, and Spark hands it the query's filters
+(``DataSourceReader.pushFilters``), so ``SELECT * FROM events WHERE day = '2026-11-26'`` reads only the files
+whose partitions and metrics can match, and every query sees the table's current snapshot, whoever committed it.
+
+Planning runs in a Python worker on the driver: it opens the catalog again from its arguments
+(:attr:`Catalog.config`, sent as the option ``catalog-config-secret``, a name that Spark redacts in plans
+because it may hold a database password), loads the table, and plans on the driver. Every pushed filter is
+also returned to Spark, which applies it exactly to the rows: the data source only prunes. Each Spark partition
+reads its tasks with :class:`~sparkberg.read.arrow.TaskReader` (the deletes applied file by file).
+
+Spark plans a Python data source's partitions once per DataFrame and keeps them for every later query, except
+for a query that pushes filters, which plans again (``PythonDataSourceV2`` caches its read info and only a
+filter pushdown replaces it). So the view's DataFrame carries a filter of its own, ``_sparkberg_planned IS NOT
+NULL`` on a column the reader fills with true and the view drops: every query pushes it, and is planned.
+
+Spark calls ``pushFilters`` only when ``spark.sql.python.filterPushdown.enabled`` is true (it raises otherwise,
+for a reader that defines it), so :func:`register` sets it: it lets Python data sources prune and changes no
+query's result.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource, DataSourceReader, EqualNullSafe, EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, InputPartition,
+    IsNotNull, IsNull, LessThan, LessThanOrEqual, Not, StringStartsWith,
+)
+
+from sparkberg.errors import SparkbergError
+from sparkberg.expressions.predicates import TRUE, Expression, Predicate, and_, bind, not_
+from sparkberg.read.arrow import TaskReader
+from sparkberg.read.deletecache import DeleteCache, delete_cache
+from sparkberg.spark.session import as_active, per_session, session_conf
+from sparkberg.table import catalog
+
+NAME = "sparkberg"
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+CONFIG_OPTION = "catalog-config-secret"
+PLANNED = "_sparkberg_planned"
+# (how Spark's file sources size their splits: at most maxPartitionBytes, at least openCostInBytes, else the
+# data spread over the default parallelism; each file counts its open cost too)
+SPLIT_BYTES_MAX = 128 * 1024 * 1024
+OPEN_COST_BYTES = 4 * 1024 * 1024
+_COMPARISONS = {EqualTo: "eq", GreaterThan: "gt", GreaterThanOrEqual: "gt_eq", LessThan: "lt",
+                LessThanOrEqual: "lt_eq"}
+
+
+def register(spark: Any) -> None:
+    """Register the data source with the session (once) and let it receive filters."""
+    def add() -> bool:
+        spark.dataSource.register(SparkbergSource)
+        return True
+    with as_active(spark):  # (Spark looks the name up in the active session: it must be this one)
+        if per_session(spark, "sparkberg data source", add) is None:  # (a session that keeps nothing: each time)
+            add()
+    if str(spark.conf.get(PUSHDOWN, "false")).lower() != "true":
+        spark.conf.set(PUSHDOWN, "true")
+
+
+def table_frame(table: Any) -> Any:
+    """A DataFrame of ``table``'s rows over the data source: planned by each query that reads it."""
+    if table.catalog is None or table.identifier is None:
+        raise SparkbergError(f"table {table.name} was loaded by path: its SQL view is planned when registered")
+    register(table.spark)
+    cache = delete_cache(table.spark)
+    options = {CONFIG_OPTION: json.dumps(table.catalog.config), "table": str(table.identifier),
+               "schema-id": str(table.schema().schema_id),
+               "delete-cache-max-bytes": str(cache.max_bytes if cache is not None else 0),
+               "parallelism": str(_parallelism(table.spark))}
+    schema = table.spark_schema().add(PLANNED, "boolean")
+    with as_active(table.spark):  # (the data source's name is resolved in the active session)
+        rows = table.spark.read.format(NAME).schema(schema).options(**options).load()
+    return rows.where(f"{PLANNED} IS NOT NULL").drop(PLANNED)
+
+
+def _parallelism(spark: Any) -> int:
+    """The session's default parallelism (the cores of a classic session's executors; Spark Connect's clients
+    see only ``spark.default.parallelism`` when it is set)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext on the client
+        return int(session_conf(spark, "spark.default.parallelism", "1") or 1)
+
+
+def filter_expression(f: Filter) -> Expression | None:
+    """A pushed filter as a sparkberg predicate (None when it does not translate: it then prunes nothing)."""
+    term = ".".join(f.attribute) if hasattr(f, "attribute") else ""
+    if type(f) in _COMPARISONS:
+        return Predicate(_COMPARISONS[type(f)], term, f.value) if f.value is not None else None
+    if isinstance(f, EqualNullSafe):
+        return Predicate("is_null", term) if f.value is None else Predicate("eq", term, f.value)
+    if isinstance(f, In):
+        values = [v for v in f.value if v is not None]
+        return Predicate("in", term, values) if values else None
+    if isinstance(f, IsNull):
+        return Predicate("is_null", term)
+    if isinstance(f, IsNotNull):
+        return Predicate("not_null", term)
+    if isinstance(f, StringStartsWith):
+        return Predicate("starts_with", term, f.value)
+    if isinstance(f, Not):
+        child = filter_expression(f.child)
+        return None if child is None else not_(child)
+    return None
+
+
+class SparkbergSource(DataSource):
+    """Options: ``catalog-config-secret`` (JSON: the catalog's arguments), ``table`` (its identifier),
+    ``schema-id`` (the schema the view shows), ``delete-cache-max-bytes`` (the session's delete cache bound when
+    the view was made, 0 for none: :mod:`sparkberg.read.deletecache`), ``parallelism`` (the session's default
+    parallelism, which sizes the splits)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        raise SparkbergError("the sparkberg data source is given its schema: use Catalog.register_views")
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return SparkbergReader(dict(self.options))
+
+
+class SparkbergReader(DataSourceReader):
+    """Plans when Spark asks for partitions (the table as it is then, pruned by the pushed filters); each
+    partition is a list of scan tasks (:func:`_split`)."""
+
+    def __init__(self, options: dict[str, str]):
+        self.options = options
+        self.predicates: list[Expression] = []
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        for f in filters:
+            e = filter_expression(f) if getattr(f, "attribute", None) != (PLANNED,) else None
+            if e is not None:
+                self.predicates.append(e)
+            yield f  # (Spark applies every filter to the rows: pruning here is only a file's worth)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        from sparkberg.planning.scan import plan  # (pyspark.sql.datasource's workers import it: only on use)
+        config = json.loads(self.options[CONFIG_OPTION])
+        table = catalog(None, config.pop("uri"), **config).load_table(self.options["table"])
+        schema = table.metadata.schema(int(self.options["schema-id"]))
+        bound = TRUE
+        for e in self.predicates:
+            try:
+                bound = and_(bound, bind(e, schema))
+            except SparkbergError:  # (a value that does not convert to the column's type: it prunes nothing)
+                continue
+        with table._running("DATA-PLANNING"):
+            tasks = plan(None, table.metadata, table.io, table.current_snapshot(), bound, "local",
+                         table.name).rows()
+        reader = TaskReader(table.metadata, schema)
+        reader.check(tasks)
+        # (what partitions() sets on self does not reach read(): each partition carries its reader)
+        groups = _split(tasks, int(self.options.get("parallelism", "1")))
+        return [InputPartition((reader, group)) for group in groups]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        reader, tasks = partition.value
+        bound = int(self.options.get("delete-cache-max-bytes", "0"))
+        for batch in reader.read(tasks, DeleteCache(bound) if bound > 0 else None):
+            planned = pa.array(np.ones(batch.num_rows, bool))
+            yield pa.RecordBatch.from_arrays([*batch.columns, planned], names=[*batch.schema.names, PLANNED])
+
+
+def _split(tasks: list[dict], parallelism: int) -> list[list[dict]]:
+    """Tasks in consecutive groups (at least one) sized as Spark sizes the splits of a file source."""
+    total = sum(t["file_size_in_bytes"] + OPEN_COST_BYTES for t in tasks)
+    target = min(SPLIT_BYTES_MAX, max(OPEN_COST_BYTES, total // max(parallelism, 1)))
+    groups: list[list[dict]] = [[]]
+    size = 0
+    for t in tasks:
+        cost = t["file_size_in_bytes"] + OPEN_COST_BYTES
+        if groups[-1] and size + cost > target:
+            groups.append([])
+            size = 0
+        groups[-1].append(t)
+        size += cost
+    return groups
