@@ -320,11 +320,32 @@ def test_reading_without_metrics_skips_only_the_metrics(version):
                           e.file_sequence_number) for e in full] == list(lean)
 
 
-def test_small_manifest_lists_are_read_by_fastavro(monkeypatch):
-    """A list of a few manifests is decoded by the reference decoder: planning a small table does not start
-    numba."""
-    from sparkberg.avro import decode
+def test_small_manifest_lists_are_read_by_fastavro_until_compiled_code_is_loaded(monkeypatch):
+    """A list of a few manifests is decoded by the reference decoder while the process has not loaded compiled code
+    (planning a small table does not start numba), and by compiled code once it has."""
+    from sparkberg.avro import compiled, decode
     manifests = [ManifestFile(f"s3://b/m{i}.avro", 100, 0, 7, 0, 4, 4, 1, 0, 0, 3, 0, 0, None) for i in range(3)]
     data = write_manifest_list(manifests, format_version=2, snapshot_id=7, parent_snapshot_id=None, sequence_number=4)
+    real = decode.read_manifest_list_compiled
+    monkeypatch.setattr(compiled, "loaded", lambda: False)
     monkeypatch.setattr(decode, "read_manifest_list_compiled", lambda *a: pytest.fail("compiled code read it"))
     assert decode.manifest_list(data).manifests() == manifests
+    used = []
+    monkeypatch.setattr(compiled, "loaded", lambda: True)
+    monkeypatch.setattr(decode, "read_manifest_list_compiled", lambda *a: used.append(real(*a)) or used[-1])
+    assert decode.manifest_list(data).manifests() == manifests and used and used[0] is not None
+
+
+def test_planning_a_small_table_in_a_fresh_process_does_not_load_compiled_code(tmp_path):
+    import subprocess
+    import sys
+    entries = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(), 10), 7) for i in range(5)]
+    path = str(tmp_path / "m.avro")
+    with open(path, "wb") as f:
+        f.write(write_manifest(entries, format_version=2, spec=SPEC, schema=SCHEMA))
+    code = ("import sys; from sparkberg.avro import decode; "
+            f"data = open({path!r}, 'rb').read(); "
+            "cols = decode.manifest_columns([(data, 'm.avro', 5)]); "
+            "assert cols[0].num_rows == 5, cols; print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr

@@ -53,6 +53,11 @@ def _kernel():
     return kernels.run, kernels.gather
 
 
+def loaded() -> bool:
+    """Whether this process has loaded the compiled code already (then it costs nothing more to start)."""
+    return _kernel.cache_info().currsize > 0
+
+
 class Program:
     """A writer schema compiled for :func:`~sparkberg.avro.kernels.run`, keeping the values under ``paths``
     (tuples of field names; :data:`ITEMS` steps into an array's items; a path keeps every value under it).

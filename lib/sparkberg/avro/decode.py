@@ -14,6 +14,7 @@ from typing import Sequence
 
 import pyarrow as pa
 
+from sparkberg.avro import compiled
 from sparkberg.avro.columnar import (
     METRIC_COLUMNS, ManifestColumns, ManifestListColumns, _avro_schema, columns_from_manifest,
     read_manifest_columns, read_manifest_list_compiled, read_manifests_columns,
@@ -21,20 +22,19 @@ from sparkberg.avro.columnar import (
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
 from sparkberg.avro.schemas import manifest_list_names
 
-# manifest lists from this size on are decoded by compiled code; smaller ones (a few dozen manifests) by
-# fastavro, so that planning a small table does not start numba (its import and first call cost a process a
-# noticeable fraction of a second). Lists above it are those of tables of hundreds of manifests, which planning prunes a spec at a
-# time on the columns without building a ManifestFile per manifest.
+# Compiled code is the faster decoder at every size once loaded, but loading it (importing numba, its kernels
+# from numba's disk cache) costs a process about a third of a second. So a process starts compiled code only for
+# a manifest list from FAST_LIST_MIN_BYTES (a table of a few hundred manifests) or manifests from
+# COLUMNAR_MIN_ENTRIES entries, and planning a small table in a fresh process (the CLI, a short job) pays
+# nothing for it; once loaded, it decodes everything it can.
 FAST_LIST_MIN_BYTES = 16 * 1024
-# manifests (or runs of manifests decoded together) of fewer entries are decoded by fastavro: below this,
-# compiled code's fixed cost per call is the larger
 COLUMNAR_MIN_ENTRIES = 64
 
 
 def manifest_list(data: bytes, path: str | None = None) -> ManifestListColumns:
     """A manifest list of any format version as columns; a malformed one raises
     :class:`~sparkberg.errors.InvalidMetadataError` naming ``path``."""
-    if len(data) >= FAST_LIST_MIN_BYTES:
+    if len(data) >= FAST_LIST_MIN_BYTES or compiled.loaded():
         try:
             names = manifest_list_names(json.loads(_avro_schema(data)))
         except Exception:  # noqa: BLE001 - not a readable header: the reference decoder names the problem
@@ -55,7 +55,8 @@ def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],
     (others may be left undecoded); ``metric_keys``: the field ids whose metrics are read (see
     :func:`~sparkberg.avro.columnar.read_manifest_columns`)."""
     counts = [count for _, _, count in manifests]
-    small = None not in counts and sum(counts) < COLUMNAR_MIN_ENTRIES
+    start = compiled.loaded()
+    small = not start and None not in counts and sum(counts) < COLUMNAR_MIN_ENTRIES
     if not small:
         if len(manifests) > 1:
             together = read_manifests_columns([data for data, _, _ in manifests], physical, names, metric_keys)
@@ -63,7 +64,7 @@ def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],
                 return [together]
         out = []
         for data, path, count in manifests:
-            cols = None if count is not None and count < COLUMNAR_MIN_ENTRIES else \
+            cols = None if not start and count is not None and count < COLUMNAR_MIN_ENTRIES else \
                 read_manifest_columns(data, physical, names, metric_keys)
             out.append(cols if cols is not None else _reference(data, path, physical, names))
         return out

@@ -213,6 +213,8 @@ def _sorted_deletes(deletes: pa.Table) -> list[dict]:
     """The delete entries as dicts in :func:`delete_sort_key` order: sorted by Arrow on the struct's columns
     but ``equality_ids`` (nulls last, strings by code point as Python compares them); by the key itself where
     entries that tie on the columns before ``equality_ids`` hold different ones (Arrow cannot order lists)."""
+    if not deletes.num_rows:
+        return []
     columns = [c for c in DELETE_STRUCT if c != "equality_ids"]
     try:  # (pyarrow 25+ takes the null placement per key)
         order = pc.sort_indices(deletes.select(columns), sort_keys=[(c, "ascending", "at_end") for c in columns])
