@@ -477,13 +477,14 @@ def scan_floors(spark, t) -> dict:
     file would compute the row index of every row instead (PySpark 3.5 boxes each). Each read is built anew,
     as ``to_df`` builds one."""
     from sparkberg.read.fileids import FileIds
+    from sparkberg.spark.tuning import ReadTuning
     from sparkberg.read.columns import read_schema
     from sparkberg.spark.session import read_parquet
     tasks = t.plan_files().collect()
     deleted = [r["file_path"] for r in tasks if r["deletes"]]
     plain = [r["file_path"] for r in tasks if not r["deletes"]]
     schema = read_schema(t.schema())
-    test = f"_metadata.row_index != -1 OR {FileIds(deleted).sql()} != -1"  # (true for every row)
+    test = f"_metadata.row_index != -1 OR {FileIds(deleted, ReadTuning().name_ids_max_files).sql()} != -1"  # (true for every row)
 
     def read(tested: bool):
         rows = read_parquet(spark, schema, deleted)

@@ -30,7 +30,7 @@ def test_distributed_planning_decodes_many_deletes_once_in_a_labelled_job(spark,
     assert labels == []  # a few delete manifests: decoded on the driver
     local = files_and_deletes("local")
     assert distributed == local and any(distributed.values())
-    monkeypatch.setattr(scan, "DRIVER_DELETE_ENTRIES_MAX", 0)  # many: decoded by the executors, in one job
+    t.set_properties({"sparkberg.planning.local-max-delete-entries": "0"})  # many: decoded by the executors, in a job
     assert files_and_deletes("distributed") == local
     assert labels == ["DELETE-PLANNING db.lbl"]
 
@@ -124,7 +124,7 @@ def test_plans_indexing_delete_files_on_the_driver_equal_plans_whose_tasks_index
                 for r in t.plan_files(planning=mode).collect()]
     scoped = plan("distributed")
     assert plan("local") == scoped and any(ds for _, ds in scoped) and any(not ds for _, ds in scoped)
-    monkeypatch.setattr(scan, "SCOPED_PAIRS_MAX", 0)
+    t.set_properties({"sparkberg.planning.scoped-pairs-max": "0"})
     decoded_where = []
     load_many = scan.EntryDecoder.load_many
 

@@ -37,7 +37,7 @@ def test_spark_reports_the_names_the_ids_are_hashed_from(spark, warehouse):
     paths = sorted(r["file_path"] for r in t.plan_files().collect())
     reported = spark.read.parquet(*paths).select("_metadata.file_name").distinct().collect()
     assert sorted(r[0] for r in reported) == sorted(file_name(p) for p in paths)
-    assert fileids.FileIds(paths).shift is not None
+    assert fileids.FileIds(paths, ReadTuning().name_ids_max_files).shift is not None
 
 
 def _table(spark, warehouse, version):
@@ -57,7 +57,7 @@ def _read(t, version):
 
 
 @pytest.mark.parametrize("version", [2, 3])
-def test_every_way_of_matching_rows_to_deletes_agrees(spark, warehouse, monkeypatch, tune, version):
+def test_every_way_of_matching_rows_to_deletes_agrees(spark, warehouse, tune, version):
     t = _table(spark, warehouse, version)
     expected_ids = [i for i in range(600) if i % 7 and i % 11 and not 100 <= i <= 130]
     assert any(d for r in t.plan_files().collect() for d in r["deletes"])
@@ -67,7 +67,7 @@ def test_every_way_of_matching_rows_to_deletes_agrees(spark, warehouse, monkeypa
     assert _read(t, version) == by_name_bitmaps
     tune(bitmap_bytes_max=0)  # (file id, position) keys of an anti-join
     assert _read(t, version) == by_name_bitmaps
-    monkeypatch.setattr(fileids, "NAME_IDS_MAX_FILES", 0)  # ids by a join on the path
+    tune(name_ids_max_files=0)  # ids by a join on the path
     assert _read(t, version) == by_name_bitmaps
     tune(bitmap_bytes_max=64 << 20)
     assert _read(t, version) == by_name_bitmaps
@@ -97,7 +97,7 @@ def test_a_repeated_read_decodes_no_delete_file(spark, warehouse, monkeypatch, v
         spark.conf.unset(ENABLED)
 
 
-def test_deletes_reach_only_the_files_they_apply_to(spark, warehouse, monkeypatch):
+def test_deletes_reach_only_the_files_they_apply_to(spark, warehouse, tune):
     # spec "Equality Delete Files": a delete applies to the data files of its partition with a lower data
     # sequence number. Keys in partition '1' give equality deletes for its files only; position deletes reach
     # partitions '0' and '2'; partition '3' and the file appended after the deletes have none, and keep their
@@ -115,7 +115,7 @@ def test_deletes_reach_only_the_files_they_apply_to(spark, warehouse, monkeypatc
     expected = sorted([i for i in range(200) if i % 8 != 1 and i % 10] + [1])
     got = _read(t, 2)
     assert sorted(r[0] for r in got) == expected
-    monkeypatch.setattr(fileids, "NAME_IDS_MAX_FILES", 0)
+    tune(name_ids_max_files=0)
     assert _read(t, 2) == got
 
 

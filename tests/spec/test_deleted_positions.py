@@ -7,8 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sparkberg.read.fileids import ID_BITS, NAME_IDS_MAX_FILES, FileIds, FileSlots, file_name, xxh64
+from sparkberg.read.fileids import ID_BITS, FileIds, FileSlots, file_name, xxh64
 from sparkberg.read.positions import DeletedPositions, _by_slot, _position_delete_units
+from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.puffin import serialize_dv
 
 
@@ -26,7 +27,7 @@ def test_xxh64_reference_values(data, seed, expected):
 def test_file_ids_are_distinct_slices_of_the_name_hashes():
     paths = [f"s3://bucket/t/data/ts_day=2024-01-{d:02d}/0000{d}-0-6f1c2a9e-{d:04d}-00001.parquet"
              for d in range(1, 31)]
-    ids = FileIds(paths)
+    ids = FileIds(paths, ReadTuning().name_ids_max_files)
     assert ids.shift is not None
     assert len(set(ids.ids)) == len(paths) and all(0 <= i < 1 << ID_BITS for i in ids.ids)
     for p, i in zip(paths, ids.ids):  # what Spark computes from _metadata.file_name
@@ -39,13 +40,15 @@ def test_file_ids_are_distinct_slices_of_the_name_hashes():
     [],
 ])
 def test_file_ids_fall_back_to_indexes(paths):
-    ids = FileIds(paths)
+    ids = FileIds(paths, ReadTuning().name_ids_max_files)
     assert ids.shift is None and ids.ids == list(range(len(paths)))
 
 
 def test_file_ids_of_too_many_files_are_indexes():
-    ids = FileIds([f"/w/{i}.parquet" for i in range(NAME_IDS_MAX_FILES + 1)])
-    assert ids.shift is None
+    limit = ReadTuning().name_ids_max_files
+    assert FileIds([f"/w/{i}.parquet" for i in range(limit + 1)], limit).shift is None
+    assert FileIds([f"/w/{i}.parquet" for i in range(3)], 2).shift is None
+    assert FileIds([f"/w/{i}.parquet" for i in range(3)], 3).shift is not None
 
 
 def test_file_name_is_the_last_segment():

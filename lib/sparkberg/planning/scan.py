@@ -32,8 +32,9 @@ from sparkberg.planning.entries import (
 )
 from sparkberg.spark.session import arrow_dataframe, collect_arrow, job_description, with_known_count
 from sparkberg.spark.tuning import (
-    DATA_PLANNING_MODE, DELETE_PLANNING_MODE, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT, LOCAL_MAX_FILES,
-    LOCAL_MAX_FILES_DEFAULT, int_property, planning_mode,
+    DATA_PLANNING_MODE, DELETE_PLANNING_MODE, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT, LOCAL_MAX_DELETE_ENTRIES,
+    LOCAL_MAX_DELETE_ENTRIES_DEFAULT, LOCAL_MAX_FILES, LOCAL_MAX_FILES_DEFAULT, SCOPED_PAIRS_MAX,
+    SCOPED_PAIRS_MAX_DEFAULT, int_property, planning_mode,
 )
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
@@ -166,8 +167,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     and list at most ``sparkberg.planning.local-max-files`` entries, so small tables and selective scans pay for
     no Spark job.
     Delete files are decoded first (as ``read.delete-planning-mode`` says: on the driver, or in a job of their
-    own, ``DELETE-PLANNING <label>``; "auto": on the driver up to ``DRIVER_DELETE_ENTRIES_MAX`` manifest
-    entries, and by the planning tasks of a distributed plan without equality deletes), indexed on the
+    own, ``DELETE-PLANNING <label>``; "auto": on the driver up to ``sparkberg.planning.local-max-delete-entries``
+    manifest entries, and by the planning tasks of a distributed plan without equality deletes), indexed on the
     driver (:class:`DeleteMatcher`, as Iceberg Java's ``DeleteFileIndex``) and sent with the data manifests'
     decoder, which attaches to each data file the deletes that apply to it as it decodes: one pass over the data
     manifests, no join, no shuffle, the manifest list's order kept. A distributed plan without equality deletes
@@ -212,7 +213,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     delete_mode = planning_mode(metadata, DELETE_PLANNING_MODE)
     local = mode == "local" or (mode == "auto" and _small_enough(metadata, manifests))
     if not local and delete_manifests and not may_have_eq and delete_mode != "local" and \
-            len(data_manifests) * len(delete_manifests) <= SCOPED_PAIRS_MAX:
+            len(data_manifests) * len(delete_manifests) <= int_property(metadata, SCOPED_PAIRS_MAX,
+                                                                        SCOPED_PAIRS_MAX_DEFAULT):
         # no equality deletes: each data manifest's decoder decodes (and indexes) only the delete manifests whose
         # partitions overlap its own, on the executors, so the driver decodes no delete manifest before the job
         tasks = ScopedTaskDecoder(data_decoder(()), delete_decoder, delete_manifests, unpartitioned, layout,
@@ -224,7 +226,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     if not delete_manifests:
         deletes = delete_decoder.schema.empty_table()
     elif delete_mode == "local" or (delete_mode == "auto" and (
-            local or _entries(delete_manifests) <= DRIVER_DELETE_ENTRIES_MAX)):  # (cheaper than a Spark job)
+            local or _entries(delete_manifests) <= int_property(metadata, LOCAL_MAX_DELETE_ENTRIES,
+                                                                LOCAL_MAX_DELETE_ENTRIES_DEFAULT))):
         deletes = delete_decoder.load_many(((mf, i, io) for i, mf in enumerate(delete_manifests)), DRIVER_THREADS)
     else:
         with job_description(spark, f"DELETE-PLANNING {label}".strip()):
@@ -428,14 +431,6 @@ def _tasks_arrow_schema(layout: PartitionLayout):
     return pa.schema([entry.field("sequence_number").with_name("data_sequence_number") if c == "data_sequence_number"
                       else pa.field("deletes", pa.list_(delete)) if c == "deletes" else entry.field(c)
                       for c in PLAN_COLUMNS])
-
-
-# (data manifest, delete manifest) pairs whose partition summaries the driver compares at most to let the
-# planning tasks decode their own delete manifests; beyond, the driver decodes them all
-SCOPED_PAIRS_MAX = 20_000_000
-# delete manifest entries up to which a distributed plan decodes them on the driver, in auto
-# read.delete-planning-mode (cheaper there than in a Spark job); above, on the executors
-DRIVER_DELETE_ENTRIES_MAX = 50_000
 
 
 def partition_column(layout: PartitionLayout, col: Column | str = "partition") -> Column:

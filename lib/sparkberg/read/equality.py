@@ -186,7 +186,7 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
     by_python = sorted(set(formats) - set(by_spark))
     parts = []
     if by_spark:
-        ids = FileIds(by_spark)
+        ids = FileIds(by_spark, tuning.name_ids_max_files)
         found = read_data_parquet(spark, metadata, T.Schema(fields), ST.StructType(spark_fields), by_spark,
                                   keys=True, file_ids=ids)
         pairs = pa.table({"_del_file": pa.array([i for p, i in zip(by_spark, ids.ids) for _ in applies[p]], pa.int32()),

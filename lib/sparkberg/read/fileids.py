@@ -77,19 +77,14 @@ def file_name(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-# beyond this many files the driver does not look for a collision-free slice: the odds of one fall fast (for
-# n files, a slice is collision free with odds exp(-n^2 / 2^24), and there are 42 slices), and hashing the
-# names here costs ~20 us each
-NAME_IDS_MAX_FILES = 8192
-
-
 class FileIds:
     """The ``_file_id`` of every data file of a read (``ids``, in the order of the paths given; ``by_key``, by
     :func:`path_key`), and whether Spark can compute it from each row's file name (``shift`` set) or must
     join on the path (``shift`` None: the ids are the files' indexes)."""
 
-    def __init__(self, paths: Sequence[str]):
-        self.shift, self.ids = _name_hash_ids([file_name(p) for p in paths])
+    def __init__(self, paths: Sequence[str], max_files: int):
+        """``max_files``: past this many files, ids by a join on the path (``ReadTuning.name_ids_max_files``)."""
+        self.shift, self.ids = _name_hash_ids([file_name(p) for p in paths], max_files)
         self.by_key = {path_key(p): i for p, i in zip(paths, self.ids)}  # for the joins on the path
 
     def sql(self) -> str:
@@ -121,8 +116,8 @@ def name_slice_sql(shift: int, bits: int) -> str:
     return f"CAST(shiftrightunsigned(xxhash64(_metadata.file_name), {shift}) & {(1 << bits) - 1} AS INT)"
 
 
-def _usable_names(names: list[str]) -> bool:
-    return bool(names) and len(names) <= NAME_IDS_MAX_FILES and len(set(names)) == len(names) and \
+def _usable_names(names: list[str], max_files: int) -> bool:
+    return bool(names) and len(names) <= max_files and len(set(names)) == len(names) and \
         all(_PLAIN_NAME.fullmatch(n) for n in names)
 
 
@@ -136,10 +131,10 @@ def _distinct_slice(hashes: list[int], bits: int) -> tuple[int, list[int]] | Non
     return None
 
 
-def _name_hash_ids(names: list[str]) -> tuple[int | None, list[int]]:
+def _name_hash_ids(names: list[str], max_files: int) -> tuple[int | None, list[int]]:
     """(the smallest shift that makes ``ID_BITS`` bits of the names' hashes distinct, those bits of each name);
     (None, the names' indexes) if the names are not all plain and distinct, or no shift does."""
-    found = _distinct_slice([_name_hash(n) for n in names], ID_BITS) if _usable_names(names) else None
+    found = _distinct_slice([_name_hash(n) for n in names], ID_BITS) if _usable_names(names, max_files) else None
     return found if found is not None else (None, list(range(len(names))))
 
 
@@ -168,7 +163,7 @@ def _file_slots(names: tuple[str, ...], max_bits: int) -> FileSlots | None:
     """:meth:`FileSlots.of`, remembered: the same files are read again and again. n files in ``2 ** b`` slots
     have about n^2 / 2^(b+1) colliding pairs at a given shift, so past n^2 > 2^(max_bits+4) (8 or more pairs at
     ``max_bits``: no shift is likely to have none) nothing is tried."""
-    if not _usable_names(list(names)) or len(names) ** 2 > 1 << (max_bits + 4):
+    if not _usable_names(list(names), len(names)) or len(names) ** 2 > 1 << (max_bits + 4):
         return None
     hashes = [_name_hash(n) for n in names]
     for bits in range(max(1, (len(names) - 1).bit_length()), max_bits + 1):

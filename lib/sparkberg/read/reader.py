@@ -68,7 +68,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     needs_info = any(c in READ_COLUMNS and c != ROW_POSITION.name for c in wanted) or (
         filter is not None and bool(referenced_names(_expression_text(filter)) & set(READ_COLUMNS)))
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
-    ids = FileIds([t["file_path"] for t in tasks]) if per_file else None
+    ids = FileIds([t["file_path"] for t in tasks], tuning.name_ids_max_files) if per_file else None
 
     def read(some: list, matched: bool = True, row_filter: Column | None = None) -> DataFrame:
         """The rows of ``some`` tasks; ``matched``: each with its file's id (``_file_id``, in a per-file read),

@@ -8,8 +8,13 @@ Planning, per table (table properties, Iceberg's own names where Iceberg has the
   entries (200,000). The ``planning=`` argument of ``plan_files`` and ``to_df`` overrides it.
 - ``read.delete-planning-mode`` (``auto``): where delete manifests are decoded: ``local`` on the driver,
   ``distributed`` on the executors (in the planning tasks themselves when there are no equality deletes, else
-  in a job of their own), ``auto`` on the driver while they list at most 50,000 entries, or by the planning
-  tasks of a distributed plan without equality deletes.
+  in a job of their own), ``auto`` on the driver while they list at most
+  ``sparkberg.planning.local-max-delete-entries`` entries (50,000: cheaper there than a Spark job), or by the
+  planning tasks of a distributed plan without equality deletes.
+- ``sparkberg.planning.scoped-pairs-max`` (20,000,000): a distributed plan without equality deletes lets each
+  planning task decode only the delete manifests whose partitions overlap its data manifest's, found by
+  comparing the partition summaries of every (data manifest, delete manifest) pair on the driver; past this many
+  pairs, the driver decodes the delete manifests itself instead.
 
 Reads, per session (Spark conf keys, :class:`ReadTuning`), each the size up to which a read takes a strategy:
 
@@ -26,6 +31,10 @@ Reads, per session (Spark conf keys, :class:`ReadTuning`), each the size up to w
   position deletes; beyond, Spark joins the rows with the deleted values.
 - ``spark.sparkberg.read.scan-filter-slot-bits-max`` (16): the bitmaps a Spark 4 Parquet scan filters by are
   looked up in a table of at most 2 ** this many slots; reads whose files need more join the bitmaps instead.
+- ``spark.sparkberg.read.name-ids-max-files`` (8,192): rows are matched to their data file (for deletes and
+  metadata columns) by an id Spark computes from the file's name (a slice of its hash, distinct for the read's
+  files) for reads of up to this many files; beyond, by a join on the path. (For n files a slice is distinct with
+  odds exp(-n^2 / 2^24), which fall fast past a few thousand, and hashing the names costs the driver ~20 us each.)
 """
 from __future__ import annotations
 
@@ -42,6 +51,10 @@ LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
 LOCAL_MAX_BYTES_DEFAULT = 48 * 1024 * 1024
 LOCAL_MAX_FILES = "sparkberg.planning.local-max-files"
 LOCAL_MAX_FILES_DEFAULT = 200_000
+LOCAL_MAX_DELETE_ENTRIES = "sparkberg.planning.local-max-delete-entries"
+LOCAL_MAX_DELETE_ENTRIES_DEFAULT = 50_000
+SCOPED_PAIRS_MAX = "sparkberg.planning.scoped-pairs-max"
+SCOPED_PAIRS_MAX_DEFAULT = 20_000_000
 READ_CONF_PREFIX = "spark.sparkberg.read."
 
 
@@ -73,6 +86,7 @@ class ReadTuning:
     bitmap_bytes_max: int = 64 << 20
     equality_positions_rows_max: int = 4_000_000
     scan_filter_slot_bits_max: int = 16
+    name_ids_max_files: int = 8192
 
     @staticmethod
     def key(name: str) -> str:
