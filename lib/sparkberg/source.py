@@ -35,7 +35,7 @@ from pyspark.sql.datasource import (
 
 from sparkberg.errors import SparkbergError
 from sparkberg.expressions.predicates import TRUE, Expression, Predicate, and_, bind, not_
-from sparkberg.read.arrow import TaskReader
+from sparkberg.read.arrow import TaskReader, read_struct
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.spark.session import as_active, per_session, session_conf
 from sparkberg.table import catalog
@@ -74,7 +74,7 @@ def table_frame(table: Any) -> Any:
                "schema-id": str(table.schema().schema_id),
                "delete-cache-max-bytes": str(cache.max_bytes if cache is not None else 0),
                "parallelism": str(_parallelism(table.spark))}
-    schema = table.spark_schema().add(PLANNED, "boolean")
+    schema = read_struct(table.schema()).add(PLANNED, "boolean")
     with as_active(table.spark):  # (the data source's name is resolved in the active session)
         rows = table.spark.read.format(NAME).schema(schema).options(**options).load()
     return rows.where(f"{PLANNED} IS NOT NULL").drop(PLANNED)

@@ -136,10 +136,10 @@ def test_filters_of_every_type_prune_but_never_drop_a_matching_row(spark, tmp_pa
 
 def test_schema_of_the_view_and_decimal_and_dates_roundtrip(spark, tmp_path):
     cat = sparkberg.catalog(spark, str(tmp_path / "wh"))
-    t = cat.create_table("db.vals", "id int, d date, dec decimal(38, 10), ts timestamp", properties={})
+    ddl = "id int NOT NULL, d date, dec decimal(38, 10), ts timestamp, s struct<a: int NOT NULL, b: string>"
+    t = cat.create_table("db.vals", ddl, properties={})
     t.append(spark.createDataFrame([(1, dt.date(1000, 1, 1), Decimal("12345.0000000001"),
-                                     dt.datetime(1200, 6, 1, 12, tzinfo=dt.timezone.utc))],
-                                   "id int, d date, dec decimal(38, 10), ts timestamp"))
+                                     dt.datetime(1200, 6, 1, 12, tzinfo=dt.timezone.utc), (1, "x"))], ddl))
     t.register_views("vals")
     assert [(f.name, f.dataType, f.nullable) for f in spark.table("vals").schema] == \
         [(f.name, f.dataType, f.nullable) for f in t.to_df().schema]

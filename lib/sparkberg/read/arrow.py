@@ -27,13 +27,19 @@ from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 
 
+def read_struct(schema: T.Schema) -> ST.StructType:
+    """The Spark columns :class:`TaskReader` gives for ``schema``: those a DataFrame read gives (every column
+    nullable, as Spark reads a Parquet file with a schema)."""
+    return ST.StructType([to_spark_read_field(f) for f in schema.fields])
+
+
 class TaskReader:
     """Scan tasks (the dicts of a plan, :meth:`ScanPlan.rows`) -> Arrow batches of ``schema``'s columns
     (Spark's Arrow types), their deleted rows removed. Picklable: it is sent to the executors."""
 
     def __init__(self, metadata: TableMetadata, schema: T.Schema):
         self.fields = list(schema.fields)
-        self.arrow = arrow_schema(ST.StructType([to_spark_read_field(f) for f in self.fields]))
+        self.arrow = arrow_schema(read_struct(schema))
         self.mapping = name_mapping(metadata)
         self.all_fields: dict[int, T.NestedField] = {}
         for s in metadata.schemas:
