@@ -18,7 +18,9 @@ It is off unless the session enables it (Spark conf, read on the driver when pla
 Each process also keeps the cache files it has mapped, and the manifest lists it has read, in memory (at most
 ``max-bytes`` of mapped files, :data:`MANIFEST_LISTS` lists, the least recently used dropped first): a repeated
 scan opens no file for them. Mapped files cost address space, not heap, and no file descriptor; the metrics
-a scan looked up in them (:meth:`ManifestColumns.value`) stay with them.
+a scan looked up in them (:meth:`ManifestColumns.value`: at most one array per metrics map and field id, one
+value per entry) stay with them and go when they are dropped. These are the only copies of a manifest's content
+that sparkberg keeps; decoded delete files have their own bounded cache (:mod:`sparkberg.read.deletecache`).
 
 A cache file that cannot be read is a miss (and is removed): the cache never changes what planning returns.
 """

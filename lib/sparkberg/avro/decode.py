@@ -2,10 +2,15 @@
 
 Compiled code (:mod:`sparkberg.avro.columnar` over :mod:`sparkberg.avro.compiled`) decodes straight into Arrow
 columns and only the fields asked for; fastavro (:mod:`sparkberg.avro.manifest`, the reference decoder, which
-also writes manifests) reads anything else: a codec or a type compiled code declines, a file too small for
-compiled code's fixed cost to pay, and every malformed file, whose error it names. Both give the same columns
+also writes manifests) reads anything else: a codec or a type compiled code declines, a small file in a process
+that has not loaded compiled code, and every malformed file, whose error it names. Both give the same columns
 (:class:`~sparkberg.avro.columnar.ManifestColumns`, :class:`~sparkberg.avro.columnar.ManifestListColumns`), so
-what is done with them afterwards (inheritance, pruning, delete matching) is written once, on columns.
+what planning does with them afterwards (inheritance, pruning, delete matching) is written once, on columns
+(:class:`~sparkberg.planning.entries.EntryDecoder`).
+
+Writers and commit validations need every field of an entry, to carry it into a new manifest as it was: they
+read :func:`manifest_entries`, the model's objects with the values they inherit filled in by the spec's rule
+(:func:`~sparkberg.spec.manifests.inherit`), which the columnar inheritance is tested against.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from sparkberg.avro.columnar import (
 )
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
 from sparkberg.avro.schemas import manifest_list_names
+from sparkberg.spec.manifests import ManifestEntry, ManifestFile, inherit
 
 # Compiled code is the faster decoder at every size once loaded, but loading it (importing numba, its kernels
 # from numba's disk cache) costs a process about a third of a second. So a process starts compiled code only for
@@ -44,6 +50,14 @@ def manifest_list(data: bytes, path: str | None = None) -> ManifestListColumns:
             if fast is not None:
                 return fast
     return ManifestListColumns.from_manifests(read_manifest_list(data, path))
+
+
+def manifest_entries(data: bytes, manifest: ManifestFile, inherited: bool = True) -> list[ManifestEntry]:
+    """The entries of ``manifest`` (``data``: its bytes), every field decoded, with the snapshot ids, sequence
+    numbers and ``first_row_id`` they inherit from it filled in (``inherited=False``: as written); a malformed
+    manifest raises :class:`~sparkberg.errors.InvalidMetadataError` naming it."""
+    entries = read_manifest(data, manifest.manifest_path).entries
+    return inherit(entries, manifest) if inherited else list(entries)
 
 
 def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, TypeVar
 
-from sparkberg.avro.manifest import read_manifest
+from sparkberg.avro.decode import manifest_entries
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO
 from sparkberg.spec.manifests import ADDED, DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile, inherit
@@ -87,7 +87,7 @@ def merge_manifests(manifests: Sequence[ManifestFile], snapshot_id: int, propert
 def _merged_entries(manifests: Sequence[ManifestFile], snapshot_id: int, io: FileIO) -> list[ManifestEntry]:
     entries: list[ManifestEntry] = []
     for mf in manifests:
-        raw = read_manifest(io.read(mf.manifest_path), mf.manifest_path).entries
+        raw = manifest_entries(io.read(mf.manifest_path), mf, inherited=False)
         for e, full in zip(raw, inherit(raw, mf)):
             if full.status == DELETED:
                 if full.snapshot_id == snapshot_id:  # deleted by this snapshot: still reported

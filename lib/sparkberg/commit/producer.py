@@ -15,7 +15,8 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from sparkberg.avro.manifest import manifest_file_for, read_manifest, write_manifest, write_manifest_list
+from sparkberg.avro.decode import manifest_entries
+from sparkberg.avro.manifest import manifest_file_for, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.errors import CommitFailedException, SparkbergError
 from sparkberg.io.fileio import FileIO
@@ -23,7 +24,7 @@ from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import (
     ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
-    ManifestFile, inherit,
+    ManifestFile,
 )
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.partitioning import PartitionSpec
@@ -258,7 +259,7 @@ def _carry_over(table, base: TableMetadata, removed_keys: set, snapshot_id: int,
         if not removed_keys and not (required and mf.content == MANIFEST_DATA):
             kept.append(mf)
             continue
-        entries = inherit(read_manifest(io.read(mf.manifest_path), mf.manifest_path).entries, mf)
+        entries = manifest_entries(io.read(mf.manifest_path), mf)
         live = [e for e in entries if e.status != DELETED]
         still_live.update(e.data_file.file_path for e in live if e.data_file.content == 0)
         hits = [e for e in live if file_key(e.data_file) in removed_keys]

@@ -16,7 +16,7 @@ import uuid
 
 from pyspark.sql import functions as F
 
-from sparkberg.avro.manifest import read_manifest
+from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match
@@ -27,7 +27,7 @@ from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.planning.scan import plan
 from sparkberg.read.reader import read_tasks
 from sparkberg.spark.session import session_time_zone
-from sparkberg.spec.manifests import ADDED, MANIFEST_DATA, MANIFEST_DELETES, inherit
+from sparkberg.spec.manifests import ADDED, MANIFEST_DATA, MANIFEST_DELETES
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
@@ -64,7 +64,7 @@ def serializable_check(table, filter_bound):
                 if mf.content != MANIFEST_DATA or mf.added_snapshot_id != snap.snapshot_id:
                     continue
                 proj = inclusive_projection(filter_bound, current.spec(mf.partition_spec_id), schema)
-                for e in inherit(read_manifest(table.io.read(mf.manifest_path)).entries, mf):
+                for e in manifest_entries(table.io.read(mf.manifest_path), mf):
                     d = e.data_file
                     if e.status == ADDED and evaluate(proj, d.partition) and metrics_may_match(
                             filter_bound, types, d.record_count, d.value_counts, d.null_value_counts,
@@ -93,7 +93,7 @@ def no_new_deletes_check(table, touched: dict[str, tuple[int, dict]], ignore_equ
             for mf in snapshot_manifests(table.io, snap):
                 if mf.content != MANIFEST_DELETES or mf.added_snapshot_id != snap.snapshot_id:
                     continue
-                for e in inherit(read_manifest(table.io.read(mf.manifest_path)).entries, mf):
+                for e in manifest_entries(table.io.read(mf.manifest_path), mf):
                     d = e.data_file
                     if e.status != ADDED or (d.content == 2 and ignore_equality):
                         continue

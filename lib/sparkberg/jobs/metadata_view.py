@@ -12,10 +12,10 @@ import datetime as _dt
 import shutil
 from typing import Any, Callable, Sequence
 
-from sparkberg.avro.manifest import read_manifest
+from sparkberg.avro.decode import manifest_entries
 from sparkberg.inspect import history_rows, manifest_row, refs_rows, snapshot_rows
 from sparkberg.planning.entries import PartitionLayout, snapshot_manifests
-from sparkberg.spec.manifests import DELETED, inherit
+from sparkberg.spec.manifests import DELETED
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.values import to_python
 
@@ -85,7 +85,7 @@ def listed_files(t, snap: Snapshot | None = None) -> int | None:
 def _live_entries(t):
     snap = t.metadata.current_snapshot
     for mf in snapshot_manifests(t.io, snap) if snap is not None else ():
-        for e in inherit(read_manifest(t.io.read(mf.manifest_path), mf.manifest_path).entries, mf):
+        for e in manifest_entries(t.io.read(mf.manifest_path), mf):
             if e.status != DELETED:
                 yield mf, e
 

@@ -23,8 +23,8 @@ from pyspark.sql import types as ST
 
 from sparkberg.avro.cache import ManifestCache
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
-from sparkberg.avro.decode import manifest_columns, manifest_list
-from sparkberg.avro.manifest import manifest_file_from_manifest, read_manifest
+from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
+from sparkberg.avro.manifest import manifest_file_from_manifest
 from sparkberg.errors import SparkbergError
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
@@ -616,7 +616,7 @@ def referenced_by(io: FileIO, snapshot: Snapshot, path: str) -> str:
             return f"manifest list {snapshot.manifest_list} of snapshot {sid}"
     for mf in manifests:
         try:
-            entries = read_manifest(io.read(mf.manifest_path), mf.manifest_path).entries
+            entries = manifest_entries(io.read(mf.manifest_path), mf, inherited=False)
         except (SparkbergError, OSError):
             continue
         if any(key(e.data_file.file_path) == target for e in entries):
