@@ -161,13 +161,17 @@ def columns_from_manifest(manifest: Manifest, physical: dict[int, pa.DataType] |
     files = [e.data_file for e in entries]
     columns: dict[str, pa.Array] = {
         name: pa.array([getattr(e, name) for e in entries], _TYPES[name]) for name in ENTRY_COLUMNS.values()}
+    builders: dict[str, Callable[[], pa.Array]] = {}
+    lookups: dict[str, Callable[[int], pa.Array]] = {}
     for name in DATA_FILE_COLUMNS.values():
         if names is not None and name not in names and name not in ALWAYS:
             continue
         values = [getattr(d, name) for d in files]
         if name in _METRIC_VALUE_TYPES:
-            columns[name] = pa.array([None if v is None else list(v.items()) for v in values],
-                                     pa.map_(pa.int32(), _METRIC_VALUE_TYPES[name]))
+            # (the maps are already dicts: a scan's few keys are looked up in them, the Arrow maps built only
+            # for a reader of the whole column)
+            builders[name] = functools.partial(_map_array, values, _METRIC_VALUE_TYPES[name])
+            lookups[name] = functools.partial(_dict_lookup, values, _METRIC_VALUE_TYPES[name])
         else:
             columns[name] = pa.array([list(v) if isinstance(v, tuple) else v for v in values], _TYPES[name])
     physical = physical or {}
@@ -178,7 +182,15 @@ def columns_from_manifest(manifest: Manifest, physical: dict[int, pa.DataType] |
         if target is not None and pa.types.is_string(target):
             values = [None if v is None else str(v) for v in values]  # (UUIDs: as text)
         partition[fid] = pa.array(values, target)
-    return ManifestColumns(n, columns, partition)
+    return ManifestColumns(n, LazyColumns(columns, builders) if builders else columns, partition, lookups)
+
+
+def _map_array(values: list[dict | None], value_type: pa.DataType) -> pa.Array:
+    return pa.array([None if v is None else list(v.items()) for v in values], pa.map_(pa.int32(), value_type))
+
+
+def _dict_lookup(values: list[dict | None], value_type: pa.DataType, key: int) -> pa.Array:
+    return pa.array([None if v is None else v.get(key) for v in values], value_type)
 
 
 def concat_manifest_columns(parts: Sequence[ManifestColumns]) -> ManifestColumns | None:

@@ -388,11 +388,14 @@ class EntryDecoder:
         if self.metrics_filter is not None and keep.any():
             idx = np.flatnonzero(keep)
             take = pa.array(idx, pa.int64())
+
+            def rows_left(a: pa.Array) -> pa.Array:
+                return a if len(idx) == n else a.take(take)  # (most manifests keep every live entry)
             vectorized = getattr(self.metrics_filter, "mask", None)
             mask = None if vectorized is None else vectorized(
-                c["content"].take(take).to_numpy(zero_copy_only=False),
-                c["record_count"].take(take).to_numpy(zero_copy_only=False),
-                lambda name, fid: mc.value(name, fid).take(take))
+                rows_left(c["content"]).to_numpy(zero_copy_only=False),
+                rows_left(c["record_count"]).to_numpy(zero_copy_only=False),
+                lambda name, fid: rows_left(mc.value(name, fid)))
             keep[idx] = self._metrics_mask(c, idx) if mask is None else mask
         kept_rows = np.flatnonzero(keep)
         idx = pa.array(kept_rows, pa.int64())
