@@ -30,7 +30,7 @@ from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, distinct_rows, eq_stats, path_bounds
 from sparkberg.spec import types as T
-from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, ManifestFile
+from sparkberg.spec.manifests import DELETED, ManifestFile, inherit_columns
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.threads import by_threads
@@ -354,33 +354,16 @@ class EntryDecoder:
         spec_id = manifests[0][0].partition_spec_id
         status = c["status"].to_numpy(zero_copy_only=False)
 
-        def per_entry(values: list, dtype) -> pa.Array:
-            """A value of each manifest, for each of its entries (null where the manifest's is None)."""
-            known = np.array([v is not None for v in values], bool)
-            raw = np.array([v if v is not None else 0 for v in values], dtype)[which]
-            return pa.array(raw, mask=None if known.all() else ~known[which])
-
-        # spec "Snapshot ID Inheritance", "Sequence Number Inheritance": from the manifest list's entry
-        c["snapshot_id"] = pc.coalesce(c["snapshot_id"], per_entry([mf.added_snapshot_id for mf, _ in manifests],
-                                                                    np.int64))
-        seqs = np.array([mf.sequence_number for mf, _ in manifests], np.int64)
-        inherits = (status == ADDED) | (seqs == 0)[which]
-        for name in ("sequence_number", "file_sequence_number"):
-            missing = c[name].is_null().to_numpy(zero_copy_only=False) & inherits
-            if missing.any():
-                c[name] = pc.if_else(pa.array(missing), pa.array(seqs[which]), c[name])
-        # spec "First Row ID Inheritance": data files without one, in manifest order, from the manifest's
-        starts = [mf.first_row_id if mf.content == MANIFEST_DATA else None for mf, _ in manifests]
-        if any(v is not None for v in starts):
-            has_start = np.array([v is not None for v in starts], bool)[which]
-            assign = has_start & pc.and_(pc.equal(c["content"], 0), c["first_row_id"].is_null()).to_numpy(
-                zero_copy_only=False)
-            counts = np.where(assign, c["record_count"].to_numpy(zero_copy_only=False), 0)
-            before = np.cumsum(counts) - counts  # (rows of earlier manifests included: taken off below)
-            base = np.array([v or 0 for v in starts], np.int64) - before[np.minimum(first, max(n - 1, 0))] \
-                if n else np.zeros(m, np.int64)
-            c["first_row_id"] = pc.if_else(pa.array(assign), pa.array(base[which] + before, pa.int64()),
-                                           c["first_row_id"])
+        # spec "Snapshot ID Inheritance", "Sequence Number Inheritance", "First Row ID Inheritance"
+        names = ("snapshot_id", "sequence_number", "file_sequence_number", "first_row_id")
+        given = [(c[name].fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64),
+                  c[name].is_valid().to_numpy(zero_copy_only=False)) for name in names]
+        inherited = inherit_columns([mf for mf, _ in manifests], which, status,
+                                    c["content"].to_numpy(zero_copy_only=False),
+                                    c["record_count"].to_numpy(zero_copy_only=False), *given)
+        for name, before, after in zip(names, given, inherited):
+            if after is not before:
+                c[name] = pa.array(after[0], pa.int64(), mask=~after[1])
         keep = np.ones(n, bool) if self.include_deleted else status != DELETED
         pfilter = self.partition_filters.get(spec_id, TRUE)
         if not isinstance(pfilter, AlwaysTrue) and keep.any():

@@ -1,14 +1,15 @@
 """The manifest model of format versions 1-3: manifest lists' entries (:class:`ManifestFile`), manifests'
 entries (:class:`ManifestEntry`) and the files they track (:class:`DataFile`), keyed as the spec names them.
 
-Values are raw, as written: inheritance (spec "Sequence Number Inheritance", "First Row ID Inheritance") is
-applied by :func:`inherit`, so the model round-trips exactly. Reading and writing them is :mod:`sparkberg.avro`'s.
+Values are raw, as written: inheritance (spec "Snapshot ID Inheritance", "Sequence Number Inheritance", "First
+Row ID Inheritance") is written once, on columns (:func:`inherit_columns`), and applied to entry objects by
+:func:`inherit`, so the model round-trips exactly. Reading and writing them is :mod:`sparkberg.avro`'s.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.types import Schema
@@ -122,27 +123,86 @@ class Manifest:
         return PartitionSpec(self.partition_spec_id, PartitionSpec.fields_from_json(json.loads(self.partition_spec_json)))
 
 
-def inherit(entries: Iterable[ManifestEntry], manifest: ManifestFile) -> list[ManifestEntry]:
-    """Entries with inherited snapshot ids, sequence numbers and (v3) first_row_id filled in.
+Column = tuple  # (values: numpy int64 array, valid: numpy bool array)
 
-    Null snapshot ids take the manifest's ``added_snapshot_id``; null sequence numbers of ADDED
-    entries take the manifest's sequence number (v1 manifests: 0); null ``first_row_id`` of data
-    files take the manifest's ``first_row_id`` plus the record counts of the preceding data files
-    that also had none (spec: "First Row ID Inheritance").
-    """
+
+def inherit(entries: Iterable[ManifestEntry], manifest: ManifestFile) -> list[ManifestEntry]:
+    """Entries with the snapshot ids, sequence numbers and (v3) ``first_row_id`` they inherit from ``manifest``
+    filled in (:func:`inherit_columns`); entries that inherit nothing are returned as they are."""
+    import numpy as np
+    entries = list(entries)
+    n = len(entries)
+    if not n:
+        return []
+    files = [e.data_file for e in entries]
+
+    def column(values: list) -> Column:
+        return (np.array([0 if v is None else v for v in values], np.int64),
+                np.array([v is not None for v in values], bool))
+    snapshot_id, seq, file_seq, row_id = inherit_columns(
+        [manifest], np.zeros(n, np.int64), np.array([e.status for e in entries]),
+        np.array([f.content for f in files]), np.array([f.record_count for f in files], np.int64),
+        column([e.snapshot_id for e in entries]), column([e.sequence_number for e in entries]),
+        column([e.file_sequence_number for e in entries]), column([f.first_row_id for f in files]))
     out = []
-    next_row_id = manifest.first_row_id
-    assign_rows = manifest.content == MANIFEST_DATA and next_row_id is not None
-    for e in entries:
+    for i, e in enumerate(entries):
         changes: dict[str, Any] = {}
-        if e.snapshot_id is None:
-            changes["snapshot_id"] = manifest.added_snapshot_id
-        if e.sequence_number is None and (e.status == ADDED or manifest.sequence_number == 0):
-            changes["sequence_number"] = manifest.sequence_number
-        if e.file_sequence_number is None and (e.status == ADDED or manifest.sequence_number == 0):
-            changes["file_sequence_number"] = manifest.sequence_number
-        if assign_rows and e.data_file.content == DATA and e.data_file.first_row_id is None:
-            changes["data_file"] = replace(e.data_file, first_row_id=next_row_id)
-            next_row_id += e.data_file.record_count
+        for name, (values, valid) in (("snapshot_id", snapshot_id), ("sequence_number", seq),
+                                      ("file_sequence_number", file_seq)):
+            if getattr(e, name) is None and valid[i]:
+                changes[name] = int(values[i])
+        if e.data_file.first_row_id is None and row_id[1][i]:
+            changes["data_file"] = replace(e.data_file, first_row_id=int(row_id[0][i]))
         out.append(replace(e, **changes) if changes else e)
     return out
+
+
+def inherit_columns(manifests: Sequence[ManifestFile], which, status, content, record_count, snapshot_id: Column,
+                    sequence_number: Column, file_sequence_number: Column, first_row_id: Column
+                    ) -> tuple[Column, Column, Column, Column]:
+    """Inheritance on columns (numpy), for entries of ``manifests`` one manifest after the other (``which``: each
+    entry's manifest index; ``status``, ``content``, ``record_count``: int arrays): snapshot ids, sequence
+    numbers and ``first_row_id`` as ``(values, valid)`` pairs, with the values they inherit filled in:
+
+    - spec "Snapshot ID Inheritance": a null snapshot id takes the manifest's ``added_snapshot_id``;
+    - spec "Sequence Number Inheritance": null data and file sequence numbers of ADDED entries (of every entry
+      of a v1 manifest, whose sequence number is 0) take the manifest's sequence number;
+    - spec "First Row ID Inheritance": data files without a ``first_row_id``, in manifest order, take the
+      manifest's ``first_row_id`` plus the record counts of the preceding such files of the manifest.
+
+    The one place these rules are written: :func:`inherit` applies them to entry objects and
+    :class:`~sparkberg.planning.entries.EntryDecoder` to decoded columns."""
+    import numpy as np
+    m, n = len(manifests), len(which)
+
+    def per_manifest(values: list) -> Column:
+        valid = np.array([v is not None for v in values], bool)
+        return np.array([0 if v is None else v for v in values], np.int64), valid
+
+    def fill(column: Column, where, source: Column) -> Column:
+        values, valid = column
+        take = where & ~valid & source[1][which]
+        if not take.any():
+            return column
+        values, valid = values.copy(), valid.copy()
+        values[take], valid[take] = source[0][which][take], True
+        return values, valid
+
+    everywhere = np.ones(n, bool)
+    snapshot_id = fill(snapshot_id, everywhere, per_manifest([mf.added_snapshot_id for mf in manifests]))
+    seqs = per_manifest([mf.sequence_number for mf in manifests])
+    inherits = (status == ADDED) | (seqs[0] == 0)[which]
+    sequence_number = fill(sequence_number, inherits, seqs)
+    file_sequence_number = fill(file_sequence_number, inherits, seqs)
+    starts = per_manifest([mf.first_row_id if mf.content == MANIFEST_DATA else None for mf in manifests])
+    assign = starts[1][which] & (content == DATA) & ~first_row_id[1] if n else np.zeros(0, bool)
+    if assign.any():
+        counts = np.where(assign, record_count, 0).astype(np.int64)
+        before = np.cumsum(counts) - counts  # (rows of earlier manifests included: taken off below)
+        first = np.zeros(m, np.int64)
+        np.cumsum(np.bincount(which, minlength=m)[:-1], out=first[1:])
+        base = starts[0] - before[np.minimum(first, n - 1)]
+        values, valid = first_row_id[0].copy(), first_row_id[1].copy()
+        values[assign], valid[assign] = (base[which] + before)[assign], True
+        first_row_id = values, valid
+    return snapshot_id, sequence_number, file_sequence_number, first_row_id
