@@ -35,6 +35,7 @@ from pyspark.sql.datasource import (
 
 from sparkberg.errors import SparkbergError
 from sparkberg.expressions.predicates import TRUE, Expression, Predicate, and_, bind, not_
+from sparkberg.planning.scan import plan
 from sparkberg.read.arrow import TaskReader, read_struct
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.spark.session import as_active, per_session, session_conf
@@ -141,10 +142,9 @@ class SparkbergReader(DataSourceReader):
             e = filter_expression(f) if getattr(f, "attribute", None) != (PLANNED,) else None
             if e is not None:
                 self.predicates.append(e)
-            yield f  # (Spark applies every filter to the rows: pruning here is only a file's worth)
+            yield f  # (every filter is given back: Spark applies it to the rows, it only prunes files here)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from sparkberg.planning.scan import plan  # (pyspark.sql.datasource's workers import it: only on use)
         config = json.loads(self.options[CONFIG_OPTION])
         table = catalog(None, config.pop("uri"), **config).load_table(self.options["table"])
         schema = table.metadata.schema(int(self.options["schema-id"]))
