@@ -9,8 +9,8 @@ what planning does with them afterwards (inheritance, pruning, delete matching) 
 (:class:`~sparkberg.planning.entries.EntryDecoder`).
 
 Writers and commit validations need every field of an entry, to carry it into a new manifest as it was: they
-read :func:`manifest_entries`, the model's objects with the values they inherit filled in by the spec's rule
-(:func:`~sparkberg.spec.manifests.inherit`), which the columnar inheritance is tested against.
+read :func:`manifest_entries`, the model's objects with the values they inherit filled in by the same rules
+(:func:`~sparkberg.spec.manifests.inherit`, over :func:`~sparkberg.spec.manifests.inherit_columns`).
 """
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.types import Schema
 
@@ -129,7 +131,6 @@ Column = tuple  # (values: numpy int64 array, valid: numpy bool array)
 def inherit(entries: Iterable[ManifestEntry], manifest: ManifestFile) -> list[ManifestEntry]:
     """Entries with the snapshot ids, sequence numbers and (v3) ``first_row_id`` they inherit from ``manifest``
     filled in (:func:`inherit_columns`); entries that inherit nothing are returned as they are."""
-    import numpy as np
     entries = list(entries)
     n = len(entries)
     if not n:
@@ -172,7 +173,6 @@ def inherit_columns(manifests: Sequence[ManifestFile], which, status, content, r
 
     The one place these rules are written: :func:`inherit` applies them to entry objects and
     :class:`~sparkberg.planning.entries.EntryDecoder` to decoded columns."""
-    import numpy as np
     m, n = len(manifests), len(which)
 
     def per_manifest(values: list) -> Column:
