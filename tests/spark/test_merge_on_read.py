@@ -250,8 +250,8 @@ def test_equality_deletes_found_as_positions_once_per_data_file(spark, warehouse
     expected = Counter(r + (None,) for r in rows if (r[1], r[2]) not in keys and r[0] != 7)
     expected[(100, datetime.date(2024, 1, 2), decimal.Decimal("1.00"), "new")] += 1
     reads = []
-    real = equality.equality_deleted_positions
-    monkeypatch.setattr(equality, "equality_deleted_positions", lambda path, *a: reads.append(path) or real(path, *a))
+    real = equality._equality_deleted_positions
+    monkeypatch.setattr(equality, "_equality_deleted_positions", lambda path, *a: reads.append(path) or real(path, *a))
 
     def read():
         return Counter(tuple(r) for r in t.to_df().collect())

@@ -4,12 +4,13 @@ Each task's data file is read by field id (:class:`~sparkberg.read.formats.Arrow
 by id, the name mapping for files without ids, v3 defaults for columns a file lacks), and the rows its deletes
 delete are removed as the positions they delete, found by the decoders the DataFrame reader uses: position
 delete files and deletion vectors by :class:`~sparkberg.read.positions.DeletedPositions`, equality delete
-files by :func:`~sparkberg.read.equality.equality_deleted_positions` (a row equal to a delete row in every
+files by :func:`~sparkberg.read.equality.task_equality_positions` (a row equal to a delete row in every
 equality column, null equal to null). Both go through the process's delete cache, so a delete file shared by
 many data files is decoded once per worker.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator
 
 import numpy as np
@@ -19,9 +20,10 @@ from pyspark.sql import types as ST
 from sparkberg.errors import NotSupportedError
 from sparkberg.read.columns import check_formats, name_mapping
 from sparkberg.read.deletecache import DeleteCache
-from sparkberg.read.equality import equality_deleted_positions
+from sparkberg.read.equality import task_equality_positions
 from sparkberg.read.formats import ArrowFileReader
-from sparkberg.read.positions import DeletedPositions
+from sparkberg.read.positions import DeletedPositions, PositionSources
+from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -70,10 +72,10 @@ class TaskReader:
             for batch in reader.read(task["file_path"]):
                 n = batch.num_rows
                 if deleted is not None:
-                    here = deleted[(deleted >= start) & (deleted < start + n)] - start
-                    if len(here):
+                    lo, hi = np.searchsorted(deleted, (start, start + n))
+                    if hi > lo:
                         keep = np.ones(n, bool)
-                        keep[here] = False
+                        keep[deleted[lo:hi] - start] = False
                         batch = batch.filter(pa.array(keep))
                 start += n
                 if batch.num_rows:
@@ -83,26 +85,12 @@ class TaskReader:
         """The positions of ``task``'s data file that its deletes delete (sorted), None when none apply."""
         if not task["deletes"]:
             return None
-        path = task["file_path"]
-        files, dvs, equality = [], [], {}
-        for d in task["deletes"]:
-            if d["content"] == 2:
-                equality.setdefault(tuple(d["equality_ids"]), []).append(d["file_path"])
-            elif d["file_format"].lower() == "puffin":
-                dvs.append([d["file_path"], d["content_offset"], d["content_size_in_bytes"], 0])
-            else:
-                files.append([d["file_path"], d["file_format"].lower()])
         parts = []
-        if files or dvs:
-            positions = DeletedPositions({f: {path: 0} for f, _ in files}, {0: task["record_count"]}, cache)
-            parts.extend(positions.found({"files": files, "dvs": dvs}, ios).get(0, []))
-        if equality:
-            ids = sorted({i for key in equality for i in key})
-            fields = {i: T.NestedField(i, f"_eqd_{i}", self.all_fields[i].field_type) for i in ids}
-            formats = {d["file_path"]: d["file_format"].lower() for d in task["deletes"] if d["content"] == 2}
-            sources = tuple(sorted((key, tuple(sorted(paths))) for key, paths in equality.items()))
-            parts.append(equality_deleted_positions(path, task["file_format"].lower(), sources, fields, formats,
-                                                    self.mapping, cache))
-        if not parts:
-            return None
-        return np.unique(np.concatenate(parts))
+        sources = PositionSources.of([task], [0], None, ReadTuning())  # (its thresholds are not used here)
+        if not sources.empty:
+            positions = DeletedPositions(sources.applies, sources.limits, cache)
+            for unit in sources.units():
+                parts.extend(positions.found(json.loads(unit), ios).get(0, []))
+        if any(d["content"] == 2 for d in task["deletes"]):
+            parts.append(task_equality_positions(task, self.all_fields, self.mapping, cache))
+        return np.unique(np.concatenate(parts)) if parts else None

@@ -242,27 +242,9 @@ def equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int]
     if not set(formats.values()) <= READ_FORMATS or any(t["file_format"].lower() not in READ_FORMATS
                                                          for _, t in eq_tasks):
         return None
-    fields = {i: T.NestedField(i, f"_eqd_{i}", all_fields[i].field_type) for i in ids}
     mapping = name_mapping(metadata)
-
-    def positions(task: dict):
-        groups: dict[tuple[int, ...], list[str]] = defaultdict(list)
-        for d in task["deletes"]:
-            if d["content"] == 2:
-                groups[tuple(d["equality_ids"])].append(d["file_path"])
-        sources = tuple(sorted((key, tuple(sorted(paths))) for key, paths in groups.items()))
-
-        def load():
-            found = equality_deleted_positions(task["file_path"], task["file_format"].lower(), sources, fields,
-                                                formats, mapping, cache)
-            found.flags.writeable = False
-            return found
-        if cache is None:
-            return load()
-        return cache.get(("equality positions", task["file_path"], sources), load, lambda a: a.nbytes)
-
     try:
-        found = by_threads(lambda it: positions(it[1]), eq_tasks)
+        found = by_threads(lambda it: task_equality_positions(it[1], all_fields, mapping, cache), eq_tasks)
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid, OSError):
         # a column type Arrow cannot match on, a file this process cannot open: Spark joins (and names a file
         # that it cannot read either)
@@ -270,7 +252,31 @@ def equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int]
     return {i: p for (i, _), p in zip(eq_tasks, found)}
 
 
-def equality_deleted_positions(path: str, fmt: str, sources: tuple, fields: dict[int, T.NestedField],
+def task_equality_positions(task: dict, all_fields: dict[int, T.NestedField], mapping: dict[int, list[str]],
+                            cache: DeleteCache | None):
+    """The positions (read-only numpy int64) of the rows of a scan task's data file that the equality delete
+    files the plan applies to it delete; with a ``cache``, found once per process for a data file and its
+    delete files (which never change)."""
+    groups: dict[tuple[int, ...], list[str]] = defaultdict(list)
+    formats: dict[str, str] = {}
+    for d in task["deletes"]:
+        if d["content"] == 2:
+            groups[tuple(d["equality_ids"])].append(d["file_path"])
+            formats[d["file_path"]] = d["file_format"].lower()
+    sources = tuple(sorted((key, tuple(sorted(paths))) for key, paths in groups.items()))
+    fields = {i: T.NestedField(i, f"_eqd_{i}", all_fields[i].field_type) for key in groups for i in key}
+
+    def load():
+        found = _equality_deleted_positions(task["file_path"], task["file_format"].lower(), sources, fields,
+                                            formats, mapping, cache)
+        found.flags.writeable = False
+        return found
+    if cache is None:
+        return load()
+    return cache.get(("equality positions", task["file_path"], sources), load, lambda a: a.nbytes)
+
+
+def _equality_deleted_positions(path: str, fmt: str, sources: tuple, fields: dict[int, T.NestedField],
                                 formats: dict[str, str], mapping: dict[int, list[str]], cache: DeleteCache | None):
     """The positions of the rows of one data file that its equality delete files delete (``sources``: per set
     of equality field ids, the delete files with those ids): rows equal to a delete row in every column of
