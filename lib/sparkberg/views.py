@@ -81,9 +81,7 @@ def _rows(table: Any) -> Any:
 def _source_supported(spark: Any) -> bool:
     """Whether the session's Spark (the server's, over Connect) and PySpark both hand filters to Python data
     sources (4.1+)."""
-    import pyspark
-    client = tuple(int(p) for p in pyspark.__version__.split(".")[:2] if p.isdigit())
-    return spark_version(spark) >= (4, 1) and client >= (4, 1)
+    return spark_version(spark) >= (4, 1) and spark_version(None) >= (4, 1)  # (None: PySpark's own)
 
 
 def _registered(spark: Any) -> dict[str, dict[str, tuple[str, ...]]] | None:
