@@ -9,7 +9,7 @@ import pytest
 
 LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "sparkberg")
 LAYERS = [
-    {"errors", "zipimports", "threads", "lru"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
+    {"errors", "zipimports", "threads", "lru", "arrays"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
     {"planning", "read", "write"},
     {"commit", "catalog"}, {"maintenance"}, {"table", "inspect", "views", "source", "__init__"}, {"jobs"},
 ]

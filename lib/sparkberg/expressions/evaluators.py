@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from sparkberg.arrays import binary_offsets, int_values, valid_mask
 from sparkberg.expressions.predicates import (
     AlwaysFalse, AlwaysTrue, And, Bound, BoundPredicate, Not, Or, rewrite_not,
 )
@@ -293,9 +294,7 @@ def metrics_mask(pred: Bound, schema_types: dict[int, T.IcebergType], record_cou
     def counts(name: str, fid: int):
         key = (name, fid)
         if key not in cache:
-            arr = metrics(name, fid)
-            cache[key] = (np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), np.int64),
-                          np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool))
+            cache[key] = int_values(metrics(name, fid))
         return cache[key]
 
     def bound(name: str, fid: int):
@@ -337,21 +336,17 @@ def _integral_bounds(arr) -> tuple:
     """(values, known) of Appendix D integer bounds (4 or 8 bytes, little-endian; other lengths are unreadable,
     hence unknown) in a binary Arrow array: straight from the buffer when every bound has the same width."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    arr = arr.cast(pa.binary())
+    arr, offsets = binary_offsets(arr)
     n = len(arr)
-    lengths = pc.fill_null(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False)
-    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    valid = valid_mask(arr)
     if not valid.any():
         return np.zeros(n, np.int64), valid
-    widths = set(np.unique(lengths[valid]).tolist())
-    offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset:arr.offset + n + 1] if n else None
-    if len(widths) == 1 and widths <= {4, 8} and not np.diff(offsets)[~valid].any():  # null slots hold no bytes
-        width = widths.pop()
+    lengths = np.diff(offsets)
+    widths = np.unique(lengths[valid])
+    if len(widths) == 1 and widths[0] in (4, 8) and not lengths[~valid].any():  # null slots hold no bytes
         data = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]
         values = np.zeros(n, np.int64)
-        values[valid] = data.view("<i4" if width == 4 else "<i8")
+        values[valid] = data.view("<i4" if widths[0] == 4 else "<i8")
         return values, valid
     known = valid & ((lengths == 4) | (lengths == 8))
     raw = arr.to_pylist()

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as ST
 
+from sparkberg.arrays import int_values, valid_mask
 from sparkberg.avro.cache import ManifestCache
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
 from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
@@ -130,10 +131,9 @@ class PartitionLayout:
             for pf in spec.fields:
                 pairs.append((pf.field_id, index[(pf.field_id, result_type(pf).to_json())]))
             self.by_spec[spec.spec_id] = pairs
-
-    def arrow_type(self) -> pa.DataType:
-        return pa.struct([pa.field(s.name, physical_types(s.field_type)[0]) for s in self.slots]) if self.slots \
-            else pa.struct([pa.field("_none", pa.int32())])
+        # the struct's Arrow type (built once: every manifest decoded builds a partition struct of it)
+        self.arrow_type = pa.struct([pa.field(s.name, physical_types(s.field_type)[0]) for s in self.slots]) \
+            if self.slots else pa.struct([pa.field("_none", pa.int32())])
 
     def spark_ddl(self) -> str:
         if not self.slots:
@@ -186,7 +186,7 @@ def _arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds:
         ("_manifest_ordinal", pa.int32()), ("_entry_ordinal", pa.int32()), ("manifest_path", pa.string()),
         ("status", pa.int32()), ("snapshot_id", pa.int64()), ("sequence_number", pa.int64()),
         ("file_sequence_number", pa.int64()), ("content", pa.int32()), ("file_path", pa.string()),
-        ("file_format", pa.string()), ("spec_id", pa.int32()), ("partition", layout.arrow_type()),
+        ("file_format", pa.string()), ("spec_id", pa.int32()), ("partition", layout.arrow_type),
         ("record_count", pa.int64()), ("file_size_in_bytes", pa.int64()), ("equality_ids", pa.list_(pa.int32())),
         ("sort_order_id", pa.int32()), ("first_row_id", pa.int64()), ("referenced_data_file", pa.string()),
         ("content_offset", pa.int64()), ("content_size_in_bytes", pa.int64()),
@@ -352,15 +352,13 @@ class EntryDecoder:
         first = np.zeros(m, np.int64)
         np.cumsum(rows[:-1], out=first[1:])
         spec_id = manifests[0][0].partition_spec_id
-        status = c["status"].to_numpy(zero_copy_only=False)
+        status = int_values(c["status"])[0]
 
         # spec "Snapshot ID Inheritance", "Sequence Number Inheritance", "First Row ID Inheritance"
         names = ("snapshot_id", "sequence_number", "file_sequence_number", "first_row_id")
-        given = [(c[name].fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64),
-                  c[name].is_valid().to_numpy(zero_copy_only=False)) for name in names]
-        inherited = inherit_columns([mf for mf, _ in manifests], which, status,
-                                    c["content"].to_numpy(zero_copy_only=False),
-                                    c["record_count"].to_numpy(zero_copy_only=False), *given)
+        given = [int_values(c[name]) for name in names]
+        inherited = inherit_columns([mf for mf, _ in manifests], which, status, int_values(c["content"])[0],
+                                    int_values(c["record_count"])[0], *given)
         for name, before, after in zip(names, given, inherited):
             if after is not before:
                 c[name] = pa.array(after[0], pa.int64(), mask=~after[1])
@@ -427,7 +425,7 @@ class EntryDecoder:
             arrays[i] = partition.get(fid)
             if arrays[i] is not None and not self.layout.slots[i].known:
                 arrays[i] = _unknown_as_text(arrays[i])
-        struct_type = self.layout.arrow_type()
+        struct_type = self.layout.arrow_type
         arrays = [a if a is not None else pa.nulls(n, f.type) for a, f in zip(arrays, struct_type)]
         return pa.StructArray.from_arrays(arrays, fields=list(struct_type))
 
@@ -444,7 +442,8 @@ class EntryDecoder:
             if fid in uuid_ids:
                 import uuid
                 distinct = [uuid.UUID(v) for v in distinct]
-            codes.append(encoded.indices.fill_null(len(distinct)).to_numpy(zero_copy_only=False).astype(np.int64))
+            indices, known = int_values(encoded.indices)
+            codes.append(np.where(known, indices, len(distinct)))
             sizes.append(len(distinct) + 1)
             values.append(distinct + [None])
         found = distinct_rows(codes, sizes)
@@ -471,8 +470,8 @@ class EntryDecoder:
     def _path_bounds(self, c: dict[str, pa.Array], idx: pa.Array) -> tuple[pa.Array, pa.Array]:
         """The ``file_path`` bounds of the position delete files that name no data file (a file that names one
         applies to that file alone, whatever its bounds: Java indexes those by path, not by bounds)."""
-        content = c["content"].take(idx).to_numpy(zero_copy_only=False)
-        unnamed = c["referenced_data_file"].take(idx).is_null().to_numpy(zero_copy_only=False)
+        content = int_values(c["content"].take(idx))[0]
+        unnamed = ~valid_mask(c["referenced_data_file"].take(idx))
         rows = np.flatnonzero((content == 1) & unnamed).tolist()
         if not rows:
             nulls = pa.nulls(len(content), pa.string())

@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from sparkberg.arrays import int_values
 from sparkberg.io.fileio import file_io_for
 from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
@@ -97,9 +98,9 @@ def _decode_position_file(path: str, fmt: str) -> list[tuple[tuple[str, ...], An
     for rb in delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_FILE_POS]):
         files = pc.dictionary_encode(rb.column(0))
         pos = rb.column(1)
-        index = files.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
-        index[~pos.is_valid().to_numpy(zero_copy_only=False)] = -1
-        positions = np.asarray(pos.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        index, named = int_values(files.indices)
+        positions, known = int_values(pos)
+        index = np.where(named & known, index, -1).astype(np.int32)
         index.flags.writeable = positions.flags.writeable = False
         out.append((tuple(files.dictionary.to_pylist()), index, positions))
     return out

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkberg.arrays import int_values
 from sparkberg.spec import types as T
 from sparkberg.spec.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, Transform, TruncateTransform,
@@ -64,13 +65,6 @@ def physical(arr: pa.Array, t: T.IcebergType) -> pa.Array:
     return arr
 
 
-def _ints(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(values as int64 with nulls zeroed, validity mask)."""
-    valid = arr.is_valid().to_numpy(zero_copy_only=False)
-    values = arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    return values, valid
-
-
 def apply_transform(transform: Transform, t: T.IcebergType, arr: pa.Array) -> pa.Array:
     """The partition values of a column under ``transform``, physical form, nulls preserved."""
     arr = physical(arr, t)
@@ -83,7 +77,7 @@ def apply_transform(transform: Transform, t: T.IcebergType, arr: pa.Array) -> pa
     if isinstance(transform, BucketTransform):
         n = transform.num_buckets
         if t in (T.INT, T.LONG, T.DATE, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS):
-            values, valid = _ints(arr)
+            values, valid = int_values(arr)
             if t in (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS):
                 values = np.floor_divide(values, NANOS_PER_MICRO)
             h = murmur3_longs(values).astype(np.int64)
@@ -94,7 +88,7 @@ def apply_transform(transform: Transform, t: T.IcebergType, arr: pa.Array) -> pa
     if isinstance(transform, TruncateTransform):
         w = transform.width
         if t in (T.INT, T.LONG):
-            values, valid = _ints(arr)
+            values, valid = int_values(arr)
             with np.errstate(over="ignore"):
                 out = values - np.mod(values, w)  # wraps at the int64 edge, like Java
             if t == T.INT:
@@ -107,7 +101,7 @@ def apply_transform(transform: Transform, t: T.IcebergType, arr: pa.Array) -> pa
         fn = transform.apply(t)
         return pa.array([fn(v) for v in _py_values(arr, t)], arr.type)
     if isinstance(transform, (YearTransform, MonthTransform, DayTransform, HourTransform)):
-        values, valid = _ints(arr)
+        values, valid = int_values(arr)
         if t == T.DATE:
             days = values
         else:

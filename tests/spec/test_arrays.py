@@ -1,0 +1,77 @@
+"""numpy views of Arrow arrays read from their buffers agree with Arrow's own conversions, sliced or not."""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from sparkberg.arrays import binary_offsets, int_values, valid_mask
+
+VALUES = [5, None, -3, 2 ** 40, None, 0, 7, None, 9, 11, -1]
+
+
+def _cases(arr):
+    yield arr
+    yield arr.slice(3)
+    yield arr.slice(1, 6)
+    yield arr.slice(9, 0)
+    yield pa.chunked_array([arr.slice(0, 4), arr.slice(4)])
+
+
+@pytest.mark.parametrize("arrow_type", [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint32()])
+def test_int_values_match_arrow(arrow_type):
+    values = [None if v is None else v % 100 if arrow_type in (pa.int8(), pa.uint32()) else v % 30000
+              for v in VALUES]
+    for arr in _cases(pa.array(values, arrow_type)):
+        got, valid = int_values(arr)
+        expected = [0 if v is None else v for v in arr.to_pylist()]
+        assert got.dtype == np.int64 and got.tolist() == expected
+        assert valid.tolist() == [v is not None for v in arr.to_pylist()]
+
+
+def test_int_values_of_booleans_all_null_and_empty():
+    got, valid = int_values(pa.array([True, None, False]))
+    assert got.tolist() == [1, 0, 0] and valid.tolist() == [True, False, True]
+    got, valid = int_values(pa.nulls(3, pa.int64()))
+    assert got.tolist() == [0, 0, 0] and not valid.any()
+    got, valid = int_values(pa.nulls(2))
+    assert got.tolist() == [0, 0] and not valid.any()
+    got, valid = int_values(pa.array([], pa.int32()))
+    assert got.tolist() == [] and valid.tolist() == []
+
+
+def test_null_slots_read_as_zero_whatever_their_bytes():
+    # a validity bitmap over values that are not zero under the nulls
+    data = pa.py_buffer(np.array([1, 99, 3], np.int64).tobytes())
+    bitmap = pa.py_buffer(np.packbits(np.array([1, 0, 1], bool), bitorder="little").tobytes())
+    arr = pa.Array.from_buffers(pa.int64(), 3, [bitmap, data], null_count=1)
+    got, valid = int_values(arr)
+    assert got.tolist() == [1, 0, 3] and valid.tolist() == [True, False, True]
+
+
+def test_valid_mask_matches_is_valid():
+    for arr in _cases(pa.array(VALUES, pa.int64())):
+        assert valid_mask(arr).tolist() == [v is not None for v in arr.to_pylist()]
+
+
+def test_binary_offsets_give_each_value():
+    raw = [b"\x01\x00\x00\x00", None, b"", b"abcdefgh", None, b"xyz"]
+    for source in (pa.array(raw, pa.binary()), pa.array([None if v is None else v.decode("latin-1") for v in raw])):
+        for arr in _cases(source):
+            flat, offsets = binary_offsets(arr)
+            assert flat.type == pa.binary() and len(offsets) == len(flat) + 1
+            data = flat.buffers()[2].to_pybytes() if flat.buffers()[2] is not None else b""
+            values = flat.to_pylist()
+            for i, v in enumerate(values):
+                assert data[offsets[i]:offsets[i + 1]] == (v if v is not None else b"")
+
+
+def test_int_values_of_temporal_types_are_their_stored_integers():
+    import datetime
+    for arr in (pa.array([datetime.date(2020, 1, 1), None, datetime.date(1969, 12, 31)]),
+                pa.array([datetime.datetime(2020, 1, 1, 1, 2, 3), None], pa.timestamp("us", "UTC")),
+                pa.array([datetime.time(1, 2, 3), None], pa.time64("us")),
+                pa.array([datetime.time(1, 2, 3), None], pa.time32("ms"))):
+        for a in _cases(arr):
+            got, valid = int_values(a)
+            storage = pa.int32() if a.type.bit_width == 32 else pa.int64()
+            assert got.tolist() == [0 if v is None else v for v in a.cast(storage).to_pylist()]
+            assert valid.tolist() == [v is not None for v in a.to_pylist()]
