@@ -441,36 +441,40 @@ class ManifestListColumns:
 
     @classmethod
     def from_manifests(cls, manifests: Sequence[ManifestFile]) -> ManifestListColumns:
-        """The columns of manifest list entries already decoded (by the reference decoder)."""
-        n = len(manifests)
-        ints = {}
-        for attr, _ in _MANIFEST_FILE_FIELDS.values():
-            if attr in ("manifest_path", "key_metadata"):
-                continue
-            values = [getattr(m, attr) for m in manifests]
-            ints[attr] = (np.array([0 if v is None else v for v in values], np.int64),
-                          np.array([v is not None for v in values], bool))
-        parts = [m.partitions for m in manifests]
+        """The columns of manifest list entries already decoded (by the reference decoder), each column built
+        when first asked for (a small list's planning reads a column or two)."""
+        out = cls(len(manifests), None, {}, None, None)
+        out._objects = list(manifests)
+        return out
+
+    def _object_summaries(self) -> tuple:
+        """:attr:`_summaries` of :attr:`_objects`."""
+        parts = [m.partitions for m in self._objects]
         counts = np.array([len(p or ()) for p in parts], np.int64)
-        offsets = np.zeros(n + 1, np.int64)
+        offsets = np.zeros(self.num_rows + 1, np.int64)
         np.cumsum(counts, out=offsets[1:])
         items = [s for p in parts for s in p or ()]
         nans = [s.contains_nan for s in items]
-        summaries = (offsets, np.array([p is not None for p in parts], bool),
-                     np.array([s.contains_null for s in items], bool),
-                     (np.array([bool(v) for v in nans], np.int64), np.array([v is not None for v in nans], bool)),
-                     pa.array([s.lower_bound for s in items], pa.binary()),
-                     pa.array([s.upper_bound for s in items], pa.binary()))
-        out = cls(n, pa.array([m.manifest_path for m in manifests], pa.string()), ints,
-                  pa.array([m.key_metadata for m in manifests], pa.binary()), summaries)
-        out._objects = list(manifests)
-        return out
+        return (offsets, np.array([p is not None for p in parts], bool),
+                np.array([s.contains_null for s in items], bool),
+                (np.array([bool(v) for v in nans], np.int64), np.array([v is not None for v in nans], bool)),
+                pa.array([s.lower_bound for s in items], pa.binary()),
+                pa.array([s.upper_bound for s in items], pa.binary()))
 
     def __len__(self) -> int:
         return self.num_rows
 
+    @property
+    def decoded_as_objects(self) -> bool:
+        """Whether the entries were decoded into ManifestFile objects (then :meth:`manifests` costs nothing)."""
+        return self._objects is not None
+
     def column(self, attr: str) -> np.ndarray:
         """The values of an integer attribute of :class:`ManifestFile` (its default where absent)."""
+        if attr not in self._ints and self._objects is not None:
+            values = [getattr(m, attr) for m in self._objects]
+            self._ints[attr] = (np.array([0 if v is None else v for v in values], np.int64),
+                                np.array([v is not None for v in values], bool))
         values, valid = self._ints[attr]
         default = _MANIFEST_FILE_DEFAULTS[attr]
         return values if valid.all() or default is None else np.where(valid, values, default)
@@ -511,6 +515,8 @@ class ManifestListColumns:
         -1 unknown / 0 / 1, lower bounds, upper bounds), the bounds as Arrow binary arrays (null where absent),
         ``known`` false where an entry has no summaries or fewer than ``k + 1``."""
         n = len(rows)
+        if self._summaries is None and self._objects is not None:
+            self._summaries = self._object_summaries()
         if self._summaries is None:
             nulls = pa.nulls(n, pa.binary())
             return np.zeros(n, bool), np.zeros(n, bool), np.full(n, -1, np.int8), nulls, nulls

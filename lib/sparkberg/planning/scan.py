@@ -139,8 +139,10 @@ def _partition_filters(metadata: TableMetadata, bound: Bound) -> dict[int, Bound
 def prune_manifests(metadata: TableMetadata, listing: ManifestListColumns, filters: dict[int, Bound]
                     ) -> list[ManifestFile]:
     """The manifests of a manifest list's columns whose partition summaries may hold matching partitions
-    (driver side): each spec's manifests evaluated at once (:func:`manifest_mask`), manifest by manifest where
-    that cannot be vectorized; ManifestFile objects are built for the manifests kept only."""
+    (driver side): each spec's manifests evaluated at once (:func:`manifest_mask`); manifest by manifest where
+    that cannot be vectorized, or where the list was decoded into objects already (a short list, read by the
+    reference decoder: evaluating a few objects costs a tenth of building their columns). ManifestFile objects
+    are built for the manifests kept only."""
     spec_ids = listing.column("partition_spec_id")
     keep = np.ones(len(listing), bool)
     schema = metadata.current_schema
@@ -150,7 +152,8 @@ def prune_manifests(metadata: TableMetadata, listing: ManifestListColumns, filte
             continue
         rows = np.flatnonzero(spec_ids == spec_id)
         ptype = metadata.spec(spec_id).partition_type(schema)
-        mask = manifest_mask(f, ptype, len(rows), lambda k: listing.summaries(rows, k))
+        mask = None if listing.decoded_as_objects else \
+            manifest_mask(f, ptype, len(rows), lambda k: listing.summaries(rows, k))
         if mask is None:
             mask = [manifest_may_match(f, ptype, m.partitions) for m in listing.manifests(rows)]
         keep[rows] = mask
