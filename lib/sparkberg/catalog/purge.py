@@ -8,8 +8,13 @@ from sparkberg.io.fileio import FileIO
 from sparkberg.spec.metadata import TableMetadata
 
 
-def referenced_files(io: FileIO, metadata: TableMetadata) -> Iterator[str]:
-    """Every data, delete, manifest, manifest list, statistics and logged metadata file (deduplicated)."""
+def referenced_files(io: FileIO, metadata: TableMetadata) -> list[str]:
+    """Every data, delete, manifest, manifest list, statistics and logged metadata file (deduplicated), all
+    found before the caller deletes any: the manifest lists and manifests are read to find the rest."""
+    return list(_referenced(io, metadata))
+
+
+def _referenced(io: FileIO, metadata: TableMetadata) -> Iterator[str]:
     seen: set[str] = set()
 
     def once(path: str) -> Iterator[str]:
