@@ -26,7 +26,7 @@ from sparkberg.errors import (
 )
 from sparkberg.expressions.predicates import TRUE, bind
 from sparkberg.expressions.sql import translate_filter
-from sparkberg.io.fileio import FileIO, file_io_for, normalize_location, to_local_path
+from sparkberg.io.fileio import FileIO, deleted_on_failure, file_io_for, normalize_location, to_local_path
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.session import job_description, session_time_zone
 from sparkberg.spec import types as I, updates as U
@@ -216,18 +216,15 @@ class Table:
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
         from sparkberg.commit.producer import fast_append  # (needs pyspark: imported on first use)
-        from sparkberg.write.dataframe import delete_written, write_files  # (needs pyspark: imported on first use)
+        from sparkberg.write.dataframe import write_files  # (needs pyspark: imported on first use)
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
         with self._running("WRITE"):
             files = write_files(self.spark, self._metadata, df)
         if not files:
             return self
-        try:
+        with deleted_on_failure(self.io, lambda: [f.file_path for f in files]):
             fast_append(self, files)
-        except BaseException:
-            delete_written(self.io, files)
-            raise
         return self
 
     def delete(self, filter: str) -> "Table":
@@ -344,12 +341,8 @@ class Table:
         def attempt(n: int) -> None:
             base = self._metadata
             new, written = build(base, n)
-            try:
+            with deleted_on_failure(self.io, lambda: written):
                 loc, meta = self.catalog._backend.commit(self.identifier, self.metadata_location, new, base)
-            except BaseException:
-                for p in written:
-                    self.io.delete(p)
-                raise
             self._committed(meta, loc)
         retrying(RetryPolicy.of(self._metadata.properties), attempt, self.refresh)
 

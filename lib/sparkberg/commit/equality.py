@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.errors import ValidationError
+from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import EQUALITY_DELETES
 from sparkberg.spec.metadata import TableMetadata
@@ -56,9 +57,5 @@ def delete_by_keys(table, df, key_columns) -> None:
                for f in files]
     if not deletes:
         return
-    try:
+    with deleted_on_failure(table.io, lambda: [d.file_path for _, d in deletes]):
         commit_changes(table, Changes("delete", [], deletes, set()))
-    except BaseException:
-        for _, d in deletes:
-            table.io.delete(d.file_path)
-        raise

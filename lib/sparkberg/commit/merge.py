@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes
 from sparkberg.errors import ValidationError
+from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.write.dataframe import write_files
 
 
@@ -161,14 +162,10 @@ class MergeBuilder:
         if mode == "merge-on-read" and rl.m.format_version >= 2:
             new_rows = self._rows(j, cols, lineage, src_cols, None)
             added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra)
-            try:
+            with deleted_on_failure(rl.table.io, lambda: [f.file_path for f in added]):
                 positions = changed.select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos"))
                 has_changes = positions.limit(1).count() > 0
                 added_deletes, removed = rl.delete_positions(positions, rl.tasks) if has_changes else ([], set())
-            except BaseException:
-                for f in added:
-                    rl.table.io.delete(f.file_path)
-                raise
             if not added and not added_deletes:
                 return
             rl.commit("overwrite", added, added_deletes, removed,

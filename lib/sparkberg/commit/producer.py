@@ -6,20 +6,22 @@ Resolution and Retry"; the caller may add its own isolation check), rewrites onl
 removed files (removed entries become DELETED, the rest EXISTING with their sequence numbers and row ids
 written out), merges manifests per ``commit.manifest-merge.*`` (:mod:`sparkberg.commit.manifests`), writes
 a manifest list and swaps the metadata. Lost races retry per ``commit.retry.*``; a
-commit that cannot succeed deletes every file it wrote and leaves the table as it was.
+commit that cannot succeed deletes every file it wrote and leaves the table as it was. A commit whose outcome is
+unknown (:class:`~sparkberg.errors.CommitStateUnknownException`) deletes nothing: its files may be the table's
+now (:func:`~sparkberg.io.fileio.deleted_on_failure`).
 """
 from __future__ import annotations
 
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.errors import CommitFailedException, SparkbergError
-from sparkberg.io.fileio import FileIO
+from sparkberg.io.fileio import FileIO, deleted_on_failure
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import (
@@ -134,11 +136,8 @@ def commit_changes(table, c: Changes) -> Snapshot:
     writer = _ManifestWriter(table.io, f"{start.location}/metadata", start.current_schema, start.format_version,
                              new_snapshot_id({s.snapshot_id for s in start.snapshots}))
     permanent: list[str] = []  # the new files' manifests, written once for every try
-    try:
+    with deleted_on_failure(table.io, lambda: permanent):
         new_manifests = _added_manifests(c, start, writer, permanent)
-    except BaseException:
-        _delete_all(table.io, permanent)
-        raise
     last: dict[str, Any] = {}  # what the latest try made
 
     def build(base: TableMetadata, n: int) -> tuple[TableMetadata, list[str]]:
@@ -147,19 +146,13 @@ def commit_changes(table, c: Changes) -> Snapshot:
         if c.validate is not None:
             c.validate(start, base)
         attempt_files: list[str] = []
-        try:
+        with deleted_on_failure(table.io, lambda: attempt_files):
             new_meta, snap, manifests, list_path = _attempt(table, c, base, n, writer, new_manifests, attempt_files)
-        except BaseException:
-            _delete_all(table.io, attempt_files)
-            raise
         last.update(snap=snap, manifests=manifests, list_path=list_path, attempt_files=attempt_files)
         return new_meta, attempt_files
 
-    try:
+    with deleted_on_failure(table.io, lambda: permanent):
         table.commit_metadata(build)
-    except BaseException:
-        _delete_all(table.io, permanent)
-        raise
     # new manifests folded into merged ones are referenced by nothing
     referenced = {m.manifest_path for m in last["manifests"]} | {last["list_path"]}
     _delete_all(table.io, [p for p in permanent + last["attempt_files"] if p not in referenced])
@@ -237,7 +230,7 @@ def _attempt(table, c: Changes, base: TableMetadata, n: int, writer: _ManifestWr
     return new_meta, snap, manifests, list_path
 
 
-def _delete_all(io: FileIO, paths: list[str]) -> None:
+def _delete_all(io: FileIO, paths: Iterable[str]) -> None:
     for p in paths:
         io.delete(p)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes, no_new_deletes_check
 from sparkberg.errors import ValidationError
+from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 from sparkberg.write.dataframe import write_files
 
@@ -73,14 +74,10 @@ def rewrite_data_files(table, filter: str | None = None, target_file_size_bytes:
         removed |= _file_scoped_deletes(t)
     touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen}
     start_seq = m.current_snapshot.sequence_number if m.format_version >= 2 else None
-    try:
+    with deleted_on_failure(table.io, lambda: [f.file_path for f in added]):
         commit_changes(table, Changes("replace", added, [], removed, set(),
                                       no_new_deletes_check(table, touched, ignore_equality=True),
                                       data_sequence_number=start_seq))
-    except BaseException:
-        for f in added:
-            table.io.delete(f.file_path)
-        raise
     return RewriteResult(len(chosen), len(added), sum(t["file_size_in_bytes"] for t in chosen),
                          len(removed) - len(chosen))
 

@@ -23,6 +23,7 @@ from sparkberg.expressions.evaluators import metrics_may_match
 from sparkberg.expressions.predicates import TRUE, bind, evaluate
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
 from sparkberg.expressions.sql import translate_filter
+from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.planning.scan import plan
 from sparkberg.read.reader import read_tasks
@@ -198,15 +199,10 @@ class RowLevel:
                    for p in {k[0] for k in removed} | set(required) if p in by_path}
         validate = _both(serializable_check(self.table, self.weak) if isolation == "serializable" else None,
                          no_new_deletes_check(self.table, touched))
-        try:
+        with deleted_on_failure(self.table.io, lambda: [f.file_path for f in added_data] +
+                                sorted({d.file_path for _, d in added_deletes})):
             commit_changes(self.table, Changes(op, list(added_data), list(added_deletes), set(removed),
                                                set(required), validate))
-        except BaseException:
-            for f in added_data:
-                self.table.io.delete(f.file_path)
-            for path in {d.file_path for _, d in added_deletes}:
-                self.table.io.delete(path)
-            raise
 
 
 def delete_rows(table, filter: str) -> bool:
@@ -247,7 +243,7 @@ def overwrite(table, df, filter: str | None) -> None:
     rl = RowLevel(table, filter)
     added = write_files(rl.spark, rl.m, df)
     removed = set(rl.removed)
-    try:
+    with deleted_on_failure(table.io, lambda: [f.file_path for f in added]):
         if rl.partial and filter is not None:
             hit = {r[0] for r in rl.read(rl.partial, ["_file"], filter).distinct().collect()}
             rewrite = [t for t in rl.partial if t["file_path"] in hit]
@@ -258,10 +254,6 @@ def overwrite(table, df, filter: str | None) -> None:
                 for t in rewrite:
                     removed.add((t["file_path"], None))
                     removed |= _file_scoped_deletes(t)
-    except BaseException:
-        for f in added:
-            table.io.delete(f.file_path)
-        raise
     rl.commit("overwrite", added, [], removed)
 
 
@@ -318,12 +310,8 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
             if matched.limit(1).count() == 0:
                 return
             added_data = write_files(rl.spark, rl.m, updated(matched), extra_fields=extra)
-            try:
+            with deleted_on_failure(table.io, lambda: [f.file_path for f in added_data]):
                 added_deletes, removed = rl.delete_positions(matched, tasks)
-            except BaseException:
-                for f in added_data:
-                    table.io.delete(f.file_path)
-                raise
         finally:
             matched.unpersist()
         rl.commit("overwrite", added_data, added_deletes, removed,

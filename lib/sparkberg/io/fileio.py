@@ -7,12 +7,13 @@ the commit primitive of the file-system catalog.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 from urllib.parse import urlparse
 
-from sparkberg.errors import MissingFileError, SparkbergError
+from sparkberg.errors import CommitStateUnknownException, MissingFileError, SparkbergError
 
 
 class FileAlreadyExistsError(SparkbergError, FileExistsError):
@@ -244,3 +245,18 @@ def file_io_for(location: str) -> FileIO:
     if to_local_path(location) is not None:
         return LocalFileIO()
     return PyArrowFileIO(location)
+
+
+@contextlib.contextmanager
+def deleted_on_failure(io: FileIO, paths: Callable[[], Iterable[str]]) -> Iterator[None]:
+    """Delete the files ``paths()`` names (called when the block fails) if the block raises, then raise; except
+    when a commit's outcome is unknown (CommitStateUnknownException): the files may be the table's now, and
+    are kept."""
+    try:
+        yield
+    except CommitStateUnknownException:
+        raise
+    except BaseException:
+        for p in paths():
+            io.delete(p)
+        raise

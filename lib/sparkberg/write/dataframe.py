@@ -121,6 +121,3 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]
 
 
-def delete_written(io, files: list[DataFile]) -> None:
-    for f in files:
-        io.delete(f.file_path)
