@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from sparkberg.catalog.base import Identifier, parse_identifier, read_metadata
 from sparkberg.catalog.config import open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
+from sparkberg.catalog.rest import RestCatalog
 from sparkberg.catalog.sql import SqlCatalog
 from sparkberg.commit.retry import RetryPolicy, retrying
 from sparkberg.errors import (
@@ -503,7 +504,7 @@ def _parse_ddl(spark: Any, ddl: str):
 class Catalog:
     """A catalog of Iceberg tables: namespaces, and tables created, loaded, listed and dropped."""
 
-    def __init__(self, spark: Any, backend: FileSystemCatalog | SqlCatalog, uri: str,
+    def __init__(self, spark: Any, backend: FileSystemCatalog | SqlCatalog | RestCatalog, uri: str,
                  config: dict[str, Any] | None = None):
         self.spark = spark
         self._backend = backend
@@ -519,17 +520,17 @@ class Catalog:
         return self._backend.warehouse
 
     def create_namespace(self, namespace: str | Sequence[str], properties: dict[str, str] | None = None) -> None:
-        """Create a namespace (with ``properties``, where the catalog keeps them: the SQL catalog)."""
-        if properties and not isinstance(self._backend, SqlCatalog):
-            raise NotSupportedError("the file-system catalog keeps no namespace properties")
-        if isinstance(self._backend, SqlCatalog):
-            self._backend.create_namespace(namespace, properties)
-        else:
+        """Create a namespace (with ``properties``, where the catalog keeps them: SQL and REST catalogs)."""
+        if isinstance(self._backend, FileSystemCatalog):
+            if properties:
+                raise NotSupportedError("the file-system catalog keeps no namespace properties")
             self._backend.create_namespace(namespace)
+        else:
+            self._backend.create_namespace(namespace, properties)
 
     def load_namespace_properties(self, namespace: str | Sequence[str]) -> dict[str, str]:
         """A namespace's properties ({} for the file-system catalog, which keeps none)."""
-        if isinstance(self._backend, SqlCatalog):
+        if not isinstance(self._backend, FileSystemCatalog):
             return self._backend.load_namespace_properties(namespace)
         if not self._backend.namespace_exists(namespace):
             raise NoSuchNamespaceError(f"namespace {namespace} does not exist")
@@ -537,8 +538,8 @@ class Catalog:
 
     def update_namespace_properties(self, namespace: str | Sequence[str], updates: dict[str, str] | None = None,
                                     removals: Sequence[str] = ()) -> None:
-        """Set and remove namespace properties (the SQL catalog)."""
-        if not isinstance(self._backend, SqlCatalog):
+        """Set and remove namespace properties (SQL and REST catalogs)."""
+        if isinstance(self._backend, FileSystemCatalog):
             raise NotSupportedError("the file-system catalog keeps no namespace properties")
         self._backend.update_namespace_properties(namespace, updates, removals)
 
@@ -604,13 +605,13 @@ class Catalog:
     def rename_table(self, source: str | Sequence[str], target: str | Sequence[str]) -> None:
         """Rename a table; its files stay where they are (the SQL catalog: the file-system catalog's tables are
         their directories)."""
-        if not isinstance(self._backend, SqlCatalog):
+        if isinstance(self._backend, FileSystemCatalog):
             raise NotSupportedError("the file-system catalog cannot rename tables (as Iceberg's HadoopCatalog)")
         self._backend.rename(source, target)
 
     def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
-        """Add an existing table to the catalog by its metadata file (the SQL catalog)."""
-        if not isinstance(self._backend, SqlCatalog):
+        """Add an existing table to the catalog by its metadata file (SQL and REST catalogs)."""
+        if isinstance(self._backend, FileSystemCatalog):
             raise NotSupportedError("the file-system catalog cannot register tables (as Iceberg's HadoopCatalog)")
         ident, loc, meta = self._backend.register(identifier, normalize_location(metadata_location))
         return Table(ident, meta, loc, self._backend.io, self, self.spark)
@@ -623,7 +624,10 @@ def catalog(spark: Any, uri: str, warehouse: str | None = None, name: str | None
     layout); a database (``sqlite:////data/catalog.db``, ``jdbc:sqlite:/data/catalog.db``,
     ``postgresql://host/db``, ``jdbc:postgresql://host/db``) for the SQL catalog, with ``warehouse`` for new
     tables, ``name`` (the ``catalog_name`` it shares with Iceberg Java and PyIceberg) and ``properties``
-    (``jdbc.user``, ``jdbc.password``); or the name of a catalog configured by ``spark.sql.catalog.<name>.*``."""
+    (``jdbc.user``, ``jdbc.password``); an Iceberg REST catalog's endpoint (``http://host:8181/catalog``, or
+    ``type="rest"``) with ``properties`` ``token`` or ``credential`` (``client_id:secret``; ``oauth2-server-uri``,
+    ``scope``) and ``header.*``, and ``warehouse`` when the server serves several; or the name of a catalog
+    configured by ``spark.sql.catalog.<name>.*``."""
     backend, description, config = open_backend(spark, uri, warehouse, name, type, properties)
     return Catalog(spark, backend, description, config)
 

@@ -109,8 +109,6 @@ def test_a_catalog_configured_in_the_spark_conf(spark, tmp_path):
     finally:
         for k in keys:
             spark.conf.unset(k)
-    with pytest.raises(NotSupportedError, match="REST"):
-        sparkberg.catalog(spark, "http://127.0.0.1:1/catalog")
 
 
 def test_file_system_catalogs_keep_no_namespace_properties_and_do_not_rename(spark, tmp_path):

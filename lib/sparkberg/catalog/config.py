@@ -6,16 +6,19 @@ both.
   catalog (``type`` ``hadoop``);
 - ``sqlite:///path``, ``jdbc:sqlite:path``, ``postgresql://...``, ``jdbc:postgresql://...``: the SQL catalog
   (``type`` ``jdbc``), with ``warehouse`` for new tables and ``name`` stored as ``catalog_name``;
+- ``http://...``, ``https://...`` (or ``type="rest"``): an Iceberg REST catalog, with ``token``, ``credential``,
+  ``oauth2-server-uri``, ``scope`` and ``header.*`` in ``properties``;
 - a name with ``spark.sql.catalog.<name>.type`` (``hadoop``, ``jdbc``, ``rest``), ``.uri``, ``.warehouse``,
-  ``.jdbc.user``, ``.jdbc.password`` ... in the Spark conf.
+  ``.jdbc.user``, ``.jdbc.password``, ``.token``, ``.credential``, ``.header.*`` ... in the Spark conf.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from sparkberg.catalog.filesystem import FileSystemCatalog
+from sparkberg.catalog.rest import RestCatalog
 from sparkberg.catalog.sql import SqlCatalog, database_for
-from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import normalize_location
 
 SQL_SCHEMES = ("sqlite:", "jdbc:sqlite:", "postgresql:", "postgres:", "jdbc:postgresql:")
@@ -33,7 +36,8 @@ def conf_properties(spark: Any, name: str) -> dict[str, str]:
         try:
             pairs = list(spark.sparkContext.getConf().getAll())
         except Exception:  # noqa: BLE001 - no conf to list (Spark Connect 3.5): the keys one by one
-            for key in ("type", "uri", "warehouse", "jdbc.user", "jdbc.password", "token", "credential"):
+            for key in ("type", "uri", "warehouse", "jdbc.user", "jdbc.password", "token", "credential",
+                            "oauth2-server-uri", "scope"):
                 try:
                     value = spark.conf.get(prefix + key, None)
                 except Exception:  # noqa: BLE001
@@ -52,7 +56,9 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
         from_conf = conf_properties(spark, uri)
         if from_conf:
             name, props = uri, {**from_conf, **props}
-            type = props.get("type", "jdbc" if str(props.get("uri", "")).startswith(SQL_SCHEMES) else "hadoop")
+            conf_uri = str(props.get("uri", ""))
+            type = props.get("type", "jdbc" if conf_uri.startswith(SQL_SCHEMES) else
+                             "rest" if conf_uri.startswith(("http:", "https:")) else "hadoop")
             uri = props.get("uri") or props.get("warehouse") or ""
             warehouse = warehouse or props.get("warehouse")
     kind = type or ("jdbc" if uri.startswith(SQL_SCHEMES) else "rest" if uri.startswith(("http:", "https:"))
@@ -69,8 +75,10 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
                   "properties": props}
         return SqlCatalog(name or DEFAULT_NAME, db, location), f"{name or DEFAULT_NAME} ({uri})", config
     if kind == "rest":
-        raise NotSupportedError("the REST catalog client is not built yet; use a SQL catalog (sqlite:///..., "
-                                "postgresql://...) or a warehouse location")
+        catalog = RestCatalog(uri, name or DEFAULT_NAME, warehouse, props)
+        config = {"type": "rest", "uri": uri, "warehouse": warehouse, "name": name or DEFAULT_NAME,
+                  "properties": props}
+        return catalog, f"{name or DEFAULT_NAME} ({catalog.uri})", config
     raise ValidationError(f"unknown catalog type {kind!r} (hadoop, jdbc, rest)")
 
 

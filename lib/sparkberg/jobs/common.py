@@ -24,8 +24,9 @@ EXIT_CODES = {OK: "success", FAILED: "unexpected failure", USAGE: "bad arguments
 def add_session_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalog", default=os.environ.get("SPARKBERG_CATALOG"),
                    help="the catalog: a warehouse location (path, file://, s3://...), a SQL catalog's database "
-                        "(sqlite:////path/catalog.db, postgresql://host/db, jdbc:...), or the name of a catalog "
-                        "configured by spark.sql.catalog.<name>.* (env SPARKBERG_CATALOG)")
+                        "(sqlite:////path/catalog.db, postgresql://host/db, jdbc:...), a REST catalog's endpoint "
+                        "(http://host:8181/catalog), or the name of a catalog configured by "
+                        "spark.sql.catalog.<name>.* (credentials: there) (env SPARKBERG_CATALOG)")
     p.add_argument("--warehouse", default=os.environ.get("SPARKBERG_WAREHOUSE"),
                    help="the warehouse location: the file-system catalog's when --catalog is not given (default "
                         "./warehouse), else where a SQL catalog puts new tables (env SPARKBERG_WAREHOUSE)")

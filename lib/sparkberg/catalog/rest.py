@@ -1,0 +1,423 @@
+"""The Iceberg REST catalog client (``../shared/spec/iceberg-rest-catalog-open-api.yaml``).
+
+The server keeps the tables: it writes each table's metadata files and swaps the current one atomically. A
+commit sends the changes a writer made to the metadata it started from (:func:`~sparkberg.spec.updates.changes`)
+with the requirements that must still hold (:func:`~sparkberg.spec.updates.requirements_for`, as Iceberg
+Java's ``UpdateRequirements``); the server answers with the new metadata. A 409 is a lost race
+(:class:`~sparkberg.errors.CommitFailedException`: the table refreshes and retries per ``commit.retry.*``); a
+5xx or a lost connection after the request went out leaves the outcome unknown
+(:class:`~sparkberg.errors.CommitStateUnknownException`: the writer's files are kept).
+
+Configuration is Iceberg's (the keys of ``spark.sql.catalog.<name>.*``): ``uri``, ``warehouse`` (sent to the
+config endpoint, which answers with the defaults and overrides, the ``prefix`` among them), ``token`` (a bearer
+token), ``credential`` (``client_id:client_secret`` for OAuth2's client credentials grant at
+``oauth2-server-uri``, by default ``<uri>/v1/oauth/tokens``, with ``scope``, by default ``catalog``; the token is
+fetched again before it expires and once on a 401), and ``header.<name>`` (an HTTP header sent with every
+request).
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Iterator, Sequence
+from urllib.parse import quote
+
+import requests
+
+from sparkberg.catalog.base import Identifier, parse_identifier, parse_namespace
+from sparkberg.errors import (
+    CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
+    NoSuchNamespaceError, NoSuchTableError, SparkbergError, TableAlreadyExistsError, ValidationError,
+)
+from sparkberg.io.fileio import file_io_for
+from sparkberg.spec import updates as U
+from sparkberg.spec.metadata import TableMetadata
+
+NAMESPACE_SEPARATOR = "\x1f"  # joins a namespace's levels in a URL path (the spec's default)
+DEFAULT_SCOPE = "catalog"
+TIMEOUT_S = 60.0
+# a token is fetched again this long before the server said it expires
+TOKEN_REFRESH_MARGIN_S = 60.0
+_UNKNOWN_STATES = (500, 502, 503, 504)
+
+
+class RestCatalogError(SparkbergError):
+    """The REST catalog answered with an error this client has no narrower exception for (it names the
+    request, the status and the server's message)."""
+
+
+class NotAuthorizedError(RestCatalogError):
+    """The REST catalog refused the credentials (401) or the operation (403)."""
+
+
+def update_json(u: U.TableUpdate, format_version: int) -> dict:
+    """A table update as the REST protocol's ``TableUpdate``."""
+    if isinstance(u, U.AssignUUID):
+        return {"action": "assign-uuid", "uuid": u.uuid}
+    if isinstance(u, U.UpgradeFormatVersion):
+        return {"action": "upgrade-format-version", "format-version": u.format_version}
+    if isinstance(u, U.AddSchema):
+        out = {"action": "add-schema", "schema": u.schema.to_json()}
+        if u.last_column_id is not None:
+            out["last-column-id"] = u.last_column_id
+        return out
+    if isinstance(u, U.SetCurrentSchema):
+        return {"action": "set-current-schema", "schema-id": u.schema_id}
+    if isinstance(u, U.AddPartitionSpec):
+        return {"action": "add-spec", "spec": u.spec.to_json(format_version)}
+    if isinstance(u, U.SetDefaultSpec):
+        return {"action": "set-default-spec", "spec-id": u.spec_id}
+    if isinstance(u, U.AddSortOrder):
+        return {"action": "add-sort-order", "sort-order": u.sort_order.to_json()}
+    if isinstance(u, U.SetDefaultSortOrder):
+        return {"action": "set-default-sort-order", "sort-order-id": u.sort_order_id}
+    if isinstance(u, U.AddSnapshot):
+        return {"action": "add-snapshot", "snapshot": u.snapshot.to_json()}
+    if isinstance(u, U.SetSnapshotRef):
+        out = {"action": "set-snapshot-ref", "ref-name": u.ref_name, "snapshot-id": u.snapshot_id, "type": u.type}
+        for key, value in (("min-snapshots-to-keep", u.min_snapshots_to_keep),
+                           ("max-snapshot-age-ms", u.max_snapshot_age_ms), ("max-ref-age-ms", u.max_ref_age_ms)):
+            if value is not None:
+                out[key] = value
+        return out
+    if isinstance(u, U.RemoveSnapshots):
+        return {"action": "remove-snapshots", "snapshot-ids": list(u.snapshot_ids)}
+    if isinstance(u, U.RemoveSnapshotRef):
+        return {"action": "remove-snapshot-ref", "ref-name": u.ref_name}
+    if isinstance(u, U.SetProperties):
+        return {"action": "set-properties", "updates": dict(u.updates)}
+    if isinstance(u, U.RemoveProperties):
+        return {"action": "remove-properties", "removals": list(u.removals)}
+    if isinstance(u, U.SetLocation):
+        return {"action": "set-location", "location": u.location}
+    if isinstance(u, U.SetStatistics):
+        return {"action": "set-statistics", "snapshot-id": u.statistics.snapshot_id,
+                "statistics": u.statistics.to_json()}
+    if isinstance(u, U.RemoveStatistics):
+        return {"action": "remove-statistics", "snapshot-id": u.snapshot_id}
+    if isinstance(u, U.SetPartitionStatistics):
+        return {"action": "set-partition-statistics", "partition-statistics": u.partition_statistics.to_json()}
+    if isinstance(u, U.RemovePartitionStatistics):
+        return {"action": "remove-partition-statistics", "snapshot-id": u.snapshot_id}
+    raise ValidationError(f"no REST form for the table update {u!r}")
+
+
+def requirement_json(r: U.TableRequirement) -> dict:
+    """A commit requirement as the REST protocol's ``TableRequirement``."""
+    if isinstance(r, U.AssertTableUUID):
+        return {"type": "assert-table-uuid", "uuid": r.uuid}
+    if isinstance(r, U.AssertRefSnapshotId):
+        return {"type": "assert-ref-snapshot-id", "ref": r.ref, "snapshot-id": r.snapshot_id}
+    if isinstance(r, U.AssertCurrentSchemaId):
+        return {"type": "assert-current-schema-id", "current-schema-id": r.schema_id}
+    if isinstance(r, U.AssertLastAssignedFieldId):
+        return {"type": "assert-last-assigned-field-id", "last-assigned-field-id": r.last_assigned_field_id}
+    if isinstance(r, U.AssertLastAssignedPartitionId):
+        return {"type": "assert-last-assigned-partition-id",
+                "last-assigned-partition-id": r.last_assigned_partition_id}
+    if isinstance(r, U.AssertDefaultSpecId):
+        return {"type": "assert-default-spec-id", "default-spec-id": r.spec_id}
+    if isinstance(r, U.AssertDefaultSortOrderId):
+        return {"type": "assert-default-sort-order-id", "default-sort-order-id": r.sort_order_id}
+    raise ValidationError(f"no REST form for the commit requirement {r!r}")
+
+
+class _Auth:
+    """The ``Authorization`` header: a fixed bearer token, or OAuth2 client credentials exchanged for a token
+    that is fetched again before it expires (or when the server answers 401)."""
+
+    def __init__(self, session: requests.Session, uri: str, properties: dict[str, str]):
+        self._session = session
+        self._token = properties.get("token")
+        self._credential = properties.get("credential")
+        self._server = properties.get("oauth2-server-uri") or f"{uri}/v1/oauth/tokens"
+        self._scope = properties.get("scope", DEFAULT_SCOPE)
+        self._expires: float | None = None
+        self._lock = threading.Lock()
+
+    def header(self) -> dict[str, str]:
+        with self._lock:
+            if self._credential and (self._token is None or (
+                    self._expires is not None and time.monotonic() >= self._expires)):
+                self._fetch()
+        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
+    def renew(self) -> bool:
+        """Fetch a new token after a 401 (False when there are no credentials to fetch one with)."""
+        if not self._credential:
+            return False
+        with self._lock:
+            self._fetch()
+        return True
+
+    def _fetch(self) -> None:
+        client_id, _, secret = self._credential.rpartition(":")
+        form = {"grant_type": "client_credentials", "client_secret": secret, "scope": self._scope}
+        if client_id:
+            form["client_id"] = client_id
+        try:
+            r = self._session.post(self._server, data=form, timeout=TIMEOUT_S)
+        except requests.RequestException as e:
+            raise RestCatalogError(f"cannot reach the OAuth2 token endpoint {self._server}: {e}") from None
+        if r.status_code != 200:
+            raise NotAuthorizedError(f"OAuth2 token endpoint {self._server} refused the credential (HTTP "
+                                     f"{r.status_code}): {_message(r)}")
+        body = r.json()
+        self._token = body["access_token"]
+        expires_in = body.get("expires_in")
+        self._expires = None if expires_in is None else \
+            time.monotonic() + max(0.0, float(expires_in) - TOKEN_REFRESH_MARGIN_S)
+
+
+def _message(r: requests.Response) -> str:
+    """The server's error message (the spec's ``ErrorModel``, or OAuth2's ``error`` and
+    ``error_description``), else the body's start."""
+    try:
+        body = r.json()
+        error = body.get("error") or {}
+        if isinstance(error, str):
+            return f"{error}: {body.get('error_description', '')}".strip(": ")
+        return f"{error.get('type', '')}: {error.get('message', '')}".strip(": ")
+    except (ValueError, AttributeError):
+        return r.text[:200]
+
+
+def _error_type(r: requests.Response) -> str:
+    try:
+        return (r.json().get("error") or {}).get("type") or ""
+    except (ValueError, AttributeError):
+        return ""
+
+
+class RestCatalog:
+    """A catalog served over the Iceberg REST protocol (see the module docstring)."""
+
+    def __init__(self, uri: str, name: str, warehouse: str | None = None, properties: dict[str, str] | None = None):
+        self.uri = uri.rstrip("/")
+        self.name = name
+        props = dict(properties or {})
+        self._session = requests.Session()
+        self._headers = {"Content-Type": "application/json", "X-Client-Version": "sparkberg",
+                         **{k[len("header."):]: v for k, v in props.items() if k.startswith("header.")}}
+        self._auth = _Auth(self._session, self.uri, props)
+        self._prefix = "v1/"
+        config = self._request("GET", "v1/config", params={"warehouse": warehouse} if warehouse else None)
+        merged = {**(config.get("defaults") or {}), **props, **(config.get("overrides") or {})}
+        prefix = merged.get("prefix")
+        self._prefix = f"v1/{prefix.strip('/')}/" if prefix else "v1/"
+        self.warehouse = merged.get("warehouse") or warehouse or ""
+        self.properties = merged
+        self.io = file_io_for(self.warehouse or "file:///")
+
+    def __repr__(self) -> str:
+        return f"RestCatalog({self.name!r}, {self.uri})"
+
+    # --- HTTP -----------------------------------------------------------------------------------------
+    def _request(self, method: str, path: str, body: dict | None = None, params: dict | None = None,
+                 errors: dict[int, Any] | None = None, commit: bool = False) -> dict:
+        """One call; the JSON answer ({} for none). ``errors``: an exception class (or a function of the
+        server's error type giving one) per status code, before the general mapping."""
+        url = f"{self.uri}/{path}"
+        data = None if body is None else json.dumps(body)
+        for attempt in (0, 1):
+            headers = {**self._headers, **self._auth.header()}
+            try:
+                r = self._session.request(method, url, data=data, params=params, headers=headers,
+                                          timeout=TIMEOUT_S)
+            except requests.ConnectionError as e:
+                if commit and not _never_sent(e):
+                    raise CommitStateUnknownException(f"commit to {url}: the connection was lost ({e}); it may "
+                                                      "or may not have landed") from None
+                raise RestCatalogError(f"cannot reach the REST catalog at {self.uri}: {e}") from None
+            except requests.Timeout as e:
+                if commit:
+                    raise CommitStateUnknownException(f"commit to {url} timed out ({e}); it may or may not "
+                                                      "have landed") from None
+                raise RestCatalogError(f"REST catalog {self.uri} did not answer {method} {path}: {e}") from None
+            if r.status_code == 401 and attempt == 0 and self._auth.renew():
+                continue
+            break
+        if r.status_code in (200, 201, 202, 204):
+            try:
+                return r.json() if r.content else {}
+            except ValueError:
+                raise RestCatalogError(f"REST catalog {self.uri}: {method} {path} -> HTTP {r.status_code} with a "
+                                       f"body that is not JSON: {r.text[:200]!r}") from None
+        raise self._error(r, method, path, errors or {}, commit)
+
+    def _error(self, r: requests.Response, method: str, path: str, errors: dict[int, Any],
+               commit: bool) -> Exception:
+        what = f"REST catalog {self.uri}: {method} {path} -> HTTP {r.status_code}: {_message(r)}"
+        mapped = errors.get(r.status_code)
+        if mapped is not None:
+            cls = mapped if isinstance(mapped, type) else mapped(_error_type(r))
+            return cls(what)
+        if commit and r.status_code in _UNKNOWN_STATES:
+            return CommitStateUnknownException(f"{what} (the commit may or may not have landed)")
+        if r.status_code == 404:
+            kind = _error_type(r)
+            return NoSuchNamespaceError(what) if "Namespace" in kind else NoSuchTableError(what)
+        if r.status_code in (401, 403, 419):
+            return NotAuthorizedError(what)
+        if r.status_code == 400:
+            return ValidationError(what)
+        return RestCatalogError(what)
+
+    def _paged(self, path: str, key: str, params: dict | None = None) -> Iterator[Any]:
+        """The items under ``key`` of a listing, page after page (``next-page-token``)."""
+        params = dict(params or {})
+        while True:
+            body = self._request("GET", path, params=params,
+                                 errors={404: NoSuchNamespaceError})
+            yield from body.get(key) or []
+            token = body.get("next-page-token")
+            if not token:
+                return
+            params["pageToken"] = token
+
+    def _ns(self, namespace: tuple[str, ...]) -> str:
+        return f"{self._prefix}namespaces/{quote(NAMESPACE_SEPARATOR.join(namespace), safe='')}"
+
+    def _table(self, ident: Identifier) -> str:
+        return f"{self._ns(ident.namespace)}/tables/{quote(ident.name, safe='')}"
+
+    # --- namespaces -----------------------------------------------------------------------------------
+    def create_namespace(self, namespace, properties: dict[str, str] | None = None) -> None:
+        ns = parse_namespace(namespace)
+        self._request("POST", f"{self._prefix}namespaces",
+                      {"namespace": list(ns), "properties": {k: str(v) for k, v in (properties or {}).items()}},
+                      errors={409: NamespaceAlreadyExistsError})
+
+    def namespace_exists(self, namespace) -> bool:
+        try:
+            self.load_namespace_properties(namespace)
+            return True
+        except NoSuchNamespaceError:
+            return False
+
+    def list_namespaces(self, parent=()) -> list[tuple[str, ...]]:
+        prefix = parse_namespace(parent) if parent else ()
+        params = {"parent": NAMESPACE_SEPARATOR.join(prefix)} if prefix else None
+        return sorted(tuple(ns) for ns in self._paged(f"{self._prefix}namespaces", "namespaces", params))
+
+    def load_namespace_properties(self, namespace) -> dict[str, str]:
+        ns = parse_namespace(namespace)
+        body = self._request("GET", self._ns(ns), errors={404: NoSuchNamespaceError})
+        return dict(body.get("properties") or {})
+
+    def update_namespace_properties(self, namespace, updates: dict[str, str] | None = None,
+                                    removals: Sequence[str] = ()) -> None:
+        """Set ``updates`` and remove ``removals`` (the server applies both at once)."""
+        ns = parse_namespace(namespace)
+        overlap = set(updates or {}) & set(removals)
+        if overlap:
+            raise ValidationError(f"properties both set and removed: {sorted(overlap)}")
+        self._request("POST", f"{self._ns(ns)}/properties",
+                      {"updates": {k: str(v) for k, v in (updates or {}).items()}, "removals": list(removals)},
+                      errors={404: NoSuchNamespaceError})
+
+    def drop_namespace(self, namespace) -> None:
+        ns = parse_namespace(namespace)
+        self._request("DELETE", self._ns(ns), errors={404: NoSuchNamespaceError, 409: NamespaceNotEmptyError})
+
+    # --- tables ---------------------------------------------------------------------------------------
+    def list_tables(self, namespace) -> list[Identifier]:
+        ns = parse_namespace(namespace)
+        return sorted((Identifier(tuple(i["namespace"]), i["name"])
+                       for i in self._paged(f"{self._ns(ns)}/tables", "identifiers")), key=str)
+
+    def tables(self) -> Iterator[Identifier]:
+        def walk(parent: tuple[str, ...]) -> Iterator[Identifier]:
+            for ns in self.list_namespaces(parent):
+                yield from self.list_tables(ns)
+                yield from walk(ns)
+        yield from walk(())
+
+    def table_exists(self, identifier) -> bool:
+        try:
+            self.load(identifier)
+            return True
+        except NoSuchTableError:
+            return False
+
+    def default_table_location(self, identifier) -> str:
+        """Where a new table goes unless told: the server decides (this is the warehouse's usual place, the
+        metadata's until the server answers)."""
+        ident = parse_identifier(identifier)
+        return "/".join([self.warehouse.rstrip("/"), *ident.namespace, ident.name])
+
+    def _loaded(self, ident: Identifier, body: dict) -> tuple[Identifier, str, TableMetadata]:
+        location = body.get("metadata-location")
+        return ident, location, TableMetadata.from_json(body["metadata"], location or str(ident))
+
+    def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
+        """(identifier, metadata location, metadata) of the table's current version."""
+        ident = parse_identifier(identifier)
+        return self._loaded(ident, self._request("GET", self._table(ident), errors={404: _table_or_namespace}))
+
+    def create(self, identifier, metadata: TableMetadata) -> tuple[Identifier, str, TableMetadata]:
+        """Create the table ``metadata`` describes (schema, spec, sort order, properties, format version); the
+        server assigns its ids, and its location unless ``metadata`` has one other than
+        :meth:`default_table_location`."""
+        ident = parse_identifier(identifier)
+        location = metadata.location if metadata.location != self.default_table_location(ident) else None
+        body: dict[str, Any] = {
+            "name": ident.name, "schema": metadata.current_schema.to_json(),
+            "partition-spec": metadata.default_spec.to_json(metadata.format_version),
+            "write-order": metadata.sort_order().to_json(), "stage-create": False,
+            "properties": {**metadata.properties, "format-version": str(metadata.format_version)}}
+        if location:
+            body["location"] = location
+        out = self._request("POST", f"{self._ns(ident.namespace)}/tables", body,
+                            errors={409: TableAlreadyExistsError, 404: NoSuchNamespaceError})
+        return self._loaded(ident, out)
+
+    def register(self, identifier, metadata_location: str) -> tuple[Identifier, str, TableMetadata]:
+        """Add a table whose metadata file exists already (written by any engine)."""
+        ident = parse_identifier(identifier)
+        out = self._request("POST", f"{self._ns(ident.namespace)}/register",
+                            {"name": ident.name, "metadata-location": metadata_location},
+                            errors={409: TableAlreadyExistsError, 404: NoSuchNamespaceError})
+        return self._loaded(ident, out)
+
+    def commit(self, identifier, base_location: str, new: TableMetadata, base: TableMetadata | None = None
+               ) -> tuple[str, TableMetadata]:
+        """Send the changes from ``base`` to ``new`` with their requirements; returns the new metadata location
+        and metadata as the server wrote them."""
+        ident = parse_identifier(identifier)
+        if base is None:
+            _, _, base = self.load(ident)
+        updates = U.changes(base, new)
+        body = {"identifier": {"namespace": list(ident.namespace), "name": ident.name},
+                "requirements": [requirement_json(r) for r in U.requirements_for(base, updates)],
+                "updates": [update_json(u, new.format_version) for u in updates]}
+        out = self._request("POST", self._table(ident), body,
+                            errors={409: CommitFailedException, 404: _table_or_namespace}, commit=True)
+        _, location, metadata = self._loaded(ident, out)
+        return location, metadata
+
+    def rename(self, source, target) -> None:
+        """Rename a table (its files stay where they are)."""
+        src, dst = parse_identifier(source), parse_identifier(target)
+        self._request("POST", f"{self._prefix}tables/rename",
+                      {"source": {"namespace": list(src.namespace), "name": src.name},
+                       "destination": {"namespace": list(dst.namespace), "name": dst.name}},
+                      errors={409: TableAlreadyExistsError, 404: _table_or_namespace})
+
+    def drop(self, identifier, purge: bool = False) -> None:
+        """Drop the table; with ``purge`` the server also deletes its files."""
+        ident = parse_identifier(identifier)
+        self._request("DELETE", self._table(ident), params={"purgeRequested": "true" if purge else "false"},
+                      errors={404: _table_or_namespace})
+
+
+def _table_or_namespace(kind: str) -> type:
+    """The exception of a 404 on a table, from the server's error type: its namespace's or its own."""
+    return NoSuchNamespaceError if "Namespace" in kind else NoSuchTableError
+
+
+def _never_sent(e: requests.ConnectionError) -> bool:
+    """Whether a connection error happened before the request could reach the server (connection refused)."""
+    text = repr(e)
+    return "NewConnectionError" in text or "Connection refused" in text or "ConnectTimeout" in text
