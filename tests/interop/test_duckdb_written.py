@@ -1,8 +1,10 @@
 """Tables written by DuckDB 1.5.5 read correctly. DuckDB writes Iceberg only through a REST catalog, so the
-test serves one (tests/interop/rest_catalog.py) over a warehouse directory; DuckDB creates, inserts, deletes
-and updates (merge-on-read position deletes), and sparkberg reads every snapshot as DuckDB and Iceberg Java do."""
+test serves one (tests/restserver.py) over a warehouse directory; DuckDB creates, inserts, deletes and updates
+(merge-on-read position deletes), and sparkberg reads every snapshot as DuckDB and Iceberg Java (through the same
+REST catalog) do."""
 import glob
 import os
+import sys
 from collections import Counter
 
 import pytest
@@ -17,9 +19,10 @@ def duck_tables(tmp_path_factory):
     import duckdb
 
     from reference import duckdb_with_iceberg
-    from rest_catalog import RestCatalog
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from restserver import RestServer
     warehouse = str(tmp_path_factory.mktemp("duck-wh"))
-    rest = RestCatalog(warehouse)
+    rest = RestServer(str(tmp_path_factory.mktemp("duck-rest")), warehouse="file://" + warehouse)
     con = duckdb_with_iceberg()
     site = os.path.dirname(os.path.dirname(duckdb.__file__))
     httpfs = glob.glob(os.path.join(site, "duckdb_extension_httpfs", "extensions", "*", "httpfs.duckdb_extension"))
@@ -63,10 +66,12 @@ def test_sparkberg_reads_duckdb_tables_like_duckdb_and_java(duck_tables, java):
     ours = norm(t.to_df().collect())
     assert ours == norm(con.sql(f"SELECT {', '.join(cols)} FROM w.db.events").fetchall())
     assert sum(ours.values()) == 41 - 9 - 1  # ids % 5 = 0 (100 too), then s9
-    # Iceberg Java reads the same table through its hadoop catalog (the REST catalog keeps that layout)
-    java.sql(f"CREATE OR REPLACE TEMPORARY VIEW duck_events USING iceberg "
-             f"OPTIONS (path '{os.path.join(warehouse, 'db', 'events')}')")
-    assert ours == norm(java.sql(f"SELECT {', '.join(cols)} FROM duck_events").collect())
+    # Iceberg Java reads the same table through the same REST catalog
+    _, rest, _ = duck_tables
+    for k, v in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "rest", ".uri": rest.uri,
+                 ".cache-enabled": "false"}.items():
+        java.conf.set(f"spark.sql.catalog.duckrest{k}", v)
+    assert ours == norm(java.sql(f"SELECT {', '.join(cols)} FROM duckrest.db.events").collect())
     for snap in t.metadata.snapshots:  # every snapshot, as DuckDB's time travel reads it
         theirs = con.sql(f"SELECT {', '.join(cols)} FROM w.db.events AT (VERSION => {snap.snapshot_id})").fetchall()
         assert norm(t.to_df(snapshot_id=snap.snapshot_id).collect()) == norm(theirs), snap.snapshot_id

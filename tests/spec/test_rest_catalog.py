@@ -1,0 +1,289 @@
+"""The Iceberg REST catalog client against a server the tests start (tests/restserver.py, over a SQL catalog):
+namespaces, tables, commits with requirements and updates, bearer tokens and OAuth2 client credentials,
+paging, a prefix, errors mapped to sparkberg's exceptions, 409s retried, 5xx on commit reported as
+commit-state-unknown with the writer's files kept, and writer processes that lose no commit. Every request and
+response is checked against the REST catalog's OpenAPI document. No Spark: data files are written with pyarrow
+and committed by the commit path the DataFrame API uses."""
+import multiprocessing
+import os
+import sys
+import time
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sparkberg.catalog.rest import NotAuthorizedError, RestCatalog, RestCatalogError
+from sparkberg.commit.producer import fast_append
+from sparkberg.errors import (
+    CommitStateUnknownException, InvalidIdentifierError, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
+    NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError, TableUUIDMismatchError,
+)
+from sparkberg.planning.reference import reference_plan
+from sparkberg.spec import types as T
+from sparkberg.spec import updates as U
+from sparkberg.spec.manifests import DataFile
+from sparkberg.table import Catalog
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from restserver import RestServer  # noqa: E402
+
+SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True)])
+ARROW = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"1"})])
+RETRIES = {"commit.retry.num-retries": "200", "commit.retry.min-wait-ms": "5", "commit.retry.max-wait-ms": "200"}
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = RestServer(str(tmp_path / "server"))
+    yield srv
+    srv.close()
+    assert srv.violations == []
+
+
+def catalog(server: RestServer, **properties) -> Catalog:
+    return Catalog(None, RestCatalog(server.uri, "rest", None, properties), server.uri)
+
+
+def _data_file(table, ids: list[int]) -> DataFile:
+    path = f"{table.metadata.location}/data/{uuid.uuid4()}.parquet"
+    local = path[len("file://"):]
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    pq.write_table(pa.table([pa.array(ids, pa.int64())], schema=ARROW), local)
+    return DataFile(path, "parquet", {}, len(ids), os.path.getsize(local))
+
+
+def _rows(table) -> list[int]:
+    out = []
+    for path in reference_plan(table.metadata, table.io, table.current_snapshot()):
+        out += pq.read_table(path[len("file://"):]).column("id").to_pylist()
+    return sorted(out)
+
+
+def _new_table(cat: Catalog, name: str = "db.t", **properties):
+    if not cat.namespace_exists("db"):
+        cat.create_namespace("db")
+    return cat.create_table(name, SCHEMA, properties={**RETRIES, **properties})
+
+
+def test_namespaces_with_properties(server):
+    cat = catalog(server)
+    cat.create_namespace("db", {"owner": "etl"})
+    cat.create_namespace(("db", "inner"))
+    cat.create_namespace("other")
+    assert cat.list_namespaces() == [("db",), ("other",)] and cat.list_namespaces("db") == [("db", "inner")]
+    assert cat.load_namespace_properties("db")["owner"] == "etl"
+    cat.update_namespace_properties("db", {"team": "a"}, ["owner"])
+    props = cat.load_namespace_properties("db")
+    assert props["team"] == "a" and "owner" not in props
+    with pytest.raises(NamespaceAlreadyExistsError):
+        cat.create_namespace("db")
+    with pytest.raises(NoSuchNamespaceError):
+        cat.load_namespace_properties("missing")
+    assert not cat.namespace_exists("missing") and cat.namespace_exists(("db", "inner"))
+    with pytest.raises(NamespaceNotEmptyError):
+        cat.drop_namespace("db")
+    cat.drop_namespace(("db", "inner"))
+    cat.drop_namespace("other")
+    assert cat.list_namespaces() == [("db",)]
+    with pytest.raises(NoSuchNamespaceError):
+        cat.drop_namespace("other")
+
+
+def test_tables_are_created_loaded_committed_renamed_registered_and_dropped(server, tmp_path):
+    cat = catalog(server)
+    t = _new_table(cat)
+    assert t.metadata_location.startswith(server.warehouse + "/db/t/metadata/00000-")
+    fast_append(t, [_data_file(t, [1, 2])])
+    t.set_properties(owner="etl")
+    loaded = cat.load_table("db.t")
+    assert _rows(loaded) == [1, 2] and loaded.properties["owner"] == "etl"
+    assert loaded.metadata_location == t.metadata_location and "/00002-" in loaded.metadata_location
+    assert cat.list_tables("db") == ["db.t"] and cat.table_exists("db.t") and not cat.table_exists("db.x")
+    with pytest.raises(TableAlreadyExistsError):
+        _new_table(cat)
+    elsewhere = cat.create_table("db.placed", SCHEMA, location=f"file://{tmp_path}/placed")
+    assert elsewhere.location == f"file://{tmp_path}/placed"
+    cat.rename_table("db.t", "db.renamed")
+    assert sorted(cat.list_tables("db")) == ["db.placed", "db.renamed"]
+    with pytest.raises(NoSuchTableError):
+        cat.load_table("db.t")
+    again = cat.register_table("db.again", loaded.metadata_location)
+    assert _rows(again) == [1, 2]
+    cat.drop_table("db.again")
+    data = [e for e in os.listdir(f"{server.warehouse[len('file://'):]}/db/t/data")]
+    assert data  # (a drop without purge keeps the files: the renamed table still uses them)
+    cat.drop_table("db.renamed", purge=True)
+    assert not os.path.exists(f"{server.warehouse[len('file://'):]}/db/t/data/{data[0]}")
+    with pytest.raises(NoSuchTableError):
+        cat.drop_table("db.renamed")
+    with pytest.raises(NoSuchNamespaceError):
+        cat.create_table("nowhere.t", SCHEMA)
+
+
+def test_a_commit_sends_updates_and_requirements_the_server_checks(server):
+    cat = catalog(server)
+    t = _new_table(cat)
+    fast_append(t, [_data_file(t, [1])])
+    posted = [r for r in server.requests if r == "POST /v1/namespaces/db/tables/t"]
+    assert len(posted) == 1
+    # a stale commit the table cannot retry: its ref moved, and its requirement says so
+    stale = cat.load_table("db.t")
+    fast_append(t, [_data_file(t, [2])])
+    stale_meta = stale.metadata
+    new = U.apply_all([U.SetProperties({"k": "v"})], stale_meta)
+    updates = U.changes(stale_meta, new)
+    assert updates == [U.SetProperties({"k": "v"})]
+    assert U.requirements_for(stale_meta, updates) == [U.AssertTableUUID(stale_meta.table_uuid)]
+    snap_updates = U.changes(t.metadata, U.apply_all([U.SetSnapshotRef("audit", t.current_snapshot().snapshot_id)],
+                                                     t.metadata))
+    assert U.requirements_for(t.metadata, snap_updates) == [U.AssertTableUUID(t.metadata.table_uuid),
+                                                           U.AssertRefSnapshotId("audit", None)]
+
+
+def test_writers_holding_the_same_table_get_a_409_refresh_and_retry(server):
+    cat = catalog(server)
+    _new_table(cat)
+    a, b = cat.load_table("db.t"), cat.load_table("db.t")
+    fast_append(a, [_data_file(a, [1])])
+    fast_append(b, [_data_file(b, [2])])  # (409: its base is stale; refreshed and sent again)
+    t = cat.load_table("db.t")
+    assert _rows(t) == [1, 2]
+    snaps = t.metadata.snapshots
+    assert [s.parent_snapshot_id for s in snaps] == [None, snaps[0].snapshot_id]
+    server.faults.append((409, False))
+    fast_append(t, [_data_file(t, [3])])
+    assert _rows(cat.load_table("db.t")) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("status,applied", [(500, False), (503, False), (502, True), (504, True)])
+def test_a_5xx_on_commit_is_commit_state_unknown_and_keeps_the_files(server, status, applied):
+    cat = catalog(server)
+    t = _new_table(cat)
+    fast_append(t, [_data_file(t, [1])])
+    server.faults.append((status, applied))
+    data_file = _data_file(t, [2])
+    before = set(_files(server))
+    with pytest.raises(CommitStateUnknownException, match=str(status)):
+        fast_append(t, [data_file])
+    kept = set(_files(server)) - before
+    assert any(f.endswith(".avro") for f in kept)  # (the manifest and manifest list were not deleted)
+    fresh = cat.load_table("db.t")
+    assert _rows(fresh) == ([1, 2] if applied else [1])
+    fast_append(fresh, [_data_file(fresh, [3])])
+    assert _rows(cat.load_table("db.t")) == ([1, 2, 3] if applied else [1, 3])
+
+
+def _files(server) -> list[str]:
+    root = server.warehouse[len("file://"):]
+    return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+
+
+def test_a_table_dropped_and_created_again_is_not_committed_to(server):
+    cat = catalog(server)
+    held = _new_table(cat)
+    cat.drop_table("db.t")
+    _new_table(cat)
+    with pytest.raises(TableUUIDMismatchError, match="table-uuid changed"):
+        fast_append(held, [_data_file(held, [1])])
+    assert cat.load_table("db.t").current_snapshot() is None
+
+
+def test_bearer_token(tmp_path):
+    srv = RestServer(str(tmp_path / "server"), token="s3cret")
+    try:
+        with pytest.raises(NotAuthorizedError, match="401"):
+            catalog(srv)
+        with pytest.raises(NotAuthorizedError, match="401"):
+            catalog(srv, token="wrong")
+        cat = catalog(srv, token="s3cret", **{"header.X-Team": "etl"})
+        cat.create_namespace("db")
+        assert all(h.get("X-Team") == "etl" for h in srv.headers_seen[-1:])
+        assert srv.violations == []
+    finally:
+        srv.close()
+
+
+def test_oauth2_client_credentials_fetched_refreshed_and_renewed(tmp_path, monkeypatch):
+    from sparkberg.catalog import rest
+    srv = RestServer(str(tmp_path / "server"), client=("spark", "pw"), token_ttl_s=3600)
+    try:
+        with pytest.raises(NotAuthorizedError, match="refused the credential"):
+            catalog(srv, credential="spark:wrong")
+        cat = catalog(srv, credential="spark:pw")
+        cat.create_namespace("db")
+        assert srv.token_requests == 2  # (the wrong secret, then one token for both calls)
+        srv.expire_tokens()  # the server forgets the token: a 401, a new token, the call again
+        assert cat.list_namespaces() == [("db",)]
+        assert srv.token_requests == 3 and srv.rejected == 2
+        # a token is fetched again before it expires: no 401 on the way
+        monkeypatch.setattr(rest, "TOKEN_REFRESH_MARGIN_S", 3599.9)
+        cat2 = catalog(srv, credential="spark:pw")
+        time.sleep(0.2)
+        cat2.list_namespaces()
+        assert srv.token_requests == 5 and srv.rejected == 2
+        assert srv.violations == []
+    finally:
+        srv.close()
+
+
+def test_paging_and_a_prefix(tmp_path):
+    srv = RestServer(str(tmp_path / "server"), prefix="warehouse-1", page_size=2)
+    try:
+        cat = catalog(srv)
+        for ns in ("a", "b", "c", "d", "e"):
+            cat.create_namespace(ns)
+        for name in ("t1", "t2", "t3"):
+            cat.create_table(f"a.{name}", SCHEMA)
+        assert cat.list_namespaces() == [(n,) for n in "abcde"]
+        assert cat.list_tables("a") == ["a.t1", "a.t2", "a.t3"]
+        assert all(r.split()[1].startswith("/v1/warehouse-1/") for r in srv.requests if "config" not in r)
+        assert sum(1 for r in srv.requests if r == "GET /v1/warehouse-1/namespaces") == 3
+        assert srv.violations == []
+    finally:
+        srv.close()
+
+
+def test_identifiers_are_encoded_and_bad_ones_refused(server):
+    cat = catalog(server)
+    cat.create_namespace(("odd ns", "ü%x"))
+    t = cat.create_table(("odd ns", "ü%x", "tbl?#&"), SCHEMA)
+    assert cat.list_tables(("odd ns", "ü%x")) == ["odd ns.ü%x.tbl?#&"]
+    assert cat.load_table(("odd ns", "ü%x", "tbl?#&")).metadata_location == t.metadata_location
+    for bad in ("db./etc", "../x.t", "db.a/b"):
+        with pytest.raises(InvalidIdentifierError):
+            cat.load_table(bad)
+
+
+def test_an_unreachable_server_is_named(tmp_path):
+    with pytest.raises(RestCatalogError, match="127.0.0.1:9"):
+        RestCatalog("http://127.0.0.1:9", "x")
+
+
+def _appender(uri: str, k: int, n: int) -> None:
+    table = Catalog(None, RestCatalog(uri, "rest"), uri).load_table("db.t")
+    for i in range(n):
+        fast_append(table, [_data_file(table, [1000 * k + i])])
+
+
+def test_writer_processes_lose_no_commit(server, report):
+    cat = catalog(server)
+    _new_table(cat)
+    ctx = multiprocessing.get_context("spawn")
+    start = time.monotonic()
+    procs = [ctx.Process(target=_appender, args=(server.uri, k, 10)) for k in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(600)
+    seconds = time.monotonic() - start
+    assert [p.exitcode for p in procs] == [0] * 4
+    table = cat.load_table("db.t")
+    snapshots = table.metadata.snapshots
+    parents = [s.parent_snapshot_id for s in snapshots]
+    assert len(snapshots) == 40 and parents[0] is None and parents[1:] == [s.snapshot_id for s in snapshots[:-1]]
+    assert _rows(table) == sorted(1000 * k + i for k in range(4) for i in range(10))
+    conflicts = sum(1 for r in server.requests if r == "POST /v1/namespaces/db/tables/t") - 40
+    report(f"rest catalog: 4 processes x 10 appends -> {len(snapshots)} snapshots, linear, {conflicts} commits "
+           f"retried after a 409, {seconds:.1f} s")
