@@ -34,7 +34,8 @@ $(IVENV)/.installed: setup.cfg pyproject.toml $(wildcard $(SHARED)/interop/setup
 	@test -f $(SHARED)/interop/setup-reference.sh || { echo "no $(SHARED)/interop/setup-reference.sh: set SPARKBERG_SHARED to the shared folder" >&2; exit 2; }
 	bash $(SHARED)/interop/setup-reference.sh $(IVENV)
 	# sparkberg and the test runner only: the test extras pin engines (PyIceberg, Spark Connect) for the main suite
-	$(IVENV)/bin/pip install -q -e '.[postgres]' "pytest>=8" "hypothesis>=6" "pytest-timeout>=2"
+	$(IVENV)/bin/pip install -q -e '.[postgres]' "pytest>=8" "hypothesis>=6" "pytest-timeout>=2" "pyyaml>=6" \
+		"jsonschema>=4.18"
 	# DuckDB writes Iceberg only through a REST catalog, over HTTP: its httpfs extension, from PyPI like the others
 	$(IVENV)/bin/pip install -q "duckdb-extension-httpfs==1.5.5"
 	$(IVENV)/bin/python -c "import pyspark; assert pyspark.__version__.startswith('3.5'), pyspark.__version__"
@@ -46,7 +47,15 @@ jdbc-drivers:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxerial-sqlite-jdbc-java libpostgresql-jdbc-java \
 		>/dev/null; }
 
-interop: $(IVENV)/.installed postgres-server jdbc-drivers
+# Iceberg Java's REST client needs Apache HttpClient 5, relocated as the official runtime jar bundles it and the
+# one on PyPI does not: Debian's, relocated by tests/interop/iceberg_http_jars.py (jarjar)
+$(IVENV)/iceberg-http/.built: $(IVENV)/.installed tests/interop/iceberg_http_jars.py
+	@test -f /usr/share/java/httpclient5.jar -a -f /usr/share/java/httpcore5.jar || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libhttpclient5-java libhttpcore5-java >/dev/null; }
+	$(IVENV)/bin/python tests/interop/iceberg_http_jars.py $(IVENV)/iceberg-http >/dev/null
+	touch $@
+
+interop: $(IVENV)/.installed postgres-server jdbc-drivers $(IVENV)/iceberg-http/.built
 	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
 
 # Benchmarks against Iceberg Java in the same session (not tests); smaller: BENCH_SIZES=10,10000 BENCH_ROWS=1000000

@@ -33,8 +33,12 @@ def java(java_warehouse):
     """A SparkSession with Iceberg Java (catalog `ref` over ``java_warehouse``); sparkberg runs on it too."""
     from reference import iceberg_java_session, jars
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors import sparkberg from this venv
-    # (with the JDBC drivers Debian ships, for Iceberg Java's JdbcCatalog on the SQL catalog's databases)
+    # (with the JDBC drivers Debian ships, for Iceberg Java's JdbcCatalog on the SQL catalog's databases, and
+    # the HTTP client Iceberg Java's RESTCatalog needs: make interop builds it, tests/interop/iceberg_http_jars.py)
     drivers = [j for j in JDBC_DRIVERS if os.path.exists(j)]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from iceberg_http_jars import build
+    drivers += build(os.path.join(sys.prefix, "iceberg-http"))
     spark = iceberg_java_session(java_warehouse, extra={"spark.sql.adaptive.coalescePartitions.enabled": "false",
                                                         "spark.sql.parquet.fieldId.read.enabled": "true",
                                                         "spark.jars": ",".join(jars() + drivers)})
