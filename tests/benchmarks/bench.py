@@ -39,7 +39,8 @@
   for Spark 3.5 only.
 - append: ROWS rows partitioned by day and bucket[16].
 - catalogs: the same latency through a SQL catalog, SQLite and PostgreSQL, sparkberg's and Iceberg Java's
-  JdbcCatalog on one database.
+  JdbcCatalog on one database, and through a REST catalog (Iceberg Java's server logic), sparkberg's client and
+  Java's RESTCatalog.
 - commit: latency of a one-file, one-row append (the writer's Python stage keeps its workers' zip indexes
   between tasks, ``sparkberg.zipimports``; without that, PySpark 3.5 re-read them before every task).
 - memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
@@ -74,6 +75,9 @@ def session(wh: str, extra: dict[str, str] | None = None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from reference import jars
     drivers = [j for j in JDBC_DRIVERS if os.path.exists(j)]  # (Iceberg Java's JdbcCatalog: the catalogs bench)
+    sys.path.insert(0, os.path.join(HERE, "..", "interop"))
+    from iceberg_http_jars import build  # (Iceberg Java's RESTCatalog: the catalogs bench)
+    drivers += build(os.path.join(sys.prefix, "iceberg-http"))
     spark = iceberg_java_session(wh, extra={"spark.driver.memory": "8g", "spark.sql.shuffle.partitions": "4",
                                             "spark.jars": ",".join(jars() + drivers),
                                             "spark.sql.parquet.fieldId.read.enabled": "true",
@@ -546,28 +550,42 @@ def bench_commit(spark, wh, repeats, results):
 
 def bench_catalog_commits(spark, wh, repeats, results):
     """Commit latency of a one-file append through a SQL catalog, SQLite and PostgreSQL (a server of the tests'
-    own, tests/pgserver.py): sparkberg's catalog and Iceberg Java's JdbcCatalog on the same database, alternately."""
+    own, tests/pgserver.py), sparkberg's catalog and Iceberg Java's JdbcCatalog on the same database, and through a
+    REST catalog (Iceberg Java's server logic over a JdbcCatalog on that PostgreSQL, tests/interop/
+    java_rest_server.py), sparkberg's client and Java's RESTCatalog; each pair alternately."""
     import sparkberg
     sys.path.insert(0, os.path.join(HERE, ".."))
     sys.path.insert(0, os.path.join(HERE, "..", "interop"))
     import pgserver
     from test_sql_catalog_java import release_sqlite_reads
+    from java_rest_server import JavaRestServer
     server = pgserver.started()
+    rest = None
     try:
-        for kind in ("sqlite", "postgresql"):
+        for kind in ("sqlite", "postgresql", "rest"):
             name = f"bench_{kind}"
-            if kind == "sqlite":
-                path = f"{wh}/catalog.db"
-                java_uri, ours_uri, props = f"jdbc:sqlite:{path}", f"sqlite:///{path}", {}
+            if kind == "rest":
+                server.uri("bench_rest")  # (created)
+                rest = JavaRestServer(spark, "rest", f"jdbc:postgresql://127.0.0.1:{server.port}/bench_rest",
+                                      f"file://{wh}/rest", {"jdbc.user": "postgres", "jdbc.password": pgserver.PASSWORD})
+                cat = sparkberg.catalog(spark, rest.uri)
+                for k, v in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "rest", ".uri": rest.uri,
+                             ".cache-enabled": "false"}.items():
+                    spark.conf.set(f"spark.sql.catalog.{name}{k}", v)
             else:
-                ours_uri = server.uri("bench")
-                java_uri = f"jdbc:postgresql://127.0.0.1:{server.port}/bench"
-                props = {"jdbc.user": "postgres", "jdbc.password": pgserver.PASSWORD}
-            cat = sparkberg.catalog(spark, ours_uri, warehouse=f"file://{wh}/{kind}", name=name, properties=props)
-            for k, v in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "jdbc", ".uri": java_uri,
-                         ".warehouse": f"file://{wh}/{kind}", ".cache-enabled": "false",
-                         **{f".{k}": v for k, v in props.items()}}.items():
-                spark.conf.set(f"spark.sql.catalog.{name}{k}", v)
+                if kind == "sqlite":
+                    path = f"{wh}/catalog.db"
+                    java_uri, ours_uri, props = f"jdbc:sqlite:{path}", f"sqlite:///{path}", {}
+                else:
+                    ours_uri = server.uri("bench")
+                    java_uri = f"jdbc:postgresql://127.0.0.1:{server.port}/bench"
+                    props = {"jdbc.user": "postgres", "jdbc.password": pgserver.PASSWORD}
+                cat = sparkberg.catalog(spark, ours_uri, warehouse=f"file://{wh}/{kind}", name=name,
+                                        properties=props)
+                for k, v in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "jdbc", ".uri": java_uri,
+                             ".warehouse": f"file://{wh}/{kind}", ".cache-enabled": "false",
+                             **{f".{k}": v for k, v in props.items()}}.items():
+                    spark.conf.set(f"spark.sql.catalog.{name}{k}", v)
             spark.sql(f"SHOW NAMESPACES IN {name}").collect()
             if kind == "sqlite":
                 release_sqlite_reads(spark, name)
@@ -591,6 +609,8 @@ def bench_catalog_commits(spark, wh, repeats, results):
                             "variant": f"median of {n}", "sparkberg_s": o, "java_s": j, "ratio": o / j})
             print(results[-1], flush=True)
     finally:
+        if rest is not None:
+            rest.close()
         server.stop()
 
 
