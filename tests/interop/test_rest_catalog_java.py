@@ -70,7 +70,10 @@ def test_sparkberg_tables_are_read_and_committed_by_java_pyiceberg_and_duckdb(ja
     t.append(java.sql("SELECT id, CAST(id AS string) AS v, CAST(id % 3 AS int) AS p FROM range(0, 20)"))
     t.delete("id < 5")
     t.set_properties(team="core")
+    t.add_columns("note string")  # (schema and spec changes: sent as add-schema/set-current-schema -1 ...)
+    t.update_spec(["p", "v"])
     assert java_ids(java, f"{name}.db.s") == list(range(5, 20))
+    assert [f.name for f in java.table(f"{name}.db.s").schema.fields] == ["id", "v", "p", "note"]
     props = {r[0]: r[1] for r in java.sql(f"SHOW TBLPROPERTIES {name}.db.s").collect()}
     assert props["team"] == "core"
     py = pyiceberg_catalog(server)
@@ -79,13 +82,13 @@ def test_sparkberg_tables_are_read_and_committed_by_java_pyiceberg_and_duckdb(ja
     con = duckdb_attached(server)
     assert sorted(r[0] for r in con.sql("SELECT id FROM r.db.s").fetchall()) == list(range(5, 20))
     # each commits on top; sparkberg reads every commit and commits again
-    java.sql(f"INSERT INTO {name}.db.s VALUES (100, 'java', 1)")
+    java.sql(f"INSERT INTO {name}.db.s VALUES (100, 'java', 1, 'n')")
     import pyarrow as pa
     py.load_table("db.s").append(pa.table({"id": pa.array([200], pa.int64()), "v": ["pyiceberg"],
-                                           "p": pa.array([2], pa.int32())}))
+                                           "p": pa.array([2], pa.int32()), "note": ["py"]}))
     t = ours.load_table("db.s")
     assert ids(t) == list(range(5, 20)) + [100, 200]
-    t.append(java.sql("SELECT 300L AS id, 'sparkberg' AS v, 0 AS p"))
+    t.append(java.sql("SELECT 300L AS id, 'sparkberg' AS v, 0 AS p, 'sb' AS note"))
     assert java_ids(java, f"{name}.db.s") == list(range(5, 20)) + [100, 200, 300]
     snaps = ours.load_table("db.s").metadata.snapshots
     assert [s.parent_snapshot_id for s in snaps[1:]] == [s.snapshot_id for s in snaps[:-1]]

@@ -501,18 +501,25 @@ def changes(base: TableMetadata, new: TableMetadata) -> list[TableUpdate]:
     out: list[TableUpdate] = []
     if new.format_version != base.format_version:
         out.append(UpgradeFormatVersion(new.format_version))
+    # (a schema, spec or order this commit adds and makes current is named LAST_ADDED, as Iceberg Java sends it:
+    # the catalog assigns the id)
+    def current(added: list[int], now: int) -> int:
+        return LAST_ADDED if added and added[-1] == now else now
     old_schemas = {s.schema_id for s in base.schemas}
-    out += [AddSchema(s, new.last_column_id) for s in new.schemas if s.schema_id not in old_schemas]
+    schemas = [s for s in new.schemas if s.schema_id not in old_schemas]
+    out += [AddSchema(s, new.last_column_id) for s in schemas]
     if new.current_schema_id != base.current_schema_id:
-        out.append(SetCurrentSchema(new.current_schema_id))
+        out.append(SetCurrentSchema(current([s.schema_id for s in schemas], new.current_schema_id)))
     old_specs = {s.spec_id for s in base.partition_specs}
-    out += [AddPartitionSpec(s) for s in new.partition_specs if s.spec_id not in old_specs]
+    specs = [s for s in new.partition_specs if s.spec_id not in old_specs]
+    out += [AddPartitionSpec(s) for s in specs]
     if new.default_spec_id != base.default_spec_id:
-        out.append(SetDefaultSpec(new.default_spec_id))
+        out.append(SetDefaultSpec(current([s.spec_id for s in specs], new.default_spec_id)))
     old_orders = {o.order_id for o in base.sort_orders}
-    out += [AddSortOrder(o) for o in new.sort_orders if o.order_id not in old_orders]
+    orders = [o for o in new.sort_orders if o.order_id not in old_orders]
+    out += [AddSortOrder(o) for o in orders]
     if new.default_sort_order_id != base.default_sort_order_id:
-        out.append(SetDefaultSortOrder(new.default_sort_order_id))
+        out.append(SetDefaultSortOrder(current([o.order_id for o in orders], new.default_sort_order_id)))
     if new.location != base.location:
         out.append(SetLocation(new.location))
     changed = {k: v for k, v in new.properties.items() if base.properties.get(k) != v}
