@@ -21,6 +21,7 @@ import secrets
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlparse
 
 from sparkberg.catalog.sql import SqlCatalog, sqlite_database
@@ -137,32 +138,8 @@ class RestServer:
         self.headers_seen: list[dict] = []
         self.violations: list[str] = []
         self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _handle(self):
-                url = urlparse(self.path)
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n) if n else b""
-                status, out = server.handle(self.command, url.path, parse_qs(url.query), raw, self.headers)
-                data = json.dumps(out).encode() if out is not None else b""
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if data and self.command != "HEAD":
-                    self.wfile.write(data)
-
-            do_GET = do_POST = do_HEAD = do_DELETE = _handle
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.uri = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.uri = http_server(lambda method, path, query, raw, headers: _json(
+            *self.handle(method, path, query, raw, headers)))
 
     def close(self) -> None:
         self.server.shutdown()
@@ -353,6 +330,39 @@ class RestServer:
         new = U.apply_all([parse_update(u, base) for u in body.get("updates") or []], base)
         new_loc, meta = self.catalog.commit(ident, loc, new, base)
         return {"metadata-location": new_loc, "metadata": meta.to_json()}
+
+
+def http_server(handle: Callable[[str, str, dict, bytes, Any], tuple[int, bytes]]) -> tuple[ThreadingHTTPServer, str]:
+    """A threaded HTTP/1.1 server on 127.0.0.1 (a free port) that answers each request with ``handle(method, path,
+    query, body, headers)`` -> (status, JSON body); the server and its URI."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def _handle(self):
+            url = urlparse(self.path)
+            n = int(self.headers.get("Content-Length") or 0)
+            status, data = handle(self.command, url.path, parse_qs(url.query), self.rfile.read(n) if n else b"",
+                                  self.headers)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if data and self.command != "HEAD":
+                self.wfile.write(data)
+
+        do_GET = do_POST = do_HEAD = do_DELETE = _handle
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _json(status: int, body: dict | None) -> tuple[int, bytes]:
+    return status, b"" if body is None else json.dumps(body).encode()
 
 
 def _error(status: int, kind: str, message: str) -> dict:

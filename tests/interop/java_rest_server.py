@@ -11,11 +11,13 @@ ours is compiled: what sparkberg's client talks to is Java's server behaviour, a
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+import os
+import sys
 
 from py4j.protocol import Py4JJavaError
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from restserver import http_server  # noqa: E402
 
 # Java exception -> (status, as Java's RESTCatalogAdapter maps them)
 STATUS = {
@@ -50,32 +52,8 @@ class JavaRestServer:
         method.setAccessible(True)
         self._mapper = method.invoke(None, gateway.new_array(jvm.java.lang.Object, 0))
         self.requests: list[str] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _handle(self):
-                url = urlparse(self.path)
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n).decode() if n else ""
-                status, out = server.handle(self.command, url.path, parse_qs(url.query), raw)
-                data = out.encode() if out else b""
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if data and self.command != "HEAD":
-                    self.wfile.write(data)
-
-            do_GET = do_POST = do_HEAD = do_DELETE = _handle
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.uri = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.uri = http_server(lambda method, path, query, raw, headers: self.handle(
+            method, path, query, raw))
 
     def close(self) -> None:
         self.server.shutdown()
@@ -86,15 +64,17 @@ class JavaRestServer:
         cls = self._jvm.java.lang.Class.forName(class_name, True, self._loader)
         return self._mapper.readValue(raw, cls)
 
-    def handle(self, method: str, path: str, query: dict, raw: str) -> tuple[int, str]:
+    def handle(self, method: str, path: str, query: dict, raw: bytes) -> tuple[int, bytes]:
+        """One exchange: (status, JSON body)."""
         self.requests.append(f"{method} {path}")
         try:
-            return self.route(method, path.strip("/").split("/"), query, raw)
+            status, out = self.route(method, path.strip("/").split("/"), query, raw.decode())
         except Py4JJavaError as e:
             java = e.java_exception
             kind = java.getClass().getSimpleName()
             status = STATUS.get(kind, 500)
-            return status, json.dumps({"error": {"message": str(java.getMessage()), "type": kind, "code": status}})
+            out = json.dumps({"error": {"message": str(java.getMessage()), "type": kind, "code": status}})
+        return status, out.encode()
 
     def _write(self, response) -> tuple[int, str]:
         return 200, self._mapper.writeValueAsString(response)

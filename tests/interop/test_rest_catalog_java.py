@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 import sparkberg
+from test_sql_catalog_java import ids, java_ids
 
 pytestmark = pytest.mark.interop
 
@@ -52,14 +53,6 @@ def duckdb_attached(server):
     con.execute(f"LOAD '{httpfs[0]}'")
     con.execute(f"ATTACH '' AS r (TYPE iceberg, ENDPOINT '{server.uri}', AUTHORIZATION_TYPE 'none')")
     return con
-
-
-def ids(t):
-    return sorted(r[0] for r in t.to_df().select("id").collect())
-
-
-def java_ids(java, table):
-    return sorted(r[0] for r in java.sql(f"SELECT id FROM {table}").collect())
 
 
 def test_sparkberg_tables_are_read_and_committed_by_java_pyiceberg_and_duckdb(java, rest):

@@ -8,10 +8,7 @@ import multiprocessing
 import os
 import sys
 import time
-import uuid
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from sparkberg.catalog.rest import NotAuthorizedError, RestCatalog, RestCatalogError
@@ -20,18 +17,12 @@ from sparkberg.errors import (
     CommitStateUnknownException, InvalidIdentifierError, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
     NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError, TableUUIDMismatchError,
 )
-from sparkberg.planning.reference import reference_plan
-from sparkberg.spec import types as T
 from sparkberg.spec import updates as U
-from sparkberg.spec.manifests import DataFile
 from sparkberg.table import Catalog
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from restserver import RestServer  # noqa: E402
-
-SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True)])
-ARROW = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"1"})])
-RETRIES = {"commit.retry.num-retries": "200", "commit.retry.min-wait-ms": "5", "commit.retry.max-wait-ms": "200"}
+from test_catalog_reliability import RETRIES, SCHEMA, _data_file, _rows  # noqa: E402  (tables without Spark)
 
 
 @pytest.fixture
@@ -44,21 +35,6 @@ def server(tmp_path):
 
 def catalog(server: RestServer, **properties) -> Catalog:
     return Catalog(None, RestCatalog(server.uri, "rest", None, properties), server.uri)
-
-
-def _data_file(table, ids: list[int]) -> DataFile:
-    path = f"{table.metadata.location}/data/{uuid.uuid4()}.parquet"
-    local = path[len("file://"):]
-    os.makedirs(os.path.dirname(local), exist_ok=True)
-    pq.write_table(pa.table([pa.array(ids, pa.int64())], schema=ARROW), local)
-    return DataFile(path, "parquet", {}, len(ids), os.path.getsize(local))
-
-
-def _rows(table) -> list[int]:
-    out = []
-    for path in reference_plan(table.metadata, table.io, table.current_snapshot()):
-        out += pq.read_table(path[len("file://"):]).column("id").to_pylist()
-    return sorted(out)
 
 
 def _new_table(cat: Catalog, name: str = "db.t", **properties):
