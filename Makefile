@@ -60,7 +60,7 @@ interop: $(IVENV)/.installed postgres-server jdbc-drivers $(IVENV)/iceberg-http/
 
 # Benchmarks against Iceberg Java in the same session (not tests); smaller: BENCH_SIZES=10,10000 BENCH_ROWS=1000000
 # (the merge-on-read reads also on PySpark 4, in the main venv: BENCH_SPARK4_PYTHON)
-bench: $(IVENV)/.installed $(VENV)/.installed
+bench: $(IVENV)/.installed $(VENV)/.installed postgres-server jdbc-drivers $(IVENV)/iceberg-http/.built
 	SPARKBERG_SHARED=$(abspath $(SHARED)) BENCH_SPARK4_PYTHON=$(abspath $(VENV))/bin/python \
 		$(IVENV)/bin/python tests/benchmarks/bench.py --json bench.json
 
