@@ -441,25 +441,12 @@ class ManifestListColumns:
 
     @classmethod
     def from_manifests(cls, manifests: Sequence[ManifestFile]) -> ManifestListColumns:
-        """The columns of manifest list entries already decoded (by the reference decoder), each column built
-        when first asked for (a small list's planning reads a column or two)."""
+        """The entries of a manifest list already decoded (by the reference decoder) as objects: their integer
+        columns are built when first asked for; a list of objects is pruned object by object
+        (:func:`~sparkberg.planning.scan.prune_manifests`), so it has no summary columns."""
         out = cls(len(manifests), None, {}, None, None)
         out._objects = list(manifests)
         return out
-
-    def _object_summaries(self) -> tuple:
-        """:attr:`_summaries` of :attr:`_objects`."""
-        parts = [m.partitions for m in self._objects]
-        counts = np.array([len(p or ()) for p in parts], np.int64)
-        offsets = np.zeros(self.num_rows + 1, np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        items = [s for p in parts for s in p or ()]
-        nans = [s.contains_nan for s in items]
-        return (offsets, np.array([p is not None for p in parts], bool),
-                np.array([s.contains_null for s in items], bool),
-                (np.array([bool(v) for v in nans], np.int64), np.array([v is not None for v in nans], bool)),
-                pa.array([s.lower_bound for s in items], pa.binary()),
-                pa.array([s.upper_bound for s in items], pa.binary()))
 
     def __len__(self) -> int:
         return self.num_rows
@@ -515,8 +502,8 @@ class ManifestListColumns:
         -1 unknown / 0 / 1, lower bounds, upper bounds), the bounds as Arrow binary arrays (null where absent),
         ``known`` false where an entry has no summaries or fewer than ``k + 1``."""
         n = len(rows)
-        if self._summaries is None and self._objects is not None:
-            self._summaries = self._object_summaries()
+        if self._objects is not None:
+            raise ValueError("a manifest list decoded as objects has no summary columns: prune its objects")
         if self._summaries is None:
             nulls = pa.nulls(n, pa.binary())
             return np.zeros(n, bool), np.zeros(n, bool), np.full(n, -1, np.int8), nulls, nulls

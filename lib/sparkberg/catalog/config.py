@@ -37,7 +37,7 @@ def conf_properties(spark: Any, name: str) -> dict[str, str]:
             pairs = list(spark.sparkContext.getConf().getAll())
         except Exception:  # noqa: BLE001 - no conf to list (Spark Connect 3.5): the keys one by one
             for key in ("type", "uri", "warehouse", "jdbc.user", "jdbc.password", "token", "credential",
-                            "oauth2-server-uri", "scope"):
+                        "oauth2-server-uri", "scope"):
                 try:
                     value = spark.conf.get(prefix + key, None)
                 except Exception:  # noqa: BLE001
