@@ -310,6 +310,22 @@ class Table:
             return rewrite_data_files(self, filter, target_file_size_bytes, min_input_files,
                                       rewrite_all=rewrite_all, **options)
 
+    def expire_snapshots(self, older_than: Any = None, retain_last: int | None = None,
+                         snapshot_ids: Iterable[int] | None = None, clean_expired_files: bool = True,
+                         dry_run: bool = False):
+        """Expire snapshots as the spec's retention policy and Iceberg Java's ``expire_snapshots`` do
+        (:mod:`sparkberg.spec.retention`): ``older_than`` epoch millis or a datetime (naive: the session time
+        zone), default now minus ``history.expire.max-snapshot-age-ms``; ``retain_last`` default
+        ``history.expire.min-snapshots-to-keep``; ``snapshot_ids`` expired even from the middle of history; refs
+        past their ``max-ref-age-ms`` removed; a branch's own retention settings apply over the call's. One
+        commit, then the files only expired snapshots reached are deleted by Spark's executors (none with
+        ``clean_expired_files=False``). ``dry_run``: nothing committed or deleted, the same counts reported.
+        Returns a one-row DataFrame with the procedure's columns (``deleted_data_files_count``, ...)."""
+        from sparkberg.maintenance.expire import expire_snapshots  # (needs pyspark: imported on first use)
+        self._writable()
+        with self._running("EXPIRE"):
+            return expire_snapshots(self, older_than, retain_last, snapshot_ids, clean_expired_files, dry_run)
+
     def _writable(self) -> None:
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")

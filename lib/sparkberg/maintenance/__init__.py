@@ -1,0 +1,1 @@
+"""Table maintenance run as Spark jobs: snapshot expiry (:mod:`sparkberg.maintenance.expire`)."""

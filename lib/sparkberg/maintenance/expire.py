@@ -1,0 +1,134 @@
+"""Snapshot expiry: the metadata commit that drops what the retention policy no longer keeps
+(:mod:`sparkberg.spec.retention`), then the files only the expired snapshots reached, found and deleted by Spark.
+
+The files to delete are computed after the commit, as Iceberg Java's ``ExpireSnapshotsSparkAction`` does: the
+live entries of the manifests the expired snapshots reached and no kept snapshot does (decoded on the executors),
+anti-joined on the path with the live entries of every manifest a kept snapshot of any ref reaches; with them
+the manifests, manifest lists and statistics files no kept snapshot names. A file live in a kept manifest is
+never a candidate, so the deletions (on the executors) touch nothing the table still reads.
+"""
+from __future__ import annotations
+
+import datetime
+from typing import Any, Iterable, Iterator
+from urllib.parse import urlparse
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from sparkberg.io.fileio import FileIO, file_io_for
+from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
+from sparkberg.spark.session import session_time_zone
+from sparkberg.spec import updates as U
+from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, ManifestFile
+from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.retention import expiry
+from sparkberg.spec.updates import now_ms
+
+# the procedure's columns (Iceberg Java's expire_snapshots), by the kind of file each counts
+COUNTS = {"data": "deleted_data_files_count", "position": "deleted_position_delete_files_count",
+          "equality": "deleted_equality_delete_files_count", "manifest": "deleted_manifest_files_count",
+          "manifest_list": "deleted_manifest_lists_count", "statistics": "deleted_statistics_files_count"}
+_FILES_DDL = "path string, kind string"
+
+
+def to_millis(spark: Any, when: Any) -> int | None:
+    """Epoch millis of ``when``: an int (millis), an aware datetime, or a naive one in the session time zone
+    (as Spark reads a zone-less timestamp)."""
+    if when is None or isinstance(when, int):
+        return when
+    if isinstance(when, datetime.datetime):
+        if when.tzinfo is None:
+            from zoneinfo import ZoneInfo
+            when = when.replace(tzinfo=ZoneInfo(session_time_zone(spark)))
+        return int(when.timestamp() * 1000)
+    if isinstance(when, datetime.date):
+        return to_millis(spark, datetime.datetime(when.year, when.month, when.day))
+    raise TypeError(f"older_than must be epoch millis or a datetime, got {type(when).__name__}")
+
+
+def expire_snapshots(table, older_than: Any = None, retain_last: int | None = None,
+                     snapshot_ids: Iterable[int] | None = None, clean_expired_files: bool = True,
+                     dry_run: bool = False) -> DataFrame:
+    """See :meth:`sparkberg.table.Table.expire_snapshots`."""
+    spark = table.spark
+    older_ms = to_millis(spark, older_than)
+    ids = list(snapshot_ids or ())
+    now = now_ms()
+    table.refresh()
+    before: dict[str, TableMetadata] = {}
+
+    def build(base: TableMetadata, n: int) -> tuple[TableMetadata, list[str]]:
+        before["base"] = base
+        return U.apply_all(expiry(base, now, older_ms, retain_last, ids), base), []
+
+    if dry_run or not expiry(table.metadata, now, older_ms, retain_last, ids):  # (bad input named here)
+        base = table.metadata
+        after = build(base, 0)[0]
+    else:
+        table.commit_metadata(build)  # (a lost race recomputes the expiry on the new base)
+        base, after = before["base"], table.metadata
+    counts = dict.fromkeys(COUNTS, 0)
+    if clean_expired_files and len(after.snapshots) < len(base.snapshots):
+        files = expired_files(spark, table.io, base, after)
+        counts.update(_counted(files) if dry_run else _deleted(files))
+    return spark.createDataFrame([tuple(counts[k] for k in COUNTS)],
+                                 ", ".join(f"{c} bigint" for c in COUNTS.values()))
+
+
+def _manifests(io: FileIO, metadata: TableMetadata) -> dict[str, ManifestFile]:
+    return {m.manifest_path: m for s in metadata.snapshots for m in snapshot_manifests(io, s)}
+
+
+def expired_files(spark: Any, io: FileIO, before: TableMetadata, after: TableMetadata) -> DataFrame:
+    """The files ``before`` reaches and ``after`` does not, as (path, kind); see the module docstring."""
+    kept, old = _manifests(io, after), _manifests(io, before)
+    dropped = [m for p, m in old.items() if p not in kept]
+    layout = PartitionLayout(before)
+    decoder = EntryDecoder(layout, columns=["file_path", "content"])
+    candidates = _content(spark, dropped, decoder)
+    live = _content(spark, list(kept.values()), decoder).select("path")
+    content = candidates.join(live, "path", "left_anti")
+    lists = {s.manifest_list for s in before.snapshots if s.manifest_list} - \
+        {s.manifest_list for s in after.snapshots if s.manifest_list}
+    stats = {f.statistics_path for f in (*before.statistics, *before.partition_statistics)} - \
+        {f.statistics_path for f in (*after.statistics, *after.partition_statistics)}
+    metadata_files = [(p, "manifest") for p in sorted(set(old) - set(kept))] + \
+        [(p, "manifest_list") for p in sorted(lists)] + [(p, "statistics") for p in sorted(stats)]
+    return content.unionByName(spark.createDataFrame(metadata_files, _FILES_DDL))
+
+
+def _content(spark: Any, manifests: list[ManifestFile], decoder: EntryDecoder) -> DataFrame:
+    """The distinct live content files of ``manifests`` as (path, kind)."""
+    if not manifests:
+        return spark.createDataFrame([], _FILES_DDL)
+    entries = entries_df(spark, manifests, decoder)
+    kind = F.when(F.col("content") == POSITION_DELETES, "position") \
+        .when(F.col("content") == EQUALITY_DELETES, "equality").otherwise("data")
+    return entries.select(F.col("file_path").alias("path"), kind.alias("kind")).distinct()
+
+
+def _counted(files: DataFrame) -> dict[str, int]:
+    return {r["kind"]: r["n"] for r in files.groupBy("kind").agg(F.count("*").alias("n")).collect()}
+
+
+def _delete_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Delete each file of the batches (on an executor); one row per kind with the number deleted."""
+    counts: dict[str, int] = {}
+    ios: dict[tuple[str, str], FileIO] = {}
+    for batch in batches:
+        for path, kind in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            url = urlparse(path)
+            io = ios.get((url.scheme, url.netloc)) or ios.setdefault((url.scheme, url.netloc), file_io_for(path))
+            io.delete(path)
+            counts[kind] = counts.get(kind, 0) + 1
+    yield pa.RecordBatch.from_pydict({"kind": list(counts), "n": list(counts.values())},
+                                     pa.schema([("kind", pa.string()), ("n", pa.int64())]))
+
+
+def _deleted(files: DataFrame) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in files.mapInArrow(_delete_batches, "kind string, n bigint").collect():
+        out[r["kind"]] = out.get(r["kind"], 0) + r["n"]
+    return out
