@@ -326,6 +326,20 @@ class Table:
         with self._running("EXPIRE"):
             return expire_snapshots(self, older_than, retain_last, snapshot_ids, clean_expired_files, dry_run)
 
+    def remove_orphan_files(self, older_than: Any = None, location: str | None = None, dry_run: bool = False,
+                            equal_schemes: dict[str, str] | None = None,
+                            equal_authorities: dict[str, str] | None = None, prefix_mismatch_mode: str = "error"):
+        """Delete the files under the table's location (or ``location``, inside it) that no metadata of the table
+        references and that are older than ``older_than`` (epoch millis or a datetime; default three days
+        ago), as Iceberg Java's ``remove_orphan_files`` does (:mod:`sparkberg.maintenance.orphans`: hidden files,
+        scheme and authority equivalences, prefix mismatches). The listing and the comparison run on Spark's
+        executors. ``dry_run``: nothing deleted. Returns the files as a DataFrame (``orphan_file_location``)."""
+        from sparkberg.maintenance.orphans import remove_orphan_files  # (needs pyspark: imported on first use)
+        self._writable()
+        with self._running("ORPHANS"):
+            return remove_orphan_files(self, older_than, location, dry_run, equal_schemes, equal_authorities,
+                                       prefix_mismatch_mode)
+
     def _writable(self) -> None:
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")

@@ -67,8 +67,9 @@ class FileIO:
         """Names of the entries directly under a directory location (empty if it does not exist)."""
         raise NotImplementedError
 
-    def list_recursive(self, location: str) -> Iterator[str]:
-        """Locations of all files under a directory location."""
+    def list_files(self, location: str, recursive: bool = True) -> Iterator[tuple[str, int]]:
+        """(location, modification time in epoch millis) of every file under a directory location, at any depth
+        (``recursive=False``: directly under it); none if it does not exist."""
         raise NotImplementedError
 
     def delete_dir(self, location: str) -> None:
@@ -153,11 +154,16 @@ class LocalFileIO(FileIO):
             return iter(())
         return iter(sorted(os.listdir(p)))
 
-    def list_recursive(self, location):
-        root = self._p(location)
-        for d, _, files in os.walk(root):
+    def list_files(self, location, recursive=True):
+        for d, _, files in os.walk(self._p(location)):
             for f in files:
-                yield os.path.join(d, f)
+                path = os.path.join(d, f)
+                try:
+                    yield "file://" + path, int(os.stat(path).st_mtime * 1000)
+                except FileNotFoundError:  # (removed since the directory was read)
+                    continue
+            if not recursive:
+                return
 
     def is_dir(self, location):
         return os.path.isdir(self._p(location))
@@ -217,13 +223,13 @@ class PyArrowFileIO(FileIO):
         sel = fs.FileSelector(self._p(location), allow_not_found=True)
         return iter(sorted(info.base_name for info in self._fs.get_file_info(sel)))
 
-    def list_recursive(self, location):
+    def list_files(self, location, recursive=True):
         from pyarrow import fs
-        sel = fs.FileSelector(self._p(location), allow_not_found=True, recursive=True)
+        sel = fs.FileSelector(self._p(location), allow_not_found=True, recursive=recursive)
         prefix = location.split("://", 1)[0] + "://"
         for info in self._fs.get_file_info(sel):
             if info.type == fs.FileType.File:
-                yield prefix + info.path
+                yield prefix + info.path, int(info.mtime.timestamp() * 1000) if info.mtime is not None else 0
 
     def is_dir(self, location):
         from pyarrow import fs

@@ -30,7 +30,7 @@ from sparkberg.spec.updates import now_ms
 COUNTS = {"data": "deleted_data_files_count", "position": "deleted_position_delete_files_count",
           "equality": "deleted_equality_delete_files_count", "manifest": "deleted_manifest_files_count",
           "manifest_list": "deleted_manifest_lists_count", "statistics": "deleted_statistics_files_count"}
-_FILES_DDL = "path string, kind string"
+FILES_DDL = "path string, kind string"
 
 
 def to_millis(spark: Any, when: Any) -> int | None:
@@ -96,13 +96,13 @@ def expired_files(spark: Any, io: FileIO, before: TableMetadata, after: TableMet
         {f.statistics_path for f in (*after.statistics, *after.partition_statistics)}
     metadata_files = [(p, "manifest") for p in sorted(set(old) - set(kept))] + \
         [(p, "manifest_list") for p in sorted(lists)] + [(p, "statistics") for p in sorted(stats)]
-    return content.unionByName(spark.createDataFrame(metadata_files, _FILES_DDL))
+    return content.unionByName(spark.createDataFrame(metadata_files, FILES_DDL))
 
 
 def _content(spark: Any, manifests: list[ManifestFile], decoder: EntryDecoder) -> DataFrame:
     """The distinct live content files of ``manifests`` as (path, kind)."""
     if not manifests:
-        return spark.createDataFrame([], _FILES_DDL)
+        return spark.createDataFrame([], FILES_DDL)
     entries = entries_df(spark, manifests, decoder)
     kind = F.when(F.col("content") == POSITION_DELETES, "position") \
         .when(F.col("content") == EQUALITY_DELETES, "equality").otherwise("data")

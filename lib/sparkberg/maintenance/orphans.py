@@ -1,0 +1,166 @@
+"""Orphan file removal, as Iceberg Java's ``DeleteOrphanFilesSparkAction`` decides it.
+
+The files under the table's location (or ``location``, which must be inside it) are listed by Spark's executors,
+a directory each, and kept when older than ``older_than`` and not hidden: a path with a level whose name starts
+with ``_`` or ``.`` (``_SUCCESS``, ``.part-0.crc``, ``_temporary/``) is never an orphan, unless that level is a
+partition directory of a field whose name starts so (``_p=1``). They are compared on the path alone with every
+file the table references: the live entries of every manifest of every snapshot (decoded on the executors), the
+manifests, manifest lists, statistics files, the metadata files of the current version's metadata log and its
+version hint. A listed file whose path matches a referenced one under another scheme or authority (``s3a://`` against
+``s3://``, after the equal schemes and authorities are applied) is a prefix mismatch: an error naming examples
+(``prefix_mismatch_mode="error"``, the default), not an orphan (``"ignore"``) or an orphan (``"delete"``).
+A metadata file that fell out of the metadata log is an orphan.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from sparkberg.errors import ValidationError
+from sparkberg.io.fileio import FileIO, file_io_for, normalize_location
+from sparkberg.maintenance.expire import FILES_DDL, _deleted, _manifests, to_millis
+from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df
+from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.updates import now_ms
+
+OLDER_THAN_DEFAULT_MS = 3 * 24 * 60 * 60 * 1000
+# schemes that name the same store, as Iceberg Java's defaults (``equal_schemes`` adds to them)
+EQUAL_SCHEMES = {"s3n": "s3", "s3a": "s3", "": "file"}
+MISMATCH_MODES = ("error", "ignore", "delete")
+_URI = re.compile(r"^(?:([a-zA-Z][a-zA-Z0-9+.-]*):)?(?://([^/]*))?(.*)$")
+
+
+def split_location(location: str, schemes: dict[str, str], authorities: dict[str, str]) -> tuple[str, str, str]:
+    """(scheme, authority, path) of a location, scheme and authority mapped to their equals."""
+    scheme, authority, path = _URI.match(location).groups()
+    scheme = (scheme or "").lower()
+    scheme = schemes.get(scheme, scheme)
+    authority = authority or ""
+    return scheme, authorities.get(authority, authority), path
+
+
+def _equals(pairs: dict[str, str] | None) -> dict[str, str]:
+    """``{"s3a,s3n": "s3"}`` as one entry per name."""
+    return {k.strip(): v for keys, v in (pairs or {}).items() for k in keys.split(",")}
+
+
+def remove_orphan_files(table, older_than: Any = None, location: str | None = None, dry_run: bool = False,
+                        equal_schemes: dict[str, str] | None = None, equal_authorities: dict[str, str] | None = None,
+                        prefix_mismatch_mode: str = "error") -> DataFrame:
+    """See :meth:`sparkberg.table.Table.remove_orphan_files`."""
+    spark = table.spark
+    if prefix_mismatch_mode not in MISMATCH_MODES:
+        raise ValidationError(f"prefix_mismatch_mode must be one of {', '.join(MISMATCH_MODES)}, "
+                              f"got {prefix_mismatch_mode!r}")
+    now = now_ms()
+    older_ms = to_millis(spark, older_than)
+    if older_ms is None:
+        older_ms = now - OLDER_THAN_DEFAULT_MS
+    if older_ms > now:
+        raise ValidationError(f"older_than ({older_ms} ms) is in the future (now {now} ms): files being written "
+                              "would be deleted")
+    table.refresh()
+    metadata = table.metadata
+    schemes = {**EQUAL_SCHEMES, **_equals(equal_schemes)}
+    authorities = _equals(equal_authorities)
+    root = metadata.location.rstrip("/")
+    where = normalize_location(location).rstrip("/") if location else root
+    r_scheme, r_auth, r_path = split_location(root, schemes, authorities)
+    w_scheme, w_auth, w_path = split_location(where, schemes, authorities)
+    if (w_scheme, w_auth) != (r_scheme, r_auth) or not (w_path == r_path or w_path.startswith(r_path + "/")):
+        raise ValidationError(f"location {location} is not inside the table's location {root}")
+    hidden_ok = _partition_names(metadata)
+    listed = _listing(spark, where, older_ms, hidden_ok)
+    valid = _referenced(spark, table.io, metadata, table.metadata_location)
+    orphans = _orphans(listed, valid, schemes, authorities, prefix_mismatch_mode)
+    if not dry_run and orphans:
+        _deleted(spark.createDataFrame([(p, "orphan") for p in orphans], FILES_DDL))
+    return spark.createDataFrame([(p,) for p in orphans], "orphan_file_location string")
+
+
+def _partition_names(metadata: TableMetadata) -> frozenset[str]:
+    return frozenset(f.name for spec in metadata.partition_specs for f in spec.fields)
+
+
+def _hidden(relative: str, partition_names: frozenset[str]) -> bool:
+    for level in relative.split("/"):
+        if level.startswith(("_", ".")) and level.split("=", 1)[0] not in partition_names:
+            return True
+    return False
+
+
+def _listing(spark: Any, where: str, older_ms: int, partition_names: frozenset[str]) -> DataFrame:
+    """(location) of the files under ``where`` older than ``older_ms`` and not hidden: each directory directly
+    under ``where`` listed by a task on the executors, the files directly under it on the driver."""
+    io = file_io_for(where)
+    dirs = [f"{where}/{name}" for name in io.list(where)]
+    dirs = [d for d in dirs if io.is_dir(d)]
+
+    def keep(path: str, mtime: int) -> bool:
+        return mtime < older_ms and not _hidden(_relative(path, where), partition_names)
+
+    def list_dirs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            found = [p for d in batch.column(0).to_pylist() for p, mtime in file_io_for(d).list_files(d)
+                     if keep(p, mtime)]
+            yield pa.RecordBatch.from_pydict({"location": found}, pa.schema([("location", pa.string())]))
+    direct = [(p,) for p, mtime in io.list_files(where, recursive=False) if keep(p, mtime)]
+    listed = spark.createDataFrame(direct, "location string")
+    if dirs:
+        tasks = spark.createDataFrame([(d,) for d in dirs], "dir string").repartition(min(len(dirs), 200))
+        listed = listed.unionByName(tasks.mapInArrow(list_dirs, "location string"))
+    return listed
+
+
+def _relative(path: str, base: str) -> str:
+    """``path`` relative to the directory ``base`` (both locations, with or without a scheme)."""
+    def bare(location: str) -> str:
+        return _URI.match(location).group(3).lstrip("/")
+    return bare(path)[len(bare(base)):].lstrip("/")
+
+
+def _referenced(spark: Any, io: FileIO, metadata: TableMetadata, metadata_location: str) -> DataFrame:
+    """Every file the table references (see the module docstring) as (location)."""
+    manifests = _manifests(io, metadata)
+    decoder = EntryDecoder(PartitionLayout(metadata), columns=["file_path"])
+    content = entries_df(spark, list(manifests.values()), decoder).select(F.col("file_path").alias("location")) \
+        if manifests else spark.createDataFrame([], "location string")
+    root = metadata.location.rstrip("/")
+    other = set(manifests) | {s.manifest_list for s in metadata.snapshots if s.manifest_list} | \
+        {f.statistics_path for f in (*metadata.statistics, *metadata.partition_statistics)} | \
+        {e.metadata_file for e in metadata.metadata_log} | {metadata_location, f"{root}/metadata/version-hint.text"}
+    return content.unionByName(spark.createDataFrame([(p,) for p in sorted(other)], "location string"))
+
+
+def _orphans(listed: DataFrame, valid: DataFrame, schemes: dict[str, str], authorities: dict[str, str],
+             mode: str) -> list[str]:
+    """The listed locations no referenced one matches on the path; prefix mismatches as ``mode`` says."""
+    def parts(df: DataFrame, prefix: str) -> DataFrame:
+        rows = df.rdd.map(lambda r: (r[0], *split_location(r[0], schemes, authorities)))
+        return rows.toDF(f"{prefix}location string, {prefix}scheme string, {prefix}authority string, "
+                         f"{prefix}path string")
+    actual = parts(listed, "a_")
+    known = parts(valid.distinct(), "v_")
+    joined = actual.join(known, actual["a_path"] == known["v_path"], "left").select(
+        "a_location", "a_scheme", "a_authority", "v_location", "v_scheme", "v_authority").collect()
+    by_location: dict[str, list] = {}
+    for r in joined:
+        by_location.setdefault(r["a_location"], []).append(r)
+    orphans, mismatched = [], []
+    for loc, rows in by_location.items():
+        if all(r["v_location"] is None for r in rows):
+            orphans.append(loc)
+        elif not any((r["a_scheme"], r["a_authority"]) == (r["v_scheme"], r["v_authority"]) for r in rows):
+            mismatched.append((loc, rows[0]["v_location"]))
+    if mismatched and mode == "error":
+        shown = "; ".join(f"{a} against {v}" for a, v in sorted(mismatched)[:5])
+        raise ValidationError(f"{len(mismatched)} files match referenced ones under another scheme or authority "
+                              f"({shown}): give equal_schemes / equal_authorities, or prefix_mismatch_mode "
+                              "'ignore' (keep them) or 'delete'")
+    if mode == "delete":
+        orphans += [a for a, _ in mismatched]
+    return sorted(orphans)
