@@ -326,6 +326,16 @@ class Table:
         with self._running("EXPIRE"):
             return expire_snapshots(self, older_than, retain_last, snapshot_ids, clean_expired_files, dry_run)
 
+    def rewrite_manifests(self, spec_id: int | None = None):
+        """Rewrite the current snapshot's manifests (of ``spec_id``, or all) clustered by partition at
+        ``commit.manifest.target-size-bytes``, on Spark's executors, in one ``replace`` snapshot; entries keep
+        their sequence numbers and row ids (:mod:`sparkberg.maintenance.manifests`). Returns a one-row DataFrame
+        (``rewritten_manifests_count``, ``added_manifests_count``) as Iceberg Java's procedure does."""
+        from sparkberg.maintenance.manifests import rewrite_manifests  # (needs pyspark: imported on first use)
+        self._writable()
+        with self._running("REWRITE-MANIFESTS"):
+            return rewrite_manifests(self, spec_id)
+
     def remove_orphan_files(self, older_than: Any = None, location: str | None = None, dry_run: bool = False,
                             equal_schemes: dict[str, str] | None = None,
                             equal_authorities: dict[str, str] | None = None, prefix_mismatch_mode: str = "error"):
