@@ -1,7 +1,7 @@
 """``make bench``: sparkberg against Iceberg Java 1.10.2 on the same tables, in the same Spark 3.5 session.
 
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
-        [--deletes 100000] [--wide 100000x50] [--only planning,deletes,wide,reads,append,commit,catalogs,memory]
+        [--deletes 100000] [--wide 100000x50] [--only planning,deletes,wide,reads,append,commit,catalogs,maintenance,memory]
         [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
@@ -614,6 +614,61 @@ def bench_catalog_commits(spark, wh, repeats, results):
         server.stop()
 
 
+def _utc(ms: int) -> str:
+    """A Spark SQL timestamp literal of epoch millis."""
+    import datetime
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%fZ")
+
+
+def bench_maintenance(spark, wh, files: int, snapshots: int, results):
+    """Expiry, orphan listing and manifest rewrite against Iceberg Java's procedures (its Spark actions): each
+    destructive action once, on a table of its own built the same way for each engine."""
+    def row(name: str, ours: float, java: float, **extra) -> None:
+        results.append({"benchmark": name, "variant": f"{files} files", "sparkberg_s": ours, "java_s": java,
+                        "ratio": ours / java, **extra})
+        print(results[-1], flush=True)
+
+    # expiry: half of ``snapshots`` appends expire; their files are metadata only (deleting them finds none)
+    built = {e: build_planning_table(spark, wh, f"exp_{e}", files, snapshots=snapshots) for e in ("ours", "java")}
+    cutoff = {e: t.metadata.snapshots[snapshots // 2].timestamp_ms for e, t in built.items()}
+    t0 = time.perf_counter()
+    ours = built["ours"].expire_snapshots(older_than=cutoff["ours"]).collect()[0]
+    t1 = time.perf_counter()
+    theirs = spark.sql(f"CALL ref.system.expire_snapshots(table => 'b.exp_java', "
+                       f"older_than => TIMESTAMP '{_utc(cutoff['java'])}')").collect()[0]
+    t2 = time.perf_counter()
+    row(f"expire {snapshots // 2} of {snapshots} snapshots", t1 - t0, t2 - t1,
+        manifests=ours["deleted_manifest_files_count"], java_manifests=theirs["deleted_manifest_files_count"])
+
+    # manifest rewrite: a table of ``snapshots`` appends, one manifest per 1000 files
+    built = {e: build_planning_table(spark, wh, f"rwm_{e}", files, snapshots=snapshots) for e in ("ours", "java")}
+    t0 = time.perf_counter()
+    ours = built["ours"].rewrite_manifests().collect()[0]
+    t1 = time.perf_counter()
+    theirs = spark.sql("CALL ref.system.rewrite_manifests('b.rwm_java')").collect()[0]
+    row("rewrite manifests", t1 - t0, time.perf_counter() - t1, added=ours["added_manifests_count"],
+        java_added=theirs["added_manifests_count"])
+
+    # orphans: every data file on disk (empty), and a tenth as many orphans, all a week old; dry runs
+    t = build_planning_table(spark, wh, "orph", files)
+    root = t.location[len("file://"):]
+    old = time.time() - 7 * 86400
+    paths = [f"{root}/data/f{i}.parquet" for i in range(files)] + [f"{root}/data/d{i}.parquet" for i in range(0, files, 100)] + \
+        [f"{root}/data/orphan-{i}.parquet" for i in range(files // 10)]
+    os.makedirs(f"{root}/data", exist_ok=True)
+    for p in paths:
+        open(p, "wb").close()
+        os.utime(p, (old, old))
+    cutoff = int((time.time() - 86400) * 1000)
+    t0 = time.perf_counter()
+    ours = t.remove_orphan_files(older_than=cutoff, dry_run=True).count()
+    t1 = time.perf_counter()
+    theirs = len(spark.sql(f"CALL ref.system.remove_orphan_files(table => 'b.orph', older_than => "
+                           f"TIMESTAMP '{_utc(cutoff)}', dry_run => true)").collect())
+    row("remove orphan files (dry run), 10% orphans", t1 - t0, time.perf_counter() - t1, orphans=ours,
+        java_orphans=theirs)
+
+
 def _peak_rss_mb() -> float:
     """Peak RSS (VmHWM) of this process and its children (the JVM), in MiB."""
     def hwm(pid):
@@ -690,7 +745,9 @@ def main() -> int:
                    help="FILESxCOLUMNS of the wide table's planning benchmarks (metrics of COLUMNS + 3 columns)")
     p.add_argument("--deletes", type=int, default=int(os.environ.get("BENCH_DELETES", 100_000)),
                    help="files of the table whose position deletes are in 5%% of its partitions")
-    p.add_argument("--only", default="planning,deletes,wide,reads,append,commit,catalogs,memory")
+    p.add_argument("--maintenance-files", type=int, default=int(os.environ.get("BENCH_MAINTENANCE_FILES", 1_000_000)),
+                   help="data files of the tables the maintenance actions run on (100 snapshots)")
+    p.add_argument("--only", default="planning,deletes,wide,reads,append,commit,catalogs,maintenance,memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--spark4-child", help=argparse.SUPPRESS)
@@ -723,6 +780,8 @@ def main() -> int:
         bench_commit(spark, wh, args.repeats, results)
     if "catalogs" in only:
         bench_catalog_commits(spark, wh, args.repeats, results)
+    if "maintenance" in only:
+        bench_maintenance(spark, wh, args.maintenance_files, 100, results)
     spark.stop()
     # (after the session stops: its JVM, alive beside the child's, slowed the child's reads by 0.05-0.1 s each)
     if "reads" in only:

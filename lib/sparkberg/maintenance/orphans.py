@@ -138,29 +138,37 @@ def _referenced(spark: Any, io: FileIO, metadata: TableMetadata, metadata_locati
 
 def _orphans(listed: DataFrame, valid: DataFrame, schemes: dict[str, str], authorities: dict[str, str],
              mode: str) -> list[str]:
-    """The listed locations no referenced one matches on the path; prefix mismatches as ``mode`` says."""
+    """The listed locations no referenced one matches on the path; prefix mismatches as ``mode`` says. The
+    comparison runs in Spark; only the orphans and the mismatches come back."""
     def parts(df: DataFrame, prefix: str) -> DataFrame:
-        rows = df.rdd.map(lambda r: (r[0], *split_location(r[0], schemes, authorities)))
-        return rows.toDF(f"{prefix}location string, {prefix}scheme string, {prefix}authority string, "
-                         f"{prefix}path string")
+        loc = F.col("location")
+        scheme = F.lower(F.regexp_extract(loc, _URI.pattern, 1))
+        authority = F.regexp_extract(loc, _URI.pattern, 2)
+        return df.select(loc.alias(f"{prefix}location"), _mapped(scheme, schemes).alias(f"{prefix}scheme"),
+                         _mapped(authority, authorities).alias(f"{prefix}authority"),
+                         F.regexp_extract(loc, _URI.pattern, 3).alias(f"{prefix}path"))
     actual = parts(listed, "a_")
     known = parts(valid.distinct(), "v_")
-    joined = actual.join(known, actual["a_path"] == known["v_path"], "left").select(
-        "a_location", "a_scheme", "a_authority", "v_location", "v_scheme", "v_authority").collect()
-    by_location: dict[str, list] = {}
-    for r in joined:
-        by_location.setdefault(r["a_location"], []).append(r)
-    orphans, mismatched = [], []
-    for loc, rows in by_location.items():
-        if all(r["v_location"] is None for r in rows):
-            orphans.append(loc)
-        elif not any((r["a_scheme"], r["a_authority"]) == (r["v_scheme"], r["v_authority"]) for r in rows):
-            mismatched.append((loc, rows[0]["v_location"]))
+    same = (F.col("a_scheme") == F.col("v_scheme")) & (F.col("a_authority") == F.col("v_authority"))
+    verdicts = actual.join(known, F.col("a_path") == F.col("v_path"), "left").groupBy("a_location").agg(
+        F.max(F.col("v_location").isNotNull()).alias("matched"), F.max(F.coalesce(same, F.lit(False))).alias("same"),
+        F.first("v_location", ignorenulls=True).alias("v_location"))
+    found = verdicts.filter(~F.col("matched") | ~F.col("same")).collect()
+    orphans = [r["a_location"] for r in found if not r["matched"]]
+    mismatched = sorted((r["a_location"], r["v_location"]) for r in found if r["matched"])
     if mismatched and mode == "error":
-        shown = "; ".join(f"{a} against {v}" for a, v in sorted(mismatched)[:5])
+        shown = "; ".join(f"{a} against {v}" for a, v in mismatched[:5])
         raise ValidationError(f"{len(mismatched)} files match referenced ones under another scheme or authority "
                               f"({shown}): give equal_schemes / equal_authorities, or prefix_mismatch_mode "
                               "'ignore' (keep them) or 'delete'")
     if mode == "delete":
         orphans += [a for a, _ in mismatched]
     return sorted(orphans)
+
+
+def _mapped(column, names: dict[str, str]):
+    """``column`` with each of ``names``' keys replaced by its value."""
+    if not names:
+        return column
+    pairs = [F.lit(x) for k, v in names.items() for x in (k, v)]
+    return F.coalesce(F.element_at(F.create_map(*pairs), column), column)
