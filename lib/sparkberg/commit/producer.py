@@ -51,6 +51,23 @@ def assign_first_row_ids(manifests: list[ManifestFile], next_row_id: int) -> tup
     return out, next_row_id
 
 
+def write_snapshot_list(io: FileIO, directory: str, manifests: list[ManifestFile], base: TableMetadata,
+                        snapshot_id: int, seq: int, attempt: int) -> tuple[list[ManifestFile], str, int | None,
+                                                                            int | None]:
+    """The manifest list of a snapshot on ``base`` written (try ``attempt`` of its commit), v3 row ids assigned
+    first: (the manifests as listed, the list's path, the snapshot's ``first-row-id`` and ``added-rows``)."""
+    first_row_id = added_rows = None
+    if base.format_version >= 3:
+        first_row_id = base.next_row_id or 0
+        manifests, next_row_id = assign_first_row_ids(manifests, first_row_id)
+        added_rows = next_row_id - first_row_id
+    path = f"{directory}/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
+    io.create(path, write_manifest_list(manifests, format_version=base.format_version, snapshot_id=snapshot_id,
+                                        parent_snapshot_id=base.current_snapshot_id, sequence_number=seq,
+                                        first_row_id=first_row_id))
+    return manifests, path, first_row_id, added_rows
+
+
 def fast_append(table, files: Sequence[DataFile]) -> Snapshot:
     """Commit ``files`` (written for the table's default spec) as one append snapshot on ``main``. Appends
     have no conflict to validate (spec "Commit Conflict Resolution and Retry"): a lost race is simply retried."""
@@ -212,15 +229,8 @@ def _attempt(table, c: Changes, base: TableMetadata, n: int, writer: _ManifestWr
     manifests = merge_manifests(fresh + manifests, snapshot_id, base.properties, writer.io,
                                 lambda entries, spec_id, content: writer.write(
                                     entries, base.spec(spec_id), content, seq, written, "m-merged"))
-    first_row_id = added_rows = None
-    if v >= 3:
-        first_row_id = base.next_row_id or 0
-        manifests, next_row_id = assign_first_row_ids(manifests, first_row_id)
-        added_rows = next_row_id - first_row_id
-    list_path = f"{writer.directory}/snap-{snapshot_id}-{n + 1}-{uuid.uuid4()}.avro"
-    writer.io.create(list_path, write_manifest_list(manifests, format_version=v, snapshot_id=snapshot_id,
-                                                    parent_snapshot_id=base.current_snapshot_id,
-                                                    sequence_number=seq, first_row_id=first_row_id))
+    manifests, list_path, first_row_id, added_rows = write_snapshot_list(writer.io, writer.directory, manifests, base,
+                                                                         snapshot_id, seq, n)
     written.append(list_path)
     snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=int(time.time() * 1000),
                     parent_snapshot_id=base.current_snapshot_id, sequence_number=seq if v >= 2 else None,

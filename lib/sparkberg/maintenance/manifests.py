@@ -23,9 +23,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from sparkberg.avro.decode import manifest_entries
-from sparkberg.avro.manifest import manifest_file_for, write_manifest, write_manifest_list
+from sparkberg.avro.manifest import manifest_file_for, write_manifest
 from sparkberg.commit.manifests import merge_settings
-from sparkberg.commit.producer import assign_first_row_ids
+from sparkberg.commit.producer import write_snapshot_list
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure, file_io_for
 from sparkberg.planning.entries import manifests_df, manifests_of, snapshot_manifests
@@ -149,16 +149,8 @@ def _replace(table, base: TableMetadata, n: int, snapshot_id: int, rewritten: li
     done = {m.manifest_path for m in rewritten}
     manifests = [replace(m, sequence_number=seq, added_snapshot_id=snapshot_id) for m in new] + \
         [m for m in current if m.manifest_path not in done]
-    first_row_id = added_rows = None
-    if v >= 3:
-        first_row_id = base.next_row_id or 0
-        manifests, next_row_id = assign_first_row_ids(manifests, first_row_id)
-        added_rows = next_row_id - first_row_id
-    directory = f"{base.location.rstrip('/')}/metadata"
-    list_path = f"{directory}/snap-{snapshot_id}-{n + 1}-{uuid.uuid4()}.avro"
-    table.io.create(list_path, write_manifest_list(manifests, format_version=v, snapshot_id=snapshot_id,
-                                                   parent_snapshot_id=base.current_snapshot_id,
-                                                   sequence_number=seq, first_row_id=first_row_id))
+    manifests, list_path, first_row_id, added_rows = write_snapshot_list(
+        table.io, f"{base.location.rstrip('/')}/metadata", manifests, base, snapshot_id, seq, n)
     previous = base.current_snapshot.summary
     summary = {"operation": "replace", "manifests-created": str(len(new)),
                "manifests-kept": str(len(manifests) - len(new)), "manifests-replaced": str(len(rewritten)),
