@@ -29,6 +29,7 @@ from sparkberg.jobs.common import (
     CONFLICT, FAILED, INVALID, NOT_FOUND, OK, add_session_arguments, open_catalog, progress, run, session,
 )
 from sparkberg.jobs.health import health_views
+from sparkberg.planning.entries import snapshot_manifests
 
 DEFAULT_SMALL_FILE_RATIO = 0.5
 DEFAULT_DELETE_FILE_RATIO = 0.1
@@ -50,7 +51,6 @@ def _ratios(table) -> tuple[float, float]:
 
 def maintain_table(table, args: argparse.Namespace) -> dict[str, Any]:
     """One table's steps (see the module docstring): {step: its decision and counts}."""
-    from sparkberg.planning.entries import snapshot_manifests
     out: dict[str, Any] = {}
     out["expire_snapshots"] = _row(table.expire_snapshots(dry_run=args.dry_run))
     if table.current_snapshot() is not None:
