@@ -326,6 +326,18 @@ class Table:
         with self._running("EXPIRE"):
             return expire_snapshots(self, older_than, retain_last, snapshot_ids, clean_expired_files, dry_run)
 
+    def rewrite_position_delete_files(self, filter: str | None = None, options: dict[str, Any] | None = None):
+        """Compact position delete files per partition, dropping deletes of data files no longer in the table,
+        and on v3 tables turn v2 position delete files into deletion vectors
+        (:mod:`sparkberg.maintenance.deletes`); ``options`` as Iceberg Java's procedure (``rewrite-all``,
+        ``min-input-files``). One ``replace`` snapshot. Returns a one-row DataFrame
+        (``rewritten_delete_files_count``, ``added_delete_files_count``, ``rewritten_bytes_count``,
+        ``added_bytes_count``)."""
+        from sparkberg.maintenance.deletes import rewrite_position_delete_files  # (needs pyspark: on first use)
+        self._writable()
+        with self._running("REWRITE-DELETES"):
+            return rewrite_position_delete_files(self, filter, options)
+
     def rewrite_manifests(self, spec_id: int | None = None):
         """Rewrite the current snapshot's manifests (of ``spec_id``, or all) clustered by partition at
         ``commit.manifest.target-size-bytes``, on Spark's executors, in one ``replace`` snapshot; entries keep

@@ -44,11 +44,15 @@ class DeleteWriter:
     ``targets`` maps each data file to (spec id, partition as JSON by field id, delete directory, previous
     deletes to merge for DVs: a list of (puffin path, offset, length) and position delete file paths)."""
 
-    def __init__(self, targets: dict[str, dict], dv: bool, write_id: str, compression: str = "zstd"):
+    def __init__(self, targets: dict[str, dict], dv: bool, write_id: str, compression: str = "zstd",
+                 partition_scoped: bool = False):
         self.targets = targets
         self.dv = dv
         self.write_id = write_id
         self.compression = compression
+        # (v2) one position delete file per partition of a task's rows, rather than one per data file: rows
+        # clustered by partition directory, then sorted by (file, position)
+        self.partition_scoped = partition_scoped
 
     def _positions(self, batches) -> Iterator[tuple[str, list[int]]]:
         current, positions = None, []
@@ -67,36 +71,55 @@ class DeleteWriter:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         results = []
         blobs = []
+        runs: list[tuple[str, list[int]]] = []  # (partition_scoped) the current partition's files
+
+        def flush_partition() -> None:
+            if runs:
+                results.append(self._write_partition_file(runs, self.targets[runs[0][0]]))
+                runs.clear()
         for data_file, positions in self._positions(batches):
             target = self.targets[data_file]
             if self.dv:
                 merged = set(positions) | set(_previous_positions(data_file, target))
                 blobs.append((data_file, sorted(merged)))
+            elif self.partition_scoped:
+                if runs and self.targets[runs[0][0]]["dir"] != target["dir"]:
+                    flush_partition()
+                runs.append((data_file, sorted(set(positions))))
             else:
                 results.append(self._write_position_file(data_file, sorted(set(positions)), target))
+        flush_partition()
         if blobs:
             results += self._write_puffin(blobs)
         if results:
             yield pa.RecordBatch.from_arrays([pa.array(results, pa.string())], names=["delete_file"])
 
     def _write_position_file(self, data_file: str, positions: list[int], target: dict) -> str:
+        return self._write_partition_file([(data_file, positions)], target)
+
+    def _write_partition_file(self, runs: list[tuple[str, list[int]]], target: dict) -> str:
+        """One position delete file of (data file, sorted positions) runs, in path order, of one partition;
+        ``referenced_data_file`` set when it names one data file."""
         path = f"{target['dir']}/{self.write_id}-{uuid.uuid4().hex[:12]}-deletes.parquet"
+        files = [f for f, ps in runs for _ in ps]
+        positions = [p for _, ps in runs for p in ps]
         sink = _open_out(path)
-        table = pa.Table.from_arrays([pa.array([data_file] * len(positions), pa.string()),
-                                      pa.array(positions, pa.int64())], schema=POS_SCHEMA)
+        table = pa.Table.from_arrays([pa.array(files, pa.string()), pa.array(positions, pa.int64())],
+                                     schema=POS_SCHEMA)
         pq.write_table(table, sink, compression=self.compression)
         size = sink.tell()
         sink.close()
         enc = lambda b: base64.b64encode(b).decode("ascii")  # noqa: E731
         return json.dumps({
             "file_path": path, "file_format": "parquet", "record_count": len(positions), "file_size_in_bytes": size,
-            "spec_id": target["spec_id"], "partition": target["partition"], "referenced_data_file": data_file,
+            "spec_id": target["spec_id"], "partition": target["partition"],
+            "referenced_data_file": runs[0][0] if len(runs) == 1 else None,
             "value_counts": {_PATH_ID: len(positions), _POS_ID: len(positions)},
             "null_value_counts": {_PATH_ID: 0, _POS_ID: 0},
-            "lower_bounds": {_PATH_ID: enc(to_bytes(T.STRING, data_file)),
-                             _POS_ID: enc(to_bytes(T.LONG, positions[0]))},
-            "upper_bounds": {_PATH_ID: enc(to_bytes(T.STRING, data_file)),
-                             _POS_ID: enc(to_bytes(T.LONG, positions[-1]))}})
+            "lower_bounds": {_PATH_ID: enc(to_bytes(T.STRING, min(f for f, _ in runs))),
+                             _POS_ID: enc(to_bytes(T.LONG, min(positions)))},
+            "upper_bounds": {_PATH_ID: enc(to_bytes(T.STRING, max(f for f, _ in runs))),
+                             _POS_ID: enc(to_bytes(T.LONG, max(positions)))}})
 
     def _write_puffin(self, blobs: list[tuple[str, list[int]]]) -> list[str]:
         first = self.targets[blobs[0][0]]

@@ -1,0 +1,150 @@
+"""Position delete compaction, as Iceberg Java's ``RewritePositionDeleteFilesSparkAction``: the position delete
+files of each partition the scan filter may touch are read on the executors, their positions kept only for data
+files still in the table (dangling deletes dropped) and written again, in one ``replace`` snapshot:
+
+- on v2 tables, one position delete file per partition (of a task), sorted by file and position;
+- on v3 tables, one deletion vector per data file, merged with the data file's current DV, which it replaces
+  (spec: a data file has at most one DV, and v2 position files are not written to v3 tables).
+
+A partition is rewritten when it has ``min-input-files`` position delete files (default 5) or more, or any with
+``rewrite-all``; on v3 tables every partition with a v2 position delete file is. Delete files no live data file
+can use (every data file they name is gone) are removed without being read.
+"""
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from typing import Any, Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from sparkberg.avro.decode import manifest_entries
+from sparkberg.commit.producer import Changes, commit_changes
+from sparkberg.commit.rowlevel import RowLevel, no_new_deletes_check
+from sparkberg.errors import ValidationError
+from sparkberg.io.fileio import deleted_on_failure
+from sparkberg.planning.entries import snapshot_manifests
+from sparkberg.read.columns import delete_file_rows
+from sparkberg.spec.manifests import DELETED, MANIFEST_DELETES, POSITION_DELETES
+from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
+from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
+
+OPTIONS = {"rewrite-all": "false", "min-input-files": "5"}
+RESULT = "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count bigint, " \
+         "added_bytes_count bigint"
+
+
+def _options(options: dict[str, Any] | None) -> tuple[bool, int]:
+    given = {str(k): str(v) for k, v in (options or {}).items()}
+    unknown = sorted(set(given) - set(OPTIONS))
+    if unknown:
+        raise ValidationError(f"unknown option(s) {', '.join(unknown)} of rewrite_position_delete_files "
+                              f"(known: {', '.join(OPTIONS)})")
+    merged = {**OPTIONS, **given}
+    if merged["rewrite-all"].lower() not in ("true", "false"):
+        raise ValidationError(f"option rewrite-all must be true or false, got {merged['rewrite-all']!r}")
+    try:
+        min_files = int(merged["min-input-files"])
+    except ValueError:
+        raise ValidationError(f"option min-input-files must be an integer, got {merged['min-input-files']!r}") \
+            from None
+    if min_files < 1:
+        raise ValidationError(f"option min-input-files must be at least 1, got {min_files}")
+    return merged["rewrite-all"].lower() == "true", min_files
+
+
+def _positions(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(executors) the (file path, position) rows of the position delete files of (path, format) rows."""
+    for batch in batches:
+        for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            for rb in delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_FILE_POS]):
+                yield pa.RecordBatch.from_arrays([rb.column(0), rb.column(1)], names=["_file", "_pos"])
+
+
+def rewrite_position_delete_files(table, filter: str | None = None,
+                                  options: dict[str, Any] | None = None) -> DataFrame:
+    """See :meth:`sparkberg.table.Table.rewrite_position_delete_files`."""
+    spark = table.spark
+    rewrite_all, min_files = _options(options)
+    table.refresh()
+    empty = spark.createDataFrame([(0, 0, 0, 0)], RESULT)
+    if table.metadata.current_snapshot is None:
+        return empty
+    rl = RowLevel(table, filter)
+    m = rl.m
+    dv = m.format_version >= 3
+    by_partition: dict[tuple, list[dict]] = defaultdict(list)  # (spec id, partition dir) -> data file tasks
+    for t in rl.tasks:
+        by_partition[(t["spec_id"], m.spec(t["spec_id"]).partition_to_path(rl.partition(t), m.current_schema))
+                     ].append(t)
+    chosen_files: dict[str, dict] = {}  # position delete file -> its delete entry (as planned)
+    chosen_tasks: list[dict] = []
+    for tasks in by_partition.values():
+        files = {d["file_path"]: d for t in tasks for d in t["deletes"]
+                 if d["content"] == POSITION_DELETES and d["file_format"] != "puffin"}
+        if files and (rewrite_all or dv or len(files) >= min_files):
+            chosen_files.update(files)
+            chosen_tasks += [t for t in tasks if any(d["file_path"] in files for d in t["deletes"])]
+    deletes = _position_deletes(table, rl)  # (path, offset) -> size, of every live position delete file and DV
+    dangling = _dangling(rl, deletes) if filter is None else {}
+    if not chosen_files and not dangling:
+        return empty
+    live = spark.createDataFrame([(t["file_path"],) for t in chosen_tasks], "_file string")
+    rows = spark.createDataFrame(sorted((p, d["file_format"]) for p, d in chosen_files.items()),
+                                 "path string, format string") \
+        .mapInArrow(_positions, "_file string, _pos bigint").join(F.broadcast(live), "_file")
+    targets = {}
+    base_dir = m.properties.get("write.data.path", f"{m.location}/data")
+    for t in chosen_tasks:
+        spec = m.spec(t["spec_id"])
+        part = rl.partition(t)
+        rel = spec.partition_to_path(part, m.current_schema) if spec.fields else ""
+        targets[t["file_path"]] = {
+            "spec_id": t["spec_id"], "partition": partition_json(spec, m.current_schema, part),
+            "dir": "/".join(x for x in (base_dir, rel) if x),
+            "dvs": [(d["file_path"], d["content_offset"], d["content_size_in_bytes"]) for d in t["deletes"]
+                    if d["file_format"] == "puffin"], "position_files": []}
+    writer = DeleteWriter(targets, dv=dv, write_id=uuid.uuid4().hex[:16],
+                          compression=m.properties.get("write.parquet.compression-codec", "zstd"),
+                          partition_scoped=not dv)
+    dirs = spark.createDataFrame([(p, t["dir"]) for p, t in targets.items()], "_file string, _dir string")
+    written = rows.join(F.broadcast(dirs), "_file").repartition("_dir") \
+        .sortWithinPartitions("_dir", "_file", "_pos").select("_file", "_pos").mapInArrow(writer, RESULT_DDL)
+    added = [delete_file_from_json(r["delete_file"], m) for r in written.collect()]
+    removed = {(p, None) for p in chosen_files} | set(dangling)
+    if dv:  # (a data file given a new DV: it holds its old one's positions, which it replaces)
+        renewed = {d.referenced_data_file for _, d in added}
+        removed |= {(d["file_path"], d["content_offset"]) for t in chosen_tasks if t["file_path"] in renewed
+                    for d in t["deletes"] if d["file_format"] == "puffin"}
+    touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen_tasks}
+    with deleted_on_failure(table.io, lambda: sorted({d.file_path for _, d in added})):
+        commit_changes(table, Changes("replace", [], added, removed, set(), no_new_deletes_check(table, touched)))
+    rewritten_bytes = sum(deletes.get((p, None), (0, None))[0] for p in chosen_files) + sum(dangling.values())
+    added_bytes = sum({d.file_path: d.file_size_in_bytes for _, d in added}.values())
+    return spark.createDataFrame([(len({p for p, _ in removed}), len({d.file_path for _, d in added}),
+                                   rewritten_bytes, added_bytes)], RESULT)
+
+
+def _position_deletes(table, rl: RowLevel) -> dict[tuple[str, int | None], tuple[int, str | None]]:
+    """Every live position delete file and DV of the current snapshot: (path, offset) -> (size in bytes, the
+    data file it names)."""
+    out = {}
+    for mf in snapshot_manifests(table.io, rl.m.current_snapshot):
+        if mf.content == MANIFEST_DELETES:
+            for e in manifest_entries(table.io.read(mf.manifest_path), mf):
+                d = e.data_file
+                if e.status != DELETED and d.content == POSITION_DELETES:
+                    out[(d.file_path, d.content_offset)] = (d.file_size_in_bytes, d.referenced_data_file)
+    return out
+
+
+def _dangling(rl: RowLevel, deletes: dict[tuple[str, int | None], tuple[int, str | None]]
+              ) -> dict[tuple[str, int | None], int]:
+    """Of ``deletes``, those no live data file uses (none names a live data file or planning attached them to
+    none): (path, offset) -> size in bytes."""
+    used = {(d["file_path"], d["content_offset"]) for t in rl.tasks for d in t["deletes"]}
+    live = {t["file_path"] for t in rl.tasks}
+    return {key: size for key, (size, named) in deletes.items()
+            if key not in used and (named is None or named not in live)}
