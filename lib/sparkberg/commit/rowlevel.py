@@ -160,12 +160,13 @@ class RowLevel:
         """:attr:`lineage` as the fields the writer writes them as."""
         return [ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER] if self.m.format_version >= 3 else []
 
-    def delete_positions(self, matched, tasks) -> tuple[list, set]:
-        """Delete files for the (``_file``, ``_pos``) rows of ``matched``: position deletes (v2) or DVs (v3)."""
+    def delete_targets(self, tasks, merge_position_files: bool) -> dict[str, dict]:
+        """What :class:`~sparkberg.write.deletes.DeleteWriter` needs of each data file of ``tasks``: spec,
+        partition, delete directory, its DV (merged into a new one on v3) and, when ``merge_position_files``,
+        its position delete files (merged too)."""
         m, schema = self.m, self.schema
-        by_path = {t["file_path"]: t for t in tasks}
-        targets = {}
         base_dir = m.properties.get("write.data.path", f"{m.location}/data")
+        targets = {}
         for t in tasks:
             spec = m.spec(t["spec_id"])
             part = self.partition(t)
@@ -175,8 +176,15 @@ class RowLevel:
                 "dir": "/".join(x for x in (base_dir, rel) if x),
                 "dvs": [(d["file_path"], d["content_offset"], d["content_size_in_bytes"]) for d in t["deletes"]
                         if d["file_format"] == "puffin"],
-                "position_files": [d["file_path"] for d in t["deletes"]
-                                   if d["content"] == 1 and d["file_format"] != "puffin"]}
+                "position_files": [d["file_path"] for d in t["deletes"] if merge_position_files and
+                                   d["content"] == 1 and d["file_format"] != "puffin"]}
+        return targets
+
+    def delete_positions(self, matched, tasks) -> tuple[list, set]:
+        """Delete files for the (``_file``, ``_pos``) rows of ``matched``: position deletes (v2) or DVs (v3)."""
+        m = self.m
+        by_path = {t["file_path"]: t for t in tasks}
+        targets = self.delete_targets(tasks, merge_position_files=True)
         writer = DeleteWriter(targets, dv=m.format_version >= 3, write_id=uuid.uuid4().hex[:16],
                               compression=m.properties.get("write.parquet.compression-codec", "zstd"))
         rows = (matched.select("_file", "_pos").repartition("_file").sortWithinPartitions("_file", "_pos")

@@ -29,7 +29,7 @@ from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.read.columns import delete_file_rows
 from sparkberg.spec.manifests import DELETED, MANIFEST_DELETES, POSITION_DELETES
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
-from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
+from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json
 
 OPTIONS = {"rewrite-all": "false", "min-input-files": "5"}
 RESULT = "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count bigint, " \
@@ -95,17 +95,7 @@ def rewrite_position_delete_files(table, filter: str | None = None,
     rows = spark.createDataFrame(sorted((p, d["file_format"]) for p, d in chosen_files.items()),
                                  "path string, format string") \
         .mapInArrow(_positions, "_file string, _pos bigint").join(F.broadcast(live), "_file")
-    targets = {}
-    base_dir = m.properties.get("write.data.path", f"{m.location}/data")
-    for t in chosen_tasks:
-        spec = m.spec(t["spec_id"])
-        part = rl.partition(t)
-        rel = spec.partition_to_path(part, m.current_schema) if spec.fields else ""
-        targets[t["file_path"]] = {
-            "spec_id": t["spec_id"], "partition": partition_json(spec, m.current_schema, part),
-            "dir": "/".join(x for x in (base_dir, rel) if x),
-            "dvs": [(d["file_path"], d["content_offset"], d["content_size_in_bytes"]) for d in t["deletes"]
-                    if d["file_format"] == "puffin"], "position_files": []}
+    targets = rl.delete_targets(chosen_tasks, merge_position_files=False)  # (their positions are the rows)
     writer = DeleteWriter(targets, dv=dv, write_id=uuid.uuid4().hex[:16],
                           compression=m.properties.get("write.parquet.compression-codec", "zstd"),
                           partition_scoped=not dv)
