@@ -32,14 +32,14 @@ from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.session import job_description, session_time_zone
 from sparkberg.spec import types as I, updates as U
 from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from sparkberg.spec.partitioning import (
+    PartitionField, PartitionSpec, SortOrder, build_partition_spec, build_sort_order, partition_field,
+)
 from sparkberg.spec.snapshots import Snapshot
-from sparkberg.spec.transforms import VoidTransform, parse_transform_call
+from sparkberg.spec.transforms import VoidTransform
 from sparkberg.spec.types import Schema
 from sparkberg.spec.updates import assign_fresh_ids
 
-_PARTITION_SUFFIX = {"bucket": "bucket", "truncate": "trunc", "year": "year", "month": "month", "day": "day",
-                     "hour": "hour", "void": "null"}
 
 
 class Table:
@@ -425,7 +425,8 @@ class Table:
     def add_columns(self, columns: Any) -> "Table":
         """Add optional columns (Spark StructType or DDL) at the end of the schema, with new ids."""
         from dataclasses import replace as _replace
-        incoming = _schema_from(self.spark, columns)
+        from sparkberg.spark.types import schema_from  # (needs pyspark: imported on first use)
+        incoming = schema_from(self.spark, columns)
         base = self._metadata
         current = base.current_schema
         offset = base.last_column_id
@@ -460,7 +461,7 @@ class Table:
         """
         base = self._metadata
         schema = base.current_schema
-        wanted = [_partition_field(schema, expr, 0) for expr in partition_by]
+        wanted = [partition_field(schema, expr, 0) for expr in partition_by]
         known: dict[tuple, int] = {}
         for spec in base.partition_specs:
             for f in spec.fields:
@@ -489,68 +490,6 @@ class Table:
         return self.commit_updates(
             [U.AddPartitionSpec(PartitionSpec(0, fields)), U.SetDefaultSpec(U.LAST_ADDED)],
             [U.AssertDefaultSpecId(base.default_spec_id)])
-
-
-def _partition_field(schema: Schema, expr: str, index: int) -> PartitionField:
-    transform, column = parse_transform_call(expr)
-    src = schema.find_field(column)
-    full = schema.name_of(src.field_id) or column
-    name = full if str(transform) == "identity" else f"{full}_{_PARTITION_SUFFIX[str(transform).split('[')[0]]}"
-    transform.check(src.field_type, f" (partition expression {expr!r})")
-    return PartitionField(src.field_id, 1000 + index, transform, name)
-
-
-def build_partition_spec(schema: Schema, partition_by: Iterable[str] | None) -> PartitionSpec:
-    """A partition spec from expressions like ``day(ts)``, ``bucket(16, id)``, ``truncate(name, 4)``, ``region``."""
-    fields = [_partition_field(schema, expr, i) for i, expr in enumerate(partition_by or ())]
-    names = [f.name for f in fields]
-    for n in names:
-        if names.count(n) > 1:
-            raise ValidationError(f"partition field {n!r} appears twice in {list(partition_by or ())}")
-    return PartitionSpec(0, fields)
-
-
-def build_sort_order(schema: Schema, sort_by: Iterable[str] | None) -> SortOrder:
-    """A sort order from expressions like ``ts DESC NULLS LAST`` or ``bucket(16, id)``."""
-    fields = []
-    for expr in sort_by or ():
-        m = re.match(r"^(.*?)(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last))?\s*$", expr.strip(), re.I)
-        body, direction, nulls = m.group(1), (m.group(2) or "asc").lower(), m.group(3)
-        transform, column = parse_transform_call(body)
-        src = schema.find_field(column)
-        transform.check(src.field_type, f" (sort expression {expr!r})")
-        null_order = f"nulls-{nulls.lower()}" if nulls else ("nulls-first" if direction == "asc" else "nulls-last")
-        fields.append(SortField(src.field_id, transform, direction, null_order))
-    return SortOrder(1 if fields else 0, fields)
-
-
-def _schema_from(spark: Any, schema: Any) -> Schema:
-    """A sparkberg Schema from a Spark StructType, a DDL string, or a Schema."""
-    if isinstance(schema, Schema):
-        return schema
-    from pyspark.sql import types as T
-    from sparkberg.spark.types import from_spark_schema  # (needs pyspark: imported on first use)
-    if isinstance(schema, str):
-        schema = _parse_ddl(spark, schema)
-    if not isinstance(schema, T.StructType):
-        raise ValidationError(f"schema must be a Spark StructType, a DDL string or a sparkberg Schema, "
-                              f"got {type(schema).__name__}")
-    return from_spark_schema(schema)
-
-
-def _parse_ddl(spark: Any, ddl: str):
-    from pyspark.sql import types as T
-    try:
-        if hasattr(T.StructType, "fromDDL"):
-            parsed = T.StructType.fromDDL(ddl)
-        else:  # PySpark 3.5 (classic session)
-            from pyspark.sql.types import _parse_datatype_string
-            parsed = _parse_datatype_string(ddl)
-    except Exception as e:
-        raise ValidationError(f"cannot parse schema DDL {ddl!r}: {e}") from None
-    if not isinstance(parsed, T.StructType):
-        raise ValidationError(f"schema DDL {ddl!r} must describe columns, like 'id bigint, v string'")
-    return parsed
 
 
 class Catalog:
@@ -622,7 +561,8 @@ class Catalog:
             version = int(props.pop("format-version", DEFAULT_FORMAT_VERSION))
         except ValueError:
             raise ValidationError(f"format-version must be 1, 2 or 3, got {properties['format-version']!r}") from None
-        s = _schema_from(self.spark, schema)
+        from sparkberg.spark.types import schema_from  # (needs pyspark: imported on first use)
+        s = schema_from(self.spark, schema)
         s = U.assign_fresh_ids(s)
         spec = build_partition_spec(s, partition_by)
         order = build_sort_order(s, sort_by)

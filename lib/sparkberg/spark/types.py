@@ -6,6 +6,8 @@ byte/short -> int on the way in, char/varchar -> string. Types Spark cannot hold
 """
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import types as T
 
 from sparkberg.errors import NotSupportedError, ValidationError
@@ -154,3 +156,29 @@ def arrow_schema(struct: T.StructType):
         return to_arrow_schema(struct, timezone="UTC")
     except TypeError:  # PySpark 3.5 takes no time zone and uses UTC
         return to_arrow_schema(struct)
+
+
+def schema_from(spark: Any, schema: Any) -> I.Schema:
+    """A sparkberg Schema from a Spark StructType, a DDL string, or a Schema."""
+    if isinstance(schema, I.Schema):
+        return schema
+    if isinstance(schema, str):
+        schema = _parse_ddl(spark, schema)
+    if not isinstance(schema, T.StructType):
+        raise ValidationError(f"schema must be a Spark StructType, a DDL string or a sparkberg Schema, "
+                              f"got {type(schema).__name__}")
+    return from_spark_schema(schema)
+
+
+def _parse_ddl(spark: Any, ddl: str):
+    try:
+        if hasattr(T.StructType, "fromDDL"):
+            parsed = T.StructType.fromDDL(ddl)
+        else:  # PySpark 3.5 (classic session)
+            from pyspark.sql.types import _parse_datatype_string
+            parsed = _parse_datatype_string(ddl)
+    except Exception as e:
+        raise ValidationError(f"cannot parse schema DDL {ddl!r}: {e}") from None
+    if not isinstance(parsed, T.StructType):
+        raise ValidationError(f"schema DDL {ddl!r} must describe columns, like 'id bigint, v string'")
+    return parsed

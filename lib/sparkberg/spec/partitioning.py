@@ -5,12 +5,13 @@ is the id of the partition tuple's field in manifests (from 1000 up).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 from urllib.parse import quote
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec.transforms import Transform, parse_transform
+from sparkberg.spec.transforms import Transform, parse_transform, parse_transform_call
 from sparkberg.spec.types import INT, STRING, NestedField, Schema, StructType
 
 PARTITION_DATA_ID_START = 1000
@@ -242,3 +243,43 @@ class SortOrder:
 
 
 UNSORTED = SortOrder(0, ())
+
+
+# user-facing partition and sort expressions (Iceberg's Spark names)
+_PARTITION_SUFFIX = {"bucket": "bucket", "truncate": "trunc", "year": "year", "month": "month", "day": "day",
+                     "hour": "hour", "void": "null"}
+
+
+def partition_field(schema: Schema, expr: str, index: int) -> PartitionField:
+    """The partition field of an expression like ``day(ts)`` or ``bucket(16, id)`` (field id ``1000 + index``),
+    named as Iceberg's Spark integration names it (``ts_day``, ``id_bucket``)."""
+    transform, column = parse_transform_call(expr)
+    src = schema.find_field(column)
+    full = schema.name_of(src.field_id) or column
+    name = full if str(transform) == "identity" else f"{full}_{_PARTITION_SUFFIX[str(transform).split('[')[0]]}"
+    transform.check(src.field_type, f" (partition expression {expr!r})")
+    return PartitionField(src.field_id, 1000 + index, transform, name)
+
+
+def build_partition_spec(schema: Schema, partition_by: Iterable[str] | None) -> PartitionSpec:
+    """A partition spec from expressions like ``day(ts)``, ``bucket(16, id)``, ``truncate(name, 4)``, ``region``."""
+    fields = [partition_field(schema, expr, i) for i, expr in enumerate(partition_by or ())]
+    names = [f.name for f in fields]
+    for n in names:
+        if names.count(n) > 1:
+            raise ValidationError(f"partition field {n!r} appears twice in {list(partition_by or ())}")
+    return PartitionSpec(0, fields)
+
+
+def build_sort_order(schema: Schema, sort_by: Iterable[str] | None) -> SortOrder:
+    """A sort order from expressions like ``ts DESC NULLS LAST`` or ``bucket(16, id)``."""
+    fields = []
+    for expr in sort_by or ():
+        m = re.match(r"^(.*?)(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last))?\s*$", expr.strip(), re.I)
+        body, direction, nulls = m.group(1), (m.group(2) or "asc").lower(), m.group(3)
+        transform, column = parse_transform_call(body)
+        src = schema.find_field(column)
+        transform.check(src.field_type, f" (sort expression {expr!r})")
+        null_order = f"nulls-{nulls.lower()}" if nulls else ("nulls-first" if direction == "asc" else "nulls-last")
+        fields.append(SortField(src.field_id, transform, direction, null_order))
+    return SortOrder(1 if fields else 0, fields)
