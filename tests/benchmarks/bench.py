@@ -649,7 +649,9 @@ def bench_maintenance(spark, wh, files: int, snapshots: int, results):
     row("rewrite manifests", t1 - t0, time.perf_counter() - t1, added=ours["added_manifests_count"],
         java_added=theirs["added_manifests_count"])
 
-    # orphans: every data file on disk (empty), and a tenth as many orphans, all a week old; dry runs
+    # orphans: a table of at most 100k data files, each on disk (empty), and a tenth as many orphans, all a week
+    # old; dry runs
+    files = min(files, 100_000)
     t = build_planning_table(spark, wh, "orph", files)
     root = t.location[len("file://"):]
     old = time.time() - 7 * 86400

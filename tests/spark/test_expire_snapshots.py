@@ -135,6 +135,8 @@ def test_bad_input_is_named_and_changes_nothing(spark, history):
         t.expire_snapshots(retain_last=0)
     with pytest.raises(ValidationError, match="in the future"):
         t.expire_snapshots(older_than=datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1))
+    with pytest.raises(ValidationError, match="older_than must be epoch millis or a datetime"):
+        t.expire_snapshots(older_than="yesterday")
     with pytest.raises(ValidationError, match="no such snapshot"):
         t.expire_snapshots(snapshot_ids=[12345])
     with pytest.raises(ValidationError, match="still referenced by main"):

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
 from sparkberg.spark.session import session_time_zone
@@ -45,7 +46,7 @@ def to_millis(spark: Any, when: Any) -> int | None:
         return int(when.timestamp() * 1000)
     if isinstance(when, datetime.date):
         return to_millis(spark, datetime.datetime(when.year, when.month, when.day))
-    raise TypeError(f"older_than must be epoch millis or a datetime, got {type(when).__name__}")
+    raise ValidationError(f"older_than must be epoch millis or a datetime, got {type(when).__name__}: {when!r}")
 
 
 def expire_snapshots(table, older_than: Any = None, retain_last: int | None = None,
