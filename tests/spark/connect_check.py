@@ -4,6 +4,7 @@
 Prints one line per check; exits non-zero on the first failure."""
 import os
 import sys
+import time
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
@@ -69,6 +70,15 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     sq.create_table("db.sql", "id bigint").append(spark.sql("SELECT id FROM range(0, 5)"))
     assert sorted(r[0] for r in sq.load_table("db.sql").to_df().collect()) == list(range(5))
     print("sql catalog over connect ok")
+    s = sq.load_table("db.sql")
+    for _ in range(2):
+        s.append(spark.sql("SELECT id FROM range(5, 7)"))
+    now = int(time.time() * 1000)
+    assert s.expire_snapshots(older_than=now, retain_last=1).collect()[0]["deleted_manifest_lists_count"] == 2
+    assert s.rewrite_manifests().collect()[0]["rewritten_manifests_count"] == 3
+    assert s.remove_orphan_files(dry_run=True).count() == 0
+    assert sorted(r[0] for r in s.to_df().collect()) == sorted(list(range(5)) + [5, 6] * 2)
+    print("maintenance over connect ok")
     spark.stop()
     return 0
 
