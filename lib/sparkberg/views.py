@@ -94,7 +94,7 @@ def register_catalog_views(catalog: Any, namespace: str | Sequence[str] | None =
                            metadata_tables: Sequence[str] = METADATA_TABLES) -> list[str]:
     """Register views for every table of ``namespace`` (every namespace when None); returns the view names."""
     namespaces = [tuple(namespace.split(".")) if isinstance(namespace, str) else tuple(namespace)] \
-        if namespace is not None else _all_namespaces(catalog)
+        if namespace is not None else all_namespaces(catalog)
     out = []
     for ns in namespaces:
         for full_name in catalog.list_tables(ns):
@@ -104,7 +104,8 @@ def register_catalog_views(catalog: Any, namespace: str | Sequence[str] | None =
     return out
 
 
-def _all_namespaces(catalog: Any) -> list[tuple[str, ...]]:
+def all_namespaces(catalog: Any) -> list[tuple[str, ...]]:
+    """Every namespace of a catalog, nested ones included, parents first."""
     out, todo = [], list(catalog.list_namespaces())
     while todo:
         ns = todo.pop(0)

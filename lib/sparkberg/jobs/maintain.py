@@ -30,6 +30,7 @@ from sparkberg.jobs.common import (
 )
 from sparkberg.jobs.health import health_views
 from sparkberg.planning.entries import snapshot_manifests
+from sparkberg.views import all_namespaces
 
 DEFAULT_SMALL_FILE_RATIO = 0.5
 DEFAULT_DELETE_FILE_RATIO = 0.1
@@ -75,17 +76,8 @@ def maintain_table(table, args: argparse.Namespace) -> dict[str, Any]:
 def _tables(cat, args: argparse.Namespace) -> list[str]:
     if args.table:
         return list(args.table)
-    namespaces = [args.namespace] if args.namespace else _all_namespaces(cat)
+    namespaces = [args.namespace] if args.namespace else all_namespaces(cat)
     return [t for ns in namespaces for t in cat.list_tables(ns)]
-
-
-def _all_namespaces(cat) -> list[tuple[str, ...]]:
-    out, todo = [], list(cat.list_namespaces())
-    while todo:
-        ns = todo.pop(0)
-        out.append(ns)
-        todo += cat.list_namespaces(ns)
-    return out
 
 
 def _code(e: Exception) -> int:

@@ -64,9 +64,10 @@ def expire_snapshots(table, older_than: Any = None, retain_last: int | None = No
         before["base"] = base
         return U.apply_all(expiry(base, now, older_ms, retain_last, ids), base), []
 
-    if dry_run or not expiry(table.metadata, now, older_ms, retain_last, ids):  # (bad input named here)
+    updates = expiry(table.metadata, now, older_ms, retain_last, ids)  # (bad input named before any write)
+    if dry_run or not updates:
         base = table.metadata
-        after = build(base, 0)[0]
+        after = U.apply_all(updates, base)
     else:
         table.commit_metadata(build)  # (a lost race recomputes the expiry on the new base)
         base, after = before["base"], table.metadata
@@ -79,12 +80,17 @@ def expire_snapshots(table, older_than: Any = None, retain_last: int | None = No
 
 
 def _manifests(io: FileIO, metadata: TableMetadata) -> dict[str, ManifestFile]:
+    """Every manifest of every snapshot of ``metadata``, by path."""
     return {m.manifest_path: m for s in metadata.snapshots for m in snapshot_manifests(io, s)}
 
 
 def expired_files(spark: Any, io: FileIO, before: TableMetadata, after: TableMetadata) -> DataFrame:
     """The files ``before`` reaches and ``after`` does not, as (path, kind); see the module docstring."""
-    kept, old = _manifests(io, after), _manifests(io, before)
+    # (each manifest list read once: the kept snapshots are the expiry base's, less the expired)
+    listed = {s.snapshot_id: snapshot_manifests(io, s) for s in before.snapshots}
+    old = {m.manifest_path: m for ms in listed.values() for m in ms}
+    kept = {m.manifest_path: m for s in after.snapshots
+            for m in (listed[s.snapshot_id] if s.snapshot_id in listed else snapshot_manifests(io, s))}
     dropped = [m for p, m in old.items() if p not in kept]
     layout = PartitionLayout(before)
     decoder = EntryDecoder(layout, columns=["file_path", "content"])
