@@ -100,3 +100,45 @@ def test_delete_by_keys_writes_equality_deletes(spark, warehouse, partition_by):
                                                                                       for d in deletes}))
     with pytest.raises(ValidationError, match="key column 'nope'"):
         t.delete_by_keys(keys, ["nope"])
+
+
+def _live_delete_files(t):
+    """Every live delete file of the current snapshot, from the manifests (not only those a plan attaches)."""
+    return sorted(r["file_path"] for r in t.metadata_table("delete_files").collect())
+
+
+@pytest.mark.parametrize("partition_by", [["cat"], ["day(d)"]])
+def test_replaced_partitions_take_their_delete_files_along(spark, warehouse, partition_by):
+    """Java's row-filter overwrite and partition replacement drop the delete files of what they wholly replace
+    (a global equality delete only when everything is replaced); a partial overwrite keeps the rest's."""
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.od", "id bigint, cat string, d date", partition_by=partition_by,
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    rows = ("SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS cat, "
+            "CASE WHEN id % 2 = 0 THEN DATE'2024-01-02' ELSE DATE'2024-01-01' END AS d FROM range({}, {})")
+    t.append(spark.sql(rows.format(0, 20)))
+    t.delete("id IN (2, 3)")  # position deletes, one per partition
+    t.delete_by_keys(spark.sql("SELECT 4L AS id, 'even' AS cat, DATE'2024-01-02' AS d"), ["id"])
+    assert len(_live_delete_files(t)) == 3
+    odd = "cat = 'odd'" if partition_by == ["cat"] else "d = DATE'2024-01-01'"
+    t.overwrite(spark.sql(rows.format(101, 102)), filter=odd)  # the odd partition's position delete goes
+    assert len(_live_delete_files(t)) == 2
+    assert sorted(r[0] for r in t.to_df(columns=["id"]).collect()) == [0, 6, 8, 10, 12, 14, 16, 18, 101]
+    t.dynamic_overwrite(spark.sql(rows.format(200, 202).replace("id % 2 = 0", "true")))  # replaces 'even'
+    assert _live_delete_files(t) == []
+    assert sorted(r[0] for r in t.to_df(columns=["id"]).collect()) == [101, 200, 201]
+    t.delete_by_keys(spark.sql("SELECT 200L AS id, 'even' AS cat, DATE'2024-01-02' AS d"), ["id"])
+    t.overwrite(spark.sql(rows.format(300, 301)))  # everything replaced: every delete file goes
+    assert _live_delete_files(t) == [] and [r[0] for r in t.to_df(columns=["id"]).collect()] == [300]
+    assert t.metadata.current_snapshot.summary.get("total-delete-files") == "0"
+
+
+def test_global_equality_deletes_go_only_with_everything(spark, warehouse):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.og", "id bigint", properties={"format-version": "2"})
+    t.append(spark.range(0, 10))
+    t.delete_by_keys(spark.sql("SELECT 3L AS id"), ["id"])
+    t.overwrite(spark.range(100, 101), filter="id < 5")  # rewrites the file: the global delete may still apply
+    assert len(_live_delete_files(t)) == 1
+    t.overwrite(spark.range(200, 201))
+    assert _live_delete_files(t) == [] and [r[0] for r in t.to_df().collect()] == [200]

@@ -28,7 +28,7 @@ from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.planning.scan import plan
 from sparkberg.read.reader import read_tasks
 from sparkberg.spark.session import session_time_zone
-from sparkberg.spec.manifests import ADDED, MANIFEST_DATA, MANIFEST_DELETES
+from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
@@ -143,6 +143,22 @@ class RowLevel:
         for t in self.whole:
             self.removed.add((t["file_path"], None))
             self.removed |= _file_scoped_deletes(t)
+        if self.whole:  # as Java's row-filter delete: delete files of partitions the filter wholly matches go too
+            self.removed |= self.delete_files_in(lambda spec_id, p: evaluate(strict[spec_id], p))
+
+    def delete_files_in(self, wholly_removed) -> set:
+        """The live delete files of the current snapshot whose (spec id, partition) ``wholly_removed`` says lose
+        every data file they could apply to: a delete file applies only within its spec and partition (global
+        equality deletes: within the unpartitioned spec, whose one partition only an always-true filter
+        removes), so nothing they delete outlives this commit and they would only weigh on later plans."""
+        out = set()
+        for mf in snapshot_manifests(self.table.io, self.m.current_snapshot):
+            if mf.content != MANIFEST_DELETES:
+                continue
+            for e in manifest_entries(self.table.io.read(mf.manifest_path), mf):
+                if e.status != DELETED and wholly_removed(mf.partition_spec_id, e.data_file.partition):
+                    out.add((e.data_file.file_path, e.data_file.content_offset))
+        return out
 
     def partition(self, task) -> dict:
         return _partition_by_id(self.plan.layout, task["spec_id"], task["partition"])
@@ -281,6 +297,8 @@ def dynamic_overwrite(table, df) -> None:
         if parts is None or tuple(sorted(rl.partition(t).items())) in parts:
             removed.add((t["file_path"], None))
             removed |= _file_scoped_deletes(t)
+    if rl.tasks:
+        removed |= rl.delete_files_in(lambda s, p: s == spec_id and (parts is None or tuple(sorted(p.items())) in parts))
     rl.commit("overwrite", added, [], removed, level_key="write.update.isolation-level")
 
 
