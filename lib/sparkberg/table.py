@@ -298,17 +298,20 @@ class Table:
         from sparkberg.views import register_table_views  # (needs pyspark: imported on first use)
         return register_table_views(self, name)
 
-    def rewrite_data_files(self, filter: str | None = None, target_file_size_bytes: int | None = None,
-                           min_input_files: int = 5, rewrite_all: bool = False, **options: Any):
-        """Compact data files (bin-pack): small, oversized and delete-laden files of each partition are
-        rewritten at the target size with their deletes applied, in one ``replace`` snapshot; v3 row ids are
-        kept. Options as Iceberg's ``rewrite_data_files`` (``min_file_size_bytes``, ``max_file_size_bytes``,
-        ``delete_file_threshold``). Returns the counts the Java procedure reports."""
-        from sparkberg.commit.rewrite import rewrite_data_files  # (needs pyspark: imported on first use)
+    def rewrite_data_files(self, filter: str | None = None, strategy: str | None = None,
+                           sort_order: str | None = None, options: dict[str, Any] | None = None,
+                           dry_run: bool = False):
+        """Compact data files as Iceberg's ``rewrite_data_files`` procedure (:mod:`sparkberg.maintenance.data_files`):
+        small, oversized and delete-laden files of each partition matching ``filter`` rewritten at the target size
+        with their deletes applied; ``strategy`` ``binpack`` (the default) or ``sort`` (the table's sort order, or
+        ``sort_order="id DESC NULLS LAST, ts"``, or a z-order ``sort_order="zorder(a, b)"``); ``options`` by
+        Java's names (``{"min-input-files": "2", "partial-progress.enabled": "true"}``). v3 row ids are kept.
+        ``dry_run``: nothing written, the files that would be rewritten reported (added: the planned count).
+        Returns a one-row DataFrame with the procedure's columns (``rewritten_data_files_count``, ...)."""
+        from sparkberg.maintenance.data_files import rewrite_data_files  # (needs pyspark: imported on first use)
         self._writable()
         with self._running("REWRITE"):
-            return rewrite_data_files(self, filter, target_file_size_bytes, min_input_files,
-                                      rewrite_all=rewrite_all, **options)
+            return rewrite_data_files(self, filter, strategy, sort_order, options, dry_run)
 
     def expire_snapshots(self, older_than: Any = None, retain_last: int | None = None,
                          snapshot_ids: Iterable[int] | None = None, clean_expired_files: bool = True,

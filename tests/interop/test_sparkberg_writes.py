@@ -191,20 +191,26 @@ def test_java_reads_sparkberg_equality_deletes(java, java_warehouse, duck):
         pt.scan().to_arrow()
 
 
-@pytest.mark.parametrize("version", [2, 3])
-def test_engines_read_after_sparkberg_compaction(java, java_warehouse, duck, version):
+@pytest.mark.parametrize("version,strategy,sort_order", [
+    (2, "binpack", None), (3, "binpack", None), (2, "sort", None), (3, "sort", "s DESC NULLS LAST, bucket(4, i)"),
+    (2, "sort", "zorder(i, dbl, s)"), (3, "sort", "zorder(ts, dec)")])
+def test_engines_read_after_sparkberg_compaction(java, java_warehouse, duck, version, strategy, sort_order):
+    """Every strategy's result reads the same in Java, PyIceberg and DuckDB; Java sees the sort order id of files
+    sorted by the table's order; v3 rows keep their ids."""
     from pyiceberg.table import StaticTable
     cat = sparkberg.catalog(java, java_warehouse)
-    name = f"compact_v{version}"
-    t = cat.create_table(f"sbw.{name}", DDL, partition_by=["bucket(2, id)"],
+    name = f"compact_v{version}_{strategy}_{'z' if sort_order and 'zorder' in sort_order else 'o' if sort_order else 't'}"
+    t = cat.create_table(f"sbw.{name}", DDL, partition_by=["bucket(2, id)"], sort_by=["id DESC", "s"],
                          properties={"format-version": str(version), "write.delete.mode": "merge-on-read"})
     for lo in range(0, 60, 10):
         t.append(source(java, lo, lo + 10))
     t.delete("id % 4 = 1")
     lineage = ["_row_id", "_last_updated_sequence_number"] if version == 3 else []
     ids_before = rows(t.to_df(columns=["id"] + lineage).collect())
-    result = t.rewrite_data_files()
-    assert result.rewritten_data_files_count >= 6 and t.metadata.current_snapshot.operation == "replace"
+    result = t.rewrite_data_files(strategy=strategy, sort_order=sort_order).collect()[0]
+    assert result["rewritten_data_files_count"] >= 6 and t.metadata.current_snapshot.operation == "replace"
+    order_ids = {r[0] for r in java.sql(f"SELECT sort_order_id FROM ref.sbw.{name}.data_files").collect()}
+    assert order_ids == ({1} if strategy == "sort" and sort_order is None else {0})
     cols = [f.name for f in t.schema().fields]
     ours = rows(t.to_df().collect())
     java.sql(f"REFRESH TABLE ref.sbw.{name}")

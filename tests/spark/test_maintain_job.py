@@ -47,6 +47,7 @@ def test_a_dry_run_reports_and_changes_nothing(spark, warehouse, tables, tmp_pat
     a = report["tables"]["db.a"]
     assert a["expire_snapshots"]["deleted_manifest_lists_count"] == 3
     assert a["rewrite_data_files"]["run"] and a["rewrite_manifests"] == {"manifests": 4, "run": True}
+    assert a["rewrite_data_files"]["rewritten_data_files_count"] > 0  # what a real run would rewrite
     assert a["remove_orphan_files"]["orphan_file_locations"] == ["file://" + stray]
     assert {n: state(tables, n) for n in ("db.a", "db.b")} == before and os.path.exists(stray)
 

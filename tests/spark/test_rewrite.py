@@ -20,6 +20,10 @@ def make(spark, warehouse, version, name="r"):
     return cat, t
 
 
+def count(result, column="rewritten_data_files_count"):
+    return result.collect()[0][column]
+
+
 def rows(t, cols=("id", "cat", "v")):
     return sorted(tuple(r) for r in t.to_df(columns=list(cols)).collect())
 
@@ -42,9 +46,11 @@ def test_rewrite_compacts_and_folds_deletes(spark, warehouse, version):
     ids_before = rows(t, lineage) if version == 3 else None
     start_seq = t.metadata.current_snapshot.sequence_number
     assert len([e for c, e in live(t) if c == 0]) == 12
-    result = t.rewrite_data_files()
-    assert result.rewritten_data_files_count == 12 and result.added_data_files_count == 2
-    assert result.removed_delete_files_count > 0
+    result = t.rewrite_data_files().collect()[0].asDict()
+    assert result == {"rewritten_data_files_count": 12, "added_data_files_count": 2,
+                      "rewritten_bytes_count": result["rewritten_bytes_count"], "failed_data_files_count": 0,
+                      "removed_delete_files_count": result["removed_delete_files_count"]}
+    assert result["removed_delete_files_count"] > 0 and result["rewritten_bytes_count"] > 0
     assert rows(t) == before
     snap = t.metadata.current_snapshot
     assert snap.operation == "replace"
@@ -57,7 +63,7 @@ def test_rewrite_compacts_and_folds_deletes(spark, warehouse, version):
     if version == 3:
         assert rows(t, lineage) == ids_before
         assert len({r[1] for r in ids_before}) == len(ids_before)
-    assert t.rewrite_data_files().rewritten_data_files_count == 0  # nothing left to do
+    assert count(t.rewrite_data_files()) == 0  # nothing left to do
 
 
 def test_equality_deletes_committed_meanwhile_still_apply(spark, warehouse):
@@ -81,8 +87,8 @@ def test_concurrent_deletion_vector_is_a_conflict(spark, warehouse):
 
 def test_rewrite_options_are_checked(spark, warehouse):
     cat, t = make(spark, warehouse, 2)
-    with pytest.raises(ValidationError, match="min input files"):
-        t.rewrite_data_files(min_input_files=0)
-    assert t.rewrite_data_files(filter="cat = 'odd'", min_input_files=6).rewritten_data_files_count == 6
+    with pytest.raises(ValidationError, match="rewrite_data_files .*: option min-input-files must be at least 1"):
+        t.rewrite_data_files(options={"min-input-files": 0})
+    assert count(t.rewrite_data_files(filter="cat = 'odd'", options={"min-input-files": "6"})) == 6
     assert len([e for c, e in live(t) if c == 0]) == 7
     assert len(rows(t)) == 60

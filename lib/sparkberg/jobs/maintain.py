@@ -5,14 +5,14 @@
 
 For each table, in this order:
 1. expiry by the table's own ``history.expire.*`` properties (and its refs' retention), its files deleted;
-2. compaction (``rewrite_data_files``) when a partition's small-file ratio or delete-file ratio reaches
-   ``--small-file-ratio`` / ``--delete-file-ratio`` (the figures of the ``small_files`` and ``deletes`` health
-   views, ``sparkberg-health``);
+2. compaction (``rewrite_data_files``, bin-pack, every file with a delete file a candidate) when a partition's
+   small-file ratio or delete-file ratio reaches ``--small-file-ratio`` / ``--delete-file-ratio`` (the figures of
+   the ``small_files`` and ``deletes`` health views, ``sparkberg-health``);
 3. a manifest rewrite when the current snapshot has more than ``--max-manifests`` manifests;
 4. with ``--remove-orphans``, orphan removal of files older than ``--orphan-older-than-days``.
 
-``--dry-run`` commits and deletes nothing: expiry and orphan removal report what a real run would delete; the
-rewrites report whether they would run and why. The report (JSON) has one entry per table with each step's
+``--dry-run`` commits and deletes nothing: expiry, compaction and orphan removal report what a real run would
+delete or rewrite; the manifest rewrite reports whether it would run and why. The report (JSON) has one entry per table with each step's
 decision and counts; a failing table is reported with its error and the job goes on, exiting with the code of
 the first failure (the CLI's codes) once every table was tried.
 """
@@ -58,8 +58,9 @@ def maintain_table(table, args: argparse.Namespace) -> dict[str, Any]:
         small, deletes = _ratios(table)
         needed = small >= args.small_file_ratio or deletes >= args.delete_file_ratio
         step: dict[str, Any] = {"small_file_ratio": small, "delete_file_ratio": deletes, "run": needed}
-        if needed and not args.dry_run:
-            step.update(vars(table.rewrite_data_files()))
+        if needed:  # files with any delete are rewritten too: folding deletes in is half the point
+            step.update(_row(table.rewrite_data_files(options={"delete-file-threshold": "1"},
+                                                      dry_run=args.dry_run)))
         out["rewrite_data_files"] = step
         count = len(snapshot_manifests(table.io, table.current_snapshot()))
         step = {"manifests": count, "run": count > args.max_manifests}

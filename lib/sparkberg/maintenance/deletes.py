@@ -23,36 +23,22 @@ from pyspark.sql import functions as F
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.rowlevel import RowLevel, no_new_deletes_check
-from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure
+from sparkberg.maintenance.options import Options
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.read.columns import delete_file_rows
 from sparkberg.spec.manifests import DELETED, MANIFEST_DELETES, POSITION_DELETES
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json
 
-OPTIONS = {"rewrite-all": "false", "min-input-files": "5"}
+OPTIONS = ("rewrite-all", "min-input-files")
 RESULT = "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count bigint, " \
          "added_bytes_count bigint"
 
 
 def _options(options: dict[str, Any] | None) -> tuple[bool, int]:
-    given = {str(k): str(v) for k, v in (options or {}).items()}
-    unknown = sorted(set(given) - set(OPTIONS))
-    if unknown:
-        raise ValidationError(f"unknown option(s) {', '.join(unknown)} of rewrite_position_delete_files "
-                              f"(known: {', '.join(OPTIONS)})")
-    merged = {**OPTIONS, **given}
-    if merged["rewrite-all"].lower() not in ("true", "false"):
-        raise ValidationError(f"option rewrite-all must be true or false, got {merged['rewrite-all']!r}")
-    try:
-        min_files = int(merged["min-input-files"])
-    except ValueError:
-        raise ValidationError(f"option min-input-files must be an integer, got {merged['min-input-files']!r}") \
-            from None
-    if min_files < 1:
-        raise ValidationError(f"option min-input-files must be at least 1, got {min_files}")
-    return merged["rewrite-all"].lower() == "true", min_files
+    opts = Options("rewrite_position_delete_files", options, OPTIONS)
+    return opts.boolean("rewrite-all", False), opts.integer("min-input-files", 5, 1)
 
 
 def _positions(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -17,7 +17,8 @@ from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.values import to_python
-from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, PartitionColumns, data_file_from_json
+from sparkberg.write.ordering import ZORDER_COLUMN, KeyColumns, Ordering, sort_keys, spec_keys
+from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, data_file_from_json
 
 # what each write task returns (RESULT_DDL as a StructType: PySpark 3.5 parses DDL through the JVM on every call)
 RESULT_SCHEMA = ST.StructType([ST.StructField(RESULT_DDL.split()[0], ST.StringType())])
@@ -88,10 +89,18 @@ def _default_literal(f: T.NestedField) -> Any:
 
 
 def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
-                properties: dict[str, str] | None = None) -> list[DataFile]:
+                properties: dict[str, str] | None = None, ordering: Ordering | None = None,
+                distribution: str = "hash", num_partitions: int | None = None) -> list[DataFile]:
     """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
     ``extra_fields`` are metadata columns to write too (the v3 row-lineage columns of rewritten rows);
-    ``properties`` replace the table's write properties (a compaction's target file size)."""
+    ``properties`` replace the table's write properties (a compaction's target file size).
+
+    ``distribution`` is how rows reach the write tasks (Iceberg's ``write.distribution-mode``): ``hash``
+    clusters them by partition (hashed, then sorted by partition values within each task); ``range``
+    range-partitions them by (partition values, ``ordering``) into ``num_partitions`` tasks (Spark's shuffle
+    partitions when None), so every task holds a contiguous range of the order; ``none`` keeps the tasks the
+    DataFrame has (the caller clustered the rows by partition, or each task writes one file per partition it
+    meets). Each task sorts its rows by the ``ordering``, and the files record its ``order_id``."""
     table_schema = metadata.current_schema
     schema = T.Schema(table_schema.fields + tuple(extra_fields), table_schema.schema_id,
                       table_schema.identifier_field_ids)
@@ -101,23 +110,44 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     for f in schema.index_by_id().values():
         if isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
             raise ValidationError(f"writing column {f.name!r} of type {f.field_type} is not supported yet")
+    if distribution not in ("none", "hash", "range"):
+        raise ValidationError(f"unknown write distribution mode {distribution!r} (none, hash or range)")
     aligned = align(df, schema)
     write_id = uuid.uuid4().hex[:16]
     data_location = metadata.properties.get("write.data.path", f"{metadata.location}/data")
-    writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id)
-    if spec.fields:
+    writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
+                        sort_order_id=ordering.order_id if ordering is not None else 0)
+    keys = spec_keys(spec, PARTITION_PREFIX)
+    order: list = [F.col(name).asc_nulls_first() for name, _, _ in keys]
+    if ordering is not None and ordering.sort is not None:
+        sorted_by = sort_keys(ordering.sort)
+        keys += sorted_by
+        order += [_direction(F.col(name), f) for (name, _, _), f in zip(sorted_by, ordering.sort.fields)]
+    zorder = ordering.zorder if ordering is not None else None
+    if zorder is not None:
+        order.append(F.col(ZORDER_COLUMN).asc_nulls_first())
+    if keys or zorder is not None:
         by_id = schema.index_by_id()
-        part_cols = [f"{PARTITION_PREFIX}{i}" for i in range(len(spec.fields))]
         out_schema = ST.StructType(list(aligned.schema.fields) + [
-            ST.StructField(f"{PARTITION_PREFIX}{i}", physical_spark_type(
-                pf.transform.result_type(by_id[pf.source_id].field_type))) for i, pf in enumerate(spec.fields)])
-        with_parts = aligned.mapInArrow(PartitionColumns(schema, spec), out_schema)
-        clustered = with_parts.repartition(*[F.col(c) for c in part_cols]).sortWithinPartitions(*part_cols)
-        with executor_errors(spark):
-            rows = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
+            ST.StructField(name, physical_spark_type(tr.result_type(by_id[source_id].field_type)))
+            for name, source_id, tr in keys] + ([ST.StructField(ZORDER_COLUMN, ST.BinaryType())] if zorder else []))
+        with_keys = aligned.mapInArrow(KeyColumns(schema, keys, zorder), out_schema)
+        if distribution == "range" and order:
+            parts = num_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+            clustered = with_keys.repartitionByRange(parts, *order).sortWithinPartitions(*order)
+        elif distribution == "hash" and spec.fields:
+            clustered = with_keys.repartition(*[F.col(name) for name, _, _ in keys[:len(spec.fields)]]) \
+                .sortWithinPartitions(*order)
+        else:
+            clustered = with_keys.sortWithinPartitions(*order) if ordering is not None else with_keys
     else:
-        with executor_errors(spark):
-            rows = aligned.mapInArrow(writer, RESULT_SCHEMA).collect()
+        clustered = aligned
+    with executor_errors(spark):
+        rows = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]
 
 
+def _direction(col, f) -> Any:
+    if f.direction == "asc":
+        return col.asc_nulls_first() if f.null_order == "nulls-first" else col.asc_nulls_last()
+    return col.desc_nulls_first() if f.null_order == "nulls-first" else col.desc_nulls_last()

@@ -23,7 +23,7 @@ from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.values import from_json_value, to_bytes, to_json_value
-from sparkberg.write.arrow_transforms import apply_transform, physical
+from sparkberg.write.arrow_transforms import physical
 
 TARGET_FILE_SIZE = ("write.target-file-size-bytes", 512 * 1024 * 1024)
 COMPRESSION = ("write.parquet.compression-codec", "zstd")
@@ -200,44 +200,14 @@ def _lt(a: Any, b: Any) -> bool:
     return a < b
 
 
-class PartitionColumns:
-    """Executor side: the input batch plus one physical column per partition field (``_sbp_<i>``)."""
-
-    def __init__(self, schema: T.Schema, spec: PartitionSpec):
-        self.schema = schema
-        self.spec = spec
-        by_id = schema.index_by_id()
-        self.sources = [(schema.name_of(f.source_id), by_id[f.source_id].field_type, f.transform) for f in spec.fields]
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            cols = list(batch.columns)
-            names = list(batch.schema.names)
-            for i, (name, t, tr) in enumerate(self.sources):
-                src = _column(batch, name)
-                if t == T.UUID:  # a malformed UUID string is bad data, named as such
-                    src = uuids_from_strings(src, name).storage if not pa.types.is_fixed_size_binary(
-                        src.type) and not isinstance(src.type, pa.ExtensionType) else src
-                cols.append(apply_transform(tr, t, src))
-                names.append(f"{PARTITION_PREFIX}{i}")
-            yield pa.RecordBatch.from_arrays(cols, names=names)
-
-
-def _column(batch: pa.RecordBatch, dotted: str) -> pa.Array:
-    parts = dotted.split(".")
-    arr = batch.column(batch.schema.get_field_index(parts[0]))
-    for p in parts[1:]:
-        arr = pc.struct_field(arr, p)
-    return arr
-
-
 class FileWriter:
     """Executor side: writes the rows it is given (clustered by partition) into Parquet files and returns
     one JSON-encoded data-file row per file."""
 
     def __init__(self, schema: T.Schema, spec: PartitionSpec, data_location: str, properties: dict[str, str],
-                 write_id: str):
+                 write_id: str, sort_order_id: int = 0):
         self.schema = schema
+        self.sort_order_id = sort_order_id
         self.spec = spec
         self.data_location = data_location.rstrip("/")
         self.properties = dict(properties)
@@ -392,7 +362,8 @@ class _OpenFile:
         return json.dumps({"file_path": self.path, "record_count": self.records, "file_size_in_bytes": size,
                            "partition": part, "column_sizes": column_sizes, "value_counts": value_counts,
                            "null_value_counts": null_counts, "nan_value_counts": nan_counts,
-                           "lower_bounds": enc, "upper_bounds": enc_u, "split_offsets": sorted(offsets)})
+                           "lower_bounds": enc, "upper_bounds": enc_u, "split_offsets": sorted(offsets),
+                           "sort_order_id": self.w.sort_order_id})
 
 
 def _read_footer(path: str):
@@ -422,4 +393,4 @@ def data_file_from_json(text: str, spec: PartitionSpec, schema: T.Schema) -> Dat
         nan_value_counts=ints(d["nan_value_counts"]),
         lower_bounds={int(k): base64.b64decode(v) for k, v in d["lower_bounds"].items()} or None,
         upper_bounds={int(k): base64.b64decode(v) for k, v in d["upper_bounds"].items()} or None,
-        split_offsets=tuple(d["split_offsets"]) or None, sort_order_id=0)
+        split_offsets=tuple(d["split_offsets"]) or None, sort_order_id=d["sort_order_id"])
