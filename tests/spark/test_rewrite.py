@@ -1,5 +1,8 @@
 """Compaction (``rewrite_data_files``): fewer files with the same rows, deletes folded in, v3 row ids and
 sequence numbers kept, equality deletes committed meanwhile still applied, concurrent DVs a conflict."""
+import glob
+import os
+
 import pytest
 
 import sparkberg
@@ -80,9 +83,12 @@ def test_concurrent_deletion_vector_is_a_conflict(spark, warehouse):
     stale = cat.load_table("db.r")
     t.delete("id = 4")
     mid = cat.load_table("db.r").metadata
+    on_disk = sorted(glob.glob(os.path.join(t.location[len("file://"):], "data", "**", "*.parquet"), recursive=True))
     with pytest.raises(CommitFailedException, match="delete file"):
         stale.rewrite_data_files()
     assert cat.load_table("db.r").metadata == mid
+    assert sorted(glob.glob(os.path.join(t.location[len("file://"):], "data", "**", "*.parquet"),
+                            recursive=True)) == on_disk  # what the rewrite wrote is gone
 
 
 def test_rewrite_options_are_checked(spark, warehouse):

@@ -258,13 +258,13 @@ def _kv_list(m: dict | None) -> list | None:
     return None if m is None else [{"key": k, "value": v} for k, v in m.items()]
 
 
-def _entry_record(e: ManifestEntry, version: int, ptype: StructType) -> dict:
-
+def _entry_record(e: ManifestEntry, version: int, pfields: list[tuple[str, int, Any]]) -> dict:
+    """The Avro record of an entry; ``pfields``: (Avro name, field id, type) of each partition field."""
     d = e.data_file
     if version == 1 and d.content != DATA:
         raise ValidationError(f"v1 manifests cannot hold delete files ({d.file_path})")
-    part = {make_compatible_name(f.name): to_avro_value(f.field_type, d.partition.get(f.field_id))
-            for f in ptype.fields}
+    values = d.partition
+    part = {name: to_avro_value(t, values.get(fid)) for name, fid, t in pfields}
     df: dict[str, Any] = {
         "content": d.content, "file_path": d.file_path, "file_format": d.file_format.upper(),
         "partition": part, "record_count": d.record_count, "file_size_in_bytes": d.file_size_in_bytes,
@@ -300,9 +300,10 @@ def write_manifest(entries: Sequence[ManifestEntry], *, format_version: int, spe
     }
     if format_version >= 2:
         meta["content"] = "deletes" if content == MANIFEST_DELETES else "data"
+    pfields = [(make_compatible_name(f.name), f.field_id, f.field_type) for f in ptype.fields]
     buf = io.BytesIO()
     fastavro.writer(buf, fastavro.parse_schema(avro_schema),
-                    (_entry_record(e, format_version, ptype) for e in entries), codec=AVRO_CODEC, metadata=meta)
+                    (_entry_record(e, format_version, pfields) for e in entries), codec=AVRO_CODEC, metadata=meta)
     return buf.getvalue()
 
 
