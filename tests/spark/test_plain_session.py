@@ -367,3 +367,27 @@ def test_a_sql_catalog_on_a_plain_session(plain, tmp_path):
     t.delete("id < 3")
     cat.rename_table("db.t", "db.u")
     assert sorted(r[0] for r in cat.load_table("db.u").to_df().select("id").collect()) == list(range(3, 10))
+
+
+def test_maintenance_on_a_plain_session(plain, tmp_path):
+    """Every maintenance call, as a user runs it on a session with Spark's default settings."""
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    t = cat.create_table("db.maint", "id bigint, p int, v string", partition_by=["p"], sort_by=["id"],
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    for i in range(4):
+        t.append(plain.sql(f"SELECT id, CAST(id % 2 AS INT) AS p, 'x' AS v FROM range({i * 10}, {i * 10 + 10})"))
+    t.delete("id % 5 = 0")
+    before = sorted(tuple(r) for r in t.to_df().collect())
+    first = t.metadata.snapshots[0].snapshot_id
+
+    def one(df):
+        return df.collect()[0].asDict()
+    assert one(t.rewrite_position_delete_files(options={"rewrite-all": "true"}))["rewritten_delete_files_count"] > 0
+    assert one(t.rewrite_data_files(strategy="sort", options={"min-input-files": "2"}))[
+        "rewritten_data_files_count"] == 8
+    assert one(t.rewrite_data_files(sort_order="zorder(id, v)", options={"rewrite-all": "true"}))[
+        "rewritten_data_files_count"] == 2
+    assert one(t.rewrite_manifests())["rewritten_manifests_count"] > 0
+    assert one(t.expire_snapshots(snapshot_ids=[first]))["deleted_manifest_lists_count"] == 1
+    assert t.remove_orphan_files(older_than=int(dt.datetime.now().timestamp() * 1000), dry_run=True).count() == 0
+    assert sorted(tuple(r) for r in cat.load_table("db.maint").to_df().collect()) == before
