@@ -28,6 +28,7 @@ from sparkberg.errors import (
 from sparkberg.expressions.predicates import TRUE, bind
 from sparkberg.expressions.sql import translate_filter
 from sparkberg.io.fileio import FileIO, deleted_on_failure, file_io_for, normalize_location, to_local_path
+from sparkberg.refs import RefsMixin
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.session import job_description, session_time_zone
 from sparkberg.spec import types as I, updates as U
@@ -42,7 +43,7 @@ from sparkberg.spec.updates import assign_fresh_ids
 
 
 
-class Table:
+class Table(RefsMixin):
     """An Iceberg table at one metadata version. ``metadata`` is read-only; commits replace it."""
 
     def __init__(self, identifier: Identifier | None, metadata: TableMetadata, metadata_location: str,
@@ -329,27 +330,30 @@ class Table:
         with self._running("EXPIRE"):
             return expire_snapshots(self, older_than, retain_last, snapshot_ids, clean_expired_files, dry_run)
 
-    def rewrite_position_delete_files(self, filter: str | None = None, options: dict[str, Any] | None = None):
+    def rewrite_position_delete_files(self, filter: str | None = None, options: dict[str, Any] | None = None,
+                                      dry_run: bool = False):
         """Compact position delete files per partition, dropping deletes of data files no longer in the table,
         and on v3 tables turn v2 position delete files into deletion vectors
         (:mod:`sparkberg.maintenance.deletes`); ``options`` as Iceberg Java's procedure (``rewrite-all``,
         ``min-input-files``). One ``replace`` snapshot. Returns a one-row DataFrame
         (``rewritten_delete_files_count``, ``added_delete_files_count``, ``rewritten_bytes_count``,
-        ``added_bytes_count``)."""
+        ``added_bytes_count``). ``dry_run``: the positions are read but nothing is written or committed; the
+        counts are the real run's (added bytes 0: not known before writing)."""
         from sparkberg.maintenance.deletes import rewrite_position_delete_files  # (needs pyspark: on first use)
         self._writable()
         with self._running("REWRITE-DELETES"):
-            return rewrite_position_delete_files(self, filter, options)
+            return rewrite_position_delete_files(self, filter, options, dry_run)
 
-    def rewrite_manifests(self, spec_id: int | None = None):
+    def rewrite_manifests(self, spec_id: int | None = None, dry_run: bool = False):
         """Rewrite the current snapshot's manifests (of ``spec_id``, or all) clustered by partition at
         ``commit.manifest.target-size-bytes``, on Spark's executors, in one ``replace`` snapshot; entries keep
         their sequence numbers and row ids (:mod:`sparkberg.maintenance.manifests`). Returns a one-row DataFrame
-        (``rewritten_manifests_count``, ``added_manifests_count``) as Iceberg Java's procedure does."""
+        (``rewritten_manifests_count``, ``added_manifests_count``) as Iceberg Java's procedure does. ``dry_run``:
+        nothing written or committed; the manifests it would rewrite, and add as planned."""
         from sparkberg.maintenance.manifests import rewrite_manifests  # (needs pyspark: imported on first use)
         self._writable()
         with self._running("REWRITE-MANIFESTS"):
-            return rewrite_manifests(self, spec_id)
+            return rewrite_manifests(self, spec_id, dry_run)
 
     def remove_orphan_files(self, older_than: Any = None, location: str | None = None, dry_run: bool = False,
                             equal_schemes: dict[str, str] | None = None,

@@ -30,7 +30,11 @@ def test_manifests_are_rewritten_and_rows_keep_their_ids(spark, warehouse, versi
     t.update({"p": "p"}, "id = 12")
     before, seqs, next_row_id = state(t), sequences(t), t.metadata.next_row_id
     manifests = snapshot_manifests(t.io, t.current_snapshot())
+    location = t.metadata_location
+    planned = tuple(t.rewrite_manifests(dry_run=True).collect()[0])
+    assert cat.load_table("db.t").metadata_location == location  # (a dry run commits nothing)
     (rewritten, added), = [tuple(r) for r in t.rewrite_manifests().collect()]
+    assert planned == (rewritten, added)
     after = snapshot_manifests(t.io, t.current_snapshot())
     kept = {m.manifest_path for m in manifests} & {m.manifest_path for m in after}  # (groups of one manifest)
     assert rewritten == len(manifests) - len(kept) > 1 and added == len(after) - len(kept)

@@ -37,7 +37,11 @@ def test_position_deletes_are_compacted_per_partition(spark, mor):
     cat, t = mor
     rows, before = ids(t), delete_files(t)
     assert result(t.rewrite_position_delete_files()) == (0, 0, 0, 0)  # (fewer than min-input-files)
+    location = t.metadata_location
+    planned = result(t.rewrite_position_delete_files(options={"rewrite-all": "true"}, dry_run=True))
+    assert cat.load_table("db.t").metadata_location == location and delete_files(t) == before  # (nothing done)
     rewritten, added, old_bytes, new_bytes = result(t.rewrite_position_delete_files(options={"rewrite-all": "true"}))
+    assert planned == (rewritten, added, old_bytes, 0)  # a dry run's counts are the real run's
     after = delete_files(t)
     assert rewritten == len(before) and added == len(after) == 2  # (one per partition p=0, p=1)
     assert not after & before and old_bytes > 0 < new_bytes
@@ -61,7 +65,9 @@ def test_a_v3_table_gets_deletion_vectors(spark, mor):
     cat, t = mor
     rows = ids(t)
     t.upgrade_format_version(3)
-    rewritten, added, _, _ = result(t.rewrite_position_delete_files())
+    planned = result(t.rewrite_position_delete_files(dry_run=True))
+    rewritten, added, old_bytes, _ = result(t.rewrite_position_delete_files())
+    assert planned == (rewritten, added, old_bytes, 0)
     formats = {d["file_format"] for r in t.plan_files().collect() for d in r["deletes"]}
     assert formats == {"puffin"} and rewritten == 3 and added >= 1
     assert ids(t) == rows

@@ -174,14 +174,15 @@ def plan_groups(rl: RowLevel, s: Settings) -> list[Group]:
             or too_many_deletes(t) or too_high_ratio(t)]
         bins: list[list[dict]] = []
         current: list[dict] = []
+        current_size = 0
         for t in candidates:  # first fit, looking back at one bin (Java's ListPacker with lookback 1)
-            full = current and (sum(x["file_size_in_bytes"] for x in current) + t["file_size_in_bytes"] >
-                                s.max_group_bytes or (s.max_group_files is not None and
-                                                      len(current) >= s.max_group_files))
-            if full:
+            size = t["file_size_in_bytes"]
+            if current and (current_size + size > s.max_group_bytes or
+                            s.max_group_files is not None and len(current) >= s.max_group_files):
                 bins.append(current)
-                current = []
+                current, current_size = [], 0
             current.append(t)
+            current_size += size
         if current:
             bins.append(current)
         for b in bins:
@@ -222,10 +223,8 @@ def _ordering(table, strategy: str | None, sort_order: str | None, options: dict
                               max_output_bytes=opts.integer("max-output-size", 2 ** 31 - 1, 1))
     if ordering.zorder is None:
         return strategy, ordering
-    schema = m.current_schema
-    identity = {schema.name_of(f.source_id) for f in m.default_spec.fields if isinstance(f.transform, IdentityTransform)}
-    columns = tuple(c for c in ordering.zorder.columns if schema.find_field(c).field_id not in
-                    {schema.find_field(i).field_id for i in identity})
+    identity = {f.source_id for f in m.default_spec.fields if isinstance(f.transform, IdentityTransform)}
+    columns = tuple(c for c in ordering.zorder.columns if m.current_schema.find_field(c).field_id not in identity)
     if not columns:
         raise ValidationError(f"cannot z-order by {', '.join(ordering.zorder.columns)}: identity partition "
                               "columns are constant within a partition")

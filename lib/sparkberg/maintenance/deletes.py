@@ -49,8 +49,8 @@ def _positions(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                 yield pa.RecordBatch.from_arrays([rb.column(0), rb.column(1)], names=["_file", "_pos"])
 
 
-def rewrite_position_delete_files(table, filter: str | None = None,
-                                  options: dict[str, Any] | None = None) -> DataFrame:
+def rewrite_position_delete_files(table, filter: str | None = None, options: dict[str, Any] | None = None,
+                                  dry_run: bool = False) -> DataFrame:
     """See :meth:`sparkberg.table.Table.rewrite_position_delete_files`."""
     spark = table.spark
     rewrite_all, min_files = _options(options)
@@ -86,6 +86,14 @@ def rewrite_position_delete_files(table, filter: str | None = None,
                           compression=m.properties.get("write.parquet.compression-codec", "zstd"),
                           partition_scoped=not dv)
     dirs = spark.createDataFrame([(p, t["dir"]) for p, t in targets.items()], "_file string, _dir string")
+    rewritten_bytes = sum(deletes.get((p, None), (0, None))[0] for p in chosen_files) + sum(dangling.values())
+    if dry_run:  # it would write one file per directory (v2) or data file (v3) left with positions
+        hit = {r[0] for r in rows.join(F.broadcast(dirs), "_file").select("_file" if dv else "_dir").distinct()
+               .collect()}
+        gone = {(p, None) for p in chosen_files} | set(dangling) | {  # (on v3, with the DVs the new ones replace)
+            (d["file_path"], d["content_offset"]) for t in chosen_tasks if dv and t["file_path"] in hit
+            for d in t["deletes"] if d["file_format"] == "puffin"}
+        return spark.createDataFrame([(len(gone), len(hit), rewritten_bytes, 0)], RESULT)
     written = rows.join(F.broadcast(dirs), "_file").repartition("_dir") \
         .sortWithinPartitions("_dir", "_file", "_pos").select("_file", "_pos").mapInArrow(writer, RESULT_DDL)
     added = [delete_file_from_json(r["delete_file"], m) for r in written.collect()]
@@ -97,9 +105,8 @@ def rewrite_position_delete_files(table, filter: str | None = None,
     touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen_tasks}
     with deleted_on_failure(table.io, lambda: sorted({d.file_path for _, d in added})):
         commit_changes(table, Changes("replace", [], added, removed, set(), no_new_deletes_check(table, touched)))
-    rewritten_bytes = sum(deletes.get((p, None), (0, None))[0] for p in chosen_files) + sum(dangling.values())
     added_bytes = sum({d.file_path: d.file_size_in_bytes for _, d in added}.values())
-    return spark.createDataFrame([(len({p for p, _ in removed}), len({d.file_path for _, d in added}),
+    return spark.createDataFrame([(len(removed), len(added),  # (delete files, as Java counts them: each DV one)
                                    rewritten_bytes, added_bytes)], RESULT)
 
 

@@ -102,7 +102,7 @@ class _Writer:
         return mf
 
 
-def rewrite_manifests(table, spec_id: int | None = None) -> DataFrame:
+def rewrite_manifests(table, spec_id: int | None = None, dry_run: bool = False) -> DataFrame:
     """See :meth:`sparkberg.table.Table.rewrite_manifests`."""
     spark = table.spark
     table.refresh()
@@ -122,6 +122,8 @@ def rewrite_manifests(table, spec_id: int | None = None) -> DataFrame:
     chosen = [m for g in groups.values() for m in g]
     if not chosen:
         return empty
+    if dry_run:  # (the manifests it would write: as planned, one per target size of each group)
+        return spark.createDataFrame([(len(chosen), sum(counts[k] for k in groups))], RESULT_DDL)
     snapshot_id = new_snapshot_id({s.snapshot_id for s in start.snapshots})
     entries = sum((m.existing_files_count or 0) + (m.added_files_count or 0) for m in chosen)
     per_manifest = max(1, math.ceil(entries * target / max(1, sum(m.manifest_length for m in chosen))))
