@@ -59,34 +59,30 @@ class RefsMixin:
         self.commit_metadata(lambda base, n: (U.apply_all(plan(base), base), []))
         return self
 
-    def create_branch(self, name: str, snapshot_id: int | None = None, min_snapshots_to_keep: int | None = None,
-                      max_snapshot_age_ms: int | None = None, max_ref_age_ms: int | None = None) -> "RefsMixin":
-        """Create branch ``name`` at ``snapshot_id`` (default: main's head) with its retention settings; an
-        existing ref of that name is an error."""
+    def _create(self, name: str, kind: str, snapshot_id: int | None, min_snapshots_to_keep: int | None,
+                max_snapshot_age_ms: int | None, max_ref_age_ms: int | None) -> "RefsMixin":
         _name(name)
         _retention(name, min_snapshots_to_keep, max_snapshot_age_ms, max_ref_age_ms)
 
         def plan(base):
             if name in base.refs:
                 raise ValidationError(f"ref {name!r} already exists")
-            snap = _snapshot(base, snapshot_id, f"create branch {name!r}")
-            return [U.SetSnapshotRef(name, snap.snapshot_id, BRANCH, min_snapshots_to_keep, max_snapshot_age_ms,
+            snap = _snapshot(base, snapshot_id, f"create {kind} {name!r}")
+            return [U.SetSnapshotRef(name, snap.snapshot_id, kind, min_snapshots_to_keep, max_snapshot_age_ms,
                                      max_ref_age_ms)]
         return self._manage(plan)
+
+    def create_branch(self, name: str, snapshot_id: int | None = None, min_snapshots_to_keep: int | None = None,
+                      max_snapshot_age_ms: int | None = None, max_ref_age_ms: int | None = None) -> "RefsMixin":
+        """Create branch ``name`` at ``snapshot_id`` (default: main's head) with its retention settings; an
+        existing ref of that name is an error."""
+        return self._create(name, BRANCH, snapshot_id, min_snapshots_to_keep, max_snapshot_age_ms, max_ref_age_ms)
 
     def create_tag(self, name: str, snapshot_id: int | None = None,
                    max_ref_age_ms: int | None = None) -> "RefsMixin":
         """Create tag ``name`` at ``snapshot_id`` (default: main's head); an existing ref of that name is an
         error."""
-        _name(name)
-        _retention(name, None, None, max_ref_age_ms)
-
-        def plan(base):
-            if name in base.refs:
-                raise ValidationError(f"ref {name!r} already exists")
-            snap = _snapshot(base, snapshot_id, f"create tag {name!r}")
-            return [U.SetSnapshotRef(name, snap.snapshot_id, TAG, max_ref_age_ms=max_ref_age_ms)]
-        return self._manage(plan)
+        return self._create(name, TAG, snapshot_id, None, None, max_ref_age_ms)
 
     def replace_branch(self, name: str, snapshot_id: int | None = None, min_snapshots_to_keep: int | None = None,
                        max_snapshot_age_ms: int | None = None, max_ref_age_ms: int | None = None) -> "RefsMixin":

@@ -41,23 +41,29 @@ def merge_settings(properties) -> tuple[bool, int, int]:
     return enabled, number(MIN_COUNT_TO_MERGE, 100), number(TARGET_SIZE, 8 * 1024 * 1024)
 
 
-def pack_end(items: Sequence[X], target: int, weight: Callable[[X], int]) -> list[list[X]]:
-    """Bins of consecutive items of at most ``target`` total weight, filled from the end (so the first bin,
-    which holds the newest manifests, is the partial one), each in the items' order; an item heavier than
-    ``target`` gets a bin of its own. Iceberg Java's ``ListPacker.packEnd`` with a lookback of 1."""
+def pack(items: Sequence[X], target: int, weight: Callable[[X], int], max_count: int | None = None
+         ) -> list[list[X]]:
+    """Bins of consecutive items of at most ``target`` total weight (and ``max_count`` items), in order; an item
+    heavier than ``target`` gets a bin of its own. Iceberg Java's ``ListPacker.pack`` with a lookback of 1."""
     bins: list[list[X]] = []
     current: list[X] = []
     size = 0
-    for item in reversed(items):
+    for item in items:
         w = weight(item)
-        if current and size + w > target:
+        if current and (size + w > target or max_count is not None and len(current) >= max_count):
             bins.append(current)
             current, size = [], 0
         current.append(item)
         size += w
     if current:
         bins.append(current)
-    return [list(reversed(b)) for b in reversed(bins)]
+    return bins
+
+
+def pack_end(items: Sequence[X], target: int, weight: Callable[[X], int]) -> list[list[X]]:
+    """:func:`pack` filled from the end (so the first bin, which holds the newest manifests, is the partial
+    one), each bin in the items' order (Java's ``ListPacker.packEnd``)."""
+    return [list(reversed(b)) for b in reversed(pack(list(reversed(items)), target, weight))]
 
 
 def merge_manifests(manifests: Sequence[ManifestFile], snapshot_id: int, properties, io: FileIO,
@@ -103,5 +109,5 @@ def _merged_entries(manifests: Sequence[ManifestFile], snapshot_id: int, io: Fil
     return entries
 
 
-__all__ = ["merge_manifests", "merge_settings", "pack_end", "MERGE_ENABLED", "MIN_COUNT_TO_MERGE", "TARGET_SIZE",
+__all__ = ["merge_manifests", "merge_settings", "pack", "pack_end", "MERGE_ENABLED", "MIN_COUNT_TO_MERGE", "TARGET_SIZE",
            "MANIFEST_DATA"]

@@ -43,6 +43,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from sparkberg.commit.manifests import pack
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes, no_new_deletes_check
 from sparkberg.errors import CommitFailedException, CommitStateUnknownException, SparkbergError, ValidationError
@@ -172,19 +173,7 @@ def plan_groups(rl: RowLevel, s: Settings) -> list[Group]:
         candidates = tasks if s.rewrite_all else [
             t for t in tasks if not s.min_size <= t["file_size_in_bytes"] <= s.max_size
             or too_many_deletes(t) or too_high_ratio(t)]
-        bins: list[list[dict]] = []
-        current: list[dict] = []
-        current_size = 0
-        for t in candidates:  # first fit, looking back at one bin (Java's ListPacker with lookback 1)
-            size = t["file_size_in_bytes"]
-            if current and (current_size + size > s.max_group_bytes or
-                            s.max_group_files is not None and len(current) >= s.max_group_files):
-                bins.append(current)
-                current, current_size = [], 0
-            current.append(t)
-            current_size += size
-        if current:
-            bins.append(current)
+        bins = pack(candidates, s.max_group_bytes, lambda t: t["file_size_in_bytes"], s.max_group_files)
         for b in bins:
             size = sum(t["file_size_in_bytes"] for t in b)
             if not (s.rewrite_all or len(b) > 1 and len(b) >= s.min_input_files or len(b) > 1 and size > s.target
