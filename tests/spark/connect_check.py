@@ -76,6 +76,10 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     now = int(time.time() * 1000)
     assert s.expire_snapshots(older_than=now, retain_last=1).collect()[0]["deleted_manifest_lists_count"] == 2
     assert s.rewrite_manifests().collect()[0]["rewritten_manifests_count"] == 3
+    assert s.rewrite_data_files(sort_order="zorder(id)", options={"rewrite-all": "true"}).collect()[0][
+        "rewritten_data_files_count"] >= 3  # (groups as concurrent Spark jobs, from threads of a Connect client)
+    s.create_tag("compacted").rollback_to_snapshot(s.metadata.current_snapshot.parent_snapshot_id)
+    assert sorted(r[0] for r in s.to_df(ref="compacted").collect()) == sorted(list(range(5)) + [5, 6] * 2)
     assert s.remove_orphan_files(dry_run=True).count() == 0
     assert sorted(r[0] for r in s.to_df().collect()) == sorted(list(range(5)) + [5, 6] * 2)
     print("maintenance over connect ok")

@@ -49,6 +49,7 @@ from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes, no_new_del
 from sparkberg.errors import CommitFailedException, CommitStateUnknownException, SparkbergError, ValidationError
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.options import Options
+from sparkberg.spark.session import job_description
 from sparkberg.spec.transforms import IdentityTransform
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.ordering import Ordering, ZOrder, parse_ordering
@@ -263,15 +264,14 @@ class _Run:
         rows = rl.read(group.tasks, [f.name for f in rl.schema.fields] + rl.lineage, None)
         props = {**m.properties, "write.target-file-size-bytes": str(s.target)}
         files = s.expected_files(group.size)
-        self.table.spark.sparkContext.setJobDescription(
-            f"rewrite_data_files {self.table.name}: {len(group.tasks)} files, {group.size} bytes")
-        if self.ordering is not None:
-            return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
-                               ordering=self.ordering, distribution="range", num_partitions=files * s.per_file)
-        if group.one_partition:  # one partition already: as many tasks as files, no shuffle
-            return write_files(rl.spark, m, rows.coalesce(files), extra_fields=rl.lineage_fields, properties=props,
-                               distribution="none")
-        return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props)
+        with job_description(rl.spark, f"REWRITE {self.table.name} ({len(group.tasks)} files, {group.size} bytes)"):
+            if self.ordering is not None:
+                return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
+                                   ordering=self.ordering, distribution="range", num_partitions=files * s.per_file)
+            if group.one_partition:  # one partition already: as many tasks as files, no shuffle
+                return write_files(rl.spark, m, rows.coalesce(files), extra_fields=rl.lineage_fields,
+                                   properties=props, distribution="none")
+            return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props)
 
     def commit(self, done: list[tuple[Group, list]]) -> None:
         """One ``replace`` snapshot of finished groups."""

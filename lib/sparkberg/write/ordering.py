@@ -66,13 +66,14 @@ def parse_ordering(schema: T.Schema, text: str | Sequence[str], orders: Sequence
         raise ValidationError(f"sort order {text!r} is empty")
     z = _ZORDER.match(parts[0]) if len(parts) == 1 else None
     if z is not None:
-        columns = tuple(c.strip().strip("`") for c in _split(z.group(1)))
-        if not columns or not all(columns):
+        given = tuple(c.strip().strip("`") for c in _split(z.group(1)))
+        if not given or not all(given):
             raise ValidationError(f"zorder needs at least one column: {text!r}")
-        for c in columns:
+        for c in given:
             f = schema.find_field(c)
             if not f.field_type.is_primitive:
                 raise ValidationError(f"cannot z-order by column {c!r} of type {f.field_type}")
+        columns = tuple(schema.name_of(schema.find_field(c).field_id) for c in given)  # (as the schema spells them)
         return Ordering(zorder=ZOrder(columns, var_length_bytes, max_output_bytes))
     if any(_ZORDER.match(p) for p in parts):
         raise ValidationError(f"zorder(...) cannot be combined with other sort fields: {text!r}")
