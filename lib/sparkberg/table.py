@@ -20,6 +20,7 @@ from sparkberg.catalog.config import open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.catalog.rest import RestCatalog
 from sparkberg.catalog.sql import SqlCatalog
+from sparkberg.commit.properties import checked, snapshot_properties as recorded
 from sparkberg.commit.retry import RetryPolicy, retrying
 from sparkberg.errors import (
     InvalidMetadataError, MissingFileError, NoSuchNamespaceError, NoSuchTableError, NotSupportedError,
@@ -214,74 +215,78 @@ class Table(RefsMixin):
             return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
 
     # --- writes -------------------------------------------------------------------------------------
-    def append(self, df) -> "Table":
+    def append(self, df, snapshot_properties: dict[str, str] | None = None) -> "Table":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
-        the table schema (missing optional columns are null); nothing is committed on error."""
+        the table schema (missing optional columns are null); nothing is committed on error.
+        ``snapshot_properties`` (every write takes them): recorded in the summary of the snapshot it commits,
+        as Iceberg Spark's ``snapshot-property.*`` options (a job's batch id)."""
         from sparkberg.commit.producer import fast_append  # (needs pyspark: imported on first use)
         from sparkberg.write.dataframe import write_files  # (needs pyspark: imported on first use)
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
-        with self._running("WRITE"):
+        with recorded(snapshot_properties), self._running("WRITE"):
             files = write_files(self.spark, self._metadata, df)
-        if not files:
-            return self
-        with deleted_on_failure(self.io, lambda: [f.file_path for f in files]):
-            fast_append(self, files)
+            if not files:
+                return self
+            with deleted_on_failure(self.io, lambda: [f.file_path for f in files]):
+                fast_append(self, files)
         return self
 
-    def delete(self, filter: str) -> "Table":
+    def delete(self, filter: str, snapshot_properties: dict[str, str] | None = None) -> "Table":
         """Delete the rows matching a Spark SQL filter, in one commit: copy-on-write or merge-on-read per
         the table property ``write.delete.mode`` (position delete files on v2, deletion vectors on v3)."""
         from sparkberg.commit.rowlevel import delete_rows  # (needs pyspark: imported on first use)
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
-        with self._running("DELETE"):
+        with recorded(snapshot_properties), self._running("DELETE"):
             delete_rows(self, filter)
         return self
 
-    def overwrite(self, df, filter: str | None = None) -> "Table":
+    def overwrite(self, df, filter: str | None = None, snapshot_properties: dict[str, str] | None = None) -> "Table":
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
         from sparkberg.commit.rowlevel import overwrite  # (needs pyspark: imported on first use)
         self._writable()
-        with self._running("OVERWRITE"):
+        with recorded(snapshot_properties), self._running("OVERWRITE"):
             overwrite(self, df, filter)
         return self
 
-    def dynamic_overwrite(self, df) -> "Table":
+    def dynamic_overwrite(self, df, snapshot_properties: dict[str, str] | None = None) -> "Table":
         """Replace each partition that ``df`` has rows for (in the default spec) with those rows, in one commit."""
         from sparkberg.commit.rowlevel import dynamic_overwrite  # (needs pyspark: imported on first use)
         self._writable()
-        with self._running("OVERWRITE"):
+        with recorded(snapshot_properties), self._running("OVERWRITE"):
             dynamic_overwrite(self, df)
         return self
 
-    def update(self, set: dict[str, str], filter: str | None = None) -> "Table":
+    def update(self, set: dict[str, str], filter: str | None = None,
+               snapshot_properties: dict[str, str] | None = None) -> "Table":
         """Set columns to Spark SQL expressions (``{"v": "v + 1"}``) on the rows matching ``filter``, in one
         commit: copy-on-write or merge-on-read per ``write.update.mode``; v3 rows keep their ``_row_id``."""
         from sparkberg.commit.rowlevel import update  # (needs pyspark: imported on first use)
         self._writable()
         if not set:
             raise ValidationError("update needs at least one column to set")
-        with self._running("UPDATE"):
+        with recorded(snapshot_properties), self._running("UPDATE"):
             update(self, dict(set), filter)
         return self
 
-    def delete_by_keys(self, df, key_columns) -> "Table":
+    def delete_by_keys(self, df, key_columns, snapshot_properties: dict[str, str] | None = None) -> "Table":
         """Delete the rows whose ``key_columns`` equal those of a row of ``df`` (null-safe), without reading
         the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
         from sparkberg.commit.equality import delete_by_keys  # (needs pyspark: imported on first use)
         self._writable()
-        with self._running("DELETE"):
+        with recorded(snapshot_properties), self._running("DELETE"):
             delete_by_keys(self, df, key_columns)
         return self
 
-    def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s"):
+    def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s",
+              snapshot_properties: dict[str, str] | None = None):
         """A MERGE builder: ``t.merge(src, "t.id = s.id").when_matched_update({"v": "s.v"})
         .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``."""
         from sparkberg.commit.merge import MergeBuilder  # (needs pyspark: imported on first use)
         self._writable()
-        return MergeBuilder(self, source, condition, target_alias, source_alias)
+        return MergeBuilder(self, source, condition, target_alias, source_alias, checked(snapshot_properties))
 
     def metadata_table(self, name: str, snapshot_id: int | None = None):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see

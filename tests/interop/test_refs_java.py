@@ -1,4 +1,4 @@
-"""Branches, tags and rollbacks made by sparkberg read in Iceberg Java (``VERSION AS OF``, the ``refs`` metadata
+"""Branches, tags, rollbacks and snapshot properties made by sparkberg read in Iceberg Java (``VERSION AS OF``, the ``refs`` metadata
 table, the current snapshot); refs Java makes read in sparkberg."""
 import pytest
 
@@ -15,7 +15,7 @@ def test_java_reads_sparkberg_refs_and_rollbacks(java, java_warehouse):
     cat = sparkberg.catalog(java, java_warehouse)
     t = cat.create_table("refs.t", "id bigint", properties={"format-version": "2"})
     for k in range(3):
-        t.append(java.range(k * 10, k * 10 + 10))
+        t.append(java.range(k * 10, k * 10 + 10), snapshot_properties={"job.batch": str(k)})
     s1, s2, s3 = (s.snapshot_id for s in t.metadata.snapshots)
     t.create_branch("audit", s2, min_snapshots_to_keep=2, max_ref_age_ms=86_400_000).create_tag("first", s1)
     t.rollback_to_snapshot(s2)
@@ -29,6 +29,8 @@ def test_java_reads_sparkberg_refs_and_rollbacks(java, java_warehouse):
             refs["audit"]["max_reference_age_in_ms"]) == ("BRANCH", s2, 2, 86_400_000)
     assert (refs["first"]["type"], refs["first"]["snapshot_id"]) == ("TAG", s1)
     assert refs["main"]["snapshot_id"] == s2
+    batches = java.sql("SELECT snapshot_id, summary['job.batch'] FROM ref.refs.t.snapshots").collect()
+    assert sorted((r[0], r[1]) for r in batches) == sorted([(s1, "0"), (s2, "1"), (s3, "2")])
     # Java moves refs; sparkberg reads what it did
     java.sql(f"ALTER TABLE ref.refs.t CREATE TAG java_tag AS OF VERSION {s3}")
     java.sql("ALTER TABLE ref.refs.t DROP BRANCH audit")

@@ -142,3 +142,13 @@ def test_global_equality_deletes_go_only_with_everything(spark, warehouse):
     assert len(_live_delete_files(t)) == 1
     t.overwrite(spark.range(200, 201))
     assert _live_delete_files(t) == [] and [r[0] for r in t.to_df().collect()] == [200]
+
+
+@pytest.mark.parametrize("version,mode", MODES)
+def test_a_merge_that_only_deletes(spark, warehouse, version, mode):
+    cat, t = table(spark, warehouse, version, mode)
+    t.merge(spark.sql("SELECT 1L AS id UNION ALL SELECT 2L UNION ALL SELECT 99L"), "t.id = s.id") \
+        .when_matched_delete().execute()
+    assert [r[0] for r in state(t)] == [i for i in range(10) if i not in (1, 2)]
+    t.merge(spark.sql("SELECT 99L AS id"), "t.id = s.id").when_matched_delete().execute()  # nothing matched
+    assert [r[0] for r in state(t)] == [i for i in range(10) if i not in (1, 2)]

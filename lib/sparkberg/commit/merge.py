@@ -15,6 +15,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from sparkberg.commit.properties import snapshot_properties
 from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure
@@ -28,8 +29,10 @@ def _expr(e: str | Column) -> Column:
 class MergeBuilder:
     """Collects MERGE clauses; :meth:`execute` runs them as one commit."""
 
-    def __init__(self, table, source, condition: str | Column, target_alias: str = "t", source_alias: str = "s"):
+    def __init__(self, table, source, condition: str | Column, target_alias: str = "t", source_alias: str = "s",
+                 snapshot_properties: dict[str, str] | None = None):
         self.table = table
+        self.snapshot_properties = snapshot_properties
         self.source = source
         self.condition = condition
         self.ta = target_alias
@@ -61,6 +64,10 @@ class MergeBuilder:
 
     def execute(self) -> None:
         """Run the merge: one atomic commit, or an error and nothing committed."""
+        with snapshot_properties(self.snapshot_properties):
+            self._execute()
+
+    def _execute(self) -> None:
         if not self.matched and not self.not_matched:
             raise ValidationError("merge needs at least one when_matched or when_not_matched clause")
         rl = RowLevel(self.table, None)
@@ -129,8 +136,9 @@ class MergeBuilder:
                 out += [F.lit(None).cast("bigint").alias(c) for c in lineage]
         return out
 
-    def _rows(self, j, cols, lineage, src_cols, keep_unchanged: bool):
-        """The rows to write: updated and inserted rows (and, for copy-on-write, the untouched target rows)."""
+    def _rows(self, j, cols, lineage, src_cols, keep_unchanged):
+        """The rows to write: updated and inserted rows (and, for copy-on-write, the untouched target rows of
+        ``keep_unchanged``); None when there are none to write."""
         ta = self.ta
         parts = []
         for i, (kind, _, spec) in enumerate(self.matched):
@@ -149,6 +157,8 @@ class MergeBuilder:
         if keep_unchanged is not None:
             parts.append(keep_unchanged.select(*[F.col(f"{ta}.`{c}`").alias(c) for c in cols],
                                                *[F.col(f"{ta}.`{c}`").alias(c) for c in lineage]))
+        if not parts:
+            return None  # (a merge that only deletes writes no rows)
         out = parts[0]
         for p in parts[1:]:
             out = out.unionByName(p)
@@ -161,7 +171,7 @@ class MergeBuilder:
         extra = rl.lineage_fields
         if mode == "merge-on-read" and rl.m.format_version >= 2:
             new_rows = self._rows(j, cols, lineage, src_cols, None)
-            added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra)
+            added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra) if new_rows is not None else []
             with deleted_on_failure(rl.table.io, lambda: [f.file_path for f in added]):
                 positions = changed.select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos"))
                 has_changes = positions.limit(1).count() > 0
@@ -175,7 +185,7 @@ class MergeBuilder:
         hit = {r[0] for r in changed.select(F.col(f"{ta}._file")).distinct().collect()}
         untouched = j.filter((F.col("_action") == "K") & F.col(f"{ta}._file").isin(list(hit))) if hit else None
         new_rows = self._rows(j, cols, lineage, src_cols, untouched)
-        added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra)
+        added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra) if new_rows is not None else []
         removed = set()
         for t in rl.tasks:
             if t["file_path"] in hit:

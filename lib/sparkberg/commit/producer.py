@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
+from sparkberg.commit.properties import current_snapshot_properties
 from sparkberg.errors import CommitFailedException, SparkbergError
 from sparkberg.io.fileio import FileIO, deleted_on_failure
 from sparkberg.planning.entries import snapshot_manifests
@@ -101,7 +102,7 @@ def _summary(base: TableMetadata, c: Changes, removed: list[DataFile], spec_ids:
     removed_data = count(removed, 0)
     removed_pos = count(removed, 1)
     removed_eq = count(removed, 2)
-    s: dict[str, str] = {"operation": c.operation}
+    s: dict[str, str] = {**current_snapshot_properties(), "operation": c.operation}
 
     def put(key: str, value: int) -> None:
         if value:
