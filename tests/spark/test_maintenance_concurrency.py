@@ -62,7 +62,9 @@ def test_maintenance_racing_a_writer_loses_nothing(spark, warehouse, tmp_path):
     seeded = [(j, j % 4, "seed") for j in range(40)]
     assert sorted(tuple(r) for r in t.to_df().collect()) == sorted(seeded + expected(ITERATIONS))
     assert set(done) == {name for name, _ in steps}, (done, failed)
-    assert all(worked[name] > 0 for name, _ in steps), worked  # each step rewrote or expired something
+    # compaction, manifest rewrites and expiry always find work here; the position delete rewrite only when it
+    # runs before a compaction folded the writer's deletes into new files, which is up to the timing
+    assert all(worked[name] > 0 for name in ("rewrite_data_files", "rewrite_manifests", "expire_snapshots")), worked
     # nothing unreferenced under the table: no file of a failed maintenance step or writer try is left
     orphans = t.remove_orphan_files(older_than=int(time.time() * 1000), dry_run=True).collect()
     assert orphans == [], (orphans, failed)
