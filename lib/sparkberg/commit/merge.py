@@ -16,7 +16,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from sparkberg.commit.properties import snapshot_properties
-from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes
+from sparkberg.commit.rowlevel import RowLevel, removal_of
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.write.dataframe import write_files
@@ -186,11 +186,7 @@ class MergeBuilder:
         untouched = j.filter((F.col("_action") == "K") & F.col(f"{ta}._file").isin(list(hit))) if hit else None
         new_rows = self._rows(j, cols, lineage, src_cols, untouched)
         added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra) if new_rows is not None else []
-        removed = set()
-        for t in rl.tasks:
-            if t["file_path"] in hit:
-                removed.add((t["file_path"], None))
-                removed |= _file_scoped_deletes(t)
+        removed = removal_of([t for t in rl.tasks if t["file_path"] in hit])
         if not added and not removed:
             return
         rl.commit("overwrite", added, [], removed, level_key="write.merge.isolation-level")

@@ -39,12 +39,22 @@ def _partition_by_id(layout, spec_id: int, partition) -> dict:
     return {fid: values[layout.slots[i].name] for fid, i in layout.by_spec.get(spec_id, ())}
 
 
-def _file_scoped_deletes(task) -> set:
+def file_scoped_deletes(task) -> set:
     """Delete files that only concern this data file (its DV, position deletes naming it)."""
     out = set()
     for d in task["deletes"]:
         if d["content"] == 1 and d["referenced_data_file"] == task["file_path"]:
             out.add((d["file_path"], d["content_offset"]))
+    return out
+
+
+def removal_of(tasks) -> set:
+    """The file keys a commit removes to drop the data files of ``tasks``: each file and the delete files that
+    concern it alone (they would dangle otherwise)."""
+    out = set()
+    for t in tasks:
+        out.add((t["file_path"], None))
+        out |= file_scoped_deletes(t)
     return out
 
 
@@ -139,10 +149,7 @@ class RowLevel:
         self.whole = [t for t in self.tasks if evaluate(strict[t["spec_id"]], self.partition(t))]
         whole = {t["file_path"] for t in self.whole}
         self.partial = [t for t in self.tasks if t["file_path"] not in whole]
-        self.removed: set = set()
-        for t in self.whole:
-            self.removed.add((t["file_path"], None))
-            self.removed |= _file_scoped_deletes(t)
+        self.removed = removal_of(self.whole)
         if self.whole:  # as Java's row-filter delete: delete files of partitions the filter wholly matches go too
             self.removed |= self.delete_files_in(lambda spec_id, p: evaluate(strict[spec_id], p))
 
@@ -210,7 +217,7 @@ class RowLevel:
             spec_id, d = delete_file_from_json(r["delete_file"], m)
             added.append((spec_id, d))
             if m.format_version >= 3:
-                removed |= _file_scoped_deletes(by_path[d.referenced_data_file])
+                removed |= file_scoped_deletes(by_path[d.referenced_data_file])
         return added, removed
 
     def commit(self, op: str, added_data, added_deletes, removed, required=frozenset(), level_key=None):
@@ -253,9 +260,7 @@ def delete_rows(table, filter: str) -> bool:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
                 added_data = write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields)
-                for t in rewrite:
-                    removed.add((t["file_path"], None))
-                    removed |= _file_scoped_deletes(t)
+                removed |= removal_of(rewrite)
     if not removed and not added_deletes:
         return False
     rl.commit("overwrite" if added_data else "delete", added_data, added_deletes, removed, required)
@@ -275,9 +280,7 @@ def overwrite(table, df, filter: str | None) -> None:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
                 added += write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields)
-                for t in rewrite:
-                    removed.add((t["file_path"], None))
-                    removed |= _file_scoped_deletes(t)
+                removed |= removal_of(rewrite)
     rl.commit("overwrite", added, [], removed)
 
 
@@ -290,15 +293,13 @@ def dynamic_overwrite(table, df) -> None:
         parts = None  # unpartitioned: the whole table is one partition
     else:
         parts = {tuple(sorted(f.partition.items())) for f in added}
-    removed = set()
-    for t in rl.tasks:
-        if t["spec_id"] != spec_id:
-            continue
-        if parts is None or tuple(sorted(rl.partition(t).items())) in parts:
-            removed.add((t["file_path"], None))
-            removed |= _file_scoped_deletes(t)
+
+    def replaced(s: int, p: dict) -> bool:
+        return s == spec_id and (parts is None or tuple(sorted(p.items())) in parts)
+
+    removed = removal_of([t for t in rl.tasks if replaced(t["spec_id"], rl.partition(t))])
     if rl.tasks:
-        removed |= rl.delete_files_in(lambda s, p: s == spec_id and (parts is None or tuple(sorted(p.items())) in parts))
+        removed |= rl.delete_files_in(replaced)
     rl.commit("overwrite", added, [], removed, level_key="write.update.isolation-level")
 
 
@@ -356,11 +357,7 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
         out += [F.col("_row_id"), F.when(is_hit, F.lit(None).cast("bigint"))
                 .otherwise(F.col("_last_updated_sequence_number")).alias("_last_updated_sequence_number")]
     added = write_files(rl.spark, rl.m, rows.select(*out), extra_fields=extra)
-    removed = set()
-    for t in rewrite:
-        removed.add((t["file_path"], None))
-        removed |= _file_scoped_deletes(t)
-    rl.commit("overwrite", added, [], removed, level_key="write.update.isolation-level")
+    rl.commit("overwrite", added, [], removal_of(rewrite), level_key="write.update.isolation-level")
 
 
 __all__ = ["delete_rows", "overwrite", "dynamic_overwrite", "update"]

@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 
 from sparkberg.commit.manifests import pack
 from sparkberg.commit.producer import Changes, commit_changes
-from sparkberg.commit.rowlevel import RowLevel, _file_scoped_deletes, no_new_deletes_check
+from sparkberg.commit.rowlevel import RowLevel, file_scoped_deletes, no_new_deletes_check, removal_of
 from sparkberg.errors import CommitFailedException, CommitStateUnknownException, SparkbergError, ValidationError
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.options import Options
@@ -235,7 +235,7 @@ def rewrite_data_files(table, filter: str | None = None, strategy: str | None = 
     rl = RowLevel(table, filter)
     groups = plan_groups(rl, s)
     if dry_run:
-        removed = {k for g in groups for t in g.tasks for k in _file_scoped_deletes(t)}
+        removed = {k for g in groups for t in g.tasks for k in file_scoped_deletes(t)}
         if s.remove_dangling:
             seq = rl.m.current_snapshot.sequence_number if s.starting_sequence else rl.m.last_sequence_number + 1
             removed |= set(dangling_delete_files(table, groups, seq))
@@ -278,10 +278,7 @@ class _Run:
         rl, m = self.rl, self.rl.m
         chosen = [t for g, _ in done for t in g.tasks]
         added = [f for _, files in done for f in files]
-        removed: set = set()
-        for t in chosen:
-            removed.add((t["file_path"], None))
-            removed |= _file_scoped_deletes(t)
+        removed = removal_of(chosen)
         touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen}
         check = no_new_deletes_check(self.table, touched, ignore_equality=self.s.starting_sequence)
         seq = self.start.current_snapshot.sequence_number if self.s.starting_sequence and m.format_version >= 2 \

@@ -8,7 +8,8 @@ files still in the table (dangling deletes dropped) and written again, in one ``
 
 A partition is rewritten when it has ``min-input-files`` position delete files (default 5) or more, or any with
 ``rewrite-all``; on v3 tables every partition with a v2 position delete file is. Delete files no live data file
-can use (every data file they name is gone) are removed without being read.
+can use (:func:`~sparkberg.maintenance.data_files.dangling_delete_files`, the rule compaction uses) are removed
+without being read.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.rowlevel import RowLevel, no_new_deletes_check
 from sparkberg.io.fileio import deleted_on_failure
+from sparkberg.maintenance.data_files import dangling_delete_files
 from sparkberg.maintenance.options import Options
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.read.columns import delete_file_rows
@@ -74,7 +76,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
             chosen_files.update(files)
             chosen_tasks += [t for t in tasks if any(d["file_path"] in files for d in t["deletes"])]
     deletes = _position_deletes(table, rl)  # (path, offset) -> size, of every live position delete file and DV
-    dangling = _dangling(rl, deletes) if filter is None else {}
+    dangling = {k: deletes[k][0] for k in dangling_delete_files(table) if k in deletes} if filter is None else {}
     if not chosen_files and not dangling:
         return empty
     live = spark.createDataFrame([(t["file_path"],) for t in chosen_tasks], "_file string")
@@ -121,13 +123,3 @@ def _position_deletes(table, rl: RowLevel) -> dict[tuple[str, int | None], tuple
                 if e.status != DELETED and d.content == POSITION_DELETES:
                     out[(d.file_path, d.content_offset)] = (d.file_size_in_bytes, d.referenced_data_file)
     return out
-
-
-def _dangling(rl: RowLevel, deletes: dict[tuple[str, int | None], tuple[int, str | None]]
-              ) -> dict[tuple[str, int | None], int]:
-    """Of ``deletes``, those no live data file uses (none names a live data file or planning attached them to
-    none): (path, offset) -> size in bytes."""
-    used = {(d["file_path"], d["content_offset"]) for t in rl.tasks for d in t["deletes"]}
-    live = {t["file_path"] for t in rl.tasks}
-    return {key: size for key, (size, named) in deletes.items()
-            if key not in used and (named is None or named not in live)}

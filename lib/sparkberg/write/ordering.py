@@ -105,9 +105,8 @@ class KeyColumns:
         by_id = schema.index_by_id()
         self.keys = [(name, schema.name_of(source_id), by_id[source_id].field_type, transform)
                      for name, source_id, transform in keys]
-        self.zorder = None if zorder is None else [
-            (c, schema.find_field(c).field_type) for c in zorder.columns]
-        self.z = zorder
+        self.zorder = zorder
+        self.z_types = [] if zorder is None else [schema.find_field(c).field_type for c in zorder.columns]
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -121,8 +120,9 @@ class KeyColumns:
                 cols.append(apply_transform(transform, t, src))
                 names.append(name)
             if self.zorder is not None:
-                cols.append(z_values([(column(batch, c), t) for c, t in self.zorder], self.z.var_length_bytes,
-                                     self.z.max_output_bytes))
+                z = self.zorder
+                cols.append(z_values([(column(batch, c), t) for c, t in zip(z.columns, self.z_types)],
+                                     z.var_length_bytes, z.max_output_bytes))
                 names.append(ZORDER_COLUMN)
             yield pa.RecordBatch.from_arrays(cols, names=names)
 
