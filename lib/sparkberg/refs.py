@@ -1,14 +1,15 @@
 """Branches, tags and the current snapshot, managed as Iceberg Java's ``ManageSnapshots`` does (and Spark SQL's
 ``ALTER TABLE ... CREATE BRANCH`` / ``REPLACE TAG`` / ``DROP BRANCH`` and the ``rollback_to_snapshot``,
-``rollback_to_timestamp``, ``set_current_snapshot`` and ``fast_forward`` procedures): each call one metadata commit,
-checked against the freshest table state on every try, so a race with another writer is decided on what is
-really there; a call that breaks a rule raises a :class:`~sparkberg.errors.ValidationError` naming it and
-changes nothing.
+``rollback_to_timestamp``, ``set_current_snapshot``, ``fast_forward``, ``cherrypick_snapshot`` and
+``publish_changes`` procedures): each call one commit, checked against the freshest table state on every try, so a
+race with another writer is decided on what is really there; a call that breaks a rule raises a
+:class:`~sparkberg.errors.ValidationError` naming it and changes nothing.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from sparkberg.commit.target import MAIN
 from sparkberg.errors import ValidationError
 from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import TableMetadata
@@ -194,13 +195,25 @@ class RefsMixin:
             return _main_to(base, older[0])
         return self._manage(plan)
 
+    def cherry_pick(self, snapshot_id: int) -> "RefsMixin":
+        """Apply snapshot ``snapshot_id`` (of any branch, or staged) to main, as Iceberg's ``cherrypick_snapshot``:
+        fast-forward when main's head is its parent; otherwise an append or a dynamic overwrite is replayed in a
+        new snapshot carrying ``source-snapshot-id`` (and ``published-wap-id`` for a staged one), with Java's
+        checks (:mod:`sparkberg.commit.cherrypick`)."""
+        from sparkberg.commit.cherrypick import cherry_pick  # (needs pyspark: imported on first use)
+        cherry_pick(self, snapshot_id)
+        return self
+
+    def publish_wap(self, wap_id: str) -> "RefsMixin":
+        """Cherry-pick the snapshot staged with WAP id ``wap_id`` into main (Iceberg's ``publish_changes``); an
+        unknown or already published id is an error."""
+        from sparkberg.commit.cherrypick import publish_wap  # (needs pyspark: imported on first use)
+        publish_wap(self, wap_id)
+        return self
+
 
 def _main_to(base: TableMetadata, snap: Snapshot) -> list:
-    if base.current_snapshot_id == snap.snapshot_id:
-        return []
-    ref = base.refs.get(MAIN_BRANCH)
-    keep = (ref.min_snapshots_to_keep, ref.max_snapshot_age_ms, ref.max_ref_age_ms) if ref else (None, None, None)
-    return [U.SetSnapshotRef(MAIN_BRANCH, snap.snapshot_id, BRANCH, *keep)]
+    return [] if base.current_snapshot_id == snap.snapshot_id else [MAIN.move(base, snap.snapshot_id)]
 
 
 __all__ = ["RefsMixin"]

@@ -22,6 +22,7 @@ from sparkberg.catalog.rest import RestCatalog
 from sparkberg.catalog.sql import SqlCatalog
 from sparkberg.commit.properties import checked, snapshot_properties as recorded
 from sparkberg.commit.retry import RetryPolicy, retrying
+from sparkberg.commit.target import committing_to, read_branch, resolve
 from sparkberg.errors import (
     InvalidMetadataError, MissingFileError, NoSuchNamespaceError, NoSuchTableError, NotSupportedError,
     SparkbergError, TableUUIDMismatchError, ValidationError,
@@ -122,10 +123,13 @@ class Table(RefsMixin):
                          ref: str | None = None) -> tuple[Snapshot | None, Schema]:
         """The snapshot a read sees and the schema it reads with: the snapshot's own schema for time travel
         by id, timestamp or tag; the table schema for the current state and for branches (as Iceberg's Spark
-        integration does)."""
+        integration does). Without any of them, the WAP branch when WAP is on and it exists (``spark.wap.branch``),
+        else main's head."""
         m = self._metadata
         if sum(x is not None for x in (snapshot_id, as_of_timestamp_ms, ref)) > 1:
             raise ValidationError("give at most one of snapshot_id, as_of_timestamp_ms and ref")
+        if snapshot_id is None and as_of_timestamp_ms is None and ref is None:
+            ref = read_branch(self.spark, m)
         if snapshot_id is not None:
             snap = m.snapshot_by_id(int(snapshot_id))
             if snap is None:
@@ -215,16 +219,32 @@ class Table(RefsMixin):
             return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
 
     # --- writes -------------------------------------------------------------------------------------
-    def append(self, df, snapshot_properties: dict[str, str] | None = None) -> "Table":
+    # Every write takes ``snapshot_properties`` (recorded in the summary of the snapshot it commits, as Iceberg
+    # Spark's ``snapshot-property.*`` options: a job's batch id), ``branch`` (commit to that existing branch
+    # instead of main, planned from its head) and ``wap_id`` (stage the snapshot for write-audit-publish; needs
+    # ``write.wap.enabled``). With ``write.wap.enabled``, the ``spark.wap.id`` and ``spark.wap.branch`` session
+    # confs apply as in Iceberg's Spark integration (:mod:`sparkberg.commit.target`).
+    def _write(self, label: str, snapshot_properties: dict[str, str] | None, branch: str | None,
+               wap_id: str | None) -> Callable[[], contextlib.AbstractContextManager]:
+        """The context of one write, checked now (target, properties): a factory of the block it runs in."""
+        self._writable()
+        target = resolve(self.spark, self._metadata, branch, wap_id)
+        head = target.head(self._metadata)
+        properties = checked(snapshot_properties)
+
+        @contextlib.contextmanager
+        def block() -> Iterator[None]:
+            with recorded(properties), committing_to(target), self._running(label, head, target.describe()):
+                yield
+        return block
+
+    def append(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
+               wap_id: str | None = None) -> "Table":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
-        the table schema (missing optional columns are null); nothing is committed on error.
-        ``snapshot_properties`` (every write takes them): recorded in the summary of the snapshot it commits,
-        as Iceberg Spark's ``snapshot-property.*`` options (a job's batch id)."""
+        the table schema (missing optional columns are null); nothing is committed on error."""
         from sparkberg.commit.producer import fast_append  # (needs pyspark: imported on first use)
         from sparkberg.write.dataframe import write_files  # (needs pyspark: imported on first use)
-        if self.catalog is None:
-            raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
-        with recorded(snapshot_properties), self._running("WRITE"):
+        with self._write("WRITE", snapshot_properties, branch, wap_id)():
             files = write_files(self.spark, self._metadata, df)
             if not files:
                 return self
@@ -232,61 +252,61 @@ class Table(RefsMixin):
                 fast_append(self, files)
         return self
 
-    def delete(self, filter: str, snapshot_properties: dict[str, str] | None = None) -> "Table":
+    def delete(self, filter: str, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
+               wap_id: str | None = None) -> "Table":
         """Delete the rows matching a Spark SQL filter, in one commit: copy-on-write or merge-on-read per
         the table property ``write.delete.mode`` (position delete files on v2, deletion vectors on v3)."""
         from sparkberg.commit.rowlevel import delete_rows  # (needs pyspark: imported on first use)
-        if self.catalog is None:
-            raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
-        with recorded(snapshot_properties), self._running("DELETE"):
+        with self._write("DELETE", snapshot_properties, branch, wap_id)():
             delete_rows(self, filter)
         return self
 
-    def overwrite(self, df, filter: str | None = None, snapshot_properties: dict[str, str] | None = None) -> "Table":
+    def overwrite(self, df, filter: str | None = None, snapshot_properties: dict[str, str] | None = None,
+                  branch: str | None = None, wap_id: str | None = None) -> "Table":
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
         from sparkberg.commit.rowlevel import overwrite  # (needs pyspark: imported on first use)
-        self._writable()
-        with recorded(snapshot_properties), self._running("OVERWRITE"):
+        with self._write("OVERWRITE", snapshot_properties, branch, wap_id)():
             overwrite(self, df, filter)
         return self
 
-    def dynamic_overwrite(self, df, snapshot_properties: dict[str, str] | None = None) -> "Table":
-        """Replace each partition that ``df`` has rows for (in the default spec) with those rows, in one commit."""
+    def dynamic_overwrite(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
+                          wap_id: str | None = None) -> "Table":
+        """Replace each partition (of the default spec) that ``df`` has rows for with those rows, in one commit."""
         from sparkberg.commit.rowlevel import dynamic_overwrite  # (needs pyspark: imported on first use)
-        self._writable()
-        with recorded(snapshot_properties), self._running("OVERWRITE"):
+        with self._write("OVERWRITE", snapshot_properties, branch, wap_id)():
             dynamic_overwrite(self, df)
         return self
 
     def update(self, set: dict[str, str], filter: str | None = None,
-               snapshot_properties: dict[str, str] | None = None) -> "Table":
+               snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
+               wap_id: str | None = None) -> "Table":
         """Set columns to Spark SQL expressions (``{"v": "v + 1"}``) on the rows matching ``filter``, in one
         commit: copy-on-write or merge-on-read per ``write.update.mode``; v3 rows keep their ``_row_id``."""
         from sparkberg.commit.rowlevel import update  # (needs pyspark: imported on first use)
-        self._writable()
         if not set:
             raise ValidationError("update needs at least one column to set")
-        with recorded(snapshot_properties), self._running("UPDATE"):
+        with self._write("UPDATE", snapshot_properties, branch, wap_id)():
             update(self, dict(set), filter)
         return self
 
-    def delete_by_keys(self, df, key_columns, snapshot_properties: dict[str, str] | None = None) -> "Table":
+    def delete_by_keys(self, df, key_columns, snapshot_properties: dict[str, str] | None = None,
+                       branch: str | None = None, wap_id: str | None = None) -> "Table":
         """Delete the rows whose ``key_columns`` equal those of a row of ``df`` (null-safe), without reading
         the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
         from sparkberg.commit.equality import delete_by_keys  # (needs pyspark: imported on first use)
-        self._writable()
-        with recorded(snapshot_properties), self._running("DELETE"):
+        with self._write("DELETE", snapshot_properties, branch, wap_id)():
             delete_by_keys(self, df, key_columns)
         return self
 
     def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s",
-              snapshot_properties: dict[str, str] | None = None):
+              snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
+              wap_id: str | None = None):
         """A MERGE builder: ``t.merge(src, "t.id = s.id").when_matched_update({"v": "s.v"})
         .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``."""
         from sparkberg.commit.merge import MergeBuilder  # (needs pyspark: imported on first use)
-        self._writable()
-        return MergeBuilder(self, source, condition, target_alias, source_alias, checked(snapshot_properties))
+        return MergeBuilder(self, source, condition, target_alias, source_alias,
+                            self._write("MERGE", snapshot_properties, branch, wap_id))
 
     def metadata_table(self, name: str, snapshot_id: int | None = None):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see

@@ -83,6 +83,15 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     assert s.remove_orphan_files(dry_run=True).count() == 0
     assert sorted(r[0] for r in s.to_df().collect()) == sorted(list(range(5)) + [5, 6] * 2)
     print("maintenance over connect ok")
+    s.set_properties({"write.wap.enabled": "true"}).create_branch("dev")
+    s.append(spark.sql("SELECT 100L AS id"), branch="dev")
+    spark.conf.set("spark.wap.id", "w1")  # (the session conf, read over Connect)
+    s.append(spark.sql("SELECT 101L AS id"))
+    spark.conf.unset("spark.wap.id")
+    assert 100 in [r[0] for r in s.to_df(ref="dev").collect()] and 101 not in [r[0] for r in s.to_df().collect()]
+    s.publish_wap("w1")
+    assert 101 in [r[0] for r in sq.load_table("db.sql").to_df().collect()]
+    print("branches and write-audit-publish over connect ok")
     spark.stop()
     return 0
 

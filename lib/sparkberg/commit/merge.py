@@ -10,12 +10,12 @@ merge-on-read; updated v3 rows keep their ``_row_id``.
 """
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Callable, ContextManager
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from sparkberg.commit.properties import snapshot_properties
 from sparkberg.commit.rowlevel import RowLevel, removal_of
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure
@@ -30,9 +30,9 @@ class MergeBuilder:
     """Collects MERGE clauses; :meth:`execute` runs them as one commit."""
 
     def __init__(self, table, source, condition: str | Column, target_alias: str = "t", source_alias: str = "s",
-                 snapshot_properties: dict[str, str] | None = None):
+                 writing: Callable[[], ContextManager] = contextlib.nullcontext):
         self.table = table
-        self.snapshot_properties = snapshot_properties
+        self.writing = writing  # the block the merge runs in (its target, snapshot properties, job label)
         self.source = source
         self.condition = condition
         self.ta = target_alias
@@ -64,7 +64,7 @@ class MergeBuilder:
 
     def execute(self) -> None:
         """Run the merge: one atomic commit, or an error and nothing committed."""
-        with snapshot_properties(self.snapshot_properties):
+        with self.writing():
             self._execute()
 
     def _execute(self) -> None:

@@ -21,6 +21,7 @@ from sparkberg.avro.decode import manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.commit.properties import current_snapshot_properties
+from sparkberg.commit.target import Target, current_target
 from sparkberg.errors import CommitFailedException, SparkbergError
 from sparkberg.io.fileio import FileIO, deleted_on_failure
 from sparkberg.planning.entries import snapshot_manifests
@@ -31,7 +32,7 @@ from sparkberg.spec.manifests import (
 )
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.snapshots import MAIN_BRANCH, Snapshot, new_snapshot_id
+from sparkberg.spec.snapshots import Snapshot, new_snapshot_id
 from sparkberg.spec.types import Schema
 
 
@@ -53,10 +54,11 @@ def assign_first_row_ids(manifests: list[ManifestFile], next_row_id: int) -> tup
 
 
 def write_snapshot_list(io: FileIO, directory: str, manifests: list[ManifestFile], base: TableMetadata,
-                        snapshot_id: int, seq: int, attempt: int) -> tuple[list[ManifestFile], str, int | None,
-                                                                            int | None]:
-    """The manifest list of a snapshot on ``base`` written (try ``attempt`` of its commit), v3 row ids assigned
-    first: (the manifests as listed, the list's path, the snapshot's ``first-row-id`` and ``added-rows``)."""
+                        snapshot_id: int, seq: int, attempt: int, parent_snapshot_id: int | None
+                        ) -> tuple[list[ManifestFile], str, int | None, int | None]:
+    """The manifest list of a snapshot (child of ``parent_snapshot_id``) on ``base`` written (try ``attempt`` of its
+    commit), v3 row ids assigned first: (the manifests as listed, the list's path, the snapshot's ``first-row-id``
+    and ``added-rows``)."""
     first_row_id = added_rows = None
     if base.format_version >= 3:
         first_row_id = base.next_row_id or 0
@@ -64,13 +66,13 @@ def write_snapshot_list(io: FileIO, directory: str, manifests: list[ManifestFile
         added_rows = next_row_id - first_row_id
     path = f"{directory}/snap-{snapshot_id}-{attempt + 1}-{uuid.uuid4()}.avro"
     io.create(path, write_manifest_list(manifests, format_version=base.format_version, snapshot_id=snapshot_id,
-                                        parent_snapshot_id=base.current_snapshot_id, sequence_number=seq,
+                                        parent_snapshot_id=parent_snapshot_id, sequence_number=seq,
                                         first_row_id=first_row_id))
     return manifests, path, first_row_id, added_rows
 
 
 def fast_append(table, files: Sequence[DataFile]) -> Snapshot:
-    """Commit ``files`` (written for the table's default spec) as one append snapshot on ``main``. Appends
+    """Commit ``files`` (written for the table's default spec) as one append snapshot on the write's target. Appends
     have no conflict to validate (spec "Commit Conflict Resolution and Retry"): a lost race is simply retried."""
     return commit_changes(table, Changes("append", added_data=list(files)))
 
@@ -91,9 +93,10 @@ class Changes:
     required: set[str] = field(default_factory=set)  # data files that must still be live (deletes target them)
     validate: Callable[[TableMetadata, TableMetadata], None] | None = None  # (start, current) -> raise on conflict
     data_sequence_number: int | None = None  # rewrites: added rows keep the starting snapshot's (Java's default)
+    summary: dict[str, str] = field(default_factory=dict)  # summary fields of the operation (replace-partitions...)
 
 
-def _summary(base: TableMetadata, c: Changes, removed: list[DataFile], spec_ids: set[int]) -> dict[str, str]:
+def _summary(head: Snapshot | None, c: Changes, removed: list[DataFile], target: Target) -> dict[str, str]:
     def count(files, content):
         return [f for f in files if f.content == content]
 
@@ -102,7 +105,7 @@ def _summary(base: TableMetadata, c: Changes, removed: list[DataFile], spec_ids:
     removed_data = count(removed, 0)
     removed_pos = count(removed, 1)
     removed_eq = count(removed, 2)
-    s: dict[str, str] = {**current_snapshot_properties(), "operation": c.operation}
+    s: dict[str, str] = {**current_snapshot_properties(), **c.summary, **target.summary(), "operation": c.operation}
 
     def put(key: str, value: int) -> None:
         if value:
@@ -126,8 +129,8 @@ def _summary(base: TableMetadata, c: Changes, removed: list[DataFile], spec_ids:
     s["changed-partition-count"] = str(len({(sid, tuple(sorted(f.partition.items(), key=lambda kv: kv[0])))
                                             for sid, f in [(0, f) for f in c.added_data] + c.added_deletes
                                             + [(0, f) for f in removed]}))
-    prev = (base.current_snapshot.summary or {}) if base.current_snapshot else {}
-    if base.current_snapshot is None or all(k in prev for k in SUMMARY_TOTALS):
+    prev = (head.summary or {}) if head else {}
+    if head is None or all(k in prev for k in SUMMARY_TOTALS):
         deltas = {
             "total-records": added_rows - sum(f.record_count for f in removed_data),
             "total-files-size": int(s.get("added-files-size", 0)) - int(s.get("removed-files-size", 0)),
@@ -145,10 +148,13 @@ def _summary(base: TableMetadata, c: Changes, removed: list[DataFile], spec_ids:
 
 
 def commit_changes(table, c: Changes) -> Snapshot:
-    """Commit ``c`` as one snapshot on ``main``; see the module docstring for the protocol."""
+    """Commit ``c`` as one snapshot on the write's target (:mod:`sparkberg.commit.target`); see the module
+    docstring for the protocol."""
     if table.catalog is None:
         raise SparkbergError(f"table {table.name} was loaded by path and is read-only")
     start = table.metadata
+    target = current_target()
+    target.head_id(start)  # (a missing branch fails before anything is written)
     if start.format_version == 1 and c.added_deletes:
         raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
     writer = _ManifestWriter(table.io, f"{start.location}/metadata", start.current_schema, start.format_version,
@@ -165,7 +171,8 @@ def commit_changes(table, c: Changes) -> Snapshot:
             c.validate(start, base)
         attempt_files: list[str] = []
         with deleted_on_failure(table.io, lambda: attempt_files):
-            new_meta, snap, manifests, list_path = _attempt(table, c, base, n, writer, new_manifests, attempt_files)
+            new_meta, snap, manifests, list_path = _attempt(table, c, base, n, writer, new_manifests, attempt_files,
+                                                            target)
         last.update(snap=snap, manifests=manifests, list_path=list_path, attempt_files=attempt_files)
         return new_meta, attempt_files
 
@@ -216,13 +223,15 @@ def _added_manifests(c: Changes, start: TableMetadata, writer: _ManifestWriter, 
 
 
 def _attempt(table, c: Changes, base: TableMetadata, n: int, writer: _ManifestWriter,
-             new_manifests: list[tuple[ManifestFile, list[ManifestEntry]]], written: list[str]
+             new_manifests: list[tuple[ManifestFile, list[ManifestEntry]]], written: list[str], target: Target
              ) -> tuple[TableMetadata, Snapshot, list[ManifestFile], str]:
-    """Try ``n`` of the commit on ``base``: (the new metadata, its snapshot, the snapshot's manifests, its
-    manifest list's path); every file it writes is added to ``written``."""
+    """Try ``n`` of the commit on ``base``, as a child of ``target``'s head: (the new metadata, its snapshot, the
+    snapshot's manifests, its manifest list's path); every file it writes is added to ``written``."""
     v, schema, snapshot_id = writer.version, writer.schema, writer.snapshot_id
     seq = base.last_sequence_number + 1 if v >= 2 else 0
-    manifests, removed = _carry_over(table, base, c.removed, snapshot_id, seq, v, schema, written, c.required)
+    head = target.head(base)
+    parent_id = None if head is None else head.snapshot_id
+    manifests, removed = _carry_over(table, base, head, c.removed, snapshot_id, seq, v, schema, written, c.required)
     fresh = [manifest_file_for(entries, path=mf.manifest_path, length=mf.manifest_length,
                                spec=base.spec(mf.partition_spec_id), schema=schema, added_snapshot_id=snapshot_id,
                                content=mf.content, sequence_number=seq)
@@ -231,13 +240,13 @@ def _attempt(table, c: Changes, base: TableMetadata, n: int, writer: _ManifestWr
                                 lambda entries, spec_id, content: writer.write(
                                     entries, base.spec(spec_id), content, seq, written, "m-merged"))
     manifests, list_path, first_row_id, added_rows = write_snapshot_list(writer.io, writer.directory, manifests, base,
-                                                                         snapshot_id, seq, n)
+                                                                         snapshot_id, seq, n, parent_id)
     written.append(list_path)
     snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=int(time.time() * 1000),
-                    parent_snapshot_id=base.current_snapshot_id, sequence_number=seq if v >= 2 else None,
-                    manifest_list=list_path, summary=_summary(base, c, removed, set()), schema_id=schema.schema_id,
+                    parent_snapshot_id=parent_id, sequence_number=seq if v >= 2 else None,
+                    manifest_list=list_path, summary=_summary(head, c, removed, target), schema_id=schema.schema_id,
                     first_row_id=first_row_id, added_rows=added_rows)
-    new_meta = U.apply_all([U.AddSnapshot(snap), U.SetSnapshotRef(MAIN_BRANCH, snapshot_id)], base)
+    new_meta = U.apply_all(target.updates(base, snap), base)
     return new_meta, snap, manifests, list_path
 
 
@@ -246,20 +255,21 @@ def _delete_all(io: FileIO, paths: Iterable[str]) -> None:
         io.delete(p)
 
 
-def _carry_over(table, base: TableMetadata, removed_keys: set, snapshot_id: int, seq: int, v: int, schema,
-                written: list[str], required: set[str] = frozenset()) -> tuple[list[ManifestFile], list[DataFile]]:
-    """The base snapshot's manifests, with those holding files to remove rewritten; fails (conflict) when a
-    file to remove is no longer live."""
+def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys: set, snapshot_id: int, seq: int,
+                v: int, schema, written: list[str], required: set[str] = frozenset()
+                ) -> tuple[list[ManifestFile], list[DataFile]]:
+    """The manifests of ``head`` (the snapshot the commit builds on), with those holding files to remove
+    rewritten; fails (conflict) when a file to remove is no longer live."""
     io = table.io
     kept: list[ManifestFile] = []
     removed: list[DataFile] = []
     found: set = set()
-    if base.current_snapshot is None:
+    if head is None:
         if removed_keys:
             raise CommitFailedException(f"cannot remove {len(removed_keys)} files: the table has no snapshot")
         return kept, removed
     still_live: set[str] = set()
-    for mf in snapshot_manifests(io, base.current_snapshot):
+    for mf in snapshot_manifests(io, head):
         if not removed_keys and not (required and mf.content == MANIFEST_DATA):
             kept.append(mf)
             continue

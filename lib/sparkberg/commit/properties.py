@@ -15,7 +15,7 @@ _PROPERTIES: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("sn
 # summary keys a writer computes: a snapshot property may not claim them
 _RESERVED = re.compile(r"^(operation|engine-.*|(added|deleted|removed|total|changed)-.*|partition-summaries-.*|"
                        r"partitions\..*|manifests-.*|entries-.*|first-row-id|added-rows|wap\..*|published-wap-id|"
-                       r"source-snapshot-id)$")
+                       r"source-snapshot-id|replace-partitions)$")
 
 
 def checked(properties: dict[str, str] | None) -> dict[str, str]:

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
+from sparkberg.commit.target import current_target
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match
 from sparkberg.expressions.predicates import TRUE, bind, evaluate
@@ -60,13 +61,16 @@ def removal_of(tasks) -> set:
 
 def serializable_check(table, filter_bound):
     """A validation that fails when files a filter may match were added after the operation started."""
+    target = current_target()
+
     def check(start, current):
-        if start.current_snapshot_id == current.current_snapshot_id or isinstance(filter_bound, type(None)):
+        head = target.head_id(current)
+        if target.head_id(start) == head or isinstance(filter_bound, type(None)):
             return
-        seen = {s.snapshot_id for s in start.ancestors(start.current_snapshot_id)}
+        seen = {s.snapshot_id for s in start.ancestors(target.head_id(start))}
         schema = current.current_schema
         types = {f.field_id: f.field_type for s in current.schemas for f in s.index_by_id().values()}
-        for snap in current.ancestors(current.current_snapshot_id):
+        for snap in current.ancestors(head):
             if snap.snapshot_id in seen:
                 break
             if snap.operation == "replace":
@@ -92,13 +96,16 @@ def no_new_deletes_check(table, touched: dict[str, tuple[int, dict]], ignore_equ
     deletes would be lost or doubled. Both isolation levels check this, as Iceberg does. Rewrites that keep
     the starting sequence number let equality deletes through (they still apply to the new files)."""
 
+    target = current_target()
+
     def check(start, current):
-        if not touched or start.current_snapshot_id == current.current_snapshot_id:
+        head = target.head_id(current)
+        if not touched or target.head_id(start) == head:
             return
-        seen = {s.snapshot_id for s in start.ancestors(start.current_snapshot_id)}
+        seen = {s.snapshot_id for s in start.ancestors(target.head_id(start))}
         unpartitioned = {s.spec_id for s in current.partition_specs if s.is_unpartitioned}
         partitions = {(spec_id, tuple(sorted(p.items()))) for spec_id, p in touched.values()}
-        for snap in current.ancestors(current.current_snapshot_id):
+        for snap in current.ancestors(head):
             if snap.snapshot_id in seen:
                 break
             for mf in snapshot_manifests(table.io, snap):
@@ -142,8 +149,8 @@ class RowLevel:
         tz = session_time_zone(self.spark)
         self.weak = TRUE if filter is None else bind(translate_filter(filter, schema, tz), schema)
         strong = TRUE if filter is None else bind(translate_filter(filter, schema, tz, strengthen=True), schema)
-        self.plan = plan(self.spark, m, table.io, m.current_snapshot, self.weak, label=table.name) \
-            if m.current_snapshot else None
+        self.head = current_target().head(m)  # (main's head, or the branch's the write goes to)
+        self.plan = plan(self.spark, m, table.io, self.head, self.weak, label=table.name) if self.head else None
         self.tasks = self.plan.rows() if self.plan else []
         strict = {s.spec_id: strict_projection(strong, s, schema) for s in m.partition_specs}
         self.whole = [t for t in self.tasks if evaluate(strict[t["spec_id"]], self.partition(t))]
@@ -159,7 +166,7 @@ class RowLevel:
         equality deletes: within the unpartitioned spec, whose one partition only an always-true filter
         removes), so nothing they delete outlives this commit and they would only weigh on later plans."""
         out = set()
-        for mf in snapshot_manifests(self.table.io, self.m.current_snapshot):
+        for mf in snapshot_manifests(self.table.io, self.head):
             if mf.content != MANIFEST_DELETES:
                 continue
             for e in manifest_entries(self.table.io.read(mf.manifest_path), mf):
@@ -220,7 +227,8 @@ class RowLevel:
                 removed |= file_scoped_deletes(by_path[d.referenced_data_file])
         return added, removed
 
-    def commit(self, op: str, added_data, added_deletes, removed, required=frozenset(), level_key=None):
+    def commit(self, op: str, added_data, added_deletes, removed, required=frozenset(), level_key=None,
+               summary: dict[str, str] | None = None):
         isolation = self.m.properties.get(level_key or "write.delete.isolation-level", "serializable").lower()
         if isolation not in ("serializable", "snapshot"):
             raise ValidationError(f"table property {level_key or 'write.delete.isolation-level'} must be "
@@ -233,7 +241,7 @@ class RowLevel:
         with deleted_on_failure(self.table.io, lambda: [f.file_path for f in added_data] +
                                 sorted({d.file_path for _, d in added_deletes})):
             commit_changes(self.table, Changes(op, list(added_data), list(added_deletes), set(removed),
-                                               set(required), validate))
+                                               set(required), validate, summary=dict(summary or {})))
 
 
 def delete_rows(table, filter: str) -> bool:
@@ -300,7 +308,9 @@ def dynamic_overwrite(table, df) -> None:
     removed = removal_of([t for t in rl.tasks if replaced(t["spec_id"], rl.partition(t))])
     if rl.tasks:
         removed |= rl.delete_files_in(replaced)
-    rl.commit("overwrite", added, [], removed, level_key="write.update.isolation-level")
+    # (Java's ReplacePartitions marks its snapshots so: cherry-picking one replays it on the partitions it names)
+    rl.commit("overwrite", added, [], removed, level_key="write.update.isolation-level",
+              summary={"replace-partitions": "true"})
 
 
 def update(table, assignments: dict[str, str], filter: str | None) -> None:

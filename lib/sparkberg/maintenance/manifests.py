@@ -26,13 +26,14 @@ from sparkberg.avro.decode import manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_manifest
 from sparkberg.commit.manifests import merge_settings
 from sparkberg.commit.producer import write_snapshot_list
+from sparkberg.commit.target import MAIN
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure, file_io_for
 from sparkberg.planning.entries import manifests_df, manifests_of, snapshot_manifests
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import MAIN_BRANCH, Snapshot, new_snapshot_id
+from sparkberg.spec.snapshots import Snapshot, new_snapshot_id
 
 RESULT_DDL = "rewritten_manifests_count int, added_manifests_count int"
 _ENTRIES_DDL = "content int, spec_id int, key binary, entry binary"
@@ -152,7 +153,8 @@ def _replace(table, base: TableMetadata, n: int, snapshot_id: int, rewritten: li
     manifests = [replace(m, sequence_number=seq, added_snapshot_id=snapshot_id) for m in new] + \
         [m for m in current if m.manifest_path not in done]
     manifests, list_path, first_row_id, added_rows = write_snapshot_list(
-        table.io, f"{base.location.rstrip('/')}/metadata", manifests, base, snapshot_id, seq, n)
+        table.io, f"{base.location.rstrip('/')}/metadata", manifests, base, snapshot_id, seq, n,
+        base.current_snapshot_id)
     previous = base.current_snapshot.summary
     summary = {"operation": "replace", "manifests-created": str(len(new)),
                "manifests-kept": str(len(manifests) - len(new)), "manifests-replaced": str(len(rewritten)),
@@ -163,6 +165,6 @@ def _replace(table, base: TableMetadata, n: int, snapshot_id: int, rewritten: li
                     parent_snapshot_id=base.current_snapshot_id, sequence_number=seq if v >= 2 else None,
                     manifest_list=list_path, summary=summary, schema_id=base.current_schema_id,
                     first_row_id=first_row_id, added_rows=added_rows)
-    return U.apply_all([U.AddSnapshot(snap), U.SetSnapshotRef(MAIN_BRANCH, snapshot_id)], base), [list_path]
+    return U.apply_all(MAIN.updates(base, snap), base), [list_path]
 
 
