@@ -30,22 +30,19 @@ from sparkberg.errors import (
 from sparkberg.expressions.predicates import TRUE, bind
 from sparkberg.expressions.sql import translate_filter
 from sparkberg.io.fileio import FileIO, deleted_on_failure, file_io_for, normalize_location, to_local_path
+from sparkberg.evolution import EvolutionMixin
 from sparkberg.refs import RefsMixin
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.session import job_description, session_time_zone
-from sparkberg.spec import types as I, updates as U
+from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
-from sparkberg.spec.partitioning import (
-    PartitionField, PartitionSpec, SortOrder, build_partition_spec, build_sort_order, partition_field,
-)
+from sparkberg.spec.partitioning import PartitionSpec, SortOrder, build_partition_spec, build_sort_order
 from sparkberg.spec.snapshots import Snapshot
-from sparkberg.spec.transforms import VoidTransform
 from sparkberg.spec.types import Schema
-from sparkberg.spec.updates import assign_fresh_ids
 
 
 
-class Table(RefsMixin):
+class Table(RefsMixin, EvolutionMixin):
     """An Iceberg table at one metadata version. ``metadata`` is read-only; commits replace it."""
 
     def __init__(self, identifier: Identifier | None, metadata: TableMetadata, metadata_location: str,
@@ -453,75 +450,6 @@ class Table(RefsMixin):
 
     def set_location(self, location: str) -> "Table":
         return self.commit_updates([U.SetLocation(location)])
-
-    def add_columns(self, columns: Any) -> "Table":
-        """Add optional columns (Spark StructType or DDL) at the end of the schema, with new ids."""
-        from dataclasses import replace as _replace
-        from sparkberg.spark.types import schema_from  # (needs pyspark: imported on first use)
-        incoming = schema_from(self.spark, columns)
-        base = self._metadata
-        current = base.current_schema
-        offset = base.last_column_id
-        fresh = assign_fresh_ids(incoming)
-
-        def shift(t):
-            if isinstance(t, I.StructType):
-                return I.StructType(_replace(f, field_id=f.field_id + offset, field_type=shift(f.field_type))
-                                    for f in t.fields)
-            if isinstance(t, I.ListType):
-                return I.ListType(t.element_id + offset, shift(t.element_type), t.element_required)
-            if isinstance(t, I.MapType):
-                return I.MapType(t.key_id + offset, shift(t.key_type), t.value_id + offset, shift(t.value_type),
-                                 t.value_required)
-            return t
-        added = shift(fresh.as_struct).fields
-        for f in added:
-            if current.as_struct.field_by_name(f.name) is not None:
-                raise ValidationError(f"cannot add column {f.name!r}: it already exists")
-            if f.required:
-                raise ValidationError(f"cannot add required column {f.name!r} without a default")
-        new_schema = Schema(current.fields + tuple(added), 0, current.identifier_field_ids)
-        return self.commit_updates(
-            [U.AddSchema(new_schema, new_schema.highest_field_id()), U.SetCurrentSchema(U.LAST_ADDED)],
-            [U.AssertCurrentSchemaId(current.schema_id), U.AssertLastAssignedFieldId(base.last_column_id)])
-
-    def update_spec(self, partition_by: Iterable[str]) -> "Table":
-        """Replace the default partition spec (partition evolution); existing data keeps its spec.
-
-        Fields equivalent to an existing spec's reuse their partition field ids (spec: "Partition
-        Evolution"); in v1 tables dropped fields become ``void`` and new ones go at the end.
-        """
-        base = self._metadata
-        schema = base.current_schema
-        wanted = [partition_field(schema, expr, 0) for expr in partition_by]
-        known: dict[tuple, int] = {}
-        for spec in base.partition_specs:
-            for f in spec.fields:
-                known.setdefault((f.all_source_ids, str(f.transform)), f.field_id)
-        next_id = base.last_partition_id
-        fields = []
-        if base.format_version == 1:
-            old = list(base.default_spec.fields)
-            keys = {(f.all_source_ids, str(f.transform)) for f in wanted}
-            for f in old:
-                if (f.all_source_ids, str(f.transform)) in keys:
-                    fields.append(f)
-                else:
-                    fields.append(PartitionField(f.source_id, f.field_id, VoidTransform(), f.name, f.source_ids))
-            have = {(f.all_source_ids, str(f.transform)) for f in fields}
-            for f in wanted:
-                if (f.all_source_ids, str(f.transform)) not in have:
-                    fields.append(PartitionField(f.source_id, 1000 + len(fields), f.transform, f.name, f.source_ids))
-        else:
-            for f in wanted:
-                fid = known.get((f.all_source_ids, str(f.transform)))
-                if fid is None:
-                    next_id += 1
-                    fid = next_id
-                fields.append(PartitionField(f.source_id, fid, f.transform, f.name, f.source_ids))
-        return self.commit_updates(
-            [U.AddPartitionSpec(PartitionSpec(0, fields)), U.SetDefaultSpec(U.LAST_ADDED)],
-            [U.AssertDefaultSpecId(base.default_spec_id)])
 
 
 class Catalog:

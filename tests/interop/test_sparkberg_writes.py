@@ -196,7 +196,7 @@ def test_java_reads_sparkberg_equality_deletes(java, java_warehouse, duck):
     (2, "sort", "zorder(i, dbl, s)"), (3, "sort", "zorder(ts, dec)")])
 def test_engines_read_after_sparkberg_compaction(java, java_warehouse, duck, version, strategy, sort_order):
     """Every strategy's result reads the same in Java, PyIceberg and DuckDB; Java sees the sort order id of files
-    sorted by the table's order; v3 rows keep their ids."""
+    sorted by the table's order (as its own bin-pack and sort rewrites record it); v3 rows keep their ids."""
     from pyiceberg.table import StaticTable
     cat = sparkberg.catalog(java, java_warehouse)
     name = f"compact_v{version}_{strategy}_{'z' if sort_order and 'zorder' in sort_order else 'o' if sort_order else 't'}"
@@ -210,7 +210,7 @@ def test_engines_read_after_sparkberg_compaction(java, java_warehouse, duck, ver
     result = t.rewrite_data_files(strategy=strategy, sort_order=sort_order).collect()[0]
     assert result["rewritten_data_files_count"] >= 6 and t.metadata.current_snapshot.operation == "replace"
     order_ids = {r[0] for r in java.sql(f"SELECT sort_order_id FROM ref.sbw.{name}.data_files").collect()}
-    assert order_ids == ({1} if strategy == "sort" and sort_order is None else {0})
+    assert order_ids == ({1} if sort_order is None else {0})  # (bin-packed files are sorted by the table's order too)
     cols = [f.name for f in t.schema().fields]
     ours = rows(t.to_df().collect())
     java.sql(f"REFRESH TABLE ref.sbw.{name}")
@@ -244,3 +244,52 @@ def test_engines_read_sparkberg_uuid_columns_and_buckets(java, java_warehouse, d
                                                               else r["u"])) for r in got) == sorted(values)
     rows = duck.sql(f"SELECT id, u::VARCHAR FROM iceberg_scan('{t.metadata_location}')").fetchall()
     assert sorted(rows, key=lambda r: r[0]) == sorted(values)
+
+
+def test_sort_orders_and_sorted_writes_interoperate_with_java(java, java_warehouse):
+    """A sort order sparkberg sets is Java's write order (Java's files record its id and come out sorted), and one
+    Java sets (``WRITE ORDERED BY``) is sparkberg's: its appends sort by it and record its id."""
+    import pyarrow.parquet as pq
+    from sparkberg.io.fileio import to_local_path
+    cat = sparkberg.catalog(java, java_warehouse)
+    t = cat.create_table("sbw.sorted", "id bigint, k string", partition_by=["bucket(2, id)"],
+                         properties={"format-version": "2"})
+    t.replace_sort_order("k DESC NULLS LAST", "id")
+    java.sql("REFRESH TABLE ref.sbw.sorted")
+    java.sql("INSERT INTO ref.sbw.sorted SELECT id, CAST(id % 13 AS string) FROM range(0, 500)")
+    javas = {r[0] for r in java.sql("SELECT file_path FROM ref.sbw.sorted.data_files").collect()}
+    t = cat.load_table("sbw.sorted")
+    t.append(java.range(500, 1000).selectExpr("id", "CAST(id % 13 AS string) AS k").repartition(3))
+    java.sql("REFRESH TABLE ref.sbw.sorted")
+    files = java.sql("SELECT file_path, sort_order_id FROM ref.sbw.sorted.data_files").collect()
+    # (Java 1.10.2's appends sort by the order but record no id on the files; its main branch now records it too)
+    assert {r.sort_order_id for r in files if r.file_path not in javas} == {1} and len(files) >= 4
+    for r in files:  # Java's files and ours alike
+        got = [(x["k"], x["id"]) for x in pq.read_table(to_local_path(r.file_path)).to_pylist()]
+        assert got == sorted(got, key=lambda kv: (_Desc(kv[0]), kv[1])), r.file_path
+    java.sql("ALTER TABLE ref.sbw.sorted WRITE ORDERED BY id DESC")
+    t = cat.load_table("sbw.sorted")
+    assert [(f.direction, f.null_order) for f in t.sort_order().fields] == [("desc", "nulls-last")]
+    t.append(java.range(1000, 1100).selectExpr("id", "'x' AS k").repartition(3))
+    t = cat.load_table("sbw.sorted")
+    java.sql("REFRESH TABLE ref.sbw.sorted")
+    new = java.sql(f"SELECT data_file.file_path, data_file.sort_order_id FROM ref.sbw.sorted.entries WHERE status = 1 "
+                   f"AND snapshot_id = {t.metadata.current_snapshot_id}").collect()
+    assert new and {r.sort_order_id for r in new} == {t.sort_order().order_id}
+    for r in new:
+        got = [x["id"] for x in pq.read_table(to_local_path(r.file_path)).to_pylist()]
+        assert got == sorted(got, reverse=True)
+    assert java.sql("SELECT count(*) FROM ref.sbw.sorted").collect()[0][0] == 1100
+
+
+class _Desc:
+    """A sort key that orders strings descending."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __lt__(self, other):
+        return self.v > other.v
+
+    def __eq__(self, other):
+        return self.v == other.v

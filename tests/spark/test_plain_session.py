@@ -383,8 +383,9 @@ def test_maintenance_on_a_plain_session(plain, tmp_path):
     def one(df):
         return df.collect()[0].asDict()
     assert one(t.rewrite_position_delete_files(options={"rewrite-all": "true"}))["rewritten_delete_files_count"] > 0
-    assert one(t.rewrite_data_files(strategy="sort", options={"min-input-files": "2"}))[
-        "rewritten_data_files_count"] == 8
+    files = t.metadata_table("files").where("content = 0").count()  # (the appends range-distribute: a few each)
+    assert files >= 8 and one(t.rewrite_data_files(strategy="sort", options={"min-input-files": "2"}))[
+        "rewritten_data_files_count"] == files
     assert one(t.rewrite_data_files(sort_order="zorder(id, v)", options={"rewrite-all": "true"}))[
         "rewritten_data_files_count"] == 2
     assert one(t.rewrite_manifests())["rewritten_manifests_count"] > 0

@@ -49,10 +49,11 @@ def test_sort_by_the_table_order_sorts_every_file_and_records_the_order(spark, w
     t.delete("id % 10 = 3")
     lineage = ("id", "_row_id", "_last_updated_sequence_number") if version == 3 else ("id", "x")
     before, lineage_before = rows(t, ("id", "cat", "x", "y", "s")), rows(t, lineage)
-    small = str(max(f["file_size_in_bytes"] for f in data_files(t)) * 3)  # ~ two files a partition
+    written = data_files(t)  # (the appends range-distribute by the table's order: a few files each)
+    small = str(sum(f["file_size_in_bytes"] for f in written) // 4)  # ~ two files a partition
     out = result(t.rewrite_data_files(strategy="sort", options={"target-file-size-bytes": small,
                                                                 "min-file-size-bytes": "0", "rewrite-all": "true"}))
-    assert out["rewritten_data_files_count"] == 12 and out["failed_data_files_count"] == 0
+    assert out["rewritten_data_files_count"] == len(written) >= 12 and out["failed_data_files_count"] == 0
     assert rows(t, ("id", "cat", "x", "y", "s")) == before and rows(t, lineage) == lineage_before
     files = data_files(t)
     assert len(files) == out["added_data_files_count"] and {f["sort_order_id"] for f in files} == {1}

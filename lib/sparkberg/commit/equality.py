@@ -12,7 +12,7 @@ from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import EQUALITY_DELETES
 from sparkberg.spec.metadata import TableMetadata
-from sparkberg.write.dataframe import write_files
+from sparkberg.write.dataframe import UNSORTED, write_files
 
 
 def delete_by_keys(table, df, key_columns) -> None:
@@ -51,7 +51,7 @@ def delete_by_keys(table, df, key_columns) -> None:
     narrowed = replace(m, schemas=tuple(s if s.schema_id != schema.schema_id else delete_schema
                                         for s in m.schemas))
     data = df.select(*[present[f.name.lower()] for f in delete_schema.fields]).dropDuplicates()
-    files = write_files(table.spark, narrowed, data)
+    files = write_files(table.spark, narrowed, data, ordering=UNSORTED, distribution="hash")
     ids = tuple(f.field_id for f in key_fields)
     deletes = [(spec.spec_id, replace(f, content=EQUALITY_DELETES, equality_ids=ids, sort_order_id=None))
                for f in files]

@@ -171,7 +171,8 @@ class MergeBuilder:
         extra = rl.lineage_fields
         if mode == "merge-on-read" and rl.m.format_version >= 2:
             new_rows = self._rows(j, cols, lineage, src_cols, None)
-            added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra) if new_rows is not None else []
+            added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge",
+                                position_delta=True) if new_rows is not None else []
             with deleted_on_failure(rl.table.io, lambda: [f.file_path for f in added]):
                 positions = changed.select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos"))
                 has_changes = positions.limit(1).count() > 0
@@ -185,7 +186,8 @@ class MergeBuilder:
         hit = {r[0] for r in changed.select(F.col(f"{ta}._file")).distinct().collect()}
         untouched = j.filter((F.col("_action") == "K") & F.col(f"{ta}._file").isin(list(hit))) if hit else None
         new_rows = self._rows(j, cols, lineage, src_cols, untouched)
-        added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra) if new_rows is not None else []
+        added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge") \
+            if new_rows is not None else []
         removed = removal_of([t for t in rl.tasks if t["file_path"] in hit])
         if not added and not removed:
             return

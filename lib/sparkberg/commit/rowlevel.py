@@ -267,7 +267,7 @@ def delete_rows(table, filter: str) -> bool:
             if rewrite:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
-                added_data = write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields)
+                added_data = write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete")
                 removed |= removal_of(rewrite)
     if not removed and not added_deletes:
         return False
@@ -287,7 +287,7 @@ def overwrite(table, df, filter: str | None) -> None:
             if rewrite:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
-                added += write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields)
+                added += write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete")
                 removed |= removal_of(rewrite)
     rl.commit("overwrite", added, [], removed)
 
@@ -346,7 +346,8 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
         try:
             if matched.limit(1).count() == 0:
                 return
-            added_data = write_files(rl.spark, rl.m, updated(matched), extra_fields=extra)
+            added_data = write_files(rl.spark, rl.m, updated(matched), extra_fields=extra, command="update",
+                                     position_delta=True)
             with deleted_on_failure(table.io, lambda: [f.file_path for f in added_data]):
                 added_deletes, removed = rl.delete_positions(matched, tasks)
         finally:
@@ -366,7 +367,7 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
     if rl.lineage:
         out += [F.col("_row_id"), F.when(is_hit, F.lit(None).cast("bigint"))
                 .otherwise(F.col("_last_updated_sequence_number")).alias("_last_updated_sequence_number")]
-    added = write_files(rl.spark, rl.m, rows.select(*out), extra_fields=extra)
+    added = write_files(rl.spark, rl.m, rows.select(*out), extra_fields=extra, command="update")
     rl.commit("overwrite", added, [], removal_of(rewrite), level_key="write.update.isolation-level")
 
 

@@ -271,7 +271,8 @@ class _Run:
             if group.one_partition:  # one partition already: as many tasks as files, no shuffle
                 return write_files(rl.spark, m, rows.coalesce(files), extra_fields=rl.lineage_fields,
                                    properties=props, distribution="none")
-            return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props)
+            return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
+                               distribution="hash")
 
     def commit(self, done: list[tuple[Group, list]]) -> None:
         """One ``replace`` snapshot of finished groups."""

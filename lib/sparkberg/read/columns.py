@@ -65,17 +65,34 @@ def empty_frame(spark, schema: ST.StructType) -> DataFrame:
 
 
 def promoted_fields(metadata: TableMetadata, schema: T.Schema) -> dict[int, T.NestedField]:
-    """Top-level columns of ``schema`` whose type was widened (int->long, float->double, decimal precision):
-    older files store them in the narrower type."""
+    """Primitive fields of ``schema``, at any depth, whose type was widened (int->long, float->double, decimal
+    precision, date->timestamp): older files store them in the narrower type."""
     out = {}
-    for f in schema.fields:
-        if not f.field_type.is_primitive:
-            continue
-        for s in metadata.schemas:
-            old = s.index_by_id().get(f.field_id)
-            if old is not None and old.field_type != f.field_type:
-                out[f.field_id] = f
+    olds = [s.index_by_id() for s in metadata.schemas]
+    for f in schema.index_by_id().values():
+        if f.field_type.is_primitive and any(
+                old.get(f.field_id) is not None and old[f.field_id].field_type != f.field_type for old in olds):
+            out[f.field_id] = f
     return out
+
+
+def _as_stored(t: T.IcebergType, spark_type: ST.DataType, field_id: int, present: dict[int, str],
+               promoted: dict[int, T.NestedField]) -> ST.DataType:
+    """The read type of a column (``t``, field ``field_id``) for a file that stores its promoted fields in the
+    types of ``present`` (field id -> Arrow type), at any depth; a cast to ``spark_type`` widens them after."""
+    if isinstance(t, T.StructType):
+        return ST.StructType([ST.StructField(sf.name, _as_stored(f.field_type, sf.dataType, f.field_id, present,
+                                                                   promoted), sf.nullable, sf.metadata)
+                              for f, sf in zip(t.fields, spark_type.fields)])
+    if isinstance(t, T.ListType):
+        return ST.ArrayType(_as_stored(t.element_type, spark_type.elementType, t.element_id, present, promoted),
+                            spark_type.containsNull)
+    if isinstance(t, T.MapType):
+        return ST.MapType(_as_stored(t.key_type, spark_type.keyType, t.key_id, present, promoted),
+                          _as_stored(t.value_type, spark_type.valueType, t.value_id, present, promoted),
+                          spark_type.valueContainsNull)
+    stored = _stored_spark_type(present.get(field_id, "")) if field_id in promoted else None
+    return spark_type if stored is None else stored
 
 
 class FooterSignatures:
@@ -133,6 +150,8 @@ def _stored_spark_type(arrow_type: str) -> ST.DataType | None:
         return ST.IntegerType()
     if arrow_type == "float":
         return ST.FloatType()
+    if arrow_type == "date32[day]":
+        return ST.DateType()
     m = re.match(r"decimal128\((\d+), (\d+)\)", arrow_type)
     if m:
         return ST.DecimalType(int(m.group(1)), int(m.group(2)))
@@ -156,8 +175,9 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
                   paths: list[str], keys: bool | str = True, file_ids: FileIds | None = None,
                   row_filter: Column | None = None) -> DataFrame:
     """Data files read by field id. Where files differ from the read schema in ways Spark's reader cannot
-    bridge, they are grouped by their footers and each group is read its own way: columns widened since the
-    file was written (int->long, float->double, decimal precision) are read in the stored type and cast,
+    bridge, they are grouped by their footers and each group is read its own way: columns holding fields widened
+    since the file was written (int->long, float->double, decimal precision, date->timestamp; at any depth) are read
+    in the stored types and cast,
     v3 columns with an ``initial-default`` that the file lacks take the default, and files without field ids
     (migrated tables) are read by the table's name mapping, or by position as Iceberg Java falls back.
     ``row_filter`` (on the Parquet relation's own columns and ``_metadata``) is applied to each relation read."""
@@ -177,6 +197,9 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
         return df
 
     promoted = promoted_fields(metadata, schema)
+    # the top-level columns holding a promoted field (themselves, or nested in them)
+    promoted_under = {f.field_id for f in schema.fields
+                      if f.field_id in promoted or set(T.Schema([f]).index_by_id()) & set(promoted)}
     defaults = {f.field_id: f for f in schema.fields if f.initial_default is not None}
     # nested fields with an initial-default, by the top-level column holding them
     nested_defaults = {f.field_id: ids for f in schema.fields if f.field_type.is_nested
@@ -222,8 +245,9 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
                 after.append((f.name, _fill_defaults(F.col(f"`{f.name}`"), schema.find_field(fid).field_type,
                                                      missing, f.dataType)))
                 continue
-            stored = _stored_spark_type(present.get(fid, "")) if fid in promoted else None
-            if stored is not None and stored != f.dataType:
+            stored = _as_stored(schema.find_field(fid).field_type, f.dataType, fid, present, promoted) \
+                if fid in promoted_under else f.dataType
+            if stored != f.dataType:
                 fields.append(ST.StructField(f.name, stored, True, f.metadata))
                 after.append((f.name, F.col(f"`{f.name}`").cast(f.dataType)))
             else:

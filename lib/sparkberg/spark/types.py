@@ -170,6 +170,20 @@ def schema_from(spark: Any, schema: Any) -> I.Schema:
     return from_spark_schema(schema)
 
 
+def parse_type(spark: Any, text: str) -> I.IcebergType:
+    """The Iceberg type of a Spark DDL type (``"bigint"``, ``"decimal(12,2)"``, ``"struct<a: int>"``), nested field
+    ids numbered from 1."""
+    parsed = _parse_ddl(spark, f"`x` {text}")
+    if len(parsed.fields) != 1:
+        raise ValidationError(f"{text!r} is not one Spark type")
+    counter = [0]
+
+    def next_id() -> int:
+        counter[0] += 1
+        return counter[0]
+    return from_spark_type(parsed.fields[0].dataType, next_id, f" (type {text!r})")
+
+
 def _parse_ddl(spark: Any, ddl: str):
     try:
         if hasattr(T.StructType, "fromDDL"):

@@ -428,7 +428,7 @@ class Schema:
         out: dict[int, int] = {}
 
         def visit(t: IcebergType, parent: int | None):
-            for child in _children(t):
+            for child in children(t):
                 if parent is not None:
                     out[child.field_id] = parent
                 visit(child.field_type, child.field_id)
@@ -483,7 +483,8 @@ class Schema:
             for f in self.fields) + "\n}"
 
 
-def _children(t: IcebergType) -> tuple[NestedField, ...]:
+def children(t: IcebergType) -> tuple[NestedField, ...]:
+    """The fields directly beneath a type: a struct's fields, a list's element, a map's key and value."""
     if isinstance(t, StructType):
         return t.fields
     if isinstance(t, ListType):
@@ -496,13 +497,13 @@ def _children(t: IcebergType) -> tuple[NestedField, ...]:
 def _walk(fields, prefix: tuple[str, ...]) -> Iterator[tuple[NestedField, tuple[str, ...]]]:
     for f in fields:
         yield f, prefix
-        yield from _walk(_children(f.field_type), prefix + (f.name,))
+        yield from _walk(children(f.field_type), prefix + (f.name,))
 
 
 def _structs(t: IcebergType) -> Iterator[StructType]:
     if isinstance(t, StructType):
         yield t
-    for c in _children(t):
+    for c in children(t):
         yield from _structs(c.field_type)
 
 
@@ -511,7 +512,7 @@ def type_min_format_version(t: IcebergType) -> int:
     if isinstance(t, (VariantType, GeometryType, GeographyType)) or (
             isinstance(t, PrimitiveType) and t.name in V3_TYPE_NAMES):
         return 3
-    return max((type_min_format_version(c.field_type) for c in _children(t)), default=1)
+    return max((type_min_format_version(c.field_type) for c in children(t)), default=1)
 
 
 def is_promotion_allowed(old: IcebergType, new: IcebergType) -> bool:

@@ -12,6 +12,7 @@ from pyspark.sql import types as ST
 from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.executors import executor_errors
+from sparkberg.spark.session import session_conf
 from sparkberg.spark.types import to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
@@ -88,19 +89,75 @@ def _default_literal(f: T.NestedField) -> Any:
     return to_python(f.field_type, f.write_default)
 
 
+UNSORTED = Ordering()
+DISTRIBUTION_MODES = ("none", "hash", "range")
+DISTRIBUTION_CONF = "spark.sql.iceberg.distribution-mode"  # (Iceberg Spark's session override of the properties)
+
+
+def table_ordering(metadata: TableMetadata) -> Ordering:
+    """The table's default sort order as a write ordering (files record its id); unsorted when it has none."""
+    order = metadata.sort_order(metadata.default_sort_order_id)
+    return UNSORTED if order.is_unsorted else Ordering(sort=order, order_id=order.order_id)
+
+
+def distribution_mode(spark, metadata: TableMetadata, command: str = "write", position_delta: bool = False) -> str:
+    """How a write distributes its rows, as Iceberg Spark's ``SparkWriteConf`` decides: ``command`` is ``write``
+    (append, overwrite), ``delete``, ``update`` or ``merge``; ``position_delta`` for merge-on-read. The session conf
+    ``spark.sql.iceberg.distribution-mode`` overrides ``write.distribution-mode`` and
+    ``write.{delete,update,merge}.distribution-mode``. Appends default to ``range`` on a sorted table, ``hash`` on a
+    partitioned one, else ``none``; row-level commands default to ``hash``, copy-on-write merges of an unpartitioned
+    table to the append's mode; ``hash`` without partitions, and ``range`` with neither partitions nor a sort
+    order, are ``none`` for appends and copy-on-write merges."""
+    partitioned = bool(metadata.default_spec.fields)
+    is_sorted = not metadata.sort_order(metadata.default_sort_order_id).is_unsorted
+    session = session_conf(spark, DISTRIBUTION_CONF)
+
+    def named(key: str) -> str | None:
+        value = session or metadata.properties.get(key)
+        if value is not None and value.strip().lower() not in DISTRIBUTION_MODES:
+            where = DISTRIBUTION_CONF if session else f"table property {key}"
+            raise ValidationError(f"{where} must be one of {', '.join(DISTRIBUTION_MODES)}, got {value!r}")
+        return None if value is None else value.strip().lower()
+
+    def adjusted(mode: str) -> str:
+        if (mode == "range" and not partitioned and not is_sorted) or (mode == "hash" and not partitioned):
+            return "none"
+        return mode
+
+    def write_mode() -> str:
+        mode = named("write.distribution-mode")
+        if mode is not None:
+            return adjusted(mode)
+        return "range" if is_sorted else "hash" if partitioned else "none"
+
+    if command == "write":
+        return write_mode()
+    if command not in ("delete", "update", "merge"):
+        raise ValueError(f"unknown write command {command!r}")
+    mode = named(f"write.{command}.distribution-mode")
+    if command == "merge" and not position_delta:
+        if mode is not None:
+            return adjusted(mode)
+        return "hash" if partitioned else write_mode()
+    return mode or "hash"
+
+
 def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
                 properties: dict[str, str] | None = None, ordering: Ordering | None = None,
-                distribution: str = "hash", num_partitions: int | None = None) -> list[DataFile]:
+                distribution: str | None = None, num_partitions: int | None = None,
+                command: str = "write", position_delta: bool = False) -> list[DataFile]:
     """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
     ``extra_fields`` are metadata columns to write too (the v3 row-lineage columns of rewritten rows);
     ``properties`` replace the table's write properties (a compaction's target file size).
 
-    ``distribution`` is how rows reach the write tasks (Iceberg's ``write.distribution-mode``): ``hash``
-    clusters them by partition (hashed, then sorted by partition values within each task); ``range``
-    range-partitions them by (partition values, ``ordering``) into ``num_partitions`` tasks (Spark's shuffle
-    partitions when None), so every task holds a contiguous range of the order; ``none`` keeps the tasks the
-    DataFrame has (the caller clustered the rows by partition, or each task writes one file per partition it
-    meets). Each task sorts its rows by the ``ordering``, and the files record its ``order_id``."""
+    ``ordering`` is the table's sort order unless given (:data:`UNSORTED`: none), ``distribution`` what
+    :func:`distribution_mode` says of ``command`` unless given. ``distribution`` is how rows reach the write
+    tasks: ``hash`` clusters them by partition (hashed, then sorted by partition values within each task);
+    ``range`` range-partitions them by (partition values, ``ordering``) into ``num_partitions`` tasks (Spark's
+    shuffle partitions, which adaptive execution may coalesce, when None), so every task holds a contiguous range
+    of the order; ``none`` keeps the tasks the DataFrame has (the caller clustered the rows by partition, or each
+    task writes one file per partition it meets). Each task sorts its rows by the ``ordering``, and the files
+    record its ``order_id``."""
     table_schema = metadata.current_schema
     schema = T.Schema(table_schema.fields + tuple(extra_fields), table_schema.schema_id,
                       table_schema.identifier_field_ids)
@@ -110,20 +167,23 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     for f in schema.index_by_id().values():
         if isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
             raise ValidationError(f"writing column {f.name!r} of type {f.field_type} is not supported yet")
-    if distribution not in ("none", "hash", "range"):
+    ordering = table_ordering(metadata) if ordering is None else ordering
+    distribution = distribution_mode(spark, metadata, command, position_delta) if distribution is None \
+        else distribution
+    if distribution not in DISTRIBUTION_MODES:
         raise ValidationError(f"unknown write distribution mode {distribution!r} (none, hash or range)")
     aligned = align(df, schema)
     write_id = uuid.uuid4().hex[:16]
     data_location = metadata.properties.get("write.data.path", f"{metadata.location}/data")
     writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
-                        sort_order_id=ordering.order_id if ordering is not None else 0)
+                        sort_order_id=ordering.order_id)
     keys = spec_keys(spec, PARTITION_PREFIX)
     order: list = [F.col(name).asc_nulls_first() for name, _, _ in keys]
-    if ordering is not None and ordering.sort is not None:
+    if ordering.sort is not None:
         sorted_by = sort_keys(ordering.sort)
         keys += sorted_by
         order += [_direction(F.col(name), f) for (name, _, _), f in zip(sorted_by, ordering.sort.fields)]
-    zorder = ordering.zorder if ordering is not None else None
+    zorder = ordering.zorder
     if zorder is not None:
         order.append(F.col(ZORDER_COLUMN).asc_nulls_first())
     if keys or zorder is not None:
@@ -133,13 +193,15 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
             for name, source_id, tr in keys] + ([ST.StructField(ZORDER_COLUMN, ST.BinaryType())] if zorder else []))
         with_keys = aligned.mapInArrow(KeyColumns(schema, keys, zorder), out_schema)
         if distribution == "range" and order:
-            parts = num_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
-            clustered = with_keys.repartitionByRange(parts, *order).sortWithinPartitions(*order)
+            # (without a number, Spark's adaptive execution may coalesce small ranges, as it does for Java's writes)
+            ranged = with_keys.repartitionByRange(num_partitions, *order) if num_partitions else \
+                with_keys.repartitionByRange(*order)
+            clustered = ranged.sortWithinPartitions(*order)
         elif distribution == "hash" and spec.fields:
             clustered = with_keys.repartition(*[F.col(name) for name, _, _ in keys[:len(spec.fields)]]) \
                 .sortWithinPartitions(*order)
         else:
-            clustered = with_keys.sortWithinPartitions(*order) if ordering is not None else with_keys
+            clustered = with_keys.sortWithinPartitions(*order) if ordering != UNSORTED else with_keys
     else:
         clustered = aligned
     with executor_errors(spark):

@@ -1,0 +1,145 @@
+"""Schema, partition and sort-order evolution of a table (the calls of :class:`sparkberg.table.Table` that change
+them): each one metadata commit, asserted against the state it was planned on, so a concurrent change of the
+same kind is a conflict rather than a silent overwrite."""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from sparkberg.errors import ValidationError
+from sparkberg.spec import types as I, updates as U
+from sparkberg.spec.partitioning import PartitionField, PartitionSpec, build_sort_order, partition_field
+from sparkberg.spec.transforms import VoidTransform
+from sparkberg.spec.schema_update import ROOT, SchemaUpdate
+
+NAME_MAPPING = "schema.name-mapping.default"
+
+
+class EvolutionMixin:
+    """The evolution calls of :class:`sparkberg.table.Table`."""
+
+    def update_schema(self) -> SchemaUpdate:
+        """A schema update (:class:`~sparkberg.spec.schema_update.SchemaUpdate`) of the current schema, committed
+        once by ``commit()`` or at the end of a ``with`` block:
+
+            with t.update_schema() as u:
+                u.add_column("address.zip", "string", doc="postal code", after="address.street")
+                u.rename_column("v", "value"); u.delete_column("legacy"); u.update_column("n", "bigint")
+
+        Types are Spark DDL strings; paths name the schema before the update. A table with a name mapping
+        (``schema.name-mapping.default``) gets the new names and columns added to it in the same commit."""
+        base = self._metadata
+
+        def parse(given: Any) -> I.IcebergType:
+            from sparkberg.spark.types import parse_type, schema_from  # (needs pyspark: imported on first use)
+            return parse_type(self.spark, given) if isinstance(given, str) else schema_from(self.spark, given).as_struct
+
+        def commit(u: SchemaUpdate) -> None:
+            schema = u.apply()
+            updates = [U.AddSchema(schema, u.last_column_id), U.SetCurrentSchema(U.LAST_ADDED)]
+            raw = base.properties.get(NAME_MAPPING)
+            if raw:
+                updates.append(U.SetProperties({NAME_MAPPING: _mapping_updated(raw, u, schema)}))
+            self.commit_updates(updates, [U.AssertCurrentSchemaId(base.current_schema_id),
+                                          U.AssertLastAssignedFieldId(base.last_column_id)])
+        return SchemaUpdate(base.current_schema, base.last_column_id, base.format_version, base.default_spec,
+                            base.sort_order(), parse, on_commit=commit)
+
+    def add_columns(self, columns: Any) -> "EvolutionMixin":
+        """Add columns (Spark StructType or DDL) at the end of the schema, with new ids (a shortcut of
+        :meth:`update_schema`'s ``add_column``; required ones need a default, so are refused)."""
+        from sparkberg.spark.types import schema_from  # (needs pyspark: imported on first use)
+        incoming = schema_from(self.spark, columns)
+        with self.update_schema() as u:
+            for f in incoming.fields:
+                u.add_column(f.name, f.field_type, f.doc, required=f.required)
+        return self
+
+    def update_spec(self, partition_by: Iterable[str]) -> "EvolutionMixin":
+        """Replace the default partition spec (partition evolution); existing data keeps its spec.
+
+        Fields equivalent to an existing spec's reuse their partition field ids (spec: "Partition
+        Evolution"); in v1 tables dropped fields become ``void`` and new ones go at the end.
+        """
+        base = self._metadata
+        schema = base.current_schema
+        wanted = [partition_field(schema, expr, 0) for expr in partition_by]
+        known: dict[tuple, int] = {}
+        for spec in base.partition_specs:
+            for f in spec.fields:
+                known.setdefault((f.all_source_ids, str(f.transform)), f.field_id)
+        next_id = base.last_partition_id
+        fields = []
+        if base.format_version == 1:
+            old = list(base.default_spec.fields)
+            keys = {(f.all_source_ids, str(f.transform)) for f in wanted}
+            for f in old:
+                if (f.all_source_ids, str(f.transform)) in keys:
+                    fields.append(f)
+                else:
+                    fields.append(PartitionField(f.source_id, f.field_id, VoidTransform(), f.name, f.source_ids))
+            have = {(f.all_source_ids, str(f.transform)) for f in fields}
+            for f in wanted:
+                if (f.all_source_ids, str(f.transform)) not in have:
+                    fields.append(PartitionField(f.source_id, 1000 + len(fields), f.transform, f.name, f.source_ids))
+        else:
+            for f in wanted:
+                fid = known.get((f.all_source_ids, str(f.transform)))
+                if fid is None:
+                    next_id += 1
+                    fid = next_id
+                fields.append(PartitionField(f.source_id, fid, f.transform, f.name, f.source_ids))
+        return self.commit_updates(
+            [U.AddPartitionSpec(PartitionSpec(0, fields)), U.SetDefaultSpec(U.LAST_ADDED)],
+            [U.AssertDefaultSpecId(base.default_spec_id)])
+
+    def replace_sort_order(self, *fields: str) -> "EvolutionMixin":
+        """Make the table's default sort order ``fields`` (Spark SQL's ``WRITE ORDERED BY``): each a column or a
+        transform of one with an optional direction and null order (``"ts"``, ``"id DESC NULLS LAST"``,
+        ``"bucket(4, k)"``; a bare column is ASC NULLS FIRST, DESC is NULLS LAST); none makes it unsorted. An order
+        equal to an existing one reuses its id. Writes sort their rows by it within each file (and range-distribute
+        them, unless ``write.distribution-mode`` says otherwise) and record its id on the files."""
+        base = self._metadata
+        order = build_sort_order(base.current_schema, list(fields))
+        return self.commit_updates([U.AddSortOrder(order), U.SetDefaultSortOrder(U.LAST_ADDED)],
+                                   [U.AssertCurrentSchemaId(base.current_schema_id),
+                                    U.AssertDefaultSortOrderId(base.default_sort_order_id)])
+
+
+def _mapping_updated(raw: str, u: SchemaUpdate, schema: I.Schema) -> str:
+    """The name mapping ``raw`` (spec Appendix C) with renamed columns given their new names too (files written
+    before keep the old ones) and added columns mapped by their names, as Iceberg Java's ``MappingUtil.update``."""
+    try:
+        mapping = json.loads(raw)
+    except ValueError as e:
+        raise ValidationError(f"table property {NAME_MAPPING} is not valid JSON: {e}") from None
+    renamed = u.renamed()
+    by_id: dict[int, dict] = {}
+
+    def visit(entries: list) -> None:
+        for e in entries:
+            if "field-id" in e:
+                by_id[e["field-id"]] = e
+                if e["field-id"] in renamed and renamed[e["field-id"]] not in e.setdefault("names", []):
+                    e["names"].append(renamed[e["field-id"]])
+            visit(e.get("fields") or [])
+    visit(mapping)
+
+    def entry(f: I.NestedField) -> dict:
+        out = {"field-id": f.field_id, "names": [f.name]}
+        nested = [entry(c) for c in I.children(f.field_type)]
+        if nested:
+            out["fields"] = nested
+        return out
+    for parent_id, added in u.adds.items():
+        if parent_id == ROOT:
+            siblings = mapping
+        elif parent_id in by_id:
+            siblings = by_id[parent_id].setdefault("fields", [])
+        else:
+            continue  # (a struct the mapping does not describe)
+        siblings += [entry(schema.find_field(f.field_id)) for f in added]
+    return json.dumps(mapping)
+
+
+__all__ = ["EvolutionMixin"]
