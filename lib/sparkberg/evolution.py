@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from sparkberg.errors import ValidationError
+from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.spec import types as I, updates as U
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec, build_sort_order, partition_field
 from sparkberg.spec.transforms import VoidTransform
@@ -44,6 +44,18 @@ class EvolutionMixin:
                                           U.AssertLastAssignedFieldId(base.last_column_id)])
         return SchemaUpdate(base.current_schema, base.last_column_id, base.format_version, base.default_spec,
                             base.sort_order(), parse, on_commit=commit)
+
+    def _merged(self, incoming: Any) -> "EvolutionMixin":
+        """The table to write ``incoming`` (a Spark schema) through with its schema merged in: the table itself
+        when the schema already holds it, else a view whose current schema is the union
+        (:class:`WithSchema`), added to the table by the write's own commit."""
+        u = self.update_schema()
+        schema = u.union_by_name(incoming).apply()
+        base = self._metadata
+        if schema.fields == base.current_schema.fields:
+            return self
+        view = U.apply_all([U.AddSchema(schema, u.last_column_id), U.SetCurrentSchema(U.LAST_ADDED)], base)
+        return WithSchema(self, view)
 
     def add_columns(self, columns: Any) -> "EvolutionMixin":
         """Add columns (Spark StructType or DDL) at the end of the schema, with new ids (a shortcut of
@@ -106,6 +118,44 @@ class EvolutionMixin:
                                     U.AssertDefaultSortOrderId(base.default_sort_order_id)])
 
 
+class WithSchema:
+    """A table as a write that merges its data's schema sees it: ``metadata`` has the merged schema current, and its
+    commits add that schema to the freshest base before building on it, so the schema and the data land in one
+    commit (Iceberg Java commits the schema first, on its own). A concurrent schema change is a conflict."""
+
+    def __init__(self, table: Any, view: Any):
+        self._table, self.metadata = table, view
+        self._from_schema_id = table.metadata.current_schema_id
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+    def schema(self, schema_id: int | None = None) -> I.Schema:
+        """The merged schema (or another of the table's)."""
+        return self.metadata.schema(schema_id)
+
+    def spark_schema(self):
+        """The merged schema as a Spark StructType."""
+        from sparkberg.spark.types import to_spark_schema  # (needs pyspark: imported on first use)
+        return to_spark_schema(self.metadata.current_schema)
+
+    def commit_metadata(self, build) -> None:
+        """The table's commit, with the merged schema added first to every base it builds on."""
+        schema, last = self.metadata.current_schema, self.metadata.last_column_id
+
+        def with_schema(base, n: int):
+            if base.current_schema_id != self._from_schema_id:
+                raise CommitFailedException(f"conflict: the schema of table {self._table.name} changed while a write "
+                                            "merged its data's columns into it")
+            evolved = U.apply_all([U.AddSchema(schema, last), U.SetCurrentSchema(U.LAST_ADDED)], base)
+            if evolved.current_schema_id != schema.schema_id:  # (the data files were written for that id)
+                raise CommitFailedException(f"conflict: table {self._table.name} gained schemas while a write "
+                                            "merged its data's columns into it")
+            return build(evolved, n)
+        self._table.commit_metadata(with_schema)
+        self.metadata = self._table.metadata
+
+
 def _mapping_updated(raw: str, u: SchemaUpdate, schema: I.Schema) -> str:
     """The name mapping ``raw`` (spec Appendix C) with renamed columns given their new names too (files written
     before keep the old ones) and added columns mapped by their names, as Iceberg Java's ``MappingUtil.update``."""
@@ -142,4 +192,4 @@ def _mapping_updated(raw: str, u: SchemaUpdate, schema: I.Schema) -> str:
     return json.dumps(mapping)
 
 
-__all__ = ["EvolutionMixin"]
+__all__ = ["EvolutionMixin", "WithSchema"]

@@ -33,7 +33,7 @@ from sparkberg.io.fileio import FileIO, deleted_on_failure, file_io_for, normali
 from sparkberg.evolution import EvolutionMixin
 from sparkberg.refs import RefsMixin
 from sparkberg.spark.executors import executor_errors
-from sparkberg.spark.session import job_description, session_time_zone
+from sparkberg.spark.session import job_description, session_conf, session_time_zone
 from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
 from sparkberg.spec.partitioning import PartitionSpec, SortOrder, build_partition_spec, build_sort_order
@@ -220,33 +220,43 @@ class Table(RefsMixin, EvolutionMixin):
     # Spark's ``snapshot-property.*`` options: a job's batch id), ``branch`` (commit to that existing branch
     # instead of main, planned from its head) and ``wap_id`` (stage the snapshot for write-audit-publish; needs
     # ``write.wap.enabled``). With ``write.wap.enabled``, the ``spark.wap.id`` and ``spark.wap.branch`` session
-    # confs apply as in Iceberg's Spark integration (:mod:`sparkberg.commit.target`).
+    # confs apply as in Iceberg's Spark integration (:mod:`sparkberg.commit.target`). Those that take data take
+    # ``merge_schema``: the data's columns the table lacks are added (``union_by_name``: nested ones too, narrower
+    # types widened) in the write's own commit; by default, when the table property
+    # ``write.spark.accept-any-schema`` or the session conf ``spark.sql.iceberg.merge-schema`` is true.
     def _write(self, label: str, snapshot_properties: dict[str, str] | None, branch: str | None,
-               wap_id: str | None) -> Callable[[], contextlib.AbstractContextManager]:
-        """The context of one write, checked now (target, properties): a factory of the block it runs in."""
+               wap_id: str | None, data: Any = None, merge_schema: bool | None = None
+               ) -> Callable[[], contextlib.AbstractContextManager]:
+        """The context of one write, checked now (target, properties, merged schema): a factory of the block it
+        runs in, which yields the table to write through (:class:`~sparkberg.evolution.WithSchema` when the
+        data's schema is merged)."""
         self._writable()
         target = resolve(self.spark, self._metadata, branch, wap_id)
         head = target.head(self._metadata)
         properties = checked(snapshot_properties)
+        if merge_schema is None:
+            merge_schema = "true" in (self.properties.get("write.spark.accept-any-schema", "").strip().lower(),
+                                      (session_conf(self.spark, "spark.sql.iceberg.merge-schema") or "").lower())
+        through = self._merged(data.schema) if merge_schema and data is not None else self
 
         @contextlib.contextmanager
-        def block() -> Iterator[None]:
+        def block() -> Iterator[Any]:
             with recorded(properties), committing_to(target), self._running(label, head, target.describe()):
-                yield
+                yield through
         return block
 
     def append(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
-               wap_id: str | None = None) -> "Table":
+               wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
         from sparkberg.commit.producer import fast_append  # (needs pyspark: imported on first use)
         from sparkberg.write.dataframe import write_files  # (needs pyspark: imported on first use)
-        with self._write("WRITE", snapshot_properties, branch, wap_id)():
-            files = write_files(self.spark, self._metadata, df)
+        with self._write("WRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as table:
+            files = write_files(self.spark, table.metadata, df)
             if not files:
                 return self
             with deleted_on_failure(self.io, lambda: [f.file_path for f in files]):
-                fast_append(self, files)
+                fast_append(table, files)
         return self
 
     def delete(self, filter: str, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
@@ -259,20 +269,20 @@ class Table(RefsMixin, EvolutionMixin):
         return self
 
     def overwrite(self, df, filter: str | None = None, snapshot_properties: dict[str, str] | None = None,
-                  branch: str | None = None, wap_id: str | None = None) -> "Table":
+                  branch: str | None = None, wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
         from sparkberg.commit.rowlevel import overwrite  # (needs pyspark: imported on first use)
-        with self._write("OVERWRITE", snapshot_properties, branch, wap_id)():
-            overwrite(self, df, filter)
+        with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as table:
+            overwrite(table, df, filter)
         return self
 
     def dynamic_overwrite(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
-                          wap_id: str | None = None) -> "Table":
+                          wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
         """Replace each partition (of the default spec) that ``df`` has rows for with those rows, in one commit."""
         from sparkberg.commit.rowlevel import dynamic_overwrite  # (needs pyspark: imported on first use)
-        with self._write("OVERWRITE", snapshot_properties, branch, wap_id)():
-            dynamic_overwrite(self, df)
+        with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as table:
+            dynamic_overwrite(table, df)
         return self
 
     def update(self, set: dict[str, str], filter: str | None = None,
@@ -298,12 +308,13 @@ class Table(RefsMixin, EvolutionMixin):
 
     def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s",
               snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
-              wap_id: str | None = None):
+              wap_id: str | None = None, merge_schema: bool | None = None):
         """A MERGE builder: ``t.merge(src, "t.id = s.id").when_matched_update({"v": "s.v"})
-        .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``."""
+        .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``. With ``merge_schema`` the
+        source's columns the table lacks are added first (in the merge's commit), so ``*_all`` clauses fill them."""
         from sparkberg.commit.merge import MergeBuilder  # (needs pyspark: imported on first use)
         return MergeBuilder(self, source, condition, target_alias, source_alias,
-                            self._write("MERGE", snapshot_properties, branch, wap_id))
+                            self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema))
 
     def metadata_table(self, name: str, snapshot_id: int | None = None):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see

@@ -65,3 +65,15 @@ def test_java_pyiceberg_and_duckdb_read_a_table_sparkberg_evolved(java, java_war
     assert sorted((r["id"], r["n"], r["address"]["town"], r["points"][0]["x"]) for r in pt) == flat
     got = duck.sql(f"SELECT id, n, address.town, points[1].x FROM iceberg_scan('{t.metadata_location}')").fetchall()
     assert sorted(got) == flat
+
+
+def test_java_reads_a_schema_sparkberg_merged_on_write(java, java_warehouse, duck):
+    cat = sparkberg.catalog(java, java_warehouse)
+    t = cat.create_table("evo.sb_merged", "id bigint, s struct<a: string>", properties={"format-version": "2"})
+    t.append(java.sql("SELECT 1L AS id, named_struct('a', 'x') AS s"))
+    t.append(java.sql("SELECT 2L AS id, named_struct('a', 'y', 'b', 3) AS s, 'hello' AS note"), merge_schema=True)
+    java.sql("REFRESH TABLE ref.evo.sb_merged")
+    got = sorted((r.id, r.s.a, r.s.b, r.note) for r in java.sql("SELECT * FROM ref.evo.sb_merged").collect())
+    assert got == [(1, "x", None, None), (2, "y", 3, "hello")]
+    ducked = duck.sql(f"SELECT id, s.a, s.b, note FROM iceberg_scan('{t.metadata_location}')").fetchall()
+    assert sorted(ducked) == got

@@ -64,12 +64,13 @@ class MergeBuilder:
 
     def execute(self) -> None:
         """Run the merge: one atomic commit, or an error and nothing committed."""
-        with self.writing():
+        if not self.matched and not self.not_matched:
+            raise ValidationError("merge needs at least one when_matched or when_not_matched clause")
+        with self.writing() as table:
+            self.table = table if table is not None else self.table  # (with a merged schema: its view)
             self._execute()
 
     def _execute(self) -> None:
-        if not self.matched and not self.not_matched:
-            raise ValidationError("merge needs at least one when_matched or when_not_matched clause")
         rl = RowLevel(self.table, None)
         cols = [f.name for f in rl.schema.fields]
         lineage = rl.lineage
