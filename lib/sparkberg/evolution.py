@@ -8,9 +8,10 @@ from typing import Any, Iterable
 
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.spec import types as I, updates as U
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec, build_sort_order, partition_field
+from sparkberg.spec.partitioning import build_sort_order, partition_field
 from sparkberg.spec.transforms import VoidTransform
 from sparkberg.spec.schema_update import ROOT, SchemaUpdate
+from sparkberg.spec.spec_update import SpecUpdate
 
 NAME_MAPPING = "schema.name-mapping.default"
 
@@ -67,43 +68,38 @@ class EvolutionMixin:
                 u.add_column(f.name, f.field_type, f.doc, required=f.required)
         return self
 
-    def update_spec(self, partition_by: Iterable[str]) -> "EvolutionMixin":
-        """Replace the default partition spec (partition evolution); existing data keeps its spec.
+    def update_spec(self, partition_by: Iterable[str] | None = None) -> SpecUpdate | "EvolutionMixin":
+        """Partition evolution. Without arguments, a builder (:class:`~sparkberg.spec.spec_update.SpecUpdate`)
+        committed once by ``commit()`` or at the end of a ``with`` block:
 
-        Fields equivalent to an existing spec's reuse their partition field ids (spec: "Partition
-        Evolution"); in v1 tables dropped fields become ``void`` and new ones go at the end.
-        """
+            with t.update_spec() as u:
+                u.add_field("bucket(8, id)"); u.remove_field("ts_day"); u.rename_field("region", "area")
+
+        With a list of expressions (``["day(ts)", "bucket(8, id)"]``), the spec becomes those fields: the builder
+        removes the others and adds the missing ones, and commits. Existing data keeps the spec it was written
+        with; fields keep or reuse their ids as the spec's "Partition Evolution" asks."""
         base = self._metadata
-        schema = base.current_schema
-        wanted = [partition_field(schema, expr, 0) for expr in partition_by]
-        known: dict[tuple, int] = {}
-        for spec in base.partition_specs:
-            for f in spec.fields:
-                known.setdefault((f.all_source_ids, str(f.transform)), f.field_id)
-        next_id = base.last_partition_id
-        fields = []
-        if base.format_version == 1:
-            old = list(base.default_spec.fields)
-            keys = {(f.all_source_ids, str(f.transform)) for f in wanted}
-            for f in old:
-                if (f.all_source_ids, str(f.transform)) in keys:
-                    fields.append(f)
-                else:
-                    fields.append(PartitionField(f.source_id, f.field_id, VoidTransform(), f.name, f.source_ids))
-            have = {(f.all_source_ids, str(f.transform)) for f in fields}
-            for f in wanted:
-                if (f.all_source_ids, str(f.transform)) not in have:
-                    fields.append(PartitionField(f.source_id, 1000 + len(fields), f.transform, f.name, f.source_ids))
-        else:
-            for f in wanted:
-                fid = known.get((f.all_source_ids, str(f.transform)))
-                if fid is None:
-                    next_id += 1
-                    fid = next_id
-                fields.append(PartitionField(f.source_id, fid, f.transform, f.name, f.source_ids))
-        return self.commit_updates(
-            [U.AddPartitionSpec(PartitionSpec(0, fields)), U.SetDefaultSpec(U.LAST_ADDED)],
-            [U.AssertDefaultSpecId(base.default_spec_id)])
+
+        def commit(u: SpecUpdate) -> None:
+            self.commit_updates([U.AddPartitionSpec(u.apply()), U.SetDefaultSpec(U.LAST_ADDED)],
+                                [U.AssertDefaultSpecId(base.default_spec_id),
+                                 U.AssertLastAssignedPartitionId(base.last_partition_id)])
+        u = SpecUpdate(base.default_spec, tuple(base.partition_specs), base.current_schema, base.last_partition_id,
+                       base.format_version, on_commit=commit)
+        if partition_by is None:
+            return u
+        wanted = [partition_field(base.current_schema, expr, 0) for expr in partition_by]
+        keys = {(f.source_id, str(f.transform)) for f in wanted}
+        live = [f for f in base.default_spec.fields if not isinstance(f.transform, VoidTransform)]
+        for f in live:
+            if (f.source_id, str(f.transform)) not in keys:
+                u.remove_field(f.name)
+        have = {(f.source_id, str(f.transform)) for f in live}
+        for expr, f in zip(partition_by, wanted):
+            if (f.source_id, str(f.transform)) not in have:
+                u.add_field(expr)
+        u.commit()
+        return self
 
     def replace_sort_order(self, *fields: str) -> "EvolutionMixin":
         """Make the table's default sort order ``fields`` (Spark SQL's ``WRITE ORDERED BY``): each a column or a
