@@ -152,6 +152,18 @@ class WithSchema:
         self.metadata = self._table.metadata
 
 
+def mapping_of(fields: Iterable[I.NestedField]) -> list[dict]:
+    """The name mapping (spec Appendix C) of ``fields``: each by its id and current name, nested ones beneath."""
+    out = []
+    for f in fields:
+        entry: dict = {"field-id": f.field_id, "names": [f.name]}
+        nested = mapping_of(I.children(f.field_type))
+        if nested:
+            entry["fields"] = nested
+        out.append(entry)
+    return out
+
+
 def _mapping_updated(raw: str, u: SchemaUpdate, schema: I.Schema) -> str:
     """The name mapping ``raw`` (spec Appendix C) with renamed columns given their new names too (files written
     before keep the old ones) and added columns mapped by their names, as Iceberg Java's ``MappingUtil.update``."""
@@ -171,12 +183,6 @@ def _mapping_updated(raw: str, u: SchemaUpdate, schema: I.Schema) -> str:
             visit(e.get("fields") or [])
     visit(mapping)
 
-    def entry(f: I.NestedField) -> dict:
-        out = {"field-id": f.field_id, "names": [f.name]}
-        nested = [entry(c) for c in I.children(f.field_type)]
-        if nested:
-            out["fields"] = nested
-        return out
     for parent_id, added in u.adds.items():
         if parent_id == ROOT:
             siblings = mapping
@@ -184,8 +190,8 @@ def _mapping_updated(raw: str, u: SchemaUpdate, schema: I.Schema) -> str:
             siblings = by_id[parent_id].setdefault("fields", [])
         else:
             continue  # (a struct the mapping does not describe)
-        siblings += [entry(schema.find_field(f.field_id)) for f in added]
+        siblings += mapping_of([schema.find_field(f.field_id) for f in added])
     return json.dumps(mapping)
 
 
-__all__ = ["EvolutionMixin", "WithSchema"]
+__all__ = ["EvolutionMixin", "WithSchema", "mapping_of", "NAME_MAPPING"]

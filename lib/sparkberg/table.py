@@ -316,6 +316,17 @@ class Table(RefsMixin, EvolutionMixin):
         return MergeBuilder(self, source, condition, target_alias, source_alias,
                             self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema))
 
+    def add_files(self, files: Any, check_duplicate_files: bool = True,
+                  snapshot_properties: dict[str, str] | None = None, branch: str | None = None) -> "Table":
+        """Append existing Parquet files (paths of files or directories, or a DataFrame of paths) without
+        rewriting them, in one commit: metrics from their footers, partition values from Hive-style directories
+        or from the data (:mod:`sparkberg.commit.imports`); a file already in the table is an error unless
+        ``check_duplicate_files`` is False."""
+        from sparkberg.commit.imports import add_files  # (needs pyspark: imported on first use)
+        with self._write("ADD FILES", snapshot_properties, branch, None)() as table:
+            add_files(table, files, check_duplicate_files)
+        return self
+
     def metadata_table(self, name: str, snapshot_id: int | None = None):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see
         :data:`sparkberg.inspect.METADATA_TABLES`) as a DataFrame with Iceberg's Spark columns; ``snapshot_id``

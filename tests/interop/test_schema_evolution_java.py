@@ -116,3 +116,28 @@ def test_partition_evolution_matches_java_and_reads_both_ways(java, java_warehou
         assert sorted(tuple(r) for r in cat.load_table(f"evo.sbspec_v{v}").to_df().select("id", "s").collect()) == got
         parts = {r[0] for r in java.sql(f"SELECT spec_id FROM ref.evo.sbspec_v{v}.files").collect()}
         assert parts == {ours.default_spec_id}
+
+
+def test_engines_read_files_sparkberg_added(java, java_warehouse, duck, tmp_path):
+    """Hive-layout Parquet files (no field ids, no partition column in the files) added by add_files read the same
+    in Java, PyIceberg and DuckDB, partition column included; Java then appends on top."""
+    from pyiceberg.table import StaticTable
+    src = str(tmp_path / "hive")
+    java.sql("SELECT id, concat('v', id) AS v, IF(id % 2 = 0, 'eu', 'us') AS region FROM range(0, 20)") \
+        .write.partitionBy("region").parquet(src)
+    cat = sparkberg.catalog(java, java_warehouse)
+    t = cat.create_table("evo.imported", "id bigint, v string, region string", partition_by=["region"],
+                         properties={"format-version": "2"})
+    t.add_files(src)
+    expected = sorted((i, f"v{i}", "eu" if i % 2 == 0 else "us") for i in range(20))
+    assert sorted(tuple(r) for r in t.to_df().collect()) == expected
+    java.sql("REFRESH TABLE ref.evo.imported")
+    assert sorted(tuple(r) for r in java.sql("SELECT * FROM ref.evo.imported").collect()) == expected
+    assert [tuple(r) for r in java.sql("SELECT id FROM ref.evo.imported WHERE id = 7").collect()] == [(7,)]
+    pt = StaticTable.from_metadata(t.metadata_location).scan().to_arrow().to_pylist()
+    assert sorted((r["id"], r["v"], r["region"]) for r in pt) == expected
+    duck.execute("SET TimeZone = 'UTC'")
+    ducked = duck.sql(f"SELECT id, v, region FROM iceberg_scan('{t.metadata_location}')").fetchall()
+    assert sorted(ducked) == expected
+    java.sql("INSERT INTO ref.evo.imported VALUES (100, 'java', 'eu')")
+    assert cat.load_table("evo.imported").to_df().count() == 21

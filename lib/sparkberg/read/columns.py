@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
@@ -173,14 +173,18 @@ def name_mapping(metadata: TableMetadata) -> dict[int, list[str]]:
 
 def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema: ST.StructType,
                   paths: list[str], keys: bool | str = True, file_ids: FileIds | None = None,
-                  row_filter: Column | None = None) -> DataFrame:
+                  row_filter: Column | None = None, identity: dict[str, dict[int, Any]] | None = None
+                  ) -> DataFrame:
     """Data files read by field id. Where files differ from the read schema in ways Spark's reader cannot
     bridge, they are grouped by their footers and each group is read its own way: columns holding fields widened
     since the file was written (int->long, float->double, decimal precision, date->timestamp; at any depth) are read
     in the stored types and cast,
     v3 columns with an ``initial-default`` that the file lacks take the default, and files without field ids
     (migrated tables) are read by the table's name mapping, or by position as Iceberg Java falls back.
-    ``row_filter`` (on the Parquet relation's own columns and ``_metadata``) is applied to each relation read."""
+    A column a file lacks takes, as the spec's "Column Projection" orders: the file's identity partition value
+    (``identity``: path -> {field id: value}; Hive files imported by ``add_files`` hold no partition columns), its
+    name-mapped column, its ``initial-default``, or null. ``row_filter`` (on the Parquet relation's own columns and
+    ``_metadata``) is applied to each relation read."""
     import json
 
     uuids = {f.name for f in schema.fields if f.field_type == T.UUID}
@@ -205,20 +209,30 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
     nested_defaults = {f.field_id: ids for f in schema.fields if f.field_type.is_nested
                        for ids in [_default_ids(f.field_type)] if ids}
     mapping = name_mapping(metadata)
-    if not promoted and not defaults and not nested_defaults and not mapping:
+    # (only tables with a name mapping hold files written without Iceberg, which may lack partition columns: for
+    # the others, checking every footer for them would cost every read a job)
+    identity = {p: v for p, v in (identity or {}).items() if p in set(paths)} if mapping else {}
+    if not promoted and not defaults and not nested_defaults and not mapping and not identity:
         return read(spark_schema, paths)
+    identity_ids = {i for v in identity.values() for i in v}
     watched = list(promoted) + list(defaults) + [i for ids in nested_defaults.values() for i in ids] + \
-        list(nested_defaults)
+        list(nested_defaults) + sorted(identity_ids)
     sigs = (spark.createDataFrame([(p,) for p in paths], "file_path string")
             .mapInArrow(FooterSignatures(watched), "file_path string, signature string")
             .collect())
-    groups: dict[str, list[str]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for r in sigs:
-        groups[r["signature"]].append(r["file_path"])
+        sig = json.loads(r["signature"])
+        held = {int(k) for k, _ in sig["present"]}
+        # files lacking an identity partition column are grouped by its value too (it becomes a literal)
+        lacking = {str(i): identity[r["file_path"]][i] for i in sorted(identity.get(r["file_path"], {}))
+                   if i not in held}
+        groups[(r["signature"], json.dumps(lacking, default=str, sort_keys=True))].append(r["file_path"])
     out = None
-    for sig, files in sorted(groups.items()):
+    for (sig, _), files in sorted(groups.items()):
         info = json.loads(sig)
         present = {int(k): v for k, v in info["present"]}
+        from_partition = identity.get(files[0], {})
         fields, after = [], []
         for pos, f in enumerate(spark_schema.fields):
             fid = f.metadata.get(FIELD_ID_KEY)
@@ -228,12 +242,17 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
                                                                    fid == pos + 1 else [])
                 found = next((n for n in candidates if n in names), None)
                 if found is None:
-                    after.append((f.name, _default_column(schema, fid, f.dataType)))
+                    after.append((f.name, F.lit(from_partition[fid]).cast(f.dataType) if fid in from_partition
+                                  else _default_column(schema, fid, f.dataType)))
                     fields.append(ST.StructField(f"_missing_{pos}", f.dataType, True))
                     continue
                 fields.append(ST.StructField(found, f.dataType, True))
                 if found != f.name:
                     after.append((f.name, F.col(f"`{found}`")))
+                continue
+            if fid in from_partition and fid not in present:
+                fields.append(f)
+                after.append((f.name, F.lit(from_partition[fid]).cast(f.dataType)))
                 continue
             if fid in defaults and fid not in present:
                 fields.append(f)

@@ -43,6 +43,23 @@ def _expression_text(filter: str | Column) -> str:
     return m.group(1) if m else text
 
 
+def identity_values(metadata: TableMetadata, schema: T.Schema, tasks: list, layout: PartitionLayout
+                    ) -> dict[str, dict[int, Any]]:
+    """File path -> {source field id: value} of the identity partition fields of each task's spec: what a file
+    without the column holds in it (spec "Column Projection"; files imported from Hive tables lack them)."""
+    out: dict[str, dict[int, Any]] = {}
+    top = {f.field_id for f in schema.fields}
+    for t in tasks:
+        spec = metadata.spec(t["spec_id"])
+        slots = dict(layout.by_spec.get(t["spec_id"], ()))
+        values = t["partition"] if isinstance(t["partition"], dict) else t["partition"].asDict()
+        found = {pf.source_id: values[layout.slots[slots[pf.field_id]].name] for pf in spec.fields
+                 if str(pf.transform) == "identity" and pf.source_id in top and pf.field_id in slots}
+        if found:
+            out[t["file_path"]] = found
+    return out
+
+
 def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, layout: PartitionLayout,
                columns: Sequence[str] | None, filter: str | Column | None) -> DataFrame:
     """Rows of the given scan tasks (collected rows of the plan), projected to ``columns``."""
@@ -70,6 +87,8 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
     ids = FileIds([t["file_path"] for t in tasks], tuning.name_ids_max_files) if per_file else None
 
+    identity = identity_values(metadata, schema, tasks, layout)
+
     def read(some: list, matched: bool = True, row_filter: Column | None = None) -> DataFrame:
         """The rows of ``some`` tasks; ``matched``: each with its file's id (``_file_id``, in a per-file read),
         else with ``_pos`` only when the read wants it; ``row_filter``: applied to the Parquet relations."""
@@ -78,7 +97,8 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         file_ids = ids if matched else None
         return read_files(spark, fields, [(t["file_format"], t["file_path"]) for t in some], "data",
                           parquet=lambda paths: read_data_parquet(spark, metadata, schema, spark_schema, paths,
-                                                              keys=keys, file_ids=file_ids, row_filter=row_filter),
+                                                              keys=keys, file_ids=file_ids, row_filter=row_filter,
+                                                              identity=identity),
                           mapping=name_mapping(metadata), file_ids=file_ids, keys=keys)
 
     # the columns of an unmatched read, in order: the read schema's, and _pos when wanted

@@ -89,7 +89,8 @@ def arrow_schema(schema: T.Schema) -> pa.Schema:
     return pa.schema([arrow_field(f) for f in schema.fields])
 
 
-def _metrics_mode(props: dict, name: str) -> tuple[str, int]:
+def metrics_mode(props: dict, name: str) -> tuple[str, int]:
+    """The metrics mode of column ``name`` (``write.metadata.metrics.column.*``, else the default): (mode, length)."""
     raw = props.get(METRICS_COLUMN_PREFIX + name, props.get(METRICS_DEFAULT[0], METRICS_DEFAULT[1])).strip().lower()
     if raw in ("none", "counts", "full"):
         return raw, 0
@@ -128,7 +129,9 @@ def truncate_upper_binary(b: bytes, n: int) -> bytes | None:
     return None
 
 
-class _ColumnStats:
+class ColumnStats:
+    """The metrics of one column of a file: counts, and bounds kept per the column's metrics mode."""
+
     def __init__(self, field: T.NestedField, mode: tuple[str, int]):
         self.field = field
         self.mode = mode
@@ -312,7 +315,7 @@ class _OpenFile:
         self.writer = pq.ParquetWriter(self.sink, w.arrow_schema, compression=w.compression,
                                        write_statistics=True)
         self.records = 0
-        self.stats = [_ColumnStats(f, _metrics_mode(w.properties, f.name)) for f in w.stat_fields]
+        self.stats = [ColumnStats(f, metrics_mode(w.properties, f.name)) for f in w.stat_fields]
 
     def size(self) -> int:
         return self.sink.tell()
@@ -327,7 +330,7 @@ class _OpenFile:
         self.writer.close()
         size = self.sink.tell()
         self.sink.close()
-        meta = _read_footer(self.path)
+        meta = read_footer(self.path)
         ids = {f.name: f.field_id for f in self.w.schema.fields}
         column_sizes: dict[int, int] = {}
         offsets = []
@@ -366,7 +369,8 @@ class _OpenFile:
                            "sort_order_id": self.w.sort_order_id})
 
 
-def _read_footer(path: str):
+def read_footer(path: str):
+    """The Parquet footer of the file at ``path`` (a local path or a URI pyarrow's file systems open)."""
     local = to_local_path(path)
     if local is not None:
         return pq.read_metadata(local)

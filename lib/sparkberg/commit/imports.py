@@ -1,0 +1,94 @@
+"""``add_files``: existing Parquet files appended to a table without rewriting them (Iceberg's ``add_files``
+procedure; PyIceberg's ``add_files``). Directories are listed (hidden and ``_``-prefixed names skipped, as Hive and
+Spark skip them); each file's footer is read on the executors (:mod:`sparkberg.write.imports`); one append
+commits them. A table without a name mapping gets one from its current schema first, so that files without field
+ids read by name (Java sets it the same way, in its own commit); a file already in the table is an error unless
+``check_duplicate_files=False``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from sparkberg.commit.producer import fast_append
+from sparkberg.errors import ValidationError
+from sparkberg.evolution import NAME_MAPPING, mapping_of
+from sparkberg.io.fileio import file_io_for, normalize_location
+from sparkberg.write.imports import RESULT_DDL, FileImporter
+from sparkberg.write.writer import data_file_from_json
+
+
+def _hidden(path: str, root: str) -> bool:
+    return any(part.startswith(("_", ".")) for part in path[len(root):].split("/") if part)
+
+
+def parquet_paths(given: Any) -> list[str]:
+    """The files ``given`` names (paths, or a DataFrame whose first column holds them), directories expanded to
+    the data files beneath them."""
+    if hasattr(given, "columns") and hasattr(given, "collect"):
+        given = [r[0] for r in given.select(given.columns[0]).collect()]
+    if isinstance(given, str):
+        given = [given]
+    out = []
+    for raw in given:
+        if not isinstance(raw, str) or not raw:
+            raise ValidationError(f"add_files takes file or directory paths, got {raw!r}")
+        location = normalize_location(raw)
+        io = file_io_for(location)
+        if io.is_dir(location):
+            out += sorted(p for p, _ in io.list_files(location) if not _hidden(p, location)
+                          and not p.endswith(".crc"))
+        elif io.exists(location):
+            out.append(location)
+        else:
+            raise ValidationError(f"cannot add {raw}: no such file or directory")
+    if len(set(out)) != len(out):
+        dup = sorted(p for p in out if out.count(p) > 1)[0]
+        raise ValidationError(f"cannot add {dup} twice")
+    return out
+
+
+def _paths_of(mapping: list[dict], prefix: str = "") -> dict[str, int]:
+    """Dotted column path -> field id, for every name a mapping gives (nested names under each parent name)."""
+    out = {}
+    for e in mapping:
+        for name in e.get("names") or []:
+            if "field-id" in e:
+                out[prefix + name] = e["field-id"]
+            out.update(_paths_of(e.get("fields") or [], f"{prefix}{name}."))
+    return out
+
+
+def add_files(table, given: Any, check_duplicate_files: bool = True) -> int:
+    """See :meth:`sparkberg.table.Table.add_files`; returns how many files were added."""
+    paths = parquet_paths(given)
+    if not paths:
+        return 0
+    spark = table.spark
+    wanted = spark.createDataFrame([(p,) for p in paths], "file_path string")
+    if check_duplicate_files and table.metadata.current_snapshot is not None:
+        live = table.metadata_table("files").select("file_path")
+        dup = wanted.join(F.broadcast(live), "file_path").limit(1).collect()
+        if dup:
+            raise ValidationError(f"cannot add {dup[0][0]}: table {table.name} already holds it "
+                                  "(check_duplicate_files=False adds it again)")
+    m = table.metadata
+    raw = m.properties.get(NAME_MAPPING)
+    if raw is None:
+        table.set_properties({NAME_MAPPING: json.dumps(mapping_of(m.current_schema.fields))})
+        m = table.metadata
+        raw = m.properties[NAME_MAPPING]
+    try:
+        mapping = _paths_of(json.loads(raw))
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ValidationError(f"table property {NAME_MAPPING} is not a valid name mapping: {e}") from None
+    importer = FileImporter(m.current_schema, m.default_spec, mapping, dict(m.properties))
+    rows = wanted.repartition(min(len(paths), 64)).mapInArrow(importer, RESULT_DDL).collect()
+    files = [data_file_from_json(r[0], m.default_spec, m.current_schema) for r in rows]
+    fast_append(table, files)
+    return len(files)
+
+
+__all__ = ["add_files", "parquet_paths"]

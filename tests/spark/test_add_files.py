@@ -1,0 +1,72 @@
+"""``add_files``: Parquet files that were never Iceberg's become a table's, unread but for their footers: metrics,
+partition values from Hive-style directories or from the data, a name mapping for files without field ids, and
+duplicates refused; a file that spans partitions is a named error that commits nothing."""
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sparkberg
+from sparkberg.errors import ValidationError
+from sparkberg.spec.values import from_bytes
+
+pytestmark = pytest.mark.spark
+
+
+def rows(t):
+    return sorted(tuple(r) for r in t.to_df().collect())
+
+
+def test_hive_layout_files_are_added_with_metrics_and_a_name_mapping(spark, warehouse, tmp_path):
+    src = str(tmp_path / "src")
+    spark.sql("SELECT id, concat('v', id) AS v, IF(id % 2 = 0, 'eu', 'us') AS region FROM range(0, 40)") \
+        .repartition(2).write.partitionBy("region").parquet(src)
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.imp", "id bigint, v string, region string", partition_by=["region"])
+    t.add_files(src, snapshot_properties={"source": "hive"})
+    t = cat.load_table("db.imp")
+    assert rows(t) == sorted((i, f"v{i}", "eu" if i % 2 == 0 else "us") for i in range(40))
+    assert t.metadata.current_snapshot.summary["source"] == "hive"
+    files = t.metadata_table("files").collect()
+    assert {f.partition.region for f in files} == {"eu", "us"} and sum(f.record_count for f in files) == 40
+    for f in files:
+        ids = [r[0] for r in spark.read.parquet(f.file_path).select("id").collect()]
+        assert from_bytes(t.schema().find_field("id").field_type, f.lower_bounds[1]) == min(ids)
+        assert from_bytes(t.schema().find_field("id").field_type, f.upper_bounds[1]) == max(ids)
+        assert f.value_counts[1] == len(ids) and f.null_value_counts[1] == 0
+    mapping = json.loads(t.properties["schema.name-mapping.default"])
+    assert [(e["field-id"], e["names"]) for e in mapping] == [(1, ["id"]), (2, ["v"]), (3, ["region"])]
+    assert [r.id for r in t.to_df(filter="id = 7").collect()] == [7]  # pruned by the imported metrics
+    location = cat.load_table("db.imp").metadata_location
+    with pytest.raises(ValidationError, match="already holds it"):
+        t.add_files(src)
+    assert cat.load_table("db.imp").metadata_location == location
+    t.add_files(src, check_duplicate_files=False)
+    assert cat.load_table("db.imp").to_df().count() == 80
+
+
+def test_partition_values_from_the_data_and_files_with_field_ids(spark, warehouse, tmp_path):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.days", "id bigint, d date", partition_by=["month(d)"])
+    d = str(tmp_path / "flat")
+    os.makedirs(d)
+    ids = pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"})
+    dates = pa.field("d", pa.date32(), metadata={b"PARQUET:field_id": b"2"})
+    import datetime as dt
+    pq.write_table(pa.table([pa.array([1, 2]), pa.array([dt.date(2024, 1, 3), dt.date(2024, 1, 30)])],
+                            schema=pa.schema([ids, dates])), f"{d}/jan.parquet")
+    pq.write_table(pa.table({"id": [3], "d": [dt.date(2024, 2, 1)]}), f"{d}/feb.parquet")  # (no ids: by name)
+    t.add_files([f"{d}/jan.parquet", f"{d}/feb.parquet"])
+    t = cat.load_table("db.days")
+    assert rows(t) == [(1, dt.date(2024, 1, 3)), (2, dt.date(2024, 1, 30)), (3, dt.date(2024, 2, 1))]
+    months = sorted(r.partition.d_month for r in t.metadata_table("files").collect())
+    assert months == [648, 649]  # months since 1970 of January and February 2024
+    pq.write_table(pa.table({"id": [4, 5], "d": [dt.date(2024, 3, 31), dt.date(2024, 4, 1)]}), f"{d}/span.parquet")
+    location = t.metadata_location
+    with pytest.raises(ValidationError, match="span.parquet: its partition value for 'd_month' is unknown"):
+        t.add_files(f"{d}/span.parquet")
+    with pytest.raises(ValidationError, match="no such file or directory"):
+        t.add_files(f"{d}/missing.parquet")
+    assert cat.load_table("db.days").metadata_location == location
