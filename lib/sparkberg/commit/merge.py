@@ -11,6 +11,7 @@ merge-on-read; updated v3 rows keep their ``_row_id``.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Callable, ContextManager
 
 from pyspark.sql import Column
@@ -18,12 +19,44 @@ from pyspark.sql import functions as F
 
 from sparkberg.commit.rowlevel import RowLevel, removal_of
 from sparkberg.errors import ValidationError
+from sparkberg.expressions.predicates import FALSE, And, Predicate, and_, bind
+from sparkberg.expressions.sql import translate_filter
+from sparkberg.spark.session import session_time_zone
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.write.dataframe import write_files
 
 
 def _expr(e: str | Column) -> Column:
     return e if isinstance(e, Column) else F.expr(e)
+
+
+# a source key with at most this many distinct values prunes by the values (an IN list the metrics evaluator tests
+# per file); with more, by their range
+MAX_KEY_VALUES = 1000
+
+
+def _conjuncts(text: str) -> list[str]:
+    """The top-level AND operands of a SQL condition (none split inside parentheses or quotes)."""
+    out, depth, quoted, start, i = [], 0, False, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "'":
+            quoted = not quoted
+        elif not quoted:
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and re.match(r"\sand\s", text[i:i + 5], re.I):
+                out.append(text[start:i].strip())
+                start = i = i + 5
+                continue
+        i += 1
+    out.append(text[start:].strip())
+    return [c for c in out if c]
+
+
+def _outside_quotes(text: str, fn) -> str:
+    parts = text.split("'")
+    return "'".join(fn(p) if i % 2 == 0 else p for i, p in enumerate(parts))
 
 
 class MergeBuilder:
@@ -71,7 +104,8 @@ class MergeBuilder:
             self._execute()
 
     def _execute(self) -> None:
-        rl = RowLevel(self.table, None)
+        target_filter, prune = self._pruning()
+        rl = RowLevel(self.table, target_filter, prune)
         cols = [f.name for f in rl.schema.fields]
         lineage = rl.lineage
         ta, sa = self.ta, self.sa
@@ -105,6 +139,60 @@ class MergeBuilder:
             self._commit(rl, j, cols, lineage, src_cols)
         finally:
             j.unpersist()
+
+    def _pruning(self) -> tuple[str | None, Any]:
+        """What narrows the target scan: the ON clause's conjuncts on target columns alone (a SQL filter), and a
+        predicate from the source's values of each key the ON clause equates with a target column (its values,
+        or their range), so only files that may hold a matching row are read and joined. A Column condition
+        prunes nothing."""
+        if not isinstance(self.condition, str):
+            return None, None
+        ta, sa = re.escape(self.ta), re.escape(self.sa)
+        col = r"`?(\w+)`?"
+        pair = re.compile(rf"^\(?\s*(\w+)\.{col}\s*(=|<=>)\s*(\w+)\.{col}\s*\)?$")
+        target_only, keys = [], []
+        for c in _conjuncts(self.condition):
+            m = pair.match(c)
+            if m and {m.group(1), m.group(4)} == {self.ta, self.sa}:
+                t_col, s_col = (m.group(2), m.group(5)) if m.group(1) == self.ta else (m.group(5), m.group(2))
+                keys.append((t_col, s_col, m.group(3) == "<=>"))
+            elif not re.search(rf"\b{sa}\.", _outside_quotes(c, lambda p: p)):
+                target_only.append(_outside_quotes(c, lambda p: re.sub(rf"\b{ta}\.", "", p)))
+        schema = self.table.metadata.current_schema
+        predicates = []
+        for t_col, s_col, null_safe in keys:
+            try:
+                field = schema.find_field(t_col)
+            except ValidationError:
+                continue
+            if not field.field_type.is_primitive:
+                continue
+            values = [r[0] for r in self.source.select(F.col(f"`{s_col}`")).distinct().limit(MAX_KEY_VALUES + 1)
+                      .collect()]
+            if null_safe and None in values:
+                continue  # (null keys match null rows: no range holds them)
+            values = [v for v in values if v is not None]
+            try:
+                if not values:
+                    predicates.append(FALSE)
+                elif len(values) <= MAX_KEY_VALUES:
+                    predicates.append(bind(Predicate("in", field.name, values), schema))
+                else:
+                    lo, hi = self.source.agg(F.min(F.col(f"`{s_col}`")), F.max(F.col(f"`{s_col}`"))).collect()[0]
+                    predicates.append(bind(and_(Predicate("gt_eq", field.name, lo), Predicate("lt_eq", field.name,
+                                                                                              hi)), schema))
+            except ValidationError:  # (a source type the column's literals cannot take: no pruning by this key)
+                continue
+        prune = None
+        for p in predicates:
+            prune = p if prune is None else And(prune, p)
+        try:
+            target_filter = " AND ".join(f"({c})" for c in target_only) or None
+            if target_filter is not None:
+                translate_filter(target_filter, schema, session_time_zone(self.table.spark))
+        except ValidationError:
+            target_filter = None
+        return target_filter, prune
 
     def _values(self, cols, src_cols, lineage, kind: str, spec) -> list[Column]:
         ta, sa = self.ta, self.sa

@@ -21,7 +21,7 @@ from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.target import current_target
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match
-from sparkberg.expressions.predicates import TRUE, bind, evaluate
+from sparkberg.expressions.predicates import TRUE, And, bind, evaluate
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
 from sparkberg.expressions.sql import translate_filter
 from sparkberg.io.fileio import deleted_on_failure
@@ -140,7 +140,7 @@ def _both(*checks):
 class RowLevel:
     """The files of the current snapshot a filter may touch, split into whole-file matches and the rest."""
 
-    def __init__(self, table, filter: str | None):
+    def __init__(self, table, filter: str | None, prune=None):
         self.table = table
         self.m = m = table.metadata
         self.spark = table.spark
@@ -148,6 +148,8 @@ class RowLevel:
         self.filter = filter
         tz = session_time_zone(self.spark)
         self.weak = TRUE if filter is None else bind(translate_filter(filter, schema, tz), schema)
+        if prune is not None:  # (a bound predicate the operation knows its rows satisfy: it prunes, never drops)
+            self.weak = prune if self.weak is TRUE else And(self.weak, prune)
         strong = TRUE if filter is None else bind(translate_filter(filter, schema, tz, strengthen=True), schema)
         self.head = current_target().head(m)  # (main's head, or the branch's the write goes to)
         self.plan = plan(self.spark, m, table.io, self.head, self.weak, label=table.name) if self.head else None
