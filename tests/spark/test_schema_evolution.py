@@ -84,7 +84,7 @@ def test_broken_rules_change_nothing(spark, table):
     assert "fine" not in [f.name for f in cat.load_table("db.e").schema().fields]
     u = t.update_schema().add_column("once", "int")
     u.commit()
-    with pytest.raises(ValidationError, match="not bound"):
+    with pytest.raises(ValidationError, match="not bound to a table, or was committed"):
         u.commit()  # (a builder commits once)
 
 

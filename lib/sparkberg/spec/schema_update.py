@@ -23,6 +23,28 @@ ROOT = -1  # the parent id of top-level columns
 _V3_PROMOTIONS = {(T.DATE, T.TIMESTAMP), (T.DATE, T.TIMESTAMP_NS)}
 
 
+class CommitsOnce:
+    """A builder of changes that a table commits once: by ``commit()``, or at the end of a ``with`` block that
+    raised nothing (one that raised commits nothing). ``on_commit`` is what committing does."""
+
+    on_commit: Callable | None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+
+    def commit(self) -> None:
+        """Commit the changes (once)."""
+        if self.on_commit is None:
+            raise ValidationError(f"this {type(self).__name__} is not bound to a table, or was committed; apply() "
+                                  "gives its result")
+        commit, self.on_commit = self.on_commit, None
+        commit(self)
+
+
 @dataclass
 class _Move:
     kind: str  # "first", "before" or "after"
@@ -31,7 +53,7 @@ class _Move:
 
 
 @dataclass
-class SchemaUpdate:
+class SchemaUpdate(CommitsOnce):
     """Pending changes to ``base``; :meth:`apply` returns the new schema. ``parse_type`` turns a type string (Spark
     DDL: ``"bigint"``, ``"struct<a: int>"``), or another engine's schema (a Spark StructType), into an Iceberg type
     (its field ids are replaced)."""
@@ -307,20 +329,6 @@ class SchemaUpdate:
             raise ValidationError(f"cannot union column {path!r}: the table has {mine}, the other schema {new}")
 
     # --- the result ------------------------------------------------------------------------------
-    def __enter__(self) -> "SchemaUpdate":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.commit()
-
-    def commit(self) -> None:
-        """Commit the changes (once; a ``with`` block commits when it ends without an error)."""
-        if self.on_commit is None:
-            raise ValidationError("this schema update is not bound to a table; use apply() for the schema")
-        commit, self.on_commit = self.on_commit, None
-        commit(self)
-
     def renamed(self) -> dict[int, str]:
         """Field id -> new name, of the columns this update renames."""
         return {i: f.name for i, f in self.updates.items() if f.name != self._by_id[i].name}
@@ -382,4 +390,4 @@ def _rebuild(update: SchemaUpdate, t: T.IcebergType, owner_id: int) -> T.Iceberg
     return t
 
 
-__all__ = ["SchemaUpdate"]
+__all__ = ["SchemaUpdate", "CommitsOnce"]

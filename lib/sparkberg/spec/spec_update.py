@@ -17,6 +17,7 @@ from typing import Callable
 from sparkberg.errors import ValidationError
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec, parse_transform_call
+from sparkberg.spec.schema_update import CommitsOnce
 from sparkberg.spec.transforms import Transform, VoidTransform
 
 _TIME = ("year", "month", "day", "hour")
@@ -38,7 +39,7 @@ def evolved_name(transform: Transform, column: str) -> str:
 
 
 @dataclass
-class SpecUpdate:
+class SpecUpdate(CommitsOnce):
     """Pending changes to the default spec ``spec`` of a table (``specs``: all its specs, for reusing ids);
     :meth:`apply` returns the new spec (id 0 until the table adds it)."""
 
@@ -154,20 +155,6 @@ class SpecUpdate:
         if dup:
             raise ValidationError(f"the new partition spec would have two fields named {dup[0]!r}")
         return PartitionSpec(0, fields)
-
-    def __enter__(self) -> "SpecUpdate":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.commit()
-
-    def commit(self) -> None:
-        """Commit the changes (once; a ``with`` block commits when it ends without an error)."""
-        if self.on_commit is None:
-            raise ValidationError("this partition spec update is not bound to a table; use apply() for the spec")
-        commit, self.on_commit = self.on_commit, None
-        commit(self)
 
 
 __all__ = ["SpecUpdate", "evolved_name"]
