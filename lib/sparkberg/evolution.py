@@ -9,9 +9,9 @@ from typing import Any, Iterable
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.spec import types as I, updates as U
 from sparkberg.spec.partitioning import build_sort_order, partition_field
-from sparkberg.spec.transforms import VoidTransform
 from sparkberg.spec.schema_update import ROOT, SchemaUpdate
 from sparkberg.spec.spec_update import SpecUpdate
+from sparkberg.spec.transforms import VoidTransform
 
 NAME_MAPPING = "schema.name-mapping.default"
 
@@ -33,7 +33,9 @@ class EvolutionMixin:
 
         def parse(given: Any) -> I.IcebergType:
             from sparkberg.spark.types import parse_type, schema_from  # (needs pyspark: imported on first use)
-            return parse_type(self.spark, given) if isinstance(given, str) else schema_from(self.spark, given).as_struct
+            if isinstance(given, str):
+                return parse_type(self.spark, given)
+            return schema_from(self.spark, given).as_struct
 
         def commit(u: SchemaUpdate) -> None:
             schema = u.apply()
@@ -55,8 +57,10 @@ class EvolutionMixin:
         base = self._metadata
         if schema.fields == base.current_schema.fields:
             return self
-        view = U.apply_all([U.AddSchema(schema, u.last_column_id), U.SetCurrentSchema(U.LAST_ADDED)], base)
-        return WithSchema(self, view)
+        raw = base.properties.get(NAME_MAPPING)
+        updates = [U.AddSchema(schema, u.last_column_id), U.SetCurrentSchema(U.LAST_ADDED)] + (
+            [U.SetProperties({NAME_MAPPING: _mapping_updated(raw, u, schema)})] if raw else [])
+        return WithSchema(self, updates)
 
     def add_columns(self, columns: Any) -> "EvolutionMixin":
         """Add columns (Spark StructType or DDL) at the end of the schema, with new ids (a shortcut of
@@ -119,8 +123,9 @@ class WithSchema:
     commits add that schema to the freshest base before building on it, so the schema and the data land in one
     commit (Iceberg Java commits the schema first, on its own). A concurrent schema change is a conflict."""
 
-    def __init__(self, table: Any, view: Any):
-        self._table, self.metadata = table, view
+    def __init__(self, table: Any, updates: list):
+        self._table, self._updates = table, updates  # (the schema added and made current, the name mapping's)
+        self.metadata = U.apply_all(updates, table.metadata)
         self._from_schema_id = table.metadata.current_schema_id
 
     def __getattr__(self, name: str) -> Any:
@@ -137,13 +142,13 @@ class WithSchema:
 
     def commit_metadata(self, build) -> None:
         """The table's commit, with the merged schema added first to every base it builds on."""
-        schema, last = self.metadata.current_schema, self.metadata.last_column_id
+        schema = self.metadata.current_schema
 
         def with_schema(base, n: int):
             if base.current_schema_id != self._from_schema_id:
                 raise CommitFailedException(f"conflict: the schema of table {self._table.name} changed while a write "
                                             "merged its data's columns into it")
-            evolved = U.apply_all([U.AddSchema(schema, last), U.SetCurrentSchema(U.LAST_ADDED)], base)
+            evolved = U.apply_all(self._updates, base)
             if evolved.current_schema_id != schema.schema_id:  # (the data files were written for that id)
                 raise CommitFailedException(f"conflict: table {self._table.name} gained schemas while a write "
                                             "merged its data's columns into it")

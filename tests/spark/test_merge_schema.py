@@ -1,9 +1,12 @@
 """``merge_schema`` on writes: the data's new columns (nested ones too) and wider types become the table's in the
 same commit as the data, by request or by the table's ``write.spark.accept-any-schema``; a concurrent schema
 change is a conflict that leaves the table as it was."""
+import json
+
 import pytest
 
 import sparkberg
+from sparkberg.evolution import mapping_of
 from sparkberg.errors import CommitFailedException, ValidationError
 
 pytestmark = pytest.mark.spark
@@ -23,6 +26,7 @@ NEW = "SELECT 2L AS id, 5000000000L AS n, named_struct('a', 'y', 'b', 3) AS s, '
 
 def test_new_columns_and_wider_types_land_with_the_data(spark, table):
     cat, t = table
+    t.set_properties({"schema.name-mapping.default": json.dumps(mapping_of(t.schema().fields))})
     log = len(cat.load_table("db.m").metadata.metadata_log)
     with pytest.raises(ValidationError, match="'note' is not in the table schema"):
         t.append(spark.sql(NEW))  # (without merge_schema: an error, nothing committed)
@@ -35,6 +39,9 @@ def test_new_columns_and_wider_types_land_with_the_data(spark, table):
     assert [f.name for f in s.find_field("s").field_type.fields] == ["a", "b"]
     rows = sorted((r.id, r.n, r.s.a, r.s.b, r.note) for r in t.to_df().collect())
     assert rows == [(1, 1, "x", None, None), (2, 5000000000, "y", 3, "hello")]
+    mapping = json.loads(t.properties["schema.name-mapping.default"])  # (kept up in the same commit)
+    assert [e["names"] for e in mapping] == [["id"], ["n"], ["s"], ["note"]]
+    assert [e["names"] for e in mapping[2]["fields"]] == [["a"], ["b"]]
     t.append(spark.sql("SELECT 3L AS id"), merge_schema=True)  # nothing new: no schema change
     assert cat.load_table("db.m").metadata.current_schema_id == 1
 
