@@ -62,3 +62,27 @@ def test_target_conjuncts_prune_and_a_column_condition_reads_all(spark, warehous
     cat.load_table("db.m").merge(s, F.col("t.id") == F.col("s.id")).when_matched_update({"v": "s.v"}).execute()
     assert planned[-1] == files  # (a Column condition prunes nothing)
     assert {r.id: r.v for r in cat.load_table("db.m").to_df().collect()}[3] == "col"
+
+
+@pytest.mark.parametrize("version,mode", [(2, "copy-on-write"), (2, "merge-on-read"), (3, "merge-on-read"),
+                                          (3, "copy-on-write")])
+def test_when_not_matched_by_source(spark, warehouse, planned, version, mode):
+    """Spark's WHEN NOT MATCHED BY SOURCE: target rows no source row matches are updated or deleted, in clause
+    order; every target file is read (any may hold such a row); v3 updated rows keep their ids."""
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.b", "id bigint, v string", partition_by=["truncate(id, 4)"],
+                         properties={"format-version": str(version), "write.merge.mode": mode})
+    t.append(spark.range(0, 10).selectExpr("id", "'old' AS v"))
+    ids_before = {r.id: r._row_id for r in t.to_df(columns=["id", "_row_id"]).collect()} if version == 3 else {}
+    src = spark.range(5, 15).selectExpr("id", "'new' AS v")
+    (t.merge(src, "t.id = s.id").when_matched_update({"v": "concat(s.v, '-m')"}).when_not_matched_insert_all()
+     .when_not_matched_by_source_delete("t.id < 2").when_not_matched_by_source_update({"v": "concat(t.v, '-o')"})
+     .execute())
+    assert planned[-1] == 3  # (no pruning: every file of the target is read)
+    got = cat.load_table("db.b").to_df(columns=["id", "v"] + (["_row_id"] if version == 3 else [])).collect()
+    assert sorted((r.id, r.v) for r in got) == [(i, "old-o") for i in range(2, 5)] + \
+        [(i, "new-m") for i in range(5, 10)] + [(i, "new") for i in range(10, 15)]
+    if version == 3:
+        assert all(r._row_id == ids_before[r.id] for r in got if r.id < 10)  # updated rows keep their ids
+    with pytest.raises(Exception, match="when_not_matched_by_source"):
+        t.merge(src, "t.id = s.id").execute()

@@ -2,9 +2,9 @@
 
     t.merge(src, "t.id = s.id", target_alias="t", source_alias="s") \\
         .when_matched_update({"v": "s.v"}, condition="s.op = 'u'").when_matched_delete("s.op = 'd'") \\
-        .when_not_matched_insert_all().execute()
+        .when_not_matched_insert_all().when_not_matched_by_source_delete("t.ts < '2024-01-01'").execute()
 
-Clauses are tried in the order given; a target row matched by more than one source row is an error (as in
+Clauses are tried in the order given, as Spark's MERGE tries them; a target row matched by more than one source row is an error (as in
 Iceberg's Spark integration), and nothing is committed. ``write.merge.mode`` picks copy-on-write or
 merge-on-read; updated v3 rows keep their ``_row_id``.
 """
@@ -72,6 +72,7 @@ class MergeBuilder:
         self.sa = source_alias
         self.matched: list[tuple[str, Any, Any]] = []  # ("update", cond, set) | ("delete", cond, None)
         self.not_matched: list[tuple[Any, Any]] = []  # (cond, values or None for all)
+        self.by_source: list[tuple[str, Any, Any]] = []  # target rows no source row matches: as ``matched``
 
     def when_matched_update(self, set: dict[str, str | Column], condition: str | Column | None = None
                             ) -> "MergeBuilder":
@@ -95,10 +96,23 @@ class MergeBuilder:
         self.not_matched.append((condition, None))
         return self
 
+    def when_not_matched_by_source_update(self, set: dict[str, str | Column], condition: str | Column | None = None
+                                          ) -> "MergeBuilder":
+        """Update the target rows no source row matches (and ``condition`` holds for), as Spark's ``WHEN NOT
+        MATCHED BY SOURCE THEN UPDATE``: ``set`` may use target columns only."""
+        self.by_source.append(("update", condition, dict(set)))
+        return self
+
+    def when_not_matched_by_source_delete(self, condition: str | Column | None = None) -> "MergeBuilder":
+        """Delete the target rows no source row matches (and ``condition`` holds for)."""
+        self.by_source.append(("delete", condition, None))
+        return self
+
     def execute(self) -> None:
         """Run the merge: one atomic commit, or an error and nothing committed."""
-        if not self.matched and not self.not_matched:
-            raise ValidationError("merge needs at least one when_matched or when_not_matched clause")
+        if not self.matched and not self.not_matched and not self.by_source:
+            raise ValidationError("merge needs at least one when_matched, when_not_matched or "
+                                  "when_not_matched_by_source clause")
         with self.writing() as table:
             self.table = table if table is not None else self.table  # (with a merged schema: its view)
             self._execute()
@@ -121,6 +135,7 @@ class MergeBuilder:
         j = tgt.join(src, _expr(self.condition), "full_outer")
         both = F.col(f"{ta}._tgt").isNotNull() & F.col(f"{sa}._src").isNotNull()
         src_only = F.col(f"{ta}._tgt").isNull()
+        tgt_only = F.col(f"{sa}._src").isNull()
         action = F.lit("K")
         for i, (kind, cond, _) in reversed(list(enumerate(self.matched))):
             hit = both if cond is None else both & F.coalesce(_expr(cond), F.lit(False))
@@ -129,7 +144,11 @@ class MergeBuilder:
         for i, (cond, _) in reversed(list(enumerate(self.not_matched))):
             hit = src_only if cond is None else src_only & F.coalesce(_expr(cond), F.lit(False))
             ins = F.when(hit, F.lit(f"I{i}")).otherwise(ins)
-        j = j.withColumn("_action", F.when(src_only, ins).otherwise(action)).cache()
+        orphan = F.lit("K")
+        for i, (kind, cond, _) in reversed(list(enumerate(self.by_source))):
+            hit = tgt_only if cond is None else tgt_only & F.coalesce(_expr(cond), F.lit(False))
+            orphan = F.when(hit, F.lit(f"B{i}" if kind == "update" else "D")).otherwise(orphan)
+        j = j.withColumn("_action", F.when(src_only, ins).when(tgt_only, orphan).otherwise(action)).cache()
         try:
             dup = (j.filter(both).groupBy(F.col(f"{ta}._file"), F.col(f"{ta}._pos")).count()
                    .filter("count > 1").limit(1).collect())
@@ -145,8 +164,8 @@ class MergeBuilder:
         predicate from the source's values of each key the ON clause equates with a target column (its values,
         or their range), so only files that may hold a matching row are read and joined. A Column condition
         prunes nothing."""
-        if not isinstance(self.condition, str):
-            return None, None
+        if not isinstance(self.condition, str) or self.by_source:
+            return None, None  # (rows no source row matches are the merge's too: every file may hold one)
         ta, sa = re.escape(self.ta), re.escape(self.sa)
         col = r"`?(\w+)`?"
         pair = re.compile(rf"^\(?\s*(\w+)\.{col}\s*(=|<=>)\s*(\w+)\.{col}\s*\)?$")
@@ -237,6 +256,13 @@ class MergeBuilder:
                         raise ValidationError(f"cannot update unknown column {name!r}")
                 parts.append(j.filter(F.col("_action") == f"U{i}").select(*self._values(cols, src_cols, lineage,
                                                                                          "update", spec)))
+        for i, (kind, _, spec) in enumerate(self.by_source):
+            if kind == "update":
+                for name in spec:
+                    if name.lower() not in {c.lower() for c in cols}:
+                        raise ValidationError(f"cannot update unknown column {name!r}")
+                parts.append(j.filter(F.col("_action") == f"B{i}").select(*self._values(cols, src_cols, lineage,
+                                                                                         "update", spec)))
         for i, (_, spec) in enumerate(self.not_matched):
             for name in (spec or {}):
                 if name.lower() not in {c.lower() for c in cols}:
@@ -255,7 +281,8 @@ class MergeBuilder:
 
     def _commit(self, rl: RowLevel, j, cols, lineage, src_cols) -> None:
         ta = self.ta
-        changed = j.filter(F.col("_action").startswith("U") | (F.col("_action") == "D"))
+        changed = j.filter(F.col("_action").startswith("U") | F.col("_action").startswith("B")
+                           | (F.col("_action") == "D"))
         mode = rl.m.properties.get("write.merge.mode", "copy-on-write").lower()
         extra = rl.lineage_fields
         if mode == "merge-on-read" and rl.m.format_version >= 2:
