@@ -306,6 +306,26 @@ class Table(RefsMixin, EvolutionMixin):
             delete_by_keys(self, df, key_columns)
         return self
 
+    def upsert(self, df, key_columns: str | Sequence[str], mode: str = "equality-deletes",
+               snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
+               wap_id: str | None = None) -> "Table":
+        """Insert the rows of ``df``, replacing the table's rows with the same ``key_columns``, in one commit.
+        ``mode="equality-deletes"`` writes equality deletes of ``df``'s keys next to its rows and never reads the
+        table (as streaming writers upsert; keys must be unique in ``df``: two rows of one key both stay);
+        ``mode="merge"`` is a keyed MERGE (matched rows updated, others inserted; ``df``'s keys must be unique)."""
+        keys = [key_columns] if isinstance(key_columns, str) else list(key_columns)
+        if mode == "merge":
+            on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+            self.merge(df, on, snapshot_properties=snapshot_properties, branch=branch, wap_id=wap_id) \
+                .when_matched_update_all().when_not_matched_insert_all().execute()
+            return self
+        if mode != "equality-deletes":
+            raise ValidationError(f"upsert mode must be 'equality-deletes' or 'merge', got {mode!r}")
+        from sparkberg.commit.equality import upsert  # (needs pyspark: imported on first use)
+        with self._write("UPSERT", snapshot_properties, branch, wap_id)() as table:
+            upsert(table, df, keys)
+        return self
+
     def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s",
               snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
               wap_id: str | None = None, merge_schema: bool | None = None):

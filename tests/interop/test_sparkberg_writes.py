@@ -321,3 +321,15 @@ def test_merge_clauses_match_javas_merge_into(java, java_warehouse, version, mod
     assert sorted(tuple(r) for r in java.sql(f"SELECT id, v FROM ref.sbw.ms_v{version}").collect()) == theirs
     assert sorted(tuple(r) for r in cat.load_table(f"sbw.ms_v{version}").to_df().collect()) == theirs
     assert len(theirs) == 8 + 7 + 5  # (matched and updated, updated by source, inserted: every clause did work)
+
+
+def test_java_reads_sparkberg_upserts(java, java_warehouse, duck):
+    cat = sparkberg.catalog(java, java_warehouse)
+    t = cat.create_table("sbw.upserted", "id bigint, v string", partition_by=["bucket(2, id)"],
+                         properties={"format-version": "2"})
+    t.append(java.range(0, 10).selectExpr("id", "'old' AS v"))
+    t.upsert(java.createDataFrame([(3, "up"), (42, "ins")], "id bigint, v string"), "id")
+    expected = sorted([(i, "old") for i in range(10) if i != 3] + [(3, "up"), (42, "ins")])
+    java.sql("REFRESH TABLE ref.sbw.upserted")
+    assert sorted(tuple(r) for r in java.sql("SELECT id, v FROM ref.sbw.upserted").collect()) == expected
+    assert sorted(duck.sql(f"SELECT id, v FROM iceberg_scan('{t.metadata_location}')").fetchall()) == expected

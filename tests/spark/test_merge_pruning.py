@@ -86,3 +86,29 @@ def test_when_not_matched_by_source(spark, warehouse, planned, version, mode):
         assert all(r._row_id == ids_before[r.id] for r in got if r.id < 10)  # updated rows keep their ids
     with pytest.raises(Exception, match="when_not_matched_by_source"):
         t.merge(src, "t.id = s.id").execute()
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_upsert_by_equality_deletes_or_merge(spark, warehouse, planned, version):
+    """Both upsert modes leave the same rows; the equality-delete one reads nothing of the table."""
+    cat = sparkberg.catalog(spark, warehouse)
+    results = {}
+    for mode in ("equality-deletes", "merge"):
+        name = f"db.u_{mode.replace('-', '_')}"
+        t = cat.create_table(name, "id bigint, v string", partition_by=["bucket(2, id)"],
+                             properties={"format-version": str(version)})
+        t.append(spark.range(0, 10).selectExpr("id", "'old' AS v"))
+        before = len(planned)
+        batch = spark.createDataFrame([(3, "up"), (8, "up"), (42, "ins"), (None, "null-key")], "id bigint, v string")
+        t.upsert(batch, "id", mode=mode, snapshot_properties={"batch": "1"})
+        t.upsert(spark.createDataFrame([(None, "null-again"), (3, "up2")], "id bigint, v string"), ["id"], mode=mode)
+        t = cat.load_table(name)
+        results[mode] = sorted((r.id if r.id is not None else -1, r.v) for r in t.to_df().collect())
+        if mode == "equality-deletes":
+            assert len(planned) == before  # (no MERGE, no scan of the target)
+            snap = t.metadata.current_snapshot
+            assert snap.operation == "overwrite" and int(snap.summary["added-equality-delete-files"]) >= 1
+    assert results["equality-deletes"] == results["merge"] == sorted(
+        [(i, "old") for i in range(10) if i not in (3, 8)] + [(3, "up2"), (8, "up"), (42, "ins"), (-1, "null-again")])
+    with pytest.raises(Exception, match="upsert mode"):
+        cat.load_table("db.u_merge").upsert(spark.range(1), "id", mode="sideways")

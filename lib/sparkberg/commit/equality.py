@@ -16,13 +16,34 @@ from sparkberg.write.dataframe import UNSORTED, write_files
 
 
 def delete_by_keys(table, df, key_columns) -> None:
+    """See :meth:`sparkberg.table.Table.delete_by_keys`."""
+    deletes = equality_deletes(table, df, key_columns)
+    if not deletes:
+        return
+    with deleted_on_failure(table.io, lambda: [d.file_path for _, d in deletes]):
+        commit_changes(table, Changes("delete", [], deletes, set()))
+
+
+def upsert(table, df, key_columns) -> None:
+    """Replace the rows whose keys a row of ``df`` has with the rows of ``df``, and insert the others, without
+    reading the table: equality deletes of ``df``'s keys and ``df``'s rows, in one commit (Iceberg's row delta, as
+    streaming writers upsert: the deletes apply only to rows committed before, so the new rows stay)."""
+    deletes = equality_deletes(table, df, key_columns)
+    with deleted_on_failure(table.io, lambda: [d.file_path for _, d in deletes]):
+        added = write_files(table.spark, table.metadata, df)
+        with deleted_on_failure(table.io, lambda: [f.file_path for f in added]):
+            commit_changes(table, Changes("overwrite", added, deletes, set()))
+
+
+def equality_deletes(table, df, key_columns) -> list:
+    """Equality delete files of the keys (and partition source columns) of ``df``'s rows: (spec id, file)."""
     m: TableMetadata = table.metadata
     if m.format_version < 2:
         raise ValidationError("equality deletes need format version 2 or later; upgrade the table")
     schema = m.current_schema
     keys = [key_columns] if isinstance(key_columns, str) else list(key_columns)
     if not keys:
-        raise ValidationError("delete_by_keys needs at least one key column")
+        raise ValidationError("equality deletes need at least one key column")
     by_name = {f.name.lower(): f for f in schema.fields}
     key_fields = []
     for k in keys:
@@ -44,7 +65,7 @@ def delete_by_keys(table, df, key_columns) -> None:
     present = {c.lower(): c for c in df.columns}
     missing = [f.name for f in key_fields + part_fields if f.name.lower() not in present]
     if missing:
-        raise ValidationError(f"delete_by_keys: the data lacks column {missing[0]!r} (key columns and, on a "
+        raise ValidationError(f"the data lacks column {missing[0]!r} (equality deletes need the key columns and, on a "
                               "partitioned table, the partition source columns are needed)")
     delete_schema = T.Schema([replace(f, required=False) for f in schema.fields if f.name.lower() in columns],
                              schema.schema_id)
@@ -53,9 +74,5 @@ def delete_by_keys(table, df, key_columns) -> None:
     data = df.select(*[present[f.name.lower()] for f in delete_schema.fields]).dropDuplicates()
     files = write_files(table.spark, narrowed, data, ordering=UNSORTED, distribution="hash")
     ids = tuple(f.field_id for f in key_fields)
-    deletes = [(spec.spec_id, replace(f, content=EQUALITY_DELETES, equality_ids=ids, sort_order_id=None))
-               for f in files]
-    if not deletes:
-        return
-    with deleted_on_failure(table.io, lambda: [d.file_path for _, d in deletes]):
-        commit_changes(table, Changes("delete", [], deletes, set()))
+    return [(spec.spec_id, replace(f, content=EQUALITY_DELETES, equality_ids=ids, sort_order_id=None))
+            for f in files]
