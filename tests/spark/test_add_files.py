@@ -70,3 +70,20 @@ def test_partition_values_from_the_data_and_files_with_field_ids(spark, warehous
     with pytest.raises(ValidationError, match="no such file or directory"):
         t.add_files(f"{d}/missing.parquet")
     assert cat.load_table("db.days").metadata_location == location
+
+
+def test_spark_legacy_int96_timestamps_are_added_without_bounds(spark, warehouse, tmp_path):
+    src = str(tmp_path / "int96")
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "INT96")  # (Spark's default: the tuned session's isn't)
+    try:
+        spark.sql("SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) AS ts "
+                  "FROM range(3)").write.parquet(src)
+    finally:
+        spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.legacy", "id bigint, ts timestamp")
+    t.add_files(src)
+    t = cat.load_table("db.legacy")
+    assert sorted(r.id for r in t.to_df().collect()) == [0, 1, 2]
+    files = t.metadata_table("files").collect()
+    assert all(2 not in (f.lower_bounds or {}) and f.lower_bounds[1] is not None for f in files)

@@ -4,9 +4,10 @@
         .when_matched_update({"v": "s.v"}, condition="s.op = 'u'").when_matched_delete("s.op = 'd'") \\
         .when_not_matched_insert_all().when_not_matched_by_source_delete("t.ts < '2024-01-01'").execute()
 
-Clauses are tried in the order given, as Spark's MERGE tries them; a target row matched by more than one source row is an error (as in
-Iceberg's Spark integration), and nothing is committed. ``write.merge.mode`` picks copy-on-write or
-merge-on-read; updated v3 rows keep their ``_row_id``.
+Clauses are tried in the order given, as Spark's MERGE tries them; a target row matched by more than one source
+row is an error (as in Iceberg's Spark integration), and nothing is committed. ``write.merge.mode`` picks
+copy-on-write or merge-on-read; updated v3 rows keep their ``_row_id``. The target scan is pruned by the ON clause
+and the source's keys (:meth:`MergeBuilder._pruning`).
 """
 from __future__ import annotations
 
@@ -175,7 +176,7 @@ class MergeBuilder:
             if m and {m.group(1), m.group(4)} == {self.ta, self.sa}:
                 t_col, s_col = (m.group(2), m.group(5)) if m.group(1) == self.ta else (m.group(5), m.group(2))
                 keys.append((t_col, s_col, m.group(3) == "<=>"))
-            elif not re.search(rf"\b{sa}\.", _outside_quotes(c, lambda p: p)):
+            elif not re.search(rf"\b{sa}\.", " ".join(c.split("'")[::2])):  # (no source column outside quotes)
                 target_only.append(_outside_quotes(c, lambda p: re.sub(rf"\b{ta}\.", "", p)))
         schema = self.table.metadata.current_schema
         predicates = []

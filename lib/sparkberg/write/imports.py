@@ -47,13 +47,16 @@ def _leaves(schema: T.Schema) -> dict[int, tuple[str, T.NestedField]]:
 
 
 def _raw_value(t: T.IcebergType, raw: Any, column) -> Any:
-    """A footer statistic (the physical value) as the in-memory value of Iceberg type ``t``."""
+    """A footer statistic (the physical value) as the in-memory value of Iceberg type ``t``; None when it has
+    none that orders."""
     if isinstance(t, T.DecimalType):
         unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, (bytes, bytearray)) else int(raw)
         return decimal.Decimal(unscaled).scaleb(-t.scale)
     if t == T.STRING:
         return raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else str(raw)
     if t in (T.TIMESTAMP, T.TIMESTAMPTZ, T.TIME):
+        if isinstance(raw, (bytes, bytearray)):
+            return None  # (INT96, Spark's legacy timestamps: their statistics are not ordered values)
         logical = str(column.logical_type)
         unit = next((u for u in _UNITS if u.lower() in logical.lower() or u in logical), "MICROS")
         return int(raw) * _UNITS[unit] if unit != "NANOS" else int(raw) // 1000
@@ -125,7 +128,7 @@ class FileImporter:
                     continue
                 t = s.field.field_type
                 lo, hi = (_raw_value(t, v, meta.schema.column(i)) for v in (st.min_raw, st.max_raw))
-                if isinstance(lo, float) and (lo != lo or hi != hi):
+                if lo is None or hi is None or isinstance(lo, float) and (lo != lo or hi != hi):
                     bounded[fid] = False
                     continue
                 if s.lower is None or lo < s.lower:
