@@ -91,6 +91,7 @@ def test_every_change_at_every_depth_in_one_update():
     (lambda u: u.move_after("n", "address.city"), "not in the same struct"),
     (lambda u: u.move_before("n", "n"), "relative to itself"),
     (lambda u: u.delete_column("legacy").rename_column("legacy", "x"), "deleted in this update"),
+    (lambda u: u.delete_column("attrs").update_column("attrs.value.b", "double"), "deleted in this update"),
 ])
 def test_broken_rules_are_named_errors(change, message):
     with pytest.raises(ValidationError, match=message):

@@ -86,8 +86,11 @@ class SchemaUpdate(CommitsOnce):
             found = matches[0] if len(matches) == 1 else None
         if found is None:
             raise ValidationError(f"cannot find column {path!r} in the table schema")
-        if found.field_id in self.deletes:
-            raise ValidationError(f"column {path!r} is deleted in this update")
+        fid: int | None = found.field_id
+        while fid is not None:  # (a column under a deleted one goes with it)
+            if fid in self.deletes:
+                raise ValidationError(f"column {path!r} is deleted in this update")
+            fid = self._parents.get(fid)
         return found
 
     def _parent(self, field_id: int) -> int:
