@@ -87,3 +87,32 @@ def test_spark_legacy_int96_timestamps_are_added_without_bounds(spark, warehouse
     assert sorted(r.id for r in t.to_df().collect()) == [0, 1, 2]
     files = t.metadata_table("files").collect()
     assert all(2 not in (f.lower_bounds or {}) and f.lower_bounds[1] is not None for f in files)
+
+
+def test_files_without_ids_read_nested_columns_by_the_name_mapping(spark, warehouse, tmp_path):
+    """Spec Appendix C: a file without field ids is read by the name mapping at every depth, so nested fields
+    renamed since the file was written (the mapping keeps their old names) read their values."""
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.mapped", "id bigint, info struct<city: string, zip: string>, "
+                                      "points array<struct<x: int>>, attrs map<string, struct<b: double>>")
+    mapping = [{"field-id": 1, "names": ["id"]},
+               {"field-id": 2, "names": ["info"], "fields": [{"field-id": 5, "names": ["town", "city"]},
+                                                              {"field-id": 6, "names": ["zip"]}]},
+               {"field-id": 3, "names": ["points"], "fields": [
+                   {"field-id": 7, "names": ["element"], "fields": [{"field-id": 8, "names": ["old_x", "x"]}]}]},
+               {"field-id": 4, "names": ["attrs"], "fields": [
+                   {"field-id": 9, "names": ["key"]},
+                   {"field-id": 10, "names": ["value"], "fields": [{"field-id": 11, "names": ["beta", "b"]}]}]}]
+    t.set_properties({"schema.name-mapping.default": json.dumps(mapping)})
+    d = tmp_path / "old"
+    d.mkdir()
+    table = pa.table({
+        "id": pa.array([1], pa.int64()),
+        "info": pa.array([{"town": "oslo"}], pa.struct([("town", pa.string())])),  # (no zip: it reads null)
+        "points": pa.array([[{"old_x": 4}]], pa.list_(pa.struct([("old_x", pa.int32())]))),
+        "attrs": pa.array([[("k", {"beta": 0.5})]], pa.map_(pa.string(), pa.struct([("beta", pa.float64())]))),
+    })
+    pq.write_table(table, str(d / "f.parquet"))
+    t.add_files(str(d))
+    got = cat.load_table("db.mapped").to_df().collect()[0].asDict(recursive=True)
+    assert got == {"id": 1, "info": {"city": "oslo", "zip": None}, "points": [{"x": 4}], "attrs": {"k": {"b": 0.5}}}

@@ -125,7 +125,8 @@ class FooterSignatures:
             visit(field)
         has_ids = any((f.metadata or {}).get(b"PARQUET:field_id") is not None for f in arrow_schema)
         return json.dumps({"ids": has_ids, "present": sorted(ids.items()),
-                           "names": [] if has_ids else [f.name for f in arrow_schema]})
+                           "names": [] if has_ids else [f.name for f in arrow_schema],
+                           "tree": {} if has_ids else {f.name: _name_tree(f.type) for f in arrow_schema}})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
@@ -145,6 +146,41 @@ class FooterSignatures:
                                              names=["file_path", "signature"])
 
 
+def _name_tree(t: pa.DataType) -> dict | None:
+    """The nested field names of an Arrow type: struct fields by name, ``element`` of a list, ``key`` and
+    ``value`` of a map (None for a primitive)."""
+    if pa.types.is_struct(t):
+        return {t.field(i).name: _name_tree(t.field(i).type) for i in range(t.num_fields)}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return {"element": _name_tree(t.value_type)}
+    if pa.types.is_map(t):
+        return {"key": _name_tree(t.key_type), "value": _name_tree(t.item_type)}
+    return None
+
+
+def _by_file_names(t: T.IcebergType, spark_type: ST.DataType, tree: dict | None,
+                   names: dict[int, list[str]]) -> ST.DataType:
+    """The read type of a column of a file without field ids: each nested struct field under the name the file
+    uses for it (``names``: the name mapping, field id -> names, at every depth), else its own name (missing: null);
+    cast by position to ``spark_type`` after the read."""
+    tree = tree or {}
+    if isinstance(t, T.StructType):
+        out = []
+        for f, sf in zip(t.fields, spark_type.fields):
+            name = next((n for n in names.get(f.field_id, []) if n in tree), sf.name)
+            out.append(ST.StructField(name, _by_file_names(f.field_type, sf.dataType, tree.get(name), names),
+                                      sf.nullable))  # (no field id: Spark then matches the file's by name)
+        return ST.StructType(out)
+    if isinstance(t, T.ListType):
+        return ST.ArrayType(_by_file_names(t.element_type, spark_type.elementType, tree.get("element"), names),
+                            spark_type.containsNull)
+    if isinstance(t, T.MapType):
+        return ST.MapType(_by_file_names(t.key_type, spark_type.keyType, tree.get("key"), names),
+                          _by_file_names(t.value_type, spark_type.valueType, tree.get("value"), names),
+                          spark_type.valueContainsNull)
+    return spark_type
+
+
 def _stored_spark_type(arrow_type: str) -> ST.DataType | None:
     if arrow_type == "int32":
         return ST.IntegerType()
@@ -158,15 +194,19 @@ def _stored_spark_type(arrow_type: str) -> ST.DataType | None:
     return None
 
 
-def name_mapping(metadata: TableMetadata) -> dict[int, list[str]]:
-    """Top-level field id -> names from ``schema.name-mapping.default`` (spec Appendix C "Name Mapping")."""
+def name_mapping(metadata: TableMetadata, nested: bool = False) -> dict[int, list[str]]:
+    """Field id -> names from ``schema.name-mapping.default`` (spec Appendix C "Name Mapping"): top-level fields,
+    or with ``nested`` fields at every depth (ids are unique in a table, so one map holds them all)."""
     import json
     raw = metadata.properties.get("schema.name-mapping.default")
     if not raw:
         return {}
+
+    def entries(level: list) -> list:
+        return [e for m in level for e in [m] + (entries(m.get("fields") or []) if nested else [])]
     try:
-        return {int(m["field-id"]): list(m.get("names") or []) for m in json.loads(raw) if "field-id" in m}
-    except (ValueError, TypeError, KeyError) as e:
+        return {int(m["field-id"]): list(m.get("names") or []) for m in entries(json.loads(raw)) if "field-id" in m}
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise ValidationError(f"table property schema.name-mapping.default is not a valid name mapping: {e}") \
             from None
 
@@ -209,6 +249,7 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
     nested_defaults = {f.field_id: ids for f in schema.fields if f.field_type.is_nested
                        for ids in [_default_ids(f.field_type)] if ids}
     mapping = name_mapping(metadata)
+    nested_mapping = name_mapping(metadata, nested=True)
     # (only tables with a name mapping hold files written without Iceberg, which may lack partition columns: for
     # the others, checking every footer for them would cost every read a job)
     identity = {p: v for p, v in (identity or {}).items() if p in set(paths)} if mapping else {}
@@ -246,9 +287,12 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
                                   else _default_column(schema, fid, f.dataType)))
                     fields.append(ST.StructField(f"_missing_{pos}", f.dataType, True))
                     continue
-                fields.append(ST.StructField(found, f.dataType, True))
-                if found != f.name:
-                    after.append((f.name, F.col(f"`{found}`")))
+                stored = _by_file_names(schema.find_field(fid).field_type, f.dataType, info["tree"].get(found),
+                                        nested_mapping)
+                fields.append(ST.StructField(found, stored, True))
+                if found != f.name or stored != f.dataType:
+                    after.append((f.name, F.col(f"`{found}`").cast(f.dataType) if stored != f.dataType
+                                  else F.col(f"`{found}`")))
                 continue
             if fid in from_partition and fid not in present:
                 fields.append(f)
