@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.target import MAIN, PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID, STAGED_WAP_ID, committing_to
 from sparkberg.errors import ValidationError
-from sparkberg.planning.entries import snapshot_manifests
+from sparkberg.planning.entries import own_entries
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, DataFile
 from sparkberg.spec.metadata import TableMetadata
@@ -28,12 +27,7 @@ from sparkberg.spec.snapshots import Snapshot
 
 def _own_entries(io, snap: Snapshot, status: int) -> list[tuple[int, DataFile]]:
     """(spec id, data file) of the data file entries ``snap`` itself wrote with ``status``."""
-    out = []
-    for mf in snapshot_manifests(io, snap):
-        if mf.content == MANIFEST_DATA and mf.added_snapshot_id == snap.snapshot_id:
-            out += [(mf.partition_spec_id, e.data_file) for e in manifest_entries(io.read(mf.manifest_path), mf)
-                    if e.status == status and e.snapshot_id == snap.snapshot_id]
-    return out
+    return [(mf.partition_spec_id, e.data_file) for mf, e in own_entries(io, snap, MANIFEST_DATA, status)]
 
 
 def _key(spec_id: int, d: DataFile) -> tuple:

@@ -250,24 +250,24 @@ class MergeBuilder:
         ``keep_unchanged``); None when there are none to write."""
         ta = self.ta
         parts = []
+        known = {c.lower() for c in cols}
+
+        def check(spec, what: str) -> None:
+            unknown = [name for name in (spec or {}) if name.lower() not in known]
+            if unknown:
+                raise ValidationError(f"cannot {what} unknown column {unknown[0]!r}")
         for i, (kind, _, spec) in enumerate(self.matched):
             if kind == "update":
-                for name in (spec or {}):
-                    if name.lower() not in {c.lower() for c in cols}:
-                        raise ValidationError(f"cannot update unknown column {name!r}")
+                check(spec, "update")
                 parts.append(j.filter(F.col("_action") == f"U{i}").select(*self._values(cols, src_cols, lineage,
                                                                                          "update", spec)))
         for i, (kind, _, spec) in enumerate(self.by_source):
             if kind == "update":
-                for name in spec:
-                    if name.lower() not in {c.lower() for c in cols}:
-                        raise ValidationError(f"cannot update unknown column {name!r}")
+                check(spec, "update")
                 parts.append(j.filter(F.col("_action") == f"B{i}").select(*self._values(cols, src_cols, lineage,
                                                                                          "update", spec)))
         for i, (_, spec) in enumerate(self.not_matched):
-            for name in (spec or {}):
-                if name.lower() not in {c.lower() for c in cols}:
-                    raise ValidationError(f"cannot insert unknown column {name!r}")
+            check(spec, "insert")
             parts.append(j.filter(F.col("_action") == f"I{i}").select(*self._values(cols, src_cols, lineage,
                                                                                      "insert", spec)))
         if keep_unchanged is not None:

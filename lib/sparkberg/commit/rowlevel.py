@@ -12,6 +12,7 @@ operation rewrites or adds deletes for (their deletes would be lost, or a file w
 """
 from __future__ import annotations
 
+import functools
 import uuid
 
 from pyspark.sql import functions as F
@@ -25,7 +26,7 @@ from sparkberg.expressions.predicates import TRUE, And, bind, evaluate
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
 from sparkberg.expressions.sql import translate_filter
 from sparkberg.io.fileio import deleted_on_failure
-from sparkberg.planning.entries import snapshot_manifests
+from sparkberg.planning.entries import own_entries, snapshot_manifests
 from sparkberg.planning.scan import plan
 from sparkberg.read.reader import read_tasks
 from sparkberg.spark.session import session_time_zone
@@ -59,34 +60,45 @@ def removal_of(tasks) -> set:
     return out
 
 
+def committed_since(target, start, current) -> list:
+    """The snapshots committed to ``target`` (:mod:`sparkberg.commit.target`) after ``start`` was read, newest first,
+    as ``current`` has them."""
+    began, head = target.head_id(start), target.head_id(current)
+    if began == head:
+        return []
+    seen = {s.snapshot_id for s in start.ancestors(began)}
+    out = []
+    for snap in current.ancestors(head):
+        if snap.snapshot_id in seen:
+            break
+        out.append(snap)
+    return out
+
+
 def serializable_check(table, filter_bound):
     """A validation that fails when files a filter may match were added after the operation started."""
     target = current_target()
 
     def check(start, current):
-        head = target.head_id(current)
-        if target.head_id(start) == head or isinstance(filter_bound, type(None)):
+        if filter_bound is None:
             return
-        seen = {s.snapshot_id for s in start.ancestors(target.head_id(start))}
         schema = current.current_schema
         types = {f.field_id: f.field_type for s in current.schemas for f in s.index_by_id().values()}
-        for snap in current.ancestors(head):
-            if snap.snapshot_id in seen:
-                break
+        projections = {}
+        for snap in committed_since(target, start, current):
             if snap.operation == "replace":
                 continue
-            for mf in snapshot_manifests(table.io, snap):
-                if mf.content != MANIFEST_DATA or mf.added_snapshot_id != snap.snapshot_id:
-                    continue
-                proj = inclusive_projection(filter_bound, current.spec(mf.partition_spec_id), schema)
-                for e in manifest_entries(table.io.read(mf.manifest_path), mf):
-                    d = e.data_file
-                    if e.status == ADDED and evaluate(proj, d.partition) and metrics_may_match(
-                            filter_bound, types, d.record_count, d.value_counts, d.null_value_counts,
-                            d.nan_value_counts, d.lower_bounds, d.upper_bounds):
-                        raise CommitFailedException(
-                            f"conflict: snapshot {snap.snapshot_id} added {e.data_file.file_path}, which may hold "
-                            "rows the delete filter matches (serializable isolation)")
+            for mf, e in own_entries(table.io, snap, MANIFEST_DATA, ADDED):
+                if mf.partition_spec_id not in projections:
+                    projections[mf.partition_spec_id] = inclusive_projection(
+                        filter_bound, current.spec(mf.partition_spec_id), schema)
+                d = e.data_file
+                if evaluate(projections[mf.partition_spec_id], d.partition) and metrics_may_match(
+                        filter_bound, types, d.record_count, d.value_counts, d.null_value_counts,
+                        d.nan_value_counts, d.lower_bounds, d.upper_bounds):
+                    raise CommitFailedException(
+                        f"conflict: snapshot {snap.snapshot_id} added {d.file_path}, which may hold "
+                        "rows the delete filter matches (serializable isolation)")
     return check
 
 
@@ -99,32 +111,25 @@ def no_new_deletes_check(table, touched: dict[str, tuple[int, dict]], ignore_equ
     target = current_target()
 
     def check(start, current):
-        head = target.head_id(current)
-        if not touched or target.head_id(start) == head:
+        if not touched:
             return
-        seen = {s.snapshot_id for s in start.ancestors(target.head_id(start))}
         unpartitioned = {s.spec_id for s in current.partition_specs if s.is_unpartitioned}
         partitions = {(spec_id, tuple(sorted(p.items()))) for spec_id, p in touched.values()}
-        for snap in current.ancestors(head):
-            if snap.snapshot_id in seen:
-                break
-            for mf in snapshot_manifests(table.io, snap):
-                if mf.content != MANIFEST_DELETES or mf.added_snapshot_id != snap.snapshot_id:
+        for snap in committed_since(target, start, current):
+            for mf, e in own_entries(table.io, snap, MANIFEST_DELETES, ADDED):
+                d = e.data_file
+                if d.content == 2 and ignore_equality:
                     continue
-                for e in manifest_entries(table.io.read(mf.manifest_path), mf):
-                    d = e.data_file
-                    if e.status != ADDED or (d.content == 2 and ignore_equality):
-                        continue
-                    if d.referenced_data_file is not None:
-                        hit = d.referenced_data_file in touched
-                    elif d.content == 2 and mf.partition_spec_id in unpartitioned:
-                        hit = True
-                    else:
-                        hit = (mf.partition_spec_id, tuple(sorted(d.partition.items()))) in partitions
-                    if hit:
-                        raise CommitFailedException(
-                            f"conflict: snapshot {snap.snapshot_id} added delete file {d.file_path} for data "
-                            "files this operation rewrites or deletes from")
+                if d.referenced_data_file is not None:
+                    hit = d.referenced_data_file in touched
+                elif d.content == 2 and mf.partition_spec_id in unpartitioned:
+                    hit = True
+                else:
+                    hit = (mf.partition_spec_id, tuple(sorted(d.partition.items()))) in partitions
+                if hit:
+                    raise CommitFailedException(
+                        f"conflict: snapshot {snap.snapshot_id} added delete file {d.file_path} for data "
+                        "files this operation rewrites or deletes from")
     return check
 
 
@@ -158,9 +163,16 @@ class RowLevel:
         self.whole = [t for t in self.tasks if evaluate(strict[t["spec_id"]], self.partition(t))]
         whole = {t["file_path"] for t in self.whole}
         self.partial = [t for t in self.tasks if t["file_path"] not in whole]
-        self.removed = removal_of(self.whole)
+        self._strict = strict
+
+    @functools.cached_property
+    def removed(self) -> set:
+        """What dropping the whole-file matches removes (read only by the operations that drop them: merges and
+        updates would pay for a read of every delete manifest for nothing)."""
+        removed = removal_of(self.whole)
         if self.whole:  # as Java's row-filter delete: delete files of partitions the filter wholly matches go too
-            self.removed |= self.delete_files_in(lambda spec_id, p: evaluate(strict[spec_id], p))
+            removed |= self.delete_files_in(lambda spec_id, p: evaluate(self._strict[spec_id], p))
+        return removed
 
     def delete_files_in(self, wholly_removed) -> set:
         """The live delete files of the current snapshot whose (spec id, partition) ``wholly_removed`` says lose

@@ -615,6 +615,16 @@ def snapshot_manifests(io: FileIO, snapshot: Snapshot, cache: ManifestCache | No
     return snapshot_manifest_table(io, snapshot, cache).manifests()
 
 
+def own_entries(io: FileIO, snapshot: Snapshot, content: int, status: int) -> Iterator[tuple[ManifestFile, Any]]:
+    """(manifest, entry) of the entries of ``status`` that ``snapshot`` itself wrote in its manifests of ``content``
+    (data or deletes): what a commit added or removed, as conflict checks and cherry-picks read it."""
+    for mf in snapshot_manifests(io, snapshot):
+        if mf.content == content and mf.added_snapshot_id == snapshot.snapshot_id:
+            for e in manifest_entries(io.read(mf.manifest_path), mf):
+                if e.status == status and e.snapshot_id == snapshot.snapshot_id:
+                    yield mf, e
+
+
 def snapshot_manifest_table(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None
                             ) -> ManifestListColumns:
     """:func:`snapshot_manifests` as columns (planning prunes them before any ManifestFile is built)."""

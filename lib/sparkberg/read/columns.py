@@ -222,7 +222,8 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
     v3 columns with an ``initial-default`` that the file lacks take the default, and files without field ids
     (migrated tables) are read by the table's name mapping, or by position as Iceberg Java falls back.
     A column a file lacks takes, as the spec's "Column Projection" orders: the file's identity partition value
-    (``identity``: path -> {field id: value}; Hive files imported by ``add_files`` hold no partition columns), its
+    (``identity``: path -> {field id: value}, given for tables with a name mapping; Hive files imported by
+    ``add_files`` hold no partition columns), its
     name-mapped column, its ``initial-default``, or null. ``row_filter`` (on the Parquet relation's own columns and
     ``_metadata``) is applied to each relation read."""
     import json
@@ -250,9 +251,8 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
                        for ids in [_default_ids(f.field_type)] if ids}
     mapping = name_mapping(metadata)
     nested_mapping = name_mapping(metadata, nested=True)
-    # (only tables with a name mapping hold files written without Iceberg, which may lack partition columns: for
-    # the others, checking every footer for them would cost every read a job)
-    identity = {p: v for p, v in (identity or {}).items() if p in set(paths)} if mapping else {}
+    wanted = set(paths)
+    identity = {p: v for p, v in (identity or {}).items() if p in wanted}
     if not promoted and not defaults and not nested_defaults and not mapping and not identity:
         return read(spark_schema, paths)
     identity_ids = {i for v in identity.values() for i in v}

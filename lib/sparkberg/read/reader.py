@@ -47,16 +47,18 @@ def identity_values(metadata: TableMetadata, schema: T.Schema, tasks: list, layo
                     ) -> dict[str, dict[int, Any]]:
     """File path -> {source field id: value} of the identity partition fields of each task's spec: what a file
     without the column holds in it (spec "Column Projection"; files imported from Hive tables lack them)."""
-    out: dict[str, dict[int, Any]] = {}
     top = {f.field_id for f in schema.fields}
+    by_spec: dict[int, list[tuple[int, str]]] = {}  # spec id -> [(source field id, partition slot name)]
+    for spec in metadata.partition_specs:
+        slots = dict(layout.by_spec.get(spec.spec_id, ()))
+        by_spec[spec.spec_id] = [(pf.source_id, layout.slots[slots[pf.field_id]].name) for pf in spec.fields
+                                 if str(pf.transform) == "identity" and pf.source_id in top and pf.field_id in slots]
+    out: dict[str, dict[int, Any]] = {}
     for t in tasks:
-        spec = metadata.spec(t["spec_id"])
-        slots = dict(layout.by_spec.get(t["spec_id"], ()))
-        values = t["partition"] if isinstance(t["partition"], dict) else t["partition"].asDict()
-        found = {pf.source_id: values[layout.slots[slots[pf.field_id]].name] for pf in spec.fields
-                 if str(pf.transform) == "identity" and pf.source_id in top and pf.field_id in slots}
-        if found:
-            out[t["file_path"]] = found
+        pairs = by_spec.get(t["spec_id"])
+        if pairs:
+            values = t["partition"] if isinstance(t["partition"], dict) else t["partition"].asDict()
+            out[t["file_path"]] = {source_id: values[name] for source_id, name in pairs}
     return out
 
 
@@ -87,7 +89,10 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
     ids = FileIds([t["file_path"] for t in tasks], tuning.name_ids_max_files) if per_file else None
 
-    identity = identity_values(metadata, schema, tasks, layout)
+    mapping = name_mapping(metadata)
+    # (only tables with a name mapping hold files written without Iceberg, which may lack identity partition
+    # columns: for the others, looking for them in every footer would cost every read a job)
+    identity = identity_values(metadata, schema, tasks, layout) if mapping else {}
 
     def read(some: list, matched: bool = True, row_filter: Column | None = None) -> DataFrame:
         """The rows of ``some`` tasks; ``matched``: each with its file's id (``_file_id``, in a per-file read),
@@ -99,7 +104,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
                           parquet=lambda paths: read_data_parquet(spark, metadata, schema, spark_schema, paths,
                                                               keys=keys, file_ids=file_ids, row_filter=row_filter,
                                                               identity=identity),
-                          mapping=name_mapping(metadata), file_ids=file_ids, keys=keys)
+                          mapping=mapping, file_ids=file_ids, keys=keys)
 
     # the columns of an unmatched read, in order: the read schema's, and _pos when wanted
     plain_columns = spark_schema.fieldNames() + (["_pos"] if "_pos" in wanted else [])

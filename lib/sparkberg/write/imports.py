@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import decimal
 import json
-import os
 import uuid
 from typing import Any, Iterator
 from urllib.parse import unquote
@@ -21,7 +20,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 
 from sparkberg.errors import ValidationError
-from sparkberg.io.fileio import to_local_path
+from sparkberg.io.fileio import file_io_for
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.values import from_json_value, to_json_value
@@ -148,8 +147,8 @@ class FileImporter:
                     upper[fid] = base64.b64encode(hi).decode("ascii")
         partition = self._partition(path, {fid: (s.lower, s.upper) if bounded[fid] else (None, None)
                                            for fid, s in stats.items()})
-        size = meta.serialized_size  # (footer only: the file's size is asked of the file system below)
-        return json.dumps({"file_path": path, "record_count": meta.num_rows, "file_size_in_bytes": _size(path, size),
+        return json.dumps({"file_path": path, "record_count": meta.num_rows,
+                           "file_size_in_bytes": file_io_for(path).size(path),
                            "partition": partition, "column_sizes": sizes, "value_counts": values,
                            "null_value_counts": nulls, "nan_value_counts": {}, "lower_bounds": lower,
                            "upper_bounds": upper, "split_offsets": sorted(offsets), "sort_order_id": 0})
@@ -192,15 +191,6 @@ def _from_text(t: T.IcebergType, text: str, path: str, name: str) -> Any:
         return from_json_value(t, text)
     except (ValueError, TypeError, ValidationError) as e:
         raise ValidationError(f"cannot add {path}: {name}={text!r} is not a {t} ({e})") from None
-
-
-def _size(path: str, fallback: int) -> int:
-    local = to_local_path(path)
-    if local is not None:
-        return os.path.getsize(local)
-    from pyarrow import fs
-    filesystem, p = fs.FileSystem.from_uri(path)
-    return filesystem.get_file_info(p).size or fallback
 
 
 __all__ = ["FileImporter", "RESULT_DDL"]
