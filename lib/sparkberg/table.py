@@ -477,6 +477,18 @@ class Table(RefsMixin, EvolutionMixin):
         from sparkberg.views import refresh_table_views  # (needs pyspark: imported on first use)
         refresh_table_views(self)
 
+    def transaction(self) -> contextlib.AbstractContextManager:
+        """A transaction (:mod:`sparkberg.transaction`): the changes made through the table the block is given
+        (schema, spec, sort order, properties, refs, writes) are committed together, as one metadata commit, when
+        the block ends; if it raises, none is, and the files they wrote are deleted.
+
+            with t.transaction() as tx:
+                tx.update_schema().add_column("region", "string").commit()
+                tx.append(df, snapshot_properties={"batch": "42"})
+        """
+        from sparkberg.transaction import transaction  # (a subclass of Table: imported on first use)
+        return transaction(self)
+
     def set_properties(self, properties: dict[str, str] | None = None, **kwargs: str) -> "Table":
         """Set table properties (one commit)."""
         props = dict(properties or {}, **kwargs)

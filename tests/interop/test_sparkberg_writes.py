@@ -333,3 +333,32 @@ def test_java_reads_sparkberg_upserts(java, java_warehouse, duck):
     java.sql("REFRESH TABLE ref.sbw.upserted")
     assert sorted(tuple(r) for r in java.sql("SELECT id, v FROM ref.sbw.upserted").collect()) == expected
     assert sorted(duck.sql(f"SELECT id, v FROM iceberg_scan('{t.metadata_location}')").fetchall()) == expected
+
+
+def test_engines_read_a_sparkberg_transaction(java, java_warehouse, duck):
+    # one commit of a schema change, an append, a merge-on-read delete and a property, replayed over another
+    # writer's append; Java then writes on top, and sparkberg reads Java's result
+    from pyiceberg.table import StaticTable
+    cat = sparkberg.catalog(java, java_warehouse)
+    t = cat.create_table("sbw.tx", "id bigint, v string", partition_by=["bucket(2, id)"],
+                         properties={"format-version": "3", "write.delete.mode": "merge-on-read"})
+    t.append(java.range(0, 10).selectExpr("id", "'old' AS v"))
+    with t.transaction() as tx:
+        with tx.update_schema() as u:
+            u.add_column("region", "string")
+        tx.append(java.createDataFrame([(20, "new", "eu")], "id bigint, v string, region string"))
+        cat.load_table("sbw.tx").append(java.createDataFrame([(30, "other")], "id bigint, v string"))
+        tx.delete("id < 3")
+        tx.set_properties({"owner": "etl"})
+    t = cat.load_table("sbw.tx")
+    expected = sorted([(i, "old", None) for i in range(3, 10)] + [(20, "new", "eu"), (30, "other", None)])
+    java.sql("REFRESH TABLE ref.sbw.tx")
+    assert sorted(tuple(r) for r in java.sql("SELECT id, v, region FROM ref.sbw.tx").collect()) == expected
+    java_ids = dict(java.sql("SELECT id, _row_id FROM ref.sbw.tx").collect())
+    assert java_ids == dict(t.to_df(columns=["id", "_row_id"]).collect())
+    assert sorted(duck.sql(f"SELECT id, v, region FROM iceberg_scan('{t.metadata_location}')").fetchall()) == expected
+    pyi = StaticTable.from_metadata(t.metadata_location).scan().to_arrow()
+    assert sorted(zip(*(pyi.column(c).to_pylist() for c in ("id", "v", "region")))) == expected
+    java.sql("INSERT INTO ref.sbw.tx VALUES (40, 'java', 'us')")
+    on_top = sorted(tuple(r) for r in cat.load_table("sbw.tx").to_df().collect())
+    assert on_top == sorted(expected + [(40, "java", "us")])

@@ -92,6 +92,15 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     s.publish_wap("w1")
     assert 101 in [r[0] for r in sq.load_table("db.sql").to_df().collect()]
     print("branches and write-audit-publish over connect ok")
+    before = len(sq.load_table("db.sql").metadata.metadata_log)
+    with s.transaction() as tx:
+        tx.update_schema().add_column("note", "string").commit()
+        tx.append(spark.sql("SELECT 200L AS id, 'tx' AS note"))
+        tx.delete("id = 0")
+    after = sq.load_table("db.sql")
+    assert len(after.metadata.metadata_log) == before + 1  # (one commit)
+    assert [tuple(r) for r in after.to_df().where("id >= 200 OR id = 0").collect()] == [(200, "tx")]
+    print("a transaction over connect ok")
     spark.stop()
     return 0
 

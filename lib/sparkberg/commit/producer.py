@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_manifest, write_manifest_list
@@ -23,7 +23,7 @@ from sparkberg.commit.manifests import merge_manifests
 from sparkberg.commit.properties import current_snapshot_properties
 from sparkberg.commit.target import Target, current_target
 from sparkberg.errors import CommitFailedException, SparkbergError
-from sparkberg.io.fileio import FileIO, deleted_on_failure
+from sparkberg.io.fileio import FileIO, deleted_on_failure, deleted_once_committed
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import (
@@ -96,7 +96,8 @@ class Changes:
     summary: dict[str, str] = field(default_factory=dict)  # summary fields of the operation (replace-partitions...)
 
 
-def _summary(head: Snapshot | None, c: Changes, removed: list[DataFile], target: Target) -> dict[str, str]:
+def _summary(head: Snapshot | None, c: Changes, removed: list[DataFile], target: Target,
+             properties: dict[str, str]) -> dict[str, str]:
     def count(files, content):
         return [f for f in files if f.content == content]
 
@@ -105,7 +106,7 @@ def _summary(head: Snapshot | None, c: Changes, removed: list[DataFile], target:
     removed_data = count(removed, 0)
     removed_pos = count(removed, 1)
     removed_eq = count(removed, 2)
-    s: dict[str, str] = {**current_snapshot_properties(), **c.summary, **target.summary(), "operation": c.operation}
+    s: dict[str, str] = {**properties, **c.summary, **target.summary(), "operation": c.operation}
 
     def put(key: str, value: int) -> None:
         if value:
@@ -153,7 +154,8 @@ def commit_changes(table, c: Changes) -> Snapshot:
     if table.catalog is None:
         raise SparkbergError(f"table {table.name} was loaded by path and is read-only")
     start = table.metadata
-    target = current_target()
+    # (what the write's block says, captured now: a transaction replays this commit after the block has ended)
+    target, properties = current_target(), current_snapshot_properties()
     target.head_id(start)  # (a missing branch fails before anything is written)
     if start.format_version == 1 and c.added_deletes:
         raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
@@ -172,15 +174,18 @@ def commit_changes(table, c: Changes) -> Snapshot:
         attempt_files: list[str] = []
         with deleted_on_failure(table.io, lambda: attempt_files):
             new_meta, snap, manifests, list_path = _attempt(table, c, base, n, writer, new_manifests, attempt_files,
-                                                            target)
+                                                            target, properties)
         last.update(snap=snap, manifests=manifests, list_path=list_path, attempt_files=attempt_files)
         return new_meta, attempt_files
 
     with deleted_on_failure(table.io, lambda: permanent):
         table.commit_metadata(build)
-    # new manifests folded into merged ones are referenced by nothing
-    referenced = {m.manifest_path for m in last["manifests"]} | {last["list_path"]}
-    _delete_all(table.io, [p for p in permanent + last["attempt_files"] if p not in referenced])
+    # new manifests folded into merged ones are referenced by nothing (in a transaction: once the replay that
+    # commits it is known)
+    def unreferenced() -> list[str]:
+        referenced = {m.manifest_path for m in last["manifests"]} | {last["list_path"]}
+        return [p for p in permanent + last["attempt_files"] if p not in referenced]
+    deleted_once_committed(table.io, unreferenced)
     return last["snap"]
 
 
@@ -223,8 +228,8 @@ def _added_manifests(c: Changes, start: TableMetadata, writer: _ManifestWriter, 
 
 
 def _attempt(table, c: Changes, base: TableMetadata, n: int, writer: _ManifestWriter,
-             new_manifests: list[tuple[ManifestFile, list[ManifestEntry]]], written: list[str], target: Target
-             ) -> tuple[TableMetadata, Snapshot, list[ManifestFile], str]:
+             new_manifests: list[tuple[ManifestFile, list[ManifestEntry]]], written: list[str], target: Target,
+             properties: dict[str, str]) -> tuple[TableMetadata, Snapshot, list[ManifestFile], str]:
     """Try ``n`` of the commit on ``base``, as a child of ``target``'s head: (the new metadata, its snapshot, the
     snapshot's manifests, its manifest list's path); every file it writes is added to ``written``."""
     v, schema, snapshot_id = writer.version, writer.schema, writer.snapshot_id
@@ -244,15 +249,11 @@ def _attempt(table, c: Changes, base: TableMetadata, n: int, writer: _ManifestWr
     written.append(list_path)
     snap = Snapshot(snapshot_id=snapshot_id, timestamp_ms=int(time.time() * 1000),
                     parent_snapshot_id=parent_id, sequence_number=seq if v >= 2 else None,
-                    manifest_list=list_path, summary=_summary(head, c, removed, target), schema_id=schema.schema_id,
+                    manifest_list=list_path, summary=_summary(head, c, removed, target, properties),
+                    schema_id=schema.schema_id,
                     first_row_id=first_row_id, added_rows=added_rows)
     new_meta = U.apply_all(target.updates(base, snap), base)
     return new_meta, snap, manifests, list_path
-
-
-def _delete_all(io: FileIO, paths: Iterable[str]) -> None:
-    for p in paths:
-        io.delete(p)
 
 
 def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys: set, snapshot_id: int, seq: int,

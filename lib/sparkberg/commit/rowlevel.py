@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
-from sparkberg.commit.target import current_target
+from sparkberg.commit.target import current_target, replayed_ids
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match
 from sparkberg.expressions.predicates import TRUE, And, bind, evaluate
@@ -61,14 +61,17 @@ def removal_of(tasks) -> set:
 
 
 def committed_since(target, start, current) -> list:
-    """The snapshots committed to ``target`` (:mod:`sparkberg.commit.target`) after ``start`` was read, newest first,
-    as ``current`` has them."""
+    """The snapshots others committed to ``target`` (:mod:`sparkberg.commit.target`) after ``start`` was read, newest
+    first, as ``current`` has them; when a transaction replays its commits, its own snapshots are not others'."""
     began, head = target.head_id(start), target.head_id(current)
-    if began == head:
+    own = replayed_ids()
+    if began == head and head not in own:
         return []
     seen = {s.snapshot_id for s in start.ancestors(began)}
     out = []
     for snap in current.ancestors(head):
+        if snap.snapshot_id in own:
+            continue
         if snap.snapshot_id in seen:
             break
         out.append(snap)

@@ -141,5 +141,26 @@ def current_target() -> Target:
     return _TARGET.get()
 
 
-__all__ = ["Target", "MAIN", "resolve", "read_branch", "committing_to", "current_target", "WAP_ENABLED",
+# the snapshots a transaction staged, while it replays its commits on a newer base: the conflict checks of a
+# replayed commit look past the transaction's own snapshots to the commits of others
+_REPLAYED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar("replayed", default=frozenset())
+
+
+@contextlib.contextmanager
+def replaying(snapshot_ids: frozenset[int]) -> Iterator[None]:
+    """Within the block, commits are replays of a transaction that staged ``snapshot_ids``."""
+    token = _REPLAYED.set(snapshot_ids)
+    try:
+        yield
+    finally:
+        _REPLAYED.reset(token)
+
+
+def replayed_ids() -> frozenset[int]:
+    """The snapshots the transaction being replayed staged (none outside a replay)."""
+    return _REPLAYED.get()
+
+
+__all__ = ["Target", "MAIN", "resolve", "read_branch", "committing_to", "current_target", "replaying", "replayed_ids",
+           "WAP_ENABLED",
            "STAGED_WAP_ID", "PUBLISHED_WAP_ID", "SOURCE_SNAPSHOT_ID"]
