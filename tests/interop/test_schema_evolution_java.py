@@ -24,21 +24,22 @@ def norm(rows):
     return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in rows)
 
 
-def test_sparkberg_reads_java_evolved_tables_at_every_snapshot(java, java_warehouse):
-    java.sql(f"CREATE TABLE ref.evo.java_nested ({DDL}) USING iceberg TBLPROPERTIES ('format-version'='2')")
-    java.sql(f"INSERT INTO ref.evo.java_nested {FIRST}")
+@pytest.mark.parametrize("version", [2, 3])
+def test_sparkberg_reads_java_evolved_tables_at_every_snapshot(java, java_warehouse, version):
+    name = f"java_nested_v{version}"
+    java.sql(f"CREATE TABLE ref.evo.{name} ({DDL}) USING iceberg TBLPROPERTIES ('format-version'='{version}')")
+    java.sql(f"INSERT INTO ref.evo.{name} {FIRST}")
     for stmt in ("ALTER COLUMN points.element.x TYPE bigint", "ALTER COLUMN n TYPE bigint",
                  "ALTER COLUMN attrs.value.b TYPE double", "RENAME COLUMN address.city TO town",
                  "ADD COLUMN address.zip string AFTER street", "DROP COLUMN legacy", "ALTER COLUMN n FIRST"):
-        java.sql(f"ALTER TABLE ref.evo.java_nested {stmt}")
-    java.sql("INSERT INTO ref.evo.java_nested SELECT n, id, address, points, attrs FROM "
-             f"({EVOLVED})")
-    t = sparkberg.catalog(java, java_warehouse).load_table("evo.java_nested")
+        java.sql(f"ALTER TABLE ref.evo.{name} {stmt}")
+    java.sql(f"INSERT INTO ref.evo.{name} SELECT n, id, address, points, attrs FROM ({EVOLVED})")
+    t = sparkberg.catalog(java, java_warehouse).load_table(f"evo.{name}")
     assert [f.name for f in t.schema().fields] == ["n", "id", "address", "points", "attrs"]
-    assert norm(t.to_df().collect()) == norm(java.sql("SELECT * FROM ref.evo.java_nested").collect())
+    assert norm(t.to_df().collect()) == norm(java.sql(f"SELECT * FROM ref.evo.{name}").collect())
     for s in t.metadata.snapshots:
         ours = norm(t.to_df(snapshot_id=s.snapshot_id).collect())
-        assert ours == norm(java.sql(f"SELECT * FROM ref.evo.java_nested VERSION AS OF {s.snapshot_id}").collect())
+        assert ours == norm(java.sql(f"SELECT * FROM ref.evo.{name} VERSION AS OF {s.snapshot_id}").collect())
 
 
 def test_java_pyiceberg_and_duckdb_read_a_table_sparkberg_evolved(java, java_warehouse, duck):
@@ -141,3 +142,24 @@ def test_engines_read_files_sparkberg_added(java, java_warehouse, duck, tmp_path
     assert sorted(ducked) == expected
     java.sql("INSERT INTO ref.evo.imported VALUES (100, 'java', 'eu')")
     assert cat.load_table("evo.imported").to_df().count() == 21
+
+
+def test_java_and_pyiceberg_read_v3_defaults_sparkberg_added(java, java_warehouse):
+    # a column added with a default (initial-default and write-default, v3): rows written before it read the
+    # default in every engine, rows written after it without the column get it too
+    from pyiceberg.table import StaticTable
+    cat = sparkberg.catalog(java, java_warehouse)
+    t = cat.create_table("evo.sb_defaults", "id bigint, s struct<a: int>", properties={"format-version": "3"})
+    t.append(java.sql("SELECT 1L AS id, named_struct('a', 1) AS s"))
+    with t.update_schema() as u:
+        u.add_column("region", "string", default="eu").add_column("s.b", "int", default=7)
+        u.add_column("score", "int", default=5, required=True)
+    t.append(java.sql("SELECT 2L AS id, named_struct('a', 2, 'b', 3) AS s, 'us' AS region, 9 AS score"))
+    expected = [(1, 1, 7, "eu", 5), (2, 2, 3, "us", 9)]
+    java.sql("REFRESH TABLE ref.evo.sb_defaults")
+    flat = "SELECT id, s.a, s.b, region, score FROM ref.evo.sb_defaults"
+    assert sorted(tuple(r) for r in java.sql(flat).collect()) == expected
+    ours = sorted((r.id, r.s.a, r.s.b, r.region, r.score) for r in cat.load_table("evo.sb_defaults").to_df().collect())
+    assert ours == expected
+    pt = StaticTable.from_metadata(t.metadata_location).scan().to_arrow().to_pylist()
+    assert sorted((r["id"], r["s"]["a"], r["s"]["b"], r["region"], r["score"]) for r in pt) == expected
