@@ -1,5 +1,7 @@
 """Branches, tags and the current snapshot (``create_branch`` ... ``rollback_to_timestamp``), with Java's rules:
 every broken rule is a named error that leaves the table as it was."""
+import os
+
 import pytest
 
 import sparkberg
@@ -23,10 +25,15 @@ def ids(t, **kw):
 
 def unchanged(cat, t, call, message):
     """``call`` raises a ValidationError matching ``message`` and commits nothing."""
-    location = cat.load_table("db.r").metadata_location
+    before = cat.load_table("db.r")
+    directory = before.location.replace("file://", "") + "/metadata"
+    files = sorted(os.listdir(directory))
     with pytest.raises(ValidationError, match=message):
         call()
-    assert cat.load_table("db.r").metadata_location == location
+    after = cat.load_table("db.r")
+    assert (after.metadata_location, after.metadata.current_snapshot_id) == \
+        (before.metadata_location, before.metadata.current_snapshot_id)
+    assert sorted(os.listdir(directory)) == files
 
 
 def test_branches_and_tags_are_created_replaced_renamed_and_dropped(table):

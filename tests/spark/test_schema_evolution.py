@@ -2,6 +2,8 @@
 before and after read by field id, widened at every depth; broken rules leave the table as it was."""
 import json
 
+import os
+
 import pytest
 
 import sparkberg
@@ -24,13 +26,20 @@ def table(spark, warehouse):
     return cat, t
 
 
+def metadata_files(t):
+    directory = t.location.replace("file://", "") + "/metadata"
+    return sorted(f for f in os.listdir(directory) if f.endswith(".metadata.json"))
+
+
 def unchanged(cat, call, message):
     before = cat.load_table("db.e")
+    files = metadata_files(before)
     with pytest.raises(ValidationError, match=message):
         call()
     after = cat.load_table("db.e")
-    assert (after.metadata_location, after.metadata.current_schema_id) == \
-        (before.metadata_location, before.metadata.current_schema_id)
+    assert (after.metadata_location, after.metadata.current_schema_id, after.metadata.current_snapshot_id) == \
+        (before.metadata_location, before.metadata.current_schema_id, before.metadata.current_snapshot_id)
+    assert metadata_files(after) == files
 
 
 def test_nested_evolution_reads_old_and_new_rows(spark, table):
