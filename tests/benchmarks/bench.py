@@ -1,8 +1,8 @@
 """``make bench``: sparkberg against Iceberg Java 1.10.2 on the same tables, in the same Spark 3.5 session.
 
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
-        [--deletes 100000] [--wide 100000x50] [--only planning,deletes,wide,reads,append,commit,catalogs,maintenance,memory]
-        [--json bench.json]
+        [--deletes 100000] [--wide 100000x50] [--rowlevel-scale 40000000]
+        [--only planning,deletes,wide,reads,append,commit,catalogs,maintenance,rowlevel,memory] [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
   delete file per 100 data files), written directly as metadata; full scan, a selective filter (~1% of files)
@@ -43,6 +43,14 @@
   Java's RESTCatalog.
 - commit: latency of a one-file, one-row append (the writer's Python stage keeps its workers' zip indexes
   between tasks, ``sparkberg.zipimports``; without that, PySpark 3.5 re-read them before every task).
+- rowlevel: DELETE (1% of rows by a data column; one day, partition-aligned), UPDATE (1%) and MERGE (a 100k-row
+  source, half existing keys and half new, ``ON t.id = s.id AND t.ts = s.ts``, in 10% of the days or over all of
+  them) of a ROWS-row table written by Java (day x bucket[16], one file per partition: ~480 files), v2 and v3,
+  copy-on-write and merge-on-read, against Java's ``DELETE FROM``, ``UPDATE`` and ``MERGE INTO`` on the same table
+  from the same snapshot (made current again after each run); the read of each merge-on-read result; the files
+  each engine's snapshot removed, added or deleted by, and the driver's peak RSS (Python and JVM, reset before
+  each run); then the MERGE on 10% of the partitions of a ``--rowlevel-scale``-row table (more days, the same
+  partitions), whose time should follow the source, not the table.
 - memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
   a fresh process.
 
@@ -52,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import json
 import os
 import statistics
@@ -323,6 +332,172 @@ def planned_locally(t, text: str | None) -> bool:
 READ_WARMUP = 2
 READ_ROUNDS = 5  # timed rounds of the reads (at least; more with --repeats)
 SPARK4_ROUNDS = 15  # the same on PySpark 4 (spark4_child), whose rounds take a few seconds
+
+
+ROWLEVEL_DAYS = 30  # days of the row-level table per 10M rows: 30 x bucket[16] = 480 partitions, one file each
+MODES = ("copy-on-write", "merge-on-read")
+
+
+def build_rowlevel_table(spark, rows: int, version: int) -> tuple[str, int]:
+    """A table written by Iceberg Java (``id, ts, v, x``, day x bucket[16], one file per partition), ``rows`` rows
+    over 30 days per 10M rows (a larger table has more days: more history, the same partition size); returns its
+    name and day count."""
+    days = max(ROWLEVEL_DAYS, ROWLEVEL_DAYS * rows // 10_000_000)
+    name = f"rl_v{version}_{rows}"
+    spark.sql(f"CREATE TABLE ref.b.{name} (id bigint, ts timestamp, v string, x double) USING iceberg "
+              f"PARTITIONED BY (days(ts), bucket(16, id)) TBLPROPERTIES ('format-version'='{version}')")
+    spark.sql(f"""SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % {days} AS int)) AS ts,
+                  concat('v', id) AS v, CAST(id % 1000 AS double) AS x FROM range(0, {rows})""") \
+        .writeTo(f"ref.b.{name}").append()
+    return name, days
+
+
+def merge_source(spark, rows: int, days: int, spread: bool):
+    """100k rows (at most 1% of the table), half of them existing keys, half new; in the first 10% of the days
+    (``spread`` False: 3 days of 30) or over all of them. Cached."""
+    n = min(100_000, rows // 100)
+    span = days if spread else max(1, days // 10)
+    past = (rows // days + 1) * days  # (new ids start past the table's, on the same days)
+    # key k becomes id (k DIV span) * days + k % span: on day k % span, existing for the first half of the keys
+    return spark.sql(f"""
+        SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % {days} AS int)) AS ts,
+               concat('m', id) AS v, CAST(id % 1000 AS double) + 0.5 AS x
+        FROM (SELECT (k DIV {span}) * {days} + k % {span} + CASE WHEN k < {n // 2} THEN 0 ELSE {past} END AS id
+              FROM (SELECT id AS k FROM range(0, {n})))""").cache()
+
+
+ROWLEVEL_OPS = ("delete 1% by a data column", "delete a day (partition-aligned)", "update 1%",
+                "merge, 10% of partitions", "merge, all partitions")
+
+
+def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results: list,
+                   ops: tuple[str, ...] = ROWLEVEL_OPS, versions: tuple[int, ...] = (2, 3),
+                   modes: tuple[str, ...] = MODES) -> None:
+    """DELETE, UPDATE and MERGE against Iceberg Java's ``DELETE FROM``, ``UPDATE`` and ``MERGE INTO`` on the same
+    table (written by Java), v2 and v3, copy-on-write and merge-on-read: each operation runs on the table's first
+    snapshot, which is made current again after it (so every run, of either engine, starts from the same state).
+    The two results must read the same (count, sum of x, sum of hash(v)); that read is timed after merge-on-read
+    operations. Then the MERGE on 10% of the partitions on a table of ``scale_rows`` rows (more days, the same
+    partition size): it should take about as long, growing with the source, not the table."""
+    import sparkberg
+    cat = sparkberg.catalog(spark, wh)
+
+    def checksum_sql(name):
+        return f"SELECT count(*) AS n, sum(x) AS sx, sum(hash(v)) AS hv FROM {name}"
+
+    def run(name: str, days: int, ops: list[str], modes, versions_label: str) -> None:
+        t = cat.load_table(f"b.{name}")
+        base = t.metadata.current_snapshot_id
+        last_day = (datetime.datetime(2024, 1, 1) + datetime.timedelta(days=days - 1)).isoformat(" ")
+        sources = {}
+        for op in ops:
+            if op.startswith("merge"):
+                sources[op] = merge_source(spark, rows_of[name], days, spread=op == "merge, all partitions")
+                sources[op].createOrReplaceTempView(f"src_{len(sources)}")
+                sources[op].count()
+        ours_ops = {
+            "delete 1% by a data column": lambda: t.delete("x < 10"),
+            "delete a day (partition-aligned)": lambda: t.delete(f"ts >= TIMESTAMP '{last_day}'"),
+            "update 1%": lambda: t.update({"v": "concat(v, '-u')"}, "x < 10"),
+        }
+        java_ops = {
+            "delete 1% by a data column": f"DELETE FROM ref.b.{name} WHERE x < 10",
+            "delete a day (partition-aligned)": f"DELETE FROM ref.b.{name} WHERE ts >= TIMESTAMP '{last_day}'",
+            "update 1%": f"UPDATE ref.b.{name} SET v = concat(v, '-u') WHERE x < 10",
+        }
+        for i, op in enumerate(sources, 1):
+            ours_ops[op] = (lambda src: lambda: t.merge(src, "t.id = s.id AND t.ts = s.ts")
+                            .when_matched_update_all().when_not_matched_insert_all().execute())(sources[op])
+            java_ops[op] = (f"MERGE INTO ref.b.{name} t USING src_{i} s ON t.id = s.id AND t.ts = s.ts "
+                            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+        for mode in modes:
+            t.set_properties({f"write.{k}.mode": mode for k in ("delete", "update", "merge")})
+            for n, op in enumerate(ops):
+                times = {"ours": [], "java": [], "ours_read": [], "java_read": [], "ours_rss": [], "java_rss": []}
+                done = {}
+                # (the first operation of a table and mode once more, untimed: the first runs in a session compile
+                # the JVM's and Spark's code paths for either engine, 1.5-2.5x slower than later ones)
+                for r in range(repeats + (n == 0)):
+                    for engine in ("ours", "java"):
+                        t.refresh()
+                        if t.metadata.current_snapshot_id != base:
+                            t.set_current_snapshot(base)
+                        spark.sql(f"REFRESH TABLE ref.b.{name}")
+                        _reset_peak_rss()
+                        t0 = time.perf_counter()
+                        if engine == "ours":
+                            ours_ops[op]()
+                        else:
+                            spark.sql(java_ops[op]).collect()
+                        if r < (n == 0):
+                            continue
+                        times[engine].append(time.perf_counter() - t0)
+                        times[f"{engine}_rss"].append(_peak_rss_mb())
+                        t.refresh()
+                        snap = t.metadata.current_snapshot
+                        t0 = time.perf_counter()
+                        if engine == "ours":
+                            got = t.to_df().selectExpr("count(*)", "sum(x)", "sum(hash(v))").collect()[0]
+                        else:
+                            got = spark.sql(checksum_sql(f"ref.b.{name}")).collect()[0]
+                        times[f"{engine}_read"].append(time.perf_counter() - t0)
+                        done[engine] = (tuple(got), _touched(snap))
+                assert done["ours"][0] == done["java"][0], (op, mode, done)
+                o, j = statistics.median(times["ours"]), statistics.median(times["java"])
+                label = f"{op}, {rows_of[name]} rows"
+                results.append({"benchmark": label, "variant": f"{versions_label} {mode}", "sparkberg_s": o,
+                                "java_s": j, "ratio": o / j, "spread": _spread(times["ours"], times["java"]),
+                                "touched": done["ours"][1], "java_touched": done["java"][1],
+                                "rss_mb": max(times["ours_rss"]), "java_rss_mb": max(times["java_rss"]),
+                                "runs": times["ours"], "java_runs": times["java"]})
+                print(results[-1], flush=True)
+                if mode == "merge-on-read":
+                    o, j = statistics.median(times["ours_read"]), statistics.median(times["java_read"])
+                    results.append({"benchmark": f"read after {op}", "variant": f"{versions_label} {mode}",
+                                    "sparkberg_s": o, "java_s": j, "ratio": o / j,
+                                    "spread": _spread(times["ours_read"], times["java_read"])})
+                    print(results[-1], flush=True)
+            t.refresh()
+            t.set_current_snapshot(base)
+        for src in sources.values():
+            src.unpersist()
+
+    rows_of = {}
+    for version in versions:
+        name, days = build_rowlevel_table(spark, rows, version)
+        rows_of[name] = rows
+        run(name, days, list(ops), modes, f"v{version}")
+    if scale_rows and "merge, 10% of partitions" in ops:
+        name, days = build_rowlevel_table(spark, scale_rows, 2)
+        rows_of[name] = scale_rows
+        run(name, days, ["merge, 10% of partitions"], modes, "v2")
+
+
+def _touched(snap) -> str:
+    """What an operation's snapshot did to files, from its summary: data files removed and added, deletes added."""
+    s = snap.summary or {}
+    return (f"-{s.get('deleted-data-files', 0)}+{s.get('added-data-files', 0)} data, "
+            f"+{s.get('added-delete-files', 0)} deletes")
+
+
+def _spread(ours: list[float], java: list[float]) -> str:
+    """The run-to-run range of the ratio: worst and best pairing of the runs."""
+    return f"{min(ours) / max(java):.2f}-{max(ours) / min(java):.2f}"
+
+
+def _reset_peak_rss() -> None:
+    """Reset the peak RSS (VmHWM) of this process and its children (the JVM) to their current RSS."""
+    pids = [os.getpid()]
+    try:
+        pids += [int(p) for p in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()]
+    except OSError:
+        pass
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
 
 
 def bench_reads(spark, wh, rows, repeats, results):
@@ -731,6 +906,11 @@ def table(results) -> str:
             notes = f"plan_files() alone: {r['jobs']:g} Spark jobs"
         if r["variant"].endswith("tasks"):
             notes += ", tasks on the driver"
+        if "touched" in r:
+            notes = (f"{r['touched']} (java {r['java_touched']}); peak RSS {r['rss_mb']:.0f} MiB "
+                     f"(java {r['java_rss_mb']:.0f})")
+        if "spread" in r:
+            notes = f"ratio {r['spread']}" + (f"; {notes}" if notes else "")
         java = "-" if r["java_s"] is None else f"{r['java_s']:.2f}"
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
         lines.append(f"{r['benchmark']:56s} {r['variant']:38s} {r['sparkberg_s']:10.2f} {java:>10s} {ratio:>6s}  "
@@ -749,7 +929,13 @@ def main() -> int:
                    help="files of the table whose position deletes are in 5%% of its partitions")
     p.add_argument("--maintenance-files", type=int, default=int(os.environ.get("BENCH_MAINTENANCE_FILES", 1_000_000)),
                    help="data files of the tables the maintenance actions run on (100 snapshots)")
-    p.add_argument("--only", default="planning,deletes,wide,reads,append,commit,catalogs,maintenance,memory")
+    p.add_argument("--rowlevel-scale", type=int, default=int(os.environ.get("BENCH_ROWLEVEL_SCALE", 40_000_000)),
+                   help="rows of the larger table the MERGE on 10%% of the partitions also runs on (0: none)")
+    p.add_argument("--rowlevel", default=os.environ.get("BENCH_ROWLEVEL", ""),
+                   help="the row-level runs to make, as words of their names, e.g. 'merge,v2,merge-on-read' "
+                        "(default: all)")
+    p.add_argument("--only",
+                   default="planning,deletes,wide,reads,append,commit,catalogs,maintenance,rowlevel,memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--spark4-child", help=argparse.SUPPRESS)
@@ -784,6 +970,12 @@ def main() -> int:
         bench_catalog_commits(spark, wh, args.repeats, results)
     if "maintenance" in only:
         bench_maintenance(spark, wh, args.maintenance_files, 100, results)
+    if "rowlevel" in only:
+        words = set(args.rowlevel.split(",")) - {""}
+        ops = tuple(o for o in ROWLEVEL_OPS if not words & {"delete", "update", "merge"} or o.split()[0].rstrip(",") in words)
+        versions = tuple(v for v in (2, 3) if not words & {"v2", "v3"} or f"v{v}" in words)
+        modes = tuple(m for m in MODES if not words & set(MODES) or m in words)
+        bench_rowlevel(spark, wh, args.rows, args.rowlevel_scale, args.repeats, results, ops, versions, modes)
     spark.stop()
     # (after the session stops: its JVM, alive beside the child's, slowed the child's reads by 0.05-0.1 s each)
     if "reads" in only:

@@ -119,48 +119,68 @@ class MergeBuilder:
             self._execute()
 
     def _execute(self) -> None:
-        target_filter, prune = self._pruning()
+        # The source is read by several jobs (the pruning's, the join, the not-matched rows): cached, each row with
+        # an id so its not-matched rows are those of no matched pair
+        src = self.source.withColumn("_src_id", F.monotonically_increasing_id()).cache()
+        try:
+            src.count()  # (filled now: the join sees its true size, and broadcasts it when small)
+            self._merge(src)
+        finally:
+            src.unpersist()
+
+    def _merge(self, src) -> None:
+        """The merge as three sets of rows, each computed once: the matched (target, source) pairs, from an inner
+        join (broadcast by Spark when the source is small, so the target is streamed past it, not shuffled);
+        the source rows of no pair; and, only with ``when_not_matched_by_source`` clauses, the target rows of no
+        pair. Each gets its clause's action (``U<i>``/``D``/``K`` for matched rows, ``I<i>``/``X`` for source
+        rows, ``B<i>``/``D``/``K`` for target rows)."""
+        target_filter, prune = self._pruning(src)
         rl = RowLevel(self.table, target_filter, prune)
         cols = [f.name for f in rl.schema.fields]
         lineage = rl.lineage
         ta, sa = self.ta, self.sa
         src_cols = {c.lower(): c for c in self.source.columns}
-        if rl.tasks:
-            tgt = rl.read(rl.tasks, cols + lineage + ["_file", "_pos"], None)
-        else:
-            tgt = rl.spark.createDataFrame([], rl.table.spark_schema()).select(
-                "*", *[F.lit(None).cast("bigint").alias(c) for c in lineage],
-                F.lit(None).cast("string").alias("_file"), F.lit(None).cast("bigint").alias("_pos"))
-        tgt = tgt.withColumn("_tgt", F.lit(True)).alias(ta)
-        src = self.source.withColumn("_src", F.lit(True)).alias(sa)
-        j = tgt.join(src, _expr(self.condition), "full_outer")
-        both = F.col(f"{ta}._tgt").isNotNull() & F.col(f"{sa}._src").isNotNull()
-        src_only = F.col(f"{ta}._tgt").isNull()
-        tgt_only = F.col(f"{sa}._src").isNull()
+        tgt = self._target(rl, cols, lineage)
         action = F.lit("K")
         for i, (kind, cond, _) in reversed(list(enumerate(self.matched))):
-            hit = both if cond is None else both & F.coalesce(_expr(cond), F.lit(False))
+            hit = F.lit(True) if cond is None else F.coalesce(_expr(cond), F.lit(False))
             action = F.when(hit, F.lit(f"U{i}" if kind == "update" else "D")).otherwise(action)
-        ins = F.lit("X")
-        for i, (cond, _) in reversed(list(enumerate(self.not_matched))):
-            hit = src_only if cond is None else src_only & F.coalesce(_expr(cond), F.lit(False))
-            ins = F.when(hit, F.lit(f"I{i}")).otherwise(ins)
-        orphan = F.lit("K")
-        for i, (kind, cond, _) in reversed(list(enumerate(self.by_source))):
-            hit = tgt_only if cond is None else tgt_only & F.coalesce(_expr(cond), F.lit(False))
-            orphan = F.when(hit, F.lit(f"B{i}" if kind == "update" else "D")).otherwise(orphan)
-        j = j.withColumn("_action", F.when(src_only, ins).when(tgt_only, orphan).otherwise(action)).cache()
+        pairs = tgt.alias(ta).join(src.alias(sa), _expr(self.condition), "inner") \
+            .withColumn("_action", action).cache()
         try:
-            dup = (j.filter(both).groupBy(F.col(f"{ta}._file"), F.col(f"{ta}._pos")).count()
+            dup = (pairs.groupBy(F.col(f"{ta}._file"), F.col(f"{ta}._pos")).count()
                    .filter("count > 1").limit(1).collect())
             if dup:
                 raise ValidationError("MERGE matched a single row of the target table with more than one source row "
                                       f"(file {dup[0][0]}, position {dup[0][1]}); make the source keys unique")
-            self._commit(rl, j, cols, lineage, src_cols)
+            ins = F.lit("X")
+            for i, (cond, _) in reversed(list(enumerate(self.not_matched))):
+                hit = F.lit(True) if cond is None else F.coalesce(_expr(cond), F.lit(False))
+                ins = F.when(hit, F.lit(f"I{i}")).otherwise(ins)
+            unmatched = src.join(pairs.select(F.col(f"{sa}._src_id").alias("_src_id")), "_src_id", "left_anti") \
+                .alias(sa).withColumn("_action", ins) if self.not_matched else None
+            orphans = None
+            if self.by_source:
+                orphan = F.lit("K")
+                for i, (kind, cond, _) in reversed(list(enumerate(self.by_source))):
+                    hit = F.lit(True) if cond is None else F.coalesce(_expr(cond), F.lit(False))
+                    orphan = F.when(hit, F.lit(f"B{i}" if kind == "update" else "D")).otherwise(orphan)
+                at = pairs.select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos"))
+                orphans = tgt.join(at, ["_file", "_pos"], "left_anti").alias(ta).withColumn("_action", orphan)
+            self._commit(rl, pairs, unmatched, orphans, cols, lineage, src_cols)
         finally:
-            j.unpersist()
+            pairs.unpersist()
 
-    def _pruning(self) -> tuple[str | None, Any]:
+    @staticmethod
+    def _target(rl: RowLevel, cols: list[str], lineage: list[str]):
+        """The rows of the files the merge may touch, with their file and position."""
+        if rl.tasks:
+            return rl.read(rl.tasks, cols + lineage + ["_file", "_pos"], None)
+        return rl.spark.createDataFrame([], rl.table.spark_schema()).select(
+            "*", *[F.lit(None).cast("bigint").alias(c) for c in lineage],
+            F.lit(None).cast("string").alias("_file"), F.lit(None).cast("bigint").alias("_pos"))
+
+    def _pruning(self, src) -> tuple[str | None, Any]:
         """What narrows the target scan: the ON clause's conjuncts on target columns alone (a SQL filter), and a
         predicate from the source's values of each key the ON clause equates with a target column (its values,
         or their range), so only files that may hold a matching row are read and joined. A Column condition
@@ -187,7 +207,7 @@ class MergeBuilder:
                 continue
             if not field.field_type.is_primitive:
                 continue
-            values = [r[0] for r in self.source.select(F.col(f"`{s_col}`")).distinct().limit(MAX_KEY_VALUES + 1)
+            values = [r[0] for r in src.select(F.col(f"`{s_col}`")).distinct().limit(MAX_KEY_VALUES + 1)
                       .collect()]
             if null_safe and None in values:
                 continue  # (null keys match null rows: no range holds them)
@@ -198,7 +218,7 @@ class MergeBuilder:
                 elif len(values) <= MAX_KEY_VALUES:
                     predicates.append(bind(Predicate("in", field.name, values), schema))
                 else:
-                    lo, hi = self.source.agg(F.min(F.col(f"`{s_col}`")), F.max(F.col(f"`{s_col}`"))).collect()[0]
+                    lo, hi = src.agg(F.min(F.col(f"`{s_col}`")), F.max(F.col(f"`{s_col}`"))).collect()[0]
                     predicates.append(bind(and_(Predicate("gt_eq", field.name, lo), Predicate("lt_eq", field.name,
                                                                                               hi)), schema))
             except ValidationError:  # (a source type the column's literals cannot take: no pruning by this key)
@@ -245,10 +265,9 @@ class MergeBuilder:
                 out += [F.lit(None).cast("bigint").alias(c) for c in lineage]
         return out
 
-    def _rows(self, j, cols, lineage, src_cols, keep_unchanged):
-        """The rows to write: updated and inserted rows (and, for copy-on-write, the untouched target rows of
-        ``keep_unchanged``); None when there are none to write."""
-        ta = self.ta
+    def _rows(self, pairs, unmatched, orphans, cols, lineage, src_cols, kept):
+        """The rows to write: updated and inserted rows (and, for copy-on-write, the ``kept`` target rows of the
+        files it rewrites); None when there are none to write."""
         parts = []
         known = {c.lower() for c in cols}
 
@@ -256,23 +275,18 @@ class MergeBuilder:
             unknown = [name for name in (spec or {}) if name.lower() not in known]
             if unknown:
                 raise ValidationError(f"cannot {what} unknown column {unknown[0]!r}")
-        for i, (kind, _, spec) in enumerate(self.matched):
-            if kind == "update":
-                check(spec, "update")
-                parts.append(j.filter(F.col("_action") == f"U{i}").select(*self._values(cols, src_cols, lineage,
-                                                                                         "update", spec)))
-        for i, (kind, _, spec) in enumerate(self.by_source):
-            if kind == "update":
-                check(spec, "update")
-                parts.append(j.filter(F.col("_action") == f"B{i}").select(*self._values(cols, src_cols, lineage,
-                                                                                         "update", spec)))
+        for rows, clauses, tag in ((pairs, self.matched, "U"), (orphans, self.by_source, "B")):
+            for i, (kind, _, spec) in enumerate(clauses):
+                if kind == "update":
+                    check(spec, "update")
+                    parts.append(rows.filter(F.col("_action") == f"{tag}{i}")
+                                 .select(*self._values(cols, src_cols, lineage, "update", spec)))
         for i, (_, spec) in enumerate(self.not_matched):
             check(spec, "insert")
-            parts.append(j.filter(F.col("_action") == f"I{i}").select(*self._values(cols, src_cols, lineage,
-                                                                                     "insert", spec)))
-        if keep_unchanged is not None:
-            parts.append(keep_unchanged.select(*[F.col(f"{ta}.`{c}`").alias(c) for c in cols],
-                                               *[F.col(f"{ta}.`{c}`").alias(c) for c in lineage]))
+            parts.append(unmatched.filter(F.col("_action") == f"I{i}")
+                         .select(*self._values(cols, src_cols, lineage, "insert", spec)))
+        if kept is not None:
+            parts.append(kept)
         if not parts:
             return None  # (a merge that only deletes writes no rows)
         out = parts[0]
@@ -280,32 +294,38 @@ class MergeBuilder:
             out = out.unionByName(p)
         return out
 
-    def _commit(self, rl: RowLevel, j, cols, lineage, src_cols) -> None:
+    def _commit(self, rl: RowLevel, pairs, unmatched, orphans, cols, lineage, src_cols) -> None:
         ta = self.ta
-        changed = j.filter(F.col("_action").startswith("U") | F.col("_action").startswith("B")
-                           | (F.col("_action") == "D"))
+        changed = pairs.filter(F.col("_action").startswith("U") | (F.col("_action") == "D")) \
+            .select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos"))
+        if orphans is not None:
+            changed = changed.unionByName(
+                orphans.filter(F.col("_action").startswith("B") | (F.col("_action") == "D"))
+                .select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos")))
         mode = rl.m.properties.get("write.merge.mode", "copy-on-write").lower()
         extra = rl.lineage_fields
         if mode == "merge-on-read" and rl.m.format_version >= 2:
-            new_rows = self._rows(j, cols, lineage, src_cols, None)
+            new_rows = self._rows(pairs, unmatched, orphans, cols, lineage, src_cols, None)
             added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge",
                                 position_delta=True) if new_rows is not None else []
             with deleted_on_failure(rl.table.io, lambda: [f.file_path for f in added]):
-                positions = changed.select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos"))
-                has_changes = positions.limit(1).count() > 0
-                added_deletes, removed = rl.delete_positions(positions, rl.tasks) if has_changes else ([], set())
+                has_changes = changed.limit(1).count() > 0
+                added_deletes, removed = rl.delete_positions(changed, rl.tasks) if has_changes else ([], set())
             if not added and not added_deletes:
                 return
             rl.commit("overwrite", added, added_deletes, removed,
                       required={d.referenced_data_file for _, d in added_deletes},
                       level_key="write.merge.isolation-level")
             return
-        hit = {r[0] for r in changed.select(F.col(f"{ta}._file")).distinct().collect()}
-        untouched = j.filter((F.col("_action") == "K") & F.col(f"{ta}._file").isin(list(hit))) if hit else None
-        new_rows = self._rows(j, cols, lineage, src_cols, untouched)
+        # copy-on-write: the files with a changed row are rewritten, their other rows read again and kept
+        hit = {r[0] for r in changed.select("_file").distinct().collect()}
+        rewritten = [t for t in rl.tasks if t["file_path"] in hit]
+        kept = rl.read(rewritten, cols + lineage + ["_file", "_pos"], None) \
+            .join(changed, ["_file", "_pos"], "left_anti").select(*cols, *lineage) if rewritten else None
+        new_rows = self._rows(pairs, unmatched, orphans, cols, lineage, src_cols, kept)
         added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge") \
             if new_rows is not None else []
-        removed = removal_of([t for t in rl.tasks if t["file_path"] in hit])
+        removed = removal_of(rewritten)
         if not added and not removed:
             return
         rl.commit("overwrite", added, [], removed, level_key="write.merge.isolation-level")
