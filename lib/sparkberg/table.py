@@ -259,10 +259,12 @@ class Table(RefsMixin, EvolutionMixin):
                 fast_append(table, files)
         return self
 
-    def delete(self, filter: str, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
+    def delete(self, filter: Any, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                wap_id: str | None = None) -> "Table":
-        """Delete the rows matching a Spark SQL filter, in one commit: copy-on-write or merge-on-read per
-        the table property ``write.delete.mode`` (position delete files on v2, deletion vectors on v3)."""
+        """Delete the rows matching a filter, in one commit: copy-on-write or merge-on-read per the table property
+        ``write.delete.mode`` (position delete files on v2, deletion vectors on v3). ``filter`` is Spark SQL, whose
+        conjuncts prune the files read, ``col IN (SELECT ...)`` ones by the subquery's values (a semi-join: the
+        subquery runs once more for that), or a Column, applied exactly but pruning nothing."""
         from sparkberg.commit.rowlevel import delete_rows  # (needs pyspark: imported on first use)
         with self._write("DELETE", snapshot_properties, branch, wap_id)():
             delete_rows(self, filter)
@@ -285,11 +287,12 @@ class Table(RefsMixin, EvolutionMixin):
             dynamic_overwrite(table, df)
         return self
 
-    def update(self, set: dict[str, str], filter: str | None = None,
+    def update(self, set: dict[str, str], filter: Any = None,
                snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                wap_id: str | None = None) -> "Table":
-        """Set columns to Spark SQL expressions (``{"v": "v + 1"}``) on the rows matching ``filter``, in one
-        commit: copy-on-write or merge-on-read per ``write.update.mode``; v3 rows keep their ``_row_id``."""
+        """Set columns to Spark SQL expressions (``{"v": "v + 1"}``) on the rows matching ``filter`` (Spark SQL or
+        a Column, as for :meth:`delete`), in one commit: copy-on-write or merge-on-read per ``write.update.mode``;
+        v3 rows keep their ``_row_id``."""
         from sparkberg.commit.rowlevel import update  # (needs pyspark: imported on first use)
         if not set:
             raise ValidationError("update needs at least one column to set")

@@ -18,10 +18,10 @@ from typing import Any, Callable, ContextManager
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from sparkberg.commit.rowlevel import RowLevel, removal_of
+from sparkberg.commit.rowlevel import RowLevel, key_predicate, removal_of
 from sparkberg.errors import ValidationError
-from sparkberg.expressions.predicates import FALSE, And, Predicate, and_, bind
-from sparkberg.expressions.sql import translate_filter
+from sparkberg.expressions.predicates import And
+from sparkberg.expressions.sql import conjuncts, translate_filter
 from sparkberg.spark.session import session_time_zone
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.write.dataframe import write_files
@@ -29,30 +29,6 @@ from sparkberg.write.dataframe import write_files
 
 def _expr(e: str | Column) -> Column:
     return e if isinstance(e, Column) else F.expr(e)
-
-
-# a source key with at most this many distinct values prunes by the values (an IN list the metrics evaluator tests
-# per file); with more, by their range
-MAX_KEY_VALUES = 1000
-
-
-def _conjuncts(text: str) -> list[str]:
-    """The top-level AND operands of a SQL condition (none split inside parentheses or quotes)."""
-    out, depth, quoted, start, i = [], 0, False, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "'":
-            quoted = not quoted
-        elif not quoted:
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0 and re.match(r"\sand\s", text[i:i + 5], re.I):
-                out.append(text[start:i].strip())
-                start = i = i + 5
-                continue
-        i += 1
-    out.append(text[start:].strip())
-    return [c for c in out if c]
 
 
 def _outside_quotes(text: str, fn) -> str:
@@ -191,7 +167,7 @@ class MergeBuilder:
         col = r"`?(\w+)`?"
         pair = re.compile(rf"^\(?\s*(\w+)\.{col}\s*(=|<=>)\s*(\w+)\.{col}\s*\)?$")
         target_only, keys = [], []
-        for c in _conjuncts(self.condition):
+        for c in conjuncts(self.condition):
             m = pair.match(c)
             if m and {m.group(1), m.group(4)} == {self.ta, self.sa}:
                 t_col, s_col = (m.group(2), m.group(5)) if m.group(1) == self.ta else (m.group(5), m.group(2))
@@ -205,24 +181,9 @@ class MergeBuilder:
                 field = schema.find_field(t_col)
             except ValidationError:
                 continue
-            if not field.field_type.is_primitive:
-                continue
-            values = [r[0] for r in src.select(F.col(f"`{s_col}`")).distinct().limit(MAX_KEY_VALUES + 1)
-                      .collect()]
-            if null_safe and None in values:
-                continue  # (null keys match null rows: no range holds them)
-            values = [v for v in values if v is not None]
-            try:
-                if not values:
-                    predicates.append(FALSE)
-                elif len(values) <= MAX_KEY_VALUES:
-                    predicates.append(bind(Predicate("in", field.name, values), schema))
-                else:
-                    lo, hi = src.agg(F.min(F.col(f"`{s_col}`")), F.max(F.col(f"`{s_col}`"))).collect()[0]
-                    predicates.append(bind(and_(Predicate("gt_eq", field.name, lo), Predicate("lt_eq", field.name,
-                                                                                              hi)), schema))
-            except ValidationError:  # (a source type the column's literals cannot take: no pruning by this key)
-                continue
+            predicate = key_predicate(src, s_col, field, schema, null_safe)
+            if predicate is not None:
+                predicates.append(predicate)
         prune = None
         for p in predicates:
             prune = p if prune is None else And(prune, p)

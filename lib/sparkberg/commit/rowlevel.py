@@ -1,6 +1,8 @@
 """Row-level operations: delete, overwrite, dynamic overwrite and update (merge builds on the same pieces).
 
-Each finds the files a filter may touch (the weak translation of the filter prunes), drops files whose
+The filter is a Spark SQL string or a Column. Each finds the files a filter may touch (the weak translation of a SQL
+filter prunes, and so do the values of the subquery of a conjunct ``col IN (SELECT ...)``: a semi-join; a Column
+filter is applied exactly but prunes nothing), drops files whose
 partition strictly matches (the strict projection of a *strengthened* translation, so an untranslatable
 filter never drops a file), and for the rest either rewrites the files without / with changed rows
 (copy-on-write; v3 rows keep ``_row_id`` and ``_last_updated_sequence_number``) or adds delete files for
@@ -13,8 +15,10 @@ operation rewrites or adds deletes for (their deletes would be lost, or a file w
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from sparkberg.avro.decode import manifest_entries
@@ -22,9 +26,9 @@ from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.target import current_target, replayed_ids
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match
-from sparkberg.expressions.predicates import TRUE, And, bind, evaluate
+from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate, and_, bind, evaluate
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
-from sparkberg.expressions.sql import translate_filter
+from sparkberg.expressions.sql import conjuncts, translate_filter
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.planning.entries import own_entries, snapshot_manifests
 from sparkberg.planning.scan import plan
@@ -145,20 +149,81 @@ def _both(*checks):
     return check
 
 
+# a key with at most this many distinct values prunes by the values (an IN list the metrics evaluator tests per file);
+# with more, by their range
+MAX_KEY_VALUES = 1000
+
+
+def key_predicate(values, column: str, field, schema, null_safe: bool = False):
+    """A bound predicate that every target row whose ``field`` equals a value of ``values``'s ``column`` satisfies:
+    an IN list of the distinct values (at most ``MAX_KEY_VALUES``), else their range; FALSE when there are none;
+    None when it cannot say (a null-safe key with a null value, a nested field, a type the field cannot take)."""
+    if not field.field_type.is_primitive:
+        return None
+    found = [r[0] for r in values.select(F.col(f"`{column}`")).distinct().limit(MAX_KEY_VALUES + 1).collect()]
+    if null_safe and None in found:
+        return None  # (null keys match null rows: no range holds them)
+    found = [v for v in found if v is not None]
+    try:
+        if not found:
+            return FALSE
+        if len(found) <= MAX_KEY_VALUES:
+            return bind(Predicate("in", field.name, found), schema)
+        lo, hi = values.agg(F.min(F.col(f"`{column}`")), F.max(F.col(f"`{column}`"))).collect()[0]
+        return bind(and_(Predicate("gt_eq", field.name, lo), Predicate("lt_eq", field.name, hi)), schema)
+    except ValidationError:  # (values of a type the column's literals cannot take)
+        return None
+
+
+_SEMI_JOIN = re.compile(r"^\(?\s*`?(\w+)`?\s+IN\s*\(\s*(SELECT\b.*)\)\s*\)?$", re.I | re.S)
+
+
+def semi_join_pruning(spark, filter: str, schema):
+    """A bound predicate from the conjuncts ``col IN (SELECT ...)`` of a SQL filter: each subquery is run and its
+    values (or their range) prune the files of ``col`` (:func:`key_predicate`); None when there are none. A subquery
+    that does not run on its own (a correlated one) prunes nothing; the filter still applies it to the rows."""
+    out = None
+    for c in conjuncts(filter):
+        m = _SEMI_JOIN.match(c)
+        if not m:
+            continue
+        try:
+            field = schema.find_field(m.group(1))
+            keys = spark.sql(m.group(2))
+        except Exception:  # noqa: BLE001 - not a column of the table, or a subquery that needs the outer query
+            continue
+        if len(keys.columns) != 1:
+            continue
+        p = key_predicate(keys, keys.columns[0], field, schema)
+        if p is not None:
+            out = p if out is None else And(out, p)
+    return out
+
+
+def condition(filter: str | Column) -> Column:
+    """A row-level operation's filter as a Column that is false where the filter is null."""
+    return F.coalesce(filter if isinstance(filter, Column) else F.expr(f"({filter})"), F.lit(False))
+
+
 class RowLevel:
     """The files of the current snapshot a filter may touch, split into whole-file matches and the rest."""
 
-    def __init__(self, table, filter: str | None, prune=None):
+    def __init__(self, table, filter: str | Column | None, prune=None):
         self.table = table
         self.m = m = table.metadata
         self.spark = table.spark
         self.schema = schema = m.current_schema
         self.filter = filter
         tz = session_time_zone(self.spark)
-        self.weak = TRUE if filter is None else bind(translate_filter(filter, schema, tz), schema)
+        text = filter if isinstance(filter, str) else None
+        self.weak = TRUE if text is None else bind(translate_filter(text, schema, tz), schema)
+        if text is not None:
+            semi = semi_join_pruning(self.spark, text, schema)
+            prune = semi if prune is None else prune if semi is None else And(prune, semi)
         if prune is not None:  # (a bound predicate the operation knows its rows satisfy: it prunes, never drops)
             self.weak = prune if self.weak is TRUE else And(self.weak, prune)
-        strong = TRUE if filter is None else bind(translate_filter(filter, schema, tz, strengthen=True), schema)
+        strong = TRUE if filter is None else FALSE if text is None else \
+            bind(translate_filter(text, schema, tz, strengthen=True), schema)
         self.head = current_target().head(m)  # (main's head, or the branch's the write goes to)
         self.plan = plan(self.spark, m, table.io, self.head, self.weak, label=table.name) if self.head else None
         self.tasks = self.plan.rows() if self.plan else []
@@ -261,11 +326,12 @@ class RowLevel:
                                                set(required), validate, summary=dict(summary or {})))
 
 
-def delete_rows(table, filter: str) -> bool:
-    """Delete the rows matching a Spark SQL filter in one commit (``write.delete.mode``); False when nothing
-    matched."""
-    if not isinstance(filter, str) or not filter.strip():
-        raise ValidationError("delete needs a filter (a Spark SQL boolean expression); use 'true' to delete all")
+def delete_rows(table, filter: str | Column) -> bool:
+    """Delete the rows matching a filter (Spark SQL or a Column) in one commit (``write.delete.mode``); False when
+    nothing matched."""
+    if not isinstance(filter, Column) and (not isinstance(filter, str) or not filter.strip()):
+        raise ValidationError("delete needs a filter (a Spark SQL boolean expression or a Column); use 'true' to "
+                              "delete all")
     rl = RowLevel(table, filter)
     if not rl.tasks:
         return False
@@ -273,7 +339,7 @@ def delete_rows(table, filter: str) -> bool:
     added_data, added_deletes, required = [], [], set()
     mode = rl.m.properties.get("write.delete.mode", "copy-on-write").lower()
     if rl.partial:
-        matched = rl.read(rl.partial, ["_file", "_pos"], filter)
+        matched = rl.read(rl.partial, ["_file", "_pos"], condition(filter))
         if mode == "merge-on-read" and rl.m.format_version >= 2:
             added_deletes, more = rl.delete_positions(matched, rl.partial)
             removed |= more
@@ -282,8 +348,7 @@ def delete_rows(table, filter: str) -> bool:
             hit = {r[0] for r in matched.select("_file").distinct().collect()}
             rewrite = [t for t in rl.partial if t["file_path"] in hit]
             if rewrite:
-                keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
-                               F.expr(f"NOT coalesce(({filter}), false)"))
+                keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage, ~condition(filter))
                 added_data = write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete")
                 removed |= removal_of(rewrite)
     if not removed and not added_deletes:
@@ -330,7 +395,7 @@ def dynamic_overwrite(table, df) -> None:
               summary={"replace-partitions": "true"})
 
 
-def update(table, assignments: dict[str, str], filter: str | None) -> None:
+def update(table, assignments: dict[str, str], filter: str | Column | None) -> None:
     """Set columns to Spark SQL expressions on the rows matching ``filter``: copy-on-write or merge-on-read per
     ``write.update.mode``. Updated rows keep their v3 ``_row_id`` and get the new sequence number."""
     rl = RowLevel(table, filter)
@@ -338,7 +403,7 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
     for col in assignments:
         if col.lower() not in names:
             raise ValidationError(f"cannot update unknown column {col!r}")
-    cond = F.lit(True) if filter is None else F.coalesce(F.expr(f"({filter})"), F.lit(False))
+    cond = F.lit(True) if filter is None else condition(filter)
     tasks = rl.tasks
     if not tasks:
         return
@@ -378,14 +443,14 @@ def update(table, assignments: dict[str, str], filter: str | None) -> None:
     if not rewrite:
         return
     rows = rl.read(rewrite, cols + rl.lineage, None)
-    is_hit = F.coalesce(F.expr(f"({filter})"), F.lit(False)) if filter is not None else F.lit(True)
-    out = [F.when(is_hit, assigned(c)).otherwise(F.col(f"`{c}`")).alias(c) if c in set_by_name
+    out = [F.when(cond, assigned(c)).otherwise(F.col(f"`{c}`")).alias(c) if c in set_by_name
            else F.col(f"`{c}`") for c in cols]
     if rl.lineage:
-        out += [F.col("_row_id"), F.when(is_hit, F.lit(None).cast("bigint"))
+        out += [F.col("_row_id"), F.when(cond, F.lit(None).cast("bigint"))
                 .otherwise(F.col("_last_updated_sequence_number")).alias("_last_updated_sequence_number")]
     added = write_files(rl.spark, rl.m, rows.select(*out), extra_fields=extra, command="update")
     rl.commit("overwrite", added, [], removal_of(rewrite), level_key="write.update.isolation-level")
 
 
-__all__ = ["delete_rows", "overwrite", "dynamic_overwrite", "update"]
+__all__ = ["delete_rows", "overwrite", "dynamic_overwrite", "update", "key_predicate", "semi_join_pruning",
+           "condition"]

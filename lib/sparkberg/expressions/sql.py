@@ -422,6 +422,25 @@ def referenced_names(text: str) -> frozenset[str]:
     return frozenset(t if kind == "id" else t[1:-1].replace("``", "`") for kind, t in tokens if kind in ("id", "bq"))
 
 
+def conjuncts(text: str) -> list[str]:
+    """The top-level AND operands of a SQL condition (none split inside parentheses or quotes)."""
+    out, depth, quoted, start, i = [], 0, False, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "'":
+            quoted = not quoted
+        elif not quoted:
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and re.match(r"\sand\s", text[i:i + 5], re.I):
+                out.append(text[start:i].strip())
+                start = i = i + 5
+                continue
+        i += 1
+    out.append(text[start:].strip())
+    return [c for c in out if c]
+
+
 def parse_filter(text: str):
     """The parse tree of a Spark SQL boolean expression (raises ValidationError on syntax it cannot read)."""
     return _Parser(text).parse()
