@@ -50,8 +50,7 @@ class Transaction(Table):
     def commit_metadata(self, build: Build) -> None:
         """Stage a change: built now on the transaction's state, replayed on the fresh table if the commit at the
         end of the block finds another writer's commit first."""
-        if not self._open:
-            raise SparkbergError(f"the transaction on table {self.name} has ended; start another one")
+        self._check_open()
         new, written = build(self._metadata, 0)
         self._files.kept.append((self.io, lambda: written))
         self._written += written
@@ -60,6 +59,7 @@ class Transaction(Table):
 
     def _write(self, *args: Any, **kwargs: Any) -> Callable[[], contextlib.AbstractContextManager]:
         """A write's block, whose files are the transaction's until it ends."""
+        self._check_open()
         block = super()._write(*args, **kwargs)
 
         @contextlib.contextmanager
@@ -68,11 +68,16 @@ class Transaction(Table):
                 yield table
         return staged_block
 
+    def _check_open(self) -> None:
+        if not self._open:
+            raise SparkbergError(f"the transaction on table {self.name} has ended; start another one")
+
     def refresh(self) -> "Transaction":
         """The transaction's state is the table as it has changed it: nothing to reload until it commits."""
         return self
 
     def transaction(self) -> Any:
+        """Refused: transactions do not nest."""
         raise NotSupportedError("transactions do not nest: make the changes on the enclosing transaction")
 
     def _maintenance(self, call: str) -> Any:

@@ -44,13 +44,13 @@
 - commit: latency of a one-file, one-row append (the writer's Python stage keeps its workers' zip indexes
   between tasks, ``sparkberg.zipimports``; without that, PySpark 3.5 re-read them before every task).
 - rowlevel: DELETE (1% of rows by a data column; one day, partition-aligned), UPDATE (1%) and MERGE (a 100k-row
-  source, half existing keys and half new, ``ON t.id = s.id AND t.ts = s.ts``, in 10% of the days or over all of
-  them) of a ROWS-row table written by Java (day x bucket[16], one file per partition: ~480 files), v2 and v3,
+  source, half existing keys and half new, ``ON t.id = s.id AND t.ts = s.ts``, on 3 of the 30 days, 10% of the
+  partitions, or on all of them) of a ROWS-row table written by Java (day x bucket[16], one file per partition: ~480 files), v2 and v3,
   copy-on-write and merge-on-read, against Java's ``DELETE FROM``, ``UPDATE`` and ``MERGE INTO`` on the same table
   from the same snapshot (made current again after each run); the read of each merge-on-read result; the files
   each engine's snapshot removed, added or deleted by, and the driver's peak RSS (Python and JVM, reset before
-  each run); then the MERGE on 10% of the partitions of a ``--rowlevel-scale``-row table (more days, the same
-  partitions), whose time should follow the source, not the table.
+  each run); then the MERGE on 3 days of a ``--rowlevel-scale``-row table (more days, partitions of the same
+  size), whose time should follow the source, not the table.
 - memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
   a fresh process.
 
@@ -353,10 +353,11 @@ def build_rowlevel_table(spark, rows: int, version: int) -> tuple[str, int]:
 
 
 def merge_source(spark, rows: int, days: int, spread: bool):
-    """100k rows (at most 1% of the table), half of them existing keys, half new; in the first 10% of the days
-    (``spread`` False: 3 days of 30) or over all of them. Cached."""
+    """100k rows (at most 1% of the table), half of them existing keys, half new; in the first 3 days (``spread``
+    False: 10% of the partitions of a 10M-row table, the same partitions of a larger one) or on all of them.
+    Cached."""
     n = min(100_000, rows // 100)
-    span = days if spread else max(1, days // 10)
+    span = days if spread else ROWLEVEL_DAYS // 10
     past = (rows // days + 1) * days  # (new ids start past the table's, on the same days)
     # key k becomes id (k DIV span) * days + k % span: on day k % span, existing for the first half of the keys
     return spark.sql(f"""
@@ -367,7 +368,7 @@ def merge_source(spark, rows: int, days: int, spread: bool):
 
 
 ROWLEVEL_OPS = ("delete 1% by a data column", "delete a day (partition-aligned)", "update 1%",
-                "merge, 10% of partitions", "merge, all partitions")
+                "merge, source on 3 days", "merge, source on all days")
 
 
 def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results: list,
@@ -377,8 +378,9 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
     table (written by Java), v2 and v3, copy-on-write and merge-on-read: each operation runs on the table's first
     snapshot, which is made current again after it (so every run, of either engine, starts from the same state).
     The two results must read the same (count, sum of x, sum of hash(v)); that read is timed after merge-on-read
-    operations. Then the MERGE on 10% of the partitions on a table of ``scale_rows`` rows (more days, the same
-    partition size): it should take about as long, growing with the source, not the table."""
+    operations. Then the MERGE of the source on 3 days on a table of ``scale_rows`` rows (more days, the same
+    partition size, the same partitions touched): it should take about as long, growing with the source, not the
+    table."""
     import sparkberg
     cat = sparkberg.catalog(spark, wh)
 
@@ -392,7 +394,7 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
         sources = {}
         for op in ops:
             if op.startswith("merge"):
-                sources[op] = merge_source(spark, rows_of[name], days, spread=op == "merge, all partitions")
+                sources[op] = merge_source(spark, rows_of[name], days, spread=op == "merge, source on all days")
                 sources[op].createOrReplaceTempView(f"src_{len(sources)}")
                 sources[op].count()
         ours_ops = {
@@ -467,10 +469,10 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
         name, days = build_rowlevel_table(spark, rows, version)
         rows_of[name] = rows
         run(name, days, list(ops), modes, f"v{version}")
-    if scale_rows and "merge, 10% of partitions" in ops:
+    if scale_rows and "merge, source on 3 days" in ops:
         name, days = build_rowlevel_table(spark, scale_rows, 2)
         rows_of[name] = scale_rows
-        run(name, days, ["merge, 10% of partitions"], modes, "v2")
+        run(name, days, ["merge, source on 3 days"], modes, "v2")
 
 
 def _touched(snap) -> str:
@@ -930,7 +932,7 @@ def main() -> int:
     p.add_argument("--maintenance-files", type=int, default=int(os.environ.get("BENCH_MAINTENANCE_FILES", 1_000_000)),
                    help="data files of the tables the maintenance actions run on (100 snapshots)")
     p.add_argument("--rowlevel-scale", type=int, default=int(os.environ.get("BENCH_ROWLEVEL_SCALE", 40_000_000)),
-                   help="rows of the larger table the MERGE on 10%% of the partitions also runs on (0: none)")
+                   help="rows of the larger table the MERGE on 3 days also runs on (0: none)")
     p.add_argument("--rowlevel", default=os.environ.get("BENCH_ROWLEVEL", ""),
                    help="the row-level runs to make, as words of their names, e.g. 'merge,v2,merge-on-read' "
                         "(default: all)")

@@ -1,23 +1,25 @@
 """MERGE reads only the target files that may hold a matching row: the ON clause's target-only conjuncts and the
-source's key values (or their range) prune the scan; the result is the same as without pruning."""
+source's key values (or their range) prune the scan; the result is the same as without pruning. DELETE and
+UPDATE prune the same way by the subquery of a ``col IN (SELECT ...)`` conjunct; Column filters prune nothing."""
 import pytest
 
 import sparkberg
-from sparkberg.commit import merge as merge_module
+from sparkberg.commit import merge as merge_module, rowlevel
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture
 def planned(monkeypatch):
-    """The number of target files each MERGE planned to read."""
+    """The number of target files each MERGE, DELETE or UPDATE planned to read."""
     counts = []
 
-    class Counting(merge_module.RowLevel):
+    class Counting(rowlevel.RowLevel):
         def __init__(self, *a, **kw):
             super().__init__(*a, **kw)
             counts.append(len(self.tasks))
     monkeypatch.setattr(merge_module, "RowLevel", Counting)
+    monkeypatch.setattr(rowlevel, "RowLevel", Counting)
     return counts
 
 
@@ -114,44 +116,30 @@ def test_upsert_by_equality_deletes_or_merge(spark, warehouse, planned, version)
         cat.load_table("db.u_merge").upsert(spark.range(1), "id", mode="sideways")
 
 
-@pytest.fixture
-def planned_rowlevel(monkeypatch):
-    """The number of files each DELETE or UPDATE planned to read."""
-    from sparkberg.commit import rowlevel
-    counts = []
-
-    class Counting(rowlevel.RowLevel):
-        def __init__(self, *a, **kw):
-            super().__init__(*a, **kw)
-            counts.append(len(self.tasks))
-    monkeypatch.setattr(rowlevel, "RowLevel", Counting)
-    return counts
-
-
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
-def test_semi_join_subqueries_prune_deletes_and_updates(spark, warehouse, planned_rowlevel, mode):
+def test_semi_join_subqueries_prune_deletes_and_updates(spark, warehouse, planned, mode):
     cat, t = table(spark, warehouse, mode)
     t.set_properties({"write.delete.mode": mode, "write.update.mode": mode})
     spark.createDataFrame([(5,), (7,), (None,)], "k bigint").createOrReplaceTempView("gone_keys")
     t.delete("id IN (SELECT k FROM gone_keys)")
-    assert planned_rowlevel[-1] == 1  # only the file of ids 0..99 (a null key matches nothing)
+    assert planned[-1] == 1  # only the file of ids 0..99 (a null key matches nothing)
     spark.range(300, 1450).selectExpr("id AS k").createOrReplaceTempView("hot_keys")  # a range, not an IN list
     t.update({"v": "'hot'"}, "v = 'old' AND id IN (SELECT k FROM hot_keys)")
-    assert planned_rowlevel[-1] == 7  # the files of 300..999
+    assert planned[-1] == 7  # the files of 300..999
     spark.createDataFrame([], "k bigint").createOrReplaceTempView("no_keys")
     location = cat.load_table("db.m").metadata_location
     t.delete("id IN (SELECT k FROM no_keys)")
-    assert planned_rowlevel[-1] == 0 and cat.load_table("db.m").metadata_location == location
+    assert planned[-1] == 0 and cat.load_table("db.m").metadata_location == location
     rows = {r.id: r.v for r in cat.load_table("db.m").to_df().collect()}
     assert len(rows) == 998 and 5 not in rows and 7 not in rows and rows[6] == rows[299] == "old"
     assert rows[300] == rows[999] == "hot"
 
 
-def test_column_filters_apply_exactly_and_prune_nothing(spark, warehouse, planned_rowlevel):
+def test_column_filters_apply_exactly_and_prune_nothing(spark, warehouse, planned):
     from pyspark.sql import functions as F
     cat, t = table(spark, warehouse, "copy-on-write")
     t.delete(F.col("id") < 3)
-    assert planned_rowlevel[-1] == 10
+    assert planned[-1] == 10
     t.update({"v": "'odd'"}, (F.col("id") % 2 == 1) & (F.col("id") < 20))
     rows = {r.id: r.v for r in cat.load_table("db.m").to_df().collect()}
     assert len(rows) == 997 and 0 not in rows and rows[3] == rows[19] == "odd" and rows[4] == rows[21] == "old"

@@ -339,7 +339,7 @@ def delete_rows(table, filter: str | Column) -> bool:
     added_data, added_deletes, required = [], [], set()
     mode = rl.m.properties.get("write.delete.mode", "copy-on-write").lower()
     if rl.partial:
-        matched = rl.read(rl.partial, ["_file", "_pos"], condition(filter))
+        matched = rl.read(rl.partial, ["_file", "_pos"], filter)
         if mode == "merge-on-read" and rl.m.format_version >= 2:
             added_deletes, more = rl.delete_positions(matched, rl.partial)
             removed |= more
