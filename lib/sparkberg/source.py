@@ -37,6 +37,8 @@ from sparkberg.errors import SparkbergError
 from sparkberg.expressions.predicates import TRUE, Expression, Predicate, and_, bind, not_
 from sparkberg.planning.scan import plan
 from sparkberg.read.arrow import TaskReader, read_struct
+from sparkberg.read.columns import name_mapping
+from sparkberg.read.reader import identity_values
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.spark.session import as_active, per_session, session_conf
 from sparkberg.table import catalog
@@ -155,18 +157,23 @@ class SparkbergReader(DataSourceReader):
             except SparkbergError:  # (a value that does not convert to the column's type: it prunes nothing)
                 continue
         with table._running("DATA-PLANNING"):
-            tasks = plan(None, table.metadata, table.io, table.current_snapshot(), bound, "local",
-                         table.name).rows()
+            scan = plan(None, table.metadata, table.io, table.current_snapshot(), bound, "local", table.name)
+            tasks = scan.rows()
         reader = TaskReader(table.metadata, schema)
         reader.check(tasks)
+        # (as Table.to_df: only tables with a name mapping hold files written without Iceberg, which may lack
+        # their identity partition columns)
+        identity = identity_values(table.metadata, schema, tasks, scan.layout) if name_mapping(table.metadata) \
+            else {}
         # (what partitions() sets on self does not reach read(): each partition carries its reader)
         groups = _split(tasks, int(self.options.get("parallelism", "1")))
-        return [InputPartition((reader, group)) for group in groups]
+        return [InputPartition((reader, group, {t["file_path"]: identity[t["file_path"]] for t in group
+                                                 if t["file_path"] in identity})) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        reader, tasks = partition.value
+        reader, tasks, identity = partition.value
         bound = int(self.options.get("delete-cache-max-bytes", "0"))
-        for batch in reader.read(tasks, DeleteCache(bound) if bound > 0 else None):
+        for batch in reader.read(tasks, DeleteCache(bound) if bound > 0 else None, identity):
             planned = pa.array(np.ones(batch.num_rows, bool))
             yield pa.RecordBatch.from_arrays([*batch.columns, planned], names=[*batch.schema.names, PLANNED])
 

@@ -95,6 +95,24 @@ def test_deletes_of_every_kind_read_as_to_df(spark, tmp_path, version):
                                                                                 if i % 7 and i % 11])
 
 
+def test_files_imported_from_a_hive_layout_show_their_partition_values(spark, tmp_path):
+    # the files lack the identity partition columns (they are in the directory names): the view shows the values,
+    # as to_df does (spec "Column Projection")
+    src = str(tmp_path / "hive")
+    spark.sql("SELECT id, IF(id % 2 = 0, 'eu', 'us') AS region, date_add(DATE'2024-01-01', CAST(id % 3 AS int)) AS d "
+              "FROM range(0, 30)").write.partitionBy("region", "d").parquet(src)
+    cat = sparkberg.catalog(spark, str(tmp_path / "wh"))
+    t = cat.create_table("db.imp", "id bigint, region string, d date", partition_by=["region", "d"])
+    t.add_files(src)
+    t.register_views("imp")
+    expected = sorted((i, "eu" if i % 2 == 0 else "us", dt.date(2024, 1, 1) + dt.timedelta(days=i % 3))
+                      for i in range(30))
+    assert _rows(t.to_df()) == expected
+    assert _rows(spark.sql("SELECT * FROM imp")) == expected
+    assert _rows(spark.sql("SELECT id FROM imp WHERE region = 'us' AND d = DATE'2024-01-02'")) == [(1,), (7,), (13,),
+                                                                                                  (19,), (25,)]
+
+
 def test_nested_and_added_columns_read_as_to_df(spark, tmp_path):
     cat = sparkberg.catalog(spark, str(tmp_path / "wh"))
     t = cat.create_table("db.n", "id int, s struct<a: int, b: string>, l array<struct<x: int>>, m map<string, int>",

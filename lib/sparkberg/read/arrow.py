@@ -62,12 +62,15 @@ class TaskReader:
                             f"ids {list(d['equality_ids'] or [])} are not all top-level columns; read the table "
                             "with Table.to_df()")
 
-    def read(self, tasks: list[dict], cache: DeleteCache | None) -> Iterator[pa.RecordBatch]:
-        """The rows of ``tasks``, in order, deleted rows removed."""
+    def read(self, tasks: list[dict], cache: DeleteCache | None,
+             identity: dict[str, dict[int, Any]] | None = None) -> Iterator[pa.RecordBatch]:
+        """The rows of ``tasks``, in order, deleted rows removed; a column a file lacks holds its identity partition
+        value (``identity``: path -> {field id: value}, :func:`~sparkberg.read.reader.identity_values`)."""
         ios: dict[str, Any] = {}
         for task in tasks:
             deleted = self.deleted(task, ios, cache)
-            reader = ArrowFileReader(task["file_format"].lower(), self.fields, self.arrow, self.mapping)
+            reader = ArrowFileReader(task["file_format"].lower(), self.fields, self.arrow, self.mapping,
+                                     constants=(identity or {}).get(task["file_path"]))
             start = 0
             for batch in reader.read(task["file_path"]):
                 n = batch.num_rows

@@ -6,6 +6,7 @@ a file lacks read as their ``initial-default`` (spec "Default values"), else nul
 """
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from collections import defaultdict
 from typing import Any, Iterator, Sequence
@@ -211,6 +212,14 @@ def name_mapping(metadata: TableMetadata, nested: bool = False) -> dict[int, lis
             from None
 
 
+def _literal(value: Any, dtype: Any) -> Column:
+    """``value`` (a Python value) as a Column of Spark type ``dtype``; a datetime without a zone by its text, which
+    Spark casts to a zoneless timestamp without the session's or the process's time zone."""
+    if isinstance(value, _dt.datetime) and value.tzinfo is None:
+        return F.lit(value.isoformat(sep=" ")).cast(dtype)
+    return F.lit(value).cast(dtype)
+
+
 def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_schema: ST.StructType,
                   paths: list[str], keys: bool | str = True, file_ids: FileIds | None = None,
                   row_filter: Column | None = None, identity: dict[str, dict[int, Any]] | None = None
@@ -283,7 +292,7 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
                                                                    fid == pos + 1 else [])
                 found = next((n for n in candidates if n in names), None)
                 if found is None:
-                    after.append((f.name, F.lit(from_partition[fid]).cast(f.dataType) if fid in from_partition
+                    after.append((f.name, _literal(from_partition[fid], f.dataType) if fid in from_partition
                                   else _default_column(schema, fid, f.dataType)))
                     fields.append(ST.StructField(f"_missing_{pos}", f.dataType, True))
                     continue
@@ -296,7 +305,7 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
                 continue
             if fid in from_partition and fid not in present:
                 fields.append(f)
-                after.append((f.name, F.lit(from_partition[fid]).cast(f.dataType)))
+                after.append((f.name, _literal(from_partition[fid], f.dataType)))
                 continue
             if fid in defaults and fid not in present:
                 fields.append(f)

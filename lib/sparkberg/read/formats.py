@@ -166,10 +166,14 @@ class ArrowFileReader:
     readers of delete files.)"""
 
     def __init__(self, fmt: str, fields: Sequence[T.NestedField], arrow_schema: pa.Schema,
-                 mapping: dict[int, list[str]] | None = None, batch_rows: int = 65536):
+                 mapping: dict[int, list[str]] | None = None, batch_rows: int = 65536,
+                 constants: dict[int, Any] | None = None):
         if fmt not in (*ARROW_READ_FORMATS, "parquet"):
             raise NotSupportedError(f"reading {fmt} files is not supported")
         self.fmt, self.fields, self.mapping, self.batch_rows = fmt, list(fields), mapping or {}, batch_rows
+        # (field id -> the value a column the file lacks holds: its identity partition value, spec "Column
+        # Projection"; before the field's default)
+        self.constants = constants or {}
         self.schema = arrow_schema
         self.data_schema = pa.schema(list(arrow_schema)[:len(self.fields)])
 
@@ -211,7 +215,7 @@ class ArrowFileReader:
         for f, tf in zip(self.fields, self.data_schema):
             a = columns.get(f.field_id)
             if a is None:
-                d = _default_value(f)
+                d = self.constants[f.field_id] if f.field_id in self.constants else _default_value(f)
                 a = pa.nulls(n, tf.type) if d is None else pa.array([d] * n, tf.type)
             arrays.append(a)
         return pa.RecordBatch.from_arrays(arrays, schema=self.data_schema)

@@ -29,6 +29,7 @@ from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.values import to_python
 from sparkberg.spec.metadata_columns import (
     LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, READ_COLUMNS, ROW_ID, ROW_POSITION,
 )
@@ -45,9 +46,10 @@ def _expression_text(filter: str | Column) -> str:
 
 def identity_values(metadata: TableMetadata, schema: T.Schema, tasks: list, layout: PartitionLayout
                     ) -> dict[str, dict[int, Any]]:
-    """File path -> {source field id: value} of the identity partition fields of each task's spec: what a file
-    without the column holds in it (spec "Column Projection"; files imported from Hive tables lack them)."""
-    top = {f.field_id for f in schema.fields}
+    """File path -> {source field id: value (a Python date, datetime...)} of the identity partition fields of each
+    task's spec: what a file without the column holds in it (spec "Column Projection"; files imported from Hive
+    tables lack them)."""
+    top = {f.field_id: f.field_type for f in schema.fields}
     by_spec: dict[int, list[tuple[int, str]]] = {}  # spec id -> [(source field id, partition slot name)]
     for spec in metadata.partition_specs:
         slots = dict(layout.by_spec.get(spec.spec_id, ()))
@@ -58,7 +60,7 @@ def identity_values(metadata: TableMetadata, schema: T.Schema, tasks: list, layo
         pairs = by_spec.get(t["spec_id"])
         if pairs:
             values = t["partition"] if isinstance(t["partition"], dict) else t["partition"].asDict()
-            out[t["file_path"]] = {source_id: values[name] for source_id, name in pairs}
+            out[t["file_path"]] = {source_id: to_python(top[source_id], values[name]) for source_id, name in pairs}
     return out
 
 
