@@ -1,6 +1,7 @@
 """Classes of tables and sessions users have, on a session with Spark's default settings (none of the
 project's ``spark-defaults.conf``): ancient dates, large metadata tables, partition evolution in ``partitions``,
-pruning on binary, fixed and uuid columns, unknown transforms, missing files, and workers without sparkberg."""
+pruning on binary, fixed and uuid columns, unknown transforms, missing files, workers without sparkberg,
+maintenance, row-level operations and transactions."""
 import datetime as dt
 import glob
 import os
@@ -392,3 +393,29 @@ def test_maintenance_on_a_plain_session(plain, tmp_path):
     assert one(t.expire_snapshots(snapshot_ids=[first]))["deleted_manifest_lists_count"] == 1
     assert t.remove_orphan_files(older_than=int(dt.datetime.now().timestamp() * 1000), dry_run=True).count() == 0
     assert sorted(tuple(r) for r in cat.load_table("db.maint").to_df().collect()) == before
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_row_level_operations_and_a_transaction_on_a_plain_session(plain, tmp_path, mode):
+    """MERGE (its join planned by Spark's default settings: 200 shuffle partitions, adaptive execution), a DELETE
+    pruned by a semi-join, an UPDATE by a Column and a transaction, as a user runs them."""
+    from pyspark.sql import functions as F
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    props = {"format-version": "3", **{f"write.{op}.mode": mode for op in ("delete", "update", "merge")}}
+    t = cat.create_table("db.rl", "id bigint, p int, v string", partition_by=["p"], properties=props)
+    t.append(plain.sql("SELECT id, CAST(id % 4 AS INT) AS p, 'old' AS v FROM range(0, 400)"))
+    ids = dict(t.to_df(columns=["id", "_row_id"]).collect())
+    src = plain.sql("SELECT id, CAST(id % 4 AS INT) AS p, 'new' AS v FROM range(390, 410)")
+    t.merge(src, "t.id = s.id AND t.p = s.p").when_matched_update_all().when_not_matched_insert_all().execute()
+    plain.createDataFrame([(3,), (7,)], "k bigint").createOrReplaceTempView("gone")
+    t.delete("id IN (SELECT k FROM gone)")
+    t.update({"v": "'col'"}, F.col("id") < 2)
+    with t.transaction() as tx:
+        tx.update_schema().add_column("note", "string").commit()
+        tx.append(plain.sql("SELECT 1000L AS id, 0 AS p, 'tx' AS v, 'n' AS note"))
+    got = {r.id: (r.v, r.note, r._row_id) for r in cat.load_table("db.rl").to_df(
+        columns=["id", "v", "note", "_row_id"]).collect()}
+    assert len(got) == 400 + 10 - 2 + 1 and 3 not in got and 7 not in got
+    assert got[0][:2] == got[1][:2] == ("col", None) and got[2][:2] == ("old", None)
+    assert got[395] == ("new", None, ids[395]) and got[405][:2] == ("new", None) and got[1000][:2] == ("tx", "n")
+    assert len({v[2] for v in got.values()}) == len(got)
