@@ -37,7 +37,6 @@ from sparkberg.errors import SparkbergError
 from sparkberg.expressions.predicates import TRUE, Expression, Predicate, and_, bind, not_
 from sparkberg.planning.scan import plan
 from sparkberg.read.arrow import TaskReader, read_struct
-from sparkberg.read.columns import name_mapping
 from sparkberg.read.reader import identity_values
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.spark.session import as_active, per_session, session_conf
@@ -161,10 +160,7 @@ class SparkbergReader(DataSourceReader):
             tasks = scan.rows()
         reader = TaskReader(table.metadata, schema)
         reader.check(tasks)
-        # (as Table.to_df: only tables with a name mapping hold files written without Iceberg, which may lack
-        # their identity partition columns)
-        identity = identity_values(table.metadata, schema, tasks, scan.layout) if name_mapping(table.metadata) \
-            else {}
+        identity = identity_values(table.metadata, schema, tasks, scan.layout)
         # (what partitions() sets on self does not reach read(): each partition carries its reader)
         groups = _split(tasks, int(self.options.get("parallelism", "1")))
         return [InputPartition((reader, group, {t["file_path"]: identity[t["file_path"]] for t in group

@@ -48,7 +48,10 @@ def identity_values(metadata: TableMetadata, schema: T.Schema, tasks: list, layo
                     ) -> dict[str, dict[int, Any]]:
     """File path -> {source field id: value (a Python date, datetime...)} of the identity partition fields of each
     task's spec: what a file without the column holds in it (spec "Column Projection"; files imported from Hive
-    tables lack them)."""
+    tables lack them). Empty for a table without a name mapping: only such tables hold files written without
+    Iceberg, and looking for the columns in every footer would cost every read a job."""
+    if not name_mapping(metadata):
+        return {}
     top = {f.field_id: f.field_type for f in schema.fields}
     by_spec: dict[int, list[tuple[int, str]]] = {}  # spec id -> [(source field id, partition slot name)]
     for spec in metadata.partition_specs:
@@ -92,9 +95,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     ids = FileIds([t["file_path"] for t in tasks], tuning.name_ids_max_files) if per_file else None
 
     mapping = name_mapping(metadata)
-    # (only tables with a name mapping hold files written without Iceberg, which may lack identity partition
-    # columns: for the others, looking for them in every footer would cost every read a job)
-    identity = identity_values(metadata, schema, tasks, layout) if mapping else {}
+    identity = identity_values(metadata, schema, tasks, layout)
 
     def read(some: list, matched: bool = True, row_filter: Column | None = None) -> DataFrame:
         """The rows of ``some`` tasks; ``matched``: each with its file's id (``_file_id``, in a per-file read),
