@@ -21,7 +21,7 @@ import numpy as np
 
 from sparkberg.avro.instructions import (
     OP_ARRAY, OP_BOOLEAN, OP_BYTES, OP_DOUBLE, OP_FIXED, OP_FLOAT, OP_INT, OP_ITEM_END, OP_JUMP,
-    OP_KEYED_ARRAY, OP_MAP, OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
+    OP_KEYED_ARRAY, OP_MAP, OP_MARK, OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
 )
 
 # ISA-L's inflate (a dependency: see setup.cfg): the same bytes out as zlib's
@@ -34,6 +34,7 @@ _SKIP_SHAPES = {"null": 0, "boolean": 1, "int": SKIP_VARINT, "long": SKIP_VARINT
 # fixed) as (start, length) in the data
 INTS, FLOATS, BYTES = "ints", "floats", "bytes"
 ITEMS = "[]"  # the path component of an array's items
+MARK = "@"  # the first path component of a mark's slot: (MARK, *path of the field it is before)
 _PRIMITIVES = {"null": OP_NULL, "boolean": OP_BOOLEAN, "int": OP_INT, "long": OP_INT, "float": OP_FLOAT,
                "double": OP_DOUBLE, "bytes": OP_BYTES, "string": OP_BYTES}
 _KINDS = {OP_BOOLEAN: INTS, OP_INT: INTS, OP_FLOAT: FLOATS, OP_DOUBLE: FLOATS, OP_BYTES: BYTES, OP_FIXED: BYTES}
@@ -62,11 +63,14 @@ class Program:
     """A writer schema compiled for :func:`~sparkberg.avro.kernels.run`, keeping the values under ``paths``
     (tuples of field names; :data:`ITEMS` steps into an array's items; a path keeps every value under it).
     ``keys``: arrays of (int key, flat value) records, by path, of which only the items with these keys are
-    kept (where such an array has another shape, every item is)."""
+    kept (where such an array has another shape, every item is). ``marks``: fields of records outside arrays
+    before which the position in the data is kept, as the int path ``(MARK, *path)``."""
 
     def __init__(self, schema: Any, paths: Iterable[tuple[str, ...]],
-                 keys: Mapping[tuple[str, ...], Iterable[int]] | None = None):
+                 keys: Mapping[tuple[str, ...], Iterable[int]] | None = None,
+                 marks: Iterable[tuple[str, ...]] = ()):
         self.paths = frozenset(paths)
+        self.marks = frozenset(marks)
         self.keys = {path: sorted(set(ids)) for path, ids in (keys or {}).items()}
         self.code: list[list[int]] = []
         self.targets: list[int] = []
@@ -132,6 +136,15 @@ class Program:
         self._counts[kind] += 1
         self.slots[path] = (kind, index)
         self._within[kind].append(within)
+        return index
+
+    def _mark(self, path: tuple[str, ...]) -> int:
+        if (MARK, *path) in self.slots:
+            raise Unsupported(f"field {'.'.join(path)} is in several branches of a union")
+        index = self._counts[INTS]
+        self._counts[INTS] += 1
+        self.slots[(MARK, *path)] = (INTS, index)
+        self._within[INTS].append(-1)
         return index
 
     def _name(self, t: dict) -> None:
@@ -221,6 +234,8 @@ class Program:
         self._name(t)
         if kind in ("record", "error"):
             for f in t.get("fields", []):
+                if within < 0 and path + (f["name"],) in self.marks:
+                    code.append([OP_MARK, 0, 0, self._mark(path + (f["name"],))])
                 self._emit(f["type"], path + (f["name"],), keep, depth + 1, within)
             return
         if kind in ("array", "map"):
@@ -276,9 +291,10 @@ def _base(t: Any, names: Mapping[str, Any]) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def program(schema_json: str, paths: frozenset[tuple[str, ...]],
-            keys: frozenset[tuple[tuple[str, ...], frozenset[int]]] = frozenset()) -> Program:
+            keys: frozenset[tuple[tuple[str, ...], frozenset[int]]] = frozenset(),
+            marks: frozenset[tuple[str, ...]] = frozenset()) -> Program:
     """The compiled program of a writer schema and projection (manifests of a table share a few of each)."""
-    return Program(json.loads(schema_json), paths, dict(keys))
+    return Program(json.loads(schema_json), paths, dict(keys), marks)
 
 
 class Columns:
@@ -298,6 +314,15 @@ class Columns:
 
     def has(self, path: tuple[str, ...]) -> bool:
         return path in self._prog.slots
+
+    def kind(self, path: tuple[str, ...]) -> str:
+        """What a kept path's values are: :data:`INTS`, :data:`FLOATS` or :data:`BYTES`."""
+        return self._prog.slots[path][0]
+
+    @property
+    def data(self) -> np.ndarray:
+        """The decompressed records, one file's after the other's (what marks and bytes' starts point into)."""
+        return self._buf
 
     def rows(self, path: tuple[str, ...]) -> int:
         """How many values ``path`` has: the records' count, or for paths inside arrays, their items'."""
@@ -437,12 +462,13 @@ def _long(data: bytes, pos: int) -> tuple[int, int]:
 
 def read_columns(data: bytes | Sequence[bytes], paths: Iterable[tuple[str, ...]],
                  schema_json: str | None = None,
-                 keys: Mapping[tuple[str, ...], Iterable[int]] | None = None) -> Columns | None:
+                 keys: Mapping[tuple[str, ...], Iterable[int]] | None = None,
+                 marks: Iterable[tuple[str, ...]] = ()) -> Columns | None:
     """The records of an Avro file, or of several files of one writer schema one after the other (their row
     counts in :attr:`Columns.file_rows`), the values under ``paths`` kept; None when this decoder cannot read
     them (a codec other than null and deflate, files of different schemas, a schema it does
     not handle, malformed data). ``keys``: arrays of (int key, flat value) records (metrics maps) of which only
-    the items with these keys are wanted (the others may be left out)."""
+    the items with these keys are wanted (the others may be left out); ``marks``: see :class:`Program`."""
     if not ENABLED:
         return None
     kernel = _kernel()
@@ -452,7 +478,7 @@ def read_columns(data: bytes | Sequence[bytes], paths: Iterable[tuple[str, ...]]
         if len(schemas) != 1 or (schema_json is not None and schemas != {schema_json}):
             return None
         prog = program(schemas.pop(), frozenset(paths),
-                       frozenset((path, frozenset(ids)) for path, ids in (keys or {}).items()))
+                       frozenset((path, frozenset(ids)) for path, ids in (keys or {}).items()), frozenset(marks))
     except (Unsupported, *INFLATE_ERRORS, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
     rows = [n for _, n, _ in parts]

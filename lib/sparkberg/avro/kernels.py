@@ -6,7 +6,7 @@ import numpy as np
 
 from sparkberg.avro.instructions import (
     MAX_DEPTH, OP_ARRAY, OP_BOOLEAN, OP_BYTES, OP_DOUBLE, OP_FIXED, OP_FLOAT, OP_INT, OP_ITEM_END, OP_JUMP, OP_MAP,
-    OP_KEYED_ARRAY, OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
+    OP_KEYED_ARRAY, OP_MARK, OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
 )
 
 _compiled = numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -105,6 +105,11 @@ def run(buf, n, code, targets, ints, ivalid, ibase, floats, fvalid, fbase, start
                     return -2
                 pc += 1
             elif op == OP_NULL:
+                pc += 1
+            elif op == OP_MARK:
+                if store:
+                    ints[ibase[slot] + row] = pos
+                    ivalid[ibase[slot] + row] = 1
                 pc += 1
             elif op == OP_BOOLEAN:
                 if pos >= size:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import functools
 import io
 import json
-from typing import Any, Iterable, Sequence
+import os
+from typing import Any, Iterable, Mapping, Sequence
 
 import fastavro
+from isal import isal_zlib as _deflate  # (a dependency: see setup.cfg)
 
 from sparkberg.avro.schemas import (
     field_ids, manifest_entry_schema, manifest_list_names, manifest_list_schema, non_null,
@@ -30,6 +32,7 @@ from sparkberg.spec.values import date_to_days, datetime_to_micros, is_nan, time
 
 V1_BLOCK_SIZE = 64 * 1024 * 1024  # what Java writes in the deprecated v1 block_size_in_bytes
 AVRO_CODEC = "deflate"
+AVRO_DEFLATE_LEVEL = 3  # (ISA-L's levels are 0-3; 3 makes manifests as small as zlib's default level)
 
 
 # --- reading ----------------------------------------------------------------------------------------------
@@ -258,8 +261,8 @@ def _kv_list(m: dict | None) -> list | None:
     return None if m is None else [{"key": k, "value": v} for k, v in m.items()]
 
 
-def _entry_record(e: ManifestEntry, version: int, pfields: list[tuple[str, int, Any]]) -> dict:
-    """The Avro record of an entry; ``pfields``: (Avro name, field id, type) of each partition field."""
+def entry_record(e: ManifestEntry, version: int, pfields: list[tuple[str, int, Any]]) -> dict:
+    """The Avro record of an entry, as fastavro writes it; ``pfields``: :func:`partition_fields`."""
     d = e.data_file
     if version == 1 and d.content != DATA:
         raise ValidationError(f"v1 manifests cannot hold delete files ({d.file_path})")
@@ -286,13 +289,20 @@ def _entry_record(e: ManifestEntry, version: int, pfields: list[tuple[str, int, 
     return rec
 
 
-def write_manifest(entries: Sequence[ManifestEntry], *, format_version: int, spec: PartitionSpec, schema: Schema,
-                   content: int = MANIFEST_DATA) -> bytes:
-    """Serialize manifest entries with the spec's Avro schema and key-value metadata."""
+def manifest_avro_schema(format_version: int, spec: PartitionSpec, schema: Schema) -> dict:
+    """The Avro schema of a manifest of ``spec``'s entries (:func:`write_manifest`'s)."""
     if format_version not in (1, 2, 3):
         raise ValidationError(f"unsupported manifest format version {format_version}")
-    ptype = spec.partition_type(schema)
-    avro_schema = manifest_entry_schema(format_version, partition_record(ptype))
+    return manifest_entry_schema(format_version, partition_record(spec.partition_type(schema)))
+
+
+def partition_fields(spec: PartitionSpec, schema: Schema) -> list[tuple[str, int, Any]]:
+    """(Avro name, field id, Iceberg type) of each field of ``spec``'s partition record."""
+    return [(make_compatible_name(f.name), f.field_id, f.field_type) for f in spec.partition_type(schema).fields]
+
+
+def _manifest_meta(format_version: int, spec: PartitionSpec, schema: Schema, content: int) -> dict[str, str]:
+    """A manifest's key-value metadata, as Java writes it."""
     meta = {
         "schema": json.dumps(schema.to_json()), "schema-id": str(schema.schema_id),
         "partition-spec": json.dumps(spec.fields_to_json(format_version)),
@@ -300,11 +310,64 @@ def write_manifest(entries: Sequence[ManifestEntry], *, format_version: int, spe
     }
     if format_version >= 2:
         meta["content"] = "deletes" if content == MANIFEST_DELETES else "data"
-    pfields = [(make_compatible_name(f.name), f.field_id, f.field_type) for f in ptype.fields]
+    return meta
+
+
+def write_manifest(entries: Sequence[ManifestEntry], *, format_version: int, spec: PartitionSpec, schema: Schema,
+                   content: int = MANIFEST_DATA) -> bytes:
+    """Serialize manifest entries with the spec's Avro schema and key-value metadata."""
+    avro_schema = manifest_avro_schema(format_version, spec, schema)
+    pfields = partition_fields(spec, schema)
     buf = io.BytesIO()
     fastavro.writer(buf, fastavro.parse_schema(avro_schema),
-                    (_entry_record(e, format_version, pfields) for e in entries), codec=AVRO_CODEC, metadata=meta)
+                    (entry_record(e, format_version, pfields) for e in entries), codec=AVRO_CODEC,
+                    metadata=_manifest_meta(format_version, spec, schema, content))
     return buf.getvalue()
+
+
+def write_encoded_manifest(records: Sequence[bytes], *, format_version: int, spec: PartitionSpec, schema: Schema,
+                           content: int = MANIFEST_DATA) -> bytes:
+    """A manifest of entries already encoded in :func:`manifest_avro_schema`'s schema (each one record's
+    bytes, as the manifest rewrite carries them), with :func:`write_manifest`'s metadata."""
+    meta = {"avro.schema": json.dumps(manifest_avro_schema(format_version, spec, schema)), "avro.codec": AVRO_CODEC,
+            **_manifest_meta(format_version, spec, schema, content)}
+    return avro_container(meta, records)
+
+
+# records per container block: at most this many bytes of them before deflate (Java's default sync interval)
+BLOCK_BYTES = 64_000
+
+
+def avro_container(meta: dict[str, str], records: Sequence[bytes]) -> bytes:
+    """An Avro object container file of encoded ``records`` (deflated, as ``meta``'s ``avro.codec`` says) in
+    blocks of about :data:`BLOCK_BYTES`."""
+    if meta.get("avro.codec") != "deflate":
+        raise ValidationError(f"unsupported Avro codec {meta.get('avro.codec')!r}")
+    sync = os.urandom(16)
+    out = [b"Obj\x01", avro_long(len(meta))]
+    for k, v in meta.items():
+        for b in (k.encode("utf-8"), v.encode("utf-8")):
+            out += [avro_long(len(b)), b]
+    out += [b"\x00", sync]
+    start = size = 0
+    for i, r in enumerate(records):
+        size += len(r)
+        if size >= BLOCK_BYTES or i == len(records) - 1:
+            block = _deflate.compress(b"".join(records[start:i + 1]), AVRO_DEFLATE_LEVEL, -15)
+            out += [avro_long(i + 1 - start), avro_long(len(block)), block, sync]
+            start, size = i + 1, 0
+    return b"".join(out)
+
+
+def avro_long(v: int) -> bytes:
+    """The Avro encoding of a long: zigzag, then 7 bits a byte, low first."""
+    n = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def write_manifest_list(manifests: Sequence[ManifestFile], *, format_version: int, snapshot_id: int,
@@ -340,12 +403,13 @@ def write_manifest_list(manifests: Sequence[ManifestFile], *, format_version: in
     return buf.getvalue()
 
 
-def partition_summaries(entries: Iterable[ManifestEntry], ptype: StructType) -> tuple[FieldSummary, ...]:
-    """Per partition field: contains null/NaN and the lower/upper bound of the other values (Appendix D bytes)."""
+def partition_summaries(partitions: Iterable[Mapping[int, Any]], ptype: StructType) -> tuple[FieldSummary, ...]:
+    """Per partition field: contains null/NaN and the lower/upper bound of the other values (Appendix D bytes),
+    over the partition tuples (field id -> value) of a manifest's live entries."""
     stats = [[False, False, None, None] for _ in ptype.fields]
-    for e in entries:
+    for partition in partitions:
         for i, f in enumerate(ptype.fields):
-            v = e.data_file.partition.get(f.field_id)
+            v = partition.get(f.field_id)
             s = stats[i]
             if v is None:
                 s[0] = True
@@ -390,7 +454,8 @@ def manifest_file_for(entries: Sequence[ManifestEntry], *, path: str, length: in
         added_rows_count=sum(e.data_file.record_count for e in added),
         existing_rows_count=sum(e.data_file.record_count for e in existing),
         deleted_rows_count=sum(e.data_file.record_count for e in deleted),
-        partitions=partition_summaries([e for e in entries if e.status != DELETED], spec.partition_type(schema)),
+        partitions=partition_summaries([e.data_file.partition for e in entries if e.status != DELETED],
+                                       spec.partition_type(schema)),
         first_row_id=first_row_id)
 
 
