@@ -523,7 +523,8 @@ _MANIFEST_FILE_DEFAULTS = {attr: default for attr, default in _MANIFEST_FILE_FIE
 
 def read_manifest_list_compiled(data: bytes, ids: dict[int, str],
                                 summary_names: dict[int, str]) -> ManifestListColumns | None:
-    """A manifest list's entries as :class:`ManifestListColumns`, decoded by compiled code, or None when that decoder cannot read it (the reference decoder then does);
+    """A manifest list's entries as :class:`ManifestListColumns`, decoded by compiled code, or None when that
+    decoder cannot read it (the reference decoder then does);
     ``ids`` / ``summary_names``: the writer's field names by field id, of the manifest_file and field_summary
     records."""
     if any(f not in ids for f in (500, 501, 502)):

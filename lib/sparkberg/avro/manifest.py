@@ -214,7 +214,8 @@ def read_manifest(data: bytes, path: str | None = None, with_metrics: bool = Tru
     try:
         fv = int(meta.get("format-version", "1"))
     except ValueError:
-        raise InvalidMetadataError(f"bad format-version {meta.get('format-version')!r}", path, "format-version") from None
+        raise InvalidMetadataError(f"bad format-version {meta.get('format-version')!r}", path,
+                                   "format-version") from None
     content_name = meta.get("content", "data")
     if content_name not in ("data", "deletes"):
         raise InvalidMetadataError(f"bad manifest content {content_name!r}", path, "content")
