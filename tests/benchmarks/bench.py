@@ -805,26 +805,29 @@ def bench_maintenance(spark, wh, files: int, snapshots: int, results):
                         "ratio": ours / java, **extra})
         print(results[-1], flush=True)
 
+    def run(fn) -> tuple[float, object, float]:
+        """(seconds, result, the driver's peak RSS in MiB: Python and the JVM, reset first) of ``fn()``."""
+        _reset_peak_rss()
+        t0 = time.perf_counter()
+        out = fn()
+        return time.perf_counter() - t0, out, _peak_rss_mb()
+
     # expiry: half of ``snapshots`` appends expire; their files are metadata only (deleting them finds none)
     built = {e: build_planning_table(spark, wh, f"exp_{e}", files, snapshots=snapshots) for e in ("ours", "java")}
     cutoff = {e: t.metadata.snapshots[snapshots // 2].timestamp_ms for e, t in built.items()}
-    t0 = time.perf_counter()
-    ours = built["ours"].expire_snapshots(older_than=cutoff["ours"]).collect()[0]
-    t1 = time.perf_counter()
-    theirs = spark.sql(f"CALL ref.system.expire_snapshots(table => 'b.exp_java', "
-                       f"older_than => TIMESTAMP '{_utc(cutoff['java'])}')").collect()[0]
-    t2 = time.perf_counter()
-    row(f"expire {snapshots // 2} of {snapshots} snapshots", t1 - t0, t2 - t1,
+    ours_s, ours, ours_rss = run(lambda: built["ours"].expire_snapshots(older_than=cutoff["ours"]).collect()[0])
+    java_s, theirs, java_rss = run(lambda: spark.sql(
+        f"CALL ref.system.expire_snapshots(table => 'b.exp_java', "
+        f"older_than => TIMESTAMP '{_utc(cutoff['java'])}')").collect()[0])
+    row(f"expire {snapshots // 2} of {snapshots} snapshots", ours_s, java_s, rss_mb=ours_rss, java_rss_mb=java_rss,
         manifests=ours["deleted_manifest_files_count"], java_manifests=theirs["deleted_manifest_files_count"])
 
     # manifest rewrite: a table of ``snapshots`` appends, one manifest per 1000 files
     built = {e: build_planning_table(spark, wh, f"rwm_{e}", files, snapshots=snapshots) for e in ("ours", "java")}
-    t0 = time.perf_counter()
-    ours = built["ours"].rewrite_manifests().collect()[0]
-    t1 = time.perf_counter()
-    theirs = spark.sql("CALL ref.system.rewrite_manifests('b.rwm_java')").collect()[0]
-    row("rewrite manifests", t1 - t0, time.perf_counter() - t1, added=ours["added_manifests_count"],
-        java_added=theirs["added_manifests_count"])
+    ours_s, ours, ours_rss = run(lambda: built["ours"].rewrite_manifests().collect()[0])
+    java_s, theirs, java_rss = run(lambda: spark.sql("CALL ref.system.rewrite_manifests('b.rwm_java')").collect()[0])
+    row("rewrite manifests", ours_s, java_s, rss_mb=ours_rss, java_rss_mb=java_rss,
+        added=ours["added_manifests_count"], java_added=theirs["added_manifests_count"])
 
     # orphans: a table of at most 100k data files, each on disk (empty), and a tenth as many orphans, all a week
     # old; dry runs
@@ -839,13 +842,18 @@ def bench_maintenance(spark, wh, files: int, snapshots: int, results):
         open(p, "wb").close()
         os.utime(p, (old, old))
     cutoff = int((time.time() - 86400) * 1000)
-    t0 = time.perf_counter()
-    ours = t.remove_orphan_files(older_than=cutoff, dry_run=True).count()
-    t1 = time.perf_counter()
-    theirs = len(spark.sql(f"CALL ref.system.remove_orphan_files(table => 'b.orph', older_than => "
-                           f"TIMESTAMP '{_utc(cutoff)}', dry_run => true)").collect())
-    row("remove orphan files (dry run), 10% orphans", t1 - t0, time.perf_counter() - t1, orphans=ours,
-        java_orphans=theirs)
+    # a dry run changes nothing: three runs each, alternating, the median and the ratio's range reported
+    runs: dict[str, list] = {"ours": [], "java": []}
+    for _ in range(3):
+        runs["ours"].append(run(lambda: t.remove_orphan_files(older_than=cutoff, dry_run=True).count()))
+        runs["java"].append(run(lambda: len(spark.sql(
+            f"CALL ref.system.remove_orphan_files(table => 'b.orph', older_than => TIMESTAMP '{_utc(cutoff)}', "
+            "dry_run => true)").collect())))
+    secs = {e: [r[0] for r in rs] for e, rs in runs.items()}
+    row("remove orphan files (dry run), 10% orphans", statistics.median(secs["ours"]),
+        statistics.median(secs["java"]), spread=_spread(secs["ours"], secs["java"]),
+        rss_mb=max(r[2] for r in runs["ours"]), java_rss_mb=max(r[2] for r in runs["java"]),
+        orphans=runs["ours"][-1][1], java_orphans=runs["java"][-1][1])
 
 
 def _peak_rss_mb() -> float:
@@ -911,6 +919,8 @@ def table(results) -> str:
         if "touched" in r:
             notes = (f"{r['touched']} (java {r['java_touched']}); peak RSS {r['rss_mb']:.0f} MiB "
                      f"(java {r['java_rss_mb']:.0f})")
+        if "rss_mb" in r and "touched" not in r:
+            notes = f"peak RSS {r['rss_mb']:.0f} MiB (java {r['java_rss_mb']:.0f})"
         if "spread" in r:
             notes = f"ratio {r['spread']}" + (f"; {notes}" if notes else "")
         java = "-" if r["java_s"] is None else f"{r['java_s']:.2f}"

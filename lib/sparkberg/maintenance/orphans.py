@@ -31,6 +31,7 @@ OLDER_THAN_DEFAULT_MS = 3 * 24 * 60 * 60 * 1000
 # schemes that name the same store, as Iceberg Java's defaults (``equal_schemes`` adds to them)
 EQUAL_SCHEMES = {"s3n": "s3", "s3a": "s3", "": "file"}
 MISMATCH_MODES = ("error", "ignore", "delete")
+MAX_LISTING_TASKS = 200  # (directories under the listed location beyond this share tasks)
 _URI = re.compile(r"^(?:([a-zA-Z][a-zA-Z0-9+.-]*):)?(?://([^/]*))?(.*)$")
 
 
@@ -95,32 +96,35 @@ def _hidden(relative: str, partition_names: frozenset[str]) -> bool:
 
 def _listing(spark: Any, where: str, older_ms: int, partition_names: frozenset[str]) -> DataFrame:
     """(location) of the files under ``where`` older than ``older_ms`` and not hidden: each directory directly
-    under ``where`` listed by a task on the executors, the files directly under it on the driver."""
+    under ``where`` listed by a task of its own on the executors, the files directly under it on the driver."""
     io = file_io_for(where)
     dirs = [f"{where}/{name}" for name in io.list(where)]
     dirs = [d for d in dirs if io.is_dir(d)]
+    base = _bare(where)
 
-    def keep(path: str, mtime: int) -> bool:
-        return mtime < older_ms and not _hidden(_relative(path, where), partition_names)
+    def kept(files: Iterator[tuple[str, int]]) -> list[str]:
+        out = []
+        for path, mtime in files:
+            if mtime < older_ms:
+                bare = _bare(path)  # (the file's levels below ``where``: listings give paths under it)
+                if not _hidden(bare[bare.index(base) + len(base):].lstrip("/"), partition_names):
+                    out.append(path)
+        return out
 
     def list_dirs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            found = [p for d in batch.column(0).to_pylist() for p, mtime in file_io_for(d).list_files(d)
-                     if keep(p, mtime)]
+            found = [p for i in batch.column(0).to_pylist() for p in kept(file_io_for(dirs[i]).list_files(dirs[i]))]
             yield pa.RecordBatch.from_pydict({"location": found}, pa.schema([("location", pa.string())]))
-    direct = [(p,) for p, mtime in io.list_files(where, recursive=False) if keep(p, mtime)]
-    listed = spark.createDataFrame(direct, "location string")
-    if dirs:
-        tasks = spark.createDataFrame([(d,) for d in dirs], "dir string").repartition(min(len(dirs), 200))
+    listed = spark.createDataFrame([(p,) for p in kept(io.list_files(where, recursive=False))], "location string")
+    if dirs:  # (a range of as many partitions as directories: a task each, without a shuffle to spread them)
+        tasks = spark.range(0, len(dirs), 1, min(len(dirs), MAX_LISTING_TASKS))
         listed = listed.unionByName(tasks.mapInArrow(list_dirs, "location string"))
     return listed
 
 
-def _relative(path: str, base: str) -> str:
-    """``path`` relative to the directory ``base`` (both locations, with or without a scheme)."""
-    def bare(location: str) -> str:
-        return _URI.match(location).group(3).lstrip("/")
-    return bare(path)[len(bare(base)):].lstrip("/")
+def _bare(location: str) -> str:
+    """A location's path, without scheme and authority."""
+    return _URI.match(location).group(3)
 
 
 def _referenced(spark: Any, io: FileIO, metadata: TableMetadata, metadata_location: str) -> DataFrame:
@@ -140,19 +144,22 @@ def _orphans(listed: DataFrame, valid: DataFrame, schemes: dict[str, str], autho
              mode: str) -> list[str]:
     """The listed locations no referenced one matches on the path; prefix mismatches as ``mode`` says. The
     comparison runs in Spark; only the orphans and the mismatches come back."""
-    def parts(df: DataFrame, prefix: str) -> DataFrame:
+    def paths(df: DataFrame, prefix: str) -> DataFrame:
         loc = F.col("location")
-        scheme = F.lower(F.regexp_extract(loc, _URI.pattern, 1))
-        authority = F.regexp_extract(loc, _URI.pattern, 2)
-        return df.select(loc.alias(f"{prefix}location"), _mapped(scheme, schemes).alias(f"{prefix}scheme"),
-                         _mapped(authority, authorities).alias(f"{prefix}authority"),
-                         F.regexp_extract(loc, _URI.pattern, 3).alias(f"{prefix}path"))
-    actual = parts(listed, "a_")
-    known = parts(valid.distinct(), "v_")
-    same = (F.col("a_scheme") == F.col("v_scheme")) & (F.col("a_authority") == F.col("v_authority"))
-    verdicts = actual.join(known, F.col("a_path") == F.col("v_path"), "left").groupBy("a_location").agg(
-        F.max(F.col("v_location").isNotNull()).alias("matched"), F.max(F.coalesce(same, F.lit(False))).alias("same"),
-        F.first("v_location", ignorenulls=True).alias("v_location"))
+        return df.select(loc.alias(f"{prefix}location"), F.regexp_extract(loc, _URI.pattern, 3).alias(f"{prefix}path"))
+
+    def origin(location):  # (scheme://authority, each mapped to its equal)
+        return F.concat_ws("://", _mapped(F.lower(F.regexp_extract(location, _URI.pattern, 1)), schemes),
+                           _mapped(F.regexp_extract(location, _URI.pattern, 2), authorities))
+    actual, known = F.col("a_location"), F.col("v_location")
+    # (the same location is the same file; only different ones are split: most files are listed as written)
+    same = F.when(actual == known, True).otherwise(origin(actual) == origin(known))
+    # grouped by path and location, the join's output is already clustered for the aggregate (no shuffle); a
+    # file referenced by several manifests joins each of them
+    verdicts = paths(listed, "a_").join(paths(valid, "v_"), F.col("a_path") == F.col("v_path"), "left") \
+        .groupBy("a_path", "a_location").agg(
+            F.max(known.isNotNull()).alias("matched"), F.max(F.coalesce(same, F.lit(False))).alias("same"),
+            F.first("v_location", ignorenulls=True).alias("v_location"))
     found = verdicts.filter(~F.col("matched") | ~F.col("same")).collect()
     orphans = [r["a_location"] for r in found if not r["matched"]]
     mismatched = sorted((r["a_location"], r["v_location"]) for r in found if r["matched"])
