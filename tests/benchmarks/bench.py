@@ -812,15 +812,16 @@ def bench_maintenance(spark, wh, files: int, snapshots: int, results):
         out = fn()
         return time.perf_counter() - t0, out, _peak_rss_mb()
 
-    # expiry: half of ``snapshots`` appends expire; their files are metadata only (deleting them finds none)
+    # expiry: half of ``snapshots`` appends expire; their files are metadata only (deleting them finds none). Each
+    # engine expires its copy in a fresh process of its own, as a scheduled job would: its time and its driver's
+    # peak RSS (Python and the JVM) are that process's alone
     built = {e: build_planning_table(spark, wh, f"exp_{e}", files, snapshots=snapshots) for e in ("ours", "java")}
     cutoff = {e: t.metadata.snapshots[snapshots // 2].timestamp_ms for e, t in built.items()}
-    ours_s, ours, ours_rss = run(lambda: built["ours"].expire_snapshots(older_than=cutoff["ours"]).collect()[0])
-    java_s, theirs, java_rss = run(lambda: spark.sql(
-        f"CALL ref.system.expire_snapshots(table => 'b.exp_java', "
-        f"older_than => TIMESTAMP '{_utc(cutoff['java'])}')").collect()[0])
-    row(f"expire {snapshots // 2} of {snapshots} snapshots", ours_s, java_s, rss_mb=ours_rss, java_rss_mb=java_rss,
-        manifests=ours["deleted_manifest_files_count"], java_manifests=theirs["deleted_manifest_files_count"])
+    got = {e: _child(wh, "--maintenance-child", f"{e}:exp_{e}:{cutoff[e]}") for e in ("ours", "java")}
+    row(f"expire {snapshots // 2} of {snapshots} snapshots (fresh process each)", got["ours"]["seconds"],
+        got["java"]["seconds"], rss_mb=got["ours"]["peak_rss_mb"], java_rss_mb=got["java"]["peak_rss_mb"],
+        manifest_lists=got["ours"]["deleted_manifest_lists_count"],
+        java_manifest_lists=got["java"]["deleted_manifest_lists_count"])
 
     # manifest rewrite: a table of ``snapshots`` appends, one manifest per 1000 files
     built = {e: build_planning_table(spark, wh, f"rwm_{e}", files, snapshots=snapshots) for e in ("ours", "java")}
@@ -889,15 +890,37 @@ def memory_child(engine: str, files: int) -> None:
     print(json.dumps({"engine": engine, "files": n, "peak_rss_mb": _peak_rss_mb()}))
 
 
+def maintenance_child(spec: str) -> None:
+    """In a fresh process: ``engine:table:cutoff``, expire that table's snapshots older than the cutoff (epoch
+    millis) with that engine; print the time (the table's load included) and the peak RSS."""
+    engine, name, cutoff = spec.split(":")
+    wh = os.environ["BENCH_MEMORY_WH"]
+    spark = session(wh)
+    t0 = time.perf_counter()
+    if engine == "ours":
+        import sparkberg
+        out = sparkberg.catalog(spark, wh).load_table(f"b.{name}").expire_snapshots(older_than=int(cutoff)) \
+            .collect()[0]
+    else:
+        out = spark.sql(f"CALL ref.system.expire_snapshots(table => 'b.{name}', "
+                        f"older_than => TIMESTAMP '{_utc(int(cutoff))}')").collect()[0]
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"seconds": seconds, "peak_rss_mb": _peak_rss_mb(), **out.asDict()}))
+
+
+def _child(wh: str, *args: str) -> dict:
+    """The JSON line a child process of this script (``args``) printed last."""
+    p = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                       env={**os.environ, "BENCH_MEMORY_WH": wh}, timeout=3600)
+    line = [x for x in p.stdout.splitlines() if x.startswith("{")]
+    if not line:
+        raise RuntimeError(p.stderr[-2000:])
+    return json.loads(line[-1])
+
+
 def bench_memory(wh, files, results):
-    out = {}
-    for engine in ("sparkberg", "java"):
-        p = subprocess.run([sys.executable, __file__, "--memory-child", engine, "--sizes", str(files)],
-                           capture_output=True, text=True, env={**os.environ, "BENCH_MEMORY_WH": wh}, timeout=1800)
-        line = [x for x in p.stdout.splitlines() if x.startswith("{")]
-        if not line:
-            raise RuntimeError(p.stderr[-2000:])
-        out[engine] = json.loads(line[-1])["peak_rss_mb"]
+    out = {engine: _child(wh, "--memory-child", engine, "--sizes", str(files))["peak_rss_mb"]
+           for engine in ("sparkberg", "java")}
     results.append({"benchmark": f"peak driver RSS planning {files} files (MiB)", "variant": "python + JVM",
                     "sparkberg_s": out["sparkberg"], "java_s": out["java"], "ratio": out["sparkberg"] / out["java"]})
     print(results[-1], flush=True)
@@ -950,11 +973,15 @@ def main() -> int:
                    default="planning,deletes,wide,reads,append,commit,catalogs,maintenance,rowlevel,memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
+    p.add_argument("--maintenance-child", help=argparse.SUPPRESS)
     p.add_argument("--spark4-child", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.memory_child:
         memory_child(args.memory_child, sizes[-1])
+        return 0
+    if args.maintenance_child:
+        maintenance_child(args.maintenance_child)
         return 0
     if args.spark4_child:
         spark4_child(args.spark4_child, args.rows, args.repeats)

@@ -158,8 +158,8 @@ def _copied(fmt: _Format, mf: ManifestFile, data: bytes) -> dict | None:
     try:
         meta, _ = compiled.header(data)
         layout = fmt.layout(meta[b"avro.schema"].decode("utf-8"))
-    except (compiled.Unsupported, KeyError, ValueError):
-        return None
+    except (compiled.Unsupported, KeyError, ValueError, TypeError, AttributeError, RecursionError):
+        return None  # (a header or schema this cannot use: the reference decoder reads it, or names the problem)
     if layout is None:
         return None
     entry, df, df_names, part_names = layout
