@@ -417,9 +417,11 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
             for n, op in enumerate(ops):
                 times = {"ours": [], "java": [], "ours_read": [], "java_read": [], "ours_rss": [], "java_rss": []}
                 done = {}
-                # (the first operation of a table and mode once more, untimed: the first runs in a session compile
-                # the JVM's and Spark's code paths for either engine, 1.5-2.5x slower than later ones)
-                for r in range(repeats + (n == 0)):
+                # (the first operation of a table and mode twice more, untimed: the first runs in a session compile
+                # the JVM's and Spark's code paths for either engine; a v3 merge-on-read DELETE took 5.7, 3.8, 1.8,
+                # 1.6 s in its first four runs, Java's 3.6, 2.8, 2.1, 1.9 s)
+                warm = 2 if n == 0 else 0
+                for r in range(repeats + warm):
                     for engine in ("ours", "java"):
                         t.refresh()
                         if t.metadata.current_snapshot_id != base:
@@ -431,7 +433,7 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
                             ours_ops[op]()
                         else:
                             spark.sql(java_ops[op]).collect()
-                        if r < (n == 0):
+                        if r < warm:
                             continue
                         times[engine].append(time.perf_counter() - t0)
                         times[f"{engine}_rss"].append(_peak_rss_mb())
@@ -799,36 +801,44 @@ def _utc(ms: int) -> str:
 
 def bench_maintenance(spark, wh, files: int, snapshots: int, results):
     """Expiry, orphan listing and manifest rewrite against Iceberg Java's procedures (its Spark actions): each
-    destructive action once, on a table of its own built the same way for each engine."""
+    destructive action once, on a table of its own built the same way for each engine; expiry, and the others
+    once more, in a fresh process per engine (a scheduled job's situation), whose peak RSS is reported."""
     def row(name: str, ours: float, java: float, **extra) -> None:
         results.append({"benchmark": name, "variant": f"{files} files", "sparkberg_s": ours, "java_s": java,
                         "ratio": ours / java, **extra})
         print(results[-1], flush=True)
 
-    def run(fn) -> tuple[float, object, float]:
-        """(seconds, result, the driver's peak RSS in MiB: Python and the JVM, reset first) of ``fn()``."""
-        _reset_peak_rss()
+    def run(fn) -> tuple[float, object]:
+        """(seconds, result) of ``fn()``. (In one process the JVM's heap, once grown by whichever engine ran
+        first, hides the other's peak RSS: the fresh-process rows report it.)"""
         t0 = time.perf_counter()
         out = fn()
-        return time.perf_counter() - t0, out, _peak_rss_mb()
+        return time.perf_counter() - t0, out
 
     # expiry: half of ``snapshots`` appends expire; their files are metadata only (deleting them finds none). Each
     # engine expires its copy in a fresh process of its own, as a scheduled job would: its time and its driver's
     # peak RSS (Python and the JVM) are that process's alone
     built = {e: build_planning_table(spark, wh, f"exp_{e}", files, snapshots=snapshots) for e in ("ours", "java")}
     cutoff = {e: t.metadata.snapshots[snapshots // 2].timestamp_ms for e, t in built.items()}
-    got = {e: _child(wh, "--maintenance-child", f"{e}:exp_{e}:{cutoff[e]}") for e in ("ours", "java")}
+    got = {e: _child(wh, "--maintenance-child", f"{e}:expire:exp_{e}:{cutoff[e]}") for e in ("ours", "java")}
     row(f"expire {snapshots // 2} of {snapshots} snapshots (fresh process each)", got["ours"]["seconds"],
         got["java"]["seconds"], rss_mb=got["ours"]["peak_rss_mb"], java_rss_mb=got["java"]["peak_rss_mb"],
         manifest_lists=got["ours"]["deleted_manifest_lists_count"],
         java_manifest_lists=got["java"]["deleted_manifest_lists_count"])
 
-    # manifest rewrite: a table of ``snapshots`` appends, one manifest per 1000 files
+    # manifest rewrite: a table of ``snapshots`` appends, one manifest per 1000 files; in the same process, then
+    # (on copies of their own) in a fresh process each
     built = {e: build_planning_table(spark, wh, f"rwm_{e}", files, snapshots=snapshots) for e in ("ours", "java")}
-    ours_s, ours, ours_rss = run(lambda: built["ours"].rewrite_manifests().collect()[0])
-    java_s, theirs, java_rss = run(lambda: spark.sql("CALL ref.system.rewrite_manifests('b.rwm_java')").collect()[0])
-    row("rewrite manifests", ours_s, java_s, rss_mb=ours_rss, java_rss_mb=java_rss,
-        added=ours["added_manifests_count"], java_added=theirs["added_manifests_count"])
+    ours_s, ours = run(lambda: built["ours"].rewrite_manifests().collect()[0])
+    java_s, theirs = run(lambda: spark.sql("CALL ref.system.rewrite_manifests('b.rwm_java')").collect()[0])
+    row("rewrite manifests", ours_s, java_s, added=ours["added_manifests_count"],
+        java_added=theirs["added_manifests_count"])
+    for e in ("ours", "java"):
+        build_planning_table(spark, wh, f"rwm2_{e}", files, snapshots=snapshots)
+    got = {e: _child(wh, "--maintenance-child", f"{e}:rewrite:rwm2_{e}") for e in ("ours", "java")}
+    row("rewrite manifests (fresh process each)", got["ours"]["seconds"], got["java"]["seconds"],
+        rss_mb=got["ours"]["peak_rss_mb"], java_rss_mb=got["java"]["peak_rss_mb"],
+        added=got["ours"]["added_manifests_count"], java_added=got["java"]["added_manifests_count"])
 
     # orphans: a table of at most 100k data files, each on disk (empty), and a tenth as many orphans, all a week
     # old; dry runs
@@ -853,8 +863,11 @@ def bench_maintenance(spark, wh, files: int, snapshots: int, results):
     secs = {e: [r[0] for r in rs] for e, rs in runs.items()}
     row("remove orphan files (dry run), 10% orphans", statistics.median(secs["ours"]),
         statistics.median(secs["java"]), spread=_spread(secs["ours"], secs["java"]),
-        rss_mb=max(r[2] for r in runs["ours"]), java_rss_mb=max(r[2] for r in runs["java"]),
         orphans=runs["ours"][-1][1], java_orphans=runs["java"][-1][1])
+    got = {e: _child(wh, "--maintenance-child", f"{e}:orphans:orph:{cutoff}") for e in ("ours", "java")}
+    row("remove orphan files (dry run, fresh process each)", got["ours"]["seconds"], got["java"]["seconds"],
+        rss_mb=got["ours"]["peak_rss_mb"], java_rss_mb=got["java"]["peak_rss_mb"], orphans=got["ours"]["orphans"],
+        java_orphans=got["java"]["orphans"])
 
 
 def _peak_rss_mb() -> float:
@@ -891,21 +904,30 @@ def memory_child(engine: str, files: int) -> None:
 
 
 def maintenance_child(spec: str) -> None:
-    """In a fresh process: ``engine:table:cutoff``, expire that table's snapshots older than the cutoff (epoch
-    millis) with that engine; print the time (the table's load included) and the peak RSS."""
-    engine, name, cutoff = spec.split(":")
+    """In a fresh process: ``engine:action:table[:cutoff]``, run that engine's action on the table (``expire``
+    snapshots older than the cutoff in epoch millis, ``rewrite`` its manifests, or an ``orphans`` dry run of files
+    older than the cutoff); print the time (the table's load included), the peak RSS and the action's result."""
+    engine, action, name, *rest = spec.split(":")
+    cutoff = int(rest[0]) if rest else None
     wh = os.environ["BENCH_MEMORY_WH"]
     spark = session(wh)
     t0 = time.perf_counter()
     if engine == "ours":
         import sparkberg
-        out = sparkberg.catalog(spark, wh).load_table(f"b.{name}").expire_snapshots(older_than=int(cutoff)) \
-            .collect()[0]
+        t = sparkberg.catalog(spark, wh).load_table(f"b.{name}")
+        out = {"expire": lambda: t.expire_snapshots(older_than=cutoff).collect()[0].asDict(),
+               "rewrite": lambda: t.rewrite_manifests().collect()[0].asDict(),
+               "orphans": lambda: {"orphans": t.remove_orphan_files(older_than=cutoff, dry_run=True).count()},
+               }[action]()
     else:
-        out = spark.sql(f"CALL ref.system.expire_snapshots(table => 'b.{name}', "
-                        f"older_than => TIMESTAMP '{_utc(int(cutoff))}')").collect()[0]
+        sql = {"expire": f"expire_snapshots(table => 'b.{name}', older_than => TIMESTAMP '{_utc(cutoff or 0)}')",
+               "rewrite": f"rewrite_manifests('b.{name}')",
+               "orphans": f"remove_orphan_files(table => 'b.{name}', older_than => TIMESTAMP '{_utc(cutoff or 0)}', "
+                          "dry_run => true)"}[action]
+        rows = spark.sql(f"CALL ref.system.{sql}").collect()
+        out = {"orphans": len(rows)} if action == "orphans" else rows[0].asDict()
     seconds = time.perf_counter() - t0
-    print(json.dumps({"seconds": seconds, "peak_rss_mb": _peak_rss_mb(), **out.asDict()}))
+    print(json.dumps({"seconds": seconds, "peak_rss_mb": _peak_rss_mb(), **out}))
 
 
 def _child(wh: str, *args: str) -> dict:

@@ -3,8 +3,9 @@
 Reading maps every field by its Avro ``field-id`` (names differ between writers and versions)
 into the model of :mod:`sparkberg.spec.manifests`; values absent in a version take the spec's read defaults
 ("sequence_number: v2+, 0 for v1"). This is the reference decoder: planning decodes manifests through
-:mod:`sparkberg.avro.decode`, which uses compiled code where it applies and this module otherwise.
-Functions take and return bytes; the caller does the I/O.
+:mod:`sparkberg.avro.decode`, which uses compiled code where it applies and this module otherwise. Entries
+already encoded (the manifest rewrite carries them so) are put in a container by :func:`avro_container`, which
+only joins and deflates them. Functions take and return bytes; the caller does the I/O.
 """
 from __future__ import annotations
 
