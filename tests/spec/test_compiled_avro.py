@@ -346,3 +346,27 @@ def test_keyed_arrays_in_blocks_that_give_their_size_in_bytes_and_malformed_ones
     assert read_columns(container(_zigzag(1) + _zigzag(3) + _zigzag(100) + b"abc"), [("m",)], keys={("m",): {3}}) \
         is None
     assert read_columns(container(_zigzag(1000) + _zigzag(3)), [("m",)], keys={("m",): {3}}) is None
+
+
+def test_marks_are_where_fields_start():
+    """A mark keeps the position a record's field starts at: each record's bytes from a mark on are that field's
+    encoding and those of the fields after it (what the manifest rewrite copies)."""
+    schema = {"type": "record", "name": "m", "fields": [
+        {"name": "a", "type": "long"}, {"name": "arr", "type": {"type": "array", "items": "long"}},
+        {"name": "sub", "type": {"type": "record", "name": "s", "fields": [
+            {"name": "x", "type": ["null", "long"]}, {"name": "y", "type": "string"}]}}]}
+    rows = [{"a": i * 1000, "arr": list(range(i)), "sub": {"x": None if i % 2 else i, "y": "y" * i}}
+            for i in range(40)]
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), rows, codec="deflate", sync_interval=64)
+    cols = read_columns(buf.getvalue(), [("a",)], marks=[("a",), ("sub",), ("sub", "y")])
+    data = cols.data.tobytes()
+    starts = cols.ints((compiled.MARK, "a"))[0].tolist() + [len(data)]
+    for i, row in enumerate(rows):
+        for mark, encoded in ((("sub",), row["sub"]), (("sub", "y"), row["sub"]["y"])):
+            at = int(cols.ints((compiled.MARK, *mark))[0][i])
+            out = io.BytesIO()
+            fastavro.schemaless_writer(out, fastavro.parse_schema(
+                schema["fields"][2]["type"] if mark == ("sub",) else "string"), encoded)
+            assert data[at:starts[i + 1]] == out.getvalue()
+    assert cols.ints(("a",))[0].tolist() == [r["a"] for r in rows]
