@@ -46,6 +46,16 @@ def _java_v3_branches(java, name):
     java.sql(f"CALL ref.system.rewrite_data_files(table => 'exp.{name}', options => map('rewrite-all', 'true'))")
 
 
+def _java_v1(java, name):
+    java.sql(f"CREATE TABLE ref.exp.{name} (id bigint, p int) USING iceberg PARTITIONED BY (p) TBLPROPERTIES "
+             "('format-version'='1')")
+    for k in range(3):
+        java.sql(f"INSERT INTO ref.exp.{name} SELECT id, CAST(id % 2 AS int) FROM range({10 * k}, {10 * k + 10})")
+    java.sql(f"DELETE FROM ref.exp.{name} WHERE id < 4")  # (v1: copy-on-write)
+    java.sql(f"CALL ref.system.rewrite_data_files(table => 'exp.{name}', options => map('rewrite-all', 'true'))")
+    java.sql(f"INSERT INTO ref.exp.{name} VALUES (100, 0)")
+
+
 def _sparkberg_v2(java, name):
     cat = sparkberg.catalog(java, java.conf.get("spark.sql.catalog.ref.warehouse"))
     t = cat.create_table(f"exp.{name}", "id bigint, p int", partition_by=["p"],
@@ -57,8 +67,8 @@ def _sparkberg_v2(java, name):
     t.overwrite(java.sql("SELECT 50L AS id, 0 AS p"), "p = 0")
 
 
-@pytest.mark.parametrize("build,retain", [(_java_v2_mor, 1), (_java_v2_mor, 2), (_java_v3_branches, 1),
-                                          (_sparkberg_v2, 1)])
+@pytest.mark.parametrize("build,retain", [(_java_v1, 1), (_java_v2_mor, 1), (_java_v2_mor, 2),
+                                          (_java_v3_branches, 1), (_sparkberg_v2, 1)])
 def test_the_same_files_are_deleted_as_by_iceberg_java(java, java_warehouse, tmp_path, build, retain):
     java.sql("CREATE NAMESPACE IF NOT EXISTS ref.exp")
     name = f"{build.__name__.strip('_')}_{retain}"
