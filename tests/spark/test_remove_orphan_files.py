@@ -95,3 +95,15 @@ def test_prefix_mismatches_are_refused_kept_or_deleted_as_asked(spark):
     assert _orphans(listed, valid, EQUAL_SCHEMES, {}, "ignore") == ["s3://b/t/data/f3"]
     assert _orphans(listed, valid, EQUAL_SCHEMES, {}, "delete") == ["s3://b/t/data/f3", "s3://other/t/data/f2"]
     assert _orphans(listed, valid, EQUAL_SCHEMES, {"other": "b"}, "error") == ["s3://b/t/data/f3"]
+
+
+def test_a_file_referenced_twice_and_under_other_forms_is_matched_once(spark):
+    """A listed file referenced by several manifests, under the same and under an equal origin, is neither an
+    orphan nor a mismatch; one referenced under another authority as well as its own is not a mismatch."""
+    from sparkberg.maintenance.orphans import EQUAL_SCHEMES, _orphans
+    listed = spark.createDataFrame([("file:///t/data/f1",), ("s3://b/t/data/f2",), ("s3://b/t/data/f3",)],
+                                   "location string")
+    valid = spark.createDataFrame([("/t/data/f1",), ("file:/t/data/f1",), ("file:///t/data/f1",),
+                                   ("s3://b/t/data/f2",), ("s3://other/t/data/f2",), ("s3a://b/t/data/f2",)],
+                                  "location string")
+    assert _orphans(listed, valid, EQUAL_SCHEMES, {}, "error") == ["s3://b/t/data/f3"]
