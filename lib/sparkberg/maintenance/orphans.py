@@ -106,8 +106,9 @@ def _listing(spark: Any, where: str, older_ms: int, partition_names: frozenset[s
         out = []
         for path, mtime in files:
             if mtime < older_ms:
-                bare = _bare(path)  # (the file's levels below ``where``: listings give paths under it)
-                if not _hidden(bare[bare.index(base) + len(base):].lstrip("/"), partition_names):
+                bare = _bare(path)  # (the file's levels below ``where``: listings give paths under it, though
+                at = bare.find(base)  # perhaps with another number of leading slashes)
+                if not _hidden(bare[max(at, 0) + len(base):].lstrip("/"), partition_names):
                     out.append(path)
         return out
 
@@ -146,7 +147,8 @@ def _orphans(listed: DataFrame, valid: DataFrame, schemes: dict[str, str], autho
     comparison runs in Spark; only the orphans and the mismatches come back."""
     def paths(df: DataFrame, prefix: str) -> DataFrame:
         loc = F.col("location")
-        return df.select(loc.alias(f"{prefix}location"), F.regexp_extract(loc, _URI.pattern, 3).alias(f"{prefix}path"))
+        return df.select(loc.alias(f"{prefix}location"),
+                         F.regexp_extract(loc, _URI.pattern, 3).alias(f"{prefix}path"))
 
     def origin(location):  # (scheme://authority, each mapped to its equal)
         return F.concat_ws("://", _mapped(F.lower(F.regexp_extract(location, _URI.pattern, 1)), schemes),
