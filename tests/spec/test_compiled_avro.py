@@ -15,6 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from sparkberg.avro import compiled
 from sparkberg.avro.compiled import ITEMS, read_columns
+from sparkberg.avro.manifest import avro_long
 
 RAW_SCHEMA = {"type": "record", "name": "r", "fields": [
     {"name": "b", "type": "boolean"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
@@ -138,32 +139,22 @@ def test_arrays_and_maps_of_flat_items_that_no_path_keeps_are_stepped_over_in_on
     assert values(cols, ("i",)) == list(range(5)) and values(cols, ("sub", "x")) == [9] * 5
 
 
-def _zigzag(v: int) -> bytes:
-    v = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
 def test_blocks_that_give_their_size_in_bytes_are_stepped_over_whole():
     """Arrays and maps may be written in blocks of a negative count followed by the block's size in bytes (Avro
     spec, "Complex Types"; Java's blocking encoder writes them): stepped over by that size, kept items decoded."""
     schema = {"type": "record", "name": "r", "fields": [
         {"name": "a", "type": {"type": "array", "items": "long"}},
         {"name": "m", "type": {"type": "map", "values": "long"}}, {"name": "z", "type": "int"}]}
-    first = _zigzag(5) + _zigzag(-300)
-    pair = _zigzag(1) + b"k" + _zigzag(9)
-    body = (_zigzag(-2) + _zigzag(len(first)) + first + _zigzag(1) + _zigzag(7) + _zigzag(0) +
-            _zigzag(-1) + _zigzag(len(pair)) + pair + _zigzag(0) + _zigzag(42))
+    first = avro_long(5) + avro_long(-300)
+    pair = avro_long(1) + b"k" + avro_long(9)
+    body = (avro_long(-2) + avro_long(len(first)) + first + avro_long(1) + avro_long(7) + avro_long(0) +
+            avro_long(-1) + avro_long(len(pair)) + pair + avro_long(0) + avro_long(42))
     sync = bytes(range(16))
 
     def container(record: bytes) -> bytes:
         text = json.dumps(schema).encode()
-        meta = _zigzag(1) + _zigzag(len(b"avro.schema")) + b"avro.schema" + _zigzag(len(text)) + text + _zigzag(0)
-        return b"Obj\x01" + meta + sync + _zigzag(2) + _zigzag(2 * len(record)) + record * 2 + sync
+        meta = avro_long(1) + avro_long(len(b"avro.schema")) + b"avro.schema" + avro_long(len(text)) + text + avro_long(0)
+        return b"Obj\x01" + meta + sync + avro_long(2) + avro_long(2 * len(record)) + record * 2 + sync
 
     data = container(body)
     assert list(fastavro.reader(io.BytesIO(data))) == [{"a": [5, -300, 7], "m": {"k": 9}, "z": 42}] * 2
@@ -173,7 +164,7 @@ def test_blocks_that_give_their_size_in_bytes_are_stepped_over_whole():
     assert lists(cols, ("a",), values(cols, ("a", ITEMS))) == [[5, -300, 7]] * 2 and values(cols, ("z",)) == [42, 42]
     # a block size past the data's end: stepping over by it is declined (to the decoders that read item by item,
     # as fastavro, which reads such a file whole); kept, the items are read one by one, as fastavro reads them
-    bad = container(_zigzag(-2) + _zigzag(1000) + body[len(_zigzag(-2) + _zigzag(len(first))):])
+    bad = container(avro_long(-2) + avro_long(1000) + body[len(avro_long(-2) + avro_long(len(first))):])
     assert list(fastavro.reader(io.BytesIO(bad))) == [{"a": [5, -300, 7], "m": {"k": 9}, "z": 42}] * 2
     assert read_columns(bad, [("z",)]) is None
     cols = read_columns(bad, [("a",), ("z",)])
@@ -327,14 +318,14 @@ def test_keyed_arrays_in_blocks_that_give_their_size_in_bytes_and_malformed_ones
         {"name": "m", "type": {"type": "array", "items": {"type": "record", "name": "kv", "fields": [
             {"name": "key", "type": "int"}, {"name": "value", "type": "bytes"}]}}}, {"name": "z", "type": "int"}]}
     items = [(3, b"abc"), (4, b""), (3, b"z")]
-    block = b"".join(_zigzag(k) + _zigzag(len(v)) + v for k, v in items)
-    body = _zigzag(-3) + _zigzag(len(block)) + block + _zigzag(0) + _zigzag(42)
+    block = b"".join(avro_long(k) + avro_long(len(v)) + v for k, v in items)
+    body = avro_long(-3) + avro_long(len(block)) + block + avro_long(0) + avro_long(42)
     sync = bytes(range(16))
 
     def container(record: bytes) -> bytes:
         text = json.dumps(schema).encode()
-        meta = _zigzag(1) + _zigzag(len(b"avro.schema")) + b"avro.schema" + _zigzag(len(text)) + text + _zigzag(0)
-        return b"Obj\x01" + meta + sync + _zigzag(1) + _zigzag(len(record)) + record + sync
+        meta = avro_long(1) + avro_long(len(b"avro.schema")) + b"avro.schema" + avro_long(len(text)) + text + avro_long(0)
+        return b"Obj\x01" + meta + sync + avro_long(1) + avro_long(len(record)) + record + sync
 
     data = container(body)
     assert list(fastavro.reader(io.BytesIO(data))) == [{"m": [{"key": k, "value": v} for k, v in items], "z": 42}]
@@ -343,9 +334,9 @@ def test_keyed_arrays_in_blocks_that_give_their_size_in_bytes_and_malformed_ones
         [[{"key": 3, "value": b"abc"}, {"key": 3, "value": b"z"}]]
     assert values(cols, ("z",)) == [42]
     # a value's length past the data's end, and an item count past it: declined
-    assert read_columns(container(_zigzag(1) + _zigzag(3) + _zigzag(100) + b"abc"), [("m",)], keys={("m",): {3}}) \
+    assert read_columns(container(avro_long(1) + avro_long(3) + avro_long(100) + b"abc"), [("m",)], keys={("m",): {3}}) \
         is None
-    assert read_columns(container(_zigzag(1000) + _zigzag(3)), [("m",)], keys={("m",): {3}}) is None
+    assert read_columns(container(avro_long(1000) + avro_long(3)), [("m",)], keys={("m",): {3}}) is None
 
 
 def test_marks_are_where_fields_start():

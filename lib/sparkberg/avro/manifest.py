@@ -444,21 +444,32 @@ def manifest_file_for(entries: Sequence[ManifestEntry], *, path: str, length: in
                       schema: Schema, added_snapshot_id: int, content: int = MANIFEST_DATA,
                       sequence_number: int = 0, first_row_id: int | None = None) -> ManifestFile:
     """The manifest-list entry describing a manifest with these entries (counts, summaries, min seq)."""
-    added = [e for e in entries if e.status == ADDED]
-    existing = [e for e in entries if e.status == EXISTING]
-    deleted = [e for e in entries if e.status == DELETED]
-    live_seqs = [e.sequence_number if e.sequence_number is not None else sequence_number
-                 for e in entries if e.status != DELETED]
+    return manifest_file_of(((e.status, e.data_file.record_count, e.sequence_number, e.data_file.partition)
+                             for e in entries), path=path, length=length, spec=spec, schema=schema,
+                            added_snapshot_id=added_snapshot_id, content=content, sequence_number=sequence_number,
+                            first_row_id=first_row_id)
+
+
+def manifest_file_of(entries: Iterable[tuple[int, int, int | None, Mapping[int, Any]]], *, path: str, length: int,
+                     spec: PartitionSpec, schema: Schema, added_snapshot_id: int, content: int = MANIFEST_DATA,
+                     sequence_number: int = 0, first_row_id: int | None = None) -> ManifestFile:
+    """:func:`manifest_file_for` of entries given as (status, record count, data sequence number, partition by
+    field id), for writers that hold them so rather than as entry objects (the manifest rewrite)."""
+    files = {ADDED: 0, EXISTING: 0, DELETED: 0}
+    rows = {ADDED: 0, EXISTING: 0, DELETED: 0}
+    live_seqs, partitions = [], []
+    for status, records, seq, partition in entries:
+        files[status] += 1
+        rows[status] += records
+        if status != DELETED:
+            live_seqs.append(seq if seq is not None else sequence_number)
+            partitions.append(partition)
     return ManifestFile(
         manifest_path=path, manifest_length=length, partition_spec_id=spec.spec_id, added_snapshot_id=added_snapshot_id,
         content=content, sequence_number=sequence_number, min_sequence_number=min(live_seqs, default=sequence_number),
-        added_files_count=len(added), existing_files_count=len(existing), deleted_files_count=len(deleted),
-        added_rows_count=sum(e.data_file.record_count for e in added),
-        existing_rows_count=sum(e.data_file.record_count for e in existing),
-        deleted_rows_count=sum(e.data_file.record_count for e in deleted),
-        partitions=partition_summaries([e.data_file.partition for e in entries if e.status != DELETED],
-                                       spec.partition_type(schema)),
-        first_row_id=first_row_id)
+        added_files_count=files[ADDED], existing_files_count=files[EXISTING], deleted_files_count=files[DELETED],
+        added_rows_count=rows[ADDED], existing_rows_count=rows[EXISTING], deleted_rows_count=rows[DELETED],
+        partitions=partition_summaries(partitions, spec.partition_type(schema)), first_row_id=first_row_id)
 
 
 def manifest_file_from_manifest(path: str, length: int, data: bytes, snapshot_id: int) -> ManifestFile:

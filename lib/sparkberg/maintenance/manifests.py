@@ -37,7 +37,7 @@ from pyspark.sql import DataFrame
 from sparkberg.avro import compiled
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.avro.manifest import (
-    avro_long, entry_record, manifest_avro_schema, partition_fields, partition_summaries, write_encoded_manifest,
+    avro_long, entry_record, manifest_avro_schema, manifest_file_of, partition_fields, write_encoded_manifest,
 )
 from sparkberg.avro.schemas import non_null
 from sparkberg.avro.types import from_avro_value
@@ -75,6 +75,7 @@ class _Format:
         self.avro = manifest_avro_schema(version, spec, schema)
         self.parsed = fastavro.parse_schema(self.avro)
         self.pfields = partition_fields(spec, schema)
+        self.ptypes = [t for _, _, t in self.pfields]
         self._data_file = _shape(self.avro["fields"][-1]["type"], {})
         self._layouts: dict[str, tuple | None] = {}
 
@@ -166,9 +167,9 @@ def _copied(fmt: _Format, mf: ManifestFile, data: bytes) -> dict | None:
     first = next(iter(entry.values()))
     row_id = df_names.get(142)
     paths = [(entry[f],) for f in (0, 1, 3, 4) if f in entry] + \
-        [(df, df_names[f]) for f in (134, 103) if f in df_names] + [(df, df_names[102], p) for p in part_names]
+        [(df, df_names[f]) for f in (134, 103, 142) if f in df_names] + [(df, df_names[102], p) for p in part_names]
     marks = [(first,), (df,)] + ([(df, row_id)] if row_id else [])
-    cols = compiled.read_columns(data, paths + ([(df, row_id)] if row_id else []), marks=marks)
+    cols = compiled.read_columns(data, paths, marks=marks)
     if cols is None:
         return None
     n = cols.num_rows
@@ -178,15 +179,15 @@ def _copied(fmt: _Format, mf: ManifestFile, data: bytes) -> dict | None:
     status = ints((entry[0],))[0]
     content = ints((df, df_names.get(134)))[0]
     records = ints((df, df_names[103]))[0]
+    written = ints((df, row_id) if row_id else None)
     snapshot_id, seq, file_seq, row_ids = inherit_columns(
         [mf], np.zeros(n, np.int64), status, content, records, ints((entry.get(1),)), ints((entry.get(3),)),
-        ints((entry.get(4),)), ints((df, row_id) if row_id else None))
+        ints((entry.get(4),)), written)
     buf = cols.data.tobytes()
     starts = cols.ints((compiled.MARK, first))[0]
     ends = np.append(starts[1:], len(buf))
     bodies = cols.ints((compiled.MARK, df))[0]
-    written = ints((df, row_id) if row_id else None)[1]
-    patch = row_ids[1] & ~written
+    patch = row_ids[1] & ~written[1]
     at = cols.ints((compiled.MARK, df, row_id))[0] if row_id else None
     partitions = list(zip(*(_partition_values(cols, (df, df_names[102], p), t) for p, (_, _, t) in
                             zip(part_names, fmt.pfields)))) or [()] * n
@@ -212,7 +213,7 @@ def _partition_values(cols, path: tuple[str, ...], t: Any) -> list:
         values, valid = cols.floats(path)
         raw = values.tolist()
     else:
-        arr = cols.binary(path, string=t in (STRING,))
+        arr = cols.binary(path, string=t == STRING)
         return [from_avro_value(t, v) for v in arr.to_pylist()]
     return [from_avro_value(t, v) if ok else None for v, ok in zip(raw, valid.tolist())]
 
@@ -234,7 +235,7 @@ def _encoded(fmt: _Format, mf: ManifestFile, data: bytes) -> dict:
 
 
 class _Rows:
-    """The rows :func:`_entries` yields for a manifest's entries."""
+    """The rows :class:`_Entries` yields for a manifest's entries."""
 
     def __init__(self):
         self.rows: dict[str, list] = {name: [] for name in _ENTRIES_SCHEMA.names}
@@ -242,7 +243,7 @@ class _Rows:
     def add(self, mf: ManifestFile, entry: bytes, partition: tuple, fmt: _Format, records: int, seq: int | None,
             first_row_id: int | None) -> None:
         for name, value in (("content", mf.content), ("spec_id", mf.partition_spec_id),
-                            ("key", sort_key(partition, [t for _, _, t in fmt.pfields])), ("entry", entry),
+                            ("key", sort_key(partition, fmt.ptypes)), ("entry", entry),
                             ("partition", pickle.dumps(partition)), ("records", records),
                             ("sequence_number", seq), ("first_row_id", first_row_id)):
             self.rows[name].append(value)
@@ -306,16 +307,11 @@ class _Writer:
                                       schema=self.schema, content=content)
         io_.create(path, data)
         ids = [r["first_row_id"] for r in rows]
-        seqs = [r["sequence_number"] for r in rows if r["sequence_number"] is not None]
         fids = [fid for _, fid, _ in partition_fields(spec, self.schema)]
-        return ManifestFile(
-            manifest_path=path, manifest_length=len(data), partition_spec_id=spec_id,
-            added_snapshot_id=self.snapshot_id, content=content, sequence_number=0,
-            min_sequence_number=min(seqs, default=0), added_files_count=0, existing_files_count=len(rows),
-            deleted_files_count=0, added_rows_count=0, existing_rows_count=sum(r["records"] for r in rows),
-            deleted_rows_count=0,
-            partitions=partition_summaries((dict(zip(fids, pickle.loads(r["partition"]))) for r in rows),
-                                           spec.partition_type(self.schema)),
+        return manifest_file_of(
+            ((EXISTING, r["records"], r["sequence_number"], dict(zip(fids, pickle.loads(r["partition"]))))
+             for r in rows), path=path, length=len(data), spec=spec, schema=self.schema,
+            added_snapshot_id=self.snapshot_id, content=content,
             # (every entry has its own: no new row ids consumed)
             first_row_id=min(ids) if self.version >= 3 and content == MANIFEST_DATA and None not in ids else None)
 
