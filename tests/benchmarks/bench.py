@@ -418,8 +418,8 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
                 times = {"ours": [], "java": [], "ours_read": [], "java_read": [], "ours_rss": [], "java_rss": []}
                 done = {}
                 # (the first operation of a table and mode twice more, untimed: the first runs in a session compile
-                # the JVM's and Spark's code paths for either engine; a v3 merge-on-read DELETE took 5.7, 3.8, 1.8,
-                # 1.6 s in its first four runs, Java's 3.6, 2.8, 2.1, 1.9 s)
+                # the JVM's and Spark's code paths for either engine, which takes each three to four runs; the
+                # README's benchmark section has the figures)
                 warm = 2 if n == 0 else 0
                 for r in range(repeats + warm):
                     for engine in ("ours", "java"):
