@@ -187,6 +187,38 @@ def test_driver_plans_reach_pyspark_35_as_arrow_batches(corpus, java, java_wareh
     assert [_norm(r) for r in p.files().collect()] == [_norm(r) for r in typed.collect()]
 
 
+@pytest.mark.parametrize("name", ["v2_mor", "v3_dv", "v2_eqdeletes", "v2_to_v3"])
+def test_deletes_filter_the_scan_on_a_classic_spark_35_session(corpus, java, java_warehouse, name, monkeypatch):
+    """On a classic PySpark 3.5 session the deleted positions are a filter of the Parquet scan: one literal array
+    of bitmaps made in the JVM, no join. Every snapshot reads as Java's, and as the join of the bitmaps (the way
+    of a Spark 3.5 Connect session) reads."""
+    from sparkberg.read import positions, reader
+    used = []
+    real = reader.position_scan_filter
+    monkeypatch.setattr(reader, "position_scan_filter", lambda *a: used.append(real(*a)) or used[-1])
+    t = table(java, java_warehouse, name)
+
+    def reads() -> tuple[list, int]:
+        """Each snapshot's rows (without metadata columns: those take the join), and how many reads took the
+        filter."""
+        out, filtered = [], 0
+        for snap in t.metadata.snapshots:
+            schema = t.metadata.schema(snap.schema_id) if snap.schema_id is not None else t.schema()
+            cols = [f.name for f in schema.fields]
+            used.clear()
+            df = t.to_df(snapshot_id=snap.snapshot_id, columns=cols)
+            if any(u is not None for u in used):
+                filtered += 1
+                assert "BroadcastHashJoin" not in df._jdf.queryExecution().executedPlan().toString()
+            out.append(rows(df))
+            assert out[-1] == rows(java_select(java, name, cols, f"VERSION AS OF {snap.snapshot_id}")), snap
+        return out, filtered
+    filtered, taken = reads()
+    assert taken
+    monkeypatch.setattr(positions, "literal_of", lambda one: None)  # (the join of bitmaps)
+    assert reads() == (filtered, 0)
+
+
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from sparkberg.expressions.predicates import bind  # noqa: E402

@@ -2,8 +2,8 @@
 
 Rows are matched to them by (file, ``_metadata.row_index``). The deleted positions of each data file become a
 bitmap, on the driver where they are few (:class:`~sparkberg.spark.tuning.ReadTuning`) or on the executors, and
-the rows are filtered by it: by the Parquet scan itself on Spark 4 where it can (:func:`position_scan_filter`),
-else by a join on the file; beyond the bitmaps' bound, by an anti-join on (file, position) keys.
+the rows are filtered by it: by the Parquet scan itself where it can (:func:`position_scan_filter`: Spark 4,
+and classic Spark 3.5 sessions), else by a join on the file; beyond the bitmaps' bound, by an anti-join on (file, position) keys.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileSlots
-from sparkberg.spark.session import arrow_dataframe, per_session, spark_version
+from sparkberg.spark.session import arrow_dataframe, literal_of, per_session, spark_version
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.spec.puffin import dv_positions
@@ -355,19 +355,25 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
     """A filter for the rows of the data files of ``tasks`` (``ids``: their ids; all Parquet) that drops the
     rows their position deletes, DVs and derived positions (``src``) delete, to apply straight to Spark's Parquet
     relation: bit ``_metadata.row_index`` of the bitmap of the row's file, found by the file's slot
-    (:class:`FileSlots`) in one array of every file's bitmap, which a scalar subquery reads from a one-row local
-    relation. No join, so no broadcast stage for Spark's adaptive execution to run and plan around, and no
-    column added to the rows: the rows of files with deletes keep the plain read's columns, so they union with
-    the rest of the table's as they are. (``count(*), sum(x)`` of 10M rows, 1M of them in 48 files with
-    position deletes, on Spark 4.3: x1.37 -> x1.22-1.27 the read without deletes.) Needs Spark 4
-    (``DataFrame.scalar``; Spark 3.5's analyzer also fails a join on ``_metadata``); None where the rows take
-    :func:`apply_position_deletes` instead: Spark 3.5, deletes too many to decode on the driver, or slots
-    that need more than ``scan_filter_slot_bits_max`` bits."""
+    (:class:`FileSlots`) in one array of every file's bitmap. On Spark 4 a scalar subquery reads the array from a
+    one-row local relation (``DataFrame.scalar``, over Spark Connect too); on a classic Spark 3.5 session the
+    array is a literal the JVM makes of that row (:func:`~sparkberg.spark.session.literal_of`). No join, so no
+    broadcast stage for Spark's adaptive execution to run and plan around, and no column added to the rows: the
+    rows of files with deletes keep the plain read's columns, so they union with the rest of the table's as they
+    are. None where the rows take :func:`apply_position_deletes` instead: Spark 3.5 over Spark Connect (its client
+    has no ``DataFrame.scalar`` and cannot make the literal; Spark 3.5's analyzer also fails a join on
+    ``_metadata``), deletes too many to decode on the driver, or slots that need more than
+    ``scan_filter_slot_bits_max`` bits."""
     from pyspark.sql import DataFrame as AnyDataFrame
 
-    if not hasattr(AnyDataFrame, "scalar") or spark_version(spark) < (4, 0):
-        return None
     if src.empty or not (src.as_bitmaps and src.on_driver):
+        return None
+    if hasattr(AnyDataFrame, "scalar") and spark_version(spark) >= (4, 0):
+        def value(one: DataFrame) -> Column | None:
+            return one.scalar()
+    elif getattr(spark, "_jsparkSession", None) is not None:
+        value = literal_of
+    else:
         return None
     slots = FileSlots.of([t["file_path"] for t in tasks], src.tuning.scan_filter_slot_bits_max)
     if slots is None:
@@ -376,9 +382,12 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
     cache = delete_cache(spark)
     decoder = DeletedPositions(src.applies, src.limits, cache)
     slot_of = dict(zip(ids, slots.slots))
-    one = _kept_frame(spark, cache, ("slots", tuple(units), slots.shift, slots.bits) + src.key,
-                      lambda: _by_slot(decoder.on_driver(units, src.derived), slot_of, slots.bits), _SLOTS_SCHEMA)
-    word = F.get(F.get(one.scalar(), F.expr(slots.sql())), F.expr("int(shiftright(_metadata.row_index, 6))"))
+    bitmaps = value(_kept_frame(spark, cache, ("slots", tuple(units), slots.shift, slots.bits) + src.key,
+                                lambda: _by_slot(decoder.on_driver(units, src.derived), slot_of, slots.bits),
+                                _SLOTS_SCHEMA))
+    if bitmaps is None:
+        return None
+    word = F.get(F.get(bitmaps, F.expr(slots.sql())), F.expr("int(shiftright(_metadata.row_index, 6))"))
     return F.coalesce(word.bitwiseAND(F.expr("shiftleft(1L, int(_metadata.row_index & 63))")), F.lit(0)) == 0
 
 

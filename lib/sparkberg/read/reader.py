@@ -154,7 +154,7 @@ def _rows_with_deletes(spark, read: Callable[..., DataFrame], tasks: list, ids: 
     Only the rows of files that deletes apply to are matched against them, and only those of files that equality
     deletes apply to against those: each kind of file is read apart and the parts unioned. Deletes that are all
     by position (equality deletes found as positions included), in Parquet files, for a read without metadata
-    columns, become a filter of the Parquet scan itself (Spark 4) where they can."""
+    columns, become a filter of the Parquet scan itself where they can (:func:`position_scan_filter`)."""
     def has_eq(t) -> bool:
         return derived is None and any(d["content"] == 2 for d in t["deletes"])
 

@@ -13,7 +13,7 @@ from sparkberg.lru import LRU
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame, DataFrameReader
+    from pyspark.sql import Column, DataFrame, DataFrameReader
     from pyspark.sql.types import StructType
 
 DEFAULTS_FILE = "spark-defaults.conf"
@@ -170,6 +170,25 @@ def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFra
     with session_setting(spark, _LOCAL_RELATION_THRESHOLD, "0", table.num_rows >= LAZY_ROWS):
         jdf = jvm.PythonSQLUtils.toDataFrame(jrdd, struct.json(), spark._jsparkSession)
     return ClassicDataFrame(jdf, spark)
+
+
+def literal_of(one: DataFrame) -> Column | None:
+    """The value of a one-row, one-column DataFrame made on the driver (a local relation) as a literal Column,
+    built in the JVM from the row Spark holds, so no value crosses py4j one element at a time; None on a session
+    without a JVM of its own (Spark Connect) or whose internals moved. A literal is part of the plan: it goes to
+    the executors with the task's code, once per stage."""
+    from pyspark.sql import Column as AnyColumn
+    jdf = getattr(one, "_jdf", None)
+    if jdf is None:
+        return None
+    try:
+        jvm = one.sparkSession._jvm
+        row = jdf.queryExecution().executedPlan().executeCollect()[0]
+        data_type = jdf.schema().fields()[0].dataType()
+        literal = jvm.org.apache.spark.sql.catalyst.expressions.Literal.create(row.get(0, data_type), data_type)
+        return AnyColumn(jvm.org.apache.spark.sql.Column(literal))
+    except Exception:  # noqa: BLE001 - PySpark or Spark internals that moved: the caller's other way
+        return None
 
 
 _LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"

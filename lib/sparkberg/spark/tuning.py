@@ -29,7 +29,7 @@ Reads, per session (Spark conf keys, :class:`ReadTuning`), each the size up to w
 - ``spark.sparkberg.read.equality-positions-rows-max`` (4,000,000): equality deletes that apply to data files of
   up to this many rows in all are resolved once, on the driver, to the positions they delete, and applied as
   position deletes; beyond, Spark joins the rows with the deleted values.
-- ``spark.sparkberg.read.scan-filter-slot-bits-max`` (16): the bitmaps a Spark 4 Parquet scan filters by are
+- ``spark.sparkberg.read.scan-filter-slot-bits-max`` (16): the bitmaps a Parquet scan filters by are
   looked up in a table of at most 2 ** this many slots; reads whose files need more join the bitmaps instead.
 - ``spark.sparkberg.read.name-ids-max-files`` (8,192): rows are matched to their data file (for deletes and
   metadata columns) by an id Spark computes from the file's name (a slice of its hash, distinct for the read's
