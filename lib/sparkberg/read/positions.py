@@ -2,8 +2,9 @@
 
 Rows are matched to them by (file, ``_metadata.row_index``). The deleted positions of each data file become a
 bitmap, on the driver where they are few (:class:`~sparkberg.spark.tuning.ReadTuning`) or on the executors, and
-the rows are filtered by it: by the Parquet scan itself where it can (:func:`position_scan_filter`: Spark 4,
-and classic Spark 3.5 sessions), else by a join on the file; beyond the bitmaps' bound, by an anti-join on (file, position) keys.
+the rows are filtered by it: by the Parquet scan itself where it can (:func:`position_scan_filter`: Spark 4 and
+classic Spark 3.5 sessions), else by a join on the file; beyond the bitmaps' bound, by an anti-join on (file,
+position) keys.
 """
 from __future__ import annotations
 
