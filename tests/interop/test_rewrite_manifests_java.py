@@ -36,7 +36,8 @@ def test_rewritten_manifests_read_the_same_everywhere(java, java_warehouse, duck
 def test_java_written_manifests_are_copied_and_read_the_same(java, java_warehouse, version):
     """Java's manifests encode ``data_file`` as sparkberg's do, so the rewrite copies their entries' bytes; Java
     reads the rewritten table with the same rows, row ids and last-updated sequence numbers."""
-    from sparkberg.maintenance.manifests import _copied, _Format
+    from sparkberg.avro.copies import EntryFormat
+    from sparkberg.maintenance.manifests import _copied
     from sparkberg.planning.entries import snapshot_manifests
     name = f"ref.rwm.java{version}"
     java.sql("CREATE NAMESPACE IF NOT EXISTS ref.rwm")
@@ -52,7 +53,7 @@ def test_java_written_manifests_are_copied_and_read_the_same(java, java_warehous
     t = sparkberg.catalog(java, java_warehouse).load_table(f"rwm.java{version}")
     manifests = snapshot_manifests(t.io, t.current_snapshot())
     for mf in manifests:
-        fmt = _Format(version, t.metadata.specs_by_id[mf.partition_spec_id], t.metadata.current_schema)
+        fmt = EntryFormat(version, t.metadata.specs_by_id[mf.partition_spec_id], t.metadata.current_schema)
         assert _copied(fmt, mf, t.io.read(mf.manifest_path)) is not None, mf.manifest_path
     (rewritten, added), = [tuple(r) for r in t.rewrite_manifests().collect()]
     # (the four appends' data manifests into one; the delete's one manifest is left alone)

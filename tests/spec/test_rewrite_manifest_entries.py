@@ -10,7 +10,8 @@ from hypothesis import given, strategies as st
 import pytest
 
 from sparkberg.avro.manifest import read_manifest, write_encoded_manifest, write_manifest
-from sparkberg.maintenance.manifests import _copied, _encoded, _Format, sort_key
+from sparkberg.avro.copies import EntryFormat
+from sparkberg.maintenance.manifests import _copied, _encoded, sort_key
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import (
     ADDED, DATA, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
@@ -72,7 +73,7 @@ def manifest(entries, version, spec, content=MANIFEST_DATA, data=None):
 
 
 def assert_rewritten(version, spec, mf, data, entries, copied=True):
-    fmt = _Format(version, spec, SCHEMA)
+    fmt = EntryFormat(version, spec, SCHEMA)
     reference = _encoded(fmt, mf, data)
     rows = _copied(fmt, mf, data)
     if copied:

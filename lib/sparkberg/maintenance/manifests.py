@@ -11,15 +11,13 @@ the manifests other writers added meanwhile; if one of the rewritten manifests i
 is committed and the new manifests are deleted.
 
 Entries travel through the shuffle encoded, as the new manifests hold them: the writers only join and deflate
-them. A manifest whose ``data_file`` is encoded as the table's own manifests encode it (sparkberg's and Java's of
-the same format version) has each entry's ``data_file`` bytes copied, found by the compiled decoder's marks,
-with the fields before it encoded anew; any other (a v1 manifest in an upgraded table, another writer's
-layout) is decoded and encoded again by fastavro, the reference the copies are tested against.
+them. Their ``data_file`` bytes are copied where the manifest encodes it as the table's own manifests do
+(:mod:`sparkberg.avro.copies`); any other manifest's entries are decoded and encoded again by fastavro, the
+reference the copies are tested against.
 """
 from __future__ import annotations
 
 import io
-import json
 import math
 import pickle
 import struct
@@ -35,11 +33,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from sparkberg.avro import compiled
+from sparkberg.avro.copies import EntryFormat, copies
 from sparkberg.avro.decode import manifest_entries
-from sparkberg.avro.manifest import (
-    avro_long, entry_record, manifest_avro_schema, manifest_file_of, partition_fields, write_encoded_manifest,
-)
-from sparkberg.avro.schemas import non_null
+from sparkberg.avro.manifest import entry_record, manifest_file_of, partition_fields, write_encoded_manifest
 from sparkberg.avro.types import from_avro_value
 from sparkberg.commit.manifests import merge_settings
 from sparkberg.commit.producer import write_snapshot_list
@@ -48,10 +44,9 @@ from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure, file_io_for
 from sparkberg.planning.entries import manifests_df, manifests_of, snapshot_manifests
 from sparkberg.spec import updates as U
-from sparkberg.spec.manifests import DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile, inherit_columns
+from sparkberg.spec.manifests import DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.types import BOOLEAN, STRING, Schema
+from sparkberg.spec.types import BOOLEAN, STRING
 from sparkberg.spec.values import decimal_unscaled, to_bytes
 from sparkberg.spec.snapshots import Snapshot, new_snapshot_id
 
@@ -64,66 +59,6 @@ _ENTRIES_SCHEMA = pa.schema([("content", pa.int32()), ("spec_id", pa.int32()), (
 # the summary totals a replace snapshot carries over (it adds and removes no file)
 _TOTALS = ("total-records", "total-files-size", "total-data-files", "total-delete-files", "total-position-deletes",
            "total-equality-deletes")
-
-
-class _Format:
-    """How the entries of one partition spec are written again: the manifest schema of the table's format
-    version, and what an entry of a manifest whose ``data_file`` is encoded the same way carries over as is."""
-
-    def __init__(self, version: int, spec: PartitionSpec, schema: Schema):
-        self.version = version
-        self.avro = manifest_avro_schema(version, spec, schema)
-        self.parsed = fastavro.parse_schema(self.avro)
-        self.pfields = partition_fields(spec, schema)
-        self.ptypes = [t for _, _, t in self.pfields]
-        self._data_file = _shape(self.avro["fields"][-1]["type"], {})
-        self._layouts: dict[str, tuple | None] = {}
-
-    def layout(self, schema_json: str) -> tuple | None:
-        """(entry field names by id, data_file name, data_file field names by id, partition field names) of a
-        writer schema whose entries end with a ``data_file`` encoded exactly as this format's (field ids and
-        types, names aside), else None: its entries are decoded and encoded again."""
-        if schema_json not in self._layouts:
-            self._layouts[schema_json] = None
-            raw = json.loads(schema_json)
-            fields = raw.get("fields", []) if isinstance(raw, dict) else []
-            if fields and fields[-1].get("field-id") == 2 and _shape(fields[-1]["type"], {}) == self._data_file:
-                df = fields[-1]["type"]
-                self._layouts[schema_json] = (
-                    {f.get("field-id"): f["name"] for f in fields}, fields[-1]["name"],
-                    {f.get("field-id"): f["name"] for f in df["fields"]},
-                    [f["name"] for f in non_null(next(f["type"] for f in df["fields"] if f.get("field-id") == 102))
-                     ["fields"]])
-        return self._layouts[schema_json]
-
-    def prefix(self, snapshot_id: int | None, sequence_number: int | None, file_sequence_number: int | None) -> bytes:
-        """An EXISTING entry's fields before its ``data_file``, what it inherited written out."""
-        if self.version == 1:
-            return b"\x00" + avro_long(snapshot_id)
-        return b"\x00" + b"".join(b"\x00" if v is None else b"\x02" + avro_long(v)
-                                  for v in (snapshot_id, sequence_number, file_sequence_number))
-
-
-def _shape(t: Any, names: dict) -> Any:
-    """What decides how an Avro type's values are encoded: its types, field ids and sizes, not its names."""
-    if isinstance(t, list):
-        return ("union", *(_shape(b, names) for b in t))
-    if isinstance(t, str):
-        return _shape(names[t], names) if t in names else t
-    kind = t.get("type")
-    if kind in ("record", "error", "fixed", "enum") and "name" in t:
-        names[t["name"]] = t
-    if kind in ("record", "error"):
-        return ("record", tuple((f.get("field-id"), _shape(f["type"], names)) for f in t.get("fields", [])))
-    if kind == "array":
-        return ("array", t.get("element-id"), _shape(t["items"], names))
-    if kind == "map":
-        return ("map", _shape(t["values"], names))
-    if kind == "fixed":
-        return ("fixed", t.get("size"))
-    if kind == "enum":
-        return ("enum", tuple(t.get("symbols", ())))
-    return _shape(kind, names)
 
 
 def sort_key(values: tuple, types: Sequence[Any]) -> bytes:
@@ -152,54 +87,20 @@ def sort_key(values: tuple, types: Sequence[Any]) -> bytes:
 _MASK = (1 << 64) - 1
 
 
-def _copied(fmt: _Format, mf: ManifestFile, data: bytes) -> dict | None:
-    """The live entries of a manifest as EXISTING entries, their ``data_file``'s bytes copied as they are (a
-    v3 data file that inherits its ``first_row_id`` gets it written in): None where the manifest's ``data_file``
-    is encoded otherwise than ``fmt``'s or the compiled decoder cannot read it."""
-    try:
-        meta, _ = compiled.header(data)
-        layout = fmt.layout(meta[b"avro.schema"].decode("utf-8"))
-    except (compiled.Unsupported, KeyError, ValueError, TypeError, AttributeError, RecursionError):
-        return None  # (a header or schema this cannot use: the reference decoder reads it, or names the problem)
-    if layout is None:
+def _copied(fmt: EntryFormat, mf: ManifestFile, data: bytes) -> dict | None:
+    """The live entries of a manifest as EXISTING entries, their ``data_file``'s bytes copied
+    (:func:`~sparkberg.avro.copies.copies`): None where the manifest's ``data_file`` is encoded otherwise than
+    ``fmt``'s or the compiled decoder cannot read it."""
+    c = copies(fmt, mf, data)
+    if c is None:
         return None
-    entry, df, df_names, part_names = layout
-    first = next(iter(entry.values()))
-    row_id = df_names.get(142)
-    paths = [(entry[f],) for f in (0, 1, 3, 4) if f in entry] + \
-        [(df, df_names[f]) for f in (134, 103, 142) if f in df_names] + [(df, df_names[102], p) for p in part_names]
-    marks = [(first,), (df,)] + ([(df, row_id)] if row_id else [])
-    cols = compiled.read_columns(data, paths, marks=marks)
-    if cols is None:
-        return None
-    n = cols.num_rows
-
-    def ints(path: tuple[str, ...] | None) -> tuple[np.ndarray, np.ndarray]:
-        return cols.ints(path) if path and cols.has(path) else (np.zeros(n, np.int64), np.zeros(n, bool))
-    status = ints((entry[0],))[0]
-    content = ints((df, df_names.get(134)))[0]
-    records = ints((df, df_names[103]))[0]
-    written = ints((df, row_id) if row_id else None)
-    snapshot_id, seq, file_seq, row_ids = inherit_columns(
-        [mf], np.zeros(n, np.int64), status, content, records, ints((entry.get(1),)), ints((entry.get(3),)),
-        ints((entry.get(4),)), written)
-    buf = cols.data.tobytes()
-    starts = cols.ints((compiled.MARK, first))[0]
-    ends = np.append(starts[1:], len(buf))
-    bodies = cols.ints((compiled.MARK, df))[0]
-    patch = row_ids[1] & ~written[1]
-    at = cols.ints((compiled.MARK, df, row_id))[0] if row_id else None
-    partitions = list(zip(*(_partition_values(cols, (df, df_names[102], p), t) for p, (_, _, t) in
-                            zip(part_names, fmt.pfields)))) or [()] * n
+    partitions = list(zip(*(_partition_values(c.cols, path, t) for path, (_, _, t) in
+                            zip(c.partition_paths, fmt.pfields)))) or [()] * c.count
+    seq, row_ids = c.sequence_number, c.first_row_id
     out = _Rows()
-    for i in np.flatnonzero(status != DELETED).tolist():
-        prefix = fmt.prefix(*(int(c[0][i]) if c[1][i] else None for c in (snapshot_id, seq, file_seq)))
-        if patch[i]:  # (null's branch, one byte, becomes the long's)
-            body = buf[bodies[i]:at[i]] + b"\x02" + avro_long(int(row_ids[0][i])) + buf[at[i] + 1:ends[i]]
-        else:
-            body = buf[bodies[i]:ends[i]]
-        out.add(mf, prefix + body, partitions[i], fmt, int(records[i]), int(seq[0][i]) if seq[1][i] else None,
-                int(row_ids[0][i]) if row_ids[1][i] else None)
+    for i in np.flatnonzero(c.status != DELETED).tolist():
+        out.add(mf, fmt.prefix(EXISTING, *c.inherited(i)) + c.data_file(i), partitions[i], fmt, int(c.records[i]),
+                int(seq[0][i]) if seq[1][i] else None, int(row_ids[0][i]) if row_ids[1][i] else None)
     return out.rows
 
 
@@ -218,7 +119,7 @@ def _partition_values(cols, path: tuple[str, ...], t: Any) -> list:
     return [from_avro_value(t, v) if ok else None for v, ok in zip(raw, valid.tolist())]
 
 
-def _encoded(fmt: _Format, mf: ManifestFile, data: bytes) -> dict:
+def _encoded(fmt: EntryFormat, mf: ManifestFile, data: bytes) -> dict:
     """:func:`_copied`'s rows by decoding every entry and encoding it again: the reference, and the way for
     manifests of another encoding (another format version's, another writer's)."""
     out = _Rows()
@@ -240,7 +141,7 @@ class _Rows:
     def __init__(self):
         self.rows: dict[str, list] = {name: [] for name in _ENTRIES_SCHEMA.names}
 
-    def add(self, mf: ManifestFile, entry: bytes, partition: tuple, fmt: _Format, records: int, seq: int | None,
+    def add(self, mf: ManifestFile, entry: bytes, partition: tuple, fmt: EntryFormat, records: int, seq: int | None,
             first_row_id: int | None) -> None:
         for name, value in (("content", mf.content), ("spec_id", mf.partition_spec_id),
                             ("key", sort_key(partition, fmt.ptypes)), ("entry", entry),
@@ -259,11 +160,11 @@ class _Entries:
         self.schema = metadata.current_schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        formats: dict[int, _Format] = {}
+        formats: dict[int, EntryFormat] = {}
         for mf, _, io_ in manifests_of(batches):
             fmt = formats.get(mf.partition_spec_id)
             if fmt is None:
-                fmt = formats[mf.partition_spec_id] = _Format(self.version, self.specs[mf.partition_spec_id],
+                fmt = formats[mf.partition_spec_id] = EntryFormat(self.version, self.specs[mf.partition_spec_id],
                                                                self.schema)
             data = io_.read(mf.manifest_path)
             rows = _copied(fmt, mf, data)
