@@ -3,6 +3,7 @@ written out. Where the manifest's ``data_file`` is encoded as the table's own ma
 as they are (``_copied``); the reference decodes every entry and encodes it again (``_encoded``, also the way
 for manifests of another encoding). Both must give the same bytes, and the manifests written from them must
 read back as the inherited entries."""
+import io
 import uuid
 from decimal import Decimal
 
@@ -147,3 +148,81 @@ def test_sort_keys_order_partitions_as_their_values(tuples):
     def natural(t):
         return tuple((v is not None, v.encode() if isinstance(v, str) else v) for v in t)
     assert sorted(tuples, key=lambda t: sort_key(t, types)) == sorted(tuples, key=natural)
+
+
+def _carried_over(version, spec, entries, content=MANIFEST_DATA, data=None, mf=None):
+    """What a commit that removes the files of entries 1 and 4 (when live) writes for their manifest, by the copies
+    and by the reference, both decoded; and whether the copies were taken."""
+    import fastavro
+
+    from sparkberg.avro import copies as copies_module
+    from sparkberg.avro.decode import manifest_entries
+    from sparkberg.commit import producer
+    if mf is None:
+        mf, data = manifest(entries, version, spec, content)
+    decoded = manifest_entries(data, mf)
+    out = [ManifestEntry(DELETED, e.data_file, 4242, e.sequence_number, e.file_sequence_number) if k in (1, 4) else
+           ManifestEntry(EXISTING, e.data_file, e.snapshot_id, e.sequence_number, e.file_sequence_number)
+           for k, e in enumerate(decoded) if e.status != DELETED]
+    fmt = EntryFormat(version, spec, SCHEMA)
+    used = []
+    real = copies_module.copies
+    producer.copies = lambda *a: used.append(real(*a)) or used[-1]
+    try:
+        got = producer._rewritten(fmt, mf, data, decoded, out, spec, SCHEMA)
+    finally:
+        producer.copies = real
+    taken = bool(used) and used[-1] is not None
+    reference = write_manifest(out, format_version=version, spec=spec, schema=SCHEMA, content=content)
+    return ([r for r in fastavro.reader(io.BytesIO(got))], [r for r in fastavro.reader(io.BytesIO(reference))],
+            read_manifest(got, "got.avro"), taken)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("spec", SPECS, ids=["temporal-decimal-uuid-string", "bool-floats-binary", "unpartitioned"])
+def test_a_commit_rewrites_a_manifest_with_its_data_files_copied(version, spec):
+    # a commit that removes files rewrites the manifests holding them: the removed entries DELETED by its snapshot,
+    # the others EXISTING, each with what it inherits written out; data_file bytes copied, as the reference encodes
+    got, reference, read, taken = _carried_over(version, spec, data_entries(spec, version))
+    assert taken and got == reference
+    assert read.format_version == version and read.partition_spec_id == spec.spec_id
+    assert [(e.status, e.snapshot_id) for e in read.entries] == [(EXISTING, 77), (DELETED, 4242), (EXISTING, 77),
+                                                                 (DELETED, 4242)]
+    if version > 1:
+        assert [e.sequence_number for e in read.entries] == [5, 2, 5, 5]
+    if version == 3:  # (inherited row ids written into the copies)
+        assert [e.data_file.first_row_id for e in read.entries] == [1000, 500, 1024, 900]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_commit_rewrites_a_delete_manifest_with_its_files_copied(version):
+    spec = SPECS[0]
+    extra = {"content_offset": 4, "content_size_in_bytes": 40} if version == 3 else {}
+    entries = [ManifestEntry(ADDED, data_file(spec, 1, POSITION_DELETES, referenced_data_file="s3://b/d0.parquet",
+                                              **extra)),
+               ManifestEntry(EXISTING, data_file(spec, 2, POSITION_DELETES), 70, 2, 3)]
+    got, reference, read, taken = _carried_over(version, spec, entries, MANIFEST_DELETES)
+    assert taken and got == reference
+    assert [(e.status, e.sequence_number) for e in read.entries] == [(EXISTING, 5), (DELETED, 2)]
+
+
+def test_a_commit_encodes_a_manifest_of_another_encoding_again():
+    spec = SPECS[0]
+    entries = data_entries(spec, 1)
+    _, data = manifest(entries, 1, spec)  # (a v1 manifest in a table upgraded to v2)
+    mf, _ = manifest(entries, 2, spec, data=data)
+    mf = ManifestFile(mf.manifest_path, mf.manifest_length, mf.partition_spec_id, 77, sequence_number=0)
+    got, reference, read, taken = _carried_over(2, spec, entries, data=data, mf=mf)
+    assert not taken and got == reference and len(read.entries) == 4
+
+
+@pytest.mark.parametrize("entries,copied", [(5, False), (64, True)])
+def test_a_process_without_compiled_code_copies_only_large_manifests(monkeypatch, entries, copied):
+    # loading compiled code costs a process more than decoding a few entries: as planning, a commit starts it
+    # only for a manifest of COLUMNAR_MIN_ENTRIES entries or more
+    from sparkberg.commit import producer
+    spec = SPECS[2]
+    many = [ManifestEntry(ADDED, data_file(spec, i)) for i in range(entries)]
+    monkeypatch.setattr(producer.compiled, "loaded", lambda: False)
+    got, reference, read, taken = _carried_over(2, spec, many)
+    assert taken == copied and got == reference and len(read.entries) == entries

@@ -17,8 +17,10 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from sparkberg.avro.decode import manifest_entries
-from sparkberg.avro.manifest import manifest_file_for, write_manifest, write_manifest_list
+from sparkberg.avro import compiled
+from sparkberg.avro.copies import EntryFormat, copies
+from sparkberg.avro.decode import COLUMNAR_MIN_ENTRIES, manifest_entries
+from sparkberg.avro.manifest import manifest_file_for, write_encoded_manifest, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.commit.properties import current_snapshot_properties
 from sparkberg.commit.target import Target, current_target
@@ -270,11 +272,13 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
             raise CommitFailedException(f"cannot remove {len(removed_keys)} files: the table has no snapshot")
         return kept, removed
     still_live: set[str] = set()
+    formats: dict[int, EntryFormat] = {}
     for mf in snapshot_manifests(io, head):
         if not removed_keys and not (required and mf.content == MANIFEST_DATA):
             kept.append(mf)
             continue
-        entries = manifest_entries(io.read(mf.manifest_path), mf)
+        data = io.read(mf.manifest_path)
+        entries = manifest_entries(data, mf)
         live = [e for e in entries if e.status != DELETED]
         still_live.update(e.data_file.file_path for e in live if e.data_file.content == 0)
         hits = [e for e in live if file_key(e.data_file) in removed_keys]
@@ -292,7 +296,8 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
                 out.append(ManifestEntry(EXISTING, d, e.snapshot_id, e.sequence_number, e.file_sequence_number))
         spec = base.spec(mf.partition_spec_id)
         path = f"{base.location}/metadata/{uuid.uuid4()}-m-rewrite.avro"
-        data = write_manifest(out, format_version=v, spec=spec, schema=schema, content=mf.content)
+        fmt = formats.get(spec.spec_id) or formats.setdefault(spec.spec_id, EntryFormat(v, spec, schema))
+        data = _rewritten(fmt, mf, data, entries, out, spec, schema)
         io.create(path, data)
         written.append(path)
         new_mf = manifest_file_for(out, path=path, length=len(data), spec=spec, schema=schema,
@@ -306,6 +311,22 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
         raise CommitFailedException(f"conflict: {len(missing)} file(s) to remove are no longer in table "
                                     f"{table.name}, e.g. {sorted(missing)[0][0]}")
     return kept, removed
+
+
+def _rewritten(fmt: EntryFormat, mf: ManifestFile, data: bytes, entries: list[ManifestEntry],
+               out: list[ManifestEntry], spec: PartitionSpec, schema: Schema) -> bytes:
+    """The manifest of ``out``: the live ones of ``entries`` (those of manifest ``mf``, read from ``data``), with
+    a new status and what they inherit written out. Each entry's ``data_file`` bytes are copied from ``data`` where
+    it encodes them as the table's manifests do (:mod:`sparkberg.avro.copies`), else all are encoded anew. (A
+    process that has not loaded compiled code starts it only for a manifest of
+    :data:`~sparkberg.avro.decode.COLUMNAR_MIN_ENTRIES` entries or more, as planning does.)"""
+    c = copies(fmt, mf, data) if compiled.loaded() or len(entries) >= COLUMNAR_MIN_ENTRIES else None
+    if c is None or c.count != len(entries):
+        return write_manifest(out, format_version=fmt.version, spec=spec, schema=schema, content=mf.content)
+    live = [i for i, e in enumerate(entries) if e.status != DELETED]
+    records = [fmt.prefix(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number) + c.data_file(i)
+               for i, e in zip(live, out)]
+    return write_encoded_manifest(records, format_version=fmt.version, spec=spec, schema=schema, content=mf.content)
 
 
 __all__ = ["Changes", "commit_changes", "file_key", "POSITION_DELETES"]
