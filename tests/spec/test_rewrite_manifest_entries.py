@@ -66,6 +66,14 @@ def data_entries(spec, version):
     ]
 
 
+def delete_entries(spec, version):
+    """A position delete file (a DV on v3) that inherits its sequence numbers, and one that does not."""
+    extra = {"content_offset": 4, "content_size_in_bytes": 40} if version == 3 else {}
+    return [ManifestEntry(ADDED, data_file(spec, 1, POSITION_DELETES, referenced_data_file="s3://b/d0.parquet",
+                                           **extra)),
+            ManifestEntry(EXISTING, data_file(spec, 2, POSITION_DELETES), 70, 2, 3)]
+
+
 def manifest(entries, version, spec, content=MANIFEST_DATA, data=None):
     data = data or write_manifest(entries, format_version=version, spec=spec, schema=SCHEMA, content=content)
     mf = ManifestFile("s3://b/m.avro", len(data), spec.spec_id, 77, content, 0 if version == 1 else 5,
@@ -117,20 +125,23 @@ def test_data_entries_are_copied_as_the_reference_encodes_them(version, spec):
 @pytest.mark.parametrize("version", [2, 3])
 def test_delete_entries_are_copied_as_the_reference_encodes_them(version):
     spec = SPECS[0]
-    extra = {"content_offset": 4, "content_size_in_bytes": 40} if version == 3 else {}
-    entries = [ManifestEntry(ADDED, data_file(spec, 1, POSITION_DELETES, referenced_data_file="s3://b/d0.parquet",
-                                              **extra)),
-               ManifestEntry(EXISTING, data_file(spec, 2, POSITION_DELETES), 70, 2, 3)]
+    entries = delete_entries(spec, version)
     mf, data = manifest(entries, version, spec, MANIFEST_DELETES)
     assert_rewritten(version, spec, mf, data, entries)
 
 
+def v1_manifest_in_v2_table(spec):
+    """Entries in a v1 manifest, listed as a table upgraded to v2 lists the v1 manifests it keeps."""
+    entries = data_entries(spec, 1)
+    _, data = manifest(entries, 1, spec)
+    mf, _ = manifest(entries, 2, spec, data=data)
+    listed = ManifestFile(mf.manifest_path, mf.manifest_length, mf.partition_spec_id, 77, sequence_number=0)
+    return entries, listed, data
+
+
 def test_a_manifest_of_another_encoding_is_encoded_again():
     spec = SPECS[0]
-    entries = data_entries(spec, 1)
-    _, data = manifest(entries, 1, spec)  # (a table upgraded from v1 keeps its v1 manifests)
-    mf, _ = manifest(entries, 2, spec, data=data)
-    mf = ManifestFile(mf.manifest_path, mf.manifest_length, mf.partition_spec_id, 77, sequence_number=0)
+    entries, mf, data = v1_manifest_in_v2_table(spec)
     assert_rewritten(2, spec, mf, data, entries, copied=False)
 
 
@@ -197,10 +208,7 @@ def test_a_commit_rewrites_a_manifest_with_its_data_files_copied(version, spec):
 @pytest.mark.parametrize("version", [2, 3])
 def test_a_commit_rewrites_a_delete_manifest_with_its_files_copied(version):
     spec = SPECS[0]
-    extra = {"content_offset": 4, "content_size_in_bytes": 40} if version == 3 else {}
-    entries = [ManifestEntry(ADDED, data_file(spec, 1, POSITION_DELETES, referenced_data_file="s3://b/d0.parquet",
-                                              **extra)),
-               ManifestEntry(EXISTING, data_file(spec, 2, POSITION_DELETES), 70, 2, 3)]
+    entries = delete_entries(spec, version)
     got, reference, read, taken = _carried_over(version, spec, entries, MANIFEST_DELETES)
     assert taken and got == reference
     assert [(e.status, e.sequence_number) for e in read.entries] == [(EXISTING, 5), (DELETED, 2)]
@@ -208,10 +216,7 @@ def test_a_commit_rewrites_a_delete_manifest_with_its_files_copied(version):
 
 def test_a_commit_encodes_a_manifest_of_another_encoding_again():
     spec = SPECS[0]
-    entries = data_entries(spec, 1)
-    _, data = manifest(entries, 1, spec)  # (a v1 manifest in a table upgraded to v2)
-    mf, _ = manifest(entries, 2, spec, data=data)
-    mf = ManifestFile(mf.manifest_path, mf.manifest_length, mf.partition_spec_id, 77, sequence_number=0)
+    entries, mf, data = v1_manifest_in_v2_table(spec)
     got, reference, read, taken = _carried_over(2, spec, entries, data=data, mf=mf)
     assert not taken and got == reference and len(read.entries) == 4
 
