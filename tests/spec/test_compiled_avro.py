@@ -139,6 +139,15 @@ def test_arrays_and_maps_of_flat_items_that_no_path_keeps_are_stepped_over_in_on
     assert values(cols, ("i",)) == list(range(5)) and values(cols, ("sub", "x")) == [9] * 5
 
 
+def raw_container(schema: dict, records: list[bytes]) -> bytes:
+    """An Avro object container file (no codec) of one block of already encoded ``records``."""
+    text = json.dumps(schema).encode()
+    meta = avro_long(1) + avro_long(len(b"avro.schema")) + b"avro.schema" + avro_long(len(text)) + text + avro_long(0)
+    sync = bytes(range(16))
+    body = b"".join(records)
+    return b"Obj\x01" + meta + sync + avro_long(len(records)) + avro_long(len(body)) + body + sync
+
+
 def test_blocks_that_give_their_size_in_bytes_are_stepped_over_whole():
     """Arrays and maps may be written in blocks of a negative count followed by the block's size in bytes (Avro
     spec, "Complex Types"; Java's blocking encoder writes them): stepped over by that size, kept items decoded."""
@@ -149,12 +158,9 @@ def test_blocks_that_give_their_size_in_bytes_are_stepped_over_whole():
     pair = avro_long(1) + b"k" + avro_long(9)
     body = (avro_long(-2) + avro_long(len(first)) + first + avro_long(1) + avro_long(7) + avro_long(0) +
             avro_long(-1) + avro_long(len(pair)) + pair + avro_long(0) + avro_long(42))
-    sync = bytes(range(16))
 
     def container(record: bytes) -> bytes:
-        text = json.dumps(schema).encode()
-        meta = avro_long(1) + avro_long(len(b"avro.schema")) + b"avro.schema" + avro_long(len(text)) + text + avro_long(0)
-        return b"Obj\x01" + meta + sync + avro_long(2) + avro_long(2 * len(record)) + record * 2 + sync
+        return raw_container(schema, [record, record])
 
     data = container(body)
     assert list(fastavro.reader(io.BytesIO(data))) == [{"a": [5, -300, 7], "m": {"k": 9}, "z": 42}] * 2
@@ -320,12 +326,9 @@ def test_keyed_arrays_in_blocks_that_give_their_size_in_bytes_and_malformed_ones
     items = [(3, b"abc"), (4, b""), (3, b"z")]
     block = b"".join(avro_long(k) + avro_long(len(v)) + v for k, v in items)
     body = avro_long(-3) + avro_long(len(block)) + block + avro_long(0) + avro_long(42)
-    sync = bytes(range(16))
 
     def container(record: bytes) -> bytes:
-        text = json.dumps(schema).encode()
-        meta = avro_long(1) + avro_long(len(b"avro.schema")) + b"avro.schema" + avro_long(len(text)) + text + avro_long(0)
-        return b"Obj\x01" + meta + sync + avro_long(1) + avro_long(len(record)) + record + sync
+        return raw_container(schema, [record])
 
     data = container(body)
     assert list(fastavro.reader(io.BytesIO(data))) == [{"m": [{"key": k, "value": v} for k, v in items], "z": 42}]
@@ -334,8 +337,8 @@ def test_keyed_arrays_in_blocks_that_give_their_size_in_bytes_and_malformed_ones
         [[{"key": 3, "value": b"abc"}, {"key": 3, "value": b"z"}]]
     assert values(cols, ("z",)) == [42]
     # a value's length past the data's end, and an item count past it: declined
-    assert read_columns(container(avro_long(1) + avro_long(3) + avro_long(100) + b"abc"), [("m",)], keys={("m",): {3}}) \
-        is None
+    past = avro_long(1) + avro_long(3) + avro_long(100) + b"abc"
+    assert read_columns(container(past), [("m",)], keys={("m",): {3}}) is None
     assert read_columns(container(avro_long(1000) + avro_long(3)), [("m",)], keys={("m",): {3}}) is None
 
 
