@@ -175,12 +175,12 @@ def _carried_over(version, spec, entries, content=MANIFEST_DATA, data=None, mf=N
     out = [ManifestEntry(DELETED, e.data_file, 4242, e.sequence_number, e.file_sequence_number) if k in (1, 4) else
            ManifestEntry(EXISTING, e.data_file, e.snapshot_id, e.sequence_number, e.file_sequence_number)
            for k, e in enumerate(decoded) if e.status != DELETED]
-    fmt = EntryFormat(version, spec, SCHEMA)
+    fmt = producer._entry_format({}, len(decoded), version, spec, SCHEMA)
     used = []
     real = copies_module.copies
     producer.copies = lambda *a: used.append(real(*a)) or used[-1]
     try:
-        got = producer._rewritten(fmt, mf, data, decoded, out, spec, SCHEMA)
+        got = producer._rewritten(fmt, mf, data, decoded, out, version, spec, SCHEMA)
     finally:
         producer.copies = real
     taken = bool(used) and used[-1] is not None

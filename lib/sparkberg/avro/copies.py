@@ -89,11 +89,10 @@ def shape(t: Any, names: dict) -> Any:
 
 
 class Copies:
-    """The entries of one manifest, in its order, as :func:`copies` reads them: ``status``, ``content`` and
-    ``records`` (numpy arrays), what each inherits (``snapshot_id``, ``sequence_number``,
-    ``file_sequence_number``, ``first_row_id``: (values, valid) pairs of numpy arrays, by the spec's inheritance
-    rules), ``cols`` (the decoder's columns, for the partition values at ``partition_paths``) and
-    :meth:`data_file` (an entry's ``data_file`` bytes)."""
+    """The entries of one manifest, in its order, as :func:`copies` reads them: ``status`` and ``records`` (numpy
+    arrays), what each inherits (``snapshot_id``, ``sequence_number``, ``file_sequence_number``, ``first_row_id``:
+    (values, valid) pairs of numpy arrays, by the spec's inheritance rules), ``cols`` (the decoder's columns, for
+    the partition values at ``partition_paths``) and :meth:`data_file` (an entry's ``data_file`` bytes)."""
 
     def __init__(self, cols: compiled.Columns, layout: tuple, mf: ManifestFile):
         entry, df, df_names, part_names = layout
@@ -105,11 +104,11 @@ class Copies:
         def ints(path: tuple[str, ...] | None) -> tuple[np.ndarray, np.ndarray]:
             return cols.ints(path) if path and cols.has(path) else (np.zeros(n, np.int64), np.zeros(n, bool))
         self.status = ints((entry[0],))[0]
-        self.content = ints((df, df_names.get(134)))[0]
+        content = ints((df, df_names.get(134)))[0]
         self.records = ints((df, df_names[103]))[0]
         written = ints((df, row_id) if row_id else None)
         self.snapshot_id, self.sequence_number, self.file_sequence_number, self.first_row_id = inherit_columns(
-            [mf], np.zeros(n, np.int64), self.status, self.content, self.records, ints((entry.get(1),)),
+            [mf], np.zeros(n, np.int64), self.status, content, self.records, ints((entry.get(1),)),
             ints((entry.get(3),)), ints((entry.get(4),)), written)
         self._buf = cols.data.tobytes()
         self._bodies = cols.ints((compiled.MARK, df))[0]

@@ -296,8 +296,8 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
                 out.append(ManifestEntry(EXISTING, d, e.snapshot_id, e.sequence_number, e.file_sequence_number))
         spec = base.spec(mf.partition_spec_id)
         path = f"{base.location}/metadata/{uuid.uuid4()}-m-rewrite.avro"
-        fmt = formats.get(spec.spec_id) or formats.setdefault(spec.spec_id, EntryFormat(v, spec, schema))
-        data = _rewritten(fmt, mf, data, entries, out, spec, schema)
+        data = _rewritten(_entry_format(formats, len(entries), v, spec, schema), mf, data, entries, out, v, spec,
+                          schema)
         io.create(path, data)
         written.append(path)
         new_mf = manifest_file_for(out, path=path, length=len(data), spec=spec, schema=schema,
@@ -313,20 +313,30 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
     return kept, removed
 
 
-def _rewritten(fmt: EntryFormat, mf: ManifestFile, data: bytes, entries: list[ManifestEntry],
-               out: list[ManifestEntry], spec: PartitionSpec, schema: Schema) -> bytes:
+def _entry_format(formats: dict[int, EntryFormat], count: int, version: int, spec: PartitionSpec,
+                  schema: Schema) -> EntryFormat | None:
+    """The table's manifest format for ``spec`` (kept in ``formats``) when a manifest of ``count`` entries is to
+    be rewritten by copies; None when its entries are encoded anew: a process that has not loaded compiled code
+    starts it only for a manifest of :data:`~sparkberg.avro.decode.COLUMNAR_MIN_ENTRIES` entries or more, as
+    planning does."""
+    if not (compiled.loaded() or count >= COLUMNAR_MIN_ENTRIES):
+        return None
+    return formats.get(spec.spec_id) or formats.setdefault(spec.spec_id, EntryFormat(version, spec, schema))
+
+
+def _rewritten(fmt: EntryFormat | None, mf: ManifestFile, data: bytes, entries: list[ManifestEntry],
+               out: list[ManifestEntry], version: int, spec: PartitionSpec, schema: Schema) -> bytes:
     """The manifest of ``out``: the live ones of ``entries`` (those of manifest ``mf``, read from ``data``), with
     a new status and what they inherit written out. Each entry's ``data_file`` bytes are copied from ``data`` where
-    it encodes them as the table's manifests do (:mod:`sparkberg.avro.copies`), else all are encoded anew. (A
-    process that has not loaded compiled code starts it only for a manifest of
-    :data:`~sparkberg.avro.decode.COLUMNAR_MIN_ENTRIES` entries or more, as planning does.)"""
-    c = copies(fmt, mf, data) if compiled.loaded() or len(entries) >= COLUMNAR_MIN_ENTRIES else None
+    it encodes them as ``fmt``, the table's manifests, do (:mod:`sparkberg.avro.copies`), else (or with no
+    ``fmt``) all are encoded anew."""
+    c = copies(fmt, mf, data) if fmt is not None else None
     if c is None or c.count != len(entries):
-        return write_manifest(out, format_version=fmt.version, spec=spec, schema=schema, content=mf.content)
+        return write_manifest(out, format_version=version, spec=spec, schema=schema, content=mf.content)
     live = [i for i, e in enumerate(entries) if e.status != DELETED]
     records = [fmt.prefix(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number) + c.data_file(i)
                for i, e in zip(live, out)]
-    return write_encoded_manifest(records, format_version=fmt.version, spec=spec, schema=schema, content=mf.content)
+    return write_encoded_manifest(records, format_version=version, spec=spec, schema=schema, content=mf.content)
 
 
 __all__ = ["Changes", "commit_changes", "file_key", "POSITION_DELETES"]
