@@ -22,6 +22,7 @@ from sparkberg.planning.scan import partition_column
 from sparkberg.read.columns import read_files
 from sparkberg.read.formats import path_key
 from sparkberg.read.positions import DVDecoder
+from sparkberg.spark.session import local_dataframe
 from sparkberg.spark.types import arrow_schema, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import MANIFEST_DATA, ManifestFile
@@ -207,7 +208,7 @@ class MetadataTables:
     def _raw_entries(self, manifests: Sequence[ManifestFile]) -> DataFrame:
         decoder = MetadataDecoder(self.layout, self.m.current_schema)
         if not manifests:
-            return self.spark.createDataFrame([], decoder.ddl)
+            return local_dataframe(self.spark, [], decoder.ddl)
         return entries_df(self.spark, manifests, decoder)
 
     def _data_file(self) -> list:
@@ -265,12 +266,12 @@ class MetadataTables:
 
     def _manifests(self, snap):
         rows = [tuple(manifest_row(self.m, mf).values()) for mf in self._manifests_of(snap)]
-        return self.spark.createDataFrame(rows, self.MANIFESTS_DDL)
+        return local_dataframe(self.spark, rows, self.MANIFESTS_DDL)
 
     def _all_manifests(self, snap):
         rows = [tuple(manifest_row(self.m, mf).values()) + (s.snapshot_id,) for s in self.m.snapshots
                 for mf in snapshot_manifests(self.io, s)]
-        return self.spark.createDataFrame(rows, self.MANIFESTS_DDL + ", reference_snapshot_id bigint")
+        return local_dataframe(self.spark, rows, self.MANIFESTS_DDL + ", reference_snapshot_id bigint")
 
     # --- snapshots, history, refs, logs ----------------------------------------------------------------
     def _ts(self, df: DataFrame, *cols: str) -> DataFrame:
@@ -279,19 +280,19 @@ class MetadataTables:
         return df
 
     def _snapshots(self, snap):
-        df = self.spark.createDataFrame([tuple(r.values()) for r in snapshot_rows(self.m)],
+        df = local_dataframe(self.spark, [tuple(r.values()) for r in snapshot_rows(self.m)],
                                         "committed_at bigint, snapshot_id bigint, parent_id bigint, "
                                         "operation string, manifest_list string, summary map<string,string>")
         return self._ts(df, "committed_at")
 
     def _history(self, snap):
-        df = self.spark.createDataFrame([tuple(r.values()) for r in history_rows(self.m)],
+        df = local_dataframe(self.spark, [tuple(r.values()) for r in history_rows(self.m)],
                                         "made_current_at bigint, snapshot_id bigint, parent_id bigint, "
                                         "is_current_ancestor boolean")
         return self._ts(df, "made_current_at")
 
     def _refs(self, snap):
-        return self.spark.createDataFrame([tuple(r.values()) for r in refs_rows(self.m)],
+        return local_dataframe(self.spark, [tuple(r.values()) for r in refs_rows(self.m)],
                                           "name string, type string, snapshot_id bigint, "
                                           "max_reference_age_in_ms bigint, min_snapshots_to_keep int, "
                                           "max_snapshot_age_in_ms bigint")
@@ -308,7 +309,7 @@ class MetadataTables:
             s = self._snapshot_as_of(ts)
             rows.append((ts, path, s.snapshot_id if s else None, s.schema_id if s else None,
                          (s.sequence_number or 0) if s else None))
-        df = self.spark.createDataFrame(rows, "timestamp bigint, file string, latest_snapshot_id bigint, "
+        df = local_dataframe(self.spark, rows, "timestamp bigint, file string, latest_snapshot_id bigint, "
                                               "latest_schema_id int, latest_sequence_number bigint")
         return self._ts(df, "timestamp")
 
@@ -322,7 +323,7 @@ class MetadataTables:
     # --- partitions and position deletes ----------------------------------------------------------------
     def _partitions(self, snap):
         df = self._raw_entries(self._manifests_of(snap)).filter(F.col("status") != 2)
-        times = self.spark.createDataFrame([(s.snapshot_id, s.timestamp_ms) for s in self.m.snapshots],
+        times = local_dataframe(self.spark, [(s.snapshot_id, s.timestamp_ms) for s in self.m.snapshots],
                                            "snapshot_id bigint, _ts bigint")
         df = df.join(F.broadcast(times), "snapshot_id", "left")
         is_data, is_pos, is_eq = F.col("content") == 0, F.col("content") == 1, F.col("content") == 2
@@ -378,16 +379,16 @@ class MetadataTables:
         if files:
             rows = read_files(self.spark, [DELETE_FILE_PATH, DELETE_FILE_POS, row_field],
                               [(d["file_format"], d["file_path"]) for d in files], "position delete")
-            info = self.spark.createDataFrame([(path_key(d["file_path"]), d["file_path"], d["spec_id"],
+            info = local_dataframe(self.spark, [(path_key(d["file_path"]), d["file_path"], d["spec_id"],
                                                 d["partition"], None, None) for d in files], info_ddl)
             parts.append(rows.withColumnRenamed("_key", "_del_key").drop("_pos").join(F.broadcast(info), "_del_key"))
         if dvs:
-            refs = self.spark.createDataFrame(
-                [(d["referenced_data_file"], d["file_path"], d["content_offset"], d["content_size_in_bytes"])
-                 for d in dvs], "data_file string, puffin_path string, content_offset bigint, "
-                                "content_size_in_bytes bigint")
+            refs = local_dataframe(
+                self.spark, [(d["referenced_data_file"], d["file_path"], d["content_offset"],
+                              d["content_size_in_bytes"]) for d in dvs],
+                "data_file string, puffin_path string, content_offset bigint, content_size_in_bytes bigint")
             positions = refs.mapInArrow(DVDecoder(), "_del_file string, _del_pos bigint")
-            info = self.spark.createDataFrame([(d["referenced_data_file"], d["file_path"], d["spec_id"],
+            info = local_dataframe(self.spark, [(d["referenced_data_file"], d["file_path"], d["spec_id"],
                                                 d["partition"], d["content_offset"], d["content_size_in_bytes"])
                                                for d in dvs], info_ddl.replace("_del_key", "_del_file"))
             parts.append(positions.join(F.broadcast(info), "_del_file").select(
@@ -398,7 +399,7 @@ class MetadataTables:
             empty_ddl = (f"file_path string, pos bigint, row {ddl(row_type)}, "
                          f"partition {self.layout.spark_ddl()}, spec_id int, delete_file_path string"
                          + (", content_offset bigint, content_size_in_bytes bigint" if v3 else ""))
-            df = self.spark.createDataFrame([], empty_ddl)
+            df = local_dataframe(self.spark, [], empty_ddl)
             if parted:
                 df = df.withColumn("partition", partition_column(self.layout, "partition"))
             return df.select(*out_cols)

@@ -16,6 +16,7 @@ from sparkberg.commit.producer import fast_append
 from sparkberg.errors import ValidationError
 from sparkberg.evolution import NAME_MAPPING, mapping_of
 from sparkberg.io.fileio import file_io_for, normalize_location
+from sparkberg.spark.session import local_dataframe
 from sparkberg.write.imports import RESULT_DDL, FileImporter
 from sparkberg.write.writer import data_file_from_json
 
@@ -67,7 +68,7 @@ def add_files(table, given: Any, check_duplicate_files: bool = True) -> int:
     if not paths:
         return 0
     spark = table.spark
-    wanted = spark.createDataFrame([(p,) for p in paths], "file_path string")
+    wanted = local_dataframe(spark, [(p,) for p in paths], "file_path string")
     if check_duplicate_files and table.metadata.current_snapshot is not None:
         live = table.metadata_table("files").select("file_path")
         dup = wanted.join(F.broadcast(live), "file_path").limit(1).collect()

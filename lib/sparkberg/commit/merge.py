@@ -22,7 +22,7 @@ from sparkberg.commit.rowlevel import RowLevel, key_predicate, removal_of
 from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import And
 from sparkberg.expressions.sql import conjuncts, translate_filter
-from sparkberg.spark.session import session_time_zone
+from sparkberg.spark.session import local_dataframe, session_time_zone
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.write.dataframe import write_files
 
@@ -152,7 +152,7 @@ class MergeBuilder:
         """The rows of the files the merge may touch, with their file and position."""
         if rl.tasks:
             return rl.read(rl.tasks, cols + lineage + ["_file", "_pos"], None)
-        return rl.spark.createDataFrame([], rl.table.spark_schema()).select(
+        return local_dataframe(rl.spark, [], rl.table.spark_schema()).select(
             "*", *[F.lit(None).cast("bigint").alias(c) for c in lineage],
             F.lit(None).cast("string").alias("_file"), F.lit(None).cast("bigint").alias("_pos"))
 

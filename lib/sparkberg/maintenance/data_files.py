@@ -49,7 +49,7 @@ from sparkberg.commit.rowlevel import RowLevel, file_scoped_deletes, no_new_dele
 from sparkberg.errors import CommitFailedException, CommitStateUnknownException, SparkbergError, ValidationError
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.options import Options
-from sparkberg.spark.session import job_description
+from sparkberg.spark.session import job_description, local_dataframe
 from sparkberg.spec.transforms import IdentityTransform
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.ordering import Ordering, ZOrder, parse_ordering
@@ -231,7 +231,7 @@ def rewrite_data_files(table, filter: str | None = None, strategy: str | None = 
     s = Settings.read(table, opts, shuffling=strategy != "binpack")
     spark = table.spark
     if table.metadata.current_snapshot is None:
-        return spark.createDataFrame([(0, 0, 0, 0, 0)], RESULT)
+        return local_dataframe(spark, [(0, 0, 0, 0, 0)], RESULT)
     rl = RowLevel(table, filter)
     groups = plan_groups(rl, s)
     if dry_run:
@@ -239,14 +239,14 @@ def rewrite_data_files(table, filter: str | None = None, strategy: str | None = 
         if s.remove_dangling:
             seq = rl.m.current_snapshot.sequence_number if s.starting_sequence else rl.m.last_sequence_number + 1
             removed |= set(dangling_delete_files(table, groups, seq))
-        return spark.createDataFrame([(sum(len(g.tasks) for g in groups),
+        return local_dataframe(spark, [(sum(len(g.tasks) for g in groups),
                                        sum(s.expected_files(g.size) for g in groups), sum(g.size for g in groups),
                                        0, len(removed))], RESULT)
     run = _Run(table, rl, s, ordering)
     run.execute(groups)
     if s.remove_dangling:
         run.removed_deletes += remove_dangling_delete_files(table)
-    return spark.createDataFrame([(run.rewritten, run.added, run.rewritten_bytes, run.failed,
+    return local_dataframe(spark, [(run.rewritten, run.added, run.rewritten_bytes, run.failed,
                                    run.removed_deletes)], RESULT)
 
 
@@ -372,7 +372,7 @@ def dangling_delete_files(table, rewritten: list[Group] = (), seq: int | None = 
     files = entries.select(F.col("sequence_number").alias("seq"), "data_file.*")
     data = files.where("content = 0")
     if rewritten:
-        gone = spark.createDataFrame([(t["file_path"], g.one_partition) for g in rewritten for t in g.tasks],
+        gone = local_dataframe(spark, [(t["file_path"], g.one_partition) for g in rewritten for t in g.tasks],
                                      "gone_path string, stays boolean")
         data = (data.join(F.broadcast(gone), F.col("file_path") == F.col("gone_path"), "left")
                 .where(F.col("stays").isNull() | F.col("stays"))

@@ -29,6 +29,7 @@ from sparkberg.maintenance.data_files import dangling_delete_files
 from sparkberg.maintenance.options import Options
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.read.columns import delete_file_rows
+from sparkberg.spark.session import local_dataframe
 from sparkberg.spec.manifests import DELETED, MANIFEST_DELETES, POSITION_DELETES
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json
@@ -57,7 +58,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
     spark = table.spark
     rewrite_all, min_files = _options(options)
     table.refresh()
-    empty = spark.createDataFrame([(0, 0, 0, 0)], RESULT)
+    empty = local_dataframe(spark, [(0, 0, 0, 0)], RESULT)
     if table.metadata.current_snapshot is None:
         return empty
     rl = RowLevel(table, filter)
@@ -79,15 +80,15 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
     dangling = {k: deletes[k][0] for k in dangling_delete_files(table) if k in deletes} if filter is None else {}
     if not chosen_files and not dangling:
         return empty
-    live = spark.createDataFrame([(t["file_path"],) for t in chosen_tasks], "_file string")
-    rows = spark.createDataFrame(sorted((p, d["file_format"]) for p, d in chosen_files.items()),
+    live = local_dataframe(spark, [(t["file_path"],) for t in chosen_tasks], "_file string")
+    rows = local_dataframe(spark, sorted((p, d["file_format"]) for p, d in chosen_files.items()),
                                  "path string, format string") \
         .mapInArrow(_positions, "_file string, _pos bigint").join(F.broadcast(live), "_file")
     targets = rl.delete_targets(chosen_tasks, merge_position_files=False)  # (their positions are the rows)
     writer = DeleteWriter(targets, dv=dv, write_id=uuid.uuid4().hex[:16],
                           compression=m.properties.get("write.parquet.compression-codec", "zstd"),
                           partition_scoped=not dv)
-    dirs = spark.createDataFrame([(p, t["dir"]) for p, t in targets.items()], "_file string, _dir string")
+    dirs = local_dataframe(spark, [(p, t["dir"]) for p, t in targets.items()], "_file string, _dir string")
     rewritten_bytes = sum(deletes.get((p, None), (0, None))[0] for p in chosen_files) + sum(dangling.values())
     if dry_run:  # it would write one file per directory (v2) or data file (v3) left with positions
         hit = {r[0] for r in rows.join(F.broadcast(dirs), "_file").select("_file" if dv else "_dir").distinct()
@@ -95,7 +96,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
         gone = {(p, None) for p in chosen_files} | set(dangling) | {  # (on v3, with the DVs the new ones replace)
             (d["file_path"], d["content_offset"]) for t in chosen_tasks if dv and t["file_path"] in hit
             for d in t["deletes"] if d["file_format"] == "puffin"}
-        return spark.createDataFrame([(len(gone), len(hit), rewritten_bytes, 0)], RESULT)
+        return local_dataframe(spark, [(len(gone), len(hit), rewritten_bytes, 0)], RESULT)
     written = rows.join(F.broadcast(dirs), "_file").repartition("_dir") \
         .sortWithinPartitions("_dir", "_file", "_pos").select("_file", "_pos").mapInArrow(writer, RESULT_DDL)
     added = [delete_file_from_json(r["delete_file"], m) for r in written.collect()]
@@ -108,7 +109,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
     with deleted_on_failure(table.io, lambda: sorted({d.file_path for _, d in added})):
         commit_changes(table, Changes("replace", [], added, removed, set(), no_new_deletes_check(table, touched)))
     added_bytes = sum({d.file_path: d.file_size_in_bytes for _, d in added}.values())
-    return spark.createDataFrame([(len(removed), len(added),  # (delete files, as Java counts them: each DV one)
+    return local_dataframe(spark, [(len(removed), len(added),  # (delete files, as Java counts them: each DV one)
                                    rewritten_bytes, added_bytes)], RESULT)
 
 

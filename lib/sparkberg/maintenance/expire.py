@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
-from sparkberg.spark.session import session_time_zone
+from sparkberg.spark.session import local_dataframe, session_time_zone
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
@@ -75,7 +75,7 @@ def expire_snapshots(table, older_than: Any = None, retain_last: int | None = No
     if clean_expired_files and len(after.snapshots) < len(base.snapshots):
         files = expired_files(spark, table.io, base, after)
         counts.update(_counted(files) if dry_run else _deleted(files))
-    return spark.createDataFrame([tuple(counts[k] for k in COUNTS)],
+    return local_dataframe(spark, [tuple(counts[k] for k in COUNTS)],
                                  ", ".join(f"{c} bigint" for c in COUNTS.values()))
 
 
@@ -103,13 +103,13 @@ def expired_files(spark: Any, io: FileIO, before: TableMetadata, after: TableMet
         {f.statistics_path for f in (*after.statistics, *after.partition_statistics)}
     metadata_files = [(p, "manifest") for p in sorted(set(old) - set(kept))] + \
         [(p, "manifest_list") for p in sorted(lists)] + [(p, "statistics") for p in sorted(stats)]
-    return content.unionByName(spark.createDataFrame(metadata_files, FILES_DDL))
+    return content.unionByName(local_dataframe(spark, metadata_files, FILES_DDL))
 
 
 def _content(spark: Any, manifests: list[ManifestFile], decoder: EntryDecoder) -> DataFrame:
     """The distinct live content files of ``manifests`` as (path, kind)."""
     if not manifests:
-        return spark.createDataFrame([], FILES_DDL)
+        return local_dataframe(spark, [], FILES_DDL)
     entries = entries_df(spark, manifests, decoder)
     kind = F.when(F.col("content") == POSITION_DELETES, "position") \
         .when(F.col("content") == EQUALITY_DELETES, "equality").otherwise("data")

@@ -43,6 +43,7 @@ from sparkberg.commit.target import MAIN
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure, file_io_for
 from sparkberg.planning.entries import manifests_df, manifests_of, snapshot_manifests
+from sparkberg.spark.session import local_dataframe
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
@@ -222,7 +223,7 @@ def rewrite_manifests(table, spec_id: int | None = None, dry_run: bool = False) 
     spark = table.spark
     table.refresh()
     start = table.metadata
-    empty = spark.createDataFrame([(0, 0)], RESULT_DDL)
+    empty = local_dataframe(spark, [(0, 0)], RESULT_DDL)
     if start.current_snapshot is None:
         return empty
     if spec_id is not None and spec_id not in start.specs_by_id:
@@ -238,7 +239,7 @@ def rewrite_manifests(table, spec_id: int | None = None, dry_run: bool = False) 
     if not chosen:
         return empty
     if dry_run:  # (the manifests it would write: as planned, one per target size of each group)
-        return spark.createDataFrame([(len(chosen), sum(counts[k] for k in groups))], RESULT_DDL)
+        return local_dataframe(spark, [(len(chosen), sum(counts[k] for k in groups))], RESULT_DDL)
     snapshot_id = new_snapshot_id({s.snapshot_id for s in start.snapshots})
     entries = sum((m.existing_files_count or 0) + (m.added_files_count or 0) for m in chosen)
     per_manifest = max(1, math.ceil(entries * target / max(1, sum(m.manifest_length for m in chosen))))
@@ -249,7 +250,7 @@ def rewrite_manifests(table, spec_id: int | None = None, dry_run: bool = False) 
     new = [pickle.loads(r["manifest"]) for r in written.collect()]
     with deleted_on_failure(table.io, lambda: [m.manifest_path for m in new]):
         table.commit_metadata(lambda base, n: _replace(table, base, n, snapshot_id, chosen, new))
-    return spark.createDataFrame([(len(chosen), len(new))], RESULT_DDL)
+    return local_dataframe(spark, [(len(chosen), len(new))], RESULT_DDL)
 
 
 def _replace(table, base: TableMetadata, n: int, snapshot_id: int, rewritten: list[ManifestFile],

@@ -24,6 +24,7 @@ from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, file_io_for, normalize_location
 from sparkberg.maintenance.expire import FILES_DDL, _deleted, _manifests, to_millis
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df
+from sparkberg.spark.session import local_dataframe
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.updates import now_ms
 
@@ -79,8 +80,8 @@ def remove_orphan_files(table, older_than: Any = None, location: str | None = No
     valid = _referenced(spark, table.io, metadata, table.metadata_location)
     orphans = _orphans(listed, valid, schemes, authorities, prefix_mismatch_mode)
     if not dry_run and orphans:
-        _deleted(spark.createDataFrame([(p, "orphan") for p in orphans], FILES_DDL))
-    return spark.createDataFrame([(p,) for p in orphans], "orphan_file_location string")
+        _deleted(local_dataframe(spark, [(p, "orphan") for p in orphans], FILES_DDL))
+    return local_dataframe(spark, [(p,) for p in orphans], "orphan_file_location string")
 
 
 def _partition_names(metadata: TableMetadata) -> frozenset[str]:
@@ -116,7 +117,7 @@ def _listing(spark: Any, where: str, older_ms: int, partition_names: frozenset[s
         for batch in batches:
             found = [p for i in batch.column(0).to_pylist() for p in kept(file_io_for(dirs[i]).list_files(dirs[i]))]
             yield pa.RecordBatch.from_pydict({"location": found}, pa.schema([("location", pa.string())]))
-    listed = spark.createDataFrame([(p,) for p in kept(io.list_files(where, recursive=False))], "location string")
+    listed = local_dataframe(spark, [(p,) for p in kept(io.list_files(where, recursive=False))], "location string")
     if dirs:  # (a range of as many partitions as directories: a task each, without a shuffle to spread them)
         tasks = spark.range(0, len(dirs), 1, min(len(dirs), MAX_LISTING_TASKS))
         listed = listed.unionByName(tasks.mapInArrow(list_dirs, "location string"))
@@ -133,12 +134,12 @@ def _referenced(spark: Any, io: FileIO, metadata: TableMetadata, metadata_locati
     manifests = _manifests(io, metadata)
     decoder = EntryDecoder(PartitionLayout(metadata), columns=["file_path"])
     content = entries_df(spark, list(manifests.values()), decoder).select(F.col("file_path").alias("location")) \
-        if manifests else spark.createDataFrame([], "location string")
+        if manifests else local_dataframe(spark, [], "location string")
     root = metadata.location.rstrip("/")
     other = set(manifests) | {s.manifest_list for s in metadata.snapshots if s.manifest_list} | \
         {f.statistics_path for f in (*metadata.statistics, *metadata.partition_statistics)} | \
         {e.metadata_file for e in metadata.metadata_log} | {metadata_location, f"{root}/metadata/version-hint.text"}
-    return content.unionByName(spark.createDataFrame([(p,) for p in sorted(other)], "location string"))
+    return content.unionByName(local_dataframe(spark, [(p,) for p in sorted(other)], "location string"))
 
 
 def _orphans(listed: DataFrame, valid: DataFrame, schemes: dict[str, str], authorities: dict[str, str],

@@ -30,6 +30,7 @@ from sparkberg.errors import SparkbergError
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, distinct_rows, eq_stats, path_bounds
+from sparkberg.spark.session import local_dataframe
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DELETED, ManifestFile, inherit_columns
 from sparkberg.spec.metadata import TableMetadata
@@ -643,7 +644,7 @@ def snapshot_manifest_table(io: FileIO, snapshot: Snapshot, cache: ManifestCache
 def manifests_df(spark, manifests: Sequence[ManifestFile]):
     """A DataFrame of manifests with explicit ordinals (the manifest list order)."""
     rows = [(i, *(getattr(m, c) for c in _MANIFEST_COLUMNS)) for i, m in enumerate(manifests)]
-    return spark.createDataFrame(rows, MANIFESTS_DDL)
+    return local_dataframe(spark, rows, MANIFESTS_DDL)
 
 
 def entries_df(spark, manifests: Sequence[ManifestFile], decoder: EntryDecoder):

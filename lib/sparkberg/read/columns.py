@@ -20,7 +20,7 @@ from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import to_local_path
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, ArrowFileReader, path_key, read_with_arrow
-from sparkberg.spark.session import read_parquet
+from sparkberg.spark.session import local_dataframe, read_parquet
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import FIELD_ID_KEY, arrow_schema, to_spark_read_field
 from sparkberg.spec import types as T
@@ -62,7 +62,7 @@ def read_schema(schema: T.Schema, extra: Sequence[T.NestedField] = ()) -> ST.Str
 
 
 def empty_frame(spark, schema: ST.StructType) -> DataFrame:
-    return spark.createDataFrame([], schema)
+    return local_dataframe(spark, [], schema)
 
 
 def promoted_fields(metadata: TableMetadata, schema: T.Schema) -> dict[int, T.NestedField]:
@@ -267,7 +267,7 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
     identity_ids = {i for v in identity.values() for i in v}
     watched = list(promoted) + list(defaults) + [i for ids in nested_defaults.values() for i in ids] + \
         list(nested_defaults) + sorted(identity_ids)
-    sigs = (spark.createDataFrame([(p,) for p in paths], "file_path string")
+    sigs = (local_dataframe(spark, [(p,) for p in paths], "file_path string")
             .mapInArrow(FooterSignatures(watched), "file_path string, signature string")
             .collect())
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -377,7 +377,7 @@ def _parquet(spark, schema: ST.StructType, files: Sequence[str], keys: bool | st
 
 
 def _with_file_ids(spark, df: DataFrame, file_ids: FileIds) -> DataFrame:
-    ids = spark.createDataFrame(sorted(file_ids.by_key.items()), "_key string, _file_id int")
+    ids = local_dataframe(spark, sorted(file_ids.by_key.items()), "_key string, _file_id int")
     return df.join(F.broadcast(ids), "_key")
 
 
@@ -400,9 +400,9 @@ def _raw_path_keys(spark, df: DataFrame, file_ids: FileIds | None = None) -> Dat
         elif raw.startswith("file:/") and not raw.startswith("file://"):
             pairs.add(("file:///" + raw[len("file:/"):], key))
     if file_ids is not None:
-        return spark.createDataFrame(sorted((raw, key, file_ids.by_key.get(key, -1)) for raw, key in pairs),
+        return local_dataframe(spark, sorted((raw, key, file_ids.by_key.get(key, -1)) for raw, key in pairs),
                                      "_raw_path string, _key string, _file_id int")
-    return spark.createDataFrame(sorted(pairs), "_raw_path string, _key string")
+    return local_dataframe(spark, sorted(pairs), "_raw_path string, _key string")
 
 
 READ_FORMATS = {"parquet", *ARROW_READ_FORMATS}  # (Parquet by Spark, the others by Arrow)

@@ -22,7 +22,7 @@ from sparkberg.read.columns import (
 )
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileIds
-from sparkberg.spark.session import arrow_dataframe
+from sparkberg.spark.session import arrow_dataframe, local_dataframe
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field
 from sparkberg.spec import types as T
@@ -196,7 +196,7 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
                      .select(*[F.col(f"`{f.name}`") for f in fields], "_del_fid"))
     if by_python:
         out = ST.StructType(spark_fields + [ST.StructField("_del_fid", ST.IntegerType())])
-        files = spark.createDataFrame([(p, formats[p]) for p in by_python], "delete_file string, file_format string")
+        files = local_dataframe(spark, [(p, formats[p]) for p in by_python], "delete_file string, file_format string")
         parts.append(files.mapInArrow(EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}), out))
     return union_all(parts)
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
 from sparkberg.io.fileio import to_local_path
+from sparkberg.spark.session import local_dataframe
 from sparkberg.spark.types import arrow_schema
 from sparkberg.spec import types as T
 
@@ -289,5 +290,5 @@ def read_with_arrow(spark, fmt: str, fields: Sequence[T.NestedField], spark_fiel
     out = ST.StructType(list(spark_fields) + [ST.StructField("_key", ST.StringType()),
                                               ST.StructField("_pos", ST.LongType())])
     reader = ArrowFileReader(fmt, fields, arrow_schema(out), mapping)
-    return (spark.createDataFrame([(p,) for p in paths], "file_path string")
+    return (local_dataframe(spark, [(p,) for p in paths], "file_path string")
             .mapInArrow(reader, out))

@@ -24,7 +24,7 @@ from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileSlots
-from sparkberg.spark.session import arrow_dataframe, literal_of, per_session, spark_version
+from sparkberg.spark.session import arrow_dataframe, literal_of, local_dataframe, per_session, spark_version
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.spec.puffin import dv_positions
@@ -309,7 +309,7 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
                                                     DeletedPositions.SPARK_SCHEMA))
         if not units:
             return rows
-        return _bitmap_filter(rows, spark.createDataFrame([(u,) for u in units], "unit string").mapInArrow(
+        return _bitmap_filter(rows, local_dataframe(spark, [(u,) for u in units], "unit string").mapInArrow(
             decoder, DeletedPositions.SPARK_SCHEMA))
     deleted = []
     if derived:
@@ -318,10 +318,10 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
         deleted.append(arrow_dataframe(spark, pa.table({"_del_row": pa.array(np.concatenate(keys), pa.int64())}),
                                        "_del_row bigint"))
     if applies:
-        files = spark.createDataFrame(sorted(formats.items()), "delete_file string, file_format string")
+        files = local_dataframe(spark, sorted(formats.items()), "delete_file string, file_format string")
         deleted.append(files.mapInArrow(PositionDeleteRows(dict(applies)), "_del_row bigint"))
     if dvs:
-        refs = spark.createDataFrame(dvs, "data_file_id int, puffin_path string, content_offset bigint, "
+        refs = local_dataframe(spark, dvs, "data_file_id int, puffin_path string, content_offset bigint, "
                                           "content_size_in_bytes bigint")
         deleted.append(refs.mapInArrow(DVDecoder(keys=True), "_del_row bigint"))
     d = union_all(deleted)

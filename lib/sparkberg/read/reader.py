@@ -25,6 +25,7 @@ from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.equality import apply_equality_deletes, equality_positions
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.positions import PositionSources, apply_position_deletes, position_scan_filter
+from sparkberg.spark.session import local_dataframe
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
@@ -225,7 +226,7 @@ def _with_task_columns(spark, rows: DataFrame, tasks: list, ids: list[int], layo
         ST.StructField("_spec_id", ST.IntegerType()),
         ST.StructField("_phys_partition", physical_partition_struct(layout)),
         ST.StructField("_data_seq", ST.LongType()), ST.StructField("_first_row_id", ST.LongType())])
-    info = spark.createDataFrame(
+    info = local_dataframe(spark, 
         [(i, t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"], t["first_row_id"])
          for i, t in zip(ids, tasks)], info_schema)
     rows = rows.join(F.broadcast(info), "_file_id")

@@ -130,6 +130,22 @@ def arrow_dataframe(spark, table: pa.Table, ddl: str | StructType, rows: Callabl
     return spark.createDataFrame(rows() if rows is not None else table.to_pylist(), ddl, verifySchema=False)
 
 
+def local_dataframe(spark, rows: Sequence[Sequence[Any]], schema: str | StructType) -> DataFrame:
+    """Rows made on the driver (tuples, in the columns' order) as a DataFrame of ``schema`` (DDL or a
+    StructType), through Arrow (:func:`arrow_dataframe`): Spark holds them as a local relation, which it reads
+    and broadcasts on the driver. PySpark's ``createDataFrame`` of Python rows pickles them into an RDD instead,
+    which a Python worker unpickles in a Spark job each time the DataFrame is read."""
+    import pyarrow as pa
+
+    # (spark.types imports pyspark, which this module puts off until a session is used)
+    from sparkberg.spark.types import arrow_schema, parse_ddl
+    struct = parse_ddl(spark, schema) if isinstance(schema, str) else schema
+    arrow = arrow_schema(struct)
+    columns = list(zip(*rows)) if rows else [() for _ in arrow]
+    table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, arrow)], schema=arrow)
+    return arrow_dataframe(spark, table, struct, rows=lambda: [tuple(r) for r in rows])
+
+
 _COUNTED: dict[type, type] = {}
 
 
@@ -164,8 +180,10 @@ def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFra
     from pyspark.sql.types import _parse_datatype_string
     struct = _parse_datatype_string(ddl) if isinstance(ddl, str) else ddl
     jvm = spark._jvm
+    # (each batch is one partition of the lazy DataFrame: as many as a local relation is split into)
+    per_batch = -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism))
     jrdd = spark.sparkContext._serialize_to_jvm(
-        table.to_batches(), ArrowStreamSerializer(),
+        table.to_batches(max_chunksize=per_batch), ArrowStreamSerializer(),
         lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path), lambda: jvm.ArrowIteratorServer())
     with session_setting(spark, _LOCAL_RELATION_THRESHOLD, "0", table.num_rows >= LAZY_ROWS):
         jdf = jvm.PythonSQLUtils.toDataFrame(jrdd, struct.json(), spark._jsparkSession)

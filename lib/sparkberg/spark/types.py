@@ -163,7 +163,7 @@ def schema_from(spark: Any, schema: Any) -> I.Schema:
     if isinstance(schema, I.Schema):
         return schema
     if isinstance(schema, str):
-        schema = _parse_ddl(spark, schema)
+        schema = parse_ddl(spark, schema)
     if not isinstance(schema, T.StructType):
         raise ValidationError(f"schema must be a Spark StructType, a DDL string or a sparkberg Schema, "
                               f"got {type(schema).__name__}")
@@ -173,7 +173,7 @@ def schema_from(spark: Any, schema: Any) -> I.Schema:
 def parse_type(spark: Any, text: str) -> I.IcebergType:
     """The Iceberg type of a Spark DDL type (``"bigint"``, ``"decimal(12,2)"``, ``"struct<a: int>"``), nested field
     ids numbered from 1."""
-    parsed = _parse_ddl(spark, f"`x` {text}")
+    parsed = parse_ddl(spark, f"`x` {text}")
     if len(parsed.fields) != 1:
         raise ValidationError(f"{text!r} is not one Spark type")
     counter = [0]
@@ -184,7 +184,9 @@ def parse_type(spark: Any, text: str) -> I.IcebergType:
     return from_spark_type(parsed.fields[0].dataType, next_id, f" (type {text!r})")
 
 
-def _parse_ddl(spark: Any, ddl: str):
+def parse_ddl(spark: Any, ddl: str) -> T.StructType:
+    """The columns a Spark DDL string describes (``"id bigint, v string"``), on any session; a clear error
+    otherwise."""
     try:
         if hasattr(T.StructType, "fromDDL"):
             parsed = T.StructType.fromDDL(ddl)
