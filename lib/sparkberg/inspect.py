@@ -281,21 +281,20 @@ class MetadataTables:
 
     def _snapshots(self, snap):
         df = local_dataframe(self.spark, [tuple(r.values()) for r in snapshot_rows(self.m)],
-                                        "committed_at bigint, snapshot_id bigint, parent_id bigint, "
-                                        "operation string, manifest_list string, summary map<string,string>")
+                             "committed_at bigint, snapshot_id bigint, parent_id bigint, "
+                             "operation string, manifest_list string, summary map<string,string>")
         return self._ts(df, "committed_at")
 
     def _history(self, snap):
         df = local_dataframe(self.spark, [tuple(r.values()) for r in history_rows(self.m)],
-                                        "made_current_at bigint, snapshot_id bigint, parent_id bigint, "
-                                        "is_current_ancestor boolean")
+                             "made_current_at bigint, snapshot_id bigint, parent_id bigint, "
+                             "is_current_ancestor boolean")
         return self._ts(df, "made_current_at")
 
     def _refs(self, snap):
         return local_dataframe(self.spark, [tuple(r.values()) for r in refs_rows(self.m)],
-                                          "name string, type string, snapshot_id bigint, "
-                                          "max_reference_age_in_ms bigint, min_snapshots_to_keep int, "
-                                          "max_snapshot_age_in_ms bigint")
+                               "name string, type string, snapshot_id bigint, max_reference_age_in_ms bigint, "
+                               "min_snapshots_to_keep int, max_snapshot_age_in_ms bigint")
 
     def _metadata_log_entries(self, snap):
         entries = [(e.timestamp_ms, e.metadata_file) for e in self.m.metadata_log]
@@ -310,7 +309,7 @@ class MetadataTables:
             rows.append((ts, path, s.snapshot_id if s else None, s.schema_id if s else None,
                          (s.sequence_number or 0) if s else None))
         df = local_dataframe(self.spark, rows, "timestamp bigint, file string, latest_snapshot_id bigint, "
-                                              "latest_schema_id int, latest_sequence_number bigint")
+                                               "latest_schema_id int, latest_sequence_number bigint")
         return self._ts(df, "timestamp")
 
     def _snapshot_as_of(self, ts: int) -> Snapshot | None:
@@ -324,7 +323,7 @@ class MetadataTables:
     def _partitions(self, snap):
         df = self._raw_entries(self._manifests_of(snap)).filter(F.col("status") != 2)
         times = local_dataframe(self.spark, [(s.snapshot_id, s.timestamp_ms) for s in self.m.snapshots],
-                                           "snapshot_id bigint, _ts bigint")
+                                "snapshot_id bigint, _ts bigint")
         df = df.join(F.broadcast(times), "snapshot_id", "left")
         is_data, is_pos, is_eq = F.col("content") == 0, F.col("content") == 1, F.col("content") == 2
 
@@ -380,7 +379,7 @@ class MetadataTables:
             rows = read_files(self.spark, [DELETE_FILE_PATH, DELETE_FILE_POS, row_field],
                               [(d["file_format"], d["file_path"]) for d in files], "position delete")
             info = local_dataframe(self.spark, [(path_key(d["file_path"]), d["file_path"], d["spec_id"],
-                                                d["partition"], None, None) for d in files], info_ddl)
+                                                 d["partition"], None, None) for d in files], info_ddl)
             parts.append(rows.withColumnRenamed("_key", "_del_key").drop("_pos").join(F.broadcast(info), "_del_key"))
         if dvs:
             refs = local_dataframe(
@@ -389,8 +388,8 @@ class MetadataTables:
                 "data_file string, puffin_path string, content_offset bigint, content_size_in_bytes bigint")
             positions = refs.mapInArrow(DVDecoder(), "_del_file string, _del_pos bigint")
             info = local_dataframe(self.spark, [(d["referenced_data_file"], d["file_path"], d["spec_id"],
-                                                d["partition"], d["content_offset"], d["content_size_in_bytes"])
-                                               for d in dvs], info_ddl.replace("_del_key", "_del_file"))
+                                                 d["partition"], d["content_offset"], d["content_size_in_bytes"])
+                                                for d in dvs], info_ddl.replace("_del_key", "_del_file"))
             parts.append(positions.join(F.broadcast(info), "_del_file").select(
                 F.col("_del_file").alias("file_path"), F.col("_del_pos").alias("pos"),
                 F.lit(None).cast(row_type).alias("row"), "_df_path", "spec_id", "_phys", "content_offset",

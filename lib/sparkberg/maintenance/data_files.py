@@ -240,14 +240,14 @@ def rewrite_data_files(table, filter: str | None = None, strategy: str | None = 
             seq = rl.m.current_snapshot.sequence_number if s.starting_sequence else rl.m.last_sequence_number + 1
             removed |= set(dangling_delete_files(table, groups, seq))
         return local_dataframe(spark, [(sum(len(g.tasks) for g in groups),
-                                       sum(s.expected_files(g.size) for g in groups), sum(g.size for g in groups),
-                                       0, len(removed))], RESULT)
+                                        sum(s.expected_files(g.size) for g in groups), sum(g.size for g in groups),
+                                        0, len(removed))], RESULT)
     run = _Run(table, rl, s, ordering)
     run.execute(groups)
     if s.remove_dangling:
         run.removed_deletes += remove_dangling_delete_files(table)
     return local_dataframe(spark, [(run.rewritten, run.added, run.rewritten_bytes, run.failed,
-                                   run.removed_deletes)], RESULT)
+                                    run.removed_deletes)], RESULT)
 
 
 class _Run:
@@ -373,7 +373,7 @@ def dangling_delete_files(table, rewritten: list[Group] = (), seq: int | None = 
     data = files.where("content = 0")
     if rewritten:
         gone = local_dataframe(spark, [(t["file_path"], g.one_partition) for g in rewritten for t in g.tasks],
-                                     "gone_path string, stays boolean")
+                               "gone_path string, stays boolean")
         data = (data.join(F.broadcast(gone), F.col("file_path") == F.col("gone_path"), "left")
                 .where(F.col("stays").isNull() | F.col("stays"))
                 .withColumn("seq", F.when(F.col("stays"), F.lit(seq)).otherwise(F.col("seq")))

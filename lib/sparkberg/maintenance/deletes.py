@@ -82,7 +82,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
         return empty
     live = local_dataframe(spark, [(t["file_path"],) for t in chosen_tasks], "_file string")
     rows = local_dataframe(spark, sorted((p, d["file_format"]) for p, d in chosen_files.items()),
-                                 "path string, format string") \
+                           "path string, format string") \
         .mapInArrow(_positions, "_file string, _pos bigint").join(F.broadcast(live), "_file")
     targets = rl.delete_targets(chosen_tasks, merge_position_files=False)  # (their positions are the rows)
     writer = DeleteWriter(targets, dv=dv, write_id=uuid.uuid4().hex[:16],
@@ -110,7 +110,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
         commit_changes(table, Changes("replace", [], added, removed, set(), no_new_deletes_check(table, touched)))
     added_bytes = sum({d.file_path: d.file_size_in_bytes for _, d in added}.values())
     return local_dataframe(spark, [(len(removed), len(added),  # (delete files, as Java counts them: each DV one)
-                                   rewritten_bytes, added_bytes)], RESULT)
+                                    rewritten_bytes, added_bytes)], RESULT)
 
 
 def _position_deletes(table, rl: RowLevel) -> dict[tuple[str, int | None], tuple[int, str | None]]:

@@ -76,7 +76,7 @@ def expire_snapshots(table, older_than: Any = None, retain_last: int | None = No
         files = expired_files(spark, table.io, base, after)
         counts.update(_counted(files) if dry_run else _deleted(files))
     return local_dataframe(spark, [tuple(counts[k] for k in COUNTS)],
-                                 ", ".join(f"{c} bigint" for c in COUNTS.values()))
+                           ", ".join(f"{c} bigint" for c in COUNTS.values()))
 
 
 def _manifests(io: FileIO, metadata: TableMetadata) -> dict[str, ManifestFile]:

@@ -401,7 +401,7 @@ def _raw_path_keys(spark, df: DataFrame, file_ids: FileIds | None = None) -> Dat
             pairs.add(("file:///" + raw[len("file:/"):], key))
     if file_ids is not None:
         return local_dataframe(spark, sorted((raw, key, file_ids.by_key.get(key, -1)) for raw, key in pairs),
-                                     "_raw_path string, _key string, _file_id int")
+                               "_raw_path string, _key string, _file_id int")
     return local_dataframe(spark, sorted(pairs), "_raw_path string, _key string")
 
 

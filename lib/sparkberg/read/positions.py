@@ -322,7 +322,7 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
         deleted.append(files.mapInArrow(PositionDeleteRows(dict(applies)), "_del_row bigint"))
     if dvs:
         refs = local_dataframe(spark, dvs, "data_file_id int, puffin_path string, content_offset bigint, "
-                                          "content_size_in_bytes bigint")
+                                           "content_size_in_bytes bigint")
         deleted.append(refs.mapInArrow(DVDecoder(keys=True), "_del_row bigint"))
     d = union_all(deleted)
     rows = rows.withColumn("_row", F.col("_file_id").cast("bigint") * _ROW_KEY_SHIFT + F.col("_pos"))

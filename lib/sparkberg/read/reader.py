@@ -226,9 +226,9 @@ def _with_task_columns(spark, rows: DataFrame, tasks: list, ids: list[int], layo
         ST.StructField("_spec_id", ST.IntegerType()),
         ST.StructField("_phys_partition", physical_partition_struct(layout)),
         ST.StructField("_data_seq", ST.LongType()), ST.StructField("_first_row_id", ST.LongType())])
-    info = local_dataframe(spark, 
-        [(i, t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"], t["first_row_id"])
-         for i, t in zip(ids, tasks)], info_schema)
+    info = local_dataframe(
+        spark, [(i, t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"], t["first_row_id"])
+                for i, t in zip(ids, tasks)], info_schema)
     rows = rows.join(F.broadcast(info), "_file_id")
     if "_partition" in wanted:  # (an unpartitioned table's is an empty struct, which Spark 3.5 cannot encode)
         rows = rows.withColumn("_partition", partition_column(layout, "_phys_partition"))
