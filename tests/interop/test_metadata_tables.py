@@ -61,3 +61,18 @@ def test_metadata_tables_of_an_older_snapshot(corpus, java, java_warehouse, mt):
         theirs = java.read.option("snapshot-id", snap.snapshot_id).table(f"ref.db.v2_mor.{mt}")
         ours = t.metadata_table(mt, snapshot_id=snap.snapshot_id)
         assert Counter(norm(r) for r in ours.collect()) == Counter(norm(r) for r in theirs.collect()), snap
+
+
+def test_rows_made_on_the_driver_reach_a_classic_spark_35_session_as_arrow(java):
+    """On a classic Spark 3.5 session ``local_dataframe`` sends Arrow batches, never pickled rows: a local relation
+    below ``LAZY_ROWS`` rows, from there batches split over the cores as a local relation is; the rows are those
+    ``createDataFrame`` gives."""
+    from sparkberg.spark.session import LAZY_ROWS, local_dataframe
+    ddl = "i bigint, s string, m map<string,string>, st struct<a: int, b: string>"
+    for n in (0, 5, LAZY_ROWS + 500):
+        rows = [(i, f"s{i}", {"k": str(i)}, (i, "x") if i % 3 else None) for i in range(n)]
+        ours = local_dataframe(java, rows, ddl)
+        assert ours.collect() == java.createDataFrame(rows, ddl).collect()
+        assert "PythonRDD" not in ours._jdf.queryExecution().toRdd().toDebugString()
+        if n >= LAZY_ROWS:
+            assert ours.rdd.getNumPartitions() == java.sparkContext.defaultParallelism

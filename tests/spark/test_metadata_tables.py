@@ -60,3 +60,31 @@ def test_snapshots_history_and_entries(table):
     assert 1 in statuses
     refs = table.metadata_table("refs").collect()
     assert [(r["name"], r["type"]) for r in refs] == [("main", "BRANCH")]
+
+
+def _pickled(df) -> bool:
+    """Whether reading ``df`` unpickles Python rows in a Python worker (an RDD of PySpark's pickled rows)."""
+    return "PythonRDD" in df._jdf.queryExecution().toRdd().toDebugString()
+
+
+def test_rows_made_on_the_driver_are_read_without_a_python_worker(spark, table):
+    """``local_dataframe`` gives the rows PySpark's ``createDataFrame`` gives, of every kind of column, held as
+    Arrow by Spark instead of pickled: so are the metadata tables made of the table's metadata alone, and the
+    results of maintenance."""
+    import datetime as dt
+
+    from sparkberg.spark.session import local_dataframe
+    ddl = ("i bigint, s string, b boolean, m map<string,string>, st struct<a: int, b: string>, arr array<bigint>, "
+           "bin binary, d date, ts timestamp, n int")
+    utc = dt.timezone.utc
+    for n in (0, 3, 1500):
+        rows = [(i, f"s{i}", i % 2 == 0, {"k": str(i)}, (i, "x") if i % 3 else None, [i, i + 1], bytes([i % 256]),
+                 dt.date(2024, 1, 1) + dt.timedelta(days=i % 30),
+                 dt.datetime(2024, 1, 1, tzinfo=utc) + dt.timedelta(seconds=i), None) for i in range(n)]
+        ours = local_dataframe(spark, rows, ddl)
+        assert ours.schema == spark.createDataFrame(rows, ddl).schema
+        assert ours.collect() == spark.createDataFrame(rows, ddl).collect()
+        assert _pickled(spark.createDataFrame(rows, ddl)) and not _pickled(ours)
+    for name in ("snapshots", "history", "refs", "metadata_log_entries", "manifests", "all_manifests"):
+        assert not _pickled(table.metadata_table(name)), name
+    assert not _pickled(table.rewrite_manifests())

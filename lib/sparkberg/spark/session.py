@@ -118,10 +118,10 @@ def arrow_dataframe(spark, table: pa.Table, ddl: str | StructType, rows: Callabl
     where PySpark takes one (4.x; several times faster than row by row), on a classic PySpark 3.5 session its
     Arrow batches, else its rows (``rows()`` when given: dicts or tuples built for this schema, so unverified)."""
     import pyspark
-    if table.num_rows and int(pyspark.__version__.split(".")[0]) >= 4:
+    if int(pyspark.__version__.split(".")[0]) >= 4:
         # (one chunk: PySpark 4.3 returned no rows for a table concatenated from empty and non-empty tables)
         return spark.createDataFrame(table.combine_chunks(), ddl)
-    if table.num_rows and hasattr(spark, "_jsparkSession"):
+    if hasattr(spark, "_jsparkSession"):
         try:
             return arrow_dataframe_35(spark, table.combine_chunks(), ddl)
         except Exception:  # noqa: BLE001 - PySpark internals that moved: the rows
@@ -131,10 +131,11 @@ def arrow_dataframe(spark, table: pa.Table, ddl: str | StructType, rows: Callabl
 
 
 def local_dataframe(spark, rows: Sequence[Sequence[Any]], schema: str | StructType) -> DataFrame:
-    """Rows made on the driver (tuples, in the columns' order) as a DataFrame of ``schema`` (DDL or a
-    StructType), through Arrow (:func:`arrow_dataframe`): Spark holds them as a local relation, which it reads
-    and broadcasts on the driver. PySpark's ``createDataFrame`` of Python rows pickles them into an RDD instead,
-    which a Python worker unpickles in a Spark job each time the DataFrame is read."""
+    """Rows made on the driver (tuples, in the columns' order; timestamps as zone-aware datetimes, which Arrow
+    takes as UTC when naive) as a DataFrame of ``schema`` (DDL or a StructType), through Arrow
+    (:func:`arrow_dataframe`): Spark holds them as a local relation, which it reads and broadcasts on the driver.
+    PySpark's ``createDataFrame`` of Python rows pickles them into an RDD instead, which a Python worker unpickles
+    in a Spark job each time the DataFrame is read."""
     import pyarrow as pa
 
     # (spark.types imports pyspark, which this module puts off until a session is used)
@@ -181,7 +182,7 @@ def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFra
     struct = _parse_datatype_string(ddl) if isinstance(ddl, str) else ddl
     jvm = spark._jvm
     # (each batch is one partition of the lazy DataFrame: as many as a local relation is split into)
-    per_batch = -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism))
+    per_batch = max(1, -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism)))
     jrdd = spark.sparkContext._serialize_to_jvm(
         table.to_batches(max_chunksize=per_batch), ArrowStreamSerializer(),
         lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path), lambda: jvm.ArrowIteratorServer())
