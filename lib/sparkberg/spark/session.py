@@ -178,8 +178,10 @@ def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFra
     while the DataFrame is made, so the rows are converted when it is read (its count was faster too)."""
     from pyspark.sql import DataFrame as ClassicDataFrame
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
-    from pyspark.sql.types import _parse_datatype_string
-    struct = _parse_datatype_string(ddl) if isinstance(ddl, str) else ddl
+
+    # (spark.types imports pyspark, which this module puts off until a session is used)
+    from sparkberg.spark.types import parse_ddl
+    struct = parse_ddl(spark, ddl) if isinstance(ddl, str) else ddl
     jvm = spark._jvm
     # (each batch is one partition of the lazy DataFrame: as many as a local relation is split into)
     per_batch = max(1, -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism)))
