@@ -253,7 +253,8 @@ class FileWriter:
             for start, end, key in _runs(keys, batch.num_rows):
                 for piece in range(start, end, step):
                     chunk = data.slice(piece, min(step, end - piece))
-                    if open_file is not None and (open_file.key != key or open_file.size() >= self.target):
+                    if open_file is not None and (not _same_key(open_file.key, key)
+                                                  or open_file.size() >= self.target):
                         results.append(open_file.close())
                         open_file = None
                     if open_file is None:
@@ -279,20 +280,28 @@ def _cast(arr: pa.Array, target: pa.DataType, name: str) -> pa.Array:
         raise ValidationError(f"column {name!r}: cannot write {arr.type} data as {target}: {e}") from None
 
 
-def _runs(keys: list[pa.Array], n: int):
-    """(start, end, key) of runs of equal partition keys (rows arrive clustered)."""
+def _runs(keys: list[pa.Array], n: int) -> Iterator[tuple[int, int, tuple]]:
+    """(start, end, key) of runs of equal partition keys (rows arrive clustered), found by comparing each row's
+    keys with the previous row's in Arrow: nulls equal nulls and NaNs equal NaNs, as they share a partition."""
     if not keys:
         yield 0, n, ()
         return
-    py = [k.to_pylist() for k in keys]
-    start = 0
-    current = tuple(col[0] for col in py)
-    for i in range(1, n):
-        k = tuple(col[i] for col in py)
-        if k != current:
-            yield start, i, current
-            start, current = i, k
-    yield start, n, current
+    changed = np.zeros(max(n - 1, 0), dtype=bool)
+    for k in keys:
+        after, before = k.slice(1), k.slice(0, n - 1)
+        same = pc.or_(pc.fill_null(pc.equal(after, before), False),
+                      pc.and_(after.is_null(), before.is_null()))
+        if pa.types.is_floating(k.type):
+            same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(after), pc.is_nan(before)), False))
+        changed |= ~same.to_numpy(zero_copy_only=False)
+    starts = [0] + (np.flatnonzero(changed) + 1).tolist()
+    for start, end in zip(starts, starts[1:] + [n]):
+        yield start, end, tuple(k[start].as_py() for k in keys)
+
+
+def _same_key(a: tuple, b: tuple) -> bool:
+    """Two partition keys are one partition (NaN is NaN: the float values of an identity partition)."""
+    return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b))
 
 
 class _OpenFile:
