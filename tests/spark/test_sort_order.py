@@ -79,6 +79,12 @@ def test_distribution_modes_follow_iceberg_spark(spark, cat):
     assert [distribution_mode(spark, m(n), "delete") for n in names] == ["hash"] * 3
     assert [distribution_mode(spark, m(n), "merge") for n in names] == ["none", "hash", "range"]
     assert distribution_mode(spark, m("db.parted"), "merge", position_delta=True) == "hash"
+    # files rewritten in place keep their tasks, unless a mode is named (merges and merge-on-read never are)
+    assert [distribution_mode(spark, m("db.parted"), c, in_place=True) for c in ("delete", "update", "merge")] == \
+        ["none", "none", "hash"]
+    assert distribution_mode(spark, m("db.parted"), "update", position_delta=True, in_place=True) == "hash"
+    parted.set_properties({"write.delete.distribution-mode": "hash"})
+    assert distribution_mode(spark, m("db.parted"), "delete", in_place=True) == "hash"
     parted.set_properties({"write.distribution-mode": "range", "write.merge.distribution-mode": "none"})
     plain.set_properties({"write.distribution-mode": "hash", "write.update.distribution-mode": "range"})
     assert distribution_mode(spark, m("db.parted")) == "range"

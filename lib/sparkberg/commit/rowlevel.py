@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import uuid
+from typing import Iterable
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -33,7 +34,8 @@ from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.planning.entries import own_entries, snapshot_manifests
 from sparkberg.planning.scan import plan
 from sparkberg.read.reader import read_tasks
-from sparkberg.spark.session import session_time_zone
+from sparkberg.spark.session import session_time_zone, unsplit_file_bytes
+from sparkberg.spec import types as T
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.write.dataframe import write_files
@@ -262,6 +264,26 @@ class RowLevel:
     def read(self, tasks, columns, filter):
         return read_tasks(self.spark, self.m, self.schema, tasks, self.plan.layout, columns, filter)
 
+    def rewritten_in_place(self, files: list, assigned: Iterable[str] = ()) -> bool:
+        """Whether the rows of ``files`` rewritten by copy-on-write (``assigned``: the columns an update sets)
+        stay in their file's partition of the current spec, each file the only one rewritten in its partition
+        and small enough that one task reads all its rows (:func:`unsplit_file_bytes`): clustering them by
+        partition would then move no row to another file (``in_place`` of :func:`distribution_mode`)."""
+        spec, schema = self.m.default_spec, self.m.current_schema
+        sources = {i for f in spec.fields for i in f.all_source_ids}
+        for name in assigned:
+            field = schema.as_struct.field_by_name(name)
+            if field is None or ({field.field_id} | set(T.Schema([field]).index_by_id())) & sources:
+                return False
+        limit = unsplit_file_bytes(self.spark)
+        seen = set()
+        for t in files:
+            key = tuple(sorted(self.partition(t).items()))
+            if t["spec_id"] != spec.spec_id or t["file_size_in_bytes"] > limit or key in seen:
+                return False
+            seen.add(key)
+        return True
+
     @property
     def lineage(self) -> list[str]:
         """The row-lineage columns rewritten rows carry (v3), by name."""
@@ -349,7 +371,8 @@ def delete_rows(table, filter: str | Column) -> bool:
             rewrite = [t for t in rl.partial if t["file_path"] in hit]
             if rewrite:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage, ~condition(filter))
-                added_data = write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete")
+                added_data = write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete",
+                                         in_place=rl.rewritten_in_place(rewrite))
                 removed |= removal_of(rewrite)
     if not removed and not added_deletes:
         return False
@@ -369,7 +392,8 @@ def overwrite(table, df, filter: str | None) -> None:
             if rewrite:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
-                added += write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete")
+                added += write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete",
+                                     in_place=rl.rewritten_in_place(rewrite))
                 removed |= removal_of(rewrite)
     rl.commit("overwrite", added, [], removed)
 
@@ -448,7 +472,8 @@ def update(table, assignments: dict[str, str], filter: str | Column | None) -> N
     if rl.lineage:
         out += [F.col("_row_id"), F.when(cond, F.lit(None).cast("bigint"))
                 .otherwise(F.col("_last_updated_sequence_number")).alias("_last_updated_sequence_number")]
-    added = write_files(rl.spark, rl.m, rows.select(*out), extra_fields=extra, command="update")
+    added = write_files(rl.spark, rl.m, rows.select(*out), extra_fields=extra, command="update",
+                        in_place=rl.rewritten_in_place(rewrite, set_by_name))
     rl.commit("overwrite", added, [], removal_of(rewrite), level_key="write.update.isolation-level")
 
 

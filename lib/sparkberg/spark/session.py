@@ -57,6 +57,29 @@ def session_conf(spark, key: str, default: str | None = None) -> str | None:
     return default if value is None else value
 
 
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+               "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
+
+
+def _conf_bytes(spark, key: str, default: int) -> int:
+    """A size setting of the session (Spark's ``134217728b``, ``4m``, ``1g``...) in bytes; ``default`` when unset
+    or unreadable."""
+    try:
+        text = str(spark.conf.get(key)).strip().lower()
+    except Exception:  # noqa: BLE001 - no session, or one that refuses the read: Spark's default
+        return default
+    m = re.fullmatch(r"(\d+)\s*([a-z]*)", text)
+    return int(m.group(1)) * _BYTE_UNITS[m.group(2)] if m and m.group(2) in _BYTE_UNITS else default
+
+
+def unsplit_file_bytes(spark) -> int:
+    """The size up to which a file's rows are all read by one task of Spark's file scans: Spark cuts a file into
+    splits of ``min(maxPartitionBytes, max(openCostInBytes, bytes per core))``, never less than the smaller of
+    the two settings."""
+    return min(_conf_bytes(spark, "spark.sql.files.maxPartitionBytes", 128 << 20),
+               _conf_bytes(spark, "spark.sql.files.openCostInBytes", 4 << 20))
+
+
 def session_time_zone(spark) -> str:
     """The session time zone Spark interprets zone-less timestamp literals in (UTC without a session)."""
     return session_conf(spark, "spark.sql.session.timeZone") or "UTC"

@@ -100,14 +100,20 @@ def table_ordering(metadata: TableMetadata) -> Ordering:
     return UNSORTED if order.is_unsorted else Ordering(sort=order, order_id=order.order_id)
 
 
-def distribution_mode(spark, metadata: TableMetadata, command: str = "write", position_delta: bool = False) -> str:
+def distribution_mode(spark, metadata: TableMetadata, command: str = "write", position_delta: bool = False,
+                      in_place: bool = False) -> str:
     """How a write distributes its rows, as Iceberg Spark's ``SparkWriteConf`` decides: ``command`` is ``write``
     (append, overwrite), ``delete``, ``update`` or ``merge``; ``position_delta`` for merge-on-read. The session conf
     ``spark.sql.iceberg.distribution-mode`` overrides ``write.distribution-mode`` and
     ``write.{delete,update,merge}.distribution-mode``. Appends default to ``range`` on a sorted table, ``hash`` on a
     partitioned one, else ``none``; row-level commands default to ``hash``, copy-on-write merges of an unpartitioned
     table to the append's mode; ``hash`` without partitions, and ``range`` with neither partitions nor a sort
-    order, are ``none`` for appends and copy-on-write merges."""
+    order, are ``none`` for appends and copy-on-write merges.
+
+    ``in_place``: a copy-on-write ``delete`` or ``update`` whose rows are those of files rewritten in their own
+    partition of the current spec, each file the only one rewritten in its partition and read by one task (one
+    row group). Clustering such rows by partition would move no row to another file, so unless a mode is named
+    they keep their tasks (``none``): the files written are the ones ``hash`` would write, without the shuffle."""
     partitioned = bool(metadata.default_spec.fields)
     is_sorted = not metadata.sort_order(metadata.default_sort_order_id).is_unsorted
     session = session_conf(spark, DISTRIBUTION_CONF)
@@ -139,13 +145,13 @@ def distribution_mode(spark, metadata: TableMetadata, command: str = "write", po
         if mode is not None:
             return adjusted(mode)
         return "hash" if partitioned else write_mode()
-    return mode or "hash"
+    return mode or ("none" if in_place and command in ("delete", "update") and not position_delta else "hash")
 
 
 def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
                 properties: dict[str, str] | None = None, ordering: Ordering | None = None,
                 distribution: str | None = None, num_partitions: int | None = None,
-                command: str = "write", position_delta: bool = False) -> list[DataFile]:
+                command: str = "write", position_delta: bool = False, in_place: bool = False) -> list[DataFile]:
     """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
     ``extra_fields`` are metadata columns to write too (the v3 row-lineage columns of rewritten rows);
     ``properties`` replace the table's write properties (a compaction's target file size).
@@ -168,8 +174,8 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         if isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
             raise ValidationError(f"writing column {f.name!r} of type {f.field_type} is not supported yet")
     ordering = table_ordering(metadata) if ordering is None else ordering
-    distribution = distribution_mode(spark, metadata, command, position_delta) if distribution is None \
-        else distribution
+    distribution = distribution_mode(spark, metadata, command, position_delta, in_place) \
+        if distribution is None else distribution
     if distribution not in DISTRIBUTION_MODES:
         raise ValidationError(f"unknown write distribution mode {distribution!r} (none, hash or range)")
     aligned = align(df, schema)
@@ -191,7 +197,8 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         out_schema = ST.StructType(list(aligned.schema.fields) + [
             ST.StructField(name, physical_spark_type(tr.result_type(by_id[source_id].field_type)))
             for name, source_id, tr in keys] + ([ST.StructField(ZORDER_COLUMN, ST.BinaryType())] if zorder else []))
-        with_keys = aligned.mapInArrow(KeyColumns(schema, keys, zorder), out_schema)
+        key_columns = KeyColumns(schema, keys, zorder)
+        with_keys = aligned.mapInArrow(key_columns, out_schema)
         if distribution == "range" and order:
             # (without a number, Spark's adaptive execution may coalesce small ranges, as it does for Java's writes)
             ranged = with_keys.repartitionByRange(num_partitions, *order) if num_partitions else \
@@ -200,8 +207,10 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         elif distribution == "hash" and spec.fields:
             clustered = with_keys.repartition(*[F.col(name) for name, _, _ in keys[:len(spec.fields)]]) \
                 .sortWithinPartitions(*order)
-        else:
-            clustered = with_keys.sortWithinPartitions(*order) if ordering != UNSORTED else with_keys
+        elif ordering != UNSORTED:
+            clustered = with_keys.sortWithinPartitions(*order)
+        else:  # (rows kept in their tasks and order: the writer computes their keys itself, in the same pass)
+            clustered, writer.key_columns = aligned, key_columns
     else:
         clustered = aligned
     with executor_errors(spark):

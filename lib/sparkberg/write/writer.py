@@ -10,7 +10,7 @@ import base64
 import json
 import re
 import uuid
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -205,7 +205,8 @@ def _lt(a: Any, b: Any) -> bool:
 
 class FileWriter:
     """Executor side: writes the rows it is given (clustered by partition) into Parquet files and returns
-    one JSON-encoded data-file row per file."""
+    one JSON-encoded data-file row per file. The rows carry their partition keys (``_sbp_<i>`` columns), or
+    :attr:`key_columns`, when set, adds them to each batch first."""
 
     def __init__(self, schema: T.Schema, spec: PartitionSpec, data_location: str, properties: dict[str, str],
                  write_id: str, sort_order_id: int = 0):
@@ -226,6 +227,7 @@ class FileWriter:
         self.required = [f.name for f in schema.fields if f.required]
         self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive]
         self.ptype = spec.partition_type(schema)
+        self.key_columns: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None
 
     def _conform(self, batch: pa.RecordBatch) -> pa.Table:
         for name in self.required:
@@ -243,6 +245,8 @@ class FileWriter:
         n_files = 0
         results = []
         nparts = len(self.spec.fields)
+        if self.key_columns is not None:
+            batches = self.key_columns(batches)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
