@@ -111,9 +111,10 @@ def distribution_mode(spark, metadata: TableMetadata, command: str = "write", po
     order, are ``none`` for appends and copy-on-write merges.
 
     ``in_place``: a copy-on-write ``delete`` or ``update`` whose rows are those of files rewritten in their own
-    partition of the current spec, each file the only one rewritten in its partition and read by one task (one
-    row group). Clustering such rows by partition would move no row to another file, so unless a mode is named
-    they keep their tasks (``none``): the files written are the ones ``hash`` would write, without the shuffle."""
+    partition of the current spec, each file the only one rewritten in its partition and small enough that one
+    task reads all its rows. Clustering such rows by partition would move no row to another file, so unless a mode
+    is named they keep their tasks (``none``): the files written are the ones ``hash`` would write, without the
+    shuffle."""
     partitioned = bool(metadata.default_spec.fields)
     is_sorted = not metadata.sort_order(metadata.default_sort_order_id).is_unsorted
     session = session_conf(spark, DISTRIBUTION_CONF)
