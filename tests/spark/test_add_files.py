@@ -47,6 +47,34 @@ def test_hive_layout_files_are_added_with_metrics_and_a_name_mapping(spark, ware
     assert cat.load_table("db.imp").to_df().count() == 80
 
 
+@pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])
+def test_timestamp_partition_directories_as_spark_writes_them(spark, warehouse, tmp_path, zone):
+    # Spark names a timestamp partition by its time in the session's zone (ts=2024-01-01 10%3A11%3A12.5), a
+    # zone-less one by its own text; both are read back as the same instants
+    src = str(tmp_path / "src")
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        made = spark.sql("""
+            SELECT id, TIMESTAMP'2024-01-01 10:11:12.5' + make_interval(0, 0, 0, CAST(id % 3 AS int)) AS ts,
+                   TIMESTAMP_NTZ'2024-03-10 02:30:00' + make_interval(0, 0, 0, CAST(id % 2 AS int)) AS local
+            FROM range(0, 12)""")
+        expected = sorted(tuple(r) for r in made.collect())
+        made.write.partitionBy("ts", "local").parquet(src)
+        assert any("%3A" in d for d in os.listdir(src))
+        cat = sparkberg.catalog(spark, warehouse)
+        t = cat.create_table("db.ts", "id bigint, ts timestamp, local timestamp_ntz", partition_by=["ts", "local"])
+        t.add_files(src)
+        t = cat.load_table("db.ts")
+        assert rows(t) == expected
+        assert sorted(tuple(r) for r in t.to_df(filter="ts = TIMESTAMP'2024-01-02 10:11:12.5'").collect()) == \
+            [r for r in expected if r[0] % 3 == 1]
+        files = t.metadata_table("files").collect()
+        assert {(f.partition.ts, f.partition.local) for f in files} == {r[1:] for r in expected}
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+
+
 def test_partition_values_from_the_data_and_files_with_field_ids(spark, warehouse, tmp_path):
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table("db.days", "id bigint, d date", partition_by=["month(d)"])

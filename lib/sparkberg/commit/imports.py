@@ -16,7 +16,7 @@ from sparkberg.commit.producer import fast_append
 from sparkberg.errors import ValidationError
 from sparkberg.evolution import NAME_MAPPING, mapping_of
 from sparkberg.io.fileio import file_io_for, normalize_location
-from sparkberg.spark.session import local_dataframe
+from sparkberg.spark.session import local_dataframe, session_time_zone
 from sparkberg.write.imports import RESULT_DDL, FileImporter
 from sparkberg.write.writer import data_file_from_json
 
@@ -85,7 +85,8 @@ def add_files(table, given: Any, check_duplicate_files: bool = True) -> int:
         mapping = _paths_of(json.loads(raw))
     except (ValueError, TypeError, AttributeError) as e:
         raise ValidationError(f"table property {NAME_MAPPING} is not a valid name mapping: {e}") from None
-    importer = FileImporter(m.current_schema, m.default_spec, mapping, dict(m.properties))
+    importer = FileImporter(m.current_schema, m.default_spec, mapping, dict(m.properties),
+                            session_time_zone(table.spark))
     rows = wanted.repartition(min(len(paths), 64)).mapInArrow(importer, RESULT_DDL).collect()
     files = [data_file_from_json(r[0], m.default_spec, m.current_schema) for r in rows]
     fast_append(table, files)

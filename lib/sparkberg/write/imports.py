@@ -5,14 +5,16 @@ Columns are matched to the table's fields by the Parquet field ids, or, in files
 mapping (spec Appendix C). Metrics come from the footer's row group statistics (value and null counts, and bounds
 truncated per ``write.metadata.metrics.*`` as written files' are; no NaN counts: footers have none), for primitive
 columns outside lists and maps. Partition values come from Hive-style directories (``region=eu/``, identity
-fields and ``day`` ones by their value) or else from the column's bounds: a file whose rows do not all fall in one
-partition (bounds that transform to different values, or a bucket over a range) is an error naming the file.
+fields and ``day`` ones by their value; a timestamp as Spark spells it, in the writing session's zone) or else from
+the column's bounds: a file whose rows do not all fall in one partition (bounds that transform to different values,
+or a bucket over a range) is an error naming the file.
 """
 from __future__ import annotations
 
 import base64
 import decimal
 import json
+import re
 import uuid
 from typing import Any, Iterator
 from urllib.parse import unquote
@@ -66,10 +68,13 @@ def _raw_value(t: T.IcebergType, raw: Any, column) -> Any:
 
 class FileImporter:
     """Executor side: each Parquet file of a batch of paths described as a data file of ``spec`` (JSON, as the
-    writer's results are)."""
+    writer's results are). ``time_zone``: the zone of the session that wrote Hive-style directories, which spell
+    a timestamp with a zone in it without naming it."""
 
-    def __init__(self, schema: T.Schema, spec: PartitionSpec, mapping: dict[str, int], properties: dict[str, str]):
+    def __init__(self, schema: T.Schema, spec: PartitionSpec, mapping: dict[str, int], properties: dict[str, str],
+                 time_zone: str = "UTC"):
         self.schema, self.spec, self.mapping, self.properties = schema, spec, mapping, properties
+        self.time_zone = time_zone
         self.leaves = _leaves(schema)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -167,7 +172,7 @@ class FileImporter:
             text = hive.get(f.name)
             if text is not None and kind in ("identity", "day", "void"):
                 value = None if text in ("null", "__HIVE_DEFAULT_PARTITION__") or kind == "void" else \
-                    _from_text(pf.field_type, text, path, f.name)
+                    _from_text(pf.field_type, text, path, f.name, self.time_zone)
             else:
                 lo, hi = bounds.get(f.source_id, (None, None))
                 fn = f.transform.apply(src.field_type)
@@ -180,7 +185,7 @@ class FileImporter:
         return out
 
 
-def _from_text(t: T.IcebergType, text: str, path: str, name: str) -> Any:
+def _from_text(t: T.IcebergType, text: str, path: str, name: str, time_zone: str = "UTC") -> Any:
     try:
         if t in (T.INT, T.LONG):
             return int(text)
@@ -188,9 +193,49 @@ def _from_text(t: T.IcebergType, text: str, path: str, name: str) -> Any:
             return float(text)
         if t == T.BOOLEAN:
             return text.lower() == "true"
+        if t in _TIMESTAMP_NANOS:
+            return _timestamp_from_text(t, text, time_zone)
         return from_json_value(t, text)
     except (ValueError, TypeError, ValidationError) as e:
         raise ValidationError(f"cannot add {path}: {name}={text!r} is not a {t} ({e})") from None
+
+
+# timestamp types -> nanoseconds per unit of their values
+_TIMESTAMP_NANOS = {T.TIMESTAMP: 1000, T.TIMESTAMPTZ: 1000, T.TIMESTAMP_NS: 1, T.TIMESTAMPTZ_NS: 1}
+_HIVE_TIMESTAMP = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?")
+
+
+def _timestamp_from_text(t: T.IcebergType, text: str, time_zone: str) -> int:
+    """A timestamp as a Hive-style directory spells it (Spark writes ``2024-01-01 00:00:00`` or
+    ``2024-01-01 10:11:12.5``: for a timestamp with a zone, the time in its session's zone, unnamed; an ISO offset
+    is taken too) in the units of ``t``."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    m = _HIVE_TIMESTAMP.fullmatch(text.strip())
+    if m is None:
+        raise ValueError("expected yyyy-mm-dd hh:mm[:ss[.fraction]]")
+    day, hours, minutes, seconds, fraction, offset = m.groups()
+    naive = dt.datetime.fromisoformat(f"{day}T{hours}:{minutes}:{seconds or '00'}")
+    if t in (T.TIMESTAMPTZ, T.TIMESTAMPTZ_NS):
+        if offset is None:
+            zone: dt.tzinfo = ZoneInfo(time_zone)
+        elif offset == "Z":
+            zone = dt.timezone.utc
+        else:
+            digits = offset[1:].replace(":", "")
+            delta = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+            zone = dt.timezone(delta if offset[0] == "+" else -delta)
+        naive = naive.replace(tzinfo=zone).astimezone(dt.timezone.utc).replace(tzinfo=None)
+    elif offset is not None:
+        raise ValueError("a timestamp without a zone has no offset")
+    whole_seconds = (naive - dt.datetime(1970, 1, 1)) // dt.timedelta(seconds=1)
+    nanos = whole_seconds * 10 ** 9 + int((fraction or "").ljust(9, "0"))
+    unit = _TIMESTAMP_NANOS[t]
+    if nanos % unit:
+        raise ValueError("more precise than the column's microseconds")
+    return nanos // unit
 
 
 __all__ = ["FileImporter", "RESULT_DDL"]
