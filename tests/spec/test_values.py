@@ -145,3 +145,19 @@ def test_string_roundtrip(s):
 @given(st.floats(allow_nan=False))
 def test_double_roundtrip(f):
     assert from_bytes(T.DOUBLE, to_bytes(T.DOUBLE, f)) == f
+
+
+@pytest.mark.parametrize("name,offset_minutes", [
+    ("UTC", 0), ("Z", 0), ("+08:00", 480), ("UTC+8", 480), ("GMT-03:30", -210), ("+0530", 330),
+    ("America/Los_Angeles", -480),  # (in January)
+])
+def test_zone_of_reads_the_names_a_spark_session_time_zone_takes(name, offset_minutes):
+    import datetime as dt
+    from sparkberg.spec.values import zone_of
+    assert zone_of(name).utcoffset(dt.datetime(2024, 1, 1)) == dt.timedelta(minutes=offset_minutes)
+
+
+def test_zone_of_an_unknown_zone_is_a_value_error():
+    from sparkberg.spec.values import zone_of
+    with pytest.raises(ValueError, match="unknown time zone 'Nowhere/Else'"):
+        zone_of("Nowhere/Else")

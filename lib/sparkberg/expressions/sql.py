@@ -21,7 +21,7 @@ from sparkberg.expressions.predicates import (
     FALSE, TRUE, Expression, Predicate, and_, convert_literal, not_, or_, rewrite_not,
 )
 from sparkberg.spec import types as T
-from sparkberg.spec.values import datetime_to_micros
+from sparkberg.spec.values import datetime_to_micros, zone_of
 
 _TOKEN = re.compile(r"""
     (?P<ws>\s+)
@@ -314,8 +314,7 @@ class _Translator:
             text = text[:-1] + "+00:00"
         ts = _dt.datetime.fromisoformat(text)
         if ts.tzinfo is None and zoned:
-            from zoneinfo import ZoneInfo
-            ts = ts.replace(tzinfo=ZoneInfo(self.tz))
+            ts = ts.replace(tzinfo=zone_of(self.tz))
         if ts.tzinfo is not None and not zoned:
             raise ValueError("a zoned literal against a timestamp without zone")
         return datetime_to_micros(ts)

@@ -119,6 +119,26 @@ def micros_to_datetime(micros: int) -> _dt.datetime:
     return EPOCH + _dt.timedelta(microseconds=micros)
 
 
+def zone_of(name: str) -> _dt.tzinfo:
+    """The time zone a Spark session's time zone setting names: a region (``America/Los_Angeles``), ``UTC`` or
+    ``Z``, or an offset (``+08:00``, ``UTC+8``, ``GMT-03:30``); a ValueError for anything else."""
+    import re
+    from zoneinfo import ZoneInfo
+
+    text = name.strip()
+    if text.upper() in ("Z", "UTC", "GMT", "UT"):
+        return _dt.timezone.utc
+    m = re.fullmatch(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?", text, re.IGNORECASE)
+    if m is not None:
+        sign, hours, minutes, seconds = m.groups()
+        delta = _dt.timedelta(hours=int(hours), minutes=int(minutes or 0), seconds=int(seconds or 0))
+        return _dt.timezone(-delta if sign == "-" else delta)
+    try:
+        return ZoneInfo(text)
+    except (KeyError, ValueError, OSError):  # (ZoneInfoNotFoundError is a KeyError)
+        raise ValueError(f"unknown time zone {name!r}") from None
+
+
 def datetime_to_micros(ts: _dt.datetime) -> int:
     if ts.tzinfo is not None:
         delta = ts - EPOCH_TZ

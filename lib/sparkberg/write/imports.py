@@ -25,7 +25,7 @@ from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import file_io_for
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.values import from_json_value, to_json_value
+from sparkberg.spec.values import from_json_value, to_json_value, zone_of
 from sparkberg.write.writer import ColumnStats, metrics_mode, read_footer
 
 RESULT_DDL = "data_file string"
@@ -193,49 +193,42 @@ def _from_text(t: T.IcebergType, text: str, path: str, name: str, time_zone: str
             return float(text)
         if t == T.BOOLEAN:
             return text.lower() == "true"
-        if t in _TIMESTAMP_NANOS:
+        if t in (T.TIMESTAMP, T.TIMESTAMP_NS) + _ZONED:
             return _timestamp_from_text(t, text, time_zone)
         return from_json_value(t, text)
     except (ValueError, TypeError, ValidationError) as e:
         raise ValidationError(f"cannot add {path}: {name}={text!r} is not a {t} ({e})") from None
 
 
-# timestamp types -> nanoseconds per unit of their values
-_TIMESTAMP_NANOS = {T.TIMESTAMP: 1000, T.TIMESTAMPTZ: 1000, T.TIMESTAMP_NS: 1, T.TIMESTAMPTZ_NS: 1}
+_ZONED = (T.TIMESTAMPTZ, T.TIMESTAMPTZ_NS)
 _HIVE_TIMESTAMP = re.compile(
     r"(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?")
 
 
-def _timestamp_from_text(t: T.IcebergType, text: str, time_zone: str) -> int:
+def _timestamp_from_text(t: T.IcebergType, text: str, time_zone: str) -> Any:
     """A timestamp as a Hive-style directory spells it (Spark writes ``2024-01-01 00:00:00`` or
-    ``2024-01-01 10:11:12.5``: for a timestamp with a zone, the time in its session's zone, unnamed; an ISO offset
-    is taken too) in the units of ``t``."""
+    ``2024-01-01 10:11:12.5``: for a timestamp with a zone, the time in the writing session's ``time_zone``, unnamed;
+    an ISO offset is taken too) as the value of ``t``."""
     import datetime as dt
-    from zoneinfo import ZoneInfo
 
     m = _HIVE_TIMESTAMP.fullmatch(text.strip())
     if m is None:
         raise ValueError("expected yyyy-mm-dd hh:mm[:ss[.fraction]]")
     day, hours, minutes, seconds, fraction, offset = m.groups()
-    naive = dt.datetime.fromisoformat(f"{day}T{hours}:{minutes}:{seconds or '00'}")
-    if t in (T.TIMESTAMPTZ, T.TIMESTAMPTZ_NS):
-        if offset is None:
-            zone: dt.tzinfo = ZoneInfo(time_zone)
-        elif offset == "Z":
-            zone = dt.timezone.utc
-        else:
-            digits = offset[1:].replace(":", "")
-            delta = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
-            zone = dt.timezone(delta if offset[0] == "+" else -delta)
-        naive = naive.replace(tzinfo=zone).astimezone(dt.timezone.utc).replace(tzinfo=None)
-    elif offset is not None:
-        raise ValueError("a timestamp without a zone has no offset")
-    whole_seconds = (naive - dt.datetime(1970, 1, 1)) // dt.timedelta(seconds=1)
-    nanos = whole_seconds * 10 ** 9 + int((fraction or "").ljust(9, "0"))
-    unit = _TIMESTAMP_NANOS[t]
-    if nanos % unit:
-        raise ValueError("more precise than the column's microseconds")
-    return nanos // unit
+    iso = f"{day}T{hours}:{minutes}:{seconds or '00'}"
+    if t not in _ZONED:
+        if offset is not None:
+            raise ValueError("a timestamp without a zone has no offset")
+    elif offset is None:  # the offset of the session's zone at that time
+        local = dt.datetime.fromisoformat(iso).replace(tzinfo=zone_of(time_zone))
+        minutes_east = int(local.utcoffset().total_seconds()) // 60
+        offset = f"{'-' if minutes_east < 0 else '+'}{abs(minutes_east) // 60:02d}:{abs(minutes_east) % 60:02d}"
+    elif offset == "Z":
+        offset = "+00:00"
+    else:
+        digits = offset[1:].replace(":", "").ljust(4, "0")
+        offset = f"{offset[0]}{digits[:2]}:{digits[2:]}"
+    return from_json_value(t, iso + (f".{fraction}" if fraction else "") + (offset if t in _ZONED else ""))
 
 
 __all__ = ["FileImporter", "RESULT_DDL"]
