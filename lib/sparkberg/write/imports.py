@@ -219,16 +219,12 @@ def _timestamp_from_text(t: T.IcebergType, text: str, time_zone: str) -> Any:
     if t not in _ZONED:
         if offset is not None:
             raise ValueError("a timestamp without a zone has no offset")
-    elif offset is None:  # the offset of the session's zone at that time
-        local = dt.datetime.fromisoformat(iso).replace(tzinfo=zone_of(time_zone))
-        minutes_east = int(local.utcoffset().total_seconds()) // 60
-        offset = f"{'-' if minutes_east < 0 else '+'}{abs(minutes_east) // 60:02d}:{abs(minutes_east) % 60:02d}"
-    elif offset == "Z":
-        offset = "+00:00"
-    else:
-        digits = offset[1:].replace(":", "").ljust(4, "0")
-        offset = f"{offset[0]}{digits[:2]}:{digits[2:]}"
-    return from_json_value(t, iso + (f".{fraction}" if fraction else "") + (offset if t in _ZONED else ""))
+        return from_json_value(t, iso + (f".{fraction}" if fraction else ""))
+    # the offset written, else the session zone's at that time, as the +hh:mm the JSON form takes
+    local = dt.datetime.fromisoformat(iso).replace(tzinfo=zone_of(offset or time_zone))
+    east = int(local.utcoffset().total_seconds()) // 60
+    return from_json_value(t, iso + (f".{fraction}" if fraction else "") +
+                           f"{'-' if east < 0 else '+'}{abs(east) // 60:02d}:{abs(east) % 60:02d}")
 
 
 __all__ = ["FileImporter", "RESULT_DDL"]
