@@ -182,8 +182,6 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     aligned = align(df, schema)
     write_id = uuid.uuid4().hex[:16]
     data_location = metadata.properties.get("write.data.path", f"{metadata.location}/data")
-    writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
-                        sort_order_id=ordering.order_id)
     keys = spec_keys(spec, PARTITION_PREFIX)
     order: list = [F.col(name).asc_nulls_first() for name, _, _ in keys]
     if ordering.sort is not None:
@@ -193,6 +191,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     zorder = ordering.zorder
     if zorder is not None:
         order.append(F.col(ZORDER_COLUMN).asc_nulls_first())
+    in_writer = None  # the keys the writer computes itself, for rows it writes as they come
     if keys or zorder is not None:
         by_id = schema.index_by_id()
         out_schema = ST.StructType(list(aligned.schema.fields) + [
@@ -211,9 +210,11 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         elif ordering != UNSORTED:
             clustered = with_keys.sortWithinPartitions(*order)
         else:  # (rows kept in their tasks and order: the writer computes their keys itself, in the same pass)
-            clustered, writer.key_columns = aligned, key_columns
+            clustered, in_writer = aligned, key_columns
     else:
         clustered = aligned
+    writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
+                        sort_order_id=ordering.order_id, key_columns=in_writer)
     with executor_errors(spark):
         rows = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]

@@ -206,10 +206,11 @@ def _lt(a: Any, b: Any) -> bool:
 class FileWriter:
     """Executor side: writes the rows it is given (clustered by partition) into Parquet files and returns
     one JSON-encoded data-file row per file. The rows carry their partition keys (``_sbp_<i>`` columns), or
-    :attr:`key_columns`, when set, adds them to each batch first."""
+    ``key_columns``, when given, adds them to each batch first."""
 
     def __init__(self, schema: T.Schema, spec: PartitionSpec, data_location: str, properties: dict[str, str],
-                 write_id: str, sort_order_id: int = 0):
+                 write_id: str, sort_order_id: int = 0,
+                 key_columns: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None):
         self.schema = schema
         self.sort_order_id = sort_order_id
         self.spec = spec
@@ -227,7 +228,7 @@ class FileWriter:
         self.required = [f.name for f in schema.fields if f.required]
         self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive]
         self.ptype = spec.partition_type(schema)
-        self.key_columns: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None
+        self.key_columns = key_columns
 
     def _conform(self, batch: pa.RecordBatch) -> pa.Table:
         for name in self.required:
