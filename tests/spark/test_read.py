@@ -315,11 +315,52 @@ def test_files_read_again_reuse_the_relation_spark_resolved(spark, tmp_path, mon
     assert sorted((a, b) for a, b in first.join(again, first.id == again.id).collect()) == \
         [(i, i) for i in (0, 1, 2, 10, 11, 12)]
     assert first.join(again, first.id < again.id).count() == 15
-    # other files, or another schema, are resolved
+    # other files, or another schema, are resolved (over the statuses of the files listed before)
+    built = []
+    monkeypatch.setattr(session, "_over_known_statuses", lambda *args: built.append(args[3]))
     with pytest.raises(AssertionError, match="resolved again"):
         session.read_parquet(spark, schema, paths[:2])
     with pytest.raises(AssertionError, match="resolved again"):
         session.read_parquet(spark, ST.StructType([ST.StructField("id", ST.IntegerType())]), paths)
+    assert built == [paths[:2], paths]
+
+
+def test_a_read_of_other_files_lists_only_those_not_listed_before(spark, tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import types as ST
+    from sparkberg.errors import MissingFileError
+    from sparkberg.spark import session
+    paths = []
+    for i in range(40):  # (past the 32 paths from which Spark would list them in a job)
+        pq.write_table(pa.table({"id": [i]}), tmp_path / f"f{i}.parquet")
+        paths.append(str(tmp_path / f"f{i}.parquet"))
+    schema = ST.StructType([ST.StructField("id", ST.LongType(), nullable=False)])
+    metrics = spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
+
+    def listed() -> int:
+        return metrics.METRIC_FILES_DISCOVERED().getCount()
+
+    def reader(*_args):
+        raise AssertionError("Spark's reader resolved the paths")
+    monkeypatch.setattr(session, "_read_parquet_paths", reader)
+    before = listed()
+    first = session.read_parquet(spark, schema, paths[:36])
+    assert listed() - before == 36
+    before = listed()
+    second = session.read_parquet(spark, schema, paths[2:])  # (as after a commit: 2 files gone, 4 added)
+    assert listed() - before == 4
+    assert sorted(r.id for r in first.collect()) == list(range(36))
+    assert sorted(r.id for r in second.collect()) == list(range(2, 40))
+    # the relation is the reader's: every column nullable, and the files' own metadata columns
+    assert second.schema == ST.StructType([ST.StructField("id", ST.LongType())])
+    assert {r.n: r.i for r in second.selectExpr("_metadata.file_name AS n", "_metadata.row_index AS i")
+            .where("id IN (5, 39)").collect()} == {"f5.parquet": 0, "f39.parquet": 0}
+    # a path that is not there: Spark's index would skip it, so the reader resolves the paths, and names it
+    monkeypatch.undo()
+    gone = str(tmp_path / "gone.parquet")
+    with pytest.raises(MissingFileError, match="gone.parquet"):
+        session.read_parquet(spark, schema, paths[:3] + [gone])
 
 
 def test_kept_relations_are_bounded_by_their_files():

@@ -272,8 +272,9 @@ def read_parquet(spark, schema: StructType, files: list[str]) -> DataFrame:
     exists (on a pool of 40 threads it starts for the purpose) and lists them: up to half of a table's
     ``to_df``. Data files never change once written, so the relation Spark resolved is kept
     (:class:`ParquetRelations`) and a read of the same files and schema wraps it in a new logical relation of
-    its own, with new column ids, as Spark's session catalog does for the relations of its tables. Spark
-    Connect resolves the paths on the server: left as it is."""
+    its own, with new column ids, as Spark's session catalog does for the relations of its tables; a read of
+    other files lists only those it has not listed before (:func:`_over_known_statuses`). Spark Connect resolves
+    the paths on the server: left as it is."""
     relations = ParquetRelations.of(spark)
     key = (schema.json(), tuple(files))
     relation = relations.get(key) if relations is not None else None
@@ -283,19 +284,59 @@ def read_parquet(spark, schema: StructType, files: list[str]) -> DataFrame:
         except Exception:  # noqa: BLE001 - PySpark internals that moved: resolved again
             pass
     with _listing_on_driver(spark, files):
-        try:
-            df = _read_parquet_paths(spark.read.schema(schema).options(**PARQUET_READ_OPTIONS), files)
-        except Exception as e:  # noqa: BLE001 - Spark's analysis error for a path that is gone, named as such
-            m = re.search(r"PATH_NOT_FOUND\].*?: (\S+?)\.?(?:\s|$)", str(e))
-            if m is None:
-                raise
-            raise MissingFileError(f"file {m.group(1)} does not exist", m.group(1)) from None
+        df = _over_known_statuses(spark, relations, schema, files) if relations is not None else None
+        if df is None:
+            try:
+                df = _read_parquet_paths(spark.read.schema(schema).options(**PARQUET_READ_OPTIONS), files)
+            except Exception as e:  # noqa: BLE001 - Spark's analysis error for a path that is gone, named as such
+                m = re.search(r"PATH_NOT_FOUND\].*?: (\S+?)\.?(?:\s|$)", str(e))
+                if m is None:
+                    raise
+                raise MissingFileError(f"file {m.group(1)} does not exist", m.group(1)) from None
     if relations is not None:
         try:
             relations.put(key, df._jdf.queryExecution().analyzed().relation(), len(files))
         except Exception:  # noqa: BLE001 - a plan of another shape: not kept
             pass
     return df
+
+
+def _over_known_statuses(spark, relations: ParquetRelations, schema: StructType, files: list[str]
+                         ) -> DataFrame | None:
+    """The relation Spark's reader would resolve for ``files`` (a classic session), built over an index of
+    them that takes each file's status from the session's :attr:`ParquetRelations.statuses` and lists only the
+    files it lacks: a table read after a commit lists only the files the commit added. Spark's reader would check
+    that each path exists and list each one again. None where the index lacks a file (Spark skips a listed root
+    path that is gone: the reader then names it) or where Spark's classes differ from those this builds on."""
+    try:
+        jvm, js = spark._jvm, spark._jsparkSession
+        sources = jvm.org.apache.spark.sql.execution.datasources
+        statuses = relations.statuses(sources, js)
+        jschema = js.parseDataType(schema.json()).asNullable()  # (as the reader's relation: every column nullable)
+        options = jvm.PythonUtils.toScalaMap(dict(PARQUET_READ_OPTIONS))
+        none = jvm.scala.Option.empty()
+        index = sources.InMemoryFileIndex(js, _path_seq(jvm, files), options, jvm.scala.Option.apply(jschema),
+                                          statuses, none, none)
+        if index.leafFiles().size() != len(set(files)):  # (a protected member: its Scala name is public)
+            return None
+        relation = sources.HadoopFsRelation(index, index.partitionSchema(), jschema, none,
+                                            sources.parquet.ParquetFileFormat(), options, js)
+        return spark.read._df(js.baseRelationToDataFrame(relation))
+    except Exception:  # noqa: BLE001 - Spark internals that moved (or a file that is not there): the reader
+        return None
+
+
+def _path_seq(jvm, files: Sequence[str]):
+    """A Scala ``Seq`` of Hadoop paths of ``files``, built in three py4j calls whatever their number (the
+    paths travel as one string)."""
+    paths = jvm.org.apache.hadoop.util.StringUtils.stringToPath(
+        jvm.java.util.regex.Pattern.compile("\n").split("\n".join(files), -1))
+    if len(paths) != len(files):
+        raise ValueError("a path with a line break")
+    try:
+        return jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(paths)  # (Scala 2.13: Spark 4)
+    except Exception:  # noqa: BLE001 - Scala 2.12 (Spark 3.5)
+        return jvm.scala.collection.mutable.WrappedArray.make(paths)
 
 
 _per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # (what a session keeps goes with it)
@@ -348,6 +389,15 @@ class ParquetRelations:
 
     def __init__(self):
         self._kept = LRU()
+        self._statuses = None
+
+    def statuses(self, sources, jsession) -> Any:
+        """The session's client of Spark's file status cache (``FileStatusCache``, bounded by
+        ``spark.sql.hive.filesourcePartitionFileCacheSize``, 250 MB by default, shared with Spark's own
+        tables), that every relation this keeps lists its files into: data files never change once written."""
+        if self._statuses is None:
+            self._statuses = sources.FileStatusCache.getOrCreate(jsession)
+        return self._statuses
 
     @classmethod
     def of(cls, spark) -> ParquetRelations | None:
