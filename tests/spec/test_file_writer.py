@@ -9,7 +9,7 @@ import pytest
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec
 from sparkberg.spec.transforms import parse_transform
-from sparkberg.write.writer import PARTITION_PREFIX, FileWriter, _runs
+from sparkberg.write.writer import PARTITION_PREFIX, FileWriter, key_runs
 
 
 def _runs_row_by_row(keys: list[pa.Array], n: int):
@@ -52,11 +52,11 @@ def test_runs_are_those_of_comparing_each_row_with_the_previous(seed):
             column += [rnd.choice(values[typ])] * rnd.randint(1, 40)
             row = len(column)
         keys.append(pa.array(column[:n], typ))
-    assert _same_runs(list(_runs(keys, n)), _runs_row_by_row(keys, n))
+    assert _same_runs(list(key_runs(keys, n)), _runs_row_by_row(keys, n))
 
 
 def test_no_keys_is_one_run():
-    assert list(_runs([], 7)) == [(0, 7, ())]
+    assert list(key_runs([], 7)) == [(0, 7, ())]
 
 
 def test_nan_and_null_partition_values_each_make_one_file(tmp_path):

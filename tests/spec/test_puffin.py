@@ -1,17 +1,20 @@
 """Puffin files and deletion vectors: the spec's byte layout, 64-bit positions, codecs on read, and the
-64-bit Roaring portable format cross-checked against pyroaring's own BitMap64 serialization."""
+64-bit Roaring portable format checked against its layout written out key by key."""
 import json
+import random
 import struct
 import zlib
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
-from pyroaring import BitMap64
+import numpy as np
+from pyroaring import BitMap
 
 from sparkberg.errors import InvalidMetadataError
 from sparkberg.spec.puffin import (
-    DELETION_VECTOR_V1, DV_MAGIC, MAGIC, PuffinBlobMetadata, deserialize_dv, dv_blob_metadata, dv_positions,
+    DELETION_VECTOR_V1, DV_MAGIC, MAGIC, PuffinBlobMetadata, deserialize_dv, dv_blob_metadata, dv_position_array,
+    dv_positions,
     read_blob, read_footer, serialize_dv, serialize_positions, write_puffin,
 )
 
@@ -37,14 +40,38 @@ def test_64_bit_positions_use_keys():
     assert dv_positions(blob) == positions
 
 
+def _portable_layout(positions) -> bytes:
+    """The spec's portable 64-bit Roaring layout written out: the number of 32-bit bitmaps (8 bytes, LE), then
+    for each high 32 bits ascending its key (4 bytes, LE) and the 32-bit Roaring bitmap of the low 32 bits,
+    run-length encoded where that is smaller (as Iceberg Java writes them)."""
+    by_key = {}
+    for p in positions:
+        by_key.setdefault(p >> 32, []).append(p & 0xFFFFFFFF)
+    out = bytearray(struct.pack("<q", len(by_key)))
+    for key in sorted(by_key):
+        bm = BitMap(by_key[key])
+        bm.run_optimize()
+        out += struct.pack("<I", key) + bm.serialize()
+    return bytes(out)
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.sets(st.integers(0, 2 ** 34) | st.integers(0, 70000), max_size=300))
-def test_portable_format_equals_croaring_64(positions):
-    ours = serialize_positions(sorted(positions))
-    bm = BitMap64(positions)
-    bm.run_optimize()
-    assert ours == bm.serialize()
+def test_portable_format_is_the_spec_layout(positions):
+    want = _portable_layout(positions)
+    assert serialize_positions(sorted(positions)) == want
+    assert serialize_positions(np.array(sorted(positions), dtype=np.int64)) == want
+    shuffled = list(positions) * 2  # (any order, repeats allowed)
+    random.Random(len(shuffled)).shuffle(shuffled)
+    assert serialize_positions(shuffled) == want
     assert dv_positions(serialize_dv(positions)) == sorted(positions)
+    assert dv_position_array(serialize_dv(positions)).tolist() == sorted(positions)
+
+
+@pytest.mark.parametrize("bad", [-1, 2 ** 63])
+def test_a_position_out_of_range_is_named(bad):
+    with pytest.raises(ValueError, match=f"position {bad} is not a positive 63-bit value"):
+        serialize_dv([0, 7, bad])
 
 
 def test_runs_are_encoded_compactly():

@@ -27,7 +27,7 @@ from sparkberg.read.fileids import FileSlots
 from sparkberg.spark.session import arrow_dataframe, literal_of, local_dataframe, per_session, spark_version
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
-from sparkberg.spec.puffin import dv_positions
+from sparkberg.spec.puffin import dv_position_array
 from sparkberg.threads import by_threads
 
 
@@ -204,10 +204,9 @@ class DeletedPositions:
 
 def _dv_positions(ios: dict[str, Any], path: str, offset: int, size: int):
     """The positions (numpy int64) of the DV at ``offset`` of a Puffin file; ``ios``: FileIOs by scheme."""
-    import numpy as np
     scheme = path.split("://", 1)[0] if "://" in path else "file"
     io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
-    return np.asarray(dv_positions(io.read_range(path, offset, size), path), np.int64)
+    return dv_position_array(io.read_range(path, offset, size), path)
 
 
 _ROW_KEY_SHIFT = 1 << 40  # (file id, position) as one long: positions stay below 2^40 rows per file

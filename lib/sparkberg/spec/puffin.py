@@ -6,13 +6,15 @@ bitmap | CRC-32 (4, BE)`` where the CRC covers magic and bitmap.
 """
 from __future__ import annotations
 
+import array
 import json
 import struct
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from pyroaring import BitMap
+import numpy as np
+from pyroaring import BitMap, BitMap64
 
 from sparkberg.errors import InvalidMetadataError, NotSupportedError
 from sparkberg.spec.metadata_columns import ROW_POSITION
@@ -129,20 +131,26 @@ def write_puffin(blobs: Iterable[tuple[PuffinBlobMetadata, bytes]], properties: 
 
 # --- deletion vectors ---------------------------------------------------------------------------------
 
-def serialize_positions(positions: Iterable[int]) -> bytes:
-    """Portable 64-bit Roaring serialization of row positions (keys = high 32 bits, run-optimized)."""
-    by_key: dict[int, list[int]] = {}
-    for p in positions:
-        p = int(p)
-        if p < 0 or p >> 63:
-            raise ValueError(f"deleted row position {p} is not a positive 63-bit value")
-        by_key.setdefault(p >> 32, []).append(p & 0xFFFFFFFF)
-    out = bytearray(struct.pack("<q", len(by_key)))
-    for key in sorted(by_key):
-        bm = BitMap(by_key[key])
-        bm.run_optimize()  # Iceberg Java run-length encodes before serializing
-        out += struct.pack("<I", key) + bm.serialize()
-    return bytes(out)
+def serialize_positions(positions: Iterable[int] | np.ndarray) -> bytes:
+    """Portable 64-bit Roaring serialization of row positions (keys = high 32 bits, run-optimized), made by
+    CRoaring's 64-bit bitmap from the positions as one array."""
+    bitmap = BitMap64(array.array("Q", position_array(positions).tobytes()))
+    bitmap.run_optimize()  # Iceberg Java run-length encodes before serializing
+    return bitmap.serialize()
+
+
+def position_array(positions: Iterable[int] | np.ndarray) -> np.ndarray:
+    """Row positions as an int64 array; ValueError naming the first that is not a positive 63-bit value."""
+    values = positions if isinstance(positions, (np.ndarray, list, tuple, range)) else list(positions)
+    try:
+        out = np.asarray(values, dtype=np.int64) if isinstance(values, np.ndarray) else \
+            np.fromiter(values, dtype=np.int64, count=len(values))
+    except OverflowError:
+        out = None
+    if out is None or (out.size and out.min() < 0):
+        bad = next(int(p) for p in values if int(p) < 0 or int(p) >> 63)
+        raise ValueError(f"deleted row position {bad} is not a positive 63-bit value")
+    return out
 
 
 def deserialize_positions(data: bytes, path: str | None = None) -> list[tuple[int, BitMap]]:
@@ -170,10 +178,9 @@ def deserialize_positions(data: bytes, path: str | None = None) -> list[tuple[in
     return out
 
 
-def serialize_dv(positions: Iterable[int]) -> bytes:
-    """The ``deletion-vector-v1`` blob for a set of deleted row positions."""
-    bitmap = serialize_positions(sorted(set(int(p) for p in positions)))
-    body = DV_MAGIC + bitmap
+def serialize_dv(positions: Iterable[int] | np.ndarray) -> bytes:
+    """The ``deletion-vector-v1`` blob for a set of deleted row positions (in any order, repeats allowed)."""
+    body = DV_MAGIC + serialize_positions(positions)
     return struct.pack(">I", len(body)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
 
 
@@ -195,11 +202,14 @@ def deserialize_dv(blob: bytes, path: str | None = None) -> list[tuple[int, BitM
 
 def dv_positions(blob: bytes, path: str | None = None) -> list[int]:
     """The deleted row positions of a ``deletion-vector-v1`` blob, ascending."""
-    out: list[int] = []
-    for key, bm in deserialize_dv(blob, path):
-        high = key << 32
-        out.extend(high | p for p in bm)
-    return out
+    return dv_position_array(blob, path).tolist()
+
+
+def dv_position_array(blob: bytes, path: str | None = None) -> np.ndarray:
+    """:func:`dv_positions` as an int64 array."""
+    parts = [np.frombuffer(bm.to_array(), dtype=np.uint32).astype(np.int64) | (key << 32)
+             for key, bm in deserialize_dv(blob, path)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def dv_blob_metadata(referenced_data_file: str, cardinality: int) -> PuffinBlobMetadata:

@@ -8,15 +8,18 @@ import json
 import uuid
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import POSITION_DELETES, DataFile
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
-from sparkberg.spec.puffin import dv_blob_metadata, dv_positions, serialize_dv, write_puffin
+from sparkberg.spec.puffin import dv_blob_metadata, dv_position_array, serialize_dv, write_puffin
 from sparkberg.spec.values import from_json_value, to_bytes, to_json_value
+from sparkberg.write.writer import key_runs
 
 _PATH_ID, _POS_ID = str(DELETE_FILE_PATH.field_id), str(DELETE_FILE_POS.field_id)
 
@@ -54,19 +57,21 @@ class DeleteWriter:
         # clustered by partition directory, then sorted by (file, position)
         self.partition_scoped = partition_scoped
 
-    def _positions(self, batches) -> Iterator[tuple[str, list[int]]]:
-        current, positions = None, []
+    def _positions(self, batches) -> Iterator[tuple[str, np.ndarray]]:
+        """(data file, its positions as they arrived) for each run of one file's rows, across batches."""
+        current, parts = None, []
         for batch in batches:
-            files = batch.column(0).to_pylist()
-            pos = batch.column(1).to_pylist()
-            for f, p in zip(files, pos):
-                if f != current:
+            if not batch.num_rows:
+                continue
+            positions = batch.column(1).to_numpy(zero_copy_only=False)
+            for start, end, (data_file,) in key_runs([batch.column(0)], batch.num_rows):
+                if data_file != current:
                     if current is not None:
-                        yield current, positions
-                    current, positions = f, []
-                positions.append(p)
+                        yield current, np.concatenate(parts)
+                    current, parts = data_file, []
+                parts.append(positions[start:end])
         if current is not None:
-            yield current, positions
+            yield current, np.concatenate(parts)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         results = []
@@ -80,48 +85,47 @@ class DeleteWriter:
         for data_file, positions in self._positions(batches):
             target = self.targets[data_file]
             if self.dv:
-                merged = set(positions) | set(_previous_positions(data_file, target))
-                blobs.append((data_file, sorted(merged)))
+                blobs.append((data_file, np.union1d(positions, _previous_positions(data_file, target))))
             elif self.partition_scoped:
                 if runs and self.targets[runs[0][0]]["dir"] != target["dir"]:
                     flush_partition()
-                runs.append((data_file, sorted(set(positions))))
+                runs.append((data_file, np.unique(positions)))
             else:
-                results.append(self._write_position_file(data_file, sorted(set(positions)), target))
+                results.append(self._write_position_file(data_file, np.unique(positions), target))
         flush_partition()
         if blobs:
             results += self._write_puffin(blobs)
         if results:
             yield pa.RecordBatch.from_arrays([pa.array(results, pa.string())], names=["delete_file"])
 
-    def _write_position_file(self, data_file: str, positions: list[int], target: dict) -> str:
+    def _write_position_file(self, data_file: str, positions: np.ndarray, target: dict) -> str:
         return self._write_partition_file([(data_file, positions)], target)
 
-    def _write_partition_file(self, runs: list[tuple[str, list[int]]], target: dict) -> str:
-        """One position delete file of (data file, sorted positions) runs, in path order, of one partition;
-        ``referenced_data_file`` set when it names one data file."""
+    def _write_partition_file(self, runs: list[tuple[str, np.ndarray]], target: dict) -> str:
+        """One position delete file of (data file, ascending distinct positions) runs, in path order, of one
+        partition; ``referenced_data_file`` set when it names one data file."""
         path = f"{target['dir']}/{self.write_id}-{uuid.uuid4().hex[:12]}-deletes.parquet"
-        files = [f for f, ps in runs for _ in ps]
-        positions = [p for _, ps in runs for p in ps]
+        files = pa.chunked_array([pa.repeat(pa.scalar(f, pa.string()), len(ps)) for f, ps in runs], pa.string())
+        positions = pa.chunked_array([pa.array(ps, pa.int64()) for _, ps in runs], pa.int64())
+        count = len(positions)
         sink = _open_out(path)
-        table = pa.Table.from_arrays([pa.array(files, pa.string()), pa.array(positions, pa.int64())],
-                                     schema=POS_SCHEMA)
+        table = pa.Table.from_arrays([files, positions], schema=POS_SCHEMA)
         pq.write_table(table, sink, compression=self.compression)
         size = sink.tell()
         sink.close()
         enc = lambda b: base64.b64encode(b).decode("ascii")  # noqa: E731
         return json.dumps({
-            "file_path": path, "file_format": "parquet", "record_count": len(positions), "file_size_in_bytes": size,
+            "file_path": path, "file_format": "parquet", "record_count": count, "file_size_in_bytes": size,
             "spec_id": target["spec_id"], "partition": target["partition"],
             "referenced_data_file": runs[0][0] if len(runs) == 1 else None,
-            "value_counts": {_PATH_ID: len(positions), _POS_ID: len(positions)},
+            "value_counts": {_PATH_ID: count, _POS_ID: count},
             "null_value_counts": {_PATH_ID: 0, _POS_ID: 0},
             "lower_bounds": {_PATH_ID: enc(to_bytes(T.STRING, min(f for f, _ in runs))),
-                             _POS_ID: enc(to_bytes(T.LONG, min(positions)))},
+                             _POS_ID: enc(to_bytes(T.LONG, min(int(ps[0]) for _, ps in runs)))},
             "upper_bounds": {_PATH_ID: enc(to_bytes(T.STRING, max(f for f, _ in runs))),
-                             _POS_ID: enc(to_bytes(T.LONG, max(positions)))}})
+                             _POS_ID: enc(to_bytes(T.LONG, max(int(ps[-1]) for _, ps in runs)))}})
 
-    def _write_puffin(self, blobs: list[tuple[str, list[int]]]) -> list[str]:
+    def _write_puffin(self, blobs: list[tuple[str, np.ndarray]]) -> list[str]:
         first = self.targets[blobs[0][0]]
         path = f"{first['dir']}/{self.write_id}-{uuid.uuid4().hex[:12]}-dvs.puffin"
         payloads = [(dv_blob_metadata(f, len(p)), serialize_dv(p)) for f, p in blobs]
@@ -133,25 +137,25 @@ class DeleteWriter:
         for (f, positions), meta in zip(blobs, footer.blobs):
             t = self.targets[f]
             out.append(json.dumps({
-                "file_path": path, "file_format": "puffin", "record_count": len(positions),
+                "file_path": path, "file_format": "puffin", "record_count": int(len(positions)),
                 "file_size_in_bytes": len(data), "spec_id": t["spec_id"], "partition": t["partition"],
                 "referenced_data_file": f, "content_offset": meta.offset, "content_size_in_bytes": meta.length}))
         return out
 
 
-def _previous_positions(data_file: str, target: dict) -> list[int]:
+def _previous_positions(data_file: str, target: dict) -> np.ndarray:
     """Positions already deleted in a data file: its current DV and any position delete files."""
-    out: list[int] = []
+    out = [np.zeros(0, dtype=np.int64)]
     for puffin, offset, length in target.get("dvs", ()):
-        out.extend(dv_positions(file_io_for(puffin).read_range(puffin, offset, length), puffin))
+        out.append(dv_position_array(file_io_for(puffin).read_range(puffin, offset, length), puffin))
     for path in target.get("position_files", ()):
         local = to_local_path(path)
         table = pq.read_table(local if local is not None else path, columns=None)
         names = {f.metadata.get(b"PARQUET:field_id") if f.metadata else None: f.name for f in table.schema}
-        fp = table.column(names.get(_PATH_ID.encode(), "file_path")).to_pylist()
-        pos = table.column(names.get(_POS_ID.encode(), "pos")).to_pylist()
-        out.extend(p for f, p in zip(fp, pos) if f == data_file)
-    return out
+        fp = table.column(names.get(_PATH_ID.encode(), "file_path"))
+        pos = table.column(names.get(_POS_ID.encode(), "pos"))
+        out.append(pos.filter(pc.equal(fp, data_file)).to_numpy().astype(np.int64))
+    return np.concatenate(out)
 
 
 def delete_file_from_json(text: str, metadata) -> tuple[int, DataFile]:

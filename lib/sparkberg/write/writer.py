@@ -255,7 +255,7 @@ class FileWriter:
             data = self._conform(batch)
             row_bytes = max(1, data.nbytes // max(1, data.num_rows))
             step = max(1, min(batch.num_rows, self.target // row_bytes))  # rows per piece, so files roll in time
-            for start, end, key in _runs(keys, batch.num_rows):
+            for start, end, key in key_runs(keys, batch.num_rows):
                 for piece in range(start, end, step):
                     chunk = data.slice(piece, min(step, end - piece))
                     if open_file is not None and (not _same_key(open_file.key, key)
@@ -285,9 +285,10 @@ def _cast(arr: pa.Array, target: pa.DataType, name: str) -> pa.Array:
         raise ValidationError(f"column {name!r}: cannot write {arr.type} data as {target}: {e}") from None
 
 
-def _runs(keys: list[pa.Array], n: int) -> Iterator[tuple[int, int, tuple]]:
-    """(start, end, key) of runs of equal partition keys (rows arrive clustered), found by comparing each row's
-    keys with the previous row's in Arrow: nulls equal nulls and NaNs equal NaNs, as they share a partition."""
+def key_runs(keys: list[pa.Array], n: int) -> Iterator[tuple[int, int, tuple]]:
+    """(start, end, key) of runs of equal keys (partition keys, data files: rows arrive clustered), found by
+    comparing each row's keys with the previous row's in Arrow: nulls equal nulls and NaNs equal NaNs, as they
+    share a partition."""
     if not keys:
         yield 0, n, ()
         return
