@@ -332,9 +332,11 @@ def test_a_read_of_other_files_lists_only_those_not_listed_before(spark, tmp_pat
     from sparkberg.errors import MissingFileError
     from sparkberg.spark import session
     paths = []
-    for i in range(40):  # (past the 32 paths from which Spark would list them in a job)
-        pq.write_table(pa.table({"id": [i]}), tmp_path / f"f{i}.parquet")
-        paths.append(str(tmp_path / f"f{i}.parquet"))
+    for i in range(40):  # (past the 32 paths from which Spark would list them in a job; names with a space, a
+        # percent sign, an accent and a glob's bracket among them: file names, never patterns)
+        name = {7: "f 7%é.parquet", 37: "f[37].parquet"}.get(i, f"f{i}.parquet")
+        pq.write_table(pa.table({"id": [i]}), tmp_path / name)
+        paths.append(str(tmp_path / name))
     schema = ST.StructType([ST.StructField("id", ST.LongType(), nullable=False)])
     metrics = spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
 
