@@ -184,3 +184,19 @@ def test_truncate_wraps_at_the_integer_edge_like_java():
     assert TruncateTransform(3).apply(T.INT)(-2147483647) == 2147483647
     assert TruncateTransform(3).apply(T.LONG)(-(2 ** 63) + 1) == 2 ** 63 - 1
     assert TruncateTransform(10).apply(T.INT)(-2147483648) == 2147483646  # -2147483650 wrapped
+
+
+def test_a_partition_type_follows_the_schema_it_is_asked_about():
+    # spec "Partitioning": a partition field's type is its transform's result on its source column's type
+    from sparkberg.spec.partitioning import PartitionField, PartitionSpec
+    spec = PartitionSpec(0, [PartitionField(1, 1000, parse_transform("bucket[4]"), "id_bucket"),
+                             PartitionField(2, 1001, parse_transform("identity"), "x")])
+    v1 = T.Schema([T.NestedField(1, "id", T.LONG, True), T.NestedField(2, "x", T.INT, False)], 0)
+    v2 = T.Schema([T.NestedField(1, "id", T.LONG, True), T.NestedField(2, "x", T.LONG, False)], 1)  # x promoted
+    first = spec.partition_type(v1)
+    assert [(f.field_id, f.name, f.field_type) for f in first.fields] == \
+        [(1000, "id_bucket", T.INT), (1001, "x", T.INT)]
+    assert spec.partition_type(v1) is first  # (asked again of the same schema: the same answer)
+    assert [f.field_type for f in spec.partition_type(v2).fields] == [T.INT, T.LONG]
+    assert [f.field_type for f in spec.partition_type(v1).fields] == [T.INT, T.INT]
+    assert spec == PartitionSpec(0, list(spec.fields)) and hash(spec) == hash(PartitionSpec(0, list(spec.fields)))

@@ -107,6 +107,11 @@ class PartitionSpec:
         Fields whose source column no longer exists in ``schema`` keep a best-effort type (the
         transform's result on string) so old manifests remain readable.
         """
+        # (the answer for the last schema asked about, kept with that schema so identity decides: callers ask
+        # once per file, with the same schema object, and walking the schema each time was most of their cost)
+        last = self.__dict__.get("_last_type")
+        if last is not None and last[0] is schema:
+            return last[1]
         by_id = schema.index_by_id()
         out = []
         for f in self.fields:
@@ -116,7 +121,9 @@ class PartitionSpec:
             else:
                 rtype = f.transform.result_type(src.field_type)
             out.append(NestedField(f.field_id, f.name, rtype, required=False))
-        return StructType(out)
+        result = StructType(out)
+        object.__setattr__(self, "_last_type", (schema, result))
+        return result
 
     def validate(self, schema: Schema, path: str = "partition-spec") -> None:
         """Check source columns exist, are primitive, not in lists/maps, and fit their transforms."""
