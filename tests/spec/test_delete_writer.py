@@ -94,3 +94,26 @@ def test_position_delete_files_one_per_partition(tmp_path):
     assert base64.b64decode(upper["2147483546"]) == b"/w/b.parquet"
     assert struct.unpack("<q", base64.b64decode(lower["2147483545"]))[0] == 0
     assert struct.unpack("<q", base64.b64decode(upper["2147483545"]))[0] == 2 ** 33 + 4
+
+
+def test_a_position_delete_file_naming_several_data_files_is_read_once(tmp_path, monkeypatch):
+    # a v2 table's position delete file names the data files of its partition (spec "Position Delete Files");
+    # on v3 each of them gets a DV holding its positions from it
+    from sparkberg.write import deletes
+    old = str(tmp_path / "old-deletes.parquet")
+    pq.write_table(pa.Table.from_pydict({"file_path": ["/w/a.parquet", "/w/a.parquet", "/w/b.parquet"],
+                                         "pos": [2, 3, 8]}, schema=POS_SCHEMA), old)
+    reads = []
+    real = deletes.pq.read_table
+    monkeypatch.setattr(deletes.pq, "read_table", lambda path, **kw: (reads.append(path), real(path, **kw))[1])
+    targets = _targets(tmp_path, ["/w/a.parquet", "/w/b.parquet"],
+                       **{f: {"position_files": [old]} for f in ("/w/a.parquet", "/w/b.parquet")})
+    got = _results(DeleteWriter(targets, dv=True, write_id="w1"),
+                   _batches([("/w/a.parquet", 1), ("/w/b.parquet", 0)], [1, 1]))
+    assert reads == [old]
+    puffin = (tmp_path / "d" / got[0]["file_path"].rsplit("/", 1)[1]).read_bytes()
+    footer = read_footer(puffin)
+    by_file = {d["referenced_data_file"]: next(b for b in footer.blobs if b.offset == d["content_offset"])
+               for d in got}
+    assert {f: dv_positions(read_blob(puffin, b)) for f, b in by_file.items()} == \
+        {"/w/a.parquet": [1, 2, 3], "/w/b.parquet": [0, 8]}

@@ -77,6 +77,7 @@ class DeleteWriter:
         results = []
         blobs = []
         runs: list[tuple[str, list[int]]] = []  # (partition_scoped) the current partition's files
+        position_files: dict[str, tuple[pa.ChunkedArray, pa.ChunkedArray]] = {}  # (v3) read once per task
 
         def flush_partition() -> None:
             if runs:
@@ -85,7 +86,7 @@ class DeleteWriter:
         for data_file, positions in self._positions(batches):
             target = self.targets[data_file]
             if self.dv:
-                blobs.append((data_file, np.union1d(positions, _previous_positions(data_file, target))))
+                blobs.append((data_file, np.union1d(positions, _previous_positions(data_file, target, position_files))))
             elif self.partition_scoped:
                 if runs and self.targets[runs[0][0]]["dir"] != target["dir"]:
                     flush_partition()
@@ -143,17 +144,21 @@ class DeleteWriter:
         return out
 
 
-def _previous_positions(data_file: str, target: dict) -> np.ndarray:
-    """Positions already deleted in a data file: its current DV and any position delete files."""
+def _previous_positions(data_file: str, target: dict, position_files: dict) -> np.ndarray:
+    """Positions already deleted in a data file: its current DV and any position delete files (a v2 file names
+    the data files of its partition, so ``position_files`` keeps the (path, position) columns of each one read,
+    by path, for the next data file it names)."""
     out = [np.zeros(0, dtype=np.int64)]
     for puffin, offset, length in target.get("dvs", ()):
         out.append(dv_position_array(file_io_for(puffin).read_range(puffin, offset, length), puffin))
     for path in target.get("position_files", ()):
-        local = to_local_path(path)
-        table = pq.read_table(local if local is not None else path, columns=None)
-        names = {f.metadata.get(b"PARQUET:field_id") if f.metadata else None: f.name for f in table.schema}
-        fp = table.column(names.get(_PATH_ID.encode(), "file_path"))
-        pos = table.column(names.get(_POS_ID.encode(), "pos"))
+        if path not in position_files:
+            local = to_local_path(path)
+            table = pq.read_table(local if local is not None else path, columns=None)
+            names = {f.metadata.get(b"PARQUET:field_id") if f.metadata else None: f.name for f in table.schema}
+            position_files[path] = (table.column(names.get(_PATH_ID.encode(), "file_path")),
+                                    table.column(names.get(_POS_ID.encode(), "pos")))
+        fp, pos = position_files[path]
         out.append(pos.filter(pc.equal(fp, data_file)).to_numpy().astype(np.int64))
     return np.concatenate(out)
 
