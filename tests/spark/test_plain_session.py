@@ -358,6 +358,33 @@ def test_metadata_columns_in_filters_are_found_by_name(spark, tmp_path):
     assert "_file" not in referenced_names("v = '_file'")  # (inside a string literal)
 
 
+def test_metadata_columns_a_filter_names_are_there_for_it_alone(spark, tmp_path):
+    # the rows take from their file's task only the metadata columns the read returns or filters by; each one a
+    # filter names is there for the filter, and gone from what is returned
+    cat = sparkberg.catalog(spark, str(tmp_path / "wh"))
+    t = cat.create_table("db.t", "id bigint, p int", partition_by=["p"], properties={"format-version": "3"})
+    t.append(spark.sql("SELECT id, CAST(id % 2 AS int) AS p FROM range(0, 6)"))
+    first_seq = t.metadata.current_snapshot.sequence_number
+    t.append(spark.sql("SELECT id, CAST(id % 2 AS int) AS p FROM range(6, 10)"))
+    full = t.to_df(columns=["id", "_file", "_spec_id", "_partition", "_row_id",
+                            "_last_updated_sequence_number"]).collect()
+    assert len({r["_row_id"] for r in full}) == 10
+    some_row_id = sorted(r["_row_id"] for r in full)[3]
+    cases = {"_row_id": (f"_row_id <= {some_row_id}", lambda r: r["_row_id"] <= some_row_id),
+             "_last_updated_sequence_number": (f"_last_updated_sequence_number = {first_seq}",
+                                               lambda r: r["_last_updated_sequence_number"] == first_seq),
+             "_partition": ("_partition.p = 1", lambda r: r["_partition"]["p"] == 1),
+             "_spec_id": ("_spec_id = 0 AND id > 4", lambda r: r["_spec_id"] == 0 and r["id"] > 4)}
+    for name, (text, keep) in cases.items():
+        got = t.to_df(filter=text, columns=["id"])
+        assert got.columns == ["id"], name
+        assert sorted(r["id"] for r in got.collect()) == sorted(r["id"] for r in full if keep(r)), name
+        with_file = t.to_df(filter=text, columns=["id", "_file"])
+        assert with_file.columns == ["id", "_file"], name
+        assert sorted((r["id"], r["_file"]) for r in with_file.collect()) == \
+            sorted((r["id"], r["_file"]) for r in full if keep(r)), name
+
+
 def test_a_sql_catalog_on_a_plain_session(plain, tmp_path):
     # the SQL catalog on a session with Spark's defaults: created, written with deletes, read, renamed
     cat = sparkberg.catalog(plain, f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"), name="plain")

@@ -32,7 +32,8 @@ from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.values import to_python
 from sparkberg.spec.metadata_columns import (
-    LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, READ_COLUMNS, ROW_ID, ROW_POSITION,
+    FILE_PATH, LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, PARTITION_NAME, READ_COLUMNS, ROW_ID, ROW_POSITION,
+    SPEC_ID,
 )
 
 
@@ -138,7 +139,8 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         else:  # (deletes applied, the rows need no match to their file: both sides take the plain columns)
             rows, columns_now = _select(rows, plain_columns).union(part), plain_columns
     if needs_info:
-        rows = _with_task_columns(spark, rows, tasks, ids.ids, layout, wanted, v3)
+        used = set(wanted) | (referenced_names(_expression_text(filter)) if filter is not None else set())
+        rows = _with_task_columns(spark, rows, tasks, ids.ids, layout, used, v3)
     if filter is not None:
         rows = rows.filter(filter)
     return rows if wanted == columns_now else _select(rows, wanted)
@@ -217,27 +219,37 @@ def _without_idle_deletes(tasks: list, ids: list[int], derived: dict[int, Any]) 
 
 
 def _with_task_columns(spark, rows: DataFrame, tasks: list, ids: list[int], layout: PartitionLayout,
-                       wanted: Sequence[str], v3: bool) -> DataFrame:
-    """Rows (with their file's id, ``_file_id``) with the metadata columns that come from their file's task:
-    ``_file``, ``_spec_id``, ``_partition`` and, on v3 tables, the inherited ``_row_id`` and
-    ``_last_updated_sequence_number`` (spec "Row Lineage")."""
-    info_schema = ST.StructType([
-        ST.StructField("_file_id", ST.IntegerType()), ST.StructField("_file", ST.StringType()),
-        ST.StructField("_spec_id", ST.IntegerType()),
-        ST.StructField("_phys_partition", physical_partition_struct(layout)),
-        ST.StructField("_data_seq", ST.LongType()), ST.StructField("_first_row_id", ST.LongType())])
-    info = local_dataframe(
-        spark, [(i, t["file_path"], t["spec_id"], t["partition"], t["data_sequence_number"], t["first_row_id"])
-                for i, t in zip(ids, tasks)], info_schema)
-    rows = rows.join(F.broadcast(info), "_file_id")
-    if "_partition" in wanted:  # (an unpartitioned table's is an empty struct, which Spark 3.5 cannot encode)
-        rows = rows.withColumn("_partition", partition_column(layout, "_phys_partition"))
-    if v3:
+                       used: set[str], v3: bool) -> DataFrame:
+    """Rows (with their file's id, ``_file_id``) with the metadata columns of ``used`` (what the read returns or
+    filters by) that come from their file's task: ``_file``, ``_spec_id``, ``_partition`` and, on v3 tables,
+    the inherited ``_row_id`` and ``_last_updated_sequence_number`` (spec "Row Lineage")."""
+    lineage = [c for c in LINEAGE_COLUMNS if v3 and c in used]
+    taken = {}  # the columns the rows take from their task: name -> (type, the task's value)
+    if FILE_PATH.name in used:
+        taken["_file"] = (ST.StringType(), lambda t: t["file_path"])
+    if SPEC_ID.name in used:
+        taken["_spec_id"] = (ST.IntegerType(), lambda t: t["spec_id"])
+    if PARTITION_NAME in used:
+        taken["_phys_partition"] = (physical_partition_struct(layout), lambda t: t["partition"])
+    if LAST_UPDATED_SEQUENCE_NUMBER.name in lineage:
+        taken["_data_seq"] = (ST.LongType(), lambda t: t["data_sequence_number"])
+    if lineage:
+        taken["_first_row_id"] = (ST.LongType(), lambda t: t["first_row_id"])
+    schema = ST.StructType([ST.StructField("_file_id", ST.IntegerType())] +
+                           [ST.StructField(name, kind) for name, (kind, _) in taken.items()])
+    table = local_dataframe(spark, [(i,) + tuple(value(t) for _, value in taken.values()) for i, t in zip(ids, tasks)],
+                            schema)
+    rows = rows.join(F.broadcast(table), "_file_id")
+    if PARTITION_NAME in used:  # (an unpartitioned table's is an empty struct, which Spark 3.5 cannot encode)
+        rows = rows.withColumn(PARTITION_NAME, partition_column(layout, "_phys_partition"))
+    if lineage:
         has_id = F.col("_first_row_id").isNotNull()
-        rows = (rows.withColumn("_row_id", F.when(has_id, F.coalesce(F.col("_row_id"), F.col("_first_row_id") +
-                                                                   F.col("_pos"))))
-                .withColumn("_last_updated_sequence_number", F.when(has_id, F.coalesce(
-                    F.col("_last_updated_sequence_number"), F.col("_data_seq")))))
+    if ROW_ID.name in lineage:
+        rows = rows.withColumn(ROW_ID.name, F.when(has_id, F.coalesce(F.col(ROW_ID.name), F.col("_first_row_id") +
+                                                                     F.col("_pos"))))
+    if LAST_UPDATED_SEQUENCE_NUMBER.name in lineage:
+        rows = rows.withColumn(LAST_UPDATED_SEQUENCE_NUMBER.name, F.when(has_id, F.coalesce(
+            F.col(LAST_UPDATED_SEQUENCE_NUMBER.name), F.col("_data_seq"))))
     return rows
 
 
