@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import threading
@@ -229,8 +230,9 @@ def literal_of(one: DataFrame) -> Column | None:
         jvm = one.sparkSession._jvm
         row = jdf.queryExecution().executedPlan().executeCollect()[0]
         data_type = jdf.schema().fields()[0].dataType()
-        literal = jvm.org.apache.spark.sql.catalyst.expressions.Literal.create(row.get(0, data_type), data_type)
-        return AnyColumn(jvm.org.apache.spark.sql.Column(literal))
+        literal = jvm_static(jvm, "org.apache.spark.sql.catalyst.expressions.Literal.create")(row.get(0, data_type),
+                                                                                           data_type)
+        return AnyColumn(jvm_static(jvm, "org.apache.spark.sql.Column")(literal))
     except Exception:  # noqa: BLE001 - PySpark or Spark internals that moved: the caller's other way
         return None
 
@@ -310,33 +312,52 @@ def _over_known_statuses(spark, relations: ParquetRelations, schema: StructType,
     path that is gone: the reader then names it) or where Spark's classes differ from those this builds on."""
     try:
         jvm, js = spark._jvm, spark._jsparkSession
-        sources = jvm.org.apache.spark.sql.execution.datasources
-        statuses = relations.statuses(sources, js)
+        sources = "org.apache.spark.sql.execution.datasources."
+        statuses = relations.statuses(jvm, js)
         jschema = js.parseDataType(schema.json()).asNullable()  # (as the reader's relation: every column nullable)
-        options = jvm.PythonUtils.toScalaMap(dict(PARQUET_READ_OPTIONS))
-        none = jvm.scala.Option.empty()
-        index = sources.InMemoryFileIndex(js, _path_seq(jvm, files), options, jvm.scala.Option.apply(jschema),
-                                          statuses, none, none)
+        options = jvm_static(jvm, "org.apache.spark.api.python.PythonUtils.toScalaMap")(dict(PARQUET_READ_OPTIONS))
+        none = jvm_static(jvm, "scala.Option.empty")()
+        paths = jvm_static(jvm, "org.apache.hadoop.util.StringUtils.stringToPath")(_string_array(jvm, files))
+        index = jvm_static(jvm, sources + "InMemoryFileIndex")(js, _array_seq(jvm, paths), options,
+                                                              jvm_static(jvm, "scala.Option.apply")(jschema),
+                                                              statuses, none, none)
         if index.leafFiles().size() != len(set(files)):  # (a protected member: its Scala name is public)
             return None
-        relation = sources.HadoopFsRelation(index, index.partitionSchema(), jschema, none,
-                                            sources.parquet.ParquetFileFormat(), options, js)
+        relation = jvm_static(jvm, sources + "HadoopFsRelation")(
+            index, index.partitionSchema(), jschema, none, jvm_static(jvm, sources + "parquet.ParquetFileFormat")(),
+            options, js)
         return spark.read._df(js.baseRelationToDataFrame(relation))
     except Exception:  # noqa: BLE001 - Spark internals that moved (or a file that is not there): the reader
         return None
 
 
-def _path_seq(jvm, files: Sequence[str]):
-    """A Scala ``Seq`` of Hadoop paths of ``files``, built in three py4j calls whatever their number (the
-    paths travel as one string)."""
-    paths = jvm.org.apache.hadoop.util.StringUtils.stringToPath(
-        jvm.java.util.regex.Pattern.compile("\n").split("\n".join(files), -1))
-    if len(paths) != len(files):
-        raise ValueError("a path with a line break")
-    try:
-        return jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(paths)  # (Scala 2.13: Spark 4)
-    except Exception:  # noqa: BLE001 - Scala 2.12 (Spark 3.5)
-        return jvm.scala.collection.mutable.WrappedArray.make(paths)
+def _string_array(jvm, files: Sequence[str]):
+    """``files`` as a Java ``String[]``, in two py4j calls whatever their number (they travel as one string)."""
+    if not files or any("\n" in f or not f for f in files):
+        raise ValueError("no paths, an empty one or one with a line break")
+    return jvm_static(jvm, "java.util.regex.Pattern.compile")("\n").split("\n".join(files), -1)
+
+
+def _array_seq(jvm, array):
+    """A Scala ``Seq`` over a Java array, in one py4j call."""
+    from py4j.java_gateway import JavaClass
+    if isinstance(jvm_static(jvm, "scala.collection.immutable.ArraySeq"), JavaClass):  # (Scala 2.13: Spark 4)
+        return jvm_static(jvm, "scala.collection.immutable.ArraySeq.unsafeWrapArray")(array)
+    return jvm_static(jvm, "scala.collection.mutable.WrappedArray.make")(array)  # (Scala 2.12: Spark 3.5)
+
+
+_jvm_handles: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # py4j gateway client -> {name: handle}
+
+
+def jvm_static(jvm, name: str) -> Any:
+    """py4j's handle on a JVM class (to call as its constructor; a ``JavaPackage`` where there is no such class) or
+    on a static method, by its full name (``"scala.Option.empty"``), looked up once per gateway: each dotted step
+    of ``jvm.scala.Option.empty`` is a py4j call of its own."""
+    handles = _jvm_handles.setdefault(jvm._gateway_client, {})
+    handle = handles.get(name)
+    if handle is None:
+        handle = handles[name] = functools.reduce(getattr, name.split("."), jvm)
+    return handle
 
 
 _per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # (what a session keeps goes with it)
@@ -391,12 +412,13 @@ class ParquetRelations:
         self._kept = LRU()
         self._statuses = None
 
-    def statuses(self, sources, jsession) -> Any:
+    def statuses(self, jvm, jsession) -> Any:
         """The session's client of Spark's file status cache (``FileStatusCache``, bounded by
         ``spark.sql.hive.filesourcePartitionFileCacheSize``, 250 MB by default, shared with Spark's own
         tables), that every relation this keeps lists its files into: data files never change once written."""
         if self._statuses is None:
-            self._statuses = sources.FileStatusCache.getOrCreate(jsession)
+            self._statuses = jvm_static(jvm, "org.apache.spark.sql.execution.datasources.FileStatusCache.getOrCreate")(
+                jsession)
         return self._statuses
 
     @classmethod
@@ -424,8 +446,9 @@ _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 @contextlib.contextmanager
 def _listing_on_driver(spark, files: Sequence[str]):
-    """Spark checks every path it is given, with a job of one task per path beyond 32 paths. For local files the driver does it in milliseconds, so, on a classic session, the threshold is
-    raised while the DataFrame is created (Spark Connect analyses later, on the server: left as it is)."""
+    """Spark checks every path it is given, with a job of one task per path beyond 32 paths. For local files the
+    driver does it in milliseconds, so, on a classic session, the threshold is raised while the DataFrame is
+    created (Spark Connect analyses later, on the server: left as it is)."""
     local = all(f.startswith("/") or f.startswith("file:") for f in files)
     with session_setting(spark, _LISTING_THRESHOLD, str(len(files) + 1),
                          local and len(files) > 32 and hasattr(spark, "_jsparkSession")):
@@ -440,9 +463,7 @@ def _read_parquet_paths(reader: DataFrameReader, files: list[str]) -> DataFrame:
     if jreader is not None and len(files) >= _PATHS_IN_ONE_CALL and not any("\n" in f for f in files):
         try:
             jvm = reader._spark._jvm
-            paths = jvm.java.util.regex.Pattern.compile("\n").splitAsStream("\n".join(files)).collect(
-                jvm.java.util.stream.Collectors.toList())
-            return reader._df(jreader.parquet(jvm.PythonUtils.toSeq(paths)))
+            return reader._df(jreader.parquet(_array_seq(jvm, _string_array(jvm, files))))
         except Exception:  # noqa: BLE001 - PySpark internals that moved: the public call
             pass
     return reader.parquet(*files)
