@@ -211,9 +211,10 @@ def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFra
     per_batch = max(1, -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism)))
     jrdd = spark.sparkContext._serialize_to_jvm(
         table.to_batches(max_chunksize=per_batch), ArrowStreamSerializer(),
-        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path), lambda: jvm.ArrowIteratorServer())
+        lambda path: jvm_static(jvm, _SQL_UTILS + "readArrowStreamFromFile")(path),
+        lambda: jvm_static(jvm, "org.apache.spark.sql.api.python.ArrowIteratorServer")())
     with session_setting(spark, _LOCAL_RELATION_THRESHOLD, "0", table.num_rows >= LAZY_ROWS):
-        jdf = jvm.PythonSQLUtils.toDataFrame(jrdd, struct.json(), spark._jsparkSession)
+        jdf = jvm_static(jvm, _SQL_UTILS + "toDataFrame")(jrdd, struct.json(), spark._jsparkSession)
     return ClassicDataFrame(jdf, spark)
 
 
@@ -238,6 +239,7 @@ def literal_of(one: DataFrame) -> Column | None:
 
 
 _LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+_SQL_UTILS = "org.apache.spark.sql.api.python.PythonSQLUtils."
 LAZY_ROWS = 1000  # rows of an Arrow table from which a classic 3.5 session gets them lazily (arrow_dataframe_35)
 
 
