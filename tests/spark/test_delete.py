@@ -109,6 +109,23 @@ def test_concurrent_deletes_on_the_same_file_conflict_under_any_isolation(spark,
     assert ids(cat.load_table("db.t")) == [i for i in range(30) if i not in (2, 5)]
 
 
+@pytest.mark.parametrize("version", [2, 3])
+def test_deletes_for_a_data_file_removed_concurrently_are_a_conflict(spark, warehouse, version):
+    from sparkberg.commit.producer import Changes, commit_changes
+    cat, t = make(spark, warehouse, version, "merge-on-read")
+    stale = cat.load_table("db.t")  # planned before the file is removed
+    even = t.plan_files(filter="cat = 'even'").first()["file_path"]
+    commit_changes(t, Changes("delete", [], [], {(even, None)}))  # (a concurrent commit drops the 'even' file)
+    mid = cat.load_table("db.t").metadata
+    with pytest.raises(CommitFailedException, match=f"data file {even} was removed by a concurrent commit"):
+        stale.delete("id = 4")
+    assert cat.load_table("db.t").metadata == mid
+    assert ids(cat.load_table("db.t")) == [i for i in range(30) if i % 2]
+    stale.refresh()
+    stale.delete("id = 5")  # the file it deletes from is live: committed
+    assert ids(cat.load_table("db.t")) == [i for i in range(30) if i % 2 and i != 5]
+
+
 def test_isolation_level_must_be_known(spark, warehouse):
     cat = sparkberg.catalog(spark, warehouse)
     t2 = cat.create_table("db.iso", "id bigint", properties={"write.delete.isolation-level": "sometimes"})

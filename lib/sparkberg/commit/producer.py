@@ -17,9 +17,11 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
+import pyarrow.compute as pc
+
 from sparkberg.avro import compiled
 from sparkberg.avro.copies import EntryFormat, copies
-from sparkberg.avro.decode import COLUMNAR_MIN_ENTRIES, manifest_entries
+from sparkberg.avro.decode import COLUMNAR_MIN_ENTRIES, manifest_columns, manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_encoded_manifest, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.commit.properties import current_snapshot_properties
@@ -278,6 +280,10 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
             kept.append(mf)
             continue
         data = io.read(mf.manifest_path)
+        if not removed_keys:  # (read for the files the commit requires alone)
+            still_live.update(_live_data_files(data, mf))
+            kept.append(mf)
+            continue
         entries = manifest_entries(data, mf)
         live = [e for e in entries if e.status != DELETED]
         still_live.update(e.data_file.file_path for e in live if e.data_file.content == 0)
@@ -311,6 +317,16 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
         raise CommitFailedException(f"conflict: {len(missing)} file(s) to remove are no longer in table "
                                     f"{table.name}, e.g. {sorted(missing)[0][0]}")
     return kept, removed
+
+
+def _live_data_files(data: bytes, mf: ManifestFile) -> list[str]:
+    """The paths of the live data files of a manifest (``data``: its bytes), from the columns of its entries."""
+    counts = (mf.added_files_count, mf.existing_files_count, mf.deleted_files_count)
+    cols, = manifest_columns([(data, mf.manifest_path, None if None in counts else sum(counts))],
+                             names=frozenset({"file_path", "content"}))
+    status, content = cols.columns["status"], cols.columns["content"]
+    live = pc.and_(pc.not_equal(status, DELETED), pc.equal(content, 0))
+    return cols.columns["file_path"].filter(live).to_pylist()
 
 
 def _entry_format(formats: dict[int, EntryFormat], count: int, version: int, spec: PartitionSpec,
