@@ -28,7 +28,7 @@ from sparkberg.commit.properties import current_snapshot_properties
 from sparkberg.commit.target import Target, current_target
 from sparkberg.errors import CommitFailedException, SparkbergError
 from sparkberg.io.fileio import FileIO, deleted_on_failure, deleted_once_committed
-from sparkberg.planning.entries import snapshot_manifests
+from sparkberg.planning.entries import known_entries, snapshot_manifests
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import (
     ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
@@ -321,9 +321,7 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
 
 def _live_data_files(data: bytes, mf: ManifestFile) -> list[str]:
     """The paths of the live data files of a manifest (``data``: its bytes), from the columns of its entries."""
-    counts = (mf.added_files_count, mf.existing_files_count, mf.deleted_files_count)
-    cols, = manifest_columns([(data, mf.manifest_path, None if None in counts else sum(counts))],
-                             names=frozenset({"file_path", "content"}))
+    cols, = manifest_columns([(data, mf.manifest_path, known_entries(mf))], names=frozenset({"file_path", "content"}))
     status, content = cols.columns["status"], cols.columns["content"]
     live = pc.and_(pc.not_equal(status, DELETED), pc.equal(content, 0))
     return cols.columns["file_path"].filter(live).to_pylist()

@@ -313,7 +313,7 @@ class EntryDecoder:
 
     def _decode_batch(self, batch: list[tuple[ManifestFile, int, bytes]]) -> pa.Table:
         """Manifests of one spec, as bytes, decoded (in one pass where compiled code can) and filtered."""
-        parts = manifest_columns([(data, mf.manifest_path, _known_entries(mf)) for mf, _, data in batch],
+        parts = manifest_columns([(data, mf.manifest_path, known_entries(mf)) for mf, _, data in batch],
                                  self._physical(batch[0][0].partition_spec_id), self._needed, self._metric_keys)
         return self._tables([(mf, ordinal) for mf, ordinal, _ in batch], parts)
 
@@ -499,7 +499,7 @@ def _entry_count(mf: ManifestFile) -> int:
     return mf.manifest_length // 64 if None in counts else sum(counts)
 
 
-def _known_entries(mf: ManifestFile) -> int | None:
+def known_entries(mf: ManifestFile) -> int | None:
     """How many entries the manifest list says the manifest holds (None: it does not say)."""
     counts = (mf.added_files_count, mf.existing_files_count, mf.deleted_files_count)
     return None if None in counts else sum(counts)

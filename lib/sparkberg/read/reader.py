@@ -91,8 +91,9 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     has_deletes = any(t["deletes"] for t in tasks)
     # rows are matched to their task (a join on their file) only for deletes and metadata columns
     # metadata columns come from the task of each row's file (a join on its file id)
-    needs_info = any(c in READ_COLUMNS and c != ROW_POSITION.name for c in wanted) or (
-        filter is not None and bool(referenced_names(_expression_text(filter)) & set(READ_COLUMNS)))
+    filtered_by = referenced_names(_expression_text(filter)) if filter is not None else frozenset()
+    needs_info = any(c in READ_COLUMNS and c != ROW_POSITION.name for c in wanted) or \
+        bool(filtered_by & set(READ_COLUMNS))
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
     ids = FileIds([t["file_path"] for t in tasks], tuning.name_ids_max_files) if per_file else None
 
@@ -139,8 +140,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         else:  # (deletes applied, the rows need no match to their file: both sides take the plain columns)
             rows, columns_now = _select(rows, plain_columns).union(part), plain_columns
     if needs_info:
-        used = set(wanted) | (referenced_names(_expression_text(filter)) if filter is not None else set())
-        rows = _with_task_columns(spark, rows, tasks, ids.ids, layout, used, v3)
+        rows = _with_task_columns(spark, rows, tasks, ids.ids, layout, set(wanted) | filtered_by, v3)
     if filter is not None:
         rows = rows.filter(filter)
     return rows if wanted == columns_now else _select(rows, wanted)

@@ -462,11 +462,11 @@ def _read_parquet_paths(reader: DataFrameReader, files: list[str]) -> DataFrame:
     per path; here they travel as one string, split on the JVM side. Spark Connect sends the paths in
     the plan: left as it is."""
     jreader = getattr(reader, "_jreader", None)
-    if jreader is not None and len(files) >= _PATHS_IN_ONE_CALL and not any("\n" in f for f in files):
+    if jreader is not None and len(files) >= _PATHS_IN_ONE_CALL:
         try:
             jvm = reader._spark._jvm
             return reader._df(jreader.parquet(_array_seq(jvm, _string_array(jvm, files))))
-        except Exception:  # noqa: BLE001 - PySpark internals that moved: the public call
+        except Exception:  # noqa: BLE001 - internals that moved, or paths one string cannot carry: the public call
             pass
     return reader.parquet(*files)
 
