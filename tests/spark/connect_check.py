@@ -44,6 +44,10 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     m.delete_by_keys(spark.sql("SELECT id FROM range(0, 30, 3)"), ["id"])  # equality deletes
     got = sorted(r["id"] for r in m.to_df(columns=["id", "_pos"]).collect())
     assert got == [i for i in range(30) if i % 5 and i % 3], got
+    m.set_properties({"write.update.mode": "merge-on-read"})
+    m.update({"v": "concat(v, '-u')"}, "id < 3")  # (its rows written in their share of the scan's tasks)
+    got = sorted((r["id"], r["v"]) for r in m.to_df().where("id < 5").collect())
+    assert got == [(1, "1-u"), (2, "2-u"), (4, "4")], got
     print("merge-on-read over connect ok")
     m.register_views()
     before = spark.sql("SELECT count(*) FROM connect_mor").first()[0]

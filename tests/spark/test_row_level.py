@@ -152,3 +152,17 @@ def test_a_merge_that_only_deletes(spark, warehouse, version, mode):
     assert [r[0] for r in state(t)] == [i for i in range(10) if i not in (1, 2)]
     t.merge(spark.sql("SELECT 99L AS id"), "t.id = s.id").when_matched_delete().execute()  # nothing matched
     assert [r[0] for r in state(t)] == [i for i in range(10) if i not in (1, 2)]
+
+
+def test_rows_picked_from_a_scan_are_written_in_their_share_of_its_tasks(spark):
+    from sparkberg.commit.rowlevel import in_share_of_tasks
+    scan = spark.range(0, 1000, 1, 8)  # (a scan's 8 tasks of 125 rows)
+
+    def tasks(rows):
+        out = in_share_of_tasks(scan, rows, 1000, 8)
+        return out.rdd.getNumPartitions(), out.count()
+
+    assert tasks(10) == (1, 1000)  # (1% of the rows: one task, no row lost)
+    assert tasks(126) == (2, 1000)
+    assert tasks(500) == (4, 1000)
+    assert tasks(1000) == (8, 1000)

@@ -348,6 +348,15 @@ class RowLevel:
                                                set(required), validate, summary=dict(summary or {})))
 
 
+def in_share_of_tasks(df, rows: int, scanned_rows: int, scan_tasks: int):
+    """``df``, which holds ``rows`` of the ``scanned_rows`` rows a scan read in ``scan_tasks`` tasks, in that share
+    of those tasks (at least one; no shuffle): each task of a write costs a fixed start of its Python worker, so a
+    few rows picked from a large scan are written by a few tasks, not by one per task of the scan, and the tasks
+    keep the scan's rows per task."""
+    wanted = max(1, -(-scan_tasks * rows // max(scanned_rows, 1)))
+    return df.coalesce(wanted) if wanted < scan_tasks else df
+
+
 def delete_rows(table, filter: str | Column) -> bool:
     """Delete the rows matching a filter (Spark SQL or a Column) in one commit (``write.delete.mode``); False when
     nothing matched."""
@@ -450,9 +459,13 @@ def update(table, assignments: dict[str, str], filter: str | Column | None) -> N
     if mode == "merge-on-read" and rl.m.format_version >= 2:
         matched = rl.read(tasks, cols + rl.lineage + ["_file", "_pos"], cond).cache()
         try:
-            if matched.limit(1).count() == 0:
+            # (one job fills the cache and counts the rows and the scan's tasks)
+            rows, scan_tasks = matched.select(F.spark_partition_id().alias("_task")) \
+                .agg(F.count(F.lit(1)), F.max("_task") + 1).first()
+            if rows == 0:
                 return
-            added_data = write_files(rl.spark, rl.m, updated(matched), extra_fields=extra, command="update",
+            share = in_share_of_tasks(updated(matched), rows, sum(t["record_count"] for t in tasks), scan_tasks)
+            added_data = write_files(rl.spark, rl.m, share, extra_fields=extra, command="update",
                                      position_delta=True)
             with deleted_on_failure(table.io, lambda: [f.file_path for f in added_data]):
                 added_deletes, removed = rl.delete_positions(matched, tasks)
