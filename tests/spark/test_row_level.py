@@ -160,9 +160,11 @@ def test_rows_picked_from_a_scan_are_written_in_their_share_of_its_tasks(spark):
 
     def tasks(rows):
         out = in_share_of_tasks(scan, rows, 1000, 8)
-        return out.rdd.getNumPartitions(), out.count()
+        assert out.count() == 1000  # (no row lost or repeated)
+        return str(out._jdf.queryExecution().logical())
 
-    assert tasks(10) == (1, 1000)  # (1% of the rows: one task, no row lost)
-    assert tasks(126) == (2, 1000)
-    assert tasks(500) == (4, 1000)
-    assert tasks(1000) == (8, 1000)
+    assert "Repartition 1, false" in tasks(10)  # (1% of the rows: gathered into one task, no shuffle)
+    assert "Repartition 1, false" in tasks(125)
+    assert "Repartition 2, true" in tasks(126)  # (more: spread evenly over their share)
+    assert "Repartition 4, true" in tasks(500)
+    assert "Repartition" not in tasks(1000)

@@ -19,7 +19,7 @@ import re
 import uuid
 from typing import Iterable
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from sparkberg.avro.decode import manifest_entries
@@ -348,13 +348,17 @@ class RowLevel:
                                                set(required), validate, summary=dict(summary or {})))
 
 
-def in_share_of_tasks(df, rows: int, scanned_rows: int, scan_tasks: int):
+def in_share_of_tasks(df: DataFrame, rows: int, scanned_rows: int, scan_tasks: int) -> DataFrame:
     """``df``, which holds ``rows`` of the ``scanned_rows`` rows a scan read in ``scan_tasks`` tasks, in that share
-    of those tasks (at least one; no shuffle): each task of a write costs a fixed start of its Python worker, so a
-    few rows picked from a large scan are written by a few tasks, not by one per task of the scan, and the tasks
-    keep the scan's rows per task."""
-    wanted = max(1, -(-scan_tasks * rows // max(scanned_rows, 1)))
-    return df.coalesce(wanted) if wanted < scan_tasks else df
+    of those tasks, each holding about as many rows as the scan's did. The tasks of a write run Python, and each
+    Python task costs a fixed start: a few rows picked from a large scan are written by a few tasks, not by one per
+    task of the scan. Rows that fit in one task are gathered into it without a shuffle; more are spread evenly by a
+    round-robin shuffle (gathering neighbouring tasks would put all the rows of a filter that picks neighbouring
+    files into one task)."""
+    wanted = -(-scan_tasks * rows // max(scanned_rows, 1))
+    if wanted >= scan_tasks:
+        return df
+    return df.coalesce(1) if wanted <= 1 else df.repartition(wanted)
 
 
 def delete_rows(table, filter: str | Column) -> bool:
