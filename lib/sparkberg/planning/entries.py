@@ -495,8 +495,8 @@ KEYED_MIN_COLUMNS = 8
 
 
 def _entry_count(mf: ManifestFile) -> int:
-    counts = (mf.added_files_count, mf.existing_files_count, mf.deleted_files_count)
-    return mf.manifest_length // 64 if None in counts else sum(counts)
+    known = known_entries(mf)
+    return mf.manifest_length // 64 if known is None else known
 
 
 def known_entries(mf: ManifestFile) -> int | None:
