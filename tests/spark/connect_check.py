@@ -45,7 +45,7 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     got = sorted(r["id"] for r in m.to_df(columns=["id", "_pos"]).collect())
     assert got == [i for i in range(30) if i % 5 and i % 3], got
     m.set_properties({"write.update.mode": "merge-on-read"})
-    m.update({"v": "concat(v, '-u')"}, "id < 3")  # (its rows written in their share of the scan's tasks)
+    m.update({"v": "concat(v, '-u')"}, "id < 3")  # (its rows rebalanced before they are written)
     got = sorted((r["id"], r["v"]) for r in m.to_df().where("id < 5").collect())
     assert got == [(1, "1-u"), (2, "2-u"), (4, "4")], got
     print("merge-on-read over connect ok")

@@ -154,17 +154,24 @@ def test_a_merge_that_only_deletes(spark, warehouse, version, mode):
     assert [r[0] for r in state(t)] == [i for i in range(10) if i not in (1, 2)]
 
 
-def test_rows_picked_from_a_scan_are_written_in_their_share_of_its_tasks(spark):
-    from sparkberg.commit.rowlevel import in_share_of_tasks
-    scan = spark.range(0, 1000, 1, 8)  # (a scan's 8 tasks of 125 rows)
+def test_rows_picked_from_a_scan_are_rebalanced_before_they_are_written(spark):
+    from sparkberg.commit.rowlevel import picked_rows
+    scan = spark.range(0, 1000, 1, 8)  # (the rows picked, in a scan's 8 tasks)
+    files = [{"record_count": 600}, {"record_count": 400}]
 
-    def tasks(rows):
-        out = in_share_of_tasks(scan, rows, 1000, 8)
-        assert out.count() == 1000  # (no row lost or repeated)
-        return str(out._jdf.queryExecution().logical())
+    def plan(rows):
+        out = picked_rows(scan, rows, files)
+        assert sorted(r[0] for r in out.collect()) == list(range(1000))  # (no row lost or repeated)
+        return str(out._jdf.queryExecution().optimizedPlan())
 
-    assert "Repartition 1, false" in tasks(10)  # (1% of the rows: gathered into one task, no shuffle)
-    assert "Repartition 1, false" in tasks(125)
-    assert "Repartition 2, true" in tasks(126)  # (more: spread evenly over their share)
-    assert "Repartition 4, true" in tasks(500)
-    assert "Repartition" not in tasks(1000)
+    assert "RebalancePartitions" in plan(10)  # (some of the files' rows: rebalanced by Spark)
+    assert "RebalancePartitions" in plan(999)
+    assert "RebalancePartitions" not in plan(1000)  # (all of them: no shuffle)
+    # with Spark's default adaptive execution (this suite's session turns its coalescing off) a few rows make one task
+    key = "spark.sql.adaptive.coalescePartitions.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "true")
+    try:
+        assert picked_rows(scan, 10, files).rdd.getNumPartitions() == 1
+    finally:
+        spark.conf.set(key, before)

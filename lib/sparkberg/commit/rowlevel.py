@@ -348,17 +348,13 @@ class RowLevel:
                                                set(required), validate, summary=dict(summary or {})))
 
 
-def in_share_of_tasks(df: DataFrame, rows: int, scanned_rows: int, scan_tasks: int) -> DataFrame:
-    """``df``, which holds ``rows`` of the ``scanned_rows`` rows a scan read in ``scan_tasks`` tasks, in that share
-    of those tasks, each holding about as many rows as the scan's did. The tasks of a write run Python, and each
-    Python task costs a fixed start: a few rows picked from a large scan are written by a few tasks, not by one per
-    task of the scan. Rows that fit in one task are gathered into it without a shuffle; more are spread evenly by a
-    round-robin shuffle (gathering neighbouring tasks would put all the rows of a filter that picks neighbouring
-    files into one task)."""
-    wanted = -(-scan_tasks * rows // max(scanned_rows, 1))
-    if wanted >= scan_tasks:
-        return df
-    return df.coalesce(1) if wanted <= 1 else df.repartition(wanted)
+def picked_rows(df: DataFrame, rows: int, tasks: list) -> DataFrame:
+    """``df``, ``rows`` rows that a scan of the data files of ``tasks`` picked, rebalanced into tasks of the size
+    Spark's adaptive execution advises (as it sizes the write's own shuffle), unless they are all the files' rows.
+    The picked rows sit in the scan's tasks, and each task of a write runs Python, at a fixed cost to start: a few
+    rows picked from a large scan are written by a few tasks, not one per task of the scan (a shuffle of those rows
+    costs less), and many rows picked from a few neighbouring tasks are spread evenly."""
+    return df if rows >= sum(t["record_count"] for t in tasks) else df.hint("rebalance")
 
 
 def delete_rows(table, filter: str | Column) -> bool:
@@ -463,14 +459,11 @@ def update(table, assignments: dict[str, str], filter: str | Column | None) -> N
     if mode == "merge-on-read" and rl.m.format_version >= 2:
         matched = rl.read(tasks, cols + rl.lineage + ["_file", "_pos"], cond).cache()
         try:
-            # (one job fills the cache and counts the rows and the scan's tasks)
-            rows, scan_tasks = matched.select(F.spark_partition_id().alias("_task")) \
-                .agg(F.count(F.lit(1)), F.max("_task") + 1).first()
+            rows = matched.count()  # (fills the cache)
             if rows == 0:
                 return
-            share = in_share_of_tasks(updated(matched), rows, sum(t["record_count"] for t in tasks), scan_tasks)
-            added_data = write_files(rl.spark, rl.m, share, extra_fields=extra, command="update",
-                                     position_delta=True)
+            added_data = write_files(rl.spark, rl.m, picked_rows(updated(matched), rows, tasks), extra_fields=extra,
+                                     command="update", position_delta=True)
             with deleted_on_failure(table.io, lambda: [f.file_path for f in added_data]):
                 added_deletes, removed = rl.delete_positions(matched, tasks)
         finally:
