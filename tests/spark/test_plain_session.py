@@ -446,3 +446,18 @@ def test_row_level_operations_and_a_transaction_on_a_plain_session(plain, tmp_pa
     assert got[0][:2] == got[1][:2] == ("col", None) and got[2][:2] == ("old", None)
     assert got[395] == ("new", None, ids[395]) and got[405][:2] == ("new", None) and got[1000][:2] == ("tx", "n")
     assert len({v[2] for v in got.values()}) == len(got)
+
+
+def test_a_merge_on_read_update_on_spark_defaults(plain, tmp_path):
+    # (its rows are rebalanced by adaptive execution, which coalesces by default; the run's session turns that off)
+    plain.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "true")
+    cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
+    t = cat.create_table("db.u", "id bigint, cat string", partition_by=["cat"],
+                         properties={"format-version": "3", "write.update.mode": "merge-on-read"})
+    t.append(plain.sql("SELECT id, IF(id % 2 = 0, 'even', 'odd') AS cat FROM range(0, 200, 1, 4)"))
+    ids = {r[0]: r[1] for r in t.to_df(columns=["id", "_row_id"]).collect()}
+    t.update(set={"cat": "'x'"}, filter="id % 50 = 7 OR id = 8")
+    got = {r[0]: (r[1], r[2]) for r in t.to_df(columns=["id", "cat", "_row_id"]).collect()}
+    assert {i for i, (c, _) in got.items() if c == "x"} == {7, 8, 57, 107, 157}
+    assert len(got) == 200 and {i: r for i, (_, r) in got.items()} == ids  # (updated rows keep their ids)
+    assert t.metadata.current_snapshot.summary["added-delete-files"] == "2"  # (a DV for each of the two files)
