@@ -397,6 +397,35 @@ def test_deletes_as_a_filter_of_the_scan_agree_with_the_join(spark, warehouse, m
     assert with_file == filtered[1]
 
 
+def test_the_scan_filter_of_another_snapshot_compiles_no_new_code(spark, warehouse, monkeypatch):
+    # the slots' shift and mask travel with the bitmaps in the scalar subquery's value, not in the filter's text:
+    # a read after a commit that deleted from other files (other slots) runs the classes Spark compiled for the
+    # read before it, as Iceberg Java's reader does, instead of compiling (and the JVM warming) new ones
+    from sparkberg.read.fileids import FileSlots
+    t = sparkberg.catalog(spark, warehouse).create_table(
+        "db.scan_filter_code", "id bigint, p string", partition_by=["p"],
+        properties={"format-version": "3", "write.delete.mode": "merge-on-read"})
+    for first in (0, 300):  # (8 files: 2 in each of 4 partitions)
+        t.append(spark.sql(f"SELECT id, CAST(id % 4 AS string) AS p FROM range({first}, {first + 300})"))
+    slots = []
+    real_of = FileSlots.of
+    monkeypatch.setattr(FileSlots, "of", lambda paths, bits: slots.append(real_of(paths, bits)) or slots[-1])
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+
+    def compiled() -> int:
+        before = metrics.METRIC_COMPILATION_TIME().getCount()
+        assert sorted(r["id"] for r in t.to_df().collect()) == [i for i in range(600) if i not in gone]
+        return metrics.METRIC_COMPILATION_TIME().getCount() - before
+    gone = [0, 1]
+    t.delete("id IN (0, 1)")  # (deletes in 2 files: slots of 1 bit)
+    compiled()
+    assert compiled() == 0  # (the same read again runs what the first compiled)
+    gone += [2, 3, 300, 301, 302]
+    t.delete("id IN (2, 3, 300, 301, 302)")  # (deletes in 7 files: 3 bits or more; 1 file without)
+    assert compiled() == 0
+    assert [s.bits for s in slots] == [1, 1, slots[-1].bits] and slots[-1].bits >= 3
+
+
 def test_deletes_take_the_join_when_files_have_no_slots(spark, warehouse, monkeypatch, tune):
     t, kept = _deleted_table(spark, warehouse, "no_slots", "position")
     tune(scan_filter_slot_bits_max=0)  # (no file has a slot: the bitmaps are joined)

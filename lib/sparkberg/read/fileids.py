@@ -141,8 +141,8 @@ def _name_hash_ids(names: list[str], max_files: int) -> tuple[int | None, list[i
 class FileSlots:
     """Dense ids of a few files, from their names as :class:`FileIds`' are: ``bits`` bits of the hash of each
     name Spark reports, from bit ``shift``, distinct for these files, so that a table of ``2 ** bits`` entries
-    indexed by each row's slot finds its file's entry (:meth:`sql`) with no join. :meth:`of` looks for the
-    fewest bits, up to ``max_bits`` (for n files, expect about 2 log2(n))."""
+    indexed by each row's slot (as :func:`name_slice_sql` computes it) finds its file's entry with no join.
+    :meth:`of` looks for the fewest bits, up to ``max_bits`` (for n files, expect about 2 log2(n))."""
 
     def __init__(self, shift: int, bits: int, slots: list[int]):
         self.shift, self.bits, self.slots = shift, bits, slots
@@ -152,10 +152,6 @@ class FileSlots:
         """The slots of ``paths`` (in their order), or None if their names are not all plain and distinct or
         need more than ``max_bits`` bits."""
         return _file_slots(tuple(file_name(p) for p in paths), max_bits)
-
-    def sql(self) -> str:
-        """The slot of each row's file, from ``_metadata.file_name``, as a SQL expression."""
-        return name_slice_sql(self.shift, self.bits)
 
 
 @functools.lru_cache(maxsize=256)

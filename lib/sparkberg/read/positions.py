@@ -24,7 +24,7 @@ from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileSlots
-from sparkberg.spark.session import arrow_dataframe, literal_of, local_dataframe, per_session, spark_version
+from sparkberg.spark.session import arrow_dataframe, local_dataframe, per_session, scalar_of
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.spec.puffin import dv_position_array
@@ -348,32 +348,27 @@ def _kept_frame(spark, cache: DeleteCache | None, key: tuple, make, schema: ST.S
 KEPT_FRAMES = 32  # bitmap DataFrames a session keeps (_kept_frame)
 
 
-_SLOTS_SCHEMA = ST.StructType([ST.StructField("_bitmaps", ST.ArrayType(ST.ArrayType(ST.LongType())))])
+# the scan filter's one value: how to find each row's slot (bits from ``shift`` of its file name's hash, ``mask``
+# the low bits) and the bitmap at each slot
+_SLOTS_SCHEMA = ST.StructType([ST.StructField("_slots", ST.StructType([
+    ST.StructField("shift", ST.IntegerType()), ST.StructField("mask", ST.LongType()),
+    ST.StructField("bitmaps", ST.ArrayType(ST.ArrayType(ST.LongType())))]))])
 
 
 def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSources) -> Column | None:
     """A filter for the rows of the data files of ``tasks`` (``ids``: their ids; all Parquet) that drops the
     rows their position deletes, DVs and derived positions (``src``) delete, to apply straight to Spark's Parquet
     relation: bit ``_metadata.row_index`` of the bitmap of the row's file, found by the file's slot
-    (:class:`FileSlots`) in one array of every file's bitmap. On Spark 4 a scalar subquery reads the array from a
-    one-row local relation (``DataFrame.scalar``, over Spark Connect too); on a classic Spark 3.5 session the
-    array is a literal the JVM makes of that row (:func:`~sparkberg.spark.session.literal_of`). No join, so no
+    (:class:`FileSlots`) in one array of every file's bitmap. The array and the slots' shift and mask are one
+    value that a scalar subquery reads from a one-row local relation (:func:`~sparkberg.spark.session.scalar_of`),
+    so the filter's generated code is the same for every snapshot and set of deletes: a read after a commit
+    reuses the classes Spark compiled, and the JVM compiled, for the read before it. No join, so no
     broadcast stage for Spark's adaptive execution to run and plan around, and no column added to the rows: the
     rows of files with deletes keep the plain read's columns, so they union with the rest of the table's as they
-    are. None where the rows take :func:`apply_position_deletes` instead: Spark 3.5 over Spark Connect (its client
-    has no ``DataFrame.scalar`` and cannot make the literal; Spark 3.5's analyzer also fails a join on
-    ``_metadata``), deletes too many to decode on the driver, or slots that need more than
-    ``scan_filter_slot_bits_max`` bits."""
-    from pyspark.sql import DataFrame as AnyDataFrame
-
+    are. None where the rows take :func:`apply_position_deletes` instead: Spark 3.5 over Spark Connect (no
+    scalar subquery its client can build; Spark 3.5's analyzer also fails a join on ``_metadata``), deletes too
+    many to decode on the driver, or slots that need more than ``scan_filter_slot_bits_max`` bits."""
     if src.empty or not (src.as_bitmaps and src.on_driver):
-        return None
-    if hasattr(AnyDataFrame, "scalar") and spark_version(spark) >= (4, 0):
-        def value(one: DataFrame) -> Column | None:
-            return one.scalar()
-    elif getattr(spark, "_jsparkSession", None) is not None:
-        value = literal_of
-    else:
         return None
     slots = FileSlots.of([t["file_path"] for t in tasks], src.tuning.scan_filter_slot_bits_max)
     if slots is None:
@@ -382,23 +377,28 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
     cache = delete_cache(spark)
     decoder = DeletedPositions(src.applies, src.limits, cache)
     slot_of = dict(zip(ids, slots.slots))
-    bitmaps = value(_kept_frame(spark, cache, ("slots", tuple(units), slots.shift, slots.bits) + src.key,
-                                lambda: _by_slot(decoder.on_driver(units, src.derived), slot_of, slots.bits),
-                                _SLOTS_SCHEMA))
-    if bitmaps is None:
+    value = scalar_of(_kept_frame(spark, cache, ("slots", tuple(units), slots.shift, slots.bits) + src.key,
+                                  lambda: _by_slot(decoder.on_driver(units, src.derived), slot_of, slots),
+                                  _SLOTS_SCHEMA))
+    if value is None:
         return None
-    word = F.get(F.get(bitmaps, F.expr(slots.sql())), F.expr("int(shiftright(_metadata.row_index, 6))"))
+    slot = F.call_function("shiftrightunsigned", F.expr("xxhash64(_metadata.file_name)"), value.getField("shift"))
+    bitmap = F.get(value.getField("bitmaps"), slot.bitwiseAND(value.getField("mask")).cast("int"))
+    word = F.get(bitmap, F.expr("int(shiftright(_metadata.row_index, 6))"))
     return F.coalesce(word.bitwiseAND(F.expr("shiftleft(1L, int(_metadata.row_index & 63))")), F.lit(0)) == 0
 
 
-def _by_slot(bitmaps: pa.Table, slot_of: dict[int, int], bits: int) -> pa.Table:
-    """:class:`DeletedPositions` rows as one row: the array of ``2 ** bits`` bitmaps, each file's at its slot
-    (null where no file's is)."""
-    rows: list[int | None] = [None] * (1 << bits)
+def _by_slot(bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots) -> pa.Table:
+    """:class:`DeletedPositions` rows as the one value of :data:`_SLOTS_SCHEMA`: the slots' shift and mask, and the
+    array of ``2 ** slots.bits`` bitmaps, each file's at its slot (null where no file's is)."""
+    rows: list[int | None] = [None] * (1 << slots.bits)
     for row, fid in enumerate(bitmaps.column("_bm_file").to_pylist()):
         rows[slot_of[fid]] = row
     by_slot = bitmaps.column("_bitmap").combine_chunks().take(pa.array(rows, pa.int32()))
-    return pa.table({"_bitmaps": pa.ListArray.from_arrays(pa.array([0, len(rows)], pa.int32()), by_slot)})
+    value = pa.StructArray.from_arrays(
+        [pa.array([slots.shift], pa.int32()), pa.array([(1 << slots.bits) - 1], pa.int64()),
+         pa.ListArray.from_arrays(pa.array([0, len(rows)], pa.int32()), by_slot)], names=["shift", "mask", "bitmaps"])
+    return pa.table({"_slots": value})
 
 
 def _bitmap_filter(rows: DataFrame, bitmaps: DataFrame) -> DataFrame:

@@ -218,22 +218,31 @@ def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFra
     return ClassicDataFrame(jdf, spark)
 
 
-def literal_of(one: DataFrame) -> Column | None:
-    """The value of a one-row, one-column DataFrame made on the driver (a local relation) as a literal Column,
-    built in the JVM from the row Spark holds, so no value crosses py4j one element at a time; None on a session
-    without a JVM of its own (Spark Connect) or whose internals moved. A literal is part of the plan: it goes to
-    the executors with the task's code, once per stage."""
+def scalar_of(one: DataFrame) -> Column | None:
+    """The value of a one-row, one-column DataFrame as a scalar subquery Column: ``DataFrame.scalar()`` on Spark
+    4 (classic or Spark Connect); on a classic Spark 3.5 session, whose PySpark lacks it, the same expression
+    built in the JVM over the DataFrame's plan; None otherwise (Spark 3.5 over Spark Connect, or internals that
+    moved). Spark runs the subquery once per query and its value reaches the executors as a reference of the
+    generated code, not as code: queries that differ only in the value share their compiled classes (a literal
+    of a primitive type, or anything constant folding turns into one, is written into the code)."""
     from pyspark.sql import Column as AnyColumn
+    from pyspark.sql import DataFrame as AnyDataFrame
+    spark = one.sparkSession
+    if hasattr(AnyDataFrame, "scalar") and spark_version(spark) >= (4, 0):
+        return one.scalar()
     jdf = getattr(one, "_jdf", None)
     if jdf is None:
         return None
     try:
-        jvm = one.sparkSession._jvm
-        row = jdf.queryExecution().executedPlan().executeCollect()[0]
-        data_type = jdf.schema().fields()[0].dataType()
-        literal = jvm_static(jvm, "org.apache.spark.sql.catalyst.expressions.Literal.create")(row.get(0, data_type),
-                                                                                           data_type)
-        return AnyColumn(jvm_static(jvm, "org.apache.spark.sql.Column")(literal))
+        jvm = spark._jvm
+        expressions = "org.apache.spark.sql.catalyst.expressions."
+        empty = jvm_static(jvm, "scala.collection.Seq.empty")
+        none = jvm_static(jvm, "scala.Option.empty")()
+        # (Spark 3.5's ScalarSubquery(plan, outerAttrs, exprId, joinCond, hint, mayHaveCountBug))
+        subquery = jvm_static(jvm, expressions + "ScalarSubquery")(
+            jdf.queryExecution().analyzed(), empty(), jvm_static(jvm, expressions + "NamedExpression.newExprId")(),
+            empty(), none, none)
+        return AnyColumn(jvm_static(jvm, "org.apache.spark.sql.Column")(subquery))
     except Exception:  # noqa: BLE001 - PySpark or Spark internals that moved: the caller's other way
         return None
 
