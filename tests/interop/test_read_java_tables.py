@@ -190,8 +190,8 @@ def test_driver_plans_reach_pyspark_35_as_arrow_batches(corpus, java, java_wareh
 @pytest.mark.parametrize("name", ["v2_mor", "v3_dv", "v2_eqdeletes", "v2_to_v3"])
 def test_deletes_filter_the_scan_on_a_classic_spark_35_session(corpus, java, java_warehouse, name, monkeypatch):
     """On a classic PySpark 3.5 session the deleted positions are a filter of the Parquet scan: one array of
-    bitmaps that a scalar subquery built in the JVM reads, no join. Every snapshot reads as Java's, and as the join of the bitmaps (the way
-    of a Spark 3.5 Connect session) reads."""
+    bitmaps that a scalar subquery built in the JVM reads, no join. Every snapshot reads as Java's, and as the
+    join of the bitmaps (the way of a Spark 3.5 Connect session) reads."""
     from sparkberg.read import positions, reader
     used = []
     real = reader.position_scan_filter

@@ -420,10 +420,11 @@ def test_the_scan_filter_of_another_snapshot_compiles_no_new_code(spark, warehou
     t.delete("id IN (0, 1)")  # (deletes in 2 files: slots of 1 bit)
     compiled()
     assert compiled() == 0  # (the same read again runs what the first compiled)
+    before = slots[-1]
     gone += [2, 3, 300, 301, 302]
     t.delete("id IN (2, 3, 300, 301, 302)")  # (deletes in 7 files: 3 bits or more; 1 file without)
     assert compiled() == 0
-    assert [s.bits for s in slots] == [1, 1, slots[-1].bits] and slots[-1].bits >= 3
+    assert before.bits == 1 and slots[-1].bits >= 3  # (other slots, and other shift and mask, in the same code)
 
 
 def test_deletes_take_the_join_when_files_have_no_slots(spark, warehouse, monkeypatch, tune):
