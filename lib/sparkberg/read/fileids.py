@@ -116,6 +116,13 @@ def name_slice_sql(shift: int, bits: int) -> str:
     return f"CAST(shiftrightunsigned(xxhash64(_metadata.file_name), {shift}) & {(1 << bits) - 1} AS INT)"
 
 
+def name_slice(shift: Column, mask: Column) -> Column:
+    """:func:`name_slice_sql` with the shift and the mask (``2 ** bits - 1``) given as Columns: values a query reads
+    (a scalar subquery), not constants written into its generated code."""
+    hashed = F.call_function("shiftrightunsigned", F.expr("xxhash64(_metadata.file_name)"), shift)
+    return hashed.bitwiseAND(mask).cast("int")
+
+
 def _usable_names(names: list[str], max_files: int) -> bool:
     return bool(names) and len(names) <= max_files and len(set(names)) == len(names) and \
         all(_PLAIN_NAME.fullmatch(n) for n in names)
@@ -141,7 +148,7 @@ def _name_hash_ids(names: list[str], max_files: int) -> tuple[int | None, list[i
 class FileSlots:
     """Dense ids of a few files, from their names as :class:`FileIds`' are: ``bits`` bits of the hash of each
     name Spark reports, from bit ``shift``, distinct for these files, so that a table of ``2 ** bits`` entries
-    indexed by each row's slot (as :func:`name_slice_sql` computes it) finds its file's entry with no join.
+    indexed by each row's slot (as :func:`name_slice` computes it) finds its file's entry with no join.
     :meth:`of` looks for the fewest bits, up to ``max_bits`` (for n files, expect about 2 log2(n))."""
 
     def __init__(self, shift: int, bits: int, slots: list[int]):

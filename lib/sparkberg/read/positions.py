@@ -23,7 +23,7 @@ from sparkberg.io.fileio import file_io_for
 from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
 from sparkberg.read.deletecache import DeleteCache, delete_cache
-from sparkberg.read.fileids import FileSlots
+from sparkberg.read.fileids import FileSlots, name_slice
 from sparkberg.spark.session import arrow_dataframe, local_dataframe, per_session, scalar_of
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
@@ -382,8 +382,7 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
                                   _SLOTS_SCHEMA))
     if value is None:
         return None
-    slot = F.call_function("shiftrightunsigned", F.expr("xxhash64(_metadata.file_name)"), value.getField("shift"))
-    bitmap = F.get(value.getField("bitmaps"), slot.bitwiseAND(value.getField("mask")).cast("int"))
+    bitmap = F.get(value.getField("bitmaps"), name_slice(value.getField("shift"), value.getField("mask")))
     word = F.get(bitmap, F.expr("int(shiftright(_metadata.row_index, 6))"))
     return F.coalesce(word.bitwiseAND(F.expr("shiftleft(1L, int(_metadata.row_index & 63))")), F.lit(0)) == 0
 
