@@ -8,6 +8,7 @@ import random
 import string
 
 import pytest
+from pyspark.sql import functions as F
 
 import sparkberg
 import sparkberg.read.fileids as fileids
@@ -425,6 +426,33 @@ def test_the_scan_filter_of_another_snapshot_compiles_no_new_code(spark, warehou
     t.delete("id IN (2, 3, 300, 301, 302)")  # (deletes in 7 files: 3 bits or more; 1 file without)
     assert compiled() == 0
     assert before.bits == 1 and slots[-1].bits >= 3  # (other slots, and other shift and mask, in the same code)
+
+
+def test_a_merge_run_again_compiles_no_new_code(spark, warehouse):
+    # a scheduled upsert runs the classes Spark compiled for its last run: every query of the merge has the same
+    # text each time (no query whose generated code differs per run, as a ``limit(1).count()`` has), so none of
+    # them take new places in Spark's code cache (100 classes by default) and evict the classes of the reads after
+    t = sparkberg.catalog(spark, warehouse).create_table(
+        "db.merge_code", "id bigint, v string, p string", partition_by=["p"],
+        properties={"format-version": "3", "write.merge.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, 'old' AS v, CAST(id % 4 AS string) AS p FROM range(0, 2000)"))
+    base = t.metadata.current_snapshot_id
+    src = spark.sql("SELECT id, 'new' AS v, CAST(id % 4 AS string) AS p FROM range(1000, 3000)")  # (a range)
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+
+    def merged() -> int:
+        before = metrics.METRIC_COMPILATION_TIME().getCount()
+        t.merge(src, "t.id = s.id AND t.p = s.p").when_matched_update_all().when_not_matched_insert_all().execute()
+        return metrics.METRIC_COMPILATION_TIME().getCount() - before
+    row_ids = dict(t.to_df(columns=["id", "_row_id"]).collect())
+    assert merged() > 0
+    t.set_current_snapshot(base)
+    assert merged() == 0
+    rows = t.to_df().groupBy("v").agg(F.count("*").alias("n"), F.min("id").alias("lo"), F.max("id").alias("hi"))
+    assert sorted(tuple(r) for r in rows.collect()) == [("new", 2000, 1000, 2999), ("old", 1000, 0, 999)]
+    after = dict(t.to_df(columns=["id", "_row_id"]).collect())
+    assert all(after[i] == row_ids[i] for i in row_ids)  # (updated rows keep theirs)
+    assert len(set(after.values())) == 3000
 
 
 def test_deletes_take_the_join_when_files_have_no_slots(spark, warehouse, monkeypatch, tune):

@@ -99,18 +99,23 @@ class MergeBuilder:
         # an id so its not-matched rows are those of no matched pair
         src = self.source.withColumn("_src_id", F.monotonically_increasing_id()).cache()
         try:
-            src.count()  # (filled now: the join sees its true size, and broadcasts it when small)
-            self._merge(src)
+            target_only, keys = self._on_clause()
+            # (filled now, by the job that also finds each key's range: the join sees the source's true size, and
+            # broadcasts it when small)
+            bounds = src.agg(F.count(F.lit(1)), *[f(F.col(f"`{s_col}`")) for _, s_col, _ in keys
+                                                  for f in (F.min, F.max)]).collect()[0][1:]
+            ranges = {s_col: (bounds[2 * i], bounds[2 * i + 1]) for i, (_, s_col, _) in enumerate(keys)}
+            self._merge(src, self._pruning(src, target_only, keys, ranges))
         finally:
             src.unpersist()
 
-    def _merge(self, src) -> None:
+    def _merge(self, src, pruning: tuple[str | None, Any]) -> None:
         """The merge as three sets of rows, each computed once: the matched (target, source) pairs, from an inner
         join (broadcast by Spark when the source is small, so the target is streamed past it, not shuffled);
         the source rows of no pair; and, only with ``when_not_matched_by_source`` clauses, the target rows of no
         pair. Each gets its clause's action (``U<i>``/``D``/``K`` for matched rows, ``I<i>``/``X`` for source
         rows, ``B<i>``/``D``/``K`` for target rows)."""
-        target_filter, prune = self._pruning(src)
+        target_filter, prune = pruning
         rl = RowLevel(self.table, target_filter, prune)
         cols = [f.name for f in rl.schema.fields]
         lineage = rl.lineage
@@ -156,37 +161,43 @@ class MergeBuilder:
             "*", *[F.lit(None).cast("bigint").alias(c) for c in lineage],
             F.lit(None).cast("string").alias("_file"), F.lit(None).cast("bigint").alias("_pos"))
 
-    def _pruning(self, src) -> tuple[str | None, Any]:
-        """What narrows the target scan: the ON clause's conjuncts on target columns alone (a SQL filter), and a
-        predicate from the source's values of each key the ON clause equates with a target column (its values,
-        or their range), so only files that may hold a matching row are read and joined. A Column condition
-        prunes nothing."""
+    def _on_clause(self) -> tuple[list[str], list[tuple[Any, str, bool]]]:
+        """The ON clause's conjuncts on target columns alone (as SQL on the target's columns), and its keys: each
+        (target field, source column, null-safe) it equates, for a target field of a primitive type. A Column
+        condition has neither, and neither does a merge with ``when_not_matched_by_source`` clauses (the rows no
+        source row matches are the merge's too: every file may hold one)."""
         if not isinstance(self.condition, str) or self.by_source:
-            return None, None  # (rows no source row matches are the merge's too: every file may hold one)
+            return [], []
         ta, sa = re.escape(self.ta), re.escape(self.sa)
         col = r"`?(\w+)`?"
         pair = re.compile(rf"^\(?\s*(\w+)\.{col}\s*(=|<=>)\s*(\w+)\.{col}\s*\)?$")
+        schema = self.table.metadata.current_schema
         target_only, keys = [], []
         for c in conjuncts(self.condition):
             m = pair.match(c)
             if m and {m.group(1), m.group(4)} == {self.ta, self.sa}:
                 t_col, s_col = (m.group(2), m.group(5)) if m.group(1) == self.ta else (m.group(5), m.group(2))
-                keys.append((t_col, s_col, m.group(3) == "<=>"))
+                try:
+                    field = schema.find_field(t_col)
+                except ValidationError:
+                    continue
+                if field.field_type.is_primitive:
+                    keys.append((field, s_col, m.group(3) == "<=>"))
             elif not re.search(rf"\b{sa}\.", " ".join(c.split("'")[::2])):  # (no source column outside quotes)
                 target_only.append(_outside_quotes(c, lambda p: re.sub(rf"\b{ta}\.", "", p)))
+        return target_only, keys
+
+    def _pruning(self, src, target_only: list[str], keys: list[tuple[Any, str, bool]],
+                 ranges: dict[str, tuple]) -> tuple[str | None, Any]:
+        """What narrows the target scan: the ON clause's conjuncts on target columns alone (a SQL filter), and a
+        predicate from the source's values of each key (:func:`key_predicate`; ``ranges``: each key's source
+        column's (min, max)), so only files that may hold a matching row are read and joined."""
         schema = self.table.metadata.current_schema
-        predicates = []
-        for t_col, s_col, null_safe in keys:
-            try:
-                field = schema.find_field(t_col)
-            except ValidationError:
-                continue
-            predicate = key_predicate(src, s_col, field, schema, null_safe)
-            if predicate is not None:
-                predicates.append(predicate)
         prune = None
-        for p in predicates:
-            prune = p if prune is None else And(prune, p)
+        for field, s_col, null_safe in keys:
+            p = key_predicate(src, s_col, field, schema, null_safe, ranges[s_col])
+            if p is not None:
+                prune = p if prune is None else And(prune, p)
         try:
             target_filter = " AND ".join(f"({c})" for c in target_only) or None
             if target_filter is not None:
@@ -270,8 +281,9 @@ class MergeBuilder:
             added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge",
                                 position_delta=True) if new_rows is not None else []
             with deleted_on_failure(rl.table.io, lambda: [f.file_path for f in added]):
-                has_changes = changed.limit(1).count() > 0
-                added_deletes, removed = rl.delete_positions(changed, rl.tasks) if has_changes else ([], set())
+                # (no job asks first whether any row changed: with none, the delete writer writes nothing)
+                may_change = rl.tasks and (self.matched or self.by_source)
+                added_deletes, removed = rl.delete_positions(changed, rl.tasks) if may_change else ([], set())
             if not added and not added_deletes:
                 return
             rl.commit("overwrite", added, added_deletes, removed,

@@ -156,10 +156,11 @@ def _both(*checks):
 MAX_KEY_VALUES = 1000
 
 
-def key_predicate(values, column: str, field, schema, null_safe: bool = False):
+def key_predicate(values, column: str, field, schema, null_safe: bool = False, bounds: tuple | None = None):
     """A bound predicate that every target row whose ``field`` equals a value of ``values``'s ``column`` satisfies:
-    an IN list of the distinct values (at most ``MAX_KEY_VALUES``), else their range; FALSE when there are none;
-    None when it cannot say (a null-safe key with a null value, a nested field, a type the field cannot take)."""
+    an IN list of the distinct values (at most ``MAX_KEY_VALUES``), else their range (``bounds``, the column's
+    (min, max) when the caller has them already, else found here); FALSE when there are none; None when it cannot
+    say (a null-safe key with a null value, a nested field, a type the field cannot take)."""
     if not field.field_type.is_primitive:
         return None
     found = [r[0] for r in values.select(F.col(f"`{column}`")).distinct().limit(MAX_KEY_VALUES + 1).collect()]
@@ -171,7 +172,7 @@ def key_predicate(values, column: str, field, schema, null_safe: bool = False):
             return FALSE
         if len(found) <= MAX_KEY_VALUES:
             return bind(Predicate("in", field.name, found), schema)
-        lo, hi = values.agg(F.min(F.col(f"`{column}`")), F.max(F.col(f"`{column}`"))).collect()[0]
+        lo, hi = bounds or values.agg(F.min(F.col(f"`{column}`")), F.max(F.col(f"`{column}`"))).collect()[0]
         return bind(and_(Predicate("gt_eq", field.name, lo), Predicate("lt_eq", field.name, hi)), schema)
     except ValidationError:  # (values of a type the column's literals cannot take)
         return None
