@@ -48,6 +48,11 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     m.update({"v": "concat(v, '-u')"}, "id < 3")  # (its rows rebalanced before they are written)
     got = sorted((r["id"], r["v"]) for r in m.to_df().where("id < 5").collect())
     assert got == [(1, "1-u"), (2, "2-u"), (4, "4")], got
+    m.set_properties({"write.merge.mode": "merge-on-read"})
+    src = spark.sql("SELECT id, concat(CAST(id AS string), '-m') AS v FROM range(3, 5) UNION ALL SELECT 40L, 'in'")
+    m.merge(src, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()  # (3: deleted)
+    got = sorted((r["id"], r["v"]) for r in m.to_df().where("id < 5 OR id = 40").collect())
+    assert got == [(1, "1-u"), (2, "2-u"), (3, "3-m"), (4, "4-m"), (40, "in")], got
     print("merge-on-read over connect ok")
     m.register_views()
     before = spark.sql("SELECT count(*) FROM connect_mor").first()[0]
