@@ -14,6 +14,27 @@ from sparkberg.errors import (  # noqa: F401, E402
     NoSuchNamespaceError, NoSuchTable, NoSuchTableError, NotSupportedError, SparkbergError, TableAlreadyExistsError,
     TableUUIDMismatchError, UnsupportedFormatVersionError, ValidationError,
 )
-from sparkberg.table import Catalog, Table, catalog, load_table  # noqa: F401, E402
 
 __version__ = "0.1.0"
+
+__all__ = ["Catalog", "Table", "catalog", "load_table", "CommitFailed", "CommitFailedException",
+           "CommitStateUnknownException", "InvalidIdentifierError", "InvalidMetadataError", "NoSuchNamespaceError",
+           "NoSuchTable", "NoSuchTableError", "NotSupportedError", "SparkbergError", "TableAlreadyExistsError",
+           "TableUUIDMismatchError", "UnsupportedFormatVersionError", "ValidationError", "__version__"]
+
+if _zipimports.in_pyspark_worker():
+    # A PySpark worker imports this package to unpickle the function of one of sparkberg's Python stages, which
+    # needs none of the table API: the table and catalog modules, and all they import, would be most of the imports
+    # of each new worker process; there they are imported on first use (``__getattr__``). Elsewhere they are
+    # imported here, so that ``sparkberg.catalog`` is the function, not the subpackage that importing
+    # ``sparkberg.catalog.*`` would bind.
+    def __getattr__(name: str):
+        """``Catalog``, ``Table``, ``catalog`` and ``load_table`` from :mod:`sparkberg.table`, imported on first use."""
+        if name in ("Catalog", "Table", "catalog", "load_table"):
+            from sparkberg import table  # (the put-off import)
+            value = getattr(table, name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module 'sparkberg' has no attribute {name!r}")
+else:
+    from sparkberg.table import Catalog, Table, catalog, load_table  # noqa: F401

@@ -140,3 +140,40 @@ def test_reserved_field_ids_are_written_once():
                 with open(path, encoding="utf-8") as f:
                     found += [(path, m) for m in re.findall(r"\b21474835\d\d\b|\b21474836[0-4]\d\b", f.read())]
     assert found == []
+
+
+# the modules whose functions and classes sparkberg's Python stages run on the executors (mapInArrow)
+WORKER_MODULES = ["sparkberg.write.deletes", "sparkberg.write.writer", "sparkberg.write.dataframe",
+                  "sparkberg.read.positions", "sparkberg.read.equality", "sparkberg.read.formats",
+                  "sparkberg.read.columns", "sparkberg.planning.entries", "sparkberg.planning.scan",
+                  "sparkberg.commit.rowlevel", "sparkberg.commit.imports", "sparkberg.maintenance.expire",
+                  "sparkberg.maintenance.manifests", "sparkberg.maintenance.orphans", "sparkberg.maintenance.deletes"]
+
+
+def _imported_in_child(prelude: str) -> dict:
+    import json
+    import subprocess
+    import sys
+    code = (prelude + "\nimport json, sys\nimport " + ", ".join(WORKER_MODULES) + "\n"
+            "before = sorted(m for m in sys.modules if m.split('.')[:2] in (['sparkberg', 'table'], "
+            "['sparkberg', 'catalog']))\n"
+            "import sparkberg\n"
+            "print(json.dumps({'before': before, 'catalog': callable(sparkberg.catalog), "
+            "'table': sparkberg.Table.__module__}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_a_worker_imports_no_table_api_until_used():
+    """A PySpark worker unpickling a Python stage's function imports the modules it is defined in, and so the
+    package: not the table and catalog modules, which it does not need. They come on first use."""
+    got = _imported_in_child("import sys, types\nsys.modules['pyspark.daemon'] = types.ModuleType('pyspark.daemon')")
+    assert got == {"before": [], "catalog": True, "table": "sparkberg.table"}
+
+
+def test_on_the_driver_sparkberg_catalog_is_the_function():
+    """Elsewhere the table API comes with the package, so that ``sparkberg.catalog`` stays the function even when
+    a module of the ``sparkberg.catalog`` subpackage is imported first."""
+    got = _imported_in_child("import sparkberg.catalog.rest")
+    assert got["catalog"] is True and got["table"] == "sparkberg.table"
