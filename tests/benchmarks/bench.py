@@ -47,7 +47,8 @@
   source, half existing keys and half new, ``ON t.id = s.id AND t.ts = s.ts``, on 3 of the 30 days, 10% of the
   partitions, or on all of them) of a ROWS-row table written by Java (day x bucket[16], one file per partition: ~480 files), v2 and v3,
   copy-on-write and merge-on-read, against Java's ``DELETE FROM``, ``UPDATE`` and ``MERGE INTO`` on the same table
-  from the same snapshot (made current again after each run); the read of each merge-on-read result; the files
+  from the same snapshot (made current again after each run); the read of each merge-on-read result, and after
+  sparkberg's the engine floors of the same data files (deletes unapplied, :func:`scan_floors`); the files
   each engine's snapshot removed, added or deleted by, and the driver's peak RSS (Python and JVM, reset before
   each run); then the MERGE on 3 days of a ``--rowlevel-scale``-row table (more days, partitions of the same
   size), whose time should follow the source, not the table.
@@ -61,6 +62,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import os
 import statistics
@@ -367,6 +369,9 @@ def merge_source(spark, rows: int, days: int, spread: bool):
               FROM (SELECT id AS k FROM range(0, {n})))""").cache()
 
 
+# what the reads of the row-level rows compute: every row counted, a number and a string read
+CHECKSUM = ("count(*)", "sum(x)", "sum(hash(v))")
+
 ROWLEVEL_OPS = ("delete 1% by a data column", "delete a day (partition-aligned)", "update 1%",
                 "merge, source on 3 days", "merge, source on all days")
 
@@ -378,14 +383,14 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
     table (written by Java), v2 and v3, copy-on-write and merge-on-read: each operation runs on the table's first
     snapshot, which is made current again after it (so every run, of either engine, starts from the same state).
     The two results must read the same (count, sum of x, sum of hash(v)); that read is timed after merge-on-read
-    operations. Then the MERGE of the source on 3 days on a table of ``scale_rows`` rows (more days, the same
+    operations, and after sparkberg's the engine floors of its data files (:func:`scan_floors`). Then the MERGE of the source on 3 days on a table of ``scale_rows`` rows (more days, the same
     partition size, the same partitions touched): it should take about as long, growing with the source, not the
     table."""
     import sparkberg
     cat = sparkberg.catalog(spark, wh)
 
     def checksum_sql(name):
-        return f"SELECT count(*) AS n, sum(x) AS sx, sum(hash(v)) AS hv FROM {name}"
+        return f"SELECT {', '.join(CHECKSUM)} FROM {name}"
 
     def run(name: str, days: int, ops: list[str], modes, versions_label: str) -> None:
         t = cat.load_table(f"b.{name}")
@@ -415,7 +420,8 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
         for mode in modes:
             t.set_properties({f"write.{k}.mode": mode for k in ("delete", "update", "merge")})
             for n, op in enumerate(ops):
-                times = {"ours": [], "java": [], "ours_read": [], "java_read": [], "ours_rss": [], "java_rss": []}
+                times = {"ours": [], "java": [], "ours_read": [], "java_read": [], "ours_rss": [], "java_rss": [],
+                         "floor_read": [], "tested_floor_read": []}
                 done = {}
                 # (the first operation of a table and mode twice more, untimed: the first runs in a session compile
                 # the JVM's and Spark's code paths for either engine, which takes each three to four runs; the
@@ -441,11 +447,18 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
                         snap = t.metadata.current_snapshot
                         t0 = time.perf_counter()
                         if engine == "ours":
-                            got = t.to_df().selectExpr("count(*)", "sum(x)", "sum(hash(v))").collect()[0]
+                            got = t.to_df().selectExpr(*CHECKSUM).collect()[0]
                         else:
                             got = spark.sql(checksum_sql(f"ref.b.{name}")).collect()[0]
                         times[f"{engine}_read"].append(time.perf_counter() - t0)
                         done[engine] = (tuple(got), _touched(snap))
+                        if engine == "ours" and mode == "merge-on-read":  # (the files as they are, deletes unapplied)
+                            floors = scan_floors(spark, t, CHECKSUM)
+                            for key, label in (("floor_read", "floor: plain scans unioned"),
+                                               ("tested_floor_read", "floor: the same, row positions tested")):
+                                t0 = time.perf_counter()
+                                floors[label]()
+                                times[key].append(time.perf_counter() - t0)
                 assert done["ours"][0] == done["java"][0], (op, mode, done)
                 o, j = statistics.median(times["ours"]), statistics.median(times["java"])
                 label = f"{op}, {rows_of[name]} rows"
@@ -459,7 +472,9 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
                     o, j = statistics.median(times["ours_read"]), statistics.median(times["java_read"])
                     results.append({"benchmark": f"read after {op}", "variant": f"{versions_label} {mode}",
                                     "sparkberg_s": o, "java_s": j, "ratio": o / j,
-                                    "spread": _spread(times["ours_read"], times["java_read"])})
+                                    "spread": _spread(times["ours_read"], times["java_read"]),
+                                    "floor_s": statistics.median(times["floor_read"]),
+                                    "tested_floor_s": statistics.median(times["tested_floor_read"])})
                     print(results[-1], flush=True)
             t.refresh()
             t.set_current_snapshot(base)
@@ -649,31 +664,38 @@ def spark4_child(wh: str, rows: int, repeats: int) -> None:
     print(json.dumps(out))
 
 
-def scan_floors(spark, t) -> dict:
+def scan_floors(spark, t, columns: tuple[str, ...] = ("count(*)", "sum(x)")) -> dict:
     """What any merge-on-read design built from Spark's own operators pays before it deletes a row, on the
-    files of ``t`` (a table some of whose data files have position deletes), read as ``count(*), sum(x)``
-    like the other reads: Spark's Parquet scan of the files without deletes unioned with a scan of the files
+    files of ``t`` (a table some of whose data files have position deletes), read as ``columns`` like the other
+    reads: Spark's Parquet scan of the files without deletes unioned with a scan of the files
     with deletes, both plain; and the same with each row of the second scan's position
     (``_metadata.row_index``) and file id (the hash of its name sparkberg uses) computed and tested, by a test
-    that deletes nothing. Against the delete-free read, the second is the floor of the union design (the
-    consumer of a union of two different generated stages calls into them per row); a single scan of every
-    file would compute the row index of every row instead (PySpark 3.5 boxes each). Each read is built anew,
-    as ``to_df`` builds one."""
+    that deletes nothing. The second is the floor of the union design: Spark unions plain scans as column
+    batches, in the stage of the operator above them, while a filter on one scan (any filter: the test, a
+    trivial one on a data column) makes the union one of rows, each row of either scan passed up one by one. A
+    single scan of every file would compute the row index and file of every row instead. Each read is built
+    anew, as ``to_df`` builds one."""
     from sparkberg.read.fileids import FileIds
     from sparkberg.spark.tuning import ReadTuning
     from sparkberg.read.columns import read_schema
+    from pyspark.sql import DataFrame
+
     from sparkberg.spark.session import read_parquet
     tasks = t.plan_files().collect()
     deleted = [r["file_path"] for r in tasks if r["deletes"]]
     plain = [r["file_path"] for r in tasks if not r["deletes"]]
     schema = read_schema(t.schema())
-    test = f"_metadata.row_index != -1 OR {FileIds(deleted, ReadTuning().name_ids_max_files).sql()} != -1"  # (true for every row)
 
     def read(tested: bool):
-        rows = read_parquet(spark, schema, deleted)
-        if tested:
-            rows = rows.where(test)
-        return rows.union(read_parquet(spark, schema, plain)).agg({"x": "sum", "*": "count"}).collect()[0]
+        scans = []
+        if deleted:  # (none after an operation that only removed files)
+            scans.append(read_parquet(spark, schema, deleted))
+            if tested:  # (true for every row)
+                ids = FileIds(deleted, ReadTuning().name_ids_max_files).sql()
+                scans[0] = scans[0].where(f"_metadata.row_index != -1 OR {ids} != -1")
+        if plain:  # (none when every file has deletes)
+            scans.append(read_parquet(spark, schema, plain))
+        return functools.reduce(DataFrame.union, scans).selectExpr(*columns).collect()[0]
 
     return {"floor: plain scans unioned": lambda: read(False),
             "floor: the same, row positions tested": lambda: read(True)}
@@ -966,6 +988,9 @@ def table(results) -> str:
                      f"(java {r['java_rss_mb']:.0f})")
         if "rss_mb" in r and "touched" not in r:
             notes = f"peak RSS {r['rss_mb']:.0f} MiB (java {r['java_rss_mb']:.0f})"
+        if "floor_s" in r:
+            notes = (f"Spark's scans of its files unioned {r['floor_s']:.2f} s, with row positions tested "
+                     f"{r['tested_floor_s']:.2f} s")
         if "spread" in r:
             notes = f"ratio {r['spread']}" + (f"; {notes}" if notes else "")
         java = "-" if r["java_s"] is None else f"{r['java_s']:.2f}"
