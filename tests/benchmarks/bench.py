@@ -48,7 +48,7 @@
   partitions, or on all of them) of a ROWS-row table written by Java (day x bucket[16], one file per partition: ~480 files), v2 and v3,
   copy-on-write and merge-on-read, against Java's ``DELETE FROM``, ``UPDATE`` and ``MERGE INTO`` on the same table
   from the same snapshot (made current again after each run); the read of each merge-on-read result, and after
-  sparkberg's the engine floors of the same data files (deletes unapplied, :func:`scan_floors`); the files
+  sparkberg's read the engine floors of the same data files (deletes unapplied, :func:`scan_floors`); the files
   each engine's snapshot removed, added or deleted by, and the driver's peak RSS (Python and JVM, reset before
   each run); then the MERGE on 3 days of a ``--rowlevel-scale``-row table (more days, partitions of the same
   size), whose time should follow the source, not the table.
@@ -383,9 +383,9 @@ def bench_rowlevel(spark, wh, rows: int, scale_rows: int, repeats: int, results:
     table (written by Java), v2 and v3, copy-on-write and merge-on-read: each operation runs on the table's first
     snapshot, which is made current again after it (so every run, of either engine, starts from the same state).
     The two results must read the same (count, sum of x, sum of hash(v)); that read is timed after merge-on-read
-    operations, and after sparkberg's the engine floors of its data files (:func:`scan_floors`). Then the MERGE of the source on 3 days on a table of ``scale_rows`` rows (more days, the same
-    partition size, the same partitions touched): it should take about as long, growing with the source, not the
-    table."""
+    operations, and after sparkberg's read come the engine floors of its data files (:func:`scan_floors`). Then
+    the MERGE of the source on 3 days on a table of ``scale_rows`` rows (more days, the same partition size, the
+    same partitions touched): it should take about as long, growing with the source, not the table."""
     import sparkberg
     cat = sparkberg.catalog(spark, wh)
 
@@ -675,12 +675,12 @@ def scan_floors(spark, t, columns: tuple[str, ...] = ("count(*)", "sum(x)")) -> 
     trivial one on a data column) makes the union one of rows, each row of either scan passed up one by one. A
     single scan of every file would compute the row index and file of every row instead. Each read is built
     anew, as ``to_df`` builds one."""
-    from sparkberg.read.fileids import FileIds
-    from sparkberg.spark.tuning import ReadTuning
-    from sparkberg.read.columns import read_schema
     from pyspark.sql import DataFrame
 
+    from sparkberg.read.columns import read_schema
+    from sparkberg.read.fileids import FileIds
     from sparkberg.spark.session import read_parquet
+    from sparkberg.spark.tuning import ReadTuning
     tasks = t.plan_files().collect()
     deleted = [r["file_path"] for r in tasks if r["deletes"]]
     plain = [r["file_path"] for r in tasks if not r["deletes"]]
