@@ -17,11 +17,6 @@ from sparkberg.errors import (  # noqa: F401, E402
 
 __version__ = "0.1.0"
 
-__all__ = ["Catalog", "Table", "catalog", "load_table", "CommitFailed", "CommitFailedException",
-           "CommitStateUnknownException", "InvalidIdentifierError", "InvalidMetadataError", "NoSuchNamespaceError",
-           "NoSuchTable", "NoSuchTableError", "NotSupportedError", "SparkbergError", "TableAlreadyExistsError",
-           "TableUUIDMismatchError", "UnsupportedFormatVersionError", "ValidationError", "__version__"]
-
 if _zipimports.in_pyspark_worker():
     # A PySpark worker imports this package to unpickle the function of one of sparkberg's Python stages, which
     # needs none of the table API: the table and catalog modules, and all they import, would be most of the imports
