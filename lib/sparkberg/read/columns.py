@@ -77,41 +77,85 @@ def promoted_fields(metadata: TableMetadata, schema: T.Schema) -> dict[int, T.Ne
     return out
 
 
-def _as_stored(t: T.IcebergType, spark_type: ST.DataType, field_id: int, present: dict[int, str],
-               promoted: dict[int, T.NestedField]) -> ST.DataType:
-    """The read type of a column (``t``, field ``field_id``) for a file that stores its promoted fields in the
-    types of ``present`` (field id -> Arrow type), at any depth; a cast to ``spark_type`` widens them after."""
+def _struct_field_ids(t: T.IcebergType) -> set[int]:
+    """Ids of the struct fields nested anywhere in ``t`` (not list elements, map keys or values: a file that
+    holds their parent holds them)."""
+    out: set[int] = set()
+    for c in T.children(t):
+        if isinstance(t, T.StructType):
+            out.add(c.field_id)
+        out |= _struct_field_ids(c.field_type)
+    return out
+
+
+def _file_read_type(t: T.IcebergType, spark_type: ST.DataType, field_id: int, present: dict[int, str],
+                    named: dict[int, str], watched: set[int], promoted: dict[int, T.NestedField]) -> ST.DataType:
+    """The read type of a column (``t``, field ``field_id``) for one file: the nested struct fields of
+    ``watched`` that the file lacks (not in ``present``, field id -> stored Arrow type) left out, those it holds
+    under the file's name (``named``), and promoted fields in their stored types. Spark's vectorized reader,
+    matching by field id, types a nested field by the name the file gives it, and a struct inside a list or map
+    whose names differ from the requested ones (a renamed field, or the placeholder of a missing one) fails its
+    column vector's type check; so the file's own struct is asked for and :func:`_conform` makes it the table's.
+    A struct that would lose every field keeps them all (Spark then fills them itself, which it can outside lists
+    and maps)."""
+    def visit(t: T.IcebergType, spark_type: ST.DataType, field_id: int) -> ST.DataType:
+        if isinstance(t, T.StructType):
+            fields = [ST.StructField(named.get(f.field_id, sf.name), visit(f.field_type, sf.dataType, f.field_id),
+                                     sf.nullable, sf.metadata)
+                      for f, sf in zip(t.fields, spark_type.fields)
+                      if f.field_id not in watched or f.field_id in present]
+            return ST.StructType(fields) if fields else spark_type
+        if isinstance(t, T.ListType):
+            return ST.ArrayType(visit(t.element_type, spark_type.elementType, t.element_id),
+                                spark_type.containsNull)
+        if isinstance(t, T.MapType):
+            return ST.MapType(visit(t.key_type, spark_type.keyType, t.key_id),
+                              visit(t.value_type, spark_type.valueType, t.value_id), spark_type.valueContainsNull)
+        stored = _stored_spark_type(present.get(field_id, "")) if field_id in promoted else None
+        return spark_type if stored is None else stored
+    return visit(t, spark_type, field_id)
+
+
+def _conform(col: Column, t: T.IcebergType, target: ST.DataType, read: ST.DataType) -> Column:
+    """``col``, read as ``read`` (:func:`_file_read_type`), as the column of Iceberg type ``t`` in Spark type
+    ``target``: struct fields matched by field id, renamed to the table's names; those the read left out take
+    their ``initial-default`` (else null); narrower stored primitives are cast; null structs stay null; list
+    elements and map entries are conformed one by one."""
+    if read == target:
+        return col
     if isinstance(t, T.StructType):
-        return ST.StructType([ST.StructField(sf.name, _as_stored(f.field_type, sf.dataType, f.field_id, present,
-                                                                   promoted), sf.nullable, sf.metadata)
-                              for f, sf in zip(t.fields, spark_type.fields)])
+        read_fields = {int(f.metadata[FIELD_ID_KEY]): f for f in read.fields}
+        parts = [(_conform(col.getField(read_fields[f.field_id].name), f.field_type, sf.dataType,
+                           read_fields[f.field_id].dataType)
+                  if f.field_id in read_fields else _literal_default(f, sf.dataType)).alias(sf.name)
+                 for f, sf in zip(t.fields, target.fields)]
+        return F.when(col.isNull(), F.lit(None).cast(target)).otherwise(F.struct(*parts))
     if isinstance(t, T.ListType):
-        return ST.ArrayType(_as_stored(t.element_type, spark_type.elementType, t.element_id, present, promoted),
-                            spark_type.containsNull)
+        return F.transform(col, lambda e: _conform(e, t.element_type, target.elementType, read.elementType))
     if isinstance(t, T.MapType):
-        return ST.MapType(_as_stored(t.key_type, spark_type.keyType, t.key_id, present, promoted),
-                          _as_stored(t.value_type, spark_type.valueType, t.value_id, present, promoted),
-                          spark_type.valueContainsNull)
-    stored = _stored_spark_type(present.get(field_id, "")) if field_id in promoted else None
-    return spark_type if stored is None else stored
+        if read.keyType != target.keyType:
+            col = F.transform_keys(col, lambda k, v: _conform(k, t.key_type, target.keyType, read.keyType))
+        return F.transform_values(col, lambda k, v: _conform(v, t.value_type, target.valueType, read.valueType))
+    return col.cast(target)
 
 
 class FooterSignatures:
     """Executor side: what a Parquet footer says about the columns a read must handle per file: whether the
-    file has field ids, which of the ``field_ids`` it holds (with their stored types), and, for files without
-    ids, its top-level column names."""
+    file has field ids, which of the ``field_ids`` it holds (with their stored types and names), and, for files
+    without ids, its top-level column names."""
 
     def __init__(self, field_ids: Sequence[int]):
         self.field_ids = set(field_ids)
 
     def signature(self, arrow_schema: pa.Schema) -> str:
         import json
-        ids = {}
+        ids, named = {}, {}
 
         def visit(field: pa.Field) -> None:  # every depth: nested fields may have defaults too
             fid = (field.metadata or {}).get(b"PARQUET:field_id")
             if fid is not None and int(fid) in self.field_ids:
                 ids[int(fid)] = str(field.type)
+                named[int(fid)] = field.name
             t = field.type
             if pa.types.is_struct(t):
                 for i in range(t.num_fields):
@@ -125,7 +169,7 @@ class FooterSignatures:
         for field in arrow_schema:
             visit(field)
         has_ids = any((f.metadata or {}).get(b"PARQUET:field_id") is not None for f in arrow_schema)
-        return json.dumps({"ids": has_ids, "present": sorted(ids.items()),
+        return json.dumps({"ids": has_ids, "present": sorted(ids.items()), "named": sorted(named.items()),
                            "names": [] if has_ids else [f.name for f in arrow_schema],
                            "tree": {} if has_ids else {f.name: _name_tree(f.type) for f in arrow_schema}})
 
@@ -255,18 +299,23 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
     promoted_under = {f.field_id for f in schema.fields
                       if f.field_id in promoted or set(T.Schema([f]).index_by_id()) & set(promoted)}
     defaults = {f.field_id: f for f in schema.fields if f.initial_default is not None}
-    # nested fields with an initial-default, by the top-level column holding them
-    nested_defaults = {f.field_id: ids for f in schema.fields if f.field_type.is_nested
-                       for ids in [_default_ids(f.field_type)] if ids}
+    # nested struct fields a file may lack or name otherwise, by the top-level column holding them: those
+    # added or renamed since some schema of the table, and those with an initial-default (a file added from
+    # elsewhere may lack them)
+    names = [{i: f.name for i, f in s.index_by_id().items()} for s in metadata.schemas]
+    settled = {i for i, n in names[0].items() if all(other.get(i) == n for other in names[1:])} if names else set()
+    nested_watched = {f.field_id: ids for f in schema.fields if f.field_type.is_nested
+                      for ids in [{i for i in _struct_field_ids(f.field_type) if i not in settled}
+                                  | _default_ids(f.field_type)] if ids}
     mapping = name_mapping(metadata)
     nested_mapping = name_mapping(metadata, nested=True)
     wanted = set(paths)
     identity = {p: v for p, v in (identity or {}).items() if p in wanted}
-    if not promoted and not defaults and not nested_defaults and not mapping and not identity:
+    if not promoted and not defaults and not nested_watched and not mapping and not identity:
         return read(spark_schema, paths)
     identity_ids = {i for v in identity.values() for i in v}
-    watched = list(promoted) + list(defaults) + [i for ids in nested_defaults.values() for i in ids] + \
-        list(nested_defaults) + sorted(identity_ids)
+    watched = list(promoted) + list(defaults) + [i for ids in nested_watched.values() for i in ids] + \
+        list(nested_watched) + sorted(identity_ids)
     sigs = (local_dataframe(spark, [(p,) for p in paths], "file_path string")
             .mapInArrow(FooterSignatures(watched), "file_path string, signature string")
             .collect())
@@ -282,6 +331,7 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
     for (sig, _), files in sorted(groups.items()):
         info = json.loads(sig)
         present = {int(k): v for k, v in info["present"]}
+        named = {int(k): v for k, v in info.get("named", [])}
         from_partition = identity.get(files[0], {})
         fields, after = [], []
         for pos, f in enumerate(spark_schema.fields):
@@ -311,19 +361,17 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
                 fields.append(f)
                 after.append((f.name, _default_column(schema, fid, f.dataType)))
                 continue
-            missing = nested_defaults.get(fid, set()) - set(present)
-            if missing and fid in present:  # the column is there, some nested fields with defaults are not
-                fields.append(f)
-                after.append((f.name, _fill_defaults(F.col(f"`{f.name}`"), schema.find_field(fid).field_type,
-                                                     missing, f.dataType)))
-                continue
-            stored = _as_stored(schema.find_field(fid).field_type, f.dataType, fid, present, promoted) \
-                if fid in promoted_under else f.dataType
-            if stored != f.dataType:
-                fields.append(ST.StructField(f.name, stored, True, f.metadata))
-                after.append((f.name, F.col(f"`{f.name}`").cast(f.dataType)))
-            else:
-                fields.append(f)
+            renamed = {i for i in nested_watched.get(fid, ()) if i in named and named[i] != schema.find_field(i).name}
+            lacking = nested_watched.get(fid, set()) - set(present) if fid in present else set()
+            if lacking or renamed or fid in promoted_under:  # read what the file holds, then conform to the table's type
+                t = schema.find_field(fid).field_type
+                stored = _file_read_type(t, f.dataType, fid, present, named, nested_watched.get(fid, set()),
+                                         promoted)
+                if stored != f.dataType:
+                    fields.append(ST.StructField(f.name, stored, True, f.metadata))
+                    after.append((f.name, _conform(F.col(f"`{f.name}`"), t, f.dataType, stored)))
+                    continue
+            fields.append(f)
         df = read(ST.StructType(fields), files)
         for name, column in after:
             df = df.withColumn(name, column)
@@ -463,26 +511,6 @@ def _default_ids(t: T.IcebergType) -> set[int]:
     elif isinstance(t, T.MapType):
         out |= _default_ids(t.key_type) | _default_ids(t.value_type)
     return out
-
-
-def _fill_defaults(col: Column, t: T.IcebergType, missing: set[int], spark_type: ST.DataType) -> Column:
-    """``col`` with the nested fields in ``missing`` (absent from the file) set to their initial-default;
-    null structs stay null, list elements and map values are filled one by one."""
-    if isinstance(t, T.StructType):
-        parts = []
-        for f, sf in zip(t.fields, spark_type.fields):
-            child = col.getField(sf.name)
-            if f.field_id in missing and f.initial_default is not None:
-                child = _literal_default(f, sf.dataType)
-            elif _default_ids(f.field_type) & missing:
-                child = _fill_defaults(child, f.field_type, missing, sf.dataType)
-            parts.append(child.alias(sf.name))
-        return F.when(col.isNull(), F.lit(None).cast(spark_type)).otherwise(F.struct(*parts))
-    if isinstance(t, T.ListType):
-        return F.transform(col, lambda e: _fill_defaults(e, t.element_type, missing, spark_type.elementType))
-    if isinstance(t, T.MapType):
-        return F.transform_values(col, lambda k, v: _fill_defaults(v, t.value_type, missing, spark_type.valueType))
-    return col
 
 
 def _literal_default(f: T.NestedField, spark_type: ST.DataType) -> Column:
