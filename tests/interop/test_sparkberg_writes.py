@@ -366,3 +366,22 @@ def test_engines_read_a_sparkberg_transaction(java, java_warehouse, duck):
     java.sql("INSERT INTO ref.sbw.tx VALUES (40, 'java', 'us')")
     on_top = sorted(tuple(r) for r in cat.load_table("sbw.tx").to_df().collect())
     assert on_top == sorted(expected + [(40, "java", "us")])
+
+
+def test_widening_writes_into_a_java_table_equal_javas_inserts(java, java_warehouse):
+    # Spark's default store assignment (ANSI) casts what Iceberg Java's INSERT casts: a bigint into a double, an int
+    # into a bigint inside an array, a narrower decimal; both twins hold the same rows
+    ddl = "id int, v double, p array<bigint>, d decimal(10,2)"
+    data = ("SELECT CAST(id AS int) AS id, id * 1000000000L AS v, array(CAST(id AS int)) AS p, "
+            "CAST(id / 4 AS decimal(5,2)) AS d FROM range(1, 6) AS r(id)")
+    for name in ("widen_java", "widen_sb"):
+        java.sql(f"CREATE TABLE ref.db.{name} ({ddl}) USING iceberg PARTITIONED BY (bucket(2, id)) "
+                 "TBLPROPERTIES ('format-version'='2')")
+    java.sql("INSERT INTO ref.db.widen_java SELECT 1, 1.0D, array(1L), 0.25")
+    java.sql("INSERT INTO ref.db.widen_sb SELECT 1, 1.0D, array(1L), 0.25")
+    java.sql(f"INSERT OVERWRITE ref.db.widen_java {data}")  # (the rows reach both buckets: static or dynamic alike)
+    sparkberg.catalog(java, java_warehouse).load_table("db.widen_sb").dynamic_overwrite(java.sql(data))
+    java.sql("REFRESH TABLE ref.db.widen_sb")
+    rows = [sorted(tuple(r) for r in java.sql(f"SELECT id, v, p[0], d FROM ref.db.{n}").collect())
+            for n in ("widen_java", "widen_sb")]
+    assert rows[0] == rows[1] and len(rows[0]) == 5 and rows[0][-1][1] == 5e9

@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 
 import sparkberg
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
+from sparkberg.errors import ValidationError
 from sparkberg.spec import types as T
 from sparkberg.spec.values import from_bytes
 
@@ -197,3 +198,59 @@ def test_python_workers_keep_zip_indexes_between_tasks(spark):
 
     kinds = {r.kind for r in spark.range(4).repartition(2).mapInArrow(zip_importers, "kind string").collect()}
     assert kinds == {"StableZipImporter"}
+
+
+@pytest.fixture
+def store_policy(spark):
+    """A session of the run's SparkContext with Spark's default store assignment (ANSI), or the one set."""
+    s = spark.newSession()
+    s.conf.unset("spark.sql.storeAssignmentPolicy")
+    return s
+
+
+@pytest.mark.parametrize("write", ["append", "overwrite", "dynamic_overwrite", "upsert"])
+def test_writes_assign_as_spark_ansi_store_assignment_does(store_policy, warehouse, write):
+    s = store_policy
+    cat = sparkberg.catalog(s, warehouse)
+    t = cat.create_table("db.ansi", "id int NOT NULL, v double, d decimal(10,2), f float, "
+                         "p array<bigint>, m map<string, double>, st struct<a: double, b: bigint>",
+                         partition_by=["bucket(2, id)"])
+    df = s.sql("SELECT 7L AS id, 5000000000L AS v, CAST(123.45 AS decimal(5,2)) AS d, 2.5D AS f, "
+               "array(1, 2) AS p, map('k', 3) AS m, named_struct('b', 4, 'a', 9L) AS st")
+    getattr(t, write)(df, *(["id"] if write == "upsert" else []))
+    got = [r.asDict(recursive=True) for r in cat.load_table("db.ansi").to_df().collect()]
+    assert got == [{"id": 7, "v": 5000000000.0, "d": __import__("decimal").Decimal("123.45"), "f": 2.5,
+                    "p": [1, 2], "m": {"k": 3.0}, "st": {"a": 9.0, "b": 4}}]
+
+
+@pytest.mark.parametrize("data,column", [
+    ("SELECT 3000000000L AS id", "'id': value 3000000000 of type bigint does not fit int"),
+    ("SELECT 1 AS id, CAST(123456789.5 AS decimal(12,1)) AS d", "'d': value 123456789.5"),
+    ("SELECT 1 AS id, 1e39D AS f", "'f': value 1.0E39"),
+    ("SELECT 1 AS id, array(1L, 9000000000L) AS q", "'q.element': value 9000000000"),
+])
+def test_a_narrowing_value_that_does_not_fit_fails_the_write_and_changes_nothing(store_policy, warehouse, data,
+                                                                                   column):
+    cat = sparkberg.catalog(store_policy, warehouse)
+    t = cat.create_table("db.narrow", "id int, d decimal(10,2), f float, q array<int>")
+    t.append(store_policy.sql("SELECT 1L AS id"))  # narrowing values that fit are written
+    before = cat.load_table("db.narrow").metadata
+    with pytest.raises(Exception, match=column):
+        t.append(store_policy.sql(data))
+    assert cat.load_table("db.narrow").metadata == before
+    assert [tuple(r) for r in t.to_df().collect()] == [(1, None, None, None)]
+
+
+def test_store_assignment_policies_strict_and_legacy(store_policy, warehouse):
+    s = store_policy
+    cat = sparkberg.catalog(s, warehouse)
+    t = cat.create_table("db.pol", "id int, v double")
+    with pytest.raises(ValidationError, match="column 'v' has type string, which cannot be written as double .*ANSI"):
+        t.append(s.sql("SELECT 1 AS id, '2.5' AS v"))
+    s.conf.set("spark.sql.storeAssignmentPolicy", "STRICT")
+    t.append(s.sql("SELECT 1 AS id, 2L AS v"))  # an up-cast
+    with pytest.raises(ValidationError, match="column 'id' has type bigint, which cannot .*STRICT"):
+        t.append(s.sql("SELECT 2L AS id"))
+    s.conf.set("spark.sql.storeAssignmentPolicy", "LEGACY")
+    t.append(s.sql("SELECT 3 AS id, '2.5' AS v"))
+    assert sorted(tuple(r) for r in t.to_df().collect()) == [(1, 2.0), (3, 2.5)]

@@ -3,9 +3,10 @@ partition values computed (vectorized, on the executors), rows clustered by part
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
@@ -24,38 +25,126 @@ from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, dat
 # what each write task returns (RESULT_DDL as a StructType: PySpark 3.5 parses DDL through the JVM on every call)
 RESULT_SCHEMA = ST.StructType([ST.StructField(RESULT_DDL.split()[0], ST.StringType())])
 
-_WIDENING = {
-    (ST.ByteType, ST.IntegerType), (ST.ShortType, ST.IntegerType), (ST.ByteType, ST.LongType),
-    (ST.ShortType, ST.LongType), (ST.IntegerType, ST.LongType), (ST.FloatType, ST.DoubleType),
-    (ST.NullType, None),
-}
+STORE_ASSIGNMENT_CONF = "spark.sql.storeAssignmentPolicy"
+
+_NUMERIC_RANK = (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType, ST.FloatType, ST.DoubleType)
+_INTEGRAL_DIGITS = {ST.ByteType: 3, ST.ShortType: 5, ST.IntegerType: 10, ST.LongType: 20}
+_INTEGRAL_RANGE = {ST.ByteType: (-(1 << 7), (1 << 7) - 1), ST.ShortType: (-(1 << 15), (1 << 15) - 1),
+                   ST.IntegerType: (-(1 << 31), (1 << 31) - 1), ST.LongType: (-(1 << 63), (1 << 63) - 1)}
+_DATETIME = (ST.DateType, ST.TimestampType, ST.TimestampNTZType)
 
 
-def _compatible(src: ST.DataType, dst: ST.DataType) -> bool:
+def _is_numeric(t: ST.DataType) -> bool:
+    return isinstance(t, ST.NumericType)
+
+
+def _up_cast(src: ST.DataType, dst: ST.DataType) -> bool:
+    """Whether a primitive ``src`` value always fits ``dst`` (Spark's ``Cast.canUpCast``): numeric widening in
+    Spark's order (byte, short, int, long, float, double), integers and decimals into wide enough decimals, date to
+    timestamps, between the two timestamps, anything atomic to string."""
+    if src == dst or isinstance(src, ST.NullType):
+        return True
+    if type(src) in _NUMERIC_RANK and type(dst) in _NUMERIC_RANK:
+        return _NUMERIC_RANK.index(type(src)) < _NUMERIC_RANK.index(type(dst))
+    if isinstance(dst, ST.DecimalType) and (isinstance(src, ST.DecimalType) or type(src) in _INTEGRAL_DIGITS):
+        p, s = (src.precision, src.scale) if isinstance(src, ST.DecimalType) else (_INTEGRAL_DIGITS[type(src)], 0)
+        return dst.precision - dst.scale >= p - s and dst.scale >= s
+    if isinstance(src, ST.DecimalType) and type(dst) in _INTEGRAL_DIGITS:
+        return src.scale == 0 and src.precision < _INTEGRAL_DIGITS[type(dst)]
+    if isinstance(src, ST.DateType) and isinstance(dst, (ST.TimestampType, ST.TimestampNTZType)):
+        return True
+    if isinstance(src, (ST.TimestampType, ST.TimestampNTZType)) and isinstance(dst, (ST.TimestampType,
+                                                                                     ST.TimestampNTZType)):
+        return True
+    return isinstance(dst, ST.StringType) and isinstance(src, ST.AtomicType)
+
+
+def _assignable(src: ST.DataType, dst: ST.DataType, policy: str) -> bool:
+    """Whether a column of type ``src`` may be written into one of type ``dst`` under Spark's store assignment
+    ``policy`` (``spark.sql.storeAssignmentPolicy``): STRICT takes up-casts alone; ANSI (Spark's default) also any
+    numeric into any numeric (checked for overflow as the row is written) and between dates and timestamps;
+    LEGACY also strings into any atomic type. Struct fields match by name (a field the data lacks is null),
+    lists and maps element by element."""
+    if isinstance(src, ST.StructType) and isinstance(dst, ST.StructType):
+        names = {f.name.lower(): f for f in dst.fields}
+        return all(f.name.lower() in names and _assignable(f.dataType, names[f.name.lower()].dataType, policy)
+                   for f in src.fields)
+    if isinstance(src, ST.ArrayType) and isinstance(dst, ST.ArrayType):
+        return _assignable(src.elementType, dst.elementType, policy)
+    if isinstance(src, ST.MapType) and isinstance(dst, ST.MapType):
+        return _assignable(src.keyType, dst.keyType, policy) and _assignable(src.valueType, dst.valueType, policy)
+    if _up_cast(src, dst):
+        return True
+    if policy == "STRICT" or not isinstance(src, ST.AtomicType) or not isinstance(dst, ST.AtomicType):
+        return False
+    if (_is_numeric(src) and _is_numeric(dst)) or (isinstance(src, _DATETIME) and isinstance(dst, _DATETIME)):
+        return True
+    return policy == "LEGACY" and isinstance(src, ST.StringType)
+
+
+def _out_of_range(col: Column, src: ST.DataType, dst: ST.DataType) -> Column | None:
+    """Where a numeric ``col`` of type ``src`` does not fit ``dst`` (a condition), None when it always fits.
+    Fractions are dropped or rounded as Spark's cast does; what overflows is an error, as ANSI casts make it.
+    (Compared in double, exact at these bounds, or in decimal for a decimal column.)"""
+    if not _is_numeric(src) or not _is_numeric(dst) or _up_cast(src, dst):
+        return None
+    exact = isinstance(src, ST.DecimalType)
+    value = col if exact else col.cast("double")
+
+    def bound(x: int | float) -> Column:
+        return F.lit(Decimal(x)) if exact else F.lit(float(x))
+
+    if type(dst) in _INTEGRAL_RANGE:
+        lo, hi = _INTEGRAL_RANGE[type(dst)]
+        bad = (value < bound(lo)) | (value >= bound(hi + 1))
+    elif isinstance(dst, ST.DecimalType):
+        bad = F.abs(F.round(value, dst.scale)) >= bound(10 ** (dst.precision - dst.scale))
+    elif exact:  # float from decimal: a decimal's magnitude is under 10^38, inside float's range
+        return None
+    else:  # float from double
+        bad = F.abs(value) > bound(3.4028234663852886e38)
+    return F.isnan(col) | bad if isinstance(src, (ST.FloatType, ST.DoubleType)) else bad
+
+
+def _assign(col: Column, src: ST.DataType, dst: ST.DataType, where: str) -> Column:
+    """``col`` (of type ``src``) as a value of type ``dst`` (:func:`_assignable`); a numeric value that does not fit
+    fails the write with an error naming the column (``where``) and the value."""
     if src == dst:
-        return True
-    if isinstance(src, ST.NullType):
-        return True
-    if (type(src), type(dst)) in _WIDENING:
-        return True
-    if isinstance(src, ST.DecimalType) and isinstance(dst, ST.DecimalType):
-        return src.scale == dst.scale and src.precision <= dst.precision
-    if isinstance(src, (ST.IntegerType, ST.LongType, ST.ShortType, ST.ByteType)) and isinstance(dst, ST.DecimalType):
-        return dst.precision - dst.scale >= (10 if isinstance(src, ST.IntegerType) else 19)
+        return col
     if isinstance(src, ST.StructType) and isinstance(dst, ST.StructType):
         names = {f.name.lower(): f for f in src.fields}
-        return all(f.name.lower() not in names or _compatible(names[f.name.lower()].dataType, f.dataType)
-                   for f in dst.fields) and all(n in {f.name.lower() for f in dst.fields} for n in names)
+        parts = []
+        for f in dst.fields:
+            given = names.get(f.name.lower())
+            value = F.lit(None).cast(f.dataType) if given is None else \
+                _assign(col.getField(given.name), given.dataType, f.dataType, f"{where}.{f.name}")
+            parts.append(value.alias(f.name))
+        return F.when(col.isNull(), F.lit(None).cast(dst)).otherwise(F.struct(*parts))
     if isinstance(src, ST.ArrayType) and isinstance(dst, ST.ArrayType):
-        return _compatible(src.elementType, dst.elementType)
+        return F.transform(col, lambda e: _assign(e, src.elementType, dst.elementType, f"{where}.element"))
     if isinstance(src, ST.MapType) and isinstance(dst, ST.MapType):
-        return _compatible(src.keyType, dst.keyType) and _compatible(src.valueType, dst.valueType)
-    return False
+        if src.keyType != dst.keyType:
+            col = F.transform_keys(col, lambda k, v: _assign(k, src.keyType, dst.keyType, f"{where}.key"))
+        if src.valueType != dst.valueType:
+            col = F.transform_values(col, lambda k, v: _assign(v, src.valueType, dst.valueType, f"{where}.value"))
+        return col
+    bad = _out_of_range(col, src, dst)
+    if bad is None:
+        return col.cast(dst)
+    message = F.concat(F.lit(f"column {where!r}: value "), col.cast("string"),
+                       F.lit(f" of type {src.simpleString()} does not fit {dst.simpleString()}"))
+    return F.when(col.isNotNull() & bad, F.raise_error(message)).otherwise(col.cast(dst))
 
 
-def align(df: DataFrame, schema: T.Schema) -> DataFrame:
-    """``df`` with exactly the table's columns, in order, cast to the table's types; a clear error names the
-    first column that is missing, unknown or of an incompatible type (nothing is written)."""
+def store_assignment_policy(spark) -> str:
+    """The session's ``spark.sql.storeAssignmentPolicy`` (Spark checks its value): ANSI when unset."""
+    return (session_conf(spark, STORE_ASSIGNMENT_CONF) or "ANSI").strip().upper()
+
+
+def align(df: DataFrame, schema: T.Schema, policy: str = "ANSI") -> DataFrame:
+    """``df`` with exactly the table's columns, in order, of the table's types: each column assigned as Spark's
+    store assignment ``policy`` allows (:func:`_assignable`); a clear error names the first column that is missing,
+    unknown or of a type the policy does not assign (nothing is written)."""
     by_name = {f.name.lower(): f for f in df.schema.fields}
     table_names = {f.name.lower() for f in schema.fields}
     extra = [f.name for f in df.schema.fields if f.name.lower() not in table_names]
@@ -67,9 +156,10 @@ def align(df: DataFrame, schema: T.Schema) -> DataFrame:
         src = by_name.get(f.name.lower())
         if src is None and f.required and f.write_default is None:
             raise ValidationError(f"required column {f.name!r} is missing from the data")
-        if src is not None and not _compatible(src.dataType, target):
+        if src is not None and not _assignable(src.dataType, target, policy):
             raise ValidationError(f"column {f.name!r} has type {src.dataType.simpleString()}, which cannot be written "
-                                  f"as {f.field_type} ({target.simpleString()})")
+                                  f"as {f.field_type} ({target.simpleString()}) under "
+                                  f"{STORE_ASSIGNMENT_CONF}={policy}")
         plan.append((f, target, src))
     if [f.name for f in df.schema.fields] == [f.name for f in schema.fields] and \
             all(src is not None and src.dataType == target for _, target, src in plan):
@@ -80,8 +170,7 @@ def align(df: DataFrame, schema: T.Schema) -> DataFrame:
             default = None if f.write_default is None else _default_literal(f)
             cols.append(F.lit(default).cast(target).alias(f.name))
         else:
-            col = F.col(f"`{src.name}`")
-            cols.append((col if src.dataType == target else col.cast(target)).alias(f.name))
+            cols.append(_assign(F.col(f"`{src.name}`"), src.dataType, target, f.name).alias(f.name))
     return df.select(*cols)
 
 
@@ -179,7 +268,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         if distribution is None else distribution
     if distribution not in DISTRIBUTION_MODES:
         raise ValidationError(f"unknown write distribution mode {distribution!r} (none, hash or range)")
-    aligned = align(df, schema)
+    aligned = align(df, schema, store_assignment_policy(spark))
     write_id = uuid.uuid4().hex[:16]
     data_location = metadata.properties.get("write.data.path", f"{metadata.location}/data")
     keys = spec_keys(spec, PARTITION_PREFIX)
