@@ -221,3 +221,40 @@ def test_structs_in_lists_and_maps_of_java_files_read_after_evolution(java, java
     assert [r.id for r in t.to_df(filter="id = 1", columns=["id", "deep"]).collect()] == [1]
     t.register_views(f"deep_{evolved_by}")
     assert norm(java.sql(f"SELECT * FROM deep_{evolved_by}").collect()) == expected
+
+
+def test_merge_schema_assigns_the_ids_and_positions_javas_union_by_name_does(java, java_warehouse):
+    # a write with new nested fields (in a struct, in a list's struct, in a map's struct) and new top-level columns
+    ddl = "id bigint, info struct<a: int, b: string>, pts array<struct<x: int>>, m map<string, struct<p: int>>"
+    first = ("SELECT 1L AS id, named_struct('a', 1, 'b', 'x') AS info, array(named_struct('x', 1)) AS pts, "
+             "map('k', named_struct('p', 1)) AS m")
+    # (Iceberg Java's write then checks the data's field order against the evolved table's: new fields last)
+    wider = ("SELECT 2L AS id, named_struct('a', 2, 'b', 'y', 'z', 5L) AS info, "
+             "array(named_struct('x', 2, 'w', 'q')) AS pts, map('k', named_struct('p', 2, 'r', 3)) AS m, "
+             "'dee' AS d, named_struct('e', 1) AS extra")
+    props = "TBLPROPERTIES ('format-version'='2', 'write.spark.accept-any-schema'='true')"
+    java.sql(f"CREATE TABLE ref.evo.union_java ({ddl}) USING iceberg {props}")
+    java.sql(f"INSERT INTO ref.evo.union_java {first}")
+    java.sql(wider).writeTo("ref.evo.union_java").option("merge-schema", "true").append()
+    cat = sparkberg.catalog(java, java_warehouse)
+    t = cat.create_table("evo.union_sb", ddl, properties={"format-version": "2"})
+    t.append(java.sql(first))
+    t.append(java.sql(wider), merge_schema=True)
+    theirs = cat.load_table("evo.union_java").schema().to_json()["fields"]
+    ours = cat.load_table("evo.union_sb").schema().to_json()["fields"]
+    assert ours == theirs
+    # data whose new top-level column comes before a struct that gains a field (Java's write refuses that order,
+    # its union does not): Java's UpdateSchema.unionByNameWith, called directly, against merge_schema
+    java.sql(f"CREATE TABLE ref.evo.union_java2 ({ddl}) USING iceberg TBLPROPERTIES ('format-version'='2')")
+    jvm = java._jvm
+    jtable = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(java._jsparkSession, "ref.evo.union_java2")
+    ahead = ("SELECT 2L AS id, 'dee' AS d, named_struct('a', 2, 'b', 'y', 'z', 5L) AS info, "
+             "array(named_struct('x', 2, 'w', 'q')) AS pts, map('k', named_struct('p', 2, 'r', 3)) AS m")
+    jschema = jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(java.sql(ahead)._jdf.schema())
+    jtable.updateSchema().unionByNameWith(jschema).commit()
+    t2 = cat.create_table("evo.union_sb2", ddl, properties={"format-version": "2"})
+    t2.append(java.sql(ahead), merge_schema=True)
+    theirs = cat.load_table("evo.union_java2").schema().to_json()["fields"]
+    assert cat.load_table("evo.union_sb2").schema().to_json()["fields"] == theirs
+    ids = {f.name: f.field_id for f in cat.load_table("evo.union_sb2").schema().index_by_id().values()}
+    assert ids["z"] < ids["w"] < ids["r"] < ids["d"]  # a struct's new fields first

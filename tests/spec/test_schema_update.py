@@ -120,6 +120,21 @@ def test_identifier_fields_are_checked_on_the_result(paths, message):
         update().set_identifier_fields(*paths).apply()
 
 
+def test_union_by_name_numbers_a_structs_new_fields_before_its_parents_as_java():
+    # Java's UnionByNameVisitor is depth first: a new top-level column given before a struct that gains a field
+    # takes its id after that field's (and after fields gained in list elements and map values)
+    other = T.StructType([
+        T.NestedField(1, "note", T.STRING),
+        T.NestedField(2, "address", T.StructType([T.NestedField(3, "zip", T.STRING)])),
+        T.NestedField(4, "points", T.ListType(5, T.StructType([T.NestedField(6, "z", T.LONG)]))),
+        T.NestedField(7, "attrs", T.MapType(8, T.STRING, 9, T.StructType([T.NestedField(10, "c", T.INT)]))),
+        T.NestedField(11, "e", T.INT),
+    ])
+    by = update().union_by_name(other).apply().index_by_name()
+    assert [by[n].field_id for n in ("address.zip", "points.element.z", "attrs.value.c", "note", "e")] == \
+        [18, 19, 20, 21, 22]
+
+
 def test_union_by_name_adds_widens_and_relaxes_but_never_deletes():
     other = T.StructType([
         T.NestedField(1, "ID", T.LONG),  # optional here: made optional (matched case-insensitively)

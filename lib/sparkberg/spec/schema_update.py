@@ -301,17 +301,19 @@ class SchemaUpdate(CommitsOnce):
         return self
 
     def _union(self, incoming: T.StructType, prefix: str | None, existing: T.StructType) -> None:
+        """Depth first, as Java's ``UnionByNameVisitor``: the fields a struct's existing fields gain are added
+        before the struct's own new fields, so twins evolved by either engine get the same ids."""
         by_name = {f.name.lower(): f for f in existing.fields}
         for f in incoming.fields:
-            path = f.name if prefix is None else f"{prefix}.{f.name}"
             mine = by_name.get(f.name.lower())
-            if mine is None:
-                self.add_column(path, f.field_type, f.doc)
-                continue
-            mine_path = mine.name if prefix is None else f"{prefix}.{mine.name}"
-            if mine.required and not f.required:
-                self.make_optional(mine_path)
-            self._union_type(f.field_type, mine.field_type, mine_path)
+            if mine is not None:
+                mine_path = mine.name if prefix is None else f"{prefix}.{mine.name}"
+                if mine.required and not f.required:
+                    self.make_optional(mine_path)
+                self._union_type(f.field_type, mine.field_type, mine_path)
+        for f in incoming.fields:
+            if f.name.lower() not in by_name:
+                self.add_column(f.name if prefix is None else f"{prefix}.{f.name}", f.field_type, f.doc)
 
     def _union_type(self, new: T.IcebergType, mine: T.IcebergType, path: str) -> None:
         if isinstance(new, T.StructType) and isinstance(mine, T.StructType):
