@@ -148,6 +148,17 @@ def refs_rows(m: TableMetadata) -> list[dict]:
              "max_snapshot_age_in_ms": r.max_snapshot_age_ms} for name, r in m.refs.items()]
 
 
+def partition_key_fields(metadata: TableMetadata) -> dict[int, int]:
+    """Spec id -> how many fields of the table's unified partition type the spec has (its own fields whose source
+    column is in the current schema, void ones included). Iceberg Java 1.10's partitions table keys its rows by
+    this number and the file's tuple in the unified type, so files of two specs with the same tuple are one row
+    when the specs have as many such fields (a v2 spec that dropped one field and added another), and two when
+    not (a v1 spec that made a field void, beside the spec before it)."""
+    current = set(metadata.current_schema.index_by_id())
+    active = {pf.field_id for spec in metadata.partition_specs for pf in spec.fields if pf.source_id in current}
+    return {spec.spec_id: len({pf.field_id for pf in spec.fields} & active) for spec in metadata.partition_specs}
+
+
 def manifest_row(m: TableMetadata, mf: ManifestFile) -> dict:
     """A ``manifests`` table row: the file counts under data or delete columns by the manifest's content, the
     partition summaries' bounds as human strings (as Java prints them; a missing bound is "null")."""
@@ -332,16 +343,15 @@ class MetadataTables:
 
         def count(cond):
             return F.count(F.when(cond, 1)).cast("int")
-        # one row per partition tuple of the table's unified partition type and set of partition fields: files
-        # of two specs with the same fields (a v1 spec and the one that made a field void) share rows, as in
-        # Iceberg Java's partitions table; a row keeps the spec of the files of its most recent snapshot
-        shapes = {spec.spec_id: ",".join(str(f) for f in sorted(pf.field_id for pf in spec.fields))
-                  for spec in self.m.partition_specs}
-        shape = F.lit("")
-        for spec_id, fields in shapes.items():
-            shape = F.when(F.col("spec_id") == spec_id, F.lit(fields)).otherwise(shape)
-        df = df.withColumn("_shape", shape)
-        keys = ["partition", "_shape"] if self.layout.slots else []
+        # one row per partition tuple of the table's unified partition type and number of its fields the file's
+        # spec has (partition_key_fields), as Iceberg Java's partitions table groups; the row keeps the spec and
+        # snapshot of its most recent file
+        counts = partition_key_fields(self.m)
+        projected = F.lit(0)
+        for spec_id, n in counts.items():
+            projected = F.when(F.col("spec_id") == spec_id, F.lit(n)).otherwise(projected)
+        df = df.withColumn("_projected", projected)
+        keys = ["partition", "_projected"] if self.layout.slots else []
         agg = (df.groupBy(*keys).agg(
             total(is_data).alias("record_count"), count(is_data).alias("file_count"),
             total(is_data, "file_size_in_bytes").alias("total_data_file_size_in_bytes"),

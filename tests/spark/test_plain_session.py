@@ -120,22 +120,27 @@ def test_metadata_decoders_agree_on_a_manifest_of_many_entries(plain, tmp_path):
 
 def test_partitions_rows_are_keyed_by_tuple_and_partition_fields(plain, tmp_path):
     # As Iceberg Java 1.10's partitions table: rows are keyed by the tuple in the table's unified partition type
-    # and by which partition fields the file's spec has. A file of the old spec (cat) and one of the new
-    # (cat, day(ts)) whose ts is null show the same tuple, in two rows (Java's grouping of the files of a v1
-    # spec with the spec that made one of its fields void into one row is checked on Java's own tables)
+    # and by how many of its fields the file's spec has. A file of the old spec (cat) and one of (cat, day(ts))
+    # whose ts is null show the same tuple, in two rows; files of (cat, day(ts)) and of (cat, hour(ts)) with a
+    # null ts are one row, with the newer spec (checked against Java's own tables in the interop suite)
     cat = sparkberg.catalog(plain, str(tmp_path / "wh"))
     t = cat.create_table("db.t", "id bigint, cat string, ts timestamp", partition_by=["cat"])
     t.append(plain.sql("SELECT id, 'a' AS cat, CAST(NULL AS timestamp) AS ts FROM range(3)"))
     t.update_spec(["cat", "day(ts)"])
     t.append(plain.sql("SELECT id, 'a' AS cat, CAST(NULL AS timestamp) AS ts FROM range(3, 5) UNION ALL "
                        "SELECT 9, 'a', TIMESTAMP '2024-01-01 10:00:00'"))
-    rows = sorted(((r["partition"]["cat"], str(r["partition"]["ts_day"])), r["spec_id"], r["record_count"],
-                   r["last_updated_snapshot_id"]) for r in t.metadata_table("partitions").collect())
-    first, second = (s.snapshot_id for s in t.metadata.snapshots)
-    assert rows == [(("a", "2024-01-01"), 1, 1, second), (("a", "None"), 0, 3, first), (("a", "None"), 1, 2, second)]
+    t.update_spec(["cat", "hour(ts)"])
+    t.append(plain.sql("SELECT 10L AS id, 'a' AS cat, CAST(NULL AS timestamp) AS ts"))
+    rows = sorted(((r["partition"]["cat"], str(r["partition"]["ts_day"]), str(r["partition"]["ts_hour"])),
+                   r["spec_id"], r["record_count"], r["file_count"], r["last_updated_snapshot_id"])
+                  for r in t.metadata_table("partitions").collect())
+    first, second, third = (s.snapshot_id for s in t.metadata.snapshots)
+    assert rows == [(("a", "2024-01-01", "None"), 1, 1, 1, second), (("a", "None", "None"), 0, 3, 1, first),
+                    (("a", "None", "None"), 2, 3, 2, third)]
     from sparkberg.jobs import metadata_view
-    local = sorted(((r["partition"]["cat"], str(r["partition"]["ts_day"])), r["spec_id"], r["record_count"],
-                    r["last_updated_snapshot_id"]) for r in metadata_view.partitions(t))
+    local = sorted(((r["partition"]["cat"], str(r["partition"]["ts_day"]), str(r["partition"]["ts_hour"])),
+                    r["spec_id"], r["record_count"], r["file_count"], r["last_updated_snapshot_id"])
+                   for r in metadata_view.partitions(t))
     assert local == rows
 
 

@@ -13,7 +13,7 @@ import shutil
 from typing import Any, Callable, Sequence
 
 from sparkberg.avro.decode import manifest_entries
-from sparkberg.inspect import history_rows, manifest_row, refs_rows, snapshot_rows
+from sparkberg.inspect import history_rows, manifest_row, partition_key_fields, refs_rows, snapshot_rows
 from sparkberg.planning.entries import PartitionLayout, snapshot_manifests
 from sparkberg.spec.manifests import DELETED
 from sparkberg.spec.snapshots import Snapshot
@@ -109,16 +109,16 @@ def files(t) -> list[dict]:
 
 
 def partitions(t) -> list[dict]:
-    """Iceberg's ``partitions`` table: one row per tuple of the unified partition type and set of partition
-    fields, with the spec and snapshot of its most recent commit (the reference for
-    ``t.metadata_table("partitions")``, which Spark computes)."""
+    """Iceberg's ``partitions`` table: one row per tuple of the unified partition type and number of its fields the
+    file's spec has (:func:`~sparkberg.inspect.partition_key_fields`), with the spec and snapshot of its most
+    recent commit (the reference for ``t.metadata_table("partitions")``, which Spark computes)."""
     layout = PartitionLayout(t.metadata)
     times = {s.snapshot_id: s.timestamp_ms for s in t.metadata.snapshots}
-    shapes = {spec.spec_id: tuple(sorted(pf.field_id for pf in spec.fields)) for spec in t.metadata.partition_specs}
+    counts = partition_key_fields(t.metadata)
     rows: dict[tuple, dict] = {}
     for mf, e in _live_entries(t):
         part = _partition(layout, mf.partition_spec_id, e.data_file.partition) or {}
-        key = (shapes.get(mf.partition_spec_id), tuple(sorted(part.items())))
+        key = (counts.get(mf.partition_spec_id), tuple(sorted(part.items())))
         r = rows.setdefault(key, {"partition": part or None, "spec_id": mf.partition_spec_id, "record_count": 0,
                                   "file_count": 0, "total_data_file_size_in_bytes": 0,
                                   "position_delete_record_count": 0, "position_delete_file_count": 0,
