@@ -189,3 +189,15 @@ def test_tables_too_large_to_read_here_go_to_spark_quietly(spark, warehouse, eve
     assert called == ["files"] and len(json.loads(capsys.readouterr().out)) == 6  # 3 data files, 3 DVs
     assert cli.main(["--warehouse", warehouse, "partitions", "db.events"]) == OK
     assert called == ["files", "partitions"] and "ts_day=2024-01-02" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_ends_the_cli_quietly(warehouse, events):
+    # `sparkberg files db.t | head`: the reader is gone before the command writes
+    cli_bin = os.path.join(BIN, "sparkberg")
+    for command in (["files", "db.events"], ["--output", "json", "snapshots", "db.events"]):
+        proc = subprocess.Popen([cli_bin, "--warehouse", warehouse, *command], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env())
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 141, err
+        assert err == "", err

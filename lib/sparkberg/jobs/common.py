@@ -17,6 +17,7 @@ from sparkberg.errors import (
 from sparkberg.spark.session import session_builder
 
 OK, FAILED, USAGE, NOT_FOUND, INVALID, CONFLICT = 0, 1, 2, 3, 4, 5
+CLOSED_PIPE = 128 + 13  # the status of a Unix tool that SIGPIPE ended, as shells report it
 EXIT_CODES = {OK: "success", FAILED: "unexpected failure", USAGE: "bad arguments", NOT_FOUND: "no such table or "
               "namespace", INVALID: "invalid input (data, filter or options)", CONFLICT: "commit conflict: retry"}
 
@@ -96,6 +97,10 @@ def run(main: Callable[[], int]) -> int:
         return INVALID
     except KeyboardInterrupt:
         return FAILED
+    except BrokenPipeError:  # the reader went away (`sparkberg files db.t | head`): quiet, as a Unix tool
+        # (stdout to /dev/null, so the interpreter's last flush of what is left raises nothing either)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return CLOSED_PIPE
     except Exception as e:  # noqa: BLE001 - a scheduler needs an exit code, the log has the trace
         if type(e).__name__ in ("AnalysisException", "ParseException"):  # missing input path, bad SQL
             print(f"error: {e}", file=sys.stderr)
