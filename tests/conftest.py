@@ -64,6 +64,11 @@ def report():
 
 
 def pytest_terminal_summary(terminalreporter):
+    openapi_check = sys.modules.get("openapi_check")
+    if openapi_check is not None and openapi_check.UNCHECKED:
+        terminalreporter.write_line(
+            f"note: {len(openapi_check.UNCHECKED)} REST catalog exchanges were not checked against the OpenAPI "
+            f"document, which is not here ({os.path.normpath(openapi_check.SPEC)}); make interop and CI check them")
     if FIGURES:
         terminalreporter.section("sparkberg figures")
         for line in FIGURES:
