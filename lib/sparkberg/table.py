@@ -20,9 +20,10 @@ from sparkberg.catalog.config import open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.catalog.rest import RestCatalog
 from sparkberg.catalog.sql import SqlCatalog
-from sparkberg.commit.properties import checked, snapshot_properties as recorded
+from sparkberg.commit.properties import current_snapshot_properties
+from sparkberg.commit.request import CommitRequest, Staging
 from sparkberg.commit.retry import RetryPolicy, retrying
-from sparkberg.commit.target import committing_to, read_branch, resolve
+from sparkberg.commit.target import read_branch, resolve
 from sparkberg.errors import (
     InvalidMetadataError, MissingFileError, NoSuchNamespaceError, NoSuchTableError, NotSupportedError,
     SparkbergError, TableUUIDMismatchError, ValidationError,
@@ -227,23 +228,30 @@ class Table(RefsMixin, EvolutionMixin):
     def _write(self, label: str, snapshot_properties: dict[str, str] | None, branch: str | None,
                wap_id: str | None, data: Any = None, merge_schema: bool | None = None
                ) -> Callable[[], contextlib.AbstractContextManager]:
-        """The context of one write, checked now (target, properties, merged schema): a factory of the block it
-        runs in, which yields the table to write through (:class:`~sparkberg.evolution.WithSchema` when the
-        data's schema is merged)."""
+        """One write, checked now: its :class:`~sparkberg.commit.request.CommitRequest` (target, the snapshot
+        properties of the call and of the user's enclosing ``snapshot_properties`` blocks, the transaction's
+        staging) and its merged schema. Returns a factory of the block it runs in (job label, executor errors),
+        which yields the table to write through (:class:`~sparkberg.evolution.WithSchema` when the data's schema
+        is merged) and the request, for every function that plans, validates and commits for the write."""
         self._writable()
         target = resolve(self.spark, self._metadata, branch, wap_id)
         head = target.head(self._metadata)
-        properties = checked(snapshot_properties)
+        request = CommitRequest(target, {**current_snapshot_properties(), **(snapshot_properties or {})},
+                                self._staging())
         if merge_schema is None:
             merge_schema = "true" in (self.properties.get("write.spark.accept-any-schema", "").strip().lower(),
                                       (session_conf(self.spark, "spark.sql.iceberg.merge-schema") or "").lower())
         through = self._merged(data.schema) if merge_schema and data is not None else self
 
         @contextlib.contextmanager
-        def block() -> Iterator[Any]:
-            with recorded(properties), committing_to(target), self._running(label, head, target.describe()):
-                yield through
+        def block() -> Iterator[tuple[Any, CommitRequest]]:
+            with self._running(label, head, target.describe()):
+                yield through, request
         return block
+
+    def _staging(self) -> Staging | None:
+        """Where a write's files wait for a later commit: none for a table (a write commits at once)."""
+        return None
 
     def append(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
@@ -251,12 +259,12 @@ class Table(RefsMixin, EvolutionMixin):
         the table schema (missing optional columns are null); nothing is committed on error."""
         from sparkberg.commit.producer import fast_append  # (needs pyspark: imported on first use)
         from sparkberg.write.dataframe import write_files  # (needs pyspark: imported on first use)
-        with self._write("WRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as table:
+        with self._write("WRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as (table, request):
             files = write_files(self.spark, table.metadata, df)
             if not files:
                 return self
-            with deleted_on_failure(self.io, lambda: [f.file_path for f in files]):
-                fast_append(table, files)
+            with request.written(self.io, lambda: [f.file_path for f in files]):
+                fast_append(table, files, request)
         return self
 
     def delete(self, filter: Any, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
@@ -266,8 +274,8 @@ class Table(RefsMixin, EvolutionMixin):
         conjuncts prune the files read, ``col IN (SELECT ...)`` ones by the subquery's values (a semi-join: the
         subquery runs once more for that), or a Column, applied exactly but pruning nothing."""
         from sparkberg.commit.rowlevel import delete_rows  # (needs pyspark: imported on first use)
-        with self._write("DELETE", snapshot_properties, branch, wap_id)():
-            delete_rows(self, filter)
+        with self._write("DELETE", snapshot_properties, branch, wap_id)() as (table, request):
+            delete_rows(table, filter, request)
         return self
 
     def overwrite(self, df, filter: str | None = None, snapshot_properties: dict[str, str] | None = None,
@@ -275,16 +283,16 @@ class Table(RefsMixin, EvolutionMixin):
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
         from sparkberg.commit.rowlevel import overwrite  # (needs pyspark: imported on first use)
-        with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as table:
-            overwrite(table, df, filter)
+        with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as (table, request):
+            overwrite(table, df, filter, request)
         return self
 
     def dynamic_overwrite(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                           wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
         """Replace each partition (of the default spec) that ``df`` has rows for with those rows, in one commit."""
         from sparkberg.commit.rowlevel import dynamic_overwrite  # (needs pyspark: imported on first use)
-        with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as table:
-            dynamic_overwrite(table, df)
+        with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as (table, request):
+            dynamic_overwrite(table, df, request)
         return self
 
     def update(self, set: dict[str, str], filter: Any = None,
@@ -296,8 +304,8 @@ class Table(RefsMixin, EvolutionMixin):
         from sparkberg.commit.rowlevel import update  # (needs pyspark: imported on first use)
         if not set:
             raise ValidationError("update needs at least one column to set")
-        with self._write("UPDATE", snapshot_properties, branch, wap_id)():
-            update(self, dict(set), filter)
+        with self._write("UPDATE", snapshot_properties, branch, wap_id)() as (table, request):
+            update(table, dict(set), filter, request)
         return self
 
     def delete_by_keys(self, df, key_columns, snapshot_properties: dict[str, str] | None = None,
@@ -305,8 +313,8 @@ class Table(RefsMixin, EvolutionMixin):
         """Delete the rows whose ``key_columns`` equal those of a row of ``df`` (null-safe), without reading
         the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
         from sparkberg.commit.equality import delete_by_keys  # (needs pyspark: imported on first use)
-        with self._write("DELETE", snapshot_properties, branch, wap_id)():
-            delete_by_keys(self, df, key_columns)
+        with self._write("DELETE", snapshot_properties, branch, wap_id)() as (table, request):
+            delete_by_keys(table, df, key_columns, request)
         return self
 
     def upsert(self, df, key_columns: str | Sequence[str], mode: str = "equality-deletes",
@@ -325,8 +333,8 @@ class Table(RefsMixin, EvolutionMixin):
         if mode != "equality-deletes":
             raise ValidationError(f"upsert mode must be 'equality-deletes' or 'merge', got {mode!r}")
         from sparkberg.commit.equality import upsert  # (needs pyspark: imported on first use)
-        with self._write("UPSERT", snapshot_properties, branch, wap_id)() as table:
-            upsert(table, df, keys)
+        with self._write("UPSERT", snapshot_properties, branch, wap_id)() as (table, request):
+            upsert(table, df, keys, request)
         return self
 
     def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s",
@@ -336,8 +344,8 @@ class Table(RefsMixin, EvolutionMixin):
         .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``. With ``merge_schema`` the
         source's columns the table lacks are added first (in the merge's commit), so ``*_all`` clauses fill them."""
         from sparkberg.commit.merge import MergeBuilder  # (needs pyspark: imported on first use)
-        return MergeBuilder(self, source, condition, target_alias, source_alias,
-                            self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema))
+        return MergeBuilder(self, self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema),
+                            source, condition, target_alias, source_alias)
 
     def add_files(self, files: Any, check_duplicate_files: bool = True,
                   snapshot_properties: dict[str, str] | None = None, branch: str | None = None) -> "Table":
@@ -346,8 +354,8 @@ class Table(RefsMixin, EvolutionMixin):
         or from the data (:mod:`sparkberg.commit.imports`); a file already in the table is an error unless
         ``check_duplicate_files`` is False."""
         from sparkberg.commit.imports import add_files  # (needs pyspark: imported on first use)
-        with self._write("ADD FILES", snapshot_properties, branch, None)() as table:
-            add_files(table, files, check_duplicate_files)
+        with self._write("ADD FILES", snapshot_properties, branch, None)() as (table, request):
+            add_files(table, files, request, check_duplicate_files)
         return self
 
     def metadata_table(self, name: str, snapshot_id: int | None = None):

@@ -20,16 +20,13 @@ Maintenance (expiry, orphan removal, rewrites) deletes files after its commit an
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator
 
-from sparkberg.commit.target import replaying
+from sparkberg.commit.request import Build, Staging
 from sparkberg.errors import CommitStateUnknownException, NotSupportedError, SparkbergError
-from sparkberg.io.fileio import StagedFiles, deleted_on_failure, holding
+from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.table import Table
-
-Build = Callable[[TableMetadata, int], "tuple[TableMetadata, Sequence[str]]"]
-
 
 class Transaction(Table):
     """A table's changes staged for one commit; made by :meth:`Table.transaction`, open for its block."""
@@ -41,7 +38,7 @@ class Transaction(Table):
         self._start = table.metadata
         self._builds: list[Build] = []
         self._written: list[str] = []  # the staged builds' files (manifest lists, rewritten manifests)
-        self._files = StagedFiles()  # every file the staged changes wrote or made obsolete
+        self._files = Staging()  # every file the staged changes wrote or made obsolete; the replay's own snapshots
         self._open = True
 
     def __repr__(self) -> str:
@@ -57,16 +54,10 @@ class Transaction(Table):
         self._builds.append(build)
         self._metadata = new
 
-    def _write(self, *args: Any, **kwargs: Any) -> Callable[[], contextlib.AbstractContextManager]:
-        """A write's block, whose files are the transaction's until it ends."""
+    def _staging(self) -> Staging:
+        """A write's files are the transaction's until it ends (its requests carry this staging)."""
         self._check_open()
-        block = super()._write(*args, **kwargs)
-
-        @contextlib.contextmanager
-        def staged_block() -> Iterator[Any]:
-            with holding(self._files), block() as table:
-                yield table
-        return staged_block
+        return self._files
 
     def _check_open(self) -> None:
         if not self._open:
@@ -124,8 +115,8 @@ class Transaction(Table):
                     written += files
             return meta, written
 
-        with replaying(staged_ids):
-            self._table.commit_metadata(replay)
+        self._files.own_snapshot_ids = staged_ids  # (the replayed writes' conflict checks look past them)
+        self._table.commit_metadata(replay)
         self._metadata, self.metadata_location = self._table.metadata, self._table.metadata_location
 
 

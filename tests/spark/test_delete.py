@@ -111,11 +111,13 @@ def test_concurrent_deletes_on_the_same_file_conflict_under_any_isolation(spark,
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_deletes_for_a_data_file_removed_concurrently_are_a_conflict(spark, warehouse, version):
+    from sparkberg.commit.request import MAIN_REQUEST
     from sparkberg.commit.producer import Changes, commit_changes
     cat, t = make(spark, warehouse, version, "merge-on-read")
     stale = cat.load_table("db.t")  # planned before the file is removed
     even = t.plan_files(filter="cat = 'even'").first()["file_path"]
-    commit_changes(t, Changes("delete", [], [], {(even, None)}))  # (a concurrent commit drops the 'even' file)
+    # (a concurrent commit drops the 'even' file)
+    commit_changes(t, Changes("delete", [], [], {(even, None)}), MAIN_REQUEST)
     mid = cat.load_table("db.t").metadata
     with pytest.raises(CommitFailedException, match=f"data file {even} was removed by a concurrent commit"):
         stale.delete("id = 4")

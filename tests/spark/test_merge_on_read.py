@@ -320,6 +320,7 @@ def test_parquet_and_avro_data_files_read_together(spark, warehouse, tmp_path, d
     import fastavro
 
     from sparkberg.spec.manifests import DataFile
+    from sparkberg.commit.request import MAIN_REQUEST
     from sparkberg.commit.producer import fast_append
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table(f"db.mixed_formats_{int(delete)}", "id bigint, v string",
@@ -331,7 +332,7 @@ def test_parquet_and_avro_data_files_read_together(spark, warehouse, tmp_path, d
     with open(path, "wb") as f:
         fastavro.writer(f, fastavro.parse_schema(schema), [{"id": 100 + i, "v": f"a{i}"} for i in range(5)])
     fast_append(t, [DataFile(file_path=path, file_format="avro", partition={}, record_count=5,
-                             file_size_in_bytes=os.path.getsize(path))])
+                             file_size_in_bytes=os.path.getsize(path))], MAIN_REQUEST)
     t = cat.load_table(f"db.mixed_formats_{int(delete)}")
     if delete:
         t.delete("id < 100 AND id % 4 = 1")  # (rows of the Parquet files only: the Avro file stays plain)

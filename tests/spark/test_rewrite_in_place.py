@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 import sparkberg
+from sparkberg.commit.request import MAIN_REQUEST
 from sparkberg.commit.rowlevel import RowLevel
 
 pytestmark = pytest.mark.spark
@@ -86,7 +87,7 @@ def test_rows_that_may_move_or_share_a_partition_are_shuffled_by_partition(spark
 
 def test_what_decides_a_rewrite_in_place(spark, cat):
     t = parted(spark, cat)
-    rl = RowLevel(t, "n = 1")
+    rl = RowLevel(t, MAIN_REQUEST, "n = 1")
     assert len(rl.tasks) == 4 and rl.rewritten_in_place(rl.tasks)
     assert rl.rewritten_in_place(rl.tasks, ["n"])
     assert not rl.rewritten_in_place(rl.tasks, ["p"])  # (the update moves rows)
@@ -96,11 +97,11 @@ def test_what_decides_a_rewrite_in_place(spark, cat):
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
     t.append(spark.range(1).selectExpr("id", "'p0' AS p", "1 AS n"))
-    rl = RowLevel(t, "n = 1")
+    rl = RowLevel(t, MAIN_REQUEST, "n = 1")
     assert not rl.rewritten_in_place(rl.tasks)  # two files in p0
     assert rl.rewritten_in_place([x for x in rl.tasks if x["partition"]["p"] != "p0"])
     t.update_spec().add_field("n").commit()  # files of an older spec: their rows go to partitions of the new one
-    rl = RowLevel(t, "n = 1")
+    rl = RowLevel(t, MAIN_REQUEST, "n = 1")
     assert not rl.rewritten_in_place([x for x in rl.tasks if x["partition"]["p"] != "p0"])
     # a named mode is kept: shuffled
     u = parted(spark, cat, "db.u")

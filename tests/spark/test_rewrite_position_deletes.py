@@ -4,6 +4,7 @@ checked."""
 import pytest
 
 import sparkberg
+from sparkberg.commit.request import MAIN_REQUEST
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.errors import ValidationError
 
@@ -53,7 +54,8 @@ def test_dangling_deletes_are_dropped(spark, mor):
     cat, t = mor
     rows, every = ids(t), delete_files(t)
     gone = sorted(r["file_path"] for r in t.plan_files().collect())[0]
-    commit_changes(t, Changes("delete", [], [], {(gone, None)}))  # (a data file removed, its deletes left behind)
+    # (a data file removed, its deletes left behind)
+    commit_changes(t, Changes("delete", [], [], {(gone, None)}), MAIN_REQUEST)
     rows_left, used = ids(t), delete_files(t)
     assert len(rows_left) < len(rows) and used < every
     rewritten, added, _, _ = result(t.rewrite_position_delete_files(options={"rewrite-all": "true"}))

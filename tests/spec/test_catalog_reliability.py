@@ -45,10 +45,11 @@ def _data_file(table, ids: list[int]) -> DataFile:
 
 
 def _appender(database: str, warehouse: str, k: int, n: int) -> None:
+    from sparkberg.commit.request import MAIN_REQUEST
     from sparkberg.commit.producer import fast_append
     table = _table(database, warehouse)
     for i in range(n):
-        fast_append(table, [_data_file(table, [1000 * k + i])])
+        fast_append(table, [_data_file(table, [1000 * k + i])], MAIN_REQUEST)
 
 
 def _rows(table) -> list[int]:
@@ -97,6 +98,7 @@ def _killed_writer(database: str, warehouse: str, step: int) -> None:
     ``step``-th metadata file creation (1: the manifest, 2: the manifest list, 3: the metadata file) or, at step
     -1, right after the catalog swap."""
     from sparkberg.catalog import sql
+    from sparkberg.commit.request import MAIN_REQUEST
     from sparkberg.commit.producer import fast_append
     table = _table(database, warehouse)
     created = []
@@ -120,7 +122,7 @@ def _killed_writer(database: str, warehouse: str, step: int) -> None:
     data_file = _data_file(table, [7])
     if step == 0:
         os.kill(os.getpid(), signal.SIGKILL)
-    fast_append(table, [data_file])
+    fast_append(table, [data_file], MAIN_REQUEST)
 
 
 @pytest.mark.parametrize("step", [0, 1, 2, 3, -1])

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from sparkberg.catalog.rest import NotAuthorizedError, RestCatalog, RestCatalogError
+from sparkberg.commit.request import MAIN_REQUEST
 from sparkberg.commit.producer import fast_append
 from sparkberg.errors import (
     CommitStateUnknownException, InvalidIdentifierError, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
@@ -71,7 +72,7 @@ def test_tables_are_created_loaded_committed_renamed_registered_and_dropped(serv
     cat = catalog(server)
     t = _new_table(cat)
     assert t.metadata_location.startswith(server.warehouse + "/db/t/metadata/00000-")
-    fast_append(t, [_data_file(t, [1, 2])])
+    fast_append(t, [_data_file(t, [1, 2])], MAIN_REQUEST)
     t.set_properties(owner="etl")
     loaded = cat.load_table("db.t")
     assert _rows(loaded) == [1, 2] and loaded.properties["owner"] == "etl"
@@ -101,12 +102,12 @@ def test_tables_are_created_loaded_committed_renamed_registered_and_dropped(serv
 def test_a_commit_sends_updates_and_requirements_the_server_checks(server):
     cat = catalog(server)
     t = _new_table(cat)
-    fast_append(t, [_data_file(t, [1])])
+    fast_append(t, [_data_file(t, [1])], MAIN_REQUEST)
     posted = [r for r in server.requests if r == "POST /v1/namespaces/db/tables/t"]
     assert len(posted) == 1
     # a stale commit the table cannot retry: its ref moved, and its requirement says so
     stale = cat.load_table("db.t")
-    fast_append(t, [_data_file(t, [2])])
+    fast_append(t, [_data_file(t, [2])], MAIN_REQUEST)
     stale_meta = stale.metadata
     new = U.apply_all([U.SetProperties({"k": "v"})], stale_meta)
     updates = U.changes(stale_meta, new)
@@ -122,14 +123,14 @@ def test_writers_holding_the_same_table_get_a_409_refresh_and_retry(server):
     cat = catalog(server)
     _new_table(cat)
     a, b = cat.load_table("db.t"), cat.load_table("db.t")
-    fast_append(a, [_data_file(a, [1])])
-    fast_append(b, [_data_file(b, [2])])  # (409: its base is stale; refreshed and sent again)
+    fast_append(a, [_data_file(a, [1])], MAIN_REQUEST)
+    fast_append(b, [_data_file(b, [2])], MAIN_REQUEST)  # (409: its base is stale; refreshed and sent again)
     t = cat.load_table("db.t")
     assert _rows(t) == [1, 2]
     snaps = t.metadata.snapshots
     assert [s.parent_snapshot_id for s in snaps] == [None, snaps[0].snapshot_id]
     server.faults.append((409, False))
-    fast_append(t, [_data_file(t, [3])])
+    fast_append(t, [_data_file(t, [3])], MAIN_REQUEST)
     assert _rows(cat.load_table("db.t")) == [1, 2, 3]
 
 
@@ -137,17 +138,17 @@ def test_writers_holding_the_same_table_get_a_409_refresh_and_retry(server):
 def test_a_5xx_on_commit_is_commit_state_unknown_and_keeps_the_files(server, status, applied):
     cat = catalog(server)
     t = _new_table(cat)
-    fast_append(t, [_data_file(t, [1])])
+    fast_append(t, [_data_file(t, [1])], MAIN_REQUEST)
     server.faults.append((status, applied))
     data_file = _data_file(t, [2])
     before = set(_files(server))
     with pytest.raises(CommitStateUnknownException, match=str(status)):
-        fast_append(t, [data_file])
+        fast_append(t, [data_file], MAIN_REQUEST)
     kept = set(_files(server)) - before
     assert any(f.endswith(".avro") for f in kept)  # (the manifest and manifest list were not deleted)
     fresh = cat.load_table("db.t")
     assert _rows(fresh) == ([1, 2] if applied else [1])
-    fast_append(fresh, [_data_file(fresh, [3])])
+    fast_append(fresh, [_data_file(fresh, [3])], MAIN_REQUEST)
     assert _rows(cat.load_table("db.t")) == ([1, 2, 3] if applied else [1, 3])
 
 
@@ -162,7 +163,7 @@ def test_a_table_dropped_and_created_again_is_not_committed_to(server):
     cat.drop_table("db.t")
     _new_table(cat)
     with pytest.raises(TableUUIDMismatchError, match="table-uuid changed"):
-        fast_append(held, [_data_file(held, [1])])
+        fast_append(held, [_data_file(held, [1])], MAIN_REQUEST)
     assert cat.load_table("db.t").current_snapshot() is None
 
 
@@ -240,7 +241,7 @@ def test_an_unreachable_server_is_named(tmp_path):
 def _appender(uri: str, k: int, n: int) -> None:
     table = Catalog(None, RestCatalog(uri, "rest"), uri).load_table("db.t")
     for i in range(n):
-        fast_append(table, [_data_file(table, [1000 * k + i])])
+        fast_append(table, [_data_file(table, [1000 * k + i])], MAIN_REQUEST)
 
 
 def test_writer_processes_lose_no_commit(server, report):

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sparkberg.commit.producer import Changes, commit_changes
-from sparkberg.commit.target import MAIN, PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID, STAGED_WAP_ID, committing_to
+from sparkberg.commit.request import MAIN_REQUEST
+from sparkberg.commit.target import MAIN, PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID, STAGED_WAP_ID
 from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import own_entries
 from sparkberg.spec import updates as U
@@ -106,9 +107,8 @@ def cherry_pick(table, snapshot_id: int) -> None:
     if spec_ids - {start.default_spec_id}:
         raise ValidationError(f"cannot cherry-pick snapshot {snapshot_id}: it wrote files of partition spec "
                               f"{sorted(spec_ids)} and the table's default spec is now {start.default_spec_id}")
-    with committing_to(MAIN):
-        commit_changes(table, Changes(snap.operation, [replace(d, first_row_id=None) for _, d in added], [],
-                                      removed, set(), validate, summary=summary))
+    commit_changes(table, Changes(snap.operation, [replace(d, first_row_id=None) for _, d in added], [], removed,
+                                  set(), validate, summary=summary), MAIN_REQUEST)
 
 
 def _fast_forward(table, snap: Snapshot) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from sparkberg.commit.producer import fast_append
+from sparkberg.commit.request import CommitRequest
 from sparkberg.errors import ValidationError
 from sparkberg.evolution import NAME_MAPPING, mapping_of
 from sparkberg.io.fileio import file_io_for, normalize_location
@@ -62,7 +63,7 @@ def _paths_of(mapping: list[dict], prefix: str = "") -> dict[str, int]:
     return out
 
 
-def add_files(table, given: Any, check_duplicate_files: bool = True) -> int:
+def add_files(table, given: Any, request: CommitRequest, check_duplicate_files: bool = True) -> int:
     """See :meth:`sparkberg.table.Table.add_files`; returns how many files were added."""
     paths = parquet_paths(given)
     if not paths:
@@ -89,7 +90,7 @@ def add_files(table, given: Any, check_duplicate_files: bool = True) -> int:
                             session_time_zone(table.spark))
     rows = wanted.repartition(min(len(paths), 64)).mapInArrow(importer, RESULT_DDL).collect()
     files = [data_file_from_json(r[0], m.default_spec, m.current_schema) for r in rows]
-    fast_append(table, files)
+    fast_append(table, files, request)
     return len(files)
 
 

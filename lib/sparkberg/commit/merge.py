@@ -11,19 +11,18 @@ and the source's keys (:meth:`MergeBuilder._pruning`).
 """
 from __future__ import annotations
 
-import contextlib
 import re
 from typing import Any, Callable, ContextManager
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from sparkberg.commit.request import CommitRequest
 from sparkberg.commit.rowlevel import RowLevel, key_predicate, removal_of
 from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import And
 from sparkberg.expressions.sql import conjuncts, translate_filter
 from sparkberg.spark.session import local_dataframe, session_time_zone
-from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.write.dataframe import write_files
 
 
@@ -39,10 +38,12 @@ def _outside_quotes(text: str, fn) -> str:
 class MergeBuilder:
     """Collects MERGE clauses; :meth:`execute` runs them as one commit."""
 
-    def __init__(self, table, source, condition: str | Column, target_alias: str = "t", source_alias: str = "s",
-                 writing: Callable[[], ContextManager] = contextlib.nullcontext):
+    def __init__(self, table, writing: Callable[[], ContextManager], source, condition: str | Column,
+                 target_alias: str = "t", source_alias: str = "s"):
         self.table = table
-        self.writing = writing  # the block the merge runs in (its target, snapshot properties, job label)
+        # the block the merge runs in (its job label); it yields the table to write through and the commit request
+        self.writing = writing
+        self.request: CommitRequest | None = None
         self.source = source
         self.condition = condition
         self.ta = target_alias
@@ -90,8 +91,8 @@ class MergeBuilder:
         if not self.matched and not self.not_matched and not self.by_source:
             raise ValidationError("merge needs at least one when_matched, when_not_matched or "
                                   "when_not_matched_by_source clause")
-        with self.writing() as table:
-            self.table = table if table is not None else self.table  # (with a merged schema: its view)
+        with self.writing() as (table, request):
+            self.table, self.request = table, request  # (with a merged schema, the table is its view)
             self._execute()
 
     def _execute(self) -> None:
@@ -116,7 +117,7 @@ class MergeBuilder:
         pair. Each gets its clause's action (``U<i>``/``D``/``K`` for matched rows, ``I<i>``/``X`` for source
         rows, ``B<i>``/``D``/``K`` for target rows)."""
         target_filter, prune = pruning
-        rl = RowLevel(self.table, target_filter, prune)
+        rl = RowLevel(self.table, self.request, target_filter, prune)
         cols = [f.name for f in rl.schema.fields]
         lineage = rl.lineage
         ta, sa = self.ta, self.sa
@@ -280,7 +281,7 @@ class MergeBuilder:
             new_rows = self._rows(pairs, unmatched, orphans, cols, lineage, src_cols, None)
             added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge",
                                 position_delta=True) if new_rows is not None else []
-            with deleted_on_failure(rl.table.io, lambda: [f.file_path for f in added]):
+            with rl.request.written(rl.table.io, lambda: [f.file_path for f in added]):
                 # (no job asks first whether any row changed: with none, the delete writer writes nothing)
                 may_change = rl.tasks and (self.matched or self.by_source)
                 added_deletes, removed = rl.delete_positions(changed, rl.tasks) if may_change else ([], set())

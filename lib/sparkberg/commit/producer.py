@@ -24,10 +24,10 @@ from sparkberg.avro.copies import EntryFormat, copies
 from sparkberg.avro.decode import COLUMNAR_MIN_ENTRIES, manifest_columns, manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_encoded_manifest, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
-from sparkberg.commit.properties import current_snapshot_properties
-from sparkberg.commit.target import Target, current_target
+from sparkberg.commit.request import Committable, CommitRequest
+from sparkberg.commit.target import Target
 from sparkberg.errors import CommitFailedException, SparkbergError
-from sparkberg.io.fileio import FileIO, deleted_on_failure, deleted_once_committed
+from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import known_entries, snapshot_manifests
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import (
@@ -75,10 +75,10 @@ def write_snapshot_list(io: FileIO, directory: str, manifests: list[ManifestFile
     return manifests, path, first_row_id, added_rows
 
 
-def fast_append(table, files: Sequence[DataFile]) -> Snapshot:
-    """Commit ``files`` (written for the table's default spec) as one append snapshot on the write's target. Appends
+def fast_append(table: Committable, files: Sequence[DataFile], request: CommitRequest) -> Snapshot:
+    """Commit ``files`` (written for the table's default spec) as one append snapshot, as ``request`` says. Appends
     have no conflict to validate (spec "Commit Conflict Resolution and Retry"): a lost race is simply retried."""
-    return commit_changes(table, Changes("append", added_data=list(files)))
+    return commit_changes(table, Changes("append", added_data=list(files)), request)
 
 
 def file_key(d: DataFile) -> tuple[str, int | None]:
@@ -152,21 +152,18 @@ def _summary(head: Snapshot | None, c: Changes, removed: list[DataFile], target:
     return s
 
 
-def commit_changes(table, c: Changes) -> Snapshot:
-    """Commit ``c`` as one snapshot on the write's target (:mod:`sparkberg.commit.target`); see the module
-    docstring for the protocol."""
-    if table.catalog is None:
-        raise SparkbergError(f"table {table.name} was loaded by path and is read-only")
+def commit_changes(table: Committable, c: Changes, request: CommitRequest) -> Snapshot:
+    """Commit ``c`` as one snapshot on the request's target (:mod:`sparkberg.commit.target`), its summary carrying
+    the request's snapshot properties; see the module docstring for the protocol."""
     start = table.metadata
-    # (what the write's block says, captured now: a transaction replays this commit after the block has ended)
-    target, properties = current_target(), current_snapshot_properties()
+    target, properties = request.target, dict(request.properties)
     target.head_id(start)  # (a missing branch fails before anything is written)
     if start.format_version == 1 and c.added_deletes:
         raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
     writer = _ManifestWriter(table.io, f"{start.location}/metadata", start.current_schema, start.format_version,
                              new_snapshot_id({s.snapshot_id for s in start.snapshots}))
     permanent: list[str] = []  # the new files' manifests, written once for every try
-    with deleted_on_failure(table.io, lambda: permanent):
+    with request.written(table.io, lambda: permanent):
         new_manifests = _added_manifests(c, start, writer, permanent)
     last: dict[str, Any] = {}  # what the latest try made
 
@@ -176,20 +173,20 @@ def commit_changes(table, c: Changes) -> Snapshot:
         if c.validate is not None:
             c.validate(start, base)
         attempt_files: list[str] = []
-        with deleted_on_failure(table.io, lambda: attempt_files):
+        with request.written(table.io, lambda: attempt_files):
             new_meta, snap, manifests, list_path = _attempt(table, c, base, n, writer, new_manifests, attempt_files,
                                                             target, properties)
         last.update(snap=snap, manifests=manifests, list_path=list_path, attempt_files=attempt_files)
         return new_meta, attempt_files
 
-    with deleted_on_failure(table.io, lambda: permanent):
+    with request.written(table.io, lambda: permanent):
         table.commit_metadata(build)
     # new manifests folded into merged ones are referenced by nothing (in a transaction: once the replay that
     # commits it is known)
     def unreferenced() -> list[str]:
         referenced = {m.manifest_path for m in last["manifests"]} | {last["list_path"]}
         return [p for p in permanent + last["attempt_files"] if p not in referenced]
-    deleted_once_committed(table.io, unreferenced)
+    request.made_obsolete(table.io, unreferenced)
     return last["snap"]
 
 

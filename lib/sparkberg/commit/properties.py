@@ -1,6 +1,9 @@
 """Snapshot properties: what a job records in the summaries of the snapshots it commits (Iceberg Spark's
-``snapshot-property.*`` write options), held for a block of code by a context variable that the snapshot producer
-reads, so every write path carries them without passing them along."""
+``snapshot-property.*`` write options): a write's ``snapshot_properties=``, and those of the user's enclosing
+``with snapshot_properties({...}):`` blocks (as Iceberg Java's ``CommitMetadata.withCommitProperties``, a
+thread's ambient setting). The block's properties are read once, where a write builds its
+:class:`~sparkberg.commit.request.CommitRequest` (``Table._write``), and travel in the request from there: nothing
+in the commit path reads the block."""
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +13,7 @@ from typing import Iterator
 
 from sparkberg.errors import ValidationError
 
-# the properties the snapshots committed in a ``snapshot_properties`` block carry in their summaries
+# the properties of the user's enclosing ``snapshot_properties`` blocks, read where a write builds its request
 _PROPERTIES: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("snapshot_properties", default={})
 # summary keys a writer computes: a snapshot property may not claim them
 _RESERVED = re.compile(r"^(operation|engine-.*|(added|deleted|removed|total|changed)-.*|partition-summaries-.*|"
@@ -43,7 +46,8 @@ def snapshot_properties(properties: dict[str, str] | None) -> Iterator[None]:
 
 
 def current_snapshot_properties() -> dict[str, str]:
-    """The snapshot properties of the innermost ``snapshot_properties`` block (none outside one)."""
+    """The snapshot properties of the enclosing ``snapshot_properties`` blocks (none outside one): for the
+    request of a write made in them."""
     return dict(_PROPERTIES.get())
 
 

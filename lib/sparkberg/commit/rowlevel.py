@@ -24,13 +24,12 @@ from pyspark.sql import functions as F
 
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
-from sparkberg.commit.target import current_target, replayed_ids
+from sparkberg.commit.request import Committable, CommitRequest
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match
 from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate, and_, bind, evaluate
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
 from sparkberg.expressions.sql import conjuncts, translate_filter
-from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.planning.entries import own_entries, snapshot_manifests
 from sparkberg.planning.scan import plan
 from sparkberg.read.reader import read_tasks
@@ -66,11 +65,13 @@ def removal_of(tasks) -> set:
     return out
 
 
-def committed_since(target, start, current) -> list:
-    """The snapshots others committed to ``target`` (:mod:`sparkberg.commit.target`) after ``start`` was read, newest
-    first, as ``current`` has them; when a transaction replays its commits, its own snapshots are not others'."""
+def committed_since(request: CommitRequest, start, current) -> list:
+    """The snapshots others committed to the request's target (:mod:`sparkberg.commit.target`) after ``start`` was
+    read, newest first, as ``current`` has them; when a transaction replays its commits, its own snapshots are not
+    others'."""
+    target = request.target
     began, head = target.head_id(start), target.head_id(current)
-    own = replayed_ids()
+    own = request.own_snapshot_ids()
     if began == head and head not in own:
         return []
     seen = {s.snapshot_id for s in start.ancestors(began)}
@@ -84,17 +85,15 @@ def committed_since(target, start, current) -> list:
     return out
 
 
-def serializable_check(table, filter_bound):
+def serializable_check(table: Committable, filter_bound, request: CommitRequest):
     """A validation that fails when files a filter may match were added after the operation started."""
-    target = current_target()
-
     def check(start, current):
         if filter_bound is None:
             return
         schema = current.current_schema
         types = {f.field_id: f.field_type for s in current.schemas for f in s.index_by_id().values()}
         projections = {}
-        for snap in committed_since(target, start, current):
+        for snap in committed_since(request, start, current):
             if snap.operation == "replace":
                 continue
             for mf, e in own_entries(table.io, snap, MANIFEST_DATA, ADDED):
@@ -111,20 +110,18 @@ def serializable_check(table, filter_bound):
     return check
 
 
-def no_new_deletes_check(table, touched: dict[str, tuple[int, dict]], ignore_equality: bool = False):
+def no_new_deletes_check(table: Committable, touched: dict[str, tuple[int, dict]], request: CommitRequest,
+                         ignore_equality: bool = False):
     """A validation that fails when a commit after the operation started added delete files that may apply to
     data files it rewrites or adds deletes for (``touched``: path -> (spec id, partition by field id)): their
     deletes would be lost or doubled. Both isolation levels check this, as Iceberg does. Rewrites that keep
     the starting sequence number let equality deletes through (they still apply to the new files)."""
-
-    target = current_target()
-
     def check(start, current):
         if not touched:
             return
         unpartitioned = {s.spec_id for s in current.partition_specs if s.is_unpartitioned}
         partitions = {(spec_id, tuple(sorted(p.items()))) for spec_id, p in touched.values()}
-        for snap in committed_since(target, start, current):
+        for snap in committed_since(request, start, current):
             for mf, e in own_entries(table.io, snap, MANIFEST_DELETES, ADDED):
                 d = e.data_file
                 if d.content == 2 and ignore_equality:
@@ -209,10 +206,12 @@ def condition(filter: str | Column) -> Column:
 
 
 class RowLevel:
-    """The files of the current snapshot a filter may touch, split into whole-file matches and the rest."""
+    """The files of the request's target head a filter may touch, split into whole-file matches and the rest; the
+    operation commits through :meth:`commit` as ``request`` says."""
 
-    def __init__(self, table, filter: str | Column | None, prune=None):
+    def __init__(self, table, request: CommitRequest, filter: str | Column | None, prune=None):
         self.table = table
+        self.request = request
         self.m = m = table.metadata
         self.spark = table.spark
         self.schema = schema = m.current_schema
@@ -227,7 +226,7 @@ class RowLevel:
             self.weak = prune if self.weak is TRUE else And(self.weak, prune)
         strong = TRUE if filter is None else FALSE if text is None else \
             bind(translate_filter(text, schema, tz, strengthen=True), schema)
-        self.head = current_target().head(m)  # (main's head, or the branch's the write goes to)
+        self.head = request.target.head(m)  # (main's head, or the branch's the write goes to)
         self.plan = plan(self.spark, m, table.io, self.head, self.weak, label=table.name) if self.head else None
         self.tasks = self.plan.rows() if self.plan else []
         strict = {s.spec_id: strict_projection(strong, s, schema) for s in m.partition_specs}
@@ -341,12 +340,12 @@ class RowLevel:
         by_path = {t["file_path"]: t for t in self.tasks}
         touched = {p: (by_path[p]["spec_id"], self.partition(by_path[p]))
                    for p in {k[0] for k in removed} | set(required) if p in by_path}
-        validate = _both(serializable_check(self.table, self.weak) if isolation == "serializable" else None,
-                         no_new_deletes_check(self.table, touched))
-        with deleted_on_failure(self.table.io, lambda: [f.file_path for f in added_data] +
-                                sorted({d.file_path for _, d in added_deletes})):
+        validate = _both(serializable_check(self.table, self.weak, self.request) if isolation == "serializable"
+                         else None, no_new_deletes_check(self.table, touched, self.request))
+        with self.request.written(self.table.io, lambda: [f.file_path for f in added_data] +
+                                  sorted({d.file_path for _, d in added_deletes})):
             commit_changes(self.table, Changes(op, list(added_data), list(added_deletes), set(removed),
-                                               set(required), validate, summary=dict(summary or {})))
+                                               set(required), validate, summary=dict(summary or {})), self.request)
 
 
 def picked_rows(df: DataFrame, rows: int, tasks: list) -> DataFrame:
@@ -358,13 +357,13 @@ def picked_rows(df: DataFrame, rows: int, tasks: list) -> DataFrame:
     return df if rows >= sum(t["record_count"] for t in tasks) else df.hint("rebalance")
 
 
-def delete_rows(table, filter: str | Column) -> bool:
+def delete_rows(table, filter: str | Column, request: CommitRequest) -> bool:
     """Delete the rows matching a filter (Spark SQL or a Column) in one commit (``write.delete.mode``); False when
     nothing matched."""
     if not isinstance(filter, Column) and (not isinstance(filter, str) or not filter.strip()):
         raise ValidationError("delete needs a filter (a Spark SQL boolean expression or a Column); use 'true' to "
                               "delete all")
-    rl = RowLevel(table, filter)
+    rl = RowLevel(table, request, filter)
     if not rl.tasks:
         return False
     removed = set(rl.removed)
@@ -390,12 +389,12 @@ def delete_rows(table, filter: str | Column) -> bool:
     return True
 
 
-def overwrite(table, df, filter: str | None) -> None:
+def overwrite(table, df, filter: str | None, request: CommitRequest) -> None:
     """Replace the rows matching ``filter`` (all rows when None) with the rows of ``df``, in one commit."""
-    rl = RowLevel(table, filter)
+    rl = RowLevel(table, request, filter)
     added = write_files(rl.spark, rl.m, df)
     removed = set(rl.removed)
-    with deleted_on_failure(table.io, lambda: [f.file_path for f in added]):
+    with request.written(table.io, lambda: [f.file_path for f in added]):
         if rl.partial and filter is not None:
             hit = {r[0] for r in rl.read(rl.partial, ["_file"], filter).distinct().collect()}
             rewrite = [t for t in rl.partial if t["file_path"] in hit]
@@ -408,9 +407,9 @@ def overwrite(table, df, filter: str | None) -> None:
     rl.commit("overwrite", added, [], removed)
 
 
-def dynamic_overwrite(table, df) -> None:
+def dynamic_overwrite(table, df, request: CommitRequest) -> None:
     """Replace every partition (of the default spec) that ``df`` has rows for with those rows."""
-    rl = RowLevel(table, None)
+    rl = RowLevel(table, request, None)
     added = write_files(rl.spark, rl.m, df)
     spec_id = rl.m.default_spec_id
     if not rl.m.default_spec.fields:
@@ -429,10 +428,10 @@ def dynamic_overwrite(table, df) -> None:
               summary={"replace-partitions": "true"})
 
 
-def update(table, assignments: dict[str, str], filter: str | Column | None) -> None:
+def update(table, assignments: dict[str, str], filter: str | Column | None, request: CommitRequest) -> None:
     """Set columns to Spark SQL expressions on the rows matching ``filter``: copy-on-write or merge-on-read per
     ``write.update.mode``. Updated rows keep their v3 ``_row_id`` and get the new sequence number."""
-    rl = RowLevel(table, filter)
+    rl = RowLevel(table, request, filter)
     names = {f.name.lower(): f.name for f in rl.schema.fields}
     for col in assignments:
         if col.lower() not in names:
@@ -465,7 +464,7 @@ def update(table, assignments: dict[str, str], filter: str | Column | None) -> N
                 return
             added_data = write_files(rl.spark, rl.m, picked_rows(updated(matched), rows, tasks), extra_fields=extra,
                                      command="update", position_delta=True)
-            with deleted_on_failure(table.io, lambda: [f.file_path for f in added_data]):
+            with request.written(table.io, lambda: [f.file_path for f in added_data]):
                 added_deletes, removed = rl.delete_positions(matched, tasks)
         finally:
             matched.unpersist()

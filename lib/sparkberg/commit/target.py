@@ -5,15 +5,13 @@ it (Iceberg Java's ``SnapshotProducer.toBranch``). A staged snapshot (``stageOnl
 moves no ref: it carries its WAP id in ``wap.id`` until :meth:`~sparkberg.table.Table.publish_wap` cherry-picks it.
 Which target a write has follows Iceberg's Spark integration (``SparkWriteConf.branch``): ``branch=`` on the
 write; with ``write.wap.enabled``, the ``spark.wap.branch`` session conf (a branch created from main's head by the
-first write to it) or a WAP id (``wap_id=`` or ``spark.wap.id``), never both. The target is held for a block by a
-context variable, as snapshot properties are, so planning, validation and the producer agree on it.
+first write to it) or a WAP id (``wap_id=`` or ``spark.wap.id``), never both. A write resolves its target once and
+hands it down in its :class:`~sparkberg.commit.request.CommitRequest`, so planning, validation and the producer
+agree on it.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from dataclasses import dataclass
-from typing import Iterator
 
 from sparkberg.errors import ValidationError
 from sparkberg.spark.session import session_conf
@@ -82,7 +80,6 @@ class Target:
 
 
 MAIN = Target()
-_TARGET: contextvars.ContextVar[Target] = contextvars.ContextVar("write_target", default=MAIN)
 
 
 def _conf(spark, key: str) -> str | None:
@@ -126,41 +123,5 @@ def read_branch(spark, meta: TableMetadata) -> str | None:
     return wap_branch if wap_branch is not None and wap_branch in meta.refs else None
 
 
-@contextlib.contextmanager
-def committing_to(target: Target) -> Iterator[None]:
-    """Within the block, this thread's writes plan from and commit to ``target``."""
-    token = _TARGET.set(target)
-    try:
-        yield
-    finally:
-        _TARGET.reset(token)
-
-
-def current_target() -> Target:
-    """The target of the innermost ``committing_to`` block (main outside one)."""
-    return _TARGET.get()
-
-
-# the snapshots a transaction staged, while it replays its commits on a newer base: the conflict checks of a
-# replayed commit look past the transaction's own snapshots to the commits of others
-_REPLAYED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar("replayed", default=frozenset())
-
-
-@contextlib.contextmanager
-def replaying(snapshot_ids: frozenset[int]) -> Iterator[None]:
-    """Within the block, commits are replays of a transaction that staged ``snapshot_ids``."""
-    token = _REPLAYED.set(snapshot_ids)
-    try:
-        yield
-    finally:
-        _REPLAYED.reset(token)
-
-
-def replayed_ids() -> frozenset[int]:
-    """The snapshots the transaction being replayed staged (none outside a replay)."""
-    return _REPLAYED.get()
-
-
-__all__ = ["Target", "MAIN", "resolve", "read_branch", "committing_to", "current_target", "replaying", "replayed_ids",
-           "WAP_ENABLED",
-           "STAGED_WAP_ID", "PUBLISHED_WAP_ID", "SOURCE_SNAPSHOT_ID"]
+__all__ = ["Target", "MAIN", "resolve", "read_branch", "WAP_ENABLED", "STAGED_WAP_ID", "PUBLISHED_WAP_ID",
+           "SOURCE_SNAPSHOT_ID"]

@@ -8,7 +8,6 @@ the commit primitive of the file-system catalog.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import os
 import uuid
 from typing import Callable, Iterable, Iterator
@@ -254,51 +253,19 @@ def file_io_for(location: str) -> FileIO:
     return PyArrowFileIO(location)
 
 
-# Within a ``holding(files)`` block (a transaction's change), what the block writes stays at risk after the block:
-# the files a successful ``deleted_on_failure`` block kept, and those a commit made obsolete, are left to ``files``.
-_HOLDING: contextvars.ContextVar["StagedFiles | None"] = contextvars.ContextVar("holding", default=None)
-
-
-class StagedFiles:
-    """The files of changes staged for a later commit (a transaction's): those they wrote, deleted by
-    :meth:`discard` if that commit does not happen, and those they made obsolete, deleted by :meth:`finish` once it
-    has."""
-
-    def __init__(self) -> None:
-        self.kept: list[tuple[FileIO, Callable[[], Iterable[str]]]] = []
-        self.obsolete: list[tuple[FileIO, Callable[[], Iterable[str]]]] = []
-
-    def discard(self) -> None:
-        """Delete the files the staged changes wrote (their commit failed or never came)."""
-        _delete_named(self.kept)
-
-    def finish(self) -> None:
-        """Delete the files the committed changes made obsolete."""
-        _delete_named(self.obsolete)
-
-
-def _delete_named(named: list[tuple[FileIO, Callable[[], Iterable[str]]]]) -> None:
+def delete_named(named: Iterable[tuple[FileIO, Callable[[], Iterable[str]]]]) -> None:
+    """Delete the files each ``(io, paths)`` pair names (``paths()`` is called now)."""
     for io, paths in named:
         for p in paths():
             io.delete(p)
 
 
 @contextlib.contextmanager
-def holding(files: StagedFiles) -> Iterator[None]:
-    """Within the block, the files commits keep or make obsolete are left to ``files`` (see :class:`StagedFiles`)."""
-    token = _HOLDING.set(files)
-    try:
-        yield
-    finally:
-        _HOLDING.reset(token)
-
-
-@contextlib.contextmanager
 def deleted_on_failure(io: FileIO, paths: Callable[[], Iterable[str]]) -> Iterator[None]:
     """Delete the files ``paths()`` names (called when the block fails) if the block raises, then raise; except
     when a commit's outcome is unknown (CommitStateUnknownException): the files may be the table's now, and
-    are kept. Within a :func:`holding` block, the files a successful block kept stay at risk: they are left to
-    its :class:`StagedFiles`."""
+    are kept. (A write of a transaction keeps them at risk after the block too:
+    :meth:`sparkberg.commit.request.CommitRequest.written`.)"""
     try:
         yield
     except CommitStateUnknownException:
@@ -307,16 +274,3 @@ def deleted_on_failure(io: FileIO, paths: Callable[[], Iterable[str]]) -> Iterat
         for p in paths():
             io.delete(p)
         raise
-    files = _HOLDING.get()
-    if files is not None:
-        files.kept.append((io, paths))
-
-
-def deleted_once_committed(io: FileIO, paths: Callable[[], Iterable[str]]) -> None:
-    """Delete the files ``paths()`` names (files a commit made obsolete): now, or within a :func:`holding` block
-    when its :class:`StagedFiles` are committed (a replay of the commit may need them until then)."""
-    files = _HOLDING.get()
-    if files is not None:
-        files.obsolete.append((io, paths))
-        return
-    _delete_named([(io, paths)])

@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 
 from sparkberg.commit.manifests import pack
 from sparkberg.commit.producer import Changes, commit_changes
+from sparkberg.commit.request import MAIN_REQUEST
 from sparkberg.commit.rowlevel import RowLevel, file_scoped_deletes, no_new_deletes_check, removal_of
 from sparkberg.errors import CommitFailedException, CommitStateUnknownException, SparkbergError, ValidationError
 from sparkberg.io.fileio import deleted_on_failure
@@ -232,7 +233,7 @@ def rewrite_data_files(table, filter: str | None = None, strategy: str | None = 
     spark = table.spark
     if table.metadata.current_snapshot is None:
         return local_dataframe(spark, [(0, 0, 0, 0, 0)], RESULT)
-    rl = RowLevel(table, filter)
+    rl = RowLevel(table, MAIN_REQUEST, filter)
     groups = plan_groups(rl, s)
     if dry_run:
         removed = {k for g in groups for t in g.tasks for k in file_scoped_deletes(t)}
@@ -281,13 +282,13 @@ class _Run:
         added = [f for _, files in done for f in files]
         removed = removal_of(chosen)
         touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen}
-        check = no_new_deletes_check(self.table, touched, ignore_equality=self.s.starting_sequence)
+        check = no_new_deletes_check(self.table, touched, MAIN_REQUEST, ignore_equality=self.s.starting_sequence)
         seq = self.start.current_snapshot.sequence_number if self.s.starting_sequence and m.format_version >= 2 \
             else None
         with deleted_on_failure(self.table.io, lambda: [f.file_path for f in added]):
             commit_changes(self.table, Changes("replace", added, [], removed, set(),
                                                lambda _start, current: check(self.start, current),
-                                               data_sequence_number=seq))
+                                               data_sequence_number=seq), MAIN_REQUEST)
         self.rewritten += len(chosen)
         self.added += len(added)
         self.rewritten_bytes += sum(t["file_size_in_bytes"] for t in chosen)
@@ -410,7 +411,7 @@ def remove_dangling_delete_files(table) -> int:
         if current.current_snapshot_id != start.current_snapshot_id:
             raise CommitFailedException("the table changed while dangling deletes were found")
     try:
-        commit_changes(table, Changes("replace", [], [], set(dangling), set(), unchanged))
+        commit_changes(table, Changes("replace", [], [], set(dangling), set(), unchanged), MAIN_REQUEST)
     except CommitFailedException as e:
         log.warning("rewrite_data_files %s: dangling delete files left: %s", table.name, e)
         return 0

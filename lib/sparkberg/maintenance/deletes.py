@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
+from sparkberg.commit.request import MAIN_REQUEST
 from sparkberg.commit.rowlevel import RowLevel, no_new_deletes_check
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.data_files import dangling_delete_files
@@ -61,7 +62,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
     empty = local_dataframe(spark, [(0, 0, 0, 0)], RESULT)
     if table.metadata.current_snapshot is None:
         return empty
-    rl = RowLevel(table, filter)
+    rl = RowLevel(table, MAIN_REQUEST, filter)
     m = rl.m
     dv = m.format_version >= 3
     by_partition: dict[tuple, list[dict]] = defaultdict(list)  # (spec id, partition dir) -> data file tasks
@@ -107,7 +108,8 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
                     for d in t["deletes"] if d["file_format"] == "puffin"}
     touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen_tasks}
     with deleted_on_failure(table.io, lambda: sorted({d.file_path for _, d in added})):
-        commit_changes(table, Changes("replace", [], added, removed, set(), no_new_deletes_check(table, touched)))
+        commit_changes(table, Changes("replace", [], added, removed, set(),
+                                      no_new_deletes_check(table, touched, MAIN_REQUEST)), MAIN_REQUEST)
     added_bytes = sum({d.file_path: d.file_size_in_bytes for _, d in added}.values())
     return local_dataframe(spark, [(len(removed), len(added),  # (delete files, as Java counts them: each DV one)
                                     rewritten_bytes, added_bytes)], RESULT)
