@@ -482,11 +482,10 @@ class Table(RefsMixin, EvolutionMixin):
         retrying(RetryPolicy.of(self._metadata.properties), attempt, self.refresh)
 
     def _committed(self, metadata: TableMetadata, metadata_location: str) -> None:
-        """Take the metadata this table's commit just wrote; the session's SQL views of the table
-        (:mod:`sparkberg.views`) now show it."""
+        """Take the metadata this table's commit just wrote, then tell the listeners (:func:`on_commit`)."""
         self._metadata, self.metadata_location = metadata, metadata_location
-        from sparkberg.views import refresh_table_views  # (needs pyspark: imported on first use)
-        refresh_table_views(self)
+        for listener in _COMMIT_LISTENERS:
+            listener(self)
 
     def transaction(self) -> contextlib.AbstractContextManager:
         """A transaction (:mod:`sparkberg.transaction`): the changes made through the table the block is given
@@ -515,6 +514,19 @@ class Table(RefsMixin, EvolutionMixin):
 
     def set_location(self, location: str) -> "Table":
         return self.commit_updates([U.SetLocation(location)])
+
+
+# What layers above the table registered to hear of the commits this process's tables make (sparkberg.views: a
+# session's SQL views follow the tables they show). Process-wide, one entry per function, never cleared; a listener
+# runs after the commit is done and must not raise.
+_COMMIT_LISTENERS: list[Callable[[Table], None]] = []
+
+
+def on_commit(listener: Callable[[Table], None]) -> None:
+    """Have ``listener(table)`` called after every commit a :class:`Table` of this process makes (once per
+    function, however often it is registered)."""
+    if listener not in _COMMIT_LISTENERS:
+        _COMMIT_LISTENERS.append(listener)
 
 
 class Catalog:

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 from sparkberg.inspect import METADATA_TABLES
 from sparkberg.spark.session import per_session, spark_version
+from sparkberg.table import on_commit
 
 SEPARATOR = "__"
 
@@ -49,7 +50,8 @@ def register_table_views(table: Any, name: str | None = None, metadata_tables: S
 
 
 def refresh_table_views(table: Any) -> None:
-    """Register again, over the table's current metadata, the views this session registered for the table."""
+    """Register again, over the table's current metadata, the views this session registered for the table (after
+    each commit of a table of this process: :func:`~sparkberg.table.on_commit`)."""
     registered = _registered(table.spark) if table.spark is not None else None
     for base, metadata_tables in list((registered or {}).get(table.location, {}).items()):
         try:
@@ -57,6 +59,9 @@ def refresh_table_views(table: Any) -> None:
         except Exception as e:  # noqa: BLE001 - the commit stands; the views keep the snapshot they showed
             warnings.warn(f"the SQL views {base} of table {table.name} still show its previous snapshot: {e}",
                           stacklevel=3)
+
+
+on_commit(refresh_table_views)
 
 
 def _register(table: Any, base: str, metadata_tables: Sequence[str]) -> list[str]:
