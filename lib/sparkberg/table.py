@@ -24,9 +24,10 @@ from sparkberg.commit.properties import current_snapshot_properties
 from sparkberg.commit.request import CommitRequest, Staging
 from sparkberg.commit.retry import RetryPolicy, retrying
 from sparkberg.commit.target import read_branch, resolve
+from sparkberg.commit.transaction import Transaction
 from sparkberg.errors import (
-    InvalidMetadataError, MissingFileError, NoSuchNamespaceError, NoSuchTableError, NotSupportedError,
-    SparkbergError, TableUUIDMismatchError, ValidationError,
+    CommitStateUnknownException, InvalidMetadataError, MissingFileError, NoSuchNamespaceError, NoSuchTableError,
+    NotSupportedError, SparkbergError, TableUUIDMismatchError, ValidationError,
 )
 from sparkberg.expressions.predicates import TRUE, bind
 from sparkberg.expressions.sql import translate_filter
@@ -47,17 +48,20 @@ class Table(RefsMixin, EvolutionMixin):
     """An Iceberg table at one metadata version. ``metadata`` is read-only; commits replace it."""
 
     def __init__(self, identifier: Identifier | None, metadata: TableMetadata, metadata_location: str,
-                 io: FileIO, catalog: "Catalog | None" = None, spark: Any = None):
+                 io: FileIO, catalog: "Catalog | None" = None, spark: Any = None,
+                 transaction: Transaction | None = None):
         self.identifier = identifier
         self._metadata = metadata
         self.metadata_location = metadata_location
         self.io = io
         self.catalog = catalog
         self.spark = spark
+        self._transaction = transaction  # (inside a transaction's block: where its commits are staged)
 
     def __repr__(self) -> str:
         name = str(self.identifier) if self.identifier else self.metadata_location
-        return f"Table({name}, format-version={self._metadata.format_version})"
+        staged = "" if self._transaction is None else ", in a transaction"
+        return f"Table({name}, format-version={self._metadata.format_version}{staged})"
 
     @property
     def metadata(self) -> TableMetadata:
@@ -103,7 +107,10 @@ class Table(RefsMixin, EvolutionMixin):
         return to_spark_schema(self.schema())
 
     def refresh(self) -> "Table":
-        """Reload the newest committed metadata version."""
+        """Reload the newest committed metadata version (in a transaction's block: the table as the transaction
+        has changed it, which nothing else changes until it commits)."""
+        if self._transaction is not None:
+            return self
         if self.catalog is None:
             t = load_table(self.spark, self.metadata_location.rsplit("/metadata/", 1)[0])
             self._metadata, self.metadata_location = t._metadata, t.metadata_location
@@ -250,8 +257,12 @@ class Table(RefsMixin, EvolutionMixin):
         return block
 
     def _staging(self) -> Staging | None:
-        """Where a write's files wait for a later commit: none for a table (a write commits at once)."""
-        return None
+        """Where a write's files wait for a later commit: the transaction's, in its block; else none (a write
+        commits at once)."""
+        if self._transaction is None:
+            return None
+        self._transaction.check_open()
+        return self._transaction.staging
 
     def append(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
@@ -385,7 +396,7 @@ class Table(RefsMixin, EvolutionMixin):
         ``dry_run``: nothing written, the files that would be rewritten reported (added: the planned count).
         Returns a one-row DataFrame with the procedure's columns (``rewritten_data_files_count``, ...)."""
         from sparkberg.maintenance.data_files import rewrite_data_files  # (needs pyspark: imported on first use)
-        self._writable()
+        self._writable("rewrite_data_files")
         with self._running("REWRITE"):
             return rewrite_data_files(self, filter, strategy, sort_order, options, dry_run)
 
@@ -401,7 +412,7 @@ class Table(RefsMixin, EvolutionMixin):
         ``clean_expired_files=False``). ``dry_run``: nothing committed or deleted, the same counts reported.
         Returns a one-row DataFrame with the procedure's columns (``deleted_data_files_count``, ...)."""
         from sparkberg.maintenance.expire import expire_snapshots  # (needs pyspark: imported on first use)
-        self._writable()
+        self._writable("expire_snapshots")
         with self._running("EXPIRE"):
             return expire_snapshots(self, older_than, retain_last, snapshot_ids, clean_expired_files, dry_run)
 
@@ -415,7 +426,7 @@ class Table(RefsMixin, EvolutionMixin):
         ``added_bytes_count``). ``dry_run``: the positions are read but nothing is written or committed; the
         counts are the real run's (added bytes 0: not known before writing)."""
         from sparkberg.maintenance.deletes import rewrite_position_delete_files  # (needs pyspark: on first use)
-        self._writable()
+        self._writable("rewrite_position_delete_files")
         with self._running("REWRITE-DELETES"):
             return rewrite_position_delete_files(self, filter, options, dry_run)
 
@@ -426,7 +437,7 @@ class Table(RefsMixin, EvolutionMixin):
         (``rewritten_manifests_count``, ``added_manifests_count``) as Iceberg Java's procedure does. ``dry_run``:
         nothing written or committed; the manifests it would rewrite, and add as planned."""
         from sparkberg.maintenance.manifests import rewrite_manifests  # (needs pyspark: imported on first use)
-        self._writable()
+        self._writable("rewrite_manifests")
         with self._running("REWRITE-MANIFESTS"):
             return rewrite_manifests(self, spec_id, dry_run)
 
@@ -439,14 +450,19 @@ class Table(RefsMixin, EvolutionMixin):
         scheme and authority equivalences, prefix mismatches). The listing and the comparison run on Spark's
         executors. ``dry_run``: nothing deleted. Returns the files as a DataFrame (``orphan_file_location``)."""
         from sparkberg.maintenance.orphans import remove_orphan_files  # (needs pyspark: imported on first use)
-        self._writable()
+        self._writable("remove_orphan_files")
         with self._running("ORPHANS"):
             return remove_orphan_files(self, older_than, location, dry_run, equal_schemes, equal_authorities,
                                        prefix_mismatch_mode)
 
-    def _writable(self) -> None:
+    def _writable(self, maintenance: str | None = None) -> None:
+        """A named error for a change this table cannot take: any, loaded by path; ``maintenance`` (the call's
+        name), in a transaction's block (it deletes files once its commit is done)."""
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
+        if maintenance is not None and self._transaction is not None:
+            raise NotSupportedError(f"{maintenance} deletes files after its commit and cannot be part of a "
+                                    "transaction; run it on the table")
 
     # --- metadata commits ------------------------------------------------------------------------
     def commit_updates(self, updates: Sequence[U.TableUpdate],
@@ -472,6 +488,9 @@ class Table(RefsMixin, EvolutionMixin):
         if self.catalog is None:
             raise SparkbergError(f"table {self.name} was loaded by path and is read-only; load it from a catalog "
                                  "to change it")
+        if self._transaction is not None:  # (staged now, committed with the transaction's other changes)
+            self._metadata = self._transaction.stage(build)
+            return
 
         def attempt(n: int) -> None:
             base = self._metadata
@@ -488,7 +507,7 @@ class Table(RefsMixin, EvolutionMixin):
             listener(self)
 
     def transaction(self) -> contextlib.AbstractContextManager:
-        """A transaction (:mod:`sparkberg.transaction`): the changes made through the table the block is given
+        """A transaction (:mod:`sparkberg.commit.transaction`): the changes made through the table the block is given
         (schema, spec, sort order, properties, refs, writes) are committed together, as one metadata commit, when
         the block ends; if it raises, none is, and the files they wrote are deleted.
 
@@ -496,8 +515,27 @@ class Table(RefsMixin, EvolutionMixin):
                 tx.update_schema().add_column("region", "string").commit()
                 tx.append(df, snapshot_properties={"batch": "42"})
         """
-        from sparkberg.transaction import transaction  # (a subclass of Table: imported on first use)
-        return transaction(self)
+        if self._transaction is not None:
+            raise NotSupportedError("transactions do not nest: make the changes on the enclosing transaction")
+        self._writable()
+        return self._transacting()
+
+    @contextlib.contextmanager
+    def _transacting(self) -> Iterator["Table"]:
+        tx = Transaction(self)
+        staged = Table(self.identifier, self._metadata, self.metadata_location, self.io, self.catalog, self.spark, tx)
+        try:
+            yield staged
+            tx.commit()
+        except CommitStateUnknownException:
+            raise  # (the files may be the table's now)
+        except BaseException:
+            tx.staging.discard()
+            raise
+        finally:
+            tx.open = False
+        staged._metadata, staged.metadata_location = self._metadata, self.metadata_location
+        tx.staging.finish()
 
     def set_properties(self, properties: dict[str, str] | None = None, **kwargs: str) -> "Table":
         """Set table properties (one commit)."""

@@ -1,6 +1,6 @@
 """Imports point downward only (errors/zipimports/threads/lru < spec < expressions/avro/io < spark
 < planning/read/write < commit/catalog/refs/evolution < maintenance
-< table/transaction/inspect/views/source/__init__ < jobs),
+< table/inspect/views/source/__init__ < jobs),
 function-local ones included; modules import each other without cycles; an import inside a function says why it is
 there; spec/, expressions/, avro/ never import pyspark."""
 import ast
@@ -12,7 +12,7 @@ LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "sparkberg")
 LAYERS = [
     {"errors", "zipimports", "threads", "lru", "arrays"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
     {"planning", "read", "write"},
-    {"commit", "catalog", "refs", "evolution"}, {"maintenance"}, {"table", "transaction", "inspect", "views", "source", "__init__"},
+    {"commit", "catalog", "refs", "evolution"}, {"maintenance"}, {"table", "inspect", "views", "source", "__init__"},
     {"jobs"},
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
