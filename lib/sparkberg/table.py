@@ -15,18 +15,16 @@ import contextlib
 import re
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from sparkberg.catalog.base import Identifier, parse_identifier, read_metadata
+from sparkberg.catalog.base import CatalogBackend, Identifier, parse_identifier, read_metadata
 from sparkberg.catalog.config import open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
-from sparkberg.catalog.rest import RestCatalog
-from sparkberg.catalog.sql import SqlCatalog
 from sparkberg.commit.properties import current_snapshot_properties
 from sparkberg.commit.request import CommitRequest, Staging
 from sparkberg.commit.retry import RetryPolicy, retrying
 from sparkberg.commit.target import read_branch, resolve
 from sparkberg.commit.transaction import Transaction
 from sparkberg.errors import (
-    CommitStateUnknownException, InvalidMetadataError, MissingFileError, NoSuchNamespaceError, NoSuchTableError,
+    CommitStateUnknownException, InvalidMetadataError, MissingFileError, NoSuchTableError,
     NotSupportedError, SparkbergError, TableUUIDMismatchError, ValidationError,
 )
 from sparkberg.expressions.predicates import TRUE, bind
@@ -115,7 +113,7 @@ class Table(RefsMixin, EvolutionMixin):
             t = load_table(self.spark, self.metadata_location.rsplit("/metadata/", 1)[0])
             self._metadata, self.metadata_location = t._metadata, t.metadata_location
             return self
-        _, loc, meta = self.catalog._backend.load(self.identifier)
+        _, loc, meta = self.catalog.load_table_metadata(self.identifier)
         if meta.table_uuid != self._metadata.table_uuid:
             # (spec: a refreshed table whose table-uuid changed is an error; the table was dropped and re-created)
             raise TableUUIDMismatchError(f"table {self.name} is no longer the table loaded: its table-uuid changed "
@@ -496,7 +494,7 @@ class Table(RefsMixin, EvolutionMixin):
             base = self._metadata
             new, written = build(base, n)
             with deleted_on_failure(self.io, lambda: written):
-                loc, meta = self.catalog._backend.commit(self.identifier, self.metadata_location, new, base)
+                loc, meta = self.catalog.commit_table(self.identifier, self.metadata_location, new, base)
             self._committed(meta, loc)
         retrying(RetryPolicy.of(self._metadata.properties), attempt, self.refresh)
 
@@ -570,8 +568,7 @@ def on_commit(listener: Callable[[Table], None]) -> None:
 class Catalog:
     """A catalog of Iceberg tables: namespaces, and tables created, loaded, listed and dropped."""
 
-    def __init__(self, spark: Any, backend: FileSystemCatalog | SqlCatalog | RestCatalog, uri: str,
-                 config: dict[str, Any] | None = None):
+    def __init__(self, spark: Any, backend: CatalogBackend, uri: str, config: dict[str, Any] | None = None):
         self.spark = spark
         self._backend = backend
         self.uri = uri
@@ -587,26 +584,15 @@ class Catalog:
 
     def create_namespace(self, namespace: str | Sequence[str], properties: dict[str, str] | None = None) -> None:
         """Create a namespace (with ``properties``, where the catalog keeps them: SQL and REST catalogs)."""
-        if isinstance(self._backend, FileSystemCatalog):
-            if properties:
-                raise NotSupportedError("the file-system catalog keeps no namespace properties")
-            self._backend.create_namespace(namespace)
-        else:
-            self._backend.create_namespace(namespace, properties)
+        self._backend.create_namespace(namespace, properties)
 
     def load_namespace_properties(self, namespace: str | Sequence[str]) -> dict[str, str]:
         """A namespace's properties ({} for the file-system catalog, which keeps none)."""
-        if not isinstance(self._backend, FileSystemCatalog):
-            return self._backend.load_namespace_properties(namespace)
-        if not self._backend.namespace_exists(namespace):
-            raise NoSuchNamespaceError(f"namespace {namespace} does not exist")
-        return {}
+        return self._backend.load_namespace_properties(namespace)
 
     def update_namespace_properties(self, namespace: str | Sequence[str], updates: dict[str, str] | None = None,
                                     removals: Sequence[str] = ()) -> None:
         """Set and remove namespace properties (SQL and REST catalogs)."""
-        if isinstance(self._backend, FileSystemCatalog):
-            raise NotSupportedError("the file-system catalog keeps no namespace properties")
         self._backend.update_namespace_properties(namespace, updates, removals)
 
     def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
@@ -641,12 +627,8 @@ class Catalog:
         s = U.assign_fresh_ids(s)
         spec = build_partition_spec(s, partition_by)
         order = build_sort_order(s, sort_by)
-        loc = self._backend.default_table_location(ident)
-        if location is not None:
-            if isinstance(self._backend, FileSystemCatalog) and loc != normalize_location(location).rstrip("/"):
-                raise ValidationError("the file-system catalog keeps tables at <warehouse>/<namespace>/<table>; "
-                                      f"a custom location ({location}) is not supported")
-            loc = normalize_location(location).rstrip("/")
+        loc = self._backend.default_table_location(ident) if location is None else \
+            normalize_location(location).rstrip("/")
         metadata = U.new_table_metadata(s, loc, spec, order, props, version)
         ident, mloc, meta = self._backend.create(ident, metadata)
         return Table(ident, meta, mloc, self._backend.io, self, self.spark)
@@ -654,6 +636,18 @@ class Catalog:
     def load_table(self, identifier: str | Sequence[str]) -> Table:
         ident, loc, meta = self._backend.load(identifier)
         return Table(ident, meta, loc, self._backend.io, self, self.spark)
+
+    def load_table_metadata(self, identifier: str | Sequence[str] | Identifier
+                            ) -> tuple[Identifier, str, TableMetadata]:
+        """(identifier, metadata location, metadata) of a table's current version."""
+        return self._backend.load(identifier)
+
+    def commit_table(self, identifier: Identifier, base_location: str, new: TableMetadata, base: TableMetadata
+                     ) -> tuple[str, TableMetadata]:
+        """Swap a table's metadata from ``base`` (at ``base_location``) to ``new`` atomically: the new location and
+        metadata, or CommitFailedException when another commit came first (:meth:`Table.commit_metadata` is the
+        one caller, with its retry)."""
+        return self._backend.commit(identifier, base_location, new, base)
 
     def register_views(self, spark: Any = None, namespace: str | Sequence[str] | None = None,
                        qualified: bool = False) -> list[str]:
@@ -672,14 +666,10 @@ class Catalog:
     def rename_table(self, source: str | Sequence[str], target: str | Sequence[str]) -> None:
         """Rename a table; its files stay where they are (the SQL catalog: the file-system catalog's tables are
         their directories)."""
-        if isinstance(self._backend, FileSystemCatalog):
-            raise NotSupportedError("the file-system catalog cannot rename tables (as Iceberg's HadoopCatalog)")
         self._backend.rename(source, target)
 
     def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
         """Add an existing table to the catalog by its metadata file (SQL and REST catalogs)."""
-        if isinstance(self._backend, FileSystemCatalog):
-            raise NotSupportedError("the file-system catalog cannot register tables (as Iceberg's HadoopCatalog)")
         ident, loc, meta = self._backend.register(identifier, normalize_location(metadata_location))
         return Table(ident, meta, loc, self._backend.io, self, self.spark)
 

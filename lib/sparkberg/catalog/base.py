@@ -1,9 +1,10 @@
-"""What every catalog shares: identifiers, reading a metadata file, and preparing the next version."""
+"""What every catalog shares: identifiers, reading a metadata file, preparing the next version, and the protocol
+each backend (file system, SQL, REST) gives :class:`sparkberg.table.Catalog`."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Iterable
+from typing import Iterable, Iterator, Protocol, Sequence
 
 from sparkberg.errors import InvalidIdentifierError, InvalidMetadataError, NoSuchTableError
 from sparkberg.io.fileio import FileIO
@@ -14,6 +15,43 @@ PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100
 DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 _BAD_PART = re.compile(r"[/\\\x00]")
+
+
+class CatalogBackend(Protocol):
+    """A catalog's storage of namespaces and tables. A call a backend cannot serve (the file-system catalog keeps
+    no namespace properties, renames and registers no table) raises a named error that says so."""
+
+    warehouse: str
+    io: FileIO
+
+    def create_namespace(self, namespace, properties: dict[str, str] | None = None) -> None: ...
+    def namespace_exists(self, namespace) -> bool: ...
+    def list_namespaces(self, parent=()) -> list[tuple[str, ...]]: ...
+    def load_namespace_properties(self, namespace) -> dict[str, str]: ...
+    def update_namespace_properties(self, namespace, updates: dict[str, str] | None = None,
+                                    removals: Sequence[str] = ()) -> None: ...
+    def drop_namespace(self, namespace) -> None: ...
+    def list_tables(self, namespace) -> list["Identifier"]: ...
+    def tables(self) -> Iterator["Identifier"]: ...
+    def table_exists(self, identifier) -> bool: ...
+    def default_table_location(self, identifier) -> str: ...
+
+    def load(self, identifier) -> tuple["Identifier", str, TableMetadata]:
+        """(identifier, metadata location, metadata) of the table's current version."""
+
+    def create(self, identifier, metadata: TableMetadata) -> tuple["Identifier", str, TableMetadata]:
+        """Write the first version of a new table (an error if it exists)."""
+
+    def register(self, identifier, metadata_location: str) -> tuple["Identifier", str, TableMetadata]:
+        """Add an existing table by its metadata file."""
+
+    def commit(self, identifier, base_location: str, new: TableMetadata, base: TableMetadata | None = None
+               ) -> tuple[str, TableMetadata]:
+        """Swap in ``new`` after ``base_location`` atomically: (its location, the metadata as stored), or
+        CommitFailedException when another commit came first."""
+
+    def rename(self, source, target) -> None: ...
+    def drop(self, identifier, purge: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from sparkberg.catalog.base import (
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.errors import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
-    NoSuchTableError, NotSupportedError, TableAlreadyExistsError,
+    NoSuchTableError, NotSupportedError, TableAlreadyExistsError, ValidationError,
 )
 from sparkberg.io.fileio import FileAlreadyExistsError, FileIO, file_io_for
 from sparkberg.spec.metadata import TableMetadata
@@ -97,7 +97,9 @@ class FileSystemCatalog:
         return bool(self._versions(location))
 
     # --- namespaces ---------------------------------------------------------------------------------
-    def create_namespace(self, namespace) -> None:
+    def create_namespace(self, namespace, properties: dict[str, str] | None = None) -> None:
+        if properties:
+            raise NotSupportedError("the file-system catalog keeps no namespace properties")
         ns = parse_namespace(namespace)
         loc = self.namespace_location(ns)
         if self.io.exists(loc):
@@ -122,6 +124,16 @@ class FileSystemCatalog:
             if self._is_dir(loc) and not self.is_table(loc):
                 out.append(ns + (name,))
         return out
+
+    def load_namespace_properties(self, namespace) -> dict[str, str]:
+        """{}: a namespace here is a directory, which keeps no properties."""
+        if not self.namespace_exists(namespace):
+            raise NoSuchNamespaceError(f"namespace {'.'.join(parse_namespace(namespace))} does not exist")
+        return {}
+
+    def update_namespace_properties(self, namespace, updates: dict[str, str] | None = None,
+                                    removals=()) -> None:
+        raise NotSupportedError("the file-system catalog keeps no namespace properties")
 
     def _is_dir(self, location: str) -> bool:
         return self.io.is_dir(location)
@@ -158,12 +170,21 @@ class FileSystemCatalog:
         ident = parse_identifier(identifier)
         self._check_atomic(ident)
         loc = self.table_location(ident)
+        if metadata.location.rstrip("/") != loc:
+            raise ValidationError("the file-system catalog keeps tables at <warehouse>/<namespace>/<table>; "
+                                  f"a custom location ({metadata.location}) is not supported")
         if self.is_table(loc):
             raise TableAlreadyExistsError(f"table {ident} already exists")
         return ident, self._write_version(ident, loc, 1, metadata), metadata
 
     def default_table_location(self, identifier) -> str:
         return self.table_location(parse_identifier(identifier))
+
+    def register(self, identifier, metadata_location: str) -> tuple[Identifier, str, TableMetadata]:
+        raise NotSupportedError("the file-system catalog cannot register tables (as Iceberg's HadoopCatalog)")
+
+    def rename(self, source, target) -> None:
+        raise NotSupportedError("the file-system catalog cannot rename tables (as Iceberg's HadoopCatalog)")
 
     def commit(self, identifier, base_location: str, new: TableMetadata, base: TableMetadata | None = None
                ) -> tuple[str, TableMetadata]:
