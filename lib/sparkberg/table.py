@@ -37,6 +37,7 @@ from sparkberg.spark.session import job_description, session_conf, session_time_
 from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
 from sparkberg.spec.partitioning import PartitionSpec, SortOrder, build_partition_spec, build_sort_order
+from sparkberg.spec.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.types import Schema
 
@@ -244,8 +245,8 @@ class Table(RefsMixin, EvolutionMixin):
         request = CommitRequest(target, {**current_snapshot_properties(), **(snapshot_properties or {})},
                                 self._staging())
         if merge_schema is None:
-            merge_schema = "true" in (self.properties.get("write.spark.accept-any-schema", "").strip().lower(),
-                                      (session_conf(self.spark, "spark.sql.iceberg.merge-schema") or "").lower())
+            merge_schema = boolean(self._metadata.properties, ACCEPT_ANY_SCHEMA) or \
+                (session_conf(self.spark, "spark.sql.iceberg.merge-schema") or "").strip().lower() == "true"
         through = self._merged(data.schema) if merge_schema and data is not None else self
 
         @contextlib.contextmanager

@@ -9,11 +9,11 @@ from typing import Iterable, Iterator, Protocol, Sequence
 from sparkberg.errors import InvalidIdentifierError, InvalidMetadataError, NoSuchTableError
 from sparkberg.io.fileio import FileIO
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.properties import DELETE_AFTER_COMMIT, boolean
 from sparkberg.spec.snapshots import MetadataLogEntry
 
 PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100
-DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 _BAD_PART = re.compile(r"[/\\\x00]")
 
 
@@ -126,6 +126,6 @@ def with_metadata_log(base: TableMetadata | None, base_location: str | None, new
 def delete_dropped(io: FileIO, metadata: TableMetadata, dropped: Iterable[str]) -> None:
     """Delete the metadata files that fell off the metadata log of a committed ``metadata``, when its
     ``write.metadata.delete-after-commit.enabled`` says so."""
-    if metadata.properties.get(DELETE_AFTER_COMMIT, "false").lower() == "true":
+    if boolean(metadata.properties, DELETE_AFTER_COMMIT):
         for old in dropped:
             io.delete(old)

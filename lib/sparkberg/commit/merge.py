@@ -23,6 +23,7 @@ from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import And
 from sparkberg.expressions.sql import conjuncts, translate_filter
 from sparkberg.spark.session import local_dataframe, session_time_zone
+from sparkberg.spec.properties import merges_on_read
 from sparkberg.write.dataframe import write_files
 
 
@@ -275,9 +276,8 @@ class MergeBuilder:
             changed = changed.unionByName(
                 orphans.filter(F.col("_action").startswith("B") | (F.col("_action") == "D"))
                 .select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos")))
-        mode = rl.m.properties.get("write.merge.mode", "copy-on-write").lower()
         extra = rl.lineage_fields
-        if mode == "merge-on-read" and rl.m.format_version >= 2:
+        if merges_on_read(rl.m, "merge"):
             new_rows = self._rows(pairs, unmatched, orphans, cols, lineage, src_cols, None)
             added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge",
                                 position_delta=True) if new_rows is not None else []
@@ -289,7 +289,7 @@ class MergeBuilder:
                 return
             rl.commit("overwrite", added, added_deletes, removed,
                       required={d.referenced_data_file for _, d in added_deletes},
-                      level_key="write.merge.isolation-level")
+                      command="merge")
             return
         # copy-on-write: the files with a changed row are rewritten, their other rows read again and kept
         hit = {r[0] for r in changed.select("_file").distinct().collect()}
@@ -302,4 +302,4 @@ class MergeBuilder:
         removed = removal_of(rewritten)
         if not added and not removed:
             return
-        rl.commit("overwrite", added, [], removed, level_key="write.merge.isolation-level")
+        rl.commit("overwrite", added, [], removed, command="merge")

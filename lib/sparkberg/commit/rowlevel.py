@@ -36,6 +36,7 @@ from sparkberg.read.reader import read_tasks
 from sparkberg.spark.session import session_time_zone, unsplit_file_bytes
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
+from sparkberg.spec.properties import SERIALIZABLE, isolation_level, merges_on_read
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
@@ -331,16 +332,14 @@ class RowLevel:
                 removed |= file_scoped_deletes(by_path[d.referenced_data_file])
         return added, removed
 
-    def commit(self, op: str, added_data, added_deletes, removed, required=frozenset(), level_key=None,
+    def commit(self, op: str, added_data, added_deletes, removed, required=frozenset(), command: str = "delete",
                summary: dict[str, str] | None = None):
-        isolation = self.m.properties.get(level_key or "write.delete.isolation-level", "serializable").lower()
-        if isolation not in ("serializable", "snapshot"):
-            raise ValidationError(f"table property {level_key or 'write.delete.isolation-level'} must be "
-                                  f"'serializable' or 'snapshot', got {isolation!r}")
+        """Commit the operation (a row-level ``command``, whose ``write.<command>.isolation-level`` applies)."""
+        isolation = isolation_level(self.m.properties, command)
         by_path = {t["file_path"]: t for t in self.tasks}
         touched = {p: (by_path[p]["spec_id"], self.partition(by_path[p]))
                    for p in {k[0] for k in removed} | set(required) if p in by_path}
-        validate = _both(serializable_check(self.table, self.weak, self.request) if isolation == "serializable"
+        validate = _both(serializable_check(self.table, self.weak, self.request) if isolation == SERIALIZABLE
                          else None, no_new_deletes_check(self.table, touched, self.request))
         with self.request.written(self.table.io, lambda: [f.file_path for f in added_data] +
                                   sorted({d.file_path for _, d in added_deletes})):
@@ -368,10 +367,9 @@ def delete_rows(table, filter: str | Column, request: CommitRequest) -> bool:
         return False
     removed = set(rl.removed)
     added_data, added_deletes, required = [], [], set()
-    mode = rl.m.properties.get("write.delete.mode", "copy-on-write").lower()
     if rl.partial:
         matched = rl.read(rl.partial, ["_file", "_pos"], filter)
-        if mode == "merge-on-read" and rl.m.format_version >= 2:
+        if merges_on_read(rl.m, "delete"):
             added_deletes, more = rl.delete_positions(matched, rl.partial)
             removed |= more
             required = {d.referenced_data_file for _, d in added_deletes}
@@ -424,8 +422,7 @@ def dynamic_overwrite(table, df, request: CommitRequest) -> None:
     if rl.tasks:
         removed |= rl.delete_files_in(replaced)
     # (Java's ReplacePartitions marks its snapshots so: cherry-picking one replays it on the partitions it names)
-    rl.commit("overwrite", added, [], removed, level_key="write.update.isolation-level",
-              summary={"replace-partitions": "true"})
+    rl.commit("overwrite", added, [], removed, command="update", summary={"replace-partitions": "true"})
 
 
 def update(table, assignments: dict[str, str], filter: str | Column | None, request: CommitRequest) -> None:
@@ -442,7 +439,6 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
         return
     cols = [f.name for f in rl.schema.fields]
     set_by_name = {names[c.lower()]: v for c, v in assignments.items()}
-    mode = rl.m.properties.get("write.update.mode", "copy-on-write").lower()
     extra = rl.lineage_fields
 
     spark_types = {f.name: f.dataType for f in rl.table.spark_schema().fields}
@@ -456,7 +452,7 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
             out += [F.col("_row_id"), F.lit(None).cast("bigint").alias("_last_updated_sequence_number")]
         return df.select(*out)
 
-    if mode == "merge-on-read" and rl.m.format_version >= 2:
+    if merges_on_read(rl.m, "update"):
         matched = rl.read(tasks, cols + rl.lineage + ["_file", "_pos"], cond).cache()
         try:
             rows = matched.count()  # (fills the cache)
@@ -470,7 +466,7 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
             matched.unpersist()
         rl.commit("overwrite", added_data, added_deletes, removed,
                   required={d.referenced_data_file for _, d in added_deletes},
-                  level_key="write.update.isolation-level")
+                  command="update")
         return
     hit = {r[0] for r in rl.read(tasks, ["_file"], cond).distinct().collect()}
     rewrite = [t for t in tasks if t["file_path"] in hit]
@@ -484,7 +480,7 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
                 .otherwise(F.col("_last_updated_sequence_number")).alias("_last_updated_sequence_number")]
     added = write_files(rl.spark, rl.m, rows.select(*out), extra_fields=extra, command="update",
                         in_place=rl.rewritten_in_place(rewrite, set_by_name))
-    rl.commit("overwrite", added, [], removal_of(rewrite), level_key="write.update.isolation-level")
+    rl.commit("overwrite", added, [], removal_of(rewrite), command="update")
 
 
 __all__ = ["delete_rows", "overwrite", "dynamic_overwrite", "update", "key_predicate", "semi_join_pruning",

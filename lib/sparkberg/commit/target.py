@@ -17,9 +17,9 @@ from sparkberg.errors import ValidationError
 from sparkberg.spark.session import session_conf
 from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.properties import WAP_ENABLED, boolean
 from sparkberg.spec.snapshots import BRANCH, MAIN_BRANCH, Snapshot
 
-WAP_ENABLED = "write.wap.enabled"
 STAGED_WAP_ID = "wap.id"
 PUBLISHED_WAP_ID = "published-wap-id"
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"
@@ -92,7 +92,7 @@ def resolve(spark, meta: TableMetadata, branch: str | None = None, wap_id: str |
     for label, v in (("branch", branch), ("wap_id", wap_id)):
         if v is not None and (not isinstance(v, str) or not v.strip()):
             raise ValidationError(f"{label} must be a non-empty string, got {v!r}")
-    enabled = meta.properties.get(WAP_ENABLED, "false").strip().lower() == "true"
+    enabled = boolean(meta.properties, WAP_ENABLED)
     if wap_id is not None and not enabled:
         raise ValidationError(f"cannot stage a write with WAP id {wap_id!r}: table property {WAP_ENABLED} is not "
                               "true")
@@ -117,11 +117,11 @@ def resolve(spark, meta: TableMetadata, branch: str | None = None, wap_id: str |
 def read_branch(spark, meta: TableMetadata) -> str | None:
     """The branch a read without a ref reads: the WAP branch when WAP is enabled and it exists (Iceberg Spark's
     ``SparkReadConf.branch``), else main (None)."""
-    if meta.properties.get(WAP_ENABLED, "false").strip().lower() != "true":
+    if not boolean(meta.properties, WAP_ENABLED):
         return None
     wap_branch = _conf(spark, "spark.wap.branch")
     return wap_branch if wap_branch is not None and wap_branch in meta.refs else None
 
 
-__all__ = ["Target", "MAIN", "resolve", "read_branch", "WAP_ENABLED", "STAGED_WAP_ID", "PUBLISHED_WAP_ID",
+__all__ = ["Target", "MAIN", "resolve", "read_branch", "STAGED_WAP_ID", "PUBLISHED_WAP_ID",
            "SOURCE_SNAPSHOT_ID"]

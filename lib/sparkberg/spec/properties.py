@@ -1,0 +1,55 @@
+"""Table properties sparkberg reads that more than one module decides by: their names, defaults and typed
+accessors (as Iceberg Java's ``TableProperties`` and PyIceberg's). A value that is not one the property takes is a
+named error that names the property and the value."""
+from __future__ import annotations
+
+from typing import Mapping
+
+from sparkberg.errors import ValidationError
+from sparkberg.spec.metadata import TableMetadata
+
+COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
+SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
+ROW_LEVEL_COMMANDS = ("delete", "update", "merge")
+
+WAP_ENABLED = "write.wap.enabled"  # default false
+ACCEPT_ANY_SCHEMA = "write.spark.accept-any-schema"  # default false: writes merge the data's schema when true
+DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"  # default false
+
+
+def _choice(properties: Mapping[str, str], key: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = properties.get(key)
+    if value is None:
+        return default
+    if value.strip().lower() not in allowed:
+        raise ValidationError(f"table property {key} must be one of {', '.join(allowed)}, got {value!r}")
+    return value.strip().lower()
+
+
+def boolean(properties: Mapping[str, str], key: str, default: bool = False) -> bool:
+    """A true/false property (any case)."""
+    value = properties.get(key)
+    if value is None:
+        return default
+    return _choice(properties, key, "", ("true", "false")) == "true"
+
+
+def row_level_mode(properties: Mapping[str, str], command: str) -> str:
+    """``write.<command>.mode`` of a row-level command (delete, update, merge): copy-on-write (the default) or
+    merge-on-read."""
+    return _choice(properties, f"write.{command}.mode", COPY_ON_WRITE, (COPY_ON_WRITE, MERGE_ON_READ))
+
+
+def merges_on_read(metadata: TableMetadata, command: str) -> bool:
+    """Whether a row-level command writes delete files: merge-on-read on a table that can hold them (v2+)."""
+    return row_level_mode(metadata.properties, command) == MERGE_ON_READ and metadata.format_version >= 2
+
+
+def isolation_level(properties: Mapping[str, str], command: str) -> str:
+    """``write.<command>.isolation-level`` of a row-level command: serializable (the default) or snapshot."""
+    return _choice(properties, f"write.{command}.isolation-level", SERIALIZABLE, (SERIALIZABLE, SNAPSHOT))
+
+
+__all__ = ["COPY_ON_WRITE", "MERGE_ON_READ", "SERIALIZABLE", "SNAPSHOT", "ROW_LEVEL_COMMANDS", "WAP_ENABLED",
+           "ACCEPT_ANY_SCHEMA", "DELETE_AFTER_COMMIT", "boolean", "row_level_mode", "merges_on_read",
+           "isolation_level"]

@@ -1,0 +1,26 @@
+"""Table properties read in one place: defaults, any-case values, and a named error for a value a property does
+not take (a misspelt mode no longer falls back to copy-on-write)."""
+import pytest
+
+from sparkberg.errors import ValidationError
+from sparkberg.spec import properties as P
+
+
+def test_row_level_modes_and_isolation_levels():
+    assert P.row_level_mode({}, "delete") == P.COPY_ON_WRITE
+    assert P.row_level_mode({"write.merge.mode": " Merge-On-Read"}, "merge") == P.MERGE_ON_READ
+    assert P.isolation_level({}, "update") == P.SERIALIZABLE
+    assert P.isolation_level({"write.update.isolation-level": "SNAPSHOT"}, "update") == P.SNAPSHOT
+    with pytest.raises(ValidationError, match="write.delete.mode must be one of copy-on-write, merge-on-read, got "
+                                              "'merge_on_read'"):
+        P.row_level_mode({"write.delete.mode": "merge_on_read"}, "delete")
+    with pytest.raises(ValidationError, match="write.merge.isolation-level must be one of serializable, snapshot"):
+        P.isolation_level({"write.merge.isolation-level": "strict"}, "merge")
+
+
+def test_booleans():
+    assert P.boolean({}, P.WAP_ENABLED) is False and P.boolean({}, P.WAP_ENABLED, True) is True
+    assert P.boolean({P.WAP_ENABLED: "TRUE "}, P.WAP_ENABLED) is True
+    assert P.boolean({P.WAP_ENABLED: "false"}, P.WAP_ENABLED) is False
+    with pytest.raises(ValidationError, match="write.wap.enabled must be one of true, false, got 'yes'"):
+        P.boolean({P.WAP_ENABLED: "yes"}, P.WAP_ENABLED)
