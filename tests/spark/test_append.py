@@ -202,9 +202,13 @@ def test_python_workers_keep_zip_indexes_between_tasks(spark):
 
 @pytest.fixture
 def store_policy(spark):
-    """A session of the run's SparkContext with Spark's default store assignment (ANSI), or the one set."""
+    """A session of the run's SparkContext with Spark's default settings for what the project sets, and Spark's
+    default store assignment (ANSI) until a test sets another."""
     s = spark.newSession()
-    s.conf.unset("spark.sql.storeAssignmentPolicy")
+    for k in ("spark.sql.storeAssignmentPolicy", "spark.sql.parquet.fieldId.read.enabled",
+              "spark.sql.parquet.fieldId.write.enabled", "spark.sql.parquet.fieldId.read.ignoreMissing"):
+        s.conf.unset(k)
+    s.conf.set("spark.sql.session.timeZone", "UTC")
     return s
 
 
