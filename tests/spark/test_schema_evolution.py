@@ -126,3 +126,40 @@ def test_a_name_mapping_follows_renames_and_adds(spark, table):
     assert by_id[2]["names"] == ["n", "count"] and by_id[17]["names"] == ["note"]
     nested = {e["field-id"]: e["names"] for e in by_id[3]["fields"]}
     assert nested[9] == ["city", "town"] and nested[16] == ["zip"]
+
+
+def test_a_java_shaped_file_reads_after_nested_evolution_in_both_readers(spark, warehouse):
+    # Iceberg Java writes nested fields `required` when its input has no nulls; after adding, promoting, dropping
+    # and renaming fields inside a list's and a map's structs, to_df and the SQL view (the data source on 4.1+)
+    # read the old file's rows as the table's
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.jshape", "id bigint, points array<struct<x:int, y:int>>, "
+                                      "attrs map<string, struct<a:int, b:string>>")
+
+    def fid(i):
+        return {b"PARQUET:field_id": str(i).encode()}
+    element = pa.struct([pa.field("x", pa.int32(), False, fid(5)), pa.field("y", pa.int32(), False, fid(6))])
+    value = pa.struct([pa.field("a", pa.int32(), False, fid(9)), pa.field("b", pa.string(), False, fid(10))])
+    schema = pa.schema([pa.field("id", pa.int64(), False, fid(1)),
+                        pa.field("points", pa.list_(pa.field("element", element, False, fid(4))), False, fid(2)),
+                        pa.field("attrs", pa.map_(pa.field("key", pa.string(), False, fid(7)),
+                                                  pa.field("value", value, False, fid(8))), False, fid(3))])
+    path = os.path.join(warehouse, "java-shaped.parquet")
+    pq.write_table(pa.table({"id": [1], "points": [[{"x": 1, "y": 2}]], "attrs": [[("k", {"a": 1, "b": "q"})]]},
+                            schema=schema), path)
+    t.add_files([path])
+    with t.update_schema() as u:
+        u.add_column("points.element.z", "bigint").update_column("points.element.x", "bigint")
+        u.delete_column("points.element.y").rename_column("attrs.value.b", "bb")
+    t = cat.load_table("db.jshape")
+    t.append(spark.sql("SELECT 2L AS id, array(named_struct('x', 5000000000L, 'z', 7L)) AS points, "
+                       "map('j', named_struct('a', 2, 'bb', 'r')) AS attrs"))
+    expected = [{"id": 1, "points": [{"x": 1, "z": None}], "attrs": {"k": {"a": 1, "bb": "q"}}},
+                {"id": 2, "points": [{"x": 5000000000, "z": 7}], "attrs": {"j": {"a": 2, "bb": "r"}}}]
+    assert sorted((r.asDict(recursive=True) for r in cat.load_table("db.jshape").to_df().collect()),
+                  key=lambda r: r["id"]) == expected
+    cat.load_table("db.jshape").register_views("jshape")
+    assert sorted((r.asDict(recursive=True) for r in spark.sql("SELECT * FROM jshape").collect()),
+                  key=lambda r: r["id"]) == expected
