@@ -363,7 +363,7 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
                 continue
             renamed = {i for i in nested_watched.get(fid, ()) if i in named and named[i] != schema.find_field(i).name}
             lacking = nested_watched.get(fid, set()) - set(present) if fid in present else set()
-            if lacking or renamed or fid in promoted_under:  # read what the file holds, then conform to the table's type
+            if lacking or renamed or fid in promoted_under:  # read what the file holds, then make it the table's
                 t = schema.find_field(fid).field_type
                 stored = _file_read_type(t, f.dataType, fid, present, named, nested_watched.get(fid, set()),
                                          promoted)
