@@ -10,8 +10,8 @@ from sparkberg import zipimports as _zipimports
 _zipimports.install_in_worker()
 
 from sparkberg.errors import (  # noqa: F401, E402
-    CommitFailed, CommitFailedException, CommitStateUnknownException, InvalidIdentifierError, InvalidMetadataError,
-    NoSuchNamespaceError, NoSuchTable, NoSuchTableError, NotSupportedError, SparkbergError, TableAlreadyExistsError,
+    CommitFailedException, CommitStateUnknownException, InvalidIdentifierError, InvalidMetadataError,
+    NoSuchNamespaceError, NoSuchTableError, NotSupportedError, SparkbergError, TableAlreadyExistsError,
     TableUUIDMismatchError, UnsupportedFormatVersionError, ValidationError,
 )
 

@@ -92,5 +92,3 @@ class TableUUIDMismatchError(ValidationError):
     """A refreshed table is another table: its ``table-uuid`` changed (dropped and re-created meanwhile)."""
 
 
-NoSuchTable = NoSuchTableError
-CommitFailed = CommitFailedException

@@ -458,7 +458,8 @@ class Table(RefsMixin, EvolutionMixin):
         """A named error for a change this table cannot take: any, loaded by path; ``maintenance`` (the call's
         name), in a transaction's block (it deletes files once its commit is done)."""
         if self.catalog is None:
-            raise SparkbergError(f"table {self.name} was loaded by path and is read-only")
+            raise SparkbergError(f"table {self.name} was loaded by path and is read-only; load it from a catalog "
+                                 "to change it")
         if maintenance is not None and self._transaction is not None:
             raise NotSupportedError(f"{maintenance} deletes files after its commit and cannot be part of a "
                                     "transaction; run it on the table")
@@ -484,9 +485,7 @@ class Table(RefsMixin, EvolutionMixin):
         it; the catalog swaps it in. A lost race deletes those files, refreshes and builds again per
         ``commit.retry.*`` (:mod:`sparkberg.commit.retry`); a commit that cannot succeed leaves the table as it
         was."""
-        if self.catalog is None:
-            raise SparkbergError(f"table {self.name} was loaded by path and is read-only; load it from a catalog "
-                                 "to change it")
+        self._writable()
         if self._transaction is not None:  # (staged now, committed with the transaction's other changes)
             self._metadata = self._transaction.stage(build)
             return

@@ -158,3 +158,14 @@ def test_type_mapping_roundtrip(spark):
     with pytest.raises(sparkberg.NotSupportedError, match="column 'n'"):
         to_spark_schema(T.Schema([T.NestedField(1, "n", T.TIMESTAMP_NS)]))
     assert json.loads(json.dumps(s.to_json()))["fields"][0]["name"] == "id"
+
+
+def test_errors_users_see_are_sparkbergs(spark, warehouse):
+    # bad input at the public API is a named sparkberg error, never a bare ValueError or KeyError; one name per class
+    from sparkberg.errors import ValidationError
+    from sparkberg.jobs.health import health_sql
+    with pytest.raises(ValidationError, match="warehouse location cannot be empty"):
+        sparkberg.catalog(spark, "")
+    with pytest.raises(ValidationError, match="unknown health view 'bogus'"):
+        health_sql("bogus", "t")
+    assert not hasattr(sparkberg, "NoSuchTable") and not hasattr(sparkberg, "CommitFailed")

@@ -64,6 +64,9 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
     kind = type or ("jdbc" if uri.startswith(SQL_SCHEMES) else "rest" if uri.startswith(("http:", "https:"))
                     else "hadoop")
     if kind == "hadoop":
+        if not (warehouse or uri or "").strip():  # (an empty location would open the working directory)
+            raise ValidationError("warehouse location cannot be empty: give the catalog a location, a database or "
+                                  "REST URI, or the name of a catalog configured in the Spark conf")
         location = normalize_location(warehouse or uri)
         return FileSystemCatalog(location), location, {"type": "hadoop", "uri": location}
     if kind in ("jdbc", "sql"):

@@ -40,7 +40,7 @@ class FileSystemCatalog:
 
     def __init__(self, warehouse: str, io: FileIO | None = None):
         if not warehouse:
-            raise ValueError("warehouse location cannot be empty")
+            raise ValidationError("warehouse location cannot be empty")  # (given directly, not by sparkberg.catalog)
         self.warehouse = warehouse.rstrip("/") if warehouse != "/" else warehouse
         self.io = io or file_io_for(self.warehouse)
 

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 from pyspark.sql import DataFrame
 
+from sparkberg.errors import ValidationError
 from sparkberg.jobs.common import OK, add_session_arguments, open_catalog, progress, run, session
 
 HEALTH_VIEWS = ("small_files", "deletes", "manifests", "snapshot_growth", "row_lineage")
@@ -40,7 +41,7 @@ def sql_dir() -> str:
 def health_sql(name: str, view: str, small_file_bytes: int = DEFAULT_SMALL_FILE_BYTES) -> str:
     """The text of health view ``name`` for the table registered as ``view``."""
     if name not in HEALTH_VIEWS:
-        raise ValueError(f"unknown health view {name!r}; there are {', '.join(HEALTH_VIEWS)}")
+        raise ValidationError(f"unknown health view {name!r}; there are {', '.join(HEALTH_VIEWS)}")
     with open(os.path.join(sql_dir(), f"{name}.sql"), encoding="utf-8") as f:
         text = f.read()
     return text.replace("{table}", view).replace("{small_file_bytes}", str(int(small_file_bytes)))
