@@ -40,6 +40,7 @@ from sparkberg.spec.partitioning import PartitionSpec, SortOrder, build_partitio
 from sparkberg.spec.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.types import Schema
+from sparkberg import state
 
 
 
@@ -719,6 +720,11 @@ def load_table(spark: Any, path: str) -> Table:
     metas = [(read_metadata(io, p), p) for p in newest]
     meta, mloc = max(metas, key=lambda x: x[0].last_updated_ms)
     return Table(None, meta, mloc, io, None, spark)
+
+
+# (listed, never emptied: the layers that registered listen for the process's life)
+state.register("sparkberg.table._COMMIT_LISTENERS", "one per registered function; clear() leaves it",
+               lambda: None)
 
 
 __all__ = ["Catalog", "Table", "catalog", "load_table", "InvalidMetadataError"]

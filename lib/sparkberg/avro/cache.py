@@ -37,6 +37,7 @@ import pyarrow as pa
 from sparkberg.avro.columnar import ManifestColumns
 from sparkberg.errors import ValidationError
 from sparkberg.lru import LRU
+from sparkberg import state
 
 ENABLED = "spark.sparkberg.manifest-cache.enabled"
 DIRECTORY = "spark.sparkberg.manifest-cache.dir"
@@ -173,3 +174,12 @@ def manifest_cache(spark) -> ManifestCache | None:
     except ValueError:
         raise ValidationError(f"{MAX_BYTES} must be a number of bytes, got {raw!r}") from None
     return ManifestCache(directory, max_bytes)
+
+
+def _clear_memory() -> None:
+    ManifestCache._mapped.clear()
+    ManifestCache._lists.clear()
+
+
+state.register("sparkberg.avro.cache.ManifestCache", f"decoded manifests: {MAX_BYTES} (default "
+               f"{MAX_BYTES_DEFAULT >> 20} MiB); manifest lists: {MANIFEST_LISTS}", _clear_memory)

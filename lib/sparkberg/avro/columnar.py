@@ -24,6 +24,7 @@ from sparkberg.avro import compiled
 from sparkberg.avro.compiled import Unsupported
 from sparkberg.avro.schemas import field_ids, non_null
 from sparkberg.spec.manifests import FieldSummary, Manifest, ManifestFile
+from sparkberg import state
 
 # data_file field id -> the canonical column name (spec names; v1 manifests hold a subset)
 DATA_FILE_COLUMNS = {
@@ -569,3 +570,6 @@ def read_manifest_list_compiled(data: bytes, ids: dict[int, str],
     if paths.null_count:
         return None
     return ManifestListColumns(cols.num_rows, paths, ints, key_metadata, summaries)
+
+
+state.register("sparkberg.avro.columnar._layout", "64 manifest schemas", _layout.cache_clear)

@@ -23,6 +23,7 @@ from sparkberg.avro.instructions import (
     OP_ARRAY, OP_BOOLEAN, OP_BYTES, OP_DOUBLE, OP_FIXED, OP_FLOAT, OP_INT, OP_ITEM_END, OP_JUMP,
     OP_KEYED_ARRAY, OP_MAP, OP_MARK, OP_NULL, OP_SKIP_ARRAY, OP_UNION, SKIP_LENGTH, SKIP_VARINT,
 )
+from sparkberg import state
 
 # ISA-L's inflate (a dependency: see setup.cfg): the same bytes out as zlib's
 from isal import isal_zlib as _deflate  # noqa: E402
@@ -513,3 +514,7 @@ def read_columns(data: bytes | Sequence[bytes], paths: Iterable[tuple[str, ...]]
         out = Columns(n, buf, prog, room, counts)
         out.file_rows = rows
         return out
+
+
+state.register("sparkberg.avro.compiled._kernel", "one (the compiled kernels)", _kernel.cache_clear)
+state.register("sparkberg.avro.compiled.program", "256 programs (writer schema and projection)", program.cache_clear)

@@ -30,6 +30,7 @@ from sparkberg.spec.manifests import (
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.types import UUID, DecimalType, Schema, StructType
 from sparkberg.spec.values import date_to_days, datetime_to_micros, is_nan, time_to_micros, to_bytes
+from sparkberg import state
 
 V1_BLOCK_SIZE = 64 * 1024 * 1024  # what Java writes in the deprecated v1 block_size_in_bytes
 AVRO_CODEC = "deflate"
@@ -484,3 +485,7 @@ def manifest_file_from_manifest(path: str, length: int, data: bytes, snapshot_id
                                    "manifests must carry", path, "partition-spec")
     return manifest_file_for(m.entries, path=path, length=length, spec=spec_fields, schema=schema,
                              added_snapshot_id=snapshot_id, content=MANIFEST_DATA, sequence_number=0)
+
+
+state.register("sparkberg.avro.manifest._manifest_layout", "64 manifest schemas", _manifest_layout.cache_clear)
+state.register("sparkberg.avro.manifest._planning_schema", "64 manifest schemas", _planning_schema.cache_clear)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Hashable
 from sparkberg.errors import ValidationError
 from sparkberg.lru import LRU
 from sparkberg.spark.session import session_conf
+from sparkberg import state
 
 ENABLED = "spark.sparkberg.delete-cache.enabled"
 MAX_BYTES = "spark.sparkberg.delete-cache.max-bytes"
@@ -75,3 +76,7 @@ def delete_cache(spark) -> DeleteCache | None:
         return DeleteCache(int(raw))
     except ValueError:
         raise ValidationError(f"{MAX_BYTES} must be a number of bytes, got {raw!r}") from None
+
+
+state.register("sparkberg.read.deletecache.DeleteCache", f"decoded deletes: {MAX_BYTES} (default "
+               f"{MAX_BYTES_DEFAULT >> 20} MiB)", DeleteCache._kept.clear)

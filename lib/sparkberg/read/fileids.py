@@ -20,6 +20,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from sparkberg.read.formats import path_key
+from sparkberg import state
 
 # ids stay below 2^23: (id << 40 | position) is one positive long per row, positions below 2^40
 ID_BITS = 23
@@ -174,3 +175,7 @@ def _file_slots(names: tuple[str, ...], max_bits: int) -> FileSlots | None:
         if found is not None:
             return FileSlots(found[0], bits, found[1])
     return None
+
+
+state.register("sparkberg.read.fileids._name_hash", "65,536 file names", _name_hash.cache_clear)
+state.register("sparkberg.read.fileids._file_slots", "256 sets of files", _file_slots.cache_clear)

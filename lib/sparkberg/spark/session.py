@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Sequence
 
 from sparkberg.errors import MissingFileError
 from sparkberg.lru import LRU
+from sparkberg import state
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -501,3 +502,8 @@ def as_active(spark) -> Iterator[None]:
             sessions.setActiveSession(previous.get())
         else:
             sessions.clearActiveSession()
+
+
+state.register("sparkberg.spark.session._COUNTED", "one class per DataFrame class (two)", _COUNTED.clear)
+state.register("sparkberg.spark.session._jvm_handles", "per py4j gateway, gone with it", _jvm_handles.clear)
+state.register("sparkberg.spark.session._per_session", "per Spark session, gone with it", _per_session.clear)
