@@ -111,6 +111,8 @@ def _assign(col: Column, src: ST.DataType, dst: ST.DataType, where: str) -> Colu
     fails the write with an error naming the column (``where``) and the value."""
     if src == dst:
         return col
+    if src.simpleString() == dst.simpleString():  # (the same names and types in order, only nullability differs:
+        return col.cast(dst)                      # Spark's cast, not a rebuild of every element)
     if isinstance(src, ST.StructType) and isinstance(dst, ST.StructType):
         names = {f.name.lower(): f for f in src.fields}
         parts = []
