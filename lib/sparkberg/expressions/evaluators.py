@@ -12,9 +12,7 @@ import math
 from typing import Any, Sequence
 
 from sparkberg.arrays import binary_offsets, int_values, valid_mask
-from sparkberg.expressions.predicates import (
-    AlwaysFalse, AlwaysTrue, And, Bound, BoundPredicate, Not, Or, rewrite_not,
-)
+from sparkberg.expressions.predicates import Bound, BoundPredicate, Fold, rewrite_not, visit
 from sparkberg.spec import types as T
 from sparkberg.spec.values import from_bytes
 
@@ -31,17 +29,8 @@ def _decode(t: T.IcebergType, b: bytes | None) -> Any:
 
 
 def _walk(e: Bound, leaf) -> bool:
-    if isinstance(e, AlwaysTrue):
-        return True
-    if isinstance(e, AlwaysFalse):
-        return False
-    if isinstance(e, And):
-        return _walk(e.left, leaf) and _walk(e.right, leaf)
-    if isinstance(e, Or):
-        return _walk(e.left, leaf) or _walk(e.right, leaf)
-    if isinstance(e, Not):
-        return _walk(rewrite_not(e), leaf)
-    return leaf(e)
+    """Whether ``e`` may match, ``leaf`` answering for each predicate (negations pushed down first)."""
+    return visit(rewrite_not(e), Fold(leaf, True, False, lambda a, b: a and b, lambda a, b: a or b))
 
 
 def _is_float(t: T.IcebergType) -> bool:
@@ -178,17 +167,8 @@ def manifest_mask(partition_pred: Bound, partition_type: T.StructType, n: int, s
 def _walk_mask(e: Bound, leaf, n: int):
     """:func:`_walk` of many at once: ``leaf`` returns a numpy bool array of ``n`` per predicate."""
     import numpy as np
-    if isinstance(e, AlwaysTrue):
-        return np.ones(n, bool)
-    if isinstance(e, AlwaysFalse):
-        return np.zeros(n, bool)
-    if isinstance(e, And):
-        return _walk_mask(e.left, leaf, n) & _walk_mask(e.right, leaf, n)
-    if isinstance(e, Or):
-        return _walk_mask(e.left, leaf, n) | _walk_mask(e.right, leaf, n)
-    if isinstance(e, Not):
-        return _walk_mask(rewrite_not(e), leaf, n)
-    return leaf(e)
+    return visit(rewrite_not(e), Fold(leaf, np.ones(n, bool), np.zeros(n, bool), lambda a, b: a & b,
+                                      lambda a, b: a | b))
 
 
 def _range_mask(op: str, value: Any, lower, lower_known, upper, upper_known, n: int):
@@ -362,13 +342,10 @@ def predicate_field_ids(pred: Bound) -> frozenset[int] | None:
 
 
 def _collect_leaves(e: Bound, out: list) -> bool:
-    if isinstance(e, (AlwaysTrue, AlwaysFalse)):
-        return True
-    if isinstance(e, (And, Or)):
-        return _collect_leaves(e.left, out) and _collect_leaves(e.right, out)
-    if isinstance(e, Not):
-        return _collect_leaves(rewrite_not(e), out)
-    if isinstance(e, BoundPredicate):
-        out.append(e)
-        return True
-    return False
+    """Whether every predicate of ``e`` (negations pushed down) is bound; each appended to ``out``."""
+    def leaf(p) -> bool:
+        if isinstance(p, BoundPredicate):
+            out.append(p)
+            return True
+        return False
+    return visit(rewrite_not(e), Fold(leaf, True, True, lambda a, b: a and b, lambda a, b: a and b))

@@ -14,7 +14,7 @@ import datetime as _dt
 import decimal
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Union
+from typing import Any, Callable, Generic, Iterable, TypeVar, Union
 
 from sparkberg.errors import ValidationError
 from sparkberg.spec import types as T
@@ -153,6 +153,72 @@ def not_(e: Expression) -> Expression:
     return Not(e)
 
 
+R = TypeVar("R")
+
+
+class Visitor(Generic[R]):
+    """What an expression tree folds to, leaves first (Iceberg Java's ``ExpressionVisitors``): :func:`visit` calls
+    one method a node with what it made of the node's children. The one walk of ``And``/``Or``/``Not`` trees; a
+    visitor that wants no negation left visits ``rewrite_not(e)`` (negations pushed down to the predicates)."""
+
+    def always_true(self) -> R:
+        raise NotImplementedError
+
+    def always_false(self) -> R:
+        raise NotImplementedError
+
+    def and_(self, left: R, right: R) -> R:
+        raise NotImplementedError
+
+    def or_(self, left: R, right: R) -> R:
+        raise NotImplementedError
+
+    def not_(self, child: R) -> R:
+        raise NotImplementedError(f"{type(self).__name__} visits expressions without negation: rewrite_not first")
+
+    def predicate(self, p: Expression) -> R:
+        raise NotImplementedError
+
+
+def visit(e: Expression, visitor: Visitor[R]) -> R:
+    """``e`` folded by ``visitor`` (see :class:`Visitor`)."""
+    if isinstance(e, AlwaysTrue):
+        return visitor.always_true()
+    if isinstance(e, AlwaysFalse):
+        return visitor.always_false()
+    if isinstance(e, And):
+        return visitor.and_(visit(e.left, visitor), visit(e.right, visitor))
+    if isinstance(e, Or):
+        return visitor.or_(visit(e.left, visitor), visit(e.right, visitor))
+    if isinstance(e, Not):
+        return visitor.not_(visit(e.child, visitor))
+    return visitor.predicate(e)
+
+
+class Fold(Visitor[R]):
+    """A visitor of a negation-free tree made of functions: ``leaf`` of each predicate, the values of true and
+    false, and how ``both`` (and) and ``either`` (or) combine their children's."""
+
+    def __init__(self, leaf: Callable[[Any], R], true: R, false: R, both: Callable[[R, R], R],
+                 either: Callable[[R, R], R]):
+        self.leaf, self.true, self.false, self.both, self.either = leaf, true, false, both, either
+
+    def always_true(self) -> R:
+        return self.true
+
+    def always_false(self) -> R:
+        return self.false
+
+    def and_(self, left: R, right: R) -> R:
+        return self.both(left, right)
+
+    def or_(self, left: R, right: R) -> R:
+        return self.either(left, right)
+
+    def predicate(self, p: Expression) -> R:
+        return self.leaf(p)
+
+
 def rewrite_not(e: Expression) -> Expression:
     """Push negations down to predicates (De Morgan), so projections see no Not."""
     if isinstance(e, Not):
@@ -236,18 +302,35 @@ def _check_range(t: T.IcebergType, v: int) -> int:
     return v
 
 
+class _Binder(Visitor[Expression]):
+    def __init__(self, schema: T.Schema, case_sensitive: bool):
+        self.schema, self.case_sensitive = schema, case_sensitive
+
+    def always_true(self) -> Expression:
+        return TRUE
+
+    def always_false(self) -> Expression:
+        return FALSE
+
+    def and_(self, left: Expression, right: Expression) -> Expression:
+        return and_(left, right)
+
+    def or_(self, left: Expression, right: Expression) -> Expression:
+        return or_(left, right)
+
+    def not_(self, child: Expression) -> Expression:
+        return not_(child)
+
+    def predicate(self, p: Expression) -> Expression:
+        return p if isinstance(p, BoundPredicate) else _bind_predicate(p, self.schema, self.case_sensitive)
+
+
 def bind(e: Expression, schema: T.Schema, case_sensitive: bool = False) -> Bound:
     """Resolve column names against ``schema`` and convert literals to the columns' types."""
-    if isinstance(e, (AlwaysTrue, AlwaysFalse)):
-        return e
-    if isinstance(e, And):
-        return and_(bind(e.left, schema, case_sensitive), bind(e.right, schema, case_sensitive))
-    if isinstance(e, Or):
-        return or_(bind(e.left, schema, case_sensitive), bind(e.right, schema, case_sensitive))
-    if isinstance(e, Not):
-        return not_(bind(e.child, schema, case_sensitive))
-    if isinstance(e, BoundPredicate):
-        return e
+    return visit(e, _Binder(schema, case_sensitive))
+
+
+def _bind_predicate(e: Predicate, schema: T.Schema, case_sensitive: bool) -> Bound:
     assert isinstance(e, Predicate)
     by_name = schema.index_by_name()
     f = by_name.get(e.term)
@@ -328,26 +411,32 @@ def test_predicate(p: BoundPredicate, v: Any) -> bool:
 
 
 def evaluate(e: Bound, row: dict[int, Any]) -> bool:
-    """The reference evaluator: whether a row (values keyed by field id) matches a bound expression."""
-    if isinstance(e, AlwaysTrue):
-        return True
-    if isinstance(e, AlwaysFalse):
-        return False
-    if isinstance(e, And):
-        return evaluate(e.left, row) and evaluate(e.right, row)
-    if isinstance(e, Or):
-        return evaluate(e.left, row) or evaluate(e.right, row)
-    if isinstance(e, Not):
-        return evaluate(rewrite_not(e), row)  # as Iceberg evaluates: NOT(x < 5) is x >= 5, false for null
-    return test_predicate(e, row.get(e.field_id))
+    """The reference evaluator: whether a row (values keyed by field id) matches a bound expression (negations
+    pushed down first, as Iceberg evaluates: NOT(x < 5) is x >= 5, false for null)."""
+    return visit(rewrite_not(e), Fold(lambda p: test_predicate(p, row.get(p.field_id)), True, False,
+                                      lambda a, b: a and b, lambda a, b: a or b))
+
+
+class _Predicates(Visitor[list]):
+    def always_true(self) -> list:
+        return []
+
+    def always_false(self) -> list:
+        return []
+
+    def and_(self, left: list, right: list) -> list:
+        return left + right
+
+    def or_(self, left: list, right: list) -> list:
+        return left + right
+
+    def not_(self, child: list) -> list:
+        return child
+
+    def predicate(self, p: Expression) -> list:
+        return [p] if isinstance(p, (Predicate, BoundPredicate)) else []
 
 
 def predicates(e: Expression) -> Iterable[Expression]:
     """Every predicate of an expression tree."""
-    if isinstance(e, (And, Or)):
-        yield from predicates(e.left)
-        yield from predicates(e.right)
-    elif isinstance(e, Not):
-        yield from predicates(e.child)
-    elif isinstance(e, (Predicate, BoundPredicate)):
-        yield e
+    return iter(visit(e, _Predicates()))

@@ -15,8 +15,7 @@ import decimal
 from typing import Any, Callable
 
 from sparkberg.expressions.predicates import (
-    FALSE, TRUE, AlwaysFalse, AlwaysTrue, And, Bound, BoundPredicate, Expression, Not, Or, and_, or_,
-    rewrite_not,
+    FALSE, TRUE, Bound, BoundPredicate, Expression, Visitor, and_, or_, rewrite_not, visit,
 )
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec
@@ -36,15 +35,34 @@ def strict_projection(expr: Expression, spec: PartitionSpec, schema: T.Schema) -
     return _project(rewrite_not(expr), spec, schema, strict=True)
 
 
+class _Projection(Visitor[Expression]):
+    def __init__(self, spec: PartitionSpec, schema: T.Schema, strict: bool):
+        self.spec, self.schema, self.strict = spec, schema, strict
+
+    def always_true(self) -> Expression:
+        return TRUE
+
+    def always_false(self) -> Expression:
+        return FALSE
+
+    def and_(self, left: Expression, right: Expression) -> Expression:
+        return and_(left, right)
+
+    def or_(self, left: Expression, right: Expression) -> Expression:
+        return or_(left, right)
+
+    def not_(self, child: Expression) -> Expression:  # (only left where rewrite_not could not push it down)
+        return FALSE if self.strict else TRUE
+
+    def predicate(self, p: Expression) -> Expression:
+        return _project_predicate(p, self.spec, self.schema, self.strict)
+
+
 def _project(e: Expression, spec: PartitionSpec, schema: T.Schema, strict: bool) -> Bound:
-    if isinstance(e, (AlwaysTrue, AlwaysFalse)):
-        return e
-    if isinstance(e, And):
-        return and_(_project(e.left, spec, schema, strict), _project(e.right, spec, schema, strict))
-    if isinstance(e, Or):
-        return or_(_project(e.left, spec, schema, strict), _project(e.right, spec, schema, strict))
-    if isinstance(e, Not):  # only left when rewrite_not could not push it down
-        return FALSE if strict else TRUE
+    return visit(e, _Projection(spec, schema, strict))
+
+
+def _project_predicate(e: Expression, spec: PartitionSpec, schema: T.Schema, strict: bool) -> Bound:
     assert isinstance(e, BoundPredicate), f"bind the expression before projecting it: {e!r}"
     by_id = schema.index_by_id()
     parts = []
