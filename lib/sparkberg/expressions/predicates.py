@@ -302,9 +302,9 @@ def _check_range(t: T.IcebergType, v: int) -> int:
     return v
 
 
-class _Binder(Visitor[Expression]):
-    def __init__(self, schema: T.Schema, case_sensitive: bool):
-        self.schema, self.case_sensitive = schema, case_sensitive
+class Rebuild(Visitor[Expression]):
+    """A visitor that builds an expression again from what it makes of the predicates (simplified as ``and_``,
+    ``or_`` and ``not_`` simplify); subclasses say what a predicate becomes."""
 
     def always_true(self) -> Expression:
         return TRUE
@@ -320,6 +320,11 @@ class _Binder(Visitor[Expression]):
 
     def not_(self, child: Expression) -> Expression:
         return not_(child)
+
+
+class _Binder(Rebuild):
+    def __init__(self, schema: T.Schema, case_sensitive: bool):
+        self.schema, self.case_sensitive = schema, case_sensitive
 
     def predicate(self, p: Expression) -> Expression:
         return p if isinstance(p, BoundPredicate) else _bind_predicate(p, self.schema, self.case_sensitive)

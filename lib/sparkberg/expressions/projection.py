@@ -15,7 +15,7 @@ import decimal
 from typing import Any, Callable
 
 from sparkberg.expressions.predicates import (
-    FALSE, TRUE, Bound, BoundPredicate, Expression, Visitor, and_, or_, rewrite_not, visit,
+    FALSE, TRUE, Bound, BoundPredicate, Expression, Rebuild, and_, or_, rewrite_not, visit,
 )
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec
@@ -35,21 +35,9 @@ def strict_projection(expr: Expression, spec: PartitionSpec, schema: T.Schema) -
     return _project(rewrite_not(expr), spec, schema, strict=True)
 
 
-class _Projection(Visitor[Expression]):
+class _Projection(Rebuild):
     def __init__(self, spec: PartitionSpec, schema: T.Schema, strict: bool):
         self.spec, self.schema, self.strict = spec, schema, strict
-
-    def always_true(self) -> Expression:
-        return TRUE
-
-    def always_false(self) -> Expression:
-        return FALSE
-
-    def and_(self, left: Expression, right: Expression) -> Expression:
-        return and_(left, right)
-
-    def or_(self, left: Expression, right: Expression) -> Expression:
-        return or_(left, right)
 
     def not_(self, child: Expression) -> Expression:  # (only left where rewrite_not could not push it down)
         return FALSE if self.strict else TRUE
