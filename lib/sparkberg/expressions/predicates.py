@@ -220,7 +220,8 @@ class Fold(Visitor[R]):
 
 
 def rewrite_not(e: Expression) -> Expression:
-    """Push negations down to predicates (De Morgan), so projections see no Not."""
+    """Push negations down to predicates (De Morgan), so projections see no Not. A tree without a negation comes
+    back as itself, nothing rebuilt: the evaluators call this for every file they test."""
     if isinstance(e, Not):
         c = e.child
         if isinstance(c, Not):
@@ -235,10 +236,11 @@ def rewrite_not(e: Expression) -> Expression:
             return Predicate(NEGATE[c.op], c.term, c.value)
         if isinstance(c, BoundPredicate):
             return BoundPredicate(NEGATE[c.op], c.field_id, c.field_type, c.value, c.name)
-    if isinstance(e, And):
-        return and_(rewrite_not(e.left), rewrite_not(e.right))
-    if isinstance(e, Or):
-        return or_(rewrite_not(e.left), rewrite_not(e.right))
+    if isinstance(e, (And, Or)):
+        left, right = rewrite_not(e.left), rewrite_not(e.right)
+        if left is e.left and right is e.right:
+            return e
+        return and_(left, right) if isinstance(e, And) else or_(left, right)
     return e
 
 
