@@ -10,7 +10,7 @@ from sparkberg.spec import types as T
 from sparkberg.spec.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, TruncateTransform, YearTransform,
 )
-from sparkberg.spec.values import date_to_days, datetime_to_micros
+from sparkberg.spec.scalars import date_to_days, datetime_to_micros
 from sparkberg.write.arrow_transforms import apply_transform, murmur3_longs
 from sparkberg.write.writer import truncate_upper_binary, truncate_upper_string
 

@@ -17,7 +17,7 @@ from sparkberg.spec.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, TruncateTransform, VoidTransform,
     YearTransform,
 )
-from sparkberg.spec.values import date_to_days, datetime_to_micros
+from sparkberg.spec.scalars import date_to_days, datetime_to_micros
 
 SCHEMA = T.Schema([
     T.NestedField(1, "id", T.LONG), T.NestedField(2, "s", T.STRING), T.NestedField(3, "d", T.DATE),

@@ -12,7 +12,8 @@ from sparkberg.spec.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, TruncateTransform,
     UnknownTransform, VoidTransform, YearTransform, hash_value, parse_transform, parse_transform_call,
 )
-from sparkberg.spec.values import date_to_days, datetime_to_micros, from_python, time_to_micros
+from sparkberg.spec.values import from_python
+from sparkberg.spec.scalars import date_to_days, datetime_to_micros, time_to_micros
 
 UTC = dt.timezone.utc
 PST = dt.timezone(dt.timedelta(hours=-8))

@@ -29,7 +29,8 @@ from sparkberg.spec.manifests import (
 )
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.types import UUID, DecimalType, Schema, StructType
-from sparkberg.spec.values import date_to_days, datetime_to_micros, is_nan, time_to_micros, to_bytes
+from sparkberg.spec.values import is_nan, to_bytes
+from sparkberg.spec.scalars import date_to_days, datetime_to_micros, time_to_micros
 from sparkberg import state
 
 V1_BLOCK_SIZE = 64 * 1024 * 1024  # what Java writes in the deprecated v1 block_size_in_bytes

@@ -11,7 +11,7 @@ from sparkberg.spec.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMP_NS, TIMESTAMPTZ,
     TIMESTAMPTZ_NS, UUID, DecimalType, FixedType, IcebergType, StructType,
 )
-from sparkberg.spec.values import decimal_unscaled, unscaled_to_decimal
+from sparkberg.spec.scalars import decimal_unscaled, unscaled_to_decimal
 
 _SIMPLE = {
     BOOLEAN: "boolean", INT: "int", LONG: "long", FLOAT: "float", DOUBLE: "double", STRING: "string",

@@ -22,7 +22,7 @@ from sparkberg.spec.partitioning import PartitionField, PartitionSpec
 from sparkberg.spec.transforms import (
     BucketTransform, IdentityTransform, TruncateTransform, VoidTransform, _TimeTransform,
 )
-from sparkberg.spec.values import decimal_unscaled, unscaled_to_decimal
+from sparkberg.spec.scalars import decimal_unscaled, unscaled_to_decimal
 
 
 def inclusive_projection(expr: Expression, spec: PartitionSpec, schema: T.Schema) -> Bound:

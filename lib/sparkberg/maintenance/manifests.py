@@ -43,12 +43,13 @@ from sparkberg.commit.target import MAIN
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure, file_io_for
 from sparkberg.planning.entries import manifests_df, manifests_of, snapshot_manifests
-from sparkberg.spark.session import local_dataframe
+from sparkberg.spark.frames import local_dataframe
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.types import BOOLEAN, STRING
-from sparkberg.spec.values import decimal_unscaled, to_bytes
+from sparkberg.spec.values import to_bytes
+from sparkberg.spec.scalars import decimal_unscaled
 from sparkberg.spec.snapshots import Snapshot, new_snapshot_id
 
 RESULT_DDL = "rewritten_manifests_count int, added_manifests_count int"

@@ -23,10 +23,9 @@ from sparkberg.spec.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMP_NS, TIMESTAMPTZ,
     TIMESTAMPTZ_NS, UUID, DecimalType, FixedType, GeographyType, GeometryType, IcebergType, PrimitiveType,
 )
-from sparkberg.spec.values import (
-    EPOCH_DATE, MICROS_PER_DAY, NANOS_PER_MICRO, decimal_unscaled, int_to_min_bytes, to_json_value,
-    unscaled_to_decimal,
-)
+from sparkberg.spec.values import int_to_min_bytes
+from sparkberg.spec.scalars import EPOCH_DATE, MICROS_PER_DAY, NANOS_PER_MICRO, decimal_unscaled, unscaled_to_decimal
+from sparkberg.spec.types import to_json_value
 
 _TIMESTAMPS = (TIMESTAMP, TIMESTAMPTZ, TIMESTAMP_NS, TIMESTAMPTZ_NS)
 _NANO_TIMESTAMPS = (TIMESTAMP_NS, TIMESTAMPTZ_NS)

@@ -14,11 +14,18 @@ struct -> dict {field_id: value}; list -> list; map -> dict.
 """
 from __future__ import annotations
 
+import datetime as _dt
+import decimal
 import re
+import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from sparkberg.errors import ValidationError
+from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.spec.scalars import (
+    date_to_days, days_to_date, decimal_unscaled, format_timestamp, micros_to_time, parse_timestamp, time_to_micros,
+    unscaled_to_decimal,
+)
 
 
 class IcebergType:
@@ -326,9 +333,6 @@ def parse_type(obj: Any, path: str = "type") -> IcebergType:
 
 def parse_field(obj: dict, path: str = "field") -> NestedField:
     """Parse one struct field from its JSON object, including v3 defaults."""
-    # (a genuine cycle: a field's defaults are values of its type, and values are typed by this module)
-    from sparkberg.spec.values import from_json_value
-
     if not isinstance(obj, dict):
         raise ValidationError(f"struct field at {path} must be an object, got {obj!r}")
     for key in ("id", "name", "required", "type"):
@@ -350,9 +354,6 @@ def parse_field(obj: dict, path: str = "field") -> NestedField:
 
 
 def _field_to_json(f: NestedField) -> dict:
-    # (a genuine cycle, as in :func:`parse_field`)
-    from sparkberg.spec.values import to_json_value
-
     out: dict[str, Any] = {"id": f.field_id, "name": f.name, "required": f.required,
                            "type": f.field_type.to_json()}
     if f.doc is not None:
@@ -530,3 +531,110 @@ def is_promotion_allowed(old: IcebergType, new: IcebergType) -> bool:
     if old == UNKNOWN:
         return True
     return False
+
+
+# --- JSON single values (Appendix D): a field's defaults in its schema's JSON --------------------------------
+
+def to_json_value(t: IcebergType, value: Any) -> Any:
+    """Serialize one in-memory value of type ``t`` to its Appendix D JSON form."""
+    if value is None:
+        return None
+    if t in (BOOLEAN, INT, LONG):
+        return value
+    if t in (FLOAT, DOUBLE):
+        return float(value)
+    if isinstance(t, DecimalType):
+        d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(value)
+        d = unscaled_to_decimal(decimal_unscaled(d, t.scale), t.scale)
+        return format(d, "f") if t.scale >= 0 else f"{decimal_unscaled(d, t.scale)}E+{-t.scale}"
+    if t == DATE:
+        return days_to_date(value).isoformat()
+    if t == TIME:
+        return micros_to_time(value).strftime("%H:%M:%S.%f")
+    if t == TIMESTAMP:
+        return format_timestamp(value, 1_000_000, 6)
+    if t == TIMESTAMPTZ:
+        return format_timestamp(value, 1_000_000, 6) + "+00:00"
+    if t == TIMESTAMP_NS:
+        return format_timestamp(value, 1_000_000_000, 9)
+    if t == TIMESTAMPTZ_NS:
+        return format_timestamp(value, 1_000_000_000, 9) + "+00:00"
+    if t == STRING:
+        return value
+    if t == UUID:
+        return str(value if isinstance(value, _uuid.UUID) else _uuid.UUID(str(value))).lower()
+    if isinstance(t, FixedType) or t == BINARY:
+        return bytes(value).hex()
+    if isinstance(t, StructType):
+        return {str(f.field_id): to_json_value(f.field_type, value[f.field_id])
+                for f in t.fields if value.get(f.field_id) is not None}
+    if isinstance(t, ListType):
+        return [to_json_value(t.element_type, v) for v in value]
+    if isinstance(t, MapType):
+        items = list(value.items())
+        return {"keys": [to_json_value(t.key_type, k) for k, _ in items],
+                "values": [to_json_value(t.value_type, v) for _, v in items]}
+    if isinstance(t, (GeometryType, GeographyType, VariantType)) or t == UNKNOWN:
+        raise ValidationError(f"values of type {t} must be null")
+    raise NotSupportedError(f"JSON single-value serialization is not defined for {t}")
+
+
+def from_json_value(t: IcebergType, obj: Any) -> Any:
+    """Parse an Appendix D JSON value of type ``t`` into the in-memory form."""
+    if obj is None:
+        return None
+    try:
+        if t == BOOLEAN:
+            if not isinstance(obj, bool):
+                raise ValueError("expected a JSON boolean")
+            return obj
+        if t in (INT, LONG):
+            if isinstance(obj, bool) or not isinstance(obj, int):
+                raise ValueError("expected a JSON integer")
+            return obj
+        if t in (FLOAT, DOUBLE):
+            if isinstance(obj, bool) or not isinstance(obj, (int, float)):
+                raise ValueError("expected a JSON number")
+            return float(obj)
+        if isinstance(t, DecimalType):
+            d = decimal.Decimal(obj)
+            if not d.is_finite():
+                raise ValueError("expected a finite decimal")
+            return unscaled_to_decimal(decimal_unscaled(d, t.scale), t.scale)
+        if t == DATE:
+            return date_to_days(_dt.date.fromisoformat(obj))
+        if t == TIME:
+            hms, _, frac = obj.partition(".")
+            base = _dt.time.fromisoformat(hms)
+            return time_to_micros(base) + (int((frac + "000000")[:6]) if frac else 0)
+        if t == TIMESTAMP:
+            return parse_timestamp(obj, zoned=False, nanos=False)
+        if t == TIMESTAMPTZ:
+            return parse_timestamp(obj, zoned=True, nanos=False)
+        if t == TIMESTAMP_NS:
+            return parse_timestamp(obj, zoned=False, nanos=True)
+        if t == TIMESTAMPTZ_NS:
+            return parse_timestamp(obj, zoned=True, nanos=True)
+        if t == STRING:
+            if not isinstance(obj, str):
+                raise ValueError("expected a JSON string")
+            return obj
+        if t == UUID:
+            return _uuid.UUID(obj)
+        if isinstance(t, FixedType) or t == BINARY:
+            b = bytes.fromhex(obj)
+            if isinstance(t, FixedType) and len(b) != t.length:
+                raise ValueError(f"expected {t.length} bytes, got {len(b)}")
+            return b
+        if isinstance(t, StructType):
+            if not isinstance(obj, dict):
+                raise ValueError("expected a JSON object keyed by field id")
+            return {f.field_id: from_json_value(f.field_type, obj.get(str(f.field_id))) for f in t.fields}
+        if isinstance(t, ListType):
+            return [from_json_value(t.element_type, v) for v in obj]
+        if isinstance(t, MapType):
+            return {from_json_value(t.key_type, k): from_json_value(t.value_type, v)
+                    for k, v in zip(obj["keys"], obj["values"])}
+    except (ValidationError, ValueError, TypeError, KeyError, decimal.InvalidOperation) as e:
+        raise ValidationError(f"invalid JSON value {obj!r} for type {t}: {e}") from None
+    raise ValidationError(f"type {t} cannot have a non-null value (got {obj!r})")

@@ -15,7 +15,7 @@ from sparkberg.spec.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, Transform, TruncateTransform,
     VoidTransform, YearTransform, hash_value,
 )
-from sparkberg.spec.values import MICROS_PER_DAY, NANOS_PER_MICRO
+from sparkberg.spec.scalars import MICROS_PER_DAY, NANOS_PER_MICRO
 
 _C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
 

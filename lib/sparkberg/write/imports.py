@@ -25,7 +25,8 @@ from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import file_io_for
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.values import from_json_value, to_json_value, zone_of
+from sparkberg.spec.scalars import zone_of
+from sparkberg.spec.types import from_json_value, to_json_value
 from sparkberg.write.writer import ColumnStats, metrics_mode, read_footer
 
 RESULT_DDL = "data_file string"

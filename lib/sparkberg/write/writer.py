@@ -22,7 +22,8 @@ from sparkberg.io.fileio import to_local_path
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.values import from_json_value, to_bytes, to_json_value
+from sparkberg.spec.values import to_bytes
+from sparkberg.spec.types import from_json_value, to_json_value
 from sparkberg.write.arrow_transforms import physical
 
 TARGET_FILE_SIZE = ("write.target-file-size-bytes", 512 * 1024 * 1024)
