@@ -22,14 +22,15 @@ if _zipimports.in_pyspark_worker():
     # needs none of the table API: the table and catalog modules, and all they import, would be most of the imports
     # of each new worker process; there they are imported on first use (``__getattr__``). Elsewhere they are
     # imported here, so that ``sparkberg.catalog`` is the function, not the subpackage that importing
-    # ``sparkberg.catalog.*`` would bind.
+    # ``sparkberg.catalog.*`` would bind; so is the SQL layer above them (:mod:`sparkberg.sql`).
     def __getattr__(name: str):
         """``Catalog``, ``Table``, ``catalog`` and ``load_table`` from :mod:`sparkberg.table`, imported on first use."""
         if name in ("Catalog", "Table", "catalog", "load_table"):
-            from sparkberg import table  # (the put-off import)
+            from sparkberg import sql as _, table  # (the put-off import; the SQL layer comes with the table API)
             value = getattr(table, name)
             globals()[name] = value
             return value
         raise AttributeError(f"module 'sparkberg' has no attribute {name!r}")
 else:
     from sparkberg.table import Catalog, Table, catalog, load_table  # noqa: F401
+    import sparkberg.sql  # noqa: F401, E402 - the SQL layer gives the table API its views (sparkberg.table.SqlLayer)

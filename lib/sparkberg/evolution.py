@@ -7,6 +7,7 @@ import json
 from typing import Any, Iterable
 
 from sparkberg.errors import CommitFailedException, ValidationError
+from sparkberg.spark.types import parse_type, schema_from, to_spark_schema
 from sparkberg.spec import types as I, updates as U
 from sparkberg.spec.partitioning import build_sort_order, partition_field
 from sparkberg.spec.schema_update import ROOT, SchemaUpdate
@@ -32,7 +33,6 @@ class EvolutionMixin:
         base = self._metadata
 
         def parse(given: Any) -> I.IcebergType:
-            from sparkberg.spark.types import parse_type, schema_from  # (needs pyspark: imported on first use)
             if isinstance(given, str):
                 return parse_type(self.spark, given)
             return schema_from(self.spark, given).as_struct
@@ -65,7 +65,6 @@ class EvolutionMixin:
     def add_columns(self, columns: Any) -> "EvolutionMixin":
         """Add columns (Spark StructType or DDL) at the end of the schema, with new ids (a shortcut of
         :meth:`update_schema`'s ``add_column``; required ones need a default, so are refused)."""
-        from sparkberg.spark.types import schema_from  # (needs pyspark: imported on first use)
         incoming = schema_from(self.spark, columns)
         with self.update_schema() as u:
             for f in incoming.fields:
@@ -137,7 +136,6 @@ class WithSchema:
 
     def spark_schema(self):
         """The merged schema as a Spark StructType."""
-        from sparkberg.spark.types import to_spark_schema  # (needs pyspark: imported on first use)
         return to_spark_schema(self.metadata.current_schema)
 
     def commit_metadata(self, build) -> None:

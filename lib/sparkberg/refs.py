@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from sparkberg.commit.cherrypick import cherry_pick, publish_wap
 from sparkberg.commit.target import MAIN
 from sparkberg.errors import ValidationError
 from sparkberg.spec import updates as U
@@ -200,14 +201,12 @@ class RefsMixin:
         fast-forward when main's head is its parent; otherwise an append or a dynamic overwrite is replayed in a
         new snapshot carrying ``source-snapshot-id`` (and ``published-wap-id`` for a staged one), with Java's
         checks (:mod:`sparkberg.commit.cherrypick`)."""
-        from sparkberg.commit.cherrypick import cherry_pick  # (needs pyspark: imported on first use)
         cherry_pick(self, snapshot_id)
         return self
 
     def publish_wap(self, wap_id: str) -> "RefsMixin":
         """Cherry-pick the snapshot staged with WAP id ``wap_id`` into main (Iceberg's ``publish_changes``); an
         unknown or already published id is an error."""
-        from sparkberg.commit.cherrypick import publish_wap  # (needs pyspark: imported on first use)
         publish_wap(self, wap_id)
         return self
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from sparkberg.catalog.base import CatalogBackend, Identifier, parse_identifier, read_metadata
 from sparkberg.catalog.config import open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
+from sparkberg.commit import equality, imports, merge, producer, rowlevel
 from sparkberg.commit.properties import current_snapshot_properties
 from sparkberg.commit.request import CommitRequest, Staging
 from sparkberg.commit.retry import RetryPolicy, retrying
@@ -29,8 +30,13 @@ from sparkberg.errors import (
 )
 from sparkberg.expressions.predicates import TRUE, bind
 from sparkberg.expressions.sql import translate_filter
+from sparkberg.inspect import MetadataTables
 from sparkberg.io.fileio import FileIO, deleted_on_failure, file_io_for, normalize_location, to_local_path
 from sparkberg.evolution import EvolutionMixin
+from sparkberg.maintenance import data_files, deletes, expire, manifests, orphans
+from sparkberg.planning.entries import referenced_by
+from sparkberg.planning.scan import plan
+from sparkberg.read.reader import read_tasks
 from sparkberg.refs import RefsMixin
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.session import job_description, session_conf, session_time_zone
@@ -40,8 +46,9 @@ from sparkberg.spec.partitioning import PartitionSpec, SortOrder, build_partitio
 from sparkberg.spec.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.types import Schema
+from sparkberg.spark.types import schema_from, to_spark_schema
+from sparkberg.write.dataframe import write_files
 from sparkberg import state
-
 
 
 class Table(RefsMixin, EvolutionMixin):
@@ -103,7 +110,6 @@ class Table(RefsMixin, EvolutionMixin):
 
     def spark_schema(self):
         """The current schema as a Spark StructType."""
-        from sparkberg.spark.types import to_spark_schema  # (needs pyspark: imported on first use)
         return to_spark_schema(self.schema())
 
     def refresh(self) -> "Table":
@@ -173,7 +179,6 @@ class Table(RefsMixin, EvolutionMixin):
                 snap = snapshot or self.current_snapshot()
                 if e.path is None or snap is None or " referenced by " in str(e):
                     raise
-                from sparkberg.planning.entries import referenced_by  # (needs pyspark: imported on first use)
                 raise MissingFileError(f"{e}, referenced by {referenced_by(self.io, snap, e.path)} of table "
                                        f"{self.name}", e.path) from None
 
@@ -199,7 +204,6 @@ class Table(RefsMixin, EvolutionMixin):
         the driver, large ones on the executors), "local" or "distributed", by default the table property
         ``read.data-planning-mode`` (else "auto"; see :mod:`sparkberg.spark.tuning`); the result is the same.
         """
-        from sparkberg.planning.scan import plan  # (needs pyspark: imported on first use)
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
         with self._running("DATA-PLANNING", snap):
             return plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning,
@@ -215,8 +219,6 @@ class Table(RefsMixin, EvolutionMixin):
         and on v3 tables ``_row_id`` and ``_last_updated_sequence_number``. ``planning``: as for
         :meth:`plan_files`.
         """
-        from sparkberg.planning.scan import plan  # (needs pyspark: imported on first use)
-        from sparkberg.read.reader import read_tasks  # (needs pyspark: imported on first use)
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
         with self._running("DATA-PLANNING", snap):
             p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning, self.name)
@@ -268,14 +270,12 @@ class Table(RefsMixin, EvolutionMixin):
                wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
-        from sparkberg.commit.producer import fast_append  # (needs pyspark: imported on first use)
-        from sparkberg.write.dataframe import write_files  # (needs pyspark: imported on first use)
         with self._write("WRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as (table, request):
             files = write_files(self.spark, table.metadata, df)
             if not files:
                 return self
             with request.written(self.io, lambda: [f.file_path for f in files]):
-                fast_append(table, files, request)
+                producer.fast_append(table, files, request)
         return self
 
     def delete(self, filter: Any, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
@@ -284,26 +284,23 @@ class Table(RefsMixin, EvolutionMixin):
         ``write.delete.mode`` (position delete files on v2, deletion vectors on v3). ``filter`` is Spark SQL, whose
         conjuncts prune the files read, ``col IN (SELECT ...)`` ones by the subquery's values (a semi-join: the
         subquery runs once more for that), or a Column, applied exactly but pruning nothing."""
-        from sparkberg.commit.rowlevel import delete_rows  # (needs pyspark: imported on first use)
         with self._write("DELETE", snapshot_properties, branch, wap_id)() as (table, request):
-            delete_rows(table, filter, request)
+            rowlevel.delete_rows(table, filter, request)
         return self
 
     def overwrite(self, df, filter: str | None = None, snapshot_properties: dict[str, str] | None = None,
                   branch: str | None = None, wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
-        from sparkberg.commit.rowlevel import overwrite  # (needs pyspark: imported on first use)
         with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as (table, request):
-            overwrite(table, df, filter, request)
+            rowlevel.overwrite(table, df, filter, request)
         return self
 
     def dynamic_overwrite(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                           wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
         """Replace each partition (of the default spec) that ``df`` has rows for with those rows, in one commit."""
-        from sparkberg.commit.rowlevel import dynamic_overwrite  # (needs pyspark: imported on first use)
         with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as (table, request):
-            dynamic_overwrite(table, df, request)
+            rowlevel.dynamic_overwrite(table, df, request)
         return self
 
     def update(self, set: dict[str, str], filter: Any = None,
@@ -312,20 +309,18 @@ class Table(RefsMixin, EvolutionMixin):
         """Set columns to Spark SQL expressions (``{"v": "v + 1"}``) on the rows matching ``filter`` (Spark SQL or
         a Column, as for :meth:`delete`), in one commit: copy-on-write or merge-on-read per ``write.update.mode``;
         v3 rows keep their ``_row_id``."""
-        from sparkberg.commit.rowlevel import update  # (needs pyspark: imported on first use)
         if not set:
             raise ValidationError("update needs at least one column to set")
         with self._write("UPDATE", snapshot_properties, branch, wap_id)() as (table, request):
-            update(table, dict(set), filter, request)
+            rowlevel.update(table, dict(set), filter, request)
         return self
 
     def delete_by_keys(self, df, key_columns, snapshot_properties: dict[str, str] | None = None,
                        branch: str | None = None, wap_id: str | None = None) -> "Table":
         """Delete the rows whose ``key_columns`` equal those of a row of ``df`` (null-safe), without reading
         the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
-        from sparkberg.commit.equality import delete_by_keys  # (needs pyspark: imported on first use)
         with self._write("DELETE", snapshot_properties, branch, wap_id)() as (table, request):
-            delete_by_keys(table, df, key_columns, request)
+            equality.delete_by_keys(table, df, key_columns, request)
         return self
 
     def upsert(self, df, key_columns: str | Sequence[str], mode: str = "equality-deletes",
@@ -343,9 +338,8 @@ class Table(RefsMixin, EvolutionMixin):
             return self
         if mode != "equality-deletes":
             raise ValidationError(f"upsert mode must be 'equality-deletes' or 'merge', got {mode!r}")
-        from sparkberg.commit.equality import upsert  # (needs pyspark: imported on first use)
         with self._write("UPSERT", snapshot_properties, branch, wap_id)() as (table, request):
-            upsert(table, df, keys, request)
+            equality.upsert(table, df, keys, request)
         return self
 
     def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s",
@@ -354,8 +348,7 @@ class Table(RefsMixin, EvolutionMixin):
         """A MERGE builder: ``t.merge(src, "t.id = s.id").when_matched_update({"v": "s.v"})
         .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``. With ``merge_schema`` the
         source's columns the table lacks are added first (in the merge's commit), so ``*_all`` clauses fill them."""
-        from sparkberg.commit.merge import MergeBuilder  # (needs pyspark: imported on first use)
-        return MergeBuilder(self, self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema),
+        return merge.MergeBuilder(self, self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema),
                             source, condition, target_alias, source_alias)
 
     def add_files(self, files: Any, check_duplicate_files: bool = True,
@@ -364,16 +357,14 @@ class Table(RefsMixin, EvolutionMixin):
         rewriting them, in one commit: metrics from their footers, partition values from Hive-style directories
         or from the data (:mod:`sparkberg.commit.imports`); a file already in the table is an error unless
         ``check_duplicate_files`` is False."""
-        from sparkberg.commit.imports import add_files  # (needs pyspark: imported on first use)
         with self._write("ADD FILES", snapshot_properties, branch, None)() as (table, request):
-            add_files(table, files, request, check_duplicate_files)
+            imports.add_files(table, files, request, check_duplicate_files)
         return self
 
     def metadata_table(self, name: str, snapshot_id: int | None = None):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see
         :data:`sparkberg.inspect.METADATA_TABLES`) as a DataFrame with Iceberg's Spark columns; ``snapshot_id``
         picks the snapshot for the tables that describe one (entries, files, manifests, partitions...)."""
-        from sparkberg.inspect import MetadataTables  # (needs pyspark: imported on first use)
         snap = self._metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
         with self._running("METADATA", snap, f".{name}"):
             return MetadataTables(self.spark, self._metadata, self.io, self.metadata_location).table(
@@ -381,9 +372,8 @@ class Table(RefsMixin, EvolutionMixin):
 
     def register_views(self, name: str | None = None) -> list[str]:
         """Temporary Spark SQL views of this table (``events``) and its metadata tables (``events__snapshots``,
-        ...); see :mod:`sparkberg.views`. Returns the view names."""
-        from sparkberg.views import register_table_views  # (needs pyspark: imported on first use)
-        return register_table_views(self, name)
+        ...); see :mod:`sparkberg.sql.views`. Returns the view names."""
+        return _sql_layer().register_table_views(self, name)
 
     def rewrite_data_files(self, filter: str | None = None, strategy: str | None = None,
                            sort_order: str | None = None, options: dict[str, Any] | None = None,
@@ -395,10 +385,9 @@ class Table(RefsMixin, EvolutionMixin):
         Java's names (``{"min-input-files": "2", "partial-progress.enabled": "true"}``). v3 row ids are kept.
         ``dry_run``: nothing written, the files that would be rewritten reported (added: the planned count).
         Returns a one-row DataFrame with the procedure's columns (``rewritten_data_files_count``, ...)."""
-        from sparkberg.maintenance.data_files import rewrite_data_files  # (needs pyspark: imported on first use)
         self._writable("rewrite_data_files")
         with self._running("REWRITE"):
-            return rewrite_data_files(self, filter, strategy, sort_order, options, dry_run)
+            return data_files.rewrite_data_files(self, filter, strategy, sort_order, options, dry_run)
 
     def expire_snapshots(self, older_than: Any = None, retain_last: int | None = None,
                          snapshot_ids: Iterable[int] | None = None, clean_expired_files: bool = True,
@@ -411,10 +400,9 @@ class Table(RefsMixin, EvolutionMixin):
         commit, then the files only expired snapshots reached are deleted by Spark's executors (none with
         ``clean_expired_files=False``). ``dry_run``: nothing committed or deleted, the same counts reported.
         Returns a one-row DataFrame with the procedure's columns (``deleted_data_files_count``, ...)."""
-        from sparkberg.maintenance.expire import expire_snapshots  # (needs pyspark: imported on first use)
         self._writable("expire_snapshots")
         with self._running("EXPIRE"):
-            return expire_snapshots(self, older_than, retain_last, snapshot_ids, clean_expired_files, dry_run)
+            return expire.expire_snapshots(self, older_than, retain_last, snapshot_ids, clean_expired_files, dry_run)
 
     def rewrite_position_delete_files(self, filter: str | None = None, options: dict[str, Any] | None = None,
                                       dry_run: bool = False):
@@ -425,10 +413,9 @@ class Table(RefsMixin, EvolutionMixin):
         (``rewritten_delete_files_count``, ``added_delete_files_count``, ``rewritten_bytes_count``,
         ``added_bytes_count``). ``dry_run``: the positions are read but nothing is written or committed; the
         counts are the real run's (added bytes 0: not known before writing)."""
-        from sparkberg.maintenance.deletes import rewrite_position_delete_files  # (needs pyspark: on first use)
         self._writable("rewrite_position_delete_files")
         with self._running("REWRITE-DELETES"):
-            return rewrite_position_delete_files(self, filter, options, dry_run)
+            return deletes.rewrite_position_delete_files(self, filter, options, dry_run)
 
     def rewrite_manifests(self, spec_id: int | None = None, dry_run: bool = False):
         """Rewrite the current snapshot's manifests (of ``spec_id``, or all) clustered by partition at
@@ -436,10 +423,9 @@ class Table(RefsMixin, EvolutionMixin):
         their sequence numbers and row ids (:mod:`sparkberg.maintenance.manifests`). Returns a one-row DataFrame
         (``rewritten_manifests_count``, ``added_manifests_count``) as Iceberg Java's procedure does. ``dry_run``:
         nothing written or committed; the manifests it would rewrite, and add as planned."""
-        from sparkberg.maintenance.manifests import rewrite_manifests  # (needs pyspark: imported on first use)
         self._writable("rewrite_manifests")
         with self._running("REWRITE-MANIFESTS"):
-            return rewrite_manifests(self, spec_id, dry_run)
+            return manifests.rewrite_manifests(self, spec_id, dry_run)
 
     def remove_orphan_files(self, older_than: Any = None, location: str | None = None, dry_run: bool = False,
                             equal_schemes: dict[str, str] | None = None,
@@ -449,10 +435,9 @@ class Table(RefsMixin, EvolutionMixin):
         ago), as Iceberg Java's ``remove_orphan_files`` does (:mod:`sparkberg.maintenance.orphans`: hidden files,
         scheme and authority equivalences, prefix mismatches). The listing and the comparison run on Spark's
         executors. ``dry_run``: nothing deleted. Returns the files as a DataFrame (``orphan_file_location``)."""
-        from sparkberg.maintenance.orphans import remove_orphan_files  # (needs pyspark: imported on first use)
         self._writable("remove_orphan_files")
         with self._running("ORPHANS"):
-            return remove_orphan_files(self, older_than, location, dry_run, equal_schemes, equal_authorities,
+            return orphans.remove_orphan_files(self, older_than, location, dry_run, equal_schemes, equal_authorities,
                                        prefix_mismatch_mode)
 
     def _writable(self, maintenance: str | None = None) -> None:
@@ -500,10 +485,10 @@ class Table(RefsMixin, EvolutionMixin):
         retrying(RetryPolicy.of(self._metadata.properties), attempt, self.refresh)
 
     def _committed(self, metadata: TableMetadata, metadata_location: str) -> None:
-        """Take the metadata this table's commit just wrote, then tell the listeners (:func:`on_commit`)."""
+        """Take the metadata this table's commit just wrote, then tell the SQL layer (its views follow)."""
         self._metadata, self.metadata_location = metadata, metadata_location
-        for listener in _COMMIT_LISTENERS:
-            listener(self)
+        if _SQL_LAYER:
+            _SQL_LAYER[0].table_committed(self)
 
     def transaction(self) -> contextlib.AbstractContextManager:
         """A transaction (:mod:`sparkberg.commit.transaction`): the changes made through the table the block is given
@@ -553,17 +538,36 @@ class Table(RefsMixin, EvolutionMixin):
         return self.commit_updates([U.SetLocation(location)])
 
 
-# What layers above the table registered to hear of the commits this process's tables make (sparkberg.views: a
-# session's SQL views follow the tables they show). Process-wide, one entry per function, never cleared; a listener
-# runs after the commit is done and must not raise.
-_COMMIT_LISTENERS: list[Callable[[Table], None]] = []
+class SqlLayer(Protocol):
+    """What the SQL layer above this module (:mod:`sparkberg.sql`: views, the data source, statements) does for
+    the table API. It gives itself with :func:`use_sql_layer` when imported, so this module imports nothing above
+    it and a commit calls nothing it does not know."""
+
+    def register_table_views(self, table: "Table", name: str | None) -> list[str]:
+        """:meth:`Table.register_views`."""
+
+    def register_catalog_views(self, catalog: "Catalog", namespace: str | Sequence[str] | None,
+                               qualified: bool) -> list[str]:
+        """:meth:`Catalog.register_views`."""
+
+    def table_committed(self, table: "Table") -> None:
+        """After each commit a table of this process makes (must not raise: the commit is done)."""
 
 
-def on_commit(listener: Callable[[Table], None]) -> None:
-    """Have ``listener(table)`` called after every commit a :class:`Table` of this process makes (once per
-    function, however often it is registered)."""
-    if listener not in _COMMIT_LISTENERS:
-        _COMMIT_LISTENERS.append(listener)
+# The SQL layer, once sparkberg.sql is imported (sparkberg/__init__ imports it with this module): process-wide,
+# set once, never cleared.
+_SQL_LAYER: list[SqlLayer] = []
+
+
+def use_sql_layer(layer: SqlLayer) -> None:
+    """Give the table API its SQL layer (:mod:`sparkberg.sql` does, once)."""
+    _SQL_LAYER[:] = [layer]
+
+
+def _sql_layer() -> SqlLayer:
+    if not _SQL_LAYER:
+        raise SparkbergError("the SQL layer is not loaded: import sparkberg (not only sparkberg.table)")
+    return _SQL_LAYER[0]
 
 
 class Catalog:
@@ -623,7 +627,6 @@ class Catalog:
             version = int(props.pop("format-version", DEFAULT_FORMAT_VERSION))
         except ValueError:
             raise ValidationError(f"format-version must be 1, 2 or 3, got {properties['format-version']!r}") from None
-        from sparkberg.spark.types import schema_from  # (needs pyspark: imported on first use)
         s = schema_from(self.spark, schema)
         s = U.assign_fresh_ids(s)
         spec = build_partition_spec(s, partition_by)
@@ -655,10 +658,9 @@ class Catalog:
         """Temporary Spark SQL views for the tables of ``namespace`` (all when None) and their metadata tables:
         ``SELECT * FROM events`` and ``SELECT * FROM events__snapshots`` then work without an Iceberg jar
         (``qualified=True``: ``db__events``...). ``spark`` defaults to the catalog's session."""
-        from sparkberg.views import register_catalog_views  # (needs pyspark: imported on first use)
         if spark is not None and spark is not self.spark:
             return Catalog(spark, self._backend, self.uri, self.config).register_views(None, namespace, qualified)
-        return register_catalog_views(self, namespace, qualified)
+        return _sql_layer().register_catalog_views(self, namespace, qualified)
 
     def drop_table(self, identifier: str | Sequence[str], purge: bool = False) -> None:
         """Drop a table; ``purge`` also deletes every file its metadata references."""
@@ -700,8 +702,7 @@ def load_table(spark: Any, path: str) -> Table:
     if loc.endswith(".json") or loc.endswith(".json.gz"):
         meta = read_metadata(io, loc)
         return Table(None, meta, loc, io, None, spark)
-    fs = FileSystemCatalog(loc.rsplit("/", 1)[0] or "/", io)
-    current = fs._current_version(loc)
+    current = FileSystemCatalog(loc.rsplit("/", 1)[0] or "/", io).current_version(loc)
     if current is not None:
         return Table(None, read_metadata(io, current[1]), current[1], io, None, spark)
     # metastore-style names (<V>-<uuid>.metadata.json, as REST/SQL catalogs write): take the highest V
@@ -722,9 +723,8 @@ def load_table(spark: Any, path: str) -> Table:
     return Table(None, meta, mloc, io, None, spark)
 
 
-# (listed, never emptied: the layers that registered listen for the process's life)
-state.register("sparkberg.table._COMMIT_LISTENERS", "one per registered function; clear() leaves it",
-               lambda: None)
+# (listed, never emptied: the SQL layer stays for the process's life)
+state.register("sparkberg.table._SQL_LAYER", "one (sparkberg.sql); clear() leaves it", lambda: None)
 
 
 __all__ = ["Catalog", "Table", "catalog", "load_table", "InvalidMetadataError"]

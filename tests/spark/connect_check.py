@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkberg  # noqa: E402
 from sparkberg.io.fileio import to_local_path  # noqa: E402
-from sparkberg.views import _source_supported  # noqa: E402
+from sparkberg.sql.views import _source_supported  # noqa: E402
 
 
 def main(metadata: str, expected: int, warehouse: str) -> int:

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 import sparkberg
-from sparkberg.views import _source_supported
+from sparkberg.sql.views import _source_supported
 from test_read import FILTERS, arrow_rows, pyi, spark_rows  # noqa: F401 - pyi: the PyIceberg tables fixture
 
 pytestmark = pytest.mark.skipif("not _supported()", reason="Python data sources take filters from Spark 4.1")

@@ -1,8 +1,8 @@
 """Imports point downward only (errors/zipimports/threads/lru/state < spec < expressions/avro/io < spark
-< planning/read/write < commit/catalog/refs/evolution < maintenance
-< table/inspect/views/source/__init__ < jobs),
-function-local ones included; modules import each other without cycles; an import inside a function says why it is
-there; spec/, expressions/, avro/ never import pyspark."""
+< planning/read/write < commit/catalog/refs/evolution < maintenance < table/inspect < sql < __init__ < jobs),
+function-local ones included; modules import each other without cycles, within a layer too and through
+function-local imports; an import inside a function says why it is there; spec/, expressions/, avro/ never import
+pyspark."""
 import ast
 import os
 
@@ -12,7 +12,7 @@ LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "sparkberg")
 LAYERS = [
     {"errors", "zipimports", "threads", "lru", "arrays", "state"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
     {"planning", "read", "write"},
-    {"commit", "catalog", "refs", "evolution"}, {"maintenance"}, {"table", "inspect", "views", "source", "__init__"},
+    {"commit", "catalog", "refs", "evolution"}, {"maintenance"}, {"table", "inspect"}, {"sql"}, {"__init__"},
     {"jobs"},
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
@@ -80,9 +80,10 @@ def _sparkberg_imports(path: str, names: set[str]):
 
 
 def test_modules_import_each_other_without_cycles():
+    """No cycle, however deep, whether its imports are at the top of a module or inside a function (a put-off
+    import is still a dependency)."""
     files = {_module_name(rel): path for rel, path in modules()}
-    graph = {m: {t for _, t, at_top in _sparkberg_imports(p, set(files)) if at_top and t != m}
-             for m, p in files.items()}
+    graph = {m: {t for _, t, _ in _sparkberg_imports(p, set(files)) if t != m} for m, p in files.items()}
     done, on_path = set(), []
 
     def visit(m):
@@ -115,15 +116,22 @@ def test_imports_inside_functions_say_why():
 
 
 def test_pure_layers_import_without_pyspark():
+    """spec/, expressions/ and avro/ run without pyspark: imported as the package's modules (the package's own
+    ``__init__``, which brings the table API and so pyspark, left out), none of them imports it."""
     import subprocess
     import sys
-    code = ("import sys, builtins\n"
+    code = ("import sys, builtins, types\n"
             "real = builtins.__import__\n"
             "def guard(name, *a, **k):\n"
             "    if name.startswith('pyspark'): raise ImportError('pyspark imported by ' + name)\n"
             "    return real(name, *a, **k)\n"
             "builtins.__import__ = guard\n"
-            "import sparkberg.spec.metadata, sparkberg.spec.updates, sparkberg.spec.puffin, sparkberg.avro.manifest\n"
+            f"package = types.ModuleType('sparkberg'); package.__path__ = [{LIB!r}]\n"
+            "sys.modules['sparkberg'] = package\n"
+            "import pkgutil, importlib\n"
+            "for sub in ('spec', 'expressions', 'avro'):\n"
+            "    for m in pkgutil.walk_packages([f'{package.__path__[0]}/{sub}'], f'sparkberg.{sub}.'):\n"
+            "        importlib.import_module(m.name)\n"
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
@@ -177,3 +185,20 @@ def test_on_the_driver_sparkberg_catalog_is_the_function():
     a module of the ``sparkberg.catalog`` subpackage is imported first."""
     got = _imported_in_child("import sparkberg.catalog.rest")
     assert got["catalog"] is True and got["table"] == "sparkberg.table"
+
+
+def test_the_jvm_is_reached_from_one_module():
+    """Everything that reaches past PySpark's public API into the JVM (py4j, a session's ``_jvm``,
+    ``_jsparkSession``, a DataFrame's ``_jdf``...) is in ``spark/jvm.py``, where each use has its fallback."""
+    import re
+    private = re.compile(r"\._(jvm|jsparkSession|jdf|jreader|jsc|jconf|jcol|jrdd|jseq|gateway)\b|\b(?:import|from)\s+py4j\b|"
+                         r"_serialize_to_jvm|sparkContext\._")
+    found = []
+    for rel, path in modules():
+        if rel == os.path.join("spark", "jvm.py"):
+            continue
+        for n, line in enumerate(open(path, encoding="utf-8").read().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if private.search(code) and not code.strip().startswith(('"', "'")):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert found == []

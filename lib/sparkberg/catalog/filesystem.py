@@ -64,7 +64,7 @@ class FileSystemCatalog:
                 out[int(m.group(1))] = _join(mdir, name)
         return out
 
-    def _current_version(self, table_location: str) -> tuple[int, str] | None:
+    def current_version(self, table_location: str) -> tuple[int, str] | None:
         """The newest committed version: the hint, then any newer files a crashed writer left unhinted."""
         mdir = self.metadata_dir(table_location)
         hint = None
@@ -160,7 +160,7 @@ class FileSystemCatalog:
     def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
         """(identifier, metadata location, metadata) of the table's current version."""
         ident = parse_identifier(identifier)
-        current = self._current_version(self.table_location(ident))
+        current = self.current_version(self.table_location(ident))
         if current is None:
             raise NoSuchTableError(f"table {ident} does not exist in warehouse {self.warehouse}")
         return ident, current[1], read_metadata(self.io, current[1])
@@ -193,7 +193,7 @@ class FileSystemCatalog:
         ident = parse_identifier(identifier)
         self._check_atomic(ident)
         loc = self.table_location(ident)
-        current = self._current_version(loc)
+        current = self.current_version(loc)
         if current is None:
             raise NoSuchTableError(f"table {ident} does not exist in warehouse {self.warehouse}")
         version, current_location = current

@@ -30,7 +30,7 @@ from sparkberg.jobs.common import (
 )
 from sparkberg.jobs.health import health_views
 from sparkberg.planning.entries import snapshot_manifests
-from sparkberg.views import all_namespaces
+from sparkberg.sql.views import all_namespaces
 
 DEFAULT_SMALL_FILE_RATIO = 0.5
 DEFAULT_DELETE_FILE_RATIO = 0.1

@@ -1,4 +1,4 @@
-"""Scan tasks read one at a time into Arrow, for the SQL views' data source (:mod:`sparkberg.source`).
+"""Scan tasks read one at a time into Arrow, for the SQL views' data source (:mod:`sparkberg.sql.source`).
 
 Each task's data file is read by field id (:class:`~sparkberg.read.formats.ArrowFileReader`: nested fields
 by id, the name mapping for files without ids, v3 defaults for columns a file lacks), and the rows its deletes

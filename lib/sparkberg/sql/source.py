@@ -39,7 +39,8 @@ from sparkberg.planning.scan import plan
 from sparkberg.read.arrow import TaskReader, read_struct
 from sparkberg.read.reader import identity_values
 from sparkberg.read.deletecache import DeleteCache, delete_cache
-from sparkberg.spark.session import as_active, per_session, session_conf
+from sparkberg.spark.jvm import as_active
+from sparkberg.spark.session import per_session, session_conf
 from sparkberg.table import catalog
 
 NAME = "sparkberg"

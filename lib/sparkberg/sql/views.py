@@ -7,7 +7,7 @@ becomes ``events__snapshots``: a double underscore, which no metadata table name
 parts unambiguous and needs no quoting. With ``qualified=True`` the namespace is kept
 (``db__events``, ``db__events__snapshots``) for catalogs with the same table name in several namespaces.
 
-On Spark 4.1+ a table's view reads through the ``sparkberg`` data source (:mod:`sparkberg.source`): each query
+On Spark 4.1+ a table's view reads through the ``sparkberg`` data source (:mod:`sparkberg.sql.source`): each query
 plans it again, with the query's filters, so it shows the table's current snapshot whoever committed it and a
 ``WHERE`` prunes files as ``Table.to_df(filter)`` does. On Spark 3.5 (and for a table loaded by path) the view
 is a DataFrame over the snapshot current when it is registered (the files to read planned then, so a ``WHERE``
@@ -24,7 +24,6 @@ from typing import Any, Sequence
 
 from sparkberg.inspect import METADATA_TABLES
 from sparkberg.spark.session import per_session, spark_version
-from sparkberg.table import on_commit
 
 SEPARATOR = "__"
 
@@ -49,9 +48,9 @@ def register_table_views(table: Any, name: str | None = None, metadata_tables: S
     return out
 
 
-def refresh_table_views(table: Any) -> None:
+def table_committed(table: Any) -> None:
     """Register again, over the table's current metadata, the views this session registered for the table (after
-    each commit of a table of this process: :func:`~sparkberg.table.on_commit`)."""
+    each commit of a table of this process: :class:`~sparkberg.table.SqlLayer`)."""
     registered = _registered(table.spark) if table.spark is not None else None
     for base, metadata_tables in list((registered or {}).get(table.location, {}).items()):
         try:
@@ -60,8 +59,6 @@ def refresh_table_views(table: Any) -> None:
             warnings.warn(f"the SQL views {base} of table {table.name} still show its previous snapshot: {e}",
                           stacklevel=3)
 
-
-on_commit(refresh_table_views)
 
 
 def _register(table: Any, base: str, metadata_tables: Sequence[str]) -> list[str]:
@@ -78,7 +75,7 @@ def _rows(table: Any) -> Any:
     """The DataFrame a table's view shows: over the ``sparkberg`` data source where Spark hands it each query's
     filters (4.1+, a table of a catalog), else the rows of its current snapshot, planned now."""
     if table.catalog is not None and table.identifier is not None and _source_supported(table.spark):
-        from sparkberg.source import table_frame  # (imports pyspark.sql.datasource: Spark 4 only)
+        from sparkberg.sql.source import table_frame  # (imports pyspark.sql.datasource: PySpark 4 only)
         return table_frame(table)
     return table.to_df()
 
