@@ -22,7 +22,7 @@ from sparkberg.planning.scan import partition_column
 from sparkberg.read.columns import read_files
 from sparkberg.read.formats import path_key
 from sparkberg.read.positions import DVDecoder
-from sparkberg.spark.session import local_dataframe
+from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.types import arrow_schema, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import MANIFEST_DATA, ManifestFile

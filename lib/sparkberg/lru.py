@@ -1,6 +1,6 @@
 """Values kept in memory by key, the least recently used dropped first: what the process-wide caches of decoded
 manifests (:mod:`sparkberg.avro.cache`), of decoded deletes (:mod:`sparkberg.read.deletecache`) and a session's
-Parquet relations (:mod:`sparkberg.spark.session`) keep, each with its own bound."""
+Parquet relations (:mod:`sparkberg.spark.jvm`) keep, each with its own bound."""
 from __future__ import annotations
 
 import threading

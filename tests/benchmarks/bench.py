@@ -679,7 +679,7 @@ def scan_floors(spark, t, columns: tuple[str, ...] = ("count(*)", "sum(x)")) -> 
 
     from sparkberg.read.columns import read_schema
     from sparkberg.read.fileids import FileIds
-    from sparkberg.spark.session import read_parquet
+    from sparkberg.spark.jvm import read_parquet
     from sparkberg.spark.tuning import ReadTuning
     tasks = t.plan_files().collect()
     deleted = [r["file_path"] for r in tasks if r["deletes"]]

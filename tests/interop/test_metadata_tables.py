@@ -67,7 +67,8 @@ def test_rows_made_on_the_driver_reach_a_classic_spark_35_session_as_arrow(java)
     """On a classic Spark 3.5 session ``local_dataframe`` sends Arrow batches, never pickled rows: a local relation
     below ``LAZY_ROWS`` rows, from there batches split over the cores as a local relation is; the rows are those
     ``createDataFrame`` gives."""
-    from sparkberg.spark.session import LAZY_ROWS, local_dataframe
+    from sparkberg.spark.frames import local_dataframe
+    from sparkberg.spark.jvm import LAZY_ROWS
     ddl = "i bigint, s string, m map<string,string>, st struct<a: int, b: string>"
     for n in (0, 5, LAZY_ROWS + 500):
         rows = [(i, f"s{i}", {"k": str(i)}, (i, "x") if i % 3 else None) for i in range(n)]

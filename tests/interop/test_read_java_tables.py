@@ -171,9 +171,9 @@ def test_driver_plans_reach_pyspark_35_as_arrow_batches(corpus, java, java_wareh
     from pyspark.sql import functions as F
 
     from sparkberg.planning.scan import partition_column, plan, tasks_struct
-    from sparkberg.spark import session
-    from sparkberg.spark.session import arrow_dataframe_35
-    monkeypatch.setattr(session, "LAZY_ROWS", 0 if lazy else 10 ** 9)
+    from sparkberg.spark import jvm
+    from sparkberg.spark.jvm import arrow_dataframe_35
+    monkeypatch.setattr(jvm, "LAZY_ROWS", 0 if lazy else 10 ** 9)
     t = table(java, java_warehouse, name)
     p = plan(java, t.metadata, t.io, t.metadata.current_snapshot, mode="local")
     assert p.is_local and p.rows()

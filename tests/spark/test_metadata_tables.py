@@ -73,7 +73,7 @@ def test_rows_made_on_the_driver_are_read_without_a_python_worker(spark, table):
     results of maintenance."""
     import datetime as dt
 
-    from sparkberg.spark.session import local_dataframe
+    from sparkberg.spark.frames import local_dataframe
     ddl = ("i bigint, s string, b boolean, m map<string,string>, st struct<a: int, b: string>, arr array<bigint>, "
            "bin binary, d date, ts timestamp, n int")
     utc = dt.timezone.utc

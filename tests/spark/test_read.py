@@ -275,7 +275,7 @@ def test_initial_defaults_fill_columns_and_nested_fields_older_files_lack(spark,
 def test_many_paths_reach_a_classic_session_in_one_call(spark, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from sparkberg.spark.session import _read_parquet_paths
+    from sparkberg.spark.jvm import _read_parquet_paths
     paths = []
     for i in range(20):  # (a name with a space, a percent sign and an accent among them)
         p = tmp_path / (f"f {i}%é.parquet" if i == 7 else f"f{i}.parquet")
@@ -292,45 +292,50 @@ def test_many_paths_reach_a_classic_session_in_one_call(spark, tmp_path):
     assert public == [tuple(paths + ["/x\ny.parquet"])]
 
 
-def test_files_read_again_reuse_the_relation_spark_resolved(spark, tmp_path, monkeypatch):
+def test_files_read_again_reuse_the_relation_spark_resolved(spark, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql import types as ST
-    from sparkberg.spark import session
+    from sparkberg.spark import jvm
     paths = []
     for i in range(3):
         pq.write_table(pa.table({"id": [i, i + 10]}), tmp_path / f"f{i}.parquet")
         paths.append(str(tmp_path / f"f{i}.parquet"))
     schema = ST.StructType([ST.StructField("id", ST.LongType())])
-    first = session.read_parquet(spark, schema, paths)
-    relations = session.ParquetRelations.of(spark)
+    listed = _files_listed(spark)
+    before = listed()
+    first = jvm.read_parquet(spark, schema, paths)
+    assert listed() - before == 3
+    relations = jvm.ParquetRelations.of(spark)
     assert relations.get((schema.json(), tuple(paths))) is not None
-
-    def resolve(*_args):
-        raise AssertionError("the paths were resolved again")
-    monkeypatch.setattr(session, "_read_parquet_paths", resolve)
-    again = session.read_parquet(spark, schema, paths)
+    before = listed()
+    again = jvm.read_parquet(spark, schema, paths)
+    assert listed() - before == 0  # (Spark's reader would have listed the three files again)
     assert sorted(r.id for r in again.collect()) == [0, 1, 2, 10, 11, 12]
     # each read is a relation of its own (new column ids): the two join as two tables, not as one with itself
     assert sorted((a, b) for a, b in first.join(again, first.id == again.id).collect()) == \
         [(i, i) for i in (0, 1, 2, 10, 11, 12)]
     assert first.join(again, first.id < again.id).count() == 15
-    # other files, or another schema, are resolved (over the statuses of the files listed before)
-    built = []
-    monkeypatch.setattr(session, "_over_known_statuses", lambda *args: built.append(args[3]))
-    with pytest.raises(AssertionError, match="resolved again"):
-        session.read_parquet(spark, schema, paths[:2])
-    with pytest.raises(AssertionError, match="resolved again"):
-        session.read_parquet(spark, ST.StructType([ST.StructField("id", ST.IntegerType())]), paths)
-    assert built == [paths[:2], paths]
+    # other files, or another schema, are resolved again, over the statuses of the files listed before
+    before = listed()
+    fewer = jvm.read_parquet(spark, schema, paths[:2])
+    jvm.read_parquet(spark, ST.StructType([ST.StructField("id", ST.IntegerType())]), paths)
+    assert listed() - before == 0
+    assert sorted(r.id for r in fewer.collect()) == [0, 1, 10, 11]
 
 
-def test_a_read_of_other_files_lists_only_those_not_listed_before(spark, tmp_path, monkeypatch):
+def _files_listed(spark):
+    """A counter of the files a classic session's file indexes listed (Spark's own metric)."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
+    return lambda: metrics.METRIC_FILES_DISCOVERED().getCount()
+
+
+def test_a_read_of_other_files_lists_only_those_not_listed_before(spark, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql import types as ST
     from sparkberg.errors import MissingFileError
-    from sparkberg.spark import session
+    from sparkberg.spark import jvm
     paths = []
     for i in range(40):  # (past the 32 paths from which Spark would list them in a job; names with a space, a
         # percent sign, an accent and a glob's bracket among them: file names, never patterns)
@@ -338,19 +343,12 @@ def test_a_read_of_other_files_lists_only_those_not_listed_before(spark, tmp_pat
         pq.write_table(pa.table({"id": [i]}), tmp_path / name)
         paths.append(str(tmp_path / name))
     schema = ST.StructType([ST.StructField("id", ST.LongType(), nullable=False)])
-    metrics = spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
-
-    def listed() -> int:
-        return metrics.METRIC_FILES_DISCOVERED().getCount()
-
-    def reader(*_args):
-        raise AssertionError("Spark's reader resolved the paths")
-    monkeypatch.setattr(session, "_read_parquet_paths", reader)
+    listed = _files_listed(spark)
     before = listed()
-    first = session.read_parquet(spark, schema, paths[:36])
+    first = jvm.read_parquet(spark, schema, paths[:36])
     assert listed() - before == 36
     before = listed()
-    second = session.read_parquet(spark, schema, paths[2:])  # (as after a commit: 2 files gone, 4 added)
+    second = jvm.read_parquet(spark, schema, paths[2:])  # (as after a commit: 2 files gone, 4 added)
     assert listed() - before == 4
     assert sorted(r.id for r in first.collect()) == list(range(36))
     assert sorted(r.id for r in second.collect()) == list(range(2, 40))
@@ -359,14 +357,13 @@ def test_a_read_of_other_files_lists_only_those_not_listed_before(spark, tmp_pat
     assert {r.n: r.i for r in second.selectExpr("_metadata.file_name AS n", "_metadata.row_index AS i")
             .where("id IN (5, 39)").collect()} == {"f5.parquet": 0, "f39.parquet": 0}
     # a path that is not there: Spark's index would skip it, so the reader resolves the paths, and names it
-    monkeypatch.undo()
     gone = str(tmp_path / "gone.parquet")
     with pytest.raises(MissingFileError, match="gone.parquet"):
-        session.read_parquet(spark, schema, paths[:3] + [gone])
+        jvm.read_parquet(spark, schema, paths[:3] + [gone])
 
 
 def test_kept_relations_are_bounded_by_their_files():
-    from sparkberg.spark.session import ParquetRelations
+    from sparkberg.spark.jvm import ParquetRelations
     kept = ParquetRelations()
     kept.MAX_FILES, kept.MAX_ENTRIES = 10, 3
     kept.put("a", "A", 4)

@@ -17,7 +17,8 @@ from sparkberg.commit.request import CommitRequest
 from sparkberg.errors import ValidationError
 from sparkberg.evolution import NAME_MAPPING, mapping_of
 from sparkberg.io.fileio import file_io_for, normalize_location
-from sparkberg.spark.session import local_dataframe, session_time_zone
+from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.session import session_time_zone
 from sparkberg.write.imports import RESULT_DDL, FileImporter
 from sparkberg.write.writer import data_file_from_json
 

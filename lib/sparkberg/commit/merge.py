@@ -22,7 +22,8 @@ from sparkberg.commit.rowlevel import RowLevel, key_predicate, removal_of
 from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import And
 from sparkberg.expressions.sql import conjuncts, translate_filter
-from sparkberg.spark.session import local_dataframe, session_time_zone
+from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.session import session_time_zone
 from sparkberg.spec.properties import merges_on_read
 from sparkberg.write.dataframe import write_files
 

@@ -50,7 +50,8 @@ from sparkberg.commit.rowlevel import RowLevel, file_scoped_deletes, no_new_dele
 from sparkberg.errors import CommitFailedException, CommitStateUnknownException, SparkbergError, ValidationError
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.options import Options
-from sparkberg.spark.session import job_description, local_dataframe
+from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.session import job_description
 from sparkberg.spec.transforms import IdentityTransform
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.ordering import Ordering, ZOrder, parse_ordering

@@ -30,7 +30,7 @@ from sparkberg.maintenance.data_files import dangling_delete_files
 from sparkberg.maintenance.options import Options
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.read.columns import delete_file_rows
-from sparkberg.spark.session import local_dataframe
+from sparkberg.spark.frames import local_dataframe
 from sparkberg.spec.manifests import DELETED, MANIFEST_DELETES, POSITION_DELETES
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json

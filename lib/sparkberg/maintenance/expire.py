@@ -20,7 +20,8 @@ from pyspark.sql import functions as F
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
-from sparkberg.spark.session import local_dataframe, session_time_zone
+from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.session import session_time_zone
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, ManifestFile
 from sparkberg.spec.metadata import TableMetadata

@@ -24,7 +24,7 @@ from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, file_io_for, normalize_location
 from sparkberg.maintenance.expire import FILES_DDL, _deleted, _manifests, to_millis
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df
-from sparkberg.spark.session import local_dataframe
+from sparkberg.spark.frames import local_dataframe
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.updates import now_ms
 

@@ -30,7 +30,7 @@ from sparkberg.errors import SparkbergError
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, distinct_rows, eq_stats, path_bounds
-from sparkberg.spark.session import local_dataframe
+from sparkberg.spark.frames import local_dataframe
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DELETED, ManifestFile, inherit_columns
 from sparkberg.spec.metadata import TableMetadata

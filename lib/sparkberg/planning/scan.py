@@ -30,7 +30,8 @@ from sparkberg.planning.entries import (
     EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifest_groups, manifests_df, manifests_of,
     physical_spark_type, snapshot_manifest_table,
 )
-from sparkberg.spark.session import arrow_dataframe, collect_arrow, job_description, with_known_count
+from sparkberg.spark.frames import arrow_dataframe, collect_arrow, with_known_count
+from sparkberg.spark.session import job_description
 from sparkberg.spark.tuning import (
     DATA_PLANNING_MODE, DELETE_PLANNING_MODE, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT, LOCAL_MAX_DELETE_ENTRIES,
     LOCAL_MAX_DELETE_ENTRIES_DEFAULT, LOCAL_MAX_FILES, LOCAL_MAX_FILES_DEFAULT, SCOPED_PAIRS_MAX,
@@ -116,7 +117,7 @@ class ScanPlan:
         """The tasks as :meth:`Table.plan_files` returns them: the partition struct in Iceberg's Spark types
         (:func:`partition_column`). A plan made on the driver becomes that DataFrame straight from its Arrow
         table, the partition values typed there (no projection for Spark to analyse), and counts its rows
-        without a Spark job (:func:`~sparkberg.spark.session.with_known_count`)."""
+        without a Spark job (:func:`~sparkberg.spark.frames.with_known_count`)."""
         if self._table is not None and self.layout.slots:
             table = self._table.set_column(PLAN_COLUMNS.index("partition"), "partition",
                                            typed_partition(self.layout, self._table.column("partition")))

@@ -20,7 +20,8 @@ from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import to_local_path
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, ArrowFileReader, path_key, read_with_arrow
-from sparkberg.spark.session import local_dataframe, read_parquet
+from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.jvm import read_parquet
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import FIELD_ID_KEY, arrow_schema, to_spark_read_field
 from sparkberg.spec import types as T

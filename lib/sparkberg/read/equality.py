@@ -22,7 +22,7 @@ from sparkberg.read.columns import (
 )
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileIds
-from sparkberg.spark.session import arrow_dataframe, local_dataframe
+from sparkberg.spark.frames import arrow_dataframe, local_dataframe
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field
 from sparkberg.spec import types as T

@@ -24,7 +24,7 @@ import pyarrow as pa
 from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
 from sparkberg.io.fileio import to_local_path
-from sparkberg.spark.session import local_dataframe
+from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.types import arrow_schema
 from sparkberg.spec import types as T
 

@@ -24,7 +24,8 @@ from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileSlots, name_slice
-from sparkberg.spark.session import arrow_dataframe, local_dataframe, per_session, scalar_of
+from sparkberg.spark.frames import arrow_dataframe, local_dataframe, scalar_of
+from sparkberg.spark.session import per_session
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.spec.puffin import dv_position_array
@@ -360,7 +361,7 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
     rows their position deletes, DVs and derived positions (``src``) delete, to apply straight to Spark's Parquet
     relation: bit ``_metadata.row_index`` of the bitmap of the row's file, found by the file's slot
     (:class:`FileSlots`) in one array of every file's bitmap. The array and the slots' shift and mask are one
-    value that a scalar subquery reads from a one-row local relation (:func:`~sparkberg.spark.session.scalar_of`),
+    value that a scalar subquery reads from a one-row local relation (:func:`~sparkberg.spark.frames.scalar_of`),
     so the filter's generated code is the same for every snapshot and set of deletes: a read after a commit
     reuses the classes Spark compiled, and the JVM compiled, for the read before it. No join, so no
     broadcast stage for Spark's adaptive execution to run and plan around, and no column added to the rows: the

@@ -25,7 +25,7 @@ from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.equality import apply_equality_deletes, equality_positions
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.positions import PositionSources, apply_position_deletes, position_scan_filter
-from sparkberg.spark.session import local_dataframe
+from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T

@@ -1,0 +1,98 @@
+"""DataFrames made on the driver (from Arrow tables and rows), collected to Arrow, counted without a job, and
+a one-value DataFrame as a scalar subquery Column: each the fastest way the session's PySpark offers."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from sparkberg.spark.jvm import arrow_dataframe_35, scalar_subquery_35
+from sparkberg.spark.session import spark_version
+from sparkberg.spark.types import arrow_schema, parse_ddl
+from sparkberg import state
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
+
+def collect_arrow(df, schema):
+    """The rows of a small DataFrame on the driver as an Arrow table of ``schema`` (a ``pyarrow.Schema`` with
+    the DataFrame's column names): through Arrow where the session offers it (PySpark 4's ``toArrow``, a classic
+    3.5 session's Arrow collect), else row by row."""
+    import pyarrow as pa
+    try:
+        if hasattr(df, "toArrow"):
+            return df.toArrow().cast(schema)
+        if hasattr(df, "_collect_as_arrow"):
+            batches = df._collect_as_arrow()
+            return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+    except (pa.ArrowException, TypeError, ValueError, NotImplementedError):
+        pass  # a type this path does not convert: the rows
+    return pa.Table.from_pylist([r.asDict(recursive=True) for r in df.collect()], schema=schema)
+
+
+def arrow_dataframe(spark, table: pa.Table, ddl: str | StructType, rows: Callable[[], list] | None = None) -> DataFrame:
+    """An Arrow table built on the driver as a DataFrame of ``ddl`` (DDL or a StructType): the table itself
+    where PySpark takes one (4.x; several times faster than row by row), on a classic PySpark 3.5 session its
+    Arrow batches, else its rows (``rows()`` when given: dicts or tuples built for this schema, so unverified)."""
+    import pyspark
+    if int(pyspark.__version__.split(".")[0]) >= 4:
+        # (one chunk: PySpark 4.3 returned no rows for a table concatenated from empty and non-empty tables)
+        return spark.createDataFrame(table.combine_chunks(), ddl)
+    df = arrow_dataframe_35(spark, table.combine_chunks(), ddl)
+    if df is not None:
+        return df
+    # (PySpark's per-value verification would double the cost)
+    return spark.createDataFrame(rows() if rows is not None else table.to_pylist(), ddl, verifySchema=False)
+
+
+def local_dataframe(spark, rows: Sequence[Sequence[Any]], schema: str | StructType) -> DataFrame:
+    """Rows made on the driver (tuples, in the columns' order; timestamps as zone-aware datetimes, which Arrow
+    takes as UTC when naive) as a DataFrame of ``schema`` (DDL or a StructType), through Arrow
+    (:func:`arrow_dataframe`): Spark holds them as a local relation, which it reads and broadcasts on the driver.
+    PySpark's ``createDataFrame`` of Python rows pickles them into an RDD instead, which a Python worker unpickles
+    in a Spark job each time the DataFrame is read."""
+    import pyarrow as pa
+
+    struct = parse_ddl(spark, schema) if isinstance(schema, str) else schema
+    arrow = arrow_schema(struct)
+    columns = list(zip(*rows)) if rows else [() for _ in arrow]
+    table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, arrow)], schema=arrow)
+    return arrow_dataframe(spark, table, struct, rows=lambda: [tuple(r) for r in rows])
+
+
+_COUNTED: dict[type, type] = {}
+
+
+def with_known_count(df: DataFrame, rows: int) -> DataFrame:
+    """``df``, made on the driver from ``rows`` rows it holds (a plan's tasks), with a ``count()`` that answers
+    from them instead of running a Spark job to count what the driver already knows (a job costs more than the
+    plan). Every other call, and every DataFrame derived from it, is Spark's own."""
+    base = type(df)
+    cls = _COUNTED.get(base)
+    if cls is None:
+        def count(self) -> int:
+            return self._sparkberg_rows
+        count.__doc__ = base.count.__doc__
+        cls = _COUNTED.setdefault(base, type(base.__name__, (base,), {"count": count, "__module__": base.__module__}))
+    try:
+        df.__class__ = cls
+        df._sparkberg_rows = rows
+    except TypeError:  # a DataFrame class that does not allow it: Spark counts
+        pass
+    return df
+
+
+def scalar_of(one: DataFrame) -> Column | None:
+    """The value of a one-row, one-column DataFrame as a scalar subquery Column: ``DataFrame.scalar()`` on Spark
+    4 (classic or Spark Connect); on a classic Spark 3.5 session, whose PySpark lacks it, the same expression
+    built in the JVM over the DataFrame's plan; None otherwise (Spark 3.5 over Spark Connect, or internals that
+    moved). Spark runs the subquery once per query and its value reaches the executors as a reference of the
+    generated code, not as code: queries that differ only in the value share their compiled classes (a literal
+    of a primitive type, or anything constant folding turns into one, is written into the code)."""
+    from pyspark.sql import DataFrame as AnyDataFrame
+    if hasattr(AnyDataFrame, "scalar") and spark_version(one.sparkSession) >= (4, 0):
+        return one.scalar()
+    return scalar_subquery_35(one)
+
+
+state.register("sparkberg.spark.frames._COUNTED", "one class per DataFrame class (two)", _COUNTED.clear)

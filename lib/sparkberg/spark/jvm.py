@@ -1,0 +1,281 @@
+"""The one module that reaches into the JVM through py4j (classic sessions only), where PySpark's public API
+lacks what sparkberg needs or costs a py4j call per item: an Arrow table handed to Spark 3.5 without pandas,
+a scalar subquery on Spark 3.5, Parquet reads whose resolved relations are kept, paths sent in one call, and the
+JVM's active session. Every function here falls back to the public API (or returns None for its caller's other
+way) where Spark's internals moved, and does nothing JVM-side on Spark Connect, which has no JVM on the client.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import weakref
+from typing import TYPE_CHECKING, Any, Hashable, Iterator, Sequence
+
+from sparkberg.errors import MissingFileError
+from sparkberg.lru import LRU
+from sparkberg.spark.session import per_session, session_setting, spark_version
+from sparkberg.spark.types import parse_ddl
+from sparkberg import state
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame, DataFrameReader
+    from pyspark.sql.types import StructType
+
+def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFrame | None:
+    """A classic PySpark 3.5 DataFrame of an Arrow table's batches (None for a session without a JVM, or where
+    PySpark's internals moved), sent to the JVM as PySpark 3.5 sends a pandas
+    DataFrame's (its public API takes only pandas, which cannot hold nested columns), so Spark reads them
+    without unpickling a row each. Spark 3.5 turns batches under
+    ``spark.sql.execution.arrow.localRelationThreshold`` into a local relation, converting every row on the driver
+    right away (most of the cost of the DataFrame); from :data:`LAZY_ROWS` rows on, the threshold is 0
+    while the DataFrame is made, so the rows are converted when it is read (its count was faster too)."""
+    if getattr(spark, "_jsparkSession", None) is None:
+        return None
+    try:
+        return _arrow_dataframe_35(spark, table, ddl)
+    except Exception:  # noqa: BLE001 - PySpark internals that moved: the caller's other way
+        return None
+
+
+def _arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFrame:
+    from pyspark.sql import DataFrame as ClassicDataFrame
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+
+    struct = parse_ddl(spark, ddl) if isinstance(ddl, str) else ddl
+    jvm = spark._jvm
+    # (each batch is one partition of the lazy DataFrame: as many as a local relation is split into)
+    per_batch = max(1, -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism)))
+    jrdd = spark.sparkContext._serialize_to_jvm(
+        table.to_batches(max_chunksize=per_batch), ArrowStreamSerializer(),
+        lambda path: jvm_static(jvm, _SQL_UTILS + "readArrowStreamFromFile")(path),
+        lambda: jvm_static(jvm, "org.apache.spark.sql.api.python.ArrowIteratorServer")())
+    with session_setting(spark, _LOCAL_RELATION_THRESHOLD, "0", table.num_rows >= LAZY_ROWS):
+        jdf = jvm_static(jvm, _SQL_UTILS + "toDataFrame")(jrdd, struct.json(), spark._jsparkSession)
+    return ClassicDataFrame(jdf, spark)
+
+
+_LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+_SQL_UTILS = "org.apache.spark.sql.api.python.PythonSQLUtils."
+LAZY_ROWS = 1000  # rows of an Arrow table from which a classic 3.5 session gets them lazily (arrow_dataframe_35)
+
+
+# Iceberg stores dates and timestamps in the proleptic Gregorian calendar, and files of other engines carry no
+# Spark calendar metadata, on which Spark's default rebase mode (EXCEPTION) refuses dates before 1582-10-15 and
+# timestamps before 1900-01-01: every Parquet read says CORRECTED (read as stored), leaving the session as it is
+PARQUET_READ_OPTIONS = {"datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
+
+
+# from this many paths on, a classic session gets them in one call (each path is one py4j call otherwise)
+_PATHS_IN_ONE_CALL = 16
+
+
+def read_parquet(spark, schema: StructType, files: list[str]) -> DataFrame:
+    """``spark.read.schema(schema).parquet(*files)``, for a session that reads the same files again and again.
+
+    A classic session resolves a Parquet read's paths each time it builds one: it checks that each path
+    exists (on a pool of 40 threads it starts for the purpose) and lists them: up to half of a table's
+    ``to_df``. Data files never change once written, so the relation Spark resolved is kept
+    (:class:`ParquetRelations`) and a read of the same files and schema wraps it in a new logical relation of
+    its own, with new column ids, as Spark's session catalog does for the relations of its tables; a read of
+    other files lists only those it has not listed before (:func:`_over_known_statuses`). Spark Connect resolves
+    the paths on the server: left as it is."""
+    relations = ParquetRelations.of(spark)
+    key = (schema.json(), tuple(files))
+    relation = relations.get(key) if relations is not None else None
+    if relation is not None:
+        try:
+            return spark.read._df(spark._jsparkSession.baseRelationToDataFrame(relation))
+        except Exception:  # noqa: BLE001 - PySpark internals that moved: resolved again
+            pass
+    with _listing_on_driver(spark, files):
+        df = _over_known_statuses(spark, relations, schema, files) if relations is not None else None
+        if df is None:
+            try:
+                df = _read_parquet_paths(spark.read.schema(schema).options(**PARQUET_READ_OPTIONS), files)
+            except Exception as e:  # noqa: BLE001 - Spark's analysis error for a path that is gone, named as such
+                m = re.search(r"PATH_NOT_FOUND\].*?: (\S+?)\.?(?:\s|$)", str(e))
+                if m is None:
+                    raise
+                raise MissingFileError(f"file {m.group(1)} does not exist", m.group(1)) from None
+    if relations is not None:
+        try:
+            relations.put(key, df._jdf.queryExecution().analyzed().relation(), len(files))
+        except Exception:  # noqa: BLE001 - a plan of another shape: not kept
+            pass
+    return df
+
+
+def _over_known_statuses(spark, relations: ParquetRelations, schema: StructType, files: list[str]
+                         ) -> DataFrame | None:
+    """The relation Spark's reader would resolve for ``files`` (a classic session), built over an index of
+    them that takes each file's status from the session's :attr:`ParquetRelations.statuses` and lists only the
+    files it lacks: a table read after a commit lists only the files the commit added. Spark's reader would check
+    that each path exists and list each one again. None where the index lacks a file (Spark skips a listed root
+    path that is gone: the reader then names it) or where Spark's classes differ from those this builds on."""
+    try:
+        jvm, js = spark._jvm, spark._jsparkSession
+        sources = "org.apache.spark.sql.execution.datasources."
+        statuses = relations.statuses(jvm, js)
+        jschema = js.parseDataType(schema.json()).asNullable()  # (as the reader's relation: every column nullable)
+        options = jvm_static(jvm, "org.apache.spark.api.python.PythonUtils.toScalaMap")(dict(PARQUET_READ_OPTIONS))
+        none = jvm_static(jvm, "scala.Option.empty")()
+        paths = jvm_static(jvm, "org.apache.hadoop.util.StringUtils.stringToPath")(_string_array(jvm, files))
+        index = jvm_static(jvm, sources + "InMemoryFileIndex")(js, _array_seq(jvm, paths), options,
+                                                              jvm_static(jvm, "scala.Option.apply")(jschema),
+                                                              statuses, none, none)
+        if index.leafFiles().size() != len(set(files)):  # (a protected member: its Scala name is public)
+            return None
+        relation = jvm_static(jvm, sources + "HadoopFsRelation")(
+            index, index.partitionSchema(), jschema, none, jvm_static(jvm, sources + "parquet.ParquetFileFormat")(),
+            options, js)
+        return spark.read._df(js.baseRelationToDataFrame(relation))
+    except Exception:  # noqa: BLE001 - Spark internals that moved (or a file that is not there): the reader
+        return None
+
+
+def _string_array(jvm, files: Sequence[str]):
+    """``files`` as a Java ``String[]``, in two py4j calls whatever their number (they travel as one string)."""
+    if not files or any("\n" in f or not f for f in files):
+        raise ValueError("no paths, an empty one or one with a line break")
+    return jvm_static(jvm, "java.util.regex.Pattern.compile")("\n").split("\n".join(files), -1)
+
+
+def _array_seq(jvm, array):
+    """A Scala ``Seq`` over a Java array, in one py4j call."""
+    from py4j.java_gateway import JavaClass
+    if isinstance(jvm_static(jvm, "scala.collection.immutable.ArraySeq"), JavaClass):  # (Scala 2.13: Spark 4)
+        return jvm_static(jvm, "scala.collection.immutable.ArraySeq.unsafeWrapArray")(array)
+    return jvm_static(jvm, "scala.collection.mutable.WrappedArray.make")(array)  # (Scala 2.12: Spark 3.5)
+
+
+_jvm_handles: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # py4j gateway client -> {name: handle}
+
+
+def jvm_static(jvm, name: str) -> Any:
+    """py4j's handle on a JVM class (to call as its constructor; a ``JavaPackage`` where there is no such class) or
+    on a static method, by its full name (``"scala.Option.empty"``), looked up once per gateway: each dotted step
+    of ``jvm.scala.Option.empty`` is a py4j call of its own."""
+    handles = _jvm_handles.setdefault(jvm._gateway_client, {})
+    handle = handles.get(name)
+    if handle is None:
+        handle = handles[name] = functools.reduce(getattr, name.split("."), jvm)
+    return handle
+
+
+class ParquetRelations:
+    """The Parquet relations (JVM ``HadoopFsRelation`` objects, with the status of each file they list) that a
+    classic session resolved, by schema and files: the most recently used, while they list at most
+    :attr:`MAX_FILES` files in all and number at most :attr:`MAX_ENTRIES`."""
+
+    MAX_FILES = 100_000
+    MAX_ENTRIES = 64
+
+    def __init__(self):
+        self._kept = LRU()
+        self._statuses = None
+
+    def statuses(self, jvm, jsession) -> Any:
+        """The session's client of Spark's file status cache (``FileStatusCache``, bounded by
+        ``spark.sql.hive.filesourcePartitionFileCacheSize``, 250 MB by default, shared with Spark's own
+        tables), that every relation this keeps lists its files into: data files never change once written."""
+        if self._statuses is None:
+            self._statuses = jvm_static(jvm, "org.apache.spark.sql.execution.datasources.FileStatusCache.getOrCreate")(
+                jsession)
+        return self._statuses
+
+    @classmethod
+    def of(cls, spark) -> ParquetRelations | None:
+        """The relations of a classic session (None for other sessions: Spark Connect)."""
+        if getattr(spark, "_jsparkSession", None) is None:
+            return None
+        return per_session(spark, "parquet relations", cls)
+
+    def get(self, key: Hashable) -> Any:
+        """The relation kept for ``key``, or None."""
+        return self._kept.get(key)
+
+    def put(self, key: Hashable, relation: Any, files: int) -> None:
+        """Keep ``relation`` (listing ``files`` files), dropping the least recently used beyond the bounds."""
+        if files <= self.MAX_FILES:
+            self._kept.put(key, relation, files, self.MAX_FILES, self.MAX_ENTRIES)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+@contextlib.contextmanager
+def _listing_on_driver(spark, files: Sequence[str]):
+    """Spark checks every path it is given, with a job of one task per path beyond 32 paths. For local files the
+    driver does it in milliseconds, so, on a classic session, the threshold is raised while the DataFrame is
+    created (Spark Connect analyses later, on the server: left as it is)."""
+    local = all(f.startswith("/") or f.startswith("file:") for f in files)
+    with session_setting(spark, _LISTING_THRESHOLD, str(len(files) + 1),
+                         local and len(files) > 32 and hasattr(spark, "_jsparkSession")):
+        yield
+
+
+def _read_parquet_paths(reader: DataFrameReader, files: list[str]) -> DataFrame:
+    """``reader.parquet(*files)``. A classic session's PySpark hands the JVM a list of paths one py4j call
+    per path; here they travel as one string, split on the JVM side. Spark Connect sends the paths in
+    the plan: left as it is."""
+    jreader = getattr(reader, "_jreader", None)
+    if jreader is not None and len(files) >= _PATHS_IN_ONE_CALL:
+        try:
+            jvm = reader._spark._jvm
+            return reader._df(jreader.parquet(_array_seq(jvm, _string_array(jvm, files))))
+        except Exception:  # noqa: BLE001 - internals that moved, or paths one string cannot carry: the public call
+            pass
+    return reader.parquet(*files)
+
+
+@contextlib.contextmanager
+def as_active(spark) -> Iterator[None]:
+    """Within the block, ``spark`` is the JVM's active session (classic sessions; Spark Connect sets it for each
+    request): what Spark resolves through the active session rather than the calling one, such as a Python data
+    source's name, is then the session's own."""
+    jvm = getattr(spark, "_jvm", None)
+    own = getattr(spark, "_jsparkSession", None)
+    if jvm is None or own is None:
+        yield
+        return
+    from pyspark.sql import SparkSession  # (a classic session: PySpark's class knows the JVM's session class)
+    sessions = SparkSession._get_j_spark_session_class(jvm)
+    previous = sessions.getActiveSession()
+    sessions.setActiveSession(own)
+    try:
+        yield
+    finally:
+        if previous.isDefined():
+            sessions.setActiveSession(previous.get())
+        else:
+            sessions.clearActiveSession()
+
+
+def scalar_subquery_35(one: DataFrame) -> Column | None:
+    """On a classic Spark 3.5 session, whose PySpark lacks ``DataFrame.scalar()``, the value of a one-row,
+    one-column DataFrame as the scalar subquery Column Spark 4's would be, built in the JVM over the DataFrame's
+    plan; None elsewhere (Spark Connect) or where Spark's internals moved."""
+    from pyspark.sql import Column as AnyColumn
+    jdf = getattr(one, "_jdf", None)
+    if jdf is None or spark_version(one.sparkSession) >= (4, 0):
+        return None
+    try:
+        jvm = one.sparkSession._jvm
+        expressions = "org.apache.spark.sql.catalyst.expressions."
+        empty = jvm_static(jvm, "scala.collection.Seq.empty")
+        none = jvm_static(jvm, "scala.Option.empty")()
+        # (Spark 3.5's ScalarSubquery(plan, outerAttrs, exprId, joinCond, hint, mayHaveCountBug))
+        subquery = jvm_static(jvm, expressions + "ScalarSubquery")(
+            jdf.queryExecution().analyzed(), empty(), jvm_static(jvm, expressions + "NamedExpression.newExprId")(),
+            empty(), none, none)
+        return AnyColumn(jvm_static(jvm, "org.apache.spark.sql.Column")(subquery))
+    except Exception:  # noqa: BLE001 - PySpark or Spark internals that moved: the caller's other way
+        return None
+
+
+state.register("sparkberg.spark.jvm._jvm_handles", "per py4j gateway, gone with it", _jvm_handles.clear)
