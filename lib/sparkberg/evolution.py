@@ -10,11 +10,11 @@ from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.spark.types import parse_type, schema_from, to_spark_schema
 from sparkberg.spec import types as I, updates as U
 from sparkberg.spec.partitioning import build_sort_order, partition_field
+from sparkberg.spec.properties import NAME_MAPPING
 from sparkberg.spec.schema_update import ROOT, SchemaUpdate
 from sparkberg.spec.spec_update import SpecUpdate
 from sparkberg.spec.transforms import VoidTransform
 
-NAME_MAPPING = "schema.name-mapping.default"
 
 
 class EvolutionMixin:

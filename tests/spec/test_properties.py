@@ -24,3 +24,17 @@ def test_booleans():
     assert P.boolean({P.WAP_ENABLED: "false"}, P.WAP_ENABLED) is False
     with pytest.raises(ValidationError, match="write.wap.enabled must be one of true, false, got 'yes'"):
         P.boolean({P.WAP_ENABLED: "yes"}, P.WAP_ENABLED)
+
+
+def test_write_properties_and_their_defaults():
+    from sparkberg.spec.types import LONG, NestedField, Schema
+    from sparkberg.spec.updates import new_table_metadata
+    schema = Schema([NestedField(1, "id", LONG, False)], schema_id=0)
+    assert P.data_location(new_table_metadata(schema, "file:///w/t")) == "file:///w/t/data"
+    assert P.data_location(new_table_metadata(schema, "file:///w/t", properties={P.DATA_PATH: "s3://b/d"})) == \
+        "s3://b/d"
+    assert P.compression({}) == "zstd" and P.compression({P.COMPRESSION: " GZIP"}) == "gzip"
+    assert P.target_file_size({}) == 512 * 1024 * 1024
+    assert P.target_file_size({P.TARGET_FILE_SIZE: "1048576"}) == 1048576
+    with pytest.raises(ValidationError, match="write.target-file-size-bytes must be an integer, got '1g'"):
+        P.target_file_size({P.TARGET_FILE_SIZE: "1g"})

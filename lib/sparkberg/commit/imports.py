@@ -15,10 +15,11 @@ from pyspark.sql import functions as F
 from sparkberg.commit.producer import fast_append
 from sparkberg.commit.request import CommitRequest
 from sparkberg.errors import ValidationError
-from sparkberg.evolution import NAME_MAPPING, mapping_of
+from sparkberg.evolution import mapping_of
 from sparkberg.io.fileio import file_io_for, normalize_location
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import session_time_zone
+from sparkberg.spec.properties import NAME_MAPPING
 from sparkberg.write.imports import RESULT_DDL, FileImporter
 from sparkberg.write.writer import data_file_from_json
 

@@ -38,6 +38,7 @@ from sparkberg.spec import types as T
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
 from sparkberg.spec.properties import SERIALIZABLE, isolation_level, merges_on_read
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
+from sparkberg.spec.properties import compression, data_location
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
 
@@ -300,7 +301,7 @@ class RowLevel:
         partition, delete directory, its DV (merged into a new one on v3) and, when ``merge_position_files``,
         its position delete files (merged too)."""
         m, schema = self.m, self.schema
-        base_dir = m.properties.get("write.data.path", f"{m.location}/data")
+        base_dir = data_location(m)
         targets = {}
         for t in tasks:
             spec = m.spec(t["spec_id"])
@@ -321,7 +322,7 @@ class RowLevel:
         by_path = {t["file_path"]: t for t in tasks}
         targets = self.delete_targets(tasks, merge_position_files=True)
         writer = DeleteWriter(targets, dv=m.format_version >= 3, write_id=uuid.uuid4().hex[:16],
-                              compression=m.properties.get("write.parquet.compression-codec", "zstd"))
+                              compression=compression(m.properties))
         rows = (matched.select("_file", "_pos").repartition("_file").sortWithinPartitions("_file", "_pos")
                 .mapInArrow(writer, RESULT_DDL).collect())
         added, removed = [], set()

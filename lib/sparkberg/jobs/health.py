@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 
 from sparkberg.errors import ValidationError
 from sparkberg.jobs.common import OK, add_session_arguments, open_catalog, progress, run, session
+from sparkberg.spec.properties import target_file_size
 
 HEALTH_VIEWS = ("small_files", "deletes", "manifests", "snapshot_growth", "row_lineage")
 DEFAULT_SMALL_FILE_BYTES = 32 * 1024 * 1024
@@ -53,7 +54,7 @@ def health_views(table: Any, views: Sequence[str] = HEALTH_VIEWS, small_file_byt
     name = view_name or f"health_{table.identifier.name}"
     table.register_views(name)
     if small_file_bytes is None:
-        target = int(table.properties.get("write.target-file-size-bytes", 512 * 1024 * 1024))
+        target = target_file_size(table.properties)
         small_file_bytes = min(DEFAULT_SMALL_FILE_BYTES, target // 4)
     return {v: table.spark.sql(health_sql(v, name, small_file_bytes)) for v in views}
 

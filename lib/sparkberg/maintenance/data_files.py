@@ -52,6 +52,7 @@ from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.options import Options
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import job_description
+from sparkberg.spec.properties import TARGET_FILE_SIZE, target_file_size
 from sparkberg.spec.transforms import IdentityTransform
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.ordering import Ordering, ZOrder, parse_ordering
@@ -100,8 +101,7 @@ class Settings:
     def read(table, options: Options, shuffling: bool) -> "Settings":
         """The settings from ``options`` and the table's properties; a named error for a value out of range."""
         props = table.metadata.properties
-        target = options.integer("target-file-size-bytes",
-                                 int(props.get("write.target-file-size-bytes", 512 * 1024 * 1024)), 1)
+        target = options.integer("target-file-size-bytes", target_file_size(props), 1)
         min_size = options.integer("min-file-size-bytes", int(target * 0.75), 0)
         max_size = options.integer("max-file-size-bytes", int(target * 1.8), 0)
         if not min_size < target < max_size:
@@ -264,7 +264,7 @@ class _Run:
         """The new data files of one group (a Spark job of its own)."""
         rl, s, m = self.rl, self.s, self.rl.m
         rows = rl.read(group.tasks, [f.name for f in rl.schema.fields] + rl.lineage, None)
-        props = {**m.properties, "write.target-file-size-bytes": str(s.target)}
+        props = {**m.properties, TARGET_FILE_SIZE: str(s.target)}
         files = s.expected_files(group.size)
         with job_description(rl.spark, f"REWRITE {self.table.name} ({len(group.tasks)} files, {group.size} bytes)"):
             if self.ordering is not None:

@@ -33,6 +33,7 @@ from sparkberg.read.columns import delete_file_rows
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spec.manifests import DELETED, MANIFEST_DELETES, POSITION_DELETES
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
+from sparkberg.spec.properties import compression
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json
 
 OPTIONS = ("rewrite-all", "min-input-files")
@@ -87,7 +88,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
         .mapInArrow(_positions, "_file string, _pos bigint").join(F.broadcast(live), "_file")
     targets = rl.delete_targets(chosen_tasks, merge_position_files=False)  # (their positions are the rows)
     writer = DeleteWriter(targets, dv=dv, write_id=uuid.uuid4().hex[:16],
-                          compression=m.properties.get("write.parquet.compression-codec", "zstd"),
+                          compression=compression(m.properties),
                           partition_scoped=not dv)
     dirs = local_dataframe(spark, [(p, t["dir"]) for p, t in targets.items()], "_file string, _dir string")
     rewritten_bytes = sum(deletes.get((p, None), (0, None))[0] for p in chosen_files) + sum(dangling.values())

@@ -26,6 +26,7 @@ from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import FIELD_ID_KEY, arrow_schema, to_spark_read_field
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.properties import NAME_MAPPING
 from sparkberg.spec.types import UNSUPPORTED_DATA_TYPE_NAMES
 from sparkberg.spec.values import to_python
 
@@ -244,7 +245,7 @@ def name_mapping(metadata: TableMetadata, nested: bool = False) -> dict[int, lis
     """Field id -> names from ``schema.name-mapping.default`` (spec Appendix C "Name Mapping"): top-level fields,
     or with ``nested`` fields at every depth (ids are unique in a table, so one map holds them all)."""
     import json
-    raw = metadata.properties.get("schema.name-mapping.default")
+    raw = metadata.properties.get(NAME_MAPPING)
     if not raw:
         return {}
 

@@ -15,6 +15,10 @@ ROW_LEVEL_COMMANDS = ("delete", "update", "merge")
 WAP_ENABLED = "write.wap.enabled"  # default false
 ACCEPT_ANY_SCHEMA = "write.spark.accept-any-schema"  # default false: writes merge the data's schema when true
 DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"  # default false
+NAME_MAPPING = "schema.name-mapping.default"  # JSON (spec Appendix C), none by default
+DATA_PATH = "write.data.path"  # default <table location>/data
+COMPRESSION, DEFAULT_COMPRESSION = "write.parquet.compression-codec", "zstd"
+TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE = "write.target-file-size-bytes", 512 * 1024 * 1024
 
 
 def _choice(properties: Mapping[str, str], key: str, default: str, allowed: tuple[str, ...]) -> str:
@@ -34,6 +38,32 @@ def boolean(properties: Mapping[str, str], key: str, default: bool = False) -> b
     return _choice(properties, key, "", ("true", "false")) == "true"
 
 
+def integer(properties: Mapping[str, str], key: str, default: int) -> int:
+    """An integer property."""
+    value = properties.get(key)
+    if value is None:
+        return default
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ValidationError(f"table property {key} must be an integer, got {value!r}") from None
+
+
+def data_location(metadata: TableMetadata) -> str:
+    """Where new data and delete files go: ``write.data.path``, else the table's ``data`` directory."""
+    return metadata.properties.get(DATA_PATH) or f"{metadata.location}/data"
+
+
+def compression(properties: Mapping[str, str]) -> str:
+    """The Parquet compression codec of new files (``write.parquet.compression-codec``), lower case."""
+    return properties.get(COMPRESSION, DEFAULT_COMPRESSION).strip().lower()
+
+
+def target_file_size(properties: Mapping[str, str]) -> int:
+    """``write.target-file-size-bytes``: the size new data files are cut at (512 MiB by default)."""
+    return integer(properties, TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE)
+
+
 def row_level_mode(properties: Mapping[str, str], command: str) -> str:
     """``write.<command>.mode`` of a row-level command (delete, update, merge): copy-on-write (the default) or
     merge-on-read."""
@@ -51,5 +81,6 @@ def isolation_level(properties: Mapping[str, str], command: str) -> str:
 
 
 __all__ = ["COPY_ON_WRITE", "MERGE_ON_READ", "SERIALIZABLE", "SNAPSHOT", "ROW_LEVEL_COMMANDS", "WAP_ENABLED",
-           "ACCEPT_ANY_SCHEMA", "DELETE_AFTER_COMMIT", "boolean", "row_level_mode", "merges_on_read",
-           "isolation_level"]
+           "ACCEPT_ANY_SCHEMA", "DELETE_AFTER_COMMIT", "NAME_MAPPING", "DATA_PATH", "COMPRESSION",
+           "DEFAULT_COMPRESSION", "TARGET_FILE_SIZE", "DEFAULT_TARGET_FILE_SIZE", "boolean", "integer",
+           "data_location", "compression", "target_file_size", "row_level_mode", "merges_on_read", "isolation_level"]

@@ -15,6 +15,7 @@ from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.session import session_conf
 from sparkberg.spark.types import to_spark_type
+from sparkberg.spec.properties import data_location as data_location_of
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.metadata import TableMetadata
@@ -272,7 +273,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         raise ValidationError(f"unknown write distribution mode {distribution!r} (none, hash or range)")
     aligned = align(df, schema, store_assignment_policy(spark))
     write_id = uuid.uuid4().hex[:16]
-    data_location = metadata.properties.get("write.data.path", f"{metadata.location}/data")
+    data_location = data_location_of(metadata)
     keys = spec_keys(spec, PARTITION_PREFIX)
     order: list = [F.col(name).asc_nulls_first() for name, _, _ in keys]
     if ordering.sort is not None:

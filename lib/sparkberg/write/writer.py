@@ -22,12 +22,11 @@ from sparkberg.io.fileio import to_local_path
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.partitioning import PartitionSpec
+from sparkberg.spec.properties import compression, target_file_size
 from sparkberg.spec.values import to_bytes
 from sparkberg.spec.types import from_json_value, to_json_value
 from sparkberg.write.arrow_transforms import physical
 
-TARGET_FILE_SIZE = ("write.target-file-size-bytes", 512 * 1024 * 1024)
-COMPRESSION = ("write.parquet.compression-codec", "zstd")
 METRICS_DEFAULT = ("write.metadata.metrics.default", "truncate(16)")
 METRICS_COLUMN_PREFIX = "write.metadata.metrics.column."
 PARTITION_PREFIX = "_sbp_"
@@ -219,11 +218,8 @@ class FileWriter:
         self.properties = dict(properties)
         self.write_id = write_id
         self.arrow_schema = arrow_schema(schema)
-        try:
-            self.target = int(self.properties.get(*TARGET_FILE_SIZE))
-        except ValueError:
-            raise ValidationError(f"table property {TARGET_FILE_SIZE[0]} must be an integer") from None
-        self.compression = self.properties.get(*COMPRESSION).lower()
+        self.target = target_file_size(self.properties)
+        self.compression = compression(self.properties)
         if self.compression == "uncompressed":
             self.compression = "none"
         self.required = [f.name for f in schema.fields if f.required]
