@@ -309,3 +309,15 @@ def test_the_matcher_sorts_delete_files_as_the_plan_lists_them(rows):
         return delete_sort_key({k: e[k] for k in DELETE_STRUCT})
     got = _sorted_deletes(pa.Table.from_pylist(rows, schema))
     assert [key(r) for r in got] == sorted(key(r) for r in rows)
+
+
+def test_the_sequence_number_rule_is_the_specs_for_scalars_and_arrays():
+    """Spec, scan planning: a position delete applies to data files with a data sequence number <= its own, an
+    equality delete only to those strictly below; the one function takes ints and numpy arrays alike."""
+    import numpy as np
+    from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, sequence_applies
+    assert [bool(sequence_applies(POSITION_DELETES, d, 5)) for d in (4, 5, 6)] == [True, True, False]
+    assert [bool(sequence_applies(EQUALITY_DELETES, d, 5)) for d in (4, 5, 6)] == [True, False, False]
+    content = np.array([1, 1, 2, 2, 0])
+    got = sequence_applies(content, np.array([3, 4, 3, 4, 1]), np.array([4, 3, 4, 4, 9]))
+    assert got.tolist() == [True, False, True, False, False]

@@ -52,6 +52,7 @@ from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.options import Options
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import job_description
+from sparkberg.spec.manifests import sequence_applies
 from sparkberg.spec.properties import TARGET_FILE_SIZE, target_file_size
 from sparkberg.spec.transforms import IdentityTransform
 from sparkberg.write.dataframe import write_files
@@ -391,9 +392,9 @@ def dangling_delete_files(table, rewritten: list[Group] = (), seq: int | None = 
               .join(live_paths, F.col("d.referenced_data_file") == F.col("live_path"), "left"))
     is_global = (F.col("d.content") == 2) & F.col("d.spec_id").isin(unpartitioned)
     min_seq = F.when(is_global, F.col("all_min_seq")).otherwise(F.col("min_seq"))
-    dangling = (F.col("d.referenced_data_file").isNotNull() & F.col("live_path").isNull()) | min_seq.isNull() | (
-        (F.col("d.content") == 1) & (F.col("d.seq") < min_seq)) | (
-        (F.col("d.content") == 2) & (F.col("d.seq") <= min_seq))
+    # (a delete that applies to no data file of its reach applies not even to the oldest one)
+    dangling = (F.col("d.referenced_data_file").isNotNull() & F.col("live_path").isNull()) | min_seq.isNull() | \
+        ~sequence_applies(F.col("d.content"), min_seq, F.col("d.seq"))
     found = joined.where(dangling).select("d.file_path", "d.content_offset").distinct().collect()
     return sorted((r[0], r[1]) for r in found)
 

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from sparkberg.expressions.evaluators import INTEGRAL_TYPES
 from sparkberg.spec import types as T
+from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, sequence_applies
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH
 from sparkberg.spec.values import from_bytes
 
@@ -337,20 +338,21 @@ class DeleteMatcher:
         dv_group = pc.fill_null(pc.index_in(paths, value_set=self.dv_refs), -1).to_numpy(zero_copy_only=False) \
             if len(self.dv_refs) else np.full(n, -1)
         dv_rows, dv_dels = self.dvs.pairs(dv_group.astype(np.int64))
-        dv_keep = data_seq[dv_rows] <= self.seq[dv_dels]
+        dv_keep = sequence_applies(POSITION_DELETES, data_seq[dv_rows], self.seq[dv_dels])
         dv_rows, dv_dels = dv_rows[dv_keep], dv_dels[dv_keep]
         has_dv = np.zeros(n, bool)
         has_dv[dv_rows] = True
         # position deletes and partition-scoped equality deletes: by (spec, partition)
         rows, dels = self.scoped.pairs(self._scoped_groups(data))
-        content, d_seq, r_seq = self.content[dels], self.seq[dels], data_seq[rows]
-        pos = (content == 1) & ~has_dv[rows] & (r_seq <= d_seq)
+        content = self.content[dels]
+        keep = sequence_applies(content, data_seq[rows], self.seq[dels])
+        pos = keep & (content == POSITION_DELETES) & ~has_dv[rows]
         if pos.any() and (self.has_refs or self.has_bounds):
             pos &= self._in_reach(paths, rows, dels, pos)
-        keep = pos | ((content == 2) & (r_seq < d_seq))
+        keep = pos | (keep & (content == EQUALITY_DELETES))
         g_rows, g_dels = self.global_eq.pairs(np.zeros(n, np.int64)) if len(self.global_eq.lengths) else (
             np.empty(0, np.int64), np.empty(0, np.int64))
-        g_keep = data_seq[g_rows] < self.seq[g_dels]
+        g_keep = sequence_applies(EQUALITY_DELETES, data_seq[g_rows], self.seq[g_dels])
         rows = np.concatenate([dv_rows, rows[keep], g_rows[g_keep]])
         dels = np.concatenate([dv_dels, dels[keep], g_dels[g_keep]])
         if self.has_stats and "_eq_stats" in data.column_names:

@@ -128,6 +128,15 @@ class Manifest:
 Column = tuple  # (values: numpy int64 array, valid: numpy bool array)
 
 
+def sequence_applies(content: Any, data_sequence_number: Any, delete_sequence_number: Any) -> Any:
+    """The spec's sequence-number rule of scan planning: a position delete (or deletion vector) applies to data
+    files whose data sequence number is at most its own, an equality delete only to those strictly below. Written
+    with operators alone, so that it takes ints, numpy arrays (planning) and Spark Columns (maintenance) alike;
+    the other conditions (partition, referenced file, bounds) are the caller's."""
+    return (((content == POSITION_DELETES) & (data_sequence_number <= delete_sequence_number))
+            | ((content == EQUALITY_DELETES) & (data_sequence_number < delete_sequence_number)))
+
+
 def inherit(entries: Iterable[ManifestEntry], manifest: ManifestFile) -> list[ManifestEntry]:
     """Entries with the snapshot ids, sequence numbers and (v3) ``first_row_id`` they inherit from ``manifest``
     filled in (:func:`inherit_columns`); entries that inherit nothing are returned as they are."""
