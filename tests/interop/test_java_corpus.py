@@ -210,7 +210,7 @@ def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus
     from sparkberg.avro.columnar import read_manifest_columns
     from sparkberg.planning.reference import reference_entries
     from sparkberg.planning.entries import EntryDecoder, PartitionLayout
-    monkeypatch.setattr(compiled, "ENABLED", True)
+    monkeypatch.delenv(compiled.SETTING, raising=False)
     m = TableMetadata.from_bytes(IO.read(metadata_files(java_warehouse, name)[-1]))
     layout = PartitionLayout(m)
     eq_types = {f.field_id: f.field_type for f in m.current_schema.fields if f.field_type.is_primitive}

@@ -176,7 +176,7 @@ def test_manifest_lists_decoded_fast_equal_the_reference_decoder(version, monkey
                                sequence_number=4, first_row_id=1000 if version == 3 else None)
     # the compiled decoder, for lists of any size
     monkeypatch.setattr(decode, "FAST_LIST_MIN_BYTES", 0)
-    monkeypatch.setattr(compiled, "ENABLED", True)
+    monkeypatch.delenv(compiled.SETTING, raising=False)
     fast = []
     real = columnar.read_manifest_list_compiled
     monkeypatch.setattr(decode, "read_manifest_list_compiled", lambda *a: fast.append(real(*a)) or fast[-1])

@@ -2,6 +2,7 @@
 the reference decoder (fastavro, entry by entry): inheritance, partition values of every transform result type
 in physical form, partition and metrics pruning, deleted entries, metrics maps and delete path bounds."""
 import contextlib
+import os
 import uuid
 from decimal import Decimal
 
@@ -79,12 +80,15 @@ DECODERS = ["compiled", "reference"]
 def fast_decoder(name: str):
     """Manifests decoded into columns by the named decoder."""
     from sparkberg.avro import compiled
-    saved = compiled.ENABLED
-    compiled.ENABLED = name == "compiled"
+    saved = os.environ.get(compiled.SETTING)
+    os.environ[compiled.SETTING] = "true" if name == "compiled" else "false"
     try:
         yield
     finally:
-        compiled.ENABLED = saved
+        if saved is None:
+            del os.environ[compiled.SETTING]
+        else:
+            os.environ[compiled.SETTING] = saved
 
 
 def _entries(rows, content: int):

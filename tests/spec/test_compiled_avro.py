@@ -226,7 +226,7 @@ def test_arrays_longer_than_the_room_first_made_are_decoded_again_with_more():
 
 
 def test_turned_off_the_decoder_declines(monkeypatch):
-    monkeypatch.setattr(compiled, "ENABLED", False)
+    monkeypatch.setenv(compiled.SETTING, "false")
     assert read_columns(avro([dict(ROW)]), PATHS) is None
 
 

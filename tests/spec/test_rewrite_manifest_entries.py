@@ -225,9 +225,9 @@ def test_a_commit_encodes_a_manifest_of_another_encoding_again():
 def test_a_process_without_compiled_code_copies_only_large_manifests(monkeypatch, entries, copied):
     # loading compiled code costs a process more than decoding a few entries: as planning, a commit starts it
     # only for a manifest of COLUMNAR_MIN_ENTRIES entries or more
-    from sparkberg.commit import producer
+    from sparkberg.avro import compiled
     spec = SPECS[2]
     many = [ManifestEntry(ADDED, data_file(spec, i)) for i in range(entries)]
-    monkeypatch.setattr(producer.compiled, "loaded", lambda: False)
+    monkeypatch.setattr(compiled, "loaded", lambda: False)
     got, reference, read, taken = _carried_over(2, spec, many)
     assert taken == copied and got == reference and len(read.entries) == entries

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import zlib
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -39,7 +40,14 @@ MARK = "@"  # the first path component of a mark's slot: (MARK, *path of the fie
 _PRIMITIVES = {"null": OP_NULL, "boolean": OP_BOOLEAN, "int": OP_INT, "long": OP_INT, "float": OP_FLOAT,
                "double": OP_DOUBLE, "bytes": OP_BYTES, "string": OP_BYTES}
 _KINDS = {OP_BOOLEAN: INTS, OP_INT: INTS, OP_FLOAT: FLOATS, OP_DOUBLE: FLOATS, OP_BYTES: BYTES, OP_FIXED: BYTES}
-ENABLED = True  # (tests turn it off to check the other decoders)
+# The setting that turns compiled decoding off, for a platform where numba does not run (every manifest is then
+# decoded by fastavro, the reference decoder), and for tests of the other decoders: "false" (any case) or "0".
+SETTING = "SPARKBERG_COMPILED_AVRO"
+
+
+def enabled() -> bool:
+    """Whether compiled decoding is on in this process (:data:`SETTING`, read at each call; on by default)."""
+    return os.environ.get(SETTING, "true").strip().lower() not in ("false", "0")
 
 
 class Unsupported(Exception):
@@ -470,7 +478,7 @@ def read_columns(data: bytes | Sequence[bytes], paths: Iterable[tuple[str, ...]]
     them (a codec other than null and deflate, files of different schemas, a schema it does
     not handle, malformed data). ``keys``: arrays of (int key, flat value) records (metrics maps) of which only
     the items with these keys are wanted (the others may be left out); ``marks``: see :class:`Program`."""
-    if not ENABLED:
+    if not enabled():
         return None
     kernel = _kernel()
     try:

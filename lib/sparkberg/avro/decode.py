@@ -37,6 +37,12 @@ FAST_LIST_MIN_BYTES = 16 * 1024
 COLUMNAR_MIN_ENTRIES = 64
 
 
+def compiled_for(entries: int | None) -> bool:
+    """Whether compiled code decodes (or copies from) a manifest of ``entries`` entries (None: unknown) in this
+    process: always once it is loaded, else from :data:`COLUMNAR_MIN_ENTRIES` entries, which pay for loading it."""
+    return compiled.loaded() or entries is None or entries >= COLUMNAR_MIN_ENTRIES
+
+
 def manifest_list(data: bytes, path: str | None = None) -> ManifestListColumns:
     """A manifest list of any format version as columns; a malformed one raises
     :class:`~sparkberg.errors.InvalidMetadataError` naming ``path``."""
@@ -78,8 +84,7 @@ def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],
                 return [together]
         out = []
         for data, path, count in manifests:
-            cols = None if not start and count is not None and count < COLUMNAR_MIN_ENTRIES else \
-                read_manifest_columns(data, physical, names, metric_keys)
+            cols = read_manifest_columns(data, physical, names, metric_keys) if compiled_for(count) else None
             out.append(cols if cols is not None else _reference(data, path, physical, names))
         return out
     return [_reference(data, path, physical, names) for data, path, _ in manifests]

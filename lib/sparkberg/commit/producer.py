@@ -19,9 +19,8 @@ from typing import Any, Callable, Sequence
 
 import pyarrow.compute as pc
 
-from sparkberg.avro import compiled
 from sparkberg.avro.copies import EntryFormat, copies
-from sparkberg.avro.decode import COLUMNAR_MIN_ENTRIES, manifest_columns, manifest_entries
+from sparkberg.avro.decode import compiled_for, manifest_columns, manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_encoded_manifest, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
 from sparkberg.commit.request import Committable, CommitRequest
@@ -327,10 +326,9 @@ def _live_data_files(data: bytes, mf: ManifestFile) -> list[str]:
 def _entry_format(formats: dict[int, EntryFormat], count: int, version: int, spec: PartitionSpec,
                   schema: Schema) -> EntryFormat | None:
     """The table's manifest format for ``spec`` (kept in ``formats``) when a manifest of ``count`` entries is to
-    be rewritten by copies; None when its entries are encoded anew: a process that has not loaded compiled code
-    starts it only for a manifest of :data:`~sparkberg.avro.decode.COLUMNAR_MIN_ENTRIES` entries or more, as
-    planning does."""
-    if not (compiled.loaded() or count >= COLUMNAR_MIN_ENTRIES):
+    be rewritten by copies; None when its entries are encoded anew, where the decoders' choice
+    (:func:`~sparkberg.avro.decode.compiled_for`) leaves compiled code out."""
+    if not compiled_for(count):
         return None
     return formats.get(spec.spec_id) or formats.setdefault(spec.spec_id, EntryFormat(version, spec, schema))
 
