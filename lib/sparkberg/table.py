@@ -36,6 +36,7 @@ from sparkberg.evolution import EvolutionMixin
 from sparkberg.maintenance import data_files, deletes, expire, manifests, orphans
 from sparkberg.planning.entries import referenced_by
 from sparkberg.planning.scan import plan
+from sparkberg.read.changes import changelog, read_appended
 from sparkberg.read.reader import read_tasks
 from sparkberg.refs import RefsMixin
 from sparkberg.spark.executors import executor_errors
@@ -210,7 +211,8 @@ class Table(RefsMixin, EvolutionMixin):
                         self.name).files()
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
-              ref: str | None = None, columns: Sequence[str] | None = None, planning: str | None = None):
+              ref: str | None = None, columns: Sequence[str] | None = None, planning: str | None = None,
+              start_snapshot_id: int | None = None, end_snapshot_id: int | None = None):
         """The table's rows as a Spark DataFrame, deletes applied.
 
         ``filter`` (Spark SQL expression or Column) is applied exactly to the rows and, as far as it translates
@@ -218,12 +220,59 @@ class Table(RefsMixin, EvolutionMixin):
         time travel. ``columns`` may name metadata columns: ``_file``, ``_pos``, ``_spec_id``, ``_partition``,
         and on v3 tables ``_row_id`` and ``_last_updated_sequence_number``. ``planning``: as for
         :meth:`plan_files`.
+
+        ``start_snapshot_id`` (exclusive) and ``end_snapshot_id`` (inclusive; default the current snapshot) make
+        it an incremental read, as Iceberg Java's read options of the same names: the rows the ``append``
+        snapshots of that range of the end's ancestry added, in the table's schema, as written (rows a later
+        delete removed included: other operations are not appends). A start that is not an ancestor of the end,
+        or a range through an expired snapshot, is a named error.
         """
+        if start_snapshot_id is not None or end_snapshot_id is not None:
+            if start_snapshot_id is None:
+                raise ValidationError("an incremental read needs start_snapshot_id (end_snapshot_id alone is not a "
+                                      "range)")
+            if snapshot_id is not None or as_of_timestamp_ms is not None or ref is not None:
+                raise ValidationError("an incremental read (start_snapshot_id) cannot also time travel (snapshot_id, "
+                                      "as_of_timestamp_ms, ref)")
+            with self._running("INCREMENTAL-READ"):
+                return read_appended(self.spark, self._metadata, self.io, start_snapshot_id, end_snapshot_id,
+                                     self._bound_filter(filter, self._metadata.current_schema), columns, filter)
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
         with self._running("DATA-PLANNING", snap):
             p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning, self.name)
             tasks = p.rows()
             return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
+
+    def changes(self, start_snapshot_id: int | None = None, end_snapshot_id: int | None = None, *,
+                start_timestamp_ms: int | None = None, end_timestamp_ms: int | None = None,
+                net_changes: bool = False, compute_updates: bool | None = None,
+                identifier_columns: Sequence[str] | None = None, filter: Any = None,
+                columns: Sequence[str] | None = None):
+        """The changelog of the snapshots after ``start_snapshot_id`` (exclusive; default: from the first) up to
+        ``end_snapshot_id`` (inclusive; default: the current snapshot), or of those committed from
+        ``start_timestamp_ms`` to ``end_timestamp_ms``, as a DataFrame of the table's columns (``columns``: some of
+        them, or metadata columns such as ``_row_id``) followed by ``_change_type`` (``INSERT``, ``DELETE``,
+        ``UPDATE_BEFORE``, ``UPDATE_AFTER``), ``_change_ordinal`` (the snapshot's place in the range, from 0) and
+        ``_commit_snapshot_id``: the semantics of Iceberg Java's ``create_changelog_view``.
+
+        Rows a copy-on-write rewrite carries over unchanged are not changes; ``replace`` snapshots (compactions)
+        are none. ``net_changes``: only what changed across the whole range. ``compute_updates`` (by default when
+        ``identifier_columns`` are given): a ``DELETE`` and an ``INSERT`` of one key in one snapshot become
+        ``UPDATE_BEFORE`` and ``UPDATE_AFTER``, the key being ``identifier_columns``, else the table's identifier
+        fields, else on v3 tables ``_row_id``. Unlike Java's, ranges with delete files are read exactly: a row a
+        merge-on-read DELETE, UPDATE or MERGE removed is a ``DELETE`` of the snapshot that removed it.
+        ``filter`` (Spark SQL or a Column) is applied to the rows and prunes the files read."""
+        with self._running("CHANGELOG"):
+            return changelog(self.spark, self._metadata, self.io, start_snapshot_id, end_snapshot_id,
+                             start_timestamp_ms, end_timestamp_ms, net_changes, compute_updates, identifier_columns,
+                             self._bound_filter(filter, self._metadata.current_schema), filter, columns)
+
+    def create_changelog_view(self, view: str | None = None, **options: Any) -> str:
+        """:meth:`changes` (with ``options``) as a temporary view named ``view`` (default, as Java's procedure:
+        ``<table name>_changes``); returns the view's name."""
+        name = view or f"{self.identifier.name if self.identifier is not None else self.name.split('.')[-1]}_changes"
+        self.changes(**options).createOrReplaceTempView(name)
+        return name
 
     # --- writes -------------------------------------------------------------------------------------
     # Every write takes ``snapshot_properties`` (recorded in the summary of the snapshot it commits, as Iceberg
