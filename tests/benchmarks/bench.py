@@ -2,7 +2,8 @@
 
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
         [--deletes 100000] [--wide 100000x50] [--rowlevel-scale 40000000]
-        [--only planning,deletes,wide,reads,append,commit,catalogs,maintenance,rowlevel,memory] [--json bench.json]
+        [--only planning,deletes,wide,reads,append,changes,commit,catalogs,maintenance,rowlevel,memory]
+        [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
   delete file per 100 data files), written directly as metadata; full scan, a selective filter (~1% of files)
@@ -38,6 +39,12 @@
   Python), in a child process reading the same tables: sparkberg against itself, Iceberg Java's runtime being
   for Spark 3.5 only.
 - append: ROWS rows partitioned by day and bucket[16].
+- changes: a ROWS-row table written by Java (day x bucket[16]) with 19 more Java commits (appends of 0.1% of the
+  rows; every third a DELETE or UPDATE of 0.1%), copy-on-write and merge-on-read: the changelog of the last 5
+  snapshots (``Table.changes(...).count()``) against Java's ``create_changelog_view`` and a ``count()`` of it,
+  and the rows the last 10 snapshots appended (``to_df(start_snapshot_id)``, read as ``count(*), sum(x),
+  sum(hash(v))``: a bare count Java answers from its manifests) against Java's ``start-snapshot-id`` read; on
+  merge-on-read Java's changelog refuses delete files, so the row compares with a full read.
 - catalogs: the same latency through a SQL catalog, SQLite and PostgreSQL, sparkberg's and Iceberg Java's
   JdbcCatalog on one database, and through a REST catalog (Iceberg Java's server logic), sparkberg's client and
   Java's RESTCatalog.
@@ -701,6 +708,93 @@ def scan_floors(spark, t, columns: tuple[str, ...] = ("count(*)", "sum(x)")) -> 
             "floor: the same, row positions tested": lambda: read(True)}
 
 
+CHANGES_SNAPSHOTS = 20  # the history of the changelog's table: an append of the rows, then 19 commits
+
+
+def build_changes_table(spark, rows: int, mode: str) -> tuple[str, list[int]]:
+    """A Java-written v2 table (day x bucket[16], ``mode`` for row-level commands) of ``rows`` rows, then 19
+    more commits by Java: appends of 0.1% of the rows, and every third commit a DELETE or an UPDATE of 0.1% by a
+    data column; returns its name and its snapshot ids, oldest first."""
+    name = f"chg_{mode.split('-')[0]}_{rows}"
+    days = ROWLEVEL_DAYS
+    spark.sql(f"CREATE TABLE ref.b.{name} (id bigint, ts timestamp, v string, x double) USING iceberg "
+              f"PARTITIONED BY (days(ts), bucket(16, id)) TBLPROPERTIES ('format-version'='2', "
+              f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', 'write.merge.mode'='{mode}')")
+    source = """SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % {days} AS int)) AS ts,
+                       concat('v', id) AS v, CAST(id % 1000 AS double) AS x FROM range({lo}, {hi})"""
+    spark.sql(source.format(days=days, lo=0, hi=rows)).writeTo(f"ref.b.{name}").append()
+    step = max(1, rows // 1000)
+    for i in range(1, CHANGES_SNAPSHOTS):
+        if i % 3 == 0:
+            op = "DELETE FROM" if i % 2 else "UPDATE"
+            cond = f"x = {i}" if op == "DELETE FROM" else f"x = {500 + i}"
+            spark.sql(f"DELETE FROM ref.b.{name} WHERE {cond}" if op == "DELETE FROM" else
+                      f"UPDATE ref.b.{name} SET v = concat(v, '!') WHERE {cond}")
+        else:
+            spark.sql(source.format(days=days, lo=rows + i * step, hi=rows + (i + 1) * step)) \
+                .writeTo(f"ref.b.{name}").append()
+    snaps = [r[0] for r in spark.sql(f"SELECT snapshot_id FROM ref.b.{name}.snapshots ORDER BY committed_at")
+             .collect()]
+    return name, snaps
+
+
+def bench_changes(spark, wh, rows: int, repeats: int, results: list) -> None:
+    """The changelog of the last 5 of 20 snapshots and an incremental read of the last 10 appends' rows, against
+    Java's ``create_changelog_view`` + ``count()`` and its ``start-snapshot-id`` read; on merge-on-read, where
+    Java's changelog refuses delete files, against the rows changed and a full read of the table."""
+    import sparkberg
+    cat = sparkberg.catalog(spark, wh)
+    for mode in MODES:
+        name, snaps = build_changes_table(spark, rows, mode)
+        t = cat.load_table(f"b.{name}")
+        start = snaps[-6]
+        changed = t.changes(start).count()
+        o_runs, j_runs = [], []
+        for _ in range(repeats + 1):  # (the first of each untimed)
+            t0 = time.perf_counter()
+            t.changes(start).count()
+            t1 = time.perf_counter()
+            if mode == "copy-on-write":
+                view = spark.sql(f"CALL ref.system.create_changelog_view(table => 'b.{name}', "
+                                 f"options => map('start-snapshot-id', '{start}'))").first()[0]
+                spark.sql(f"SELECT count(*) FROM {view}").first()
+            t2 = time.perf_counter()
+            o_runs.append(t1 - t0)
+            j_runs.append(t2 - t1)
+        o_runs, j_runs = o_runs[1:], j_runs[1:]
+        o = statistics.median(o_runs)
+        if mode == "copy-on-write":
+            j = statistics.median(j_runs)
+            results.append({"benchmark": f"changelog, last 5 of {CHANGES_SNAPSHOTS} snapshots, {rows} rows",
+                            "variant": f"{mode}, {changed} changes, spread {_spread(o_runs, j_runs)}",
+                            "sparkberg_s": o, "java_s": j, "ratio": o / j})
+        else:
+            full, _ = timed(lambda: t.to_df().count(), repeats, 1)
+            results.append({"benchmark": f"changelog, last 5 of {CHANGES_SNAPSHOTS} snapshots, {rows} rows",
+                            "variant": f"{mode} (Java refuses), {changed} changes; a full read {full:.2f} s",
+                            "sparkberg_s": o, "java_s": None, "ratio": o / full})
+        print(results[-1], flush=True)
+        if mode != "copy-on-write":
+            continue
+        first = snaps[-11]
+        o_runs, j_runs = [], []
+        for _ in range(repeats + 1):
+            t0 = time.perf_counter()
+            n = t.to_df(start_snapshot_id=first).selectExpr(*CHECKSUM).first()[0]
+            t1 = time.perf_counter()
+            spark.read.format("iceberg").option("start-snapshot-id", str(first)).load(f"ref.b.{name}") \
+                .selectExpr(*CHECKSUM).first()
+            t2 = time.perf_counter()
+            o_runs.append(t1 - t0)
+            j_runs.append(t2 - t1)
+        o_runs, j_runs = o_runs[1:], j_runs[1:]
+        o, j = statistics.median(o_runs), statistics.median(j_runs)
+        results.append({"benchmark": f"incremental append read, last 10 of {CHANGES_SNAPSHOTS} snapshots",
+                        "variant": f"{n} rows, spread {_spread(o_runs, j_runs)}",
+                        "sparkberg_s": o, "java_s": j, "ratio": o / j})
+        print(results[-1], flush=True)
+
+
 def bench_append(spark, wh, rows, repeats, results):
     import sparkberg
     cat = sparkberg.catalog(spark, wh)
@@ -1017,7 +1111,7 @@ def main() -> int:
                    help="the row-level runs to make, as words of their names, e.g. 'merge,v2,merge-on-read' "
                         "(default: all)")
     p.add_argument("--only",
-                   default="planning,deletes,wide,reads,append,commit,catalogs,maintenance,rowlevel,memory")
+                   default="planning,deletes,wide,reads,append,changes,commit,catalogs,maintenance,rowlevel,memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--maintenance-child", help=argparse.SUPPRESS)
@@ -1050,6 +1144,8 @@ def main() -> int:
         bench_reads(spark, wh, args.rows, args.repeats, results)
     if "append" in only:
         bench_append(spark, wh, args.rows, args.repeats, results)
+    if "changes" in only:
+        bench_changes(spark, wh, args.rows, args.repeats, results)
     if "commit" in only:
         bench_commit(spark, wh, args.repeats, results)
     if "catalogs" in only:
