@@ -54,6 +54,14 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     got = sorted((r["id"], r["v"]) for r in m.to_df().where("id < 5 OR id = 40").collect())
     assert got == [(1, "1-u"), (2, "2-u"), (3, "3-m"), (4, "4-m"), (40, "in")], got
     print("merge-on-read over connect ok")
+    first_mor = m.metadata.snapshots[0].snapshot_id
+    kinds = sorted({r["_change_type"] for r in m.changes(first_mor).collect()})
+    assert kinds == ["DELETE", "INSERT"], kinds
+    updates = {r["_change_type"] for r in m.changes(first_mor, identifier_columns=["id"]).collect()}
+    assert {"UPDATE_BEFORE", "UPDATE_AFTER"} <= updates, updates
+    assert m.changes(net_changes=True).count() == m.to_df().count()
+    assert m.to_df(start_snapshot_id=first_mor).count() == 0  # (no append after the first snapshot)
+    print("changelog over connect ok")
     m.register_views()
     before = spark.sql("SELECT count(*) FROM connect_mor").first()[0]
     m.append(spark.sql("SELECT 100L AS id, 'new' AS v"))

@@ -27,7 +27,7 @@ from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.request import Committable, CommitRequest
 from sparkberg.errors import CommitFailedException, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match
-from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate, and_, bind, evaluate
+from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate, and_, bind, row_evaluator
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
 from sparkberg.expressions.sql import conjuncts, translate_filter
 from sparkberg.planning.entries import own_entries, snapshot_manifests
@@ -100,10 +100,10 @@ def serializable_check(table: Committable, filter_bound, request: CommitRequest)
                 continue
             for mf, e in own_entries(table.io, snap, MANIFEST_DATA, ADDED):
                 if mf.partition_spec_id not in projections:
-                    projections[mf.partition_spec_id] = inclusive_projection(
-                        filter_bound, current.spec(mf.partition_spec_id), schema)
+                    projections[mf.partition_spec_id] = row_evaluator(inclusive_projection(
+                        filter_bound, current.spec(mf.partition_spec_id), schema))
                 d = e.data_file
-                if evaluate(projections[mf.partition_spec_id], d.partition) and metrics_may_match(
+                if projections[mf.partition_spec_id](d.partition) and metrics_may_match(
                         filter_bound, types, d.record_count, d.value_counts, d.null_value_counts,
                         d.nan_value_counts, d.lower_bounds, d.upper_bounds):
                     raise CommitFailedException(
@@ -231,8 +231,8 @@ class RowLevel:
         self.head = request.target.head(m)  # (main's head, or the branch's the write goes to)
         self.plan = plan(self.spark, m, table.io, self.head, self.weak, label=table.name) if self.head else None
         self.tasks = self.plan.rows() if self.plan else []
-        strict = {s.spec_id: strict_projection(strong, s, schema) for s in m.partition_specs}
-        self.whole = [t for t in self.tasks if evaluate(strict[t["spec_id"]], self.partition(t))]
+        strict = {s.spec_id: row_evaluator(strict_projection(strong, s, schema)) for s in m.partition_specs}
+        self.whole = [t for t in self.tasks if strict[t["spec_id"]](self.partition(t))]
         whole = {t["file_path"] for t in self.whole}
         self.partial = [t for t in self.tasks if t["file_path"] not in whole]
         self._strict = strict
@@ -243,7 +243,7 @@ class RowLevel:
         updates would pay for a read of every delete manifest for nothing)."""
         removed = removal_of(self.whole)
         if self.whole:  # as Java's row-filter delete: delete files of partitions the filter wholly matches go too
-            removed |= self.delete_files_in(lambda spec_id, p: evaluate(self._strict[spec_id], p))
+            removed |= self.delete_files_in(lambda spec_id, p: self._strict[spec_id](p))
         return removed
 
     def delete_files_in(self, wholly_removed) -> set:

@@ -418,11 +418,36 @@ def test_predicate(p: BoundPredicate, v: Any) -> bool:
     raise ValidationError(f"unknown operation {op!r}")
 
 
+class _RowTest(Visitor[Callable[[dict], bool]]):
+    """A bound tree as one function of a row: nested closures that stop at the first deciding side."""
+
+    def always_true(self) -> Callable[[dict], bool]:
+        return lambda row: True
+
+    def always_false(self) -> Callable[[dict], bool]:
+        return lambda row: False
+
+    def and_(self, left: Callable[[dict], bool], right: Callable[[dict], bool]) -> Callable[[dict], bool]:
+        return lambda row: left(row) and right(row)
+
+    def or_(self, left: Callable[[dict], bool], right: Callable[[dict], bool]) -> Callable[[dict], bool]:
+        return lambda row: left(row) or right(row)
+
+    def predicate(self, p: Expression) -> Callable[[dict], bool]:
+        field_id = p.field_id
+        return lambda row: test_predicate(p, row.get(field_id))
+
+
+def row_evaluator(e: Bound) -> Callable[[dict[int, Any]], bool]:
+    """:func:`evaluate` of ``e`` made once, for many rows (partition tuples, files): the tree is walked once,
+    each row only tests its predicates."""
+    return visit(rewrite_not(e), _RowTest())
+
+
 def evaluate(e: Bound, row: dict[int, Any]) -> bool:
     """The reference evaluator: whether a row (values keyed by field id) matches a bound expression (negations
     pushed down first, as Iceberg evaluates: NOT(x < 5) is x >= 5, false for null)."""
-    return visit(rewrite_not(e), Fold(lambda p: test_predicate(p, row.get(p.field_id)), True, False,
-                                      lambda a, b: a and b, lambda a, b: a or b))
+    return row_evaluator(e)(row)
 
 
 class _Predicates(Visitor[list]):

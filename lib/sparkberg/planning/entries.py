@@ -27,7 +27,7 @@ from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestLis
 from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
 from sparkberg.avro.manifest import manifest_file_from_manifest
 from sparkberg.errors import SparkbergError
-from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate
+from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate, row_evaluator
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, distinct_rows, eq_stats, path_bounds
 from sparkberg.spark.frames import local_dataframe
@@ -451,8 +451,9 @@ class EntryDecoder:
         if found is None:  # (too many distinct tuples for one number: rows of codes)
             found = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
         tuples, inverse = found
-        results = np.array([bool(evaluate(pfilter, {fid: values[j][code] for j, (fid, code) in
-                                                    enumerate(zip(fids, row))})) for row in tuples.tolist()], bool)
+        test = row_evaluator(pfilter)
+        results = np.array([bool(test({fid: values[j][code] for j, (fid, code) in enumerate(zip(fids, row))}))
+                            for row in tuples.tolist()], bool)
         return results[np.asarray(inverse).reshape(-1)]
 
     def _metrics_mask(self, c: dict[str, pa.Array], idx: np.ndarray) -> list[bool]:
