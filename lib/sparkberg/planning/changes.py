@@ -174,7 +174,7 @@ class SnapshotChange:
     after: pa.Table
 
 
-def changelog_snapshots(metadata: TableMetadata, snapshots: list[Snapshot]) -> list[Snapshot]:
+def changelog_snapshots(snapshots: list[Snapshot]) -> list[Snapshot]:
     """The snapshots of a range a changelog reports: all but ``replace`` ones."""
     return [s for s in snapshots if s.operation != REPLACE]
 
