@@ -112,16 +112,17 @@ def read_changes(spark, metadata: TableMetadata, schema: T.Schema, changes: Sequ
     """The raw changelog: ``columns`` of every inserted and deleted row, then :data:`CHANGE_COLUMNS`."""
     layout = PartitionLayout(metadata)
     wanted = list(columns)
-    read_columns = wanted + [c for c in _POSITION if c not in wanted]
     parts = []
     for change in changes:
+        # (only the files both sides read can hold a row of each, the files whose deletes changed: only those need
+        # each row's file and position, which cost the reader a join of its rows with their files)
+        shared = set(change.before.column("file_path").to_pylist()) & set(change.after.column("file_path").to_pylist())
+        read_columns = wanted + [c for c in _POSITION if c not in wanted] if shared else wanted
         before = read_tasks(spark, metadata, schema, change.before.to_pylist(), layout, read_columns, filter) \
             if change.before.num_rows else None
         after = read_tasks(spark, metadata, schema, change.after.to_pylist(), layout, read_columns, filter) \
             if change.after.num_rows else None
-        shared = set(change.before.column("file_path").to_pylist()) & set(change.after.column("file_path").to_pylist())
         if shared and before is not None and after is not None:
-            # (only the files both sides read can hold a row of each: the files whose deletes changed)
             deleted = before.join(after.select(*_POSITION), _POSITION, "left_anti")
             inserted = after.join(before.select(*_POSITION), _POSITION, "left_anti")
         else:
