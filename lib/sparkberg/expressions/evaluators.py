@@ -12,7 +12,7 @@ import math
 from typing import Any, Sequence
 
 from sparkberg.arrays import binary_offsets, int_values, valid_mask
-from sparkberg.expressions.predicates import Bound, BoundPredicate, Fold, rewrite_not, visit
+from sparkberg.expressions.predicates import Bound, BoundPredicate, Fold, rewrite_not, tester, visit
 from sparkberg.spec import types as T
 from sparkberg.spec.values import from_bytes
 
@@ -29,8 +29,9 @@ def _decode(t: T.IcebergType, b: bytes | None) -> Any:
 
 
 def _walk(e: Bound, leaf) -> bool:
-    """Whether ``e`` may match, ``leaf`` answering for each predicate (negations pushed down first)."""
-    return visit(rewrite_not(e), Fold(leaf, True, False, lambda a, b: a and b, lambda a, b: a or b))
+    """Whether ``e`` may match, ``leaf`` answering for each predicate (negations pushed down first; And and Or
+    stop at the first deciding side)."""
+    return tester(e)(leaf)
 
 
 def _is_float(t: T.IcebergType) -> bool:

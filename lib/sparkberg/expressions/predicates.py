@@ -418,30 +418,39 @@ def test_predicate(p: BoundPredicate, v: Any) -> bool:
     raise ValidationError(f"unknown operation {op!r}")
 
 
-class _RowTest(Visitor[Callable[[dict], bool]]):
-    """A bound tree as one function of a row: nested closures that stop at the first deciding side."""
+Leaf = Callable[[Any], bool]
 
-    def always_true(self) -> Callable[[dict], bool]:
-        return lambda row: True
 
-    def always_false(self) -> Callable[[dict], bool]:
-        return lambda row: False
+class _Tester(Visitor[Callable[[Leaf], bool]]):
+    """A tree as one function of a leaf test: nested closures that stop at the first deciding side."""
 
-    def and_(self, left: Callable[[dict], bool], right: Callable[[dict], bool]) -> Callable[[dict], bool]:
-        return lambda row: left(row) and right(row)
+    def always_true(self) -> Callable[[Leaf], bool]:
+        return lambda leaf: True
 
-    def or_(self, left: Callable[[dict], bool], right: Callable[[dict], bool]) -> Callable[[dict], bool]:
-        return lambda row: left(row) or right(row)
+    def always_false(self) -> Callable[[Leaf], bool]:
+        return lambda leaf: False
 
-    def predicate(self, p: Expression) -> Callable[[dict], bool]:
-        field_id = p.field_id
-        return lambda row: test_predicate(p, row.get(field_id))
+    def and_(self, left: Callable[[Leaf], bool], right: Callable[[Leaf], bool]) -> Callable[[Leaf], bool]:
+        return lambda leaf: left(leaf) and right(leaf)
+
+    def or_(self, left: Callable[[Leaf], bool], right: Callable[[Leaf], bool]) -> Callable[[Leaf], bool]:
+        return lambda leaf: left(leaf) or right(leaf)
+
+    def predicate(self, p: Expression) -> Callable[[Leaf], bool]:
+        return lambda leaf: leaf(p)
+
+
+def tester(e: Expression) -> Callable[[Leaf], bool]:
+    """``e`` (negations pushed down first) made once into a function of a leaf test, ``leaf(predicate) -> bool``:
+    And and Or stop at the first side that decides, as Iceberg's evaluators do."""
+    return visit(rewrite_not(e), _Tester())
 
 
 def row_evaluator(e: Bound) -> Callable[[dict[int, Any]], bool]:
     """:func:`evaluate` of ``e`` made once, for many rows (partition tuples, files): the tree is walked once,
     each row only tests its predicates."""
-    return visit(rewrite_not(e), _RowTest())
+    test = tester(e)
+    return lambda row: test(lambda p: test_predicate(p, row.get(p.field_id)))
 
 
 def evaluate(e: Bound, row: dict[int, Any]) -> bool:
