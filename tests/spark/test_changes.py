@@ -125,6 +125,8 @@ def test_the_changelog_of_deletes_updates_and_merges(spark, warehouse, version, 
         (i, c, n, "INSERT") for i, c, n in collected(t.to_df()))
     with pytest.raises(ValidationError, match="net_changes cannot be combined with compute_updates"):
         t.changes(net_changes=True, compute_updates=True)
+    with pytest.raises(ValidationError, match="identifier column 'nope' is not a column of the table"):
+        t.changes(s0, identifier_columns=["nope"])
     # a view, named as Java names it
     assert t.create_changelog_view(start_snapshot_id=s0) == "t_changes"
     assert spark.sql("SELECT count(*) FROM t_changes WHERE _change_type = 'DELETE'").first()[0] == 3

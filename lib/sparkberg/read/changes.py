@@ -81,6 +81,12 @@ def changelog(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id: int
             raise ValidationError("compute_updates needs identifier columns: give identifier_columns or set the "
                                   "table's identifier fields (v3 tables pair rows by _row_id)")
         keys = ["_row_id"]
+    known = {f.name for f in schema.fields} | {"_row_id", "_last_updated_sequence_number", "_file", "_pos",
+                                                "_spec_id", "_partition"}
+    for k in keys:
+        if k not in known:
+            raise ValidationError(f"identifier column {k!r} is not a column of the table (its columns: "
+                                  f"{', '.join(f.name for f in schema.fields)})")
     read_columns = wanted + [k for k in keys if updates and k not in wanted]
     start, end, empty = start_snapshot_id, end_snapshot_id, metadata.current_snapshot is None
     if start_timestamp_ms is not None:
