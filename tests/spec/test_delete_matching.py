@@ -315,9 +315,13 @@ def test_the_sequence_number_rule_is_the_specs_for_scalars_and_arrays():
     """Spec, scan planning: a position delete applies to data files with a data sequence number <= its own, an
     equality delete only to those strictly below; the one function takes ints and numpy arrays alike."""
     import numpy as np
+    from sparkberg.errors import InvalidMetadataError
     from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, sequence_applies
     assert [bool(sequence_applies(POSITION_DELETES, d, 5)) for d in (4, 5, 6)] == [True, True, False]
     assert [bool(sequence_applies(EQUALITY_DELETES, d, 5)) for d in (4, 5, 6)] == [True, False, False]
     content = np.array([1, 1, 2, 2, 0])
     got = sequence_applies(content, np.array([3, 4, 3, 4, 1]), np.array([4, 3, 4, 4, 9]))
     assert got.tolist() == [True, False, True, False, False]
+    assert sequence_applies(POSITION_DELETES, np.array([3, 4, 5]), np.array([4, 4, 4])).tolist() == [True, True, False]
+    with pytest.raises(InvalidMetadataError, match="not a delete file's content: 0"):
+        sequence_applies(0, 1, 2)

@@ -344,12 +344,11 @@ class DeleteMatcher:
         has_dv[dv_rows] = True
         # position deletes and partition-scoped equality deletes: by (spec, partition)
         rows, dels = self.scoped.pairs(self._scoped_groups(data))
-        content = self.content[dels]
-        keep = sequence_applies(content, data_seq[rows], self.seq[dels])
-        pos = keep & (content == POSITION_DELETES) & ~has_dv[rows]
+        content, d_seq, r_seq = self.content[dels], self.seq[dels], data_seq[rows]
+        pos = (content == POSITION_DELETES) & ~has_dv[rows] & sequence_applies(POSITION_DELETES, r_seq, d_seq)
         if pos.any() and (self.has_refs or self.has_bounds):
             pos &= self._in_reach(paths, rows, dels, pos)
-        keep = pos | (keep & (content == EQUALITY_DELETES))
+        keep = pos | ((content == EQUALITY_DELETES) & sequence_applies(EQUALITY_DELETES, r_seq, d_seq))
         g_rows, g_dels = self.global_eq.pairs(np.zeros(n, np.int64)) if len(self.global_eq.lengths) else (
             np.empty(0, np.int64), np.empty(0, np.int64))
         g_keep = sequence_applies(EQUALITY_DELETES, data_seq[g_rows], self.seq[g_dels])

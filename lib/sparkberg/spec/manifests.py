@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from sparkberg.errors import InvalidMetadataError
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.types import Schema
 
@@ -132,7 +133,14 @@ def sequence_applies(content: Any, data_sequence_number: Any, delete_sequence_nu
     """The spec's sequence-number rule of scan planning: a position delete (or deletion vector) applies to data
     files whose data sequence number is at most its own, an equality delete only to those strictly below. Written
     with operators alone, so that it takes ints, numpy arrays (planning) and Spark Columns (maintenance) alike;
-    the other conditions (partition, referenced file, bounds) are the caller's."""
+    the other conditions (partition, referenced file, bounds) are the caller's. A ``content`` known in advance
+    (an int) costs one comparison."""
+    if isinstance(content, int):
+        if content == POSITION_DELETES:
+            return data_sequence_number <= delete_sequence_number
+        if content == EQUALITY_DELETES:
+            return data_sequence_number < delete_sequence_number
+        raise InvalidMetadataError(f"not a delete file's content: {content}")
     return (((content == POSITION_DELETES) & (data_sequence_number <= delete_sequence_number))
             | ((content == EQUALITY_DELETES) & (data_sequence_number < delete_sequence_number)))
 
