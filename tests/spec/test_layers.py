@@ -153,7 +153,8 @@ def test_reserved_field_ids_are_written_once():
 # the modules whose functions and classes sparkberg's Python stages run on the executors (mapInArrow)
 WORKER_MODULES = ["sparkberg.write.deletes", "sparkberg.write.writer", "sparkberg.write.dataframe",
                   "sparkberg.read.positions", "sparkberg.read.equality", "sparkberg.read.formats",
-                  "sparkberg.read.columns", "sparkberg.planning.entries", "sparkberg.planning.scan",
+                  "sparkberg.read.columns", "sparkberg.read.changes", "sparkberg.planning.entries",
+                  "sparkberg.planning.scan",
                   "sparkberg.commit.rowlevel", "sparkberg.commit.imports", "sparkberg.maintenance.expire",
                   "sparkberg.maintenance.manifests", "sparkberg.maintenance.orphans", "sparkberg.maintenance.deletes"]
 
@@ -191,8 +192,8 @@ def test_the_jvm_is_reached_from_one_module():
     """Everything that reaches past PySpark's public API into the JVM (py4j, a session's ``_jvm``,
     ``_jsparkSession``, a DataFrame's ``_jdf``...) is in ``spark/jvm.py``, where each use has its fallback."""
     import re
-    private = re.compile(r"\._(jvm|jsparkSession|jdf|jreader|jsc|jconf|jcol|jrdd|jseq|gateway)\b|\b(?:import|from)\s+py4j\b|"
-                         r"_serialize_to_jvm|sparkContext\._")
+    private = re.compile(r"\._(jvm|jsparkSession|jdf|jreader|jsc|jconf|jcol|jrdd|jseq|gateway)\b|"
+                         r"\b(?:import|from)\s+py4j\b|_serialize_to_jvm|sparkContext\._")
     found = []
     for rel, path in modules():
         if rel == os.path.join("spark", "jvm.py"):
