@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from sparkberg.arrays import binary_offsets, int_values, valid_mask
 from sparkberg.expressions.predicates import Bound, BoundPredicate, Fold, rewrite_not, tester, visit
@@ -89,33 +89,43 @@ def _range_may_match(op: str, value: Any, lower: Any, upper: Any, t: T.IcebergTy
 
 def manifest_may_match(partition_pred: Bound, partition_type: T.StructType, summaries: Sequence[Any] | None) -> bool:
     """Whether a manifest with these partition field summaries may hold a partition matching the predicate."""
-    if summaries is None:
-        return True
+    return manifest_evaluator(partition_pred, partition_type)(summaries)
+
+
+def manifest_evaluator(partition_pred: Bound, partition_type: T.StructType
+                       ) -> Callable[[Sequence[Any] | None], bool]:
+    """:func:`manifest_may_match` of one predicate made once, for the summaries of many manifests."""
     pos = {f.field_id: i for i, f in enumerate(partition_type.fields)}
+    test = tester(partition_pred)
 
-    def leaf(p: BoundPredicate) -> bool:
-        i = pos.get(p.field_id)
-        if i is None or i >= len(summaries):
+    def may_match(summaries: Sequence[Any] | None) -> bool:
+        if summaries is None:
             return True
-        s = summaries[i]
-        t = partition_type.fields[i].field_type
-        lower, upper = _decode(t, s.lower_bound), _decode(t, s.upper_bound)
-        all_null_or_nan = lower is None and upper is None
-        if p.op == "is_null":
-            return bool(s.contains_null)
-        if p.op == "not_null":
-            return not (s.contains_null and all_null_or_nan and s.contains_nan is False)
-        if p.op == "is_nan":
-            return s.contains_nan is not False
-        if p.op == "not_nan":
-            return not (s.contains_nan and all_null_or_nan and not s.contains_null)
-        if p.op in ("not_eq", "not_in", "not_starts_with"):
-            return True
-        if all_null_or_nan:
-            return False  # only nulls/NaNs: no comparison can match
-        return _range_may_match(p.op, p.value, lower, upper, t)
 
-    return _walk(partition_pred, leaf)
+        def leaf(p: BoundPredicate) -> bool:
+            i = pos.get(p.field_id)
+            if i is None or i >= len(summaries):
+                return True
+            s = summaries[i]
+            t = partition_type.fields[i].field_type
+            lower, upper = _decode(t, s.lower_bound), _decode(t, s.upper_bound)
+            all_null_or_nan = lower is None and upper is None
+            if p.op == "is_null":
+                return bool(s.contains_null)
+            if p.op == "not_null":
+                return not (s.contains_null and all_null_or_nan and s.contains_nan is False)
+            if p.op == "is_nan":
+                return s.contains_nan is not False
+            if p.op == "not_nan":
+                return not (s.contains_nan and all_null_or_nan and not s.contains_null)
+            if p.op in ("not_eq", "not_in", "not_starts_with"):
+                return True
+            if all_null_or_nan:
+                return False  # only nulls/NaNs: no comparison can match
+            return _range_may_match(p.op, p.value, lower, upper, t)
+
+        return test(leaf)
+    return may_match
 
 
 def manifest_mask(partition_pred: Bound, partition_type: T.StructType, n: int, summaries) -> Any:

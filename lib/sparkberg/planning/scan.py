@@ -20,7 +20,7 @@ from pyspark.sql import types as ST
 from sparkberg.avro.cache import manifest_cache
 from sparkberg.avro.columnar import ManifestListColumns
 from sparkberg.expressions.evaluators import (
-    INTEGRAL_TYPES, manifest_mask, manifest_may_match, metrics_mask, metrics_may_match, predicate_field_ids,
+    INTEGRAL_TYPES, manifest_evaluator, manifest_mask, metrics_mask, metrics_may_match, predicate_field_ids,
 )
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound
 from sparkberg.expressions.projection import inclusive_projection
@@ -156,7 +156,8 @@ def prune_manifests(metadata: TableMetadata, listing: ManifestListColumns, filte
         mask = None if listing.decoded_as_objects else \
             manifest_mask(f, ptype, len(rows), lambda k: listing.summaries(rows, k))
         if mask is None:
-            mask = [manifest_may_match(f, ptype, m.partitions) for m in listing.manifests(rows)]
+            may_match = manifest_evaluator(f, ptype)
+            mask = [may_match(m.partitions) for m in listing.manifests(rows)]
         keep[rows] = mask
     return listing.manifests(np.flatnonzero(keep))
 
