@@ -10,7 +10,7 @@ from sparkberg import zipimports as _zipimports
 _zipimports.install_in_worker()
 
 from sparkberg.errors import (  # noqa: F401, E402
-    CommitFailedException, CommitStateUnknownException, InvalidIdentifierError, InvalidMetadataError,
+    AlreadyCommittedError, CommitFailedException, CommitStateUnknownException, InvalidIdentifierError, InvalidMetadataError,
     NoSuchNamespaceError, NoSuchTableError, NotSupportedError, SparkbergError, TableAlreadyExistsError,
     TableUUIDMismatchError, UnsupportedFormatVersionError, ValidationError,
 )
@@ -24,13 +24,13 @@ if _zipimports.in_pyspark_worker():
     # imported here, so that ``sparkberg.catalog`` is the function, not the subpackage that importing
     # ``sparkberg.catalog.*`` would bind; so is the SQL layer above them (:mod:`sparkberg.sql`).
     def __getattr__(name: str):
-        """``Catalog``, ``Table``, ``catalog`` and ``load_table`` from :mod:`sparkberg.table`, imported on first use."""
-        if name in ("Catalog", "Table", "catalog", "load_table"):
+        """``Catalog``, ``Table``, ``WriteOutcome``, ``catalog`` and ``load_table`` from :mod:`sparkberg.table`, imported on first use."""
+        if name in ("Catalog", "Table", "WriteOutcome", "catalog", "load_table"):
             from sparkberg import sql as _, table  # (the put-off import; the SQL layer comes with the table API)
             value = getattr(table, name)
             globals()[name] = value
             return value
         raise AttributeError(f"module 'sparkberg' has no attribute {name!r}")
 else:
-    from sparkberg.table import Catalog, Table, catalog, load_table  # noqa: F401
+    from sparkberg.table import Catalog, Table, WriteOutcome, catalog, load_table  # noqa: F401
     import sparkberg.sql  # noqa: F401, E402 - the SQL layer gives the table API its views (sparkberg.table.SqlLayer)

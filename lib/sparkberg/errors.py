@@ -76,6 +76,18 @@ class WorkerEnvironmentError(SparkbergError):
     """Spark's Python workers cannot run sparkberg's code: the interpreter they run lacks the package."""
 
 
+class AlreadyCommittedError(SparkbergError):
+    """A write's idempotency key (``app_id``, ``version``) is already recorded: snapshot ``snapshot_id`` records
+    the application with version ``recorded``, as large or larger. The write is not committed. A write on its
+    own reports this in its return value, having written nothing; a transaction whose commit finds a key another
+    writer recorded meanwhile raises it, and nothing of the transaction is committed."""
+
+    def __init__(self, app_id: str, version: int, snapshot_id: int, recorded: int):
+        self.app_id, self.version, self.snapshot_id, self.recorded = app_id, version, snapshot_id, recorded
+        super().__init__(f"application {app_id!r} version {version} is already committed: snapshot {snapshot_id} "
+                         f"records version {recorded}")
+
+
 class CommitFailedException(SparkbergError):
     """A commit lost the race for the next metadata version, or its requirements no longer hold.
 

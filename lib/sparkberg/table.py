@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from sparkberg.catalog.base import CatalogBackend, Identifier, parse_identifier, read_metadata
@@ -20,12 +21,12 @@ from sparkberg.catalog.config import open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.commit import equality, imports, merge, producer, rowlevel
 from sparkberg.commit.properties import current_snapshot_properties
-from sparkberg.commit.request import CommitRequest, Staging
+from sparkberg.commit.request import APP_ID, VERSION, CommitRequest, Idempotency, Staging
 from sparkberg.commit.retry import RetryPolicy, retrying
 from sparkberg.commit.target import read_branch, resolve
 from sparkberg.commit.transaction import Transaction
 from sparkberg.errors import (
-    CommitStateUnknownException, InvalidMetadataError, MissingFileError, NoSuchTableError,
+    AlreadyCommittedError, CommitStateUnknownException, InvalidMetadataError, MissingFileError, NoSuchTableError,
     NotSupportedError, SparkbergError, TableUUIDMismatchError, ValidationError,
 )
 from sparkberg.expressions.predicates import TRUE, bind
@@ -283,29 +284,25 @@ class Table(RefsMixin, EvolutionMixin):
     # ``merge_schema``: the data's columns the table lacks are added (``union_by_name``: nested ones too, narrower
     # types widened) in the write's own commit; by default, when the table property
     # ``write.spark.accept-any-schema`` or the session conf ``spark.sql.iceberg.merge-schema`` is true.
+    # ``append``, ``overwrite``, ``dynamic_overwrite``, ``upsert`` and ``merge`` take ``idempotency=(app_id,
+    # version)``: the write commits only if no snapshot of its target's ancestry records ``app_id`` with a version
+    # as large or larger (:mod:`sparkberg.commit.request`), else writes nothing; it then returns a
+    # :class:`WriteOutcome` that says which.
     def _write(self, label: str, snapshot_properties: dict[str, str] | None, branch: str | None,
-               wap_id: str | None, data: Any = None, merge_schema: bool | None = None
-               ) -> Callable[[], contextlib.AbstractContextManager]:
+               wap_id: str | None, data: Any = None, merge_schema: bool | None = None,
+               idempotency: tuple[str, int] | None = None) -> "_Write":
         """One write, checked now: its :class:`~sparkberg.commit.request.CommitRequest` (target, the snapshot
         properties of the call and of the user's enclosing ``snapshot_properties`` blocks, the transaction's
-        staging) and its merged schema. Returns a factory of the block it runs in (job label, executor errors),
-        which yields the table to write through (:class:`~sparkberg.evolution.WithSchema` when the data's schema
-        is merged) and the request, for every function that plans, validates and commits for the write."""
+        staging, the idempotency key) and its merged schema."""
         self._writable()
         target = resolve(self.spark, self._metadata, branch, wap_id)
-        head = target.head(self._metadata)
         request = CommitRequest(target, {**current_snapshot_properties(), **(snapshot_properties or {})},
-                                self._staging())
+                                self._staging(), Idempotency.of(idempotency))
         if merge_schema is None:
             merge_schema = boolean(self._metadata.properties, ACCEPT_ANY_SCHEMA) or \
                 (session_conf(self.spark, "spark.sql.iceberg.merge-schema") or "").strip().lower() == "true"
         through = self._merged(data.schema) if merge_schema and data is not None else self
-
-        @contextlib.contextmanager
-        def block() -> Iterator[tuple[Any, CommitRequest]]:
-            with self._running(label, head, target.describe()):
-                yield through, request
-        return block
+        return _Write(self, label, request, through)
 
     def _staging(self) -> Staging | None:
         """Where a write's files wait for a later commit: the transaction's, in its block; else none (a write
@@ -316,16 +313,16 @@ class Table(RefsMixin, EvolutionMixin):
         return self._transaction.staging
 
     def append(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
-               wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
+               wap_id: str | None = None, merge_schema: bool | None = None,
+               idempotency: tuple[str, int] | None = None) -> "Table | WriteOutcome":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
-        with self._write("WRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as (table, request):
+        def body(table, request: CommitRequest) -> None:
             files = write_files(self.spark, table.metadata, df)
-            if not files:
-                return self
-            with request.written(self.io, lambda: [f.file_path for f in files]):
-                producer.fast_append(table, files, request)
-        return self
+            if files:
+                with request.written(self.io, lambda: [f.file_path for f in files]):
+                    producer.fast_append(table, files, request)
+        return self._write("WRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency).run(body)
 
     def delete(self, filter: Any, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                wap_id: str | None = None) -> "Table":
@@ -333,24 +330,23 @@ class Table(RefsMixin, EvolutionMixin):
         ``write.delete.mode`` (position delete files on v2, deletion vectors on v3). ``filter`` is Spark SQL, whose
         conjuncts prune the files read, ``col IN (SELECT ...)`` ones by the subquery's values (a semi-join: the
         subquery runs once more for that), or a Column, applied exactly but pruning nothing."""
-        with self._write("DELETE", snapshot_properties, branch, wap_id)() as (table, request):
-            rowlevel.delete_rows(table, filter, request)
-        return self
+        return self._write("DELETE", snapshot_properties, branch, wap_id).run(
+            lambda table, request: rowlevel.delete_rows(table, filter, request))
 
     def overwrite(self, df, filter: str | None = None, snapshot_properties: dict[str, str] | None = None,
-                  branch: str | None = None, wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
+                  branch: str | None = None, wap_id: str | None = None, merge_schema: bool | None = None,
+                  idempotency: tuple[str, int] | None = None) -> "Table | WriteOutcome":
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
-        with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as (table, request):
-            rowlevel.overwrite(table, df, filter, request)
-        return self
+        return self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency).run(
+            lambda table, request: rowlevel.overwrite(table, df, filter, request))
 
     def dynamic_overwrite(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
-                          wap_id: str | None = None, merge_schema: bool | None = None) -> "Table":
+                          wap_id: str | None = None, merge_schema: bool | None = None,
+                          idempotency: tuple[str, int] | None = None) -> "Table | WriteOutcome":
         """Replace each partition (of the default spec) that ``df`` has rows for with those rows, in one commit."""
-        with self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema)() as (table, request):
-            rowlevel.dynamic_overwrite(table, df, request)
-        return self
+        return self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency).run(
+            lambda table, request: rowlevel.dynamic_overwrite(table, df, request))
 
     def update(self, set: dict[str, str], filter: Any = None,
                snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
@@ -360,21 +356,19 @@ class Table(RefsMixin, EvolutionMixin):
         v3 rows keep their ``_row_id``."""
         if not set:
             raise ValidationError("update needs at least one column to set")
-        with self._write("UPDATE", snapshot_properties, branch, wap_id)() as (table, request):
-            rowlevel.update(table, dict(set), filter, request)
-        return self
+        return self._write("UPDATE", snapshot_properties, branch, wap_id).run(
+            lambda table, request: rowlevel.update(table, dict(set), filter, request))
 
     def delete_by_keys(self, df, key_columns, snapshot_properties: dict[str, str] | None = None,
                        branch: str | None = None, wap_id: str | None = None) -> "Table":
         """Delete the rows whose ``key_columns`` equal those of a row of ``df`` (null-safe), without reading
         the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
-        with self._write("DELETE", snapshot_properties, branch, wap_id)() as (table, request):
-            equality.delete_by_keys(table, df, key_columns, request)
-        return self
+        return self._write("DELETE", snapshot_properties, branch, wap_id).run(
+            lambda table, request: equality.delete_by_keys(table, df, key_columns, request))
 
     def upsert(self, df, key_columns: str | Sequence[str], mode: str = "equality-deletes",
                snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
-               wap_id: str | None = None) -> "Table":
+               wap_id: str | None = None, idempotency: tuple[str, int] | None = None) -> "Table | WriteOutcome":
         """Insert the rows of ``df``, replacing the table's rows with the same ``key_columns``, in one commit.
         ``mode="equality-deletes"`` writes equality deletes of ``df``'s keys next to its rows and never reads the
         table (as streaming writers upsert; keys must be unique in ``df``: two rows of one key both stay);
@@ -382,23 +376,25 @@ class Table(RefsMixin, EvolutionMixin):
         keys = [key_columns] if isinstance(key_columns, str) else list(key_columns)
         if mode == "merge":
             on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
-            self.merge(df, on, snapshot_properties=snapshot_properties, branch=branch, wap_id=wap_id) \
-                .when_matched_update_all().when_not_matched_insert_all().execute()
-            return self
+            outcome = self.merge(df, on, snapshot_properties=snapshot_properties, branch=branch, wap_id=wap_id,
+                                 idempotency=idempotency).when_matched_update_all().when_not_matched_insert_all() \
+                .execute()
+            return self if outcome is None else outcome
         if mode != "equality-deletes":
             raise ValidationError(f"upsert mode must be 'equality-deletes' or 'merge', got {mode!r}")
-        with self._write("UPSERT", snapshot_properties, branch, wap_id)() as (table, request):
-            equality.upsert(table, df, keys, request)
-        return self
+        return self._write("UPSERT", snapshot_properties, branch, wap_id, idempotency=idempotency).run(
+            lambda table, request: equality.upsert(table, df, keys, request))
 
     def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s",
               snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
-              wap_id: str | None = None, merge_schema: bool | None = None):
+              wap_id: str | None = None, merge_schema: bool | None = None,
+              idempotency: tuple[str, int] | None = None):
         """A MERGE builder: ``t.merge(src, "t.id = s.id").when_matched_update({"v": "s.v"})
         .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``. With ``merge_schema`` the
-        source's columns the table lacks are added first (in the merge's commit), so ``*_all`` clauses fill them."""
-        return merge.MergeBuilder(self, self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema),
-                            source, condition, target_alias, source_alias)
+        source's columns the table lacks are added first (in the merge's commit), so ``*_all`` clauses fill them.
+        With ``idempotency``, ``execute()`` returns the :class:`WriteOutcome`."""
+        return merge.MergeBuilder(self, self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema,
+                                                    idempotency), source, condition, target_alias, source_alias)
 
     def add_files(self, files: Any, check_duplicate_files: bool = True,
                   snapshot_properties: dict[str, str] | None = None, branch: str | None = None) -> "Table":
@@ -406,9 +402,8 @@ class Table(RefsMixin, EvolutionMixin):
         rewriting them, in one commit: metrics from their footers, partition values from Hive-style directories
         or from the data (:mod:`sparkberg.commit.imports`); a file already in the table is an error unless
         ``check_duplicate_files`` is False."""
-        with self._write("ADD FILES", snapshot_properties, branch, None)() as (table, request):
-            imports.add_files(table, files, request, check_duplicate_files)
-        return self
+        return self._write("ADD FILES", snapshot_properties, branch, None).run(
+            lambda table, request: imports.add_files(table, files, request, check_duplicate_files))
 
     def metadata_table(self, name: str, snapshot_id: int | None = None):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see
@@ -585,6 +580,55 @@ class Table(RefsMixin, EvolutionMixin):
 
     def set_location(self, location: str) -> "Table":
         return self.commit_updates([U.SetLocation(location)])
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """What a write with an idempotency key did: ``committed`` its snapshot ``snapshot_id``, or ``skipped``, because
+    snapshot ``snapshot_id`` already records its ``app_id`` with ``version`` or a later one (then nothing was
+    written). Neither when it had no row to commit."""
+
+    table: Table
+    app_id: str
+    version: int
+    committed: bool
+    skipped: bool
+    snapshot_id: int | None
+
+
+class _Write:
+    """A write of ``table``, checked: its ``request``, the table it writes ``through`` (a schema-merging view, or
+    the table), and, with an idempotency key, the snapshot that already records it (checked now, on the table
+    as loaded, and again by each try of the commit)."""
+
+    def __init__(self, table: Table, label: str, request: CommitRequest, through: Any):
+        self.table, self.label, self.request, self.through = table, label, request, through
+        self.head = request.target.head(table.metadata)
+        key = request.idempotency
+        recorded = None if key is None else key.recorded(table.metadata, request.target)
+        self.recorded_id: int | None = None if recorded is None else recorded.snapshot_id
+
+    def run(self, body: Callable[[Any, CommitRequest], None]) -> "Table | WriteOutcome":
+        """``body(table, request)`` plans, writes and commits the write, in the write's block (job label, executor
+        errors), unless its key is found recorded, before or by a try of the commit; returns :meth:`outcome`."""
+        if self.recorded_id is None:
+            with self.table._running(self.label, self.head, self.request.target.describe()):
+                try:
+                    body(self.through, self.request)
+                except AlreadyCommittedError as e:  # (a transaction's replay raises it out of its own commit)
+                    self.recorded_id = e.snapshot_id
+        return self.outcome()
+
+    def outcome(self) -> "Table | WriteOutcome":
+        """What the write returns: the table, or with an idempotency key, the :class:`WriteOutcome`."""
+        key = self.request.idempotency
+        if key is None:
+            return self.table
+        if self.recorded_id is not None:
+            return WriteOutcome(self.table, key.app_id, key.version, False, True, self.recorded_id)
+        mine = [s.snapshot_id for s in self.table.metadata.snapshots
+                if (s.summary or {}).get(APP_ID) == key.app_id and (s.summary or {}).get(VERSION) == str(key.version)]
+        return WriteOutcome(self.table, key.app_id, key.version, bool(mine), False, mine[-1] if mine else None)
 
 
 class SqlLayer(Protocol):
@@ -776,4 +820,4 @@ def load_table(spark: Any, path: str) -> Table:
 state.register("sparkberg.table._SQL_LAYER", "one (sparkberg.sql); clear() leaves it", lambda: None)
 
 
-__all__ = ["Catalog", "Table", "catalog", "load_table", "InvalidMetadataError"]
+__all__ = ["Catalog", "Table", "WriteOutcome", "catalog", "load_table", "InvalidMetadataError"]

@@ -12,7 +12,7 @@ and the source's keys (:meth:`MergeBuilder._pruning`).
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, ContextManager
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -40,10 +40,11 @@ def _outside_quotes(text: str, fn) -> str:
 class MergeBuilder:
     """Collects MERGE clauses; :meth:`execute` runs them as one commit."""
 
-    def __init__(self, table, writing: Callable[[], ContextManager], source, condition: str | Column,
+    def __init__(self, table, writing: Any, source, condition: str | Column,
                  target_alias: str = "t", source_alias: str = "s"):
         self.table = table
-        # the block the merge runs in (its job label); it yields the table to write through and the commit request
+        # the write the merge is (``Table._write``): its ``run(body)`` calls ``body(table to write through, commit
+        # request)`` in the write's block, unless its idempotency key is already recorded
         self.writing = writing
         self.request: CommitRequest | None = None
         self.source = source
@@ -88,14 +89,19 @@ class MergeBuilder:
         self.by_source.append(("delete", condition, None))
         return self
 
-    def execute(self) -> None:
-        """Run the merge: one atomic commit, or an error and nothing committed."""
+    def execute(self) -> Any:
+        """Run the merge: one atomic commit, or an error and nothing committed. Returns None, or for a merge with
+        an idempotency key, the :class:`~sparkberg.table.WriteOutcome`."""
         if not self.matched and not self.not_matched and not self.by_source:
             raise ValidationError("merge needs at least one when_matched, when_not_matched or "
                                   "when_not_matched_by_source clause")
-        with self.writing() as (table, request):
-            self.table, self.request = table, request  # (with a merged schema, the table is its view)
+        table = self.table
+
+        def body(through, request: CommitRequest) -> None:
+            self.table, self.request = through, request  # (with a merged schema, the table is its view)
             self._execute()
+        outcome = self.writing.run(body)
+        return None if outcome is table else outcome
 
     def _execute(self) -> None:
         # The source is read by several jobs (the pruning's, the join, the not-matched rows): cached, each row with

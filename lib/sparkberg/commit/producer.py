@@ -155,7 +155,7 @@ def commit_changes(table: Committable, c: Changes, request: CommitRequest) -> Sn
     """Commit ``c`` as one snapshot on the request's target (:mod:`sparkberg.commit.target`), its summary carrying
     the request's snapshot properties; see the module docstring for the protocol."""
     start = table.metadata
-    target, properties = request.target, dict(request.properties)
+    target, properties = request.target, request.summary()
     target.head_id(start)  # (a missing branch fails before anything is written)
     if start.format_version == 1 and c.added_deletes:
         raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
@@ -169,6 +169,7 @@ def commit_changes(table: Committable, c: Changes, request: CommitRequest) -> Sn
     def build(base: TableMetadata, n: int) -> tuple[TableMetadata, list[str]]:
         """One try on the freshest base: the new metadata and the files written for it (deleted, when the
         try fails before it returns, by this function; after, by the table)."""
+        request.check_not_committed(base)
         if c.validate is not None:
             c.validate(start, base)
         attempt_files: list[str] = []

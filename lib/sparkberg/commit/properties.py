@@ -18,12 +18,13 @@ _PROPERTIES: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("sn
 # summary keys a writer computes: a snapshot property may not claim them
 _RESERVED = re.compile(r"^(operation|engine-.*|(added|deleted|removed|total|changed)-.*|partition-summaries-.*|"
                        r"partitions\..*|manifests-.*|entries-.*|first-row-id|added-rows|wap\..*|published-wap-id|"
-                       r"source-snapshot-id|replace-partitions)$")
+                       r"source-snapshot-id|replace-partitions|sparkberg\.idempotency\..*)$")
 
 
 def checked(properties: dict[str, str] | None) -> dict[str, str]:
     """``properties`` as snapshot properties: string keys and values, none a summary field the producer
-    computes (``operation``, ``added-*``, ``total-*``, ...); else a named error."""
+    computes (``operation``, ``added-*``, ``total-*``, an idempotency key's ``sparkberg.idempotency.*``...); else
+    a named error."""
     given = dict(properties or {})
     for k, v in given.items():
         if not isinstance(k, str) or not k or not isinstance(v, str):
