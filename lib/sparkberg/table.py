@@ -405,6 +405,35 @@ class Table(RefsMixin, EvolutionMixin):
         return self._write("ADD FILES", snapshot_properties, branch, None).run(
             lambda table, request: imports.add_files(table, files, request, check_duplicate_files))
 
+    # --- streams ------------------------------------------------------------------------------------
+    def write_stream(self, df, checkpoint_location: str, *, trigger: dict[str, Any] | None = None,
+                     output_mode: str = "append", query_name: str | None = None, branch: str | None = None,
+                     snapshot_properties: dict[str, str] | None = None):
+        """Start a Structured Streaming query that writes the streaming DataFrame ``df`` into the table and return
+        its ``StreamingQuery`` (:mod:`sparkberg.sql.streaming`). Each micro-batch is one commit, exactly once, also
+        when the query is restarted from ``checkpoint_location`` after a crash at any moment: an append
+        (``output_mode="append"``) or, with ``"complete"``, a replacement of every row. ``trigger`` takes
+        ``DataStreamWriter.trigger``'s keywords (``{"availableNow": True}``, ``{"processingTime": "10 seconds"}``);
+        ``branch`` and ``snapshot_properties`` as for :meth:`append`."""
+        self._writable()
+        return _sql_layer().write_stream(self, df, checkpoint_location, trigger, output_mode, query_name, branch,
+                                         snapshot_properties)
+
+    def read_stream(self, *, start_snapshot_id: int | None = None, stream_from_timestamp_ms: int | None = None,
+                    max_files_per_trigger: int | None = None, max_rows_per_trigger: int | None = None,
+                    skip_delete_snapshots: bool = False, skip_overwrite_snapshots: bool = False):
+        """A streaming DataFrame of the rows appended to the table (:mod:`sparkberg.sql.stream_source`; PySpark
+        4.0+, a named error on 3.5, where :meth:`to_df` with ``start_snapshot_id`` reads what was appended since a
+        snapshot): from after ``start_snapshot_id``, or from the snapshots committed since
+        ``stream_from_timestamp_ms``, else from the first; ``max_files_per_trigger`` and ``max_rows_per_trigger``
+        bound a micro-batch (PySpark 4.2+); a delete or overwrite snapshot stops the query with a named error
+        unless ``skip_delete_snapshots`` or ``skip_overwrite_snapshots`` is set. Iceberg Java's options and
+        semantics."""
+        return _sql_layer().read_stream(self, {
+            "start_snapshot_id": start_snapshot_id, "stream_from_timestamp_ms": stream_from_timestamp_ms,
+            "max_files_per_trigger": max_files_per_trigger, "max_rows_per_trigger": max_rows_per_trigger,
+            "skip_delete_snapshots": skip_delete_snapshots, "skip_overwrite_snapshots": skip_overwrite_snapshots})
+
     def metadata_table(self, name: str, snapshot_id: int | None = None):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see
         :data:`sparkberg.inspect.METADATA_TABLES`) as a DataFrame with Iceberg's Spark columns; ``snapshot_id``
@@ -645,6 +674,14 @@ class SqlLayer(Protocol):
 
     def table_committed(self, table: "Table") -> None:
         """After each commit a table of this process makes (must not raise: the commit is done)."""
+
+    def write_stream(self, table: "Table", df: Any, checkpoint_location: str, trigger: dict[str, Any] | None,
+                     output_mode: str, query_name: str | None, branch: str | None,
+                     snapshot_properties: dict[str, str] | None) -> Any:
+        """:meth:`Table.write_stream`."""
+
+    def read_stream(self, table: "Table", options: dict[str, Any]) -> Any:
+        """:meth:`Table.read_stream`."""
 
 
 # The SQL layer, once sparkberg.sql is imported (sparkberg/__init__ imports it with this module): process-wide,

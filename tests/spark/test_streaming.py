@@ -1,0 +1,189 @@
+"""Structured Streaming into and out of tables: the sink (``Table.write_stream``) commits each micro-batch once,
+also across SIGKILLs at any moment and restarts from the checkpoint; the source (``Table.read_stream``) delivers
+each appended row once, with Iceberg Java's offsets, limits and rules for other snapshots; bad input is a named
+error and writes nothing."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sparkberg
+from sparkberg.commit.request import APP_ID, VERSION
+from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.sql.streaming import EPOCH_ID, QUERY_ID
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parquet_files(directory, count, rows=20):
+    os.makedirs(directory, exist_ok=True)
+    for i in range(count):
+        ids = pa.array(range(i * rows, (i + 1) * rows), pa.int64())
+        pq.write_table(pa.table({"id": ids, "p": pa.array([j % 3 for j in range(rows)], pa.int32())}),
+                       os.path.join(directory, f"part-{i:03d}.parquet"))
+        os.utime(os.path.join(directory, f"part-{i:03d}.parquet"), (1_000_000 + i, 1_000_000 + i))
+
+
+def ids(t):
+    return sorted(r[0] for r in t.to_df().select("id").collect())
+
+
+@pytest.fixture
+def cat(spark, warehouse):
+    return sparkberg.catalog(spark, warehouse)
+
+
+@pytest.fixture
+def sink(cat):
+    return cat.create_table("db.sink", "id bigint, p int", partition_by=["p"])
+
+
+def files_stream(spark, directory, per_batch=1):
+    return spark.readStream.schema("id bigint, p int").option("maxFilesPerTrigger", per_batch).parquet(directory)
+
+
+def run(query):
+    query.awaitTermination()
+    assert query.exception() is None
+
+
+def test_each_micro_batch_is_one_commit_with_the_query_and_batch(spark, sink, tmp_path):
+    parquet_files(str(tmp_path / "src"), 4)
+    q = sink.write_stream(files_stream(spark, str(tmp_path / "src")), str(tmp_path / "ckpt"),
+                          trigger={"availableNow": True}, query_name="load", snapshot_properties={"job": "nightly"})
+    run(q)
+    sink.refresh()
+    assert ids(sink) == list(range(80))
+    snaps = list(reversed(list(sink.metadata.ancestors(sink.metadata.current_snapshot_id))))
+    assert len(snaps) == len(sink.snapshots()) == 4
+    assert [s.summary[EPOCH_ID] for s in snaps] == ["0", "1", "2", "3"]
+    assert {s.summary[QUERY_ID] for s in snaps} == {s.summary[APP_ID] for s in snaps} == {str(q.id)}
+    assert [s.summary[VERSION] for s in snaps] == ["0", "1", "2", "3"]
+    assert all(s.summary["job"] == "nightly" and s.operation == "append" for s in snaps)
+    # the query restarted from its checkpoint has nothing left to do; new files are read once
+    parquet_files(str(tmp_path / "src2"), 1)
+    os.rename(str(tmp_path / "src2" / "part-000.parquet"), str(tmp_path / "src" / "part-new.parquet"))
+    pq.write_table(pa.table({"id": pa.array([1000], pa.int64()), "p": pa.array([1], pa.int32())}),
+                   str(tmp_path / "src" / "part-new.parquet"))
+    run(sink.write_stream(files_stream(spark, str(tmp_path / "src")), str(tmp_path / "ckpt"),
+                          trigger={"availableNow": True}))
+    assert ids(sink.refresh()) == list(range(80)) + [1000]
+    assert len(sink.snapshots()) == 5
+
+
+def test_complete_mode_replaces_the_rows_each_batch(spark, cat, tmp_path):
+    counts = cat.create_table("db.counts", "p int, n bigint")
+    parquet_files(str(tmp_path / "src"), 3)
+    agg = files_stream(spark, str(tmp_path / "src")).groupBy("p").count().withColumnRenamed("count", "n")
+    run(counts.write_stream(agg, str(tmp_path / "ckpt"), output_mode="complete", trigger={"availableNow": True}))
+    counts.refresh()
+    assert sorted(tuple(r) for r in counts.to_df().collect()) == [(0, 21), (1, 21), (2, 18)]
+    assert len(counts.snapshots()) == 3  # (one replacement a batch)
+
+
+def test_a_stream_into_a_branch(spark, sink, tmp_path):
+    sink.append(spark.sql("SELECT -1L AS id, 0 AS p"))
+    sink.create_branch("staging")
+    parquet_files(str(tmp_path / "src"), 2)
+    run(sink.write_stream(files_stream(spark, str(tmp_path / "src")), str(tmp_path / "ckpt"), branch="staging",
+                          trigger={"availableNow": True}))
+    sink.refresh()
+    assert ids(sink) == [-1]
+    assert sorted(r[0] for r in sink.to_df(ref="staging").collect()) == [-1] + list(range(40))
+
+
+def test_bad_input_is_a_named_error_and_writes_nothing(spark, cat, sink, tmp_path):
+    parquet_files(str(tmp_path / "src"), 1)
+    stream = files_stream(spark, str(tmp_path / "src"))
+    ckpt = str(tmp_path / "ckpt")
+    for kwargs, error, message in [
+            ({"df": spark.range(3)}, ValidationError, "needs a streaming DataFrame"),
+            ({"output_mode": "update"}, ValidationError, "output_mode must be one of append, complete"),
+            ({"trigger": {"continuous": "1 second"}}, NotSupportedError, "continuous trigger"),
+            ({"trigger": {"processingTime": "1 second", "once": True}}, ValidationError, "one of"),
+            ({"trigger": {"every": "1 second"}}, ValidationError, "one of"),
+            ({"branch": "nope"}, ValidationError, "branch 'nope': it does not exist"),
+            ({"snapshot_properties": {"operation": "x"}}, ValidationError, "summary field")]:
+        args = {"df": stream, "checkpoint_location": ckpt, **kwargs}
+        with pytest.raises(error, match=message):
+            sink.write_stream(args.pop("df"), args.pop("checkpoint_location"), **args)
+    assert not os.path.exists(ckpt) and sink.refresh().current_snapshot() is None
+    # a checkpoint is one table's
+    run(sink.write_stream(stream, ckpt, trigger={"availableNow": True}))
+    other = cat.create_table("db.other", "id bigint, p int")
+    with pytest.raises(ValidationError, match="checkpoint of a stream into table db.sink"):
+        other.write_stream(stream, ckpt)
+    assert other.refresh().current_snapshot() is None
+    # a checkpoint another kind of query wrote
+    q = stream.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "noop")) \
+        .trigger(availableNow=True).start()
+    run(q)
+    with pytest.raises(ValidationError, match="written by another query"):
+        other.write_stream(stream, str(tmp_path / "noop"))
+    with pytest.raises(sparkberg.SparkbergError, match="read-only"):
+        sparkberg.load_table(spark, sink.location).write_stream(stream, str(tmp_path / "c3"))
+
+
+# how each run of the writer ends: killed by itself after its 2nd commit, before its 1st, by the test after a random
+# time, by itself at random around its commits, by the test again; then it runs to the end
+ROUNDS = ["after:2", "before:1", "outside", "random:0.15", "outside", "", "", ""]
+
+
+def run_killed(args):
+    """Run the writer as :data:`ROUNDS` says until it prints DONE; returns what each run did."""
+    log = []
+    for r, how in enumerate(ROUNDS):
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "STREAM_DIE": "" if how == "outside" else how}
+        proc = subprocess.Popen([sys.executable, os.path.join(HERE, "stream_writer.py"), *args], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        if how == "outside":
+            time.sleep(random.uniform(6, 14))
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        out = proc.communicate(timeout=600)[0]
+        log.append(f"round {r} ({how or 'to the end'}): rc {proc.returncode}; " + " | ".join(
+            line for line in out.splitlines() if line.startswith(("dying", "DONE", "Traceback"))))
+        if "DONE" in out:
+            assert "dying after" in log[0] and "dying before" in log[1], log
+            return log
+        assert proc.returncode != 0, out[-3000:]
+    raise AssertionError("the writer never finished:\n" + "\n".join(log))
+
+
+def check_exactly_once(sink, expected_ids, batches, log):
+    sink.refresh()
+    assert ids(sink) == expected_ids, log
+    snaps = sink.snapshots()
+    chain = list(sink.metadata.ancestors(sink.metadata.current_snapshot_id))
+    assert len(chain) == len(snaps) == batches, log  # one linear history, one snapshot a batch
+    assert sorted(int(s.summary[VERSION]) for s in snaps) == list(range(batches)), log
+    assert len({s.summary[APP_ID] for s in snaps}) == 1, log  # (one query, across every restart)
+
+
+def test_a_sink_killed_at_any_moment_commits_every_batch_once(spark, cat, sink, warehouse, tmp_path):
+    random.seed(os.getpid())
+    parquet_files(str(tmp_path / "src"), 12)
+    log = run_killed(["files", warehouse, str(tmp_path / "src"), str(tmp_path / "ckpt")])
+    check_exactly_once(sink, list(range(240)), 12, log)
+    print("\n".join(log))
+
+
+def test_a_pipeline_from_a_table_stream_killed_at_any_moment_delivers_every_row_once(spark, cat, sink, warehouse,
+                                                                                      tmp_path):
+    random.seed(os.getpid() + 1)
+    source = cat.create_table("db.source", "id bigint, p int")
+    for i in range(12):
+        source.append(spark.sql(f"SELECT id, CAST(id % 3 AS INT) AS p FROM range({i * 10}, {i * 10 + 10})")
+                      .coalesce(1))
+    log = run_killed(["table", warehouse, "db.source", str(tmp_path / "ckpt")])
+    check_exactly_once(sink, list(range(120)), 12, log)
+    print("\n".join(log))
