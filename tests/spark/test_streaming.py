@@ -187,3 +187,83 @@ def test_a_pipeline_from_a_table_stream_killed_at_any_moment_delivers_every_row_
     log = run_killed(["table", warehouse, "db.source", str(tmp_path / "ckpt")])
     check_exactly_once(sink, list(range(120)), 12, log)
     print("\n".join(log))
+
+
+def batches_of(sdf, checkpoint):
+    """The micro-batches of a stream read to its end (Trigger.AvailableNow): [sorted ids of each batch]."""
+    got = []
+    q = sdf.writeStream.foreachBatch(lambda df, batch_id: got.append(sorted(r[0] for r in df.select("id").collect()))) \
+        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    q.awaitTermination()
+    return got
+
+
+@pytest.fixture
+def source(spark, cat):
+    t = cat.create_table("db.source", "id bigint, p int", partition_by=["p"],
+                         properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    for i in range(4):  # (4 snapshots of 2 files each: partitions 0 and 1)
+        t.append(spark.sql(f"SELECT id, CAST(id % 2 AS INT) AS p FROM range({i * 10}, {i * 10 + 10})"))
+    return t
+
+
+def test_a_stream_reads_every_appended_row_once_and_then_what_comes(spark, source, tmp_path):
+    ckpt = str(tmp_path / "ckpt")
+    assert [b for b in batches_of(source.read_stream(), ckpt)] == [list(range(40))]
+    source.append(spark.sql("SELECT 100L AS id, 0 AS p"))
+    source.rewrite_data_files(options={"rewrite-all": "true"})  # (a replace snapshot: no rows for the stream)
+    source.append(spark.sql("SELECT 101L AS id, 1 AS p"))
+    assert batches_of(source.read_stream(), ckpt) == [[100, 101]]
+    assert batches_of(source.read_stream(), ckpt) == []
+
+
+def test_limits_bound_each_micro_batch(source, tmp_path):
+    by_files = batches_of(source.read_stream(max_files_per_trigger=3), str(tmp_path / "a"))
+    assert [len(b) for b in by_files] == [15, 15, 10] and sorted(sum(by_files, [])) == list(range(40))
+    by_rows = batches_of(source.read_stream(max_rows_per_trigger=12), str(tmp_path / "b"))
+    # (a batch ends after the file that reaches the bound, as Java's does: 5-row files, 3 a batch)
+    assert [len(b) for b in by_rows] == [15, 15, 10] and sorted(sum(by_rows, [])) == list(range(40))
+
+
+def test_where_a_stream_begins(spark, source, tmp_path):
+    snaps = [s.snapshot_id for s in source.snapshots()]
+    after_second = batches_of(source.read_stream(start_snapshot_id=snaps[1]), str(tmp_path / "a"))
+    assert sorted(sum(after_second, [])) == list(range(20, 40))
+    since = source.metadata.snapshot_by_id(snaps[3]).timestamp_ms
+    assert sorted(sum(batches_of(source.read_stream(stream_from_timestamp_ms=since), str(tmp_path / "b")), [])) \
+        == list(range(30, 40))
+    later = batches_of(source.read_stream(stream_from_timestamp_ms=since + 10**9), str(tmp_path / "c"))
+    assert sum(later, []) == []
+
+
+def test_delete_and_overwrite_snapshots_stop_the_stream_unless_skipped(spark, source, tmp_path):
+    source.delete("id = 3")
+    with pytest.raises(Exception, match="cannot read delete snapshot .*skip_delete_snapshots=True"):
+        batches_of(source.read_stream(), str(tmp_path / "a"))
+    got = batches_of(source.read_stream(skip_delete_snapshots=True), str(tmp_path / "b"))
+    assert sorted(sum(got, [])) == list(range(40))  # (rows as appended: a later delete is not applied)
+    source.overwrite(spark.sql("SELECT 50L AS id, 0 AS p"), "id = 4")
+    with pytest.raises(Exception, match="cannot read overwrite snapshot .*skip_overwrite_snapshots=True"):
+        batches_of(source.read_stream(skip_delete_snapshots=True), str(tmp_path / "b"))
+    source.append(spark.sql("SELECT 60L AS id, 0 AS p"))
+    got = batches_of(source.read_stream(skip_delete_snapshots=True, skip_overwrite_snapshots=True),
+                     str(tmp_path / "b"))
+    assert got == [[60]]
+
+
+def test_a_stream_whose_offset_was_expired_is_a_named_error(spark, source, tmp_path):
+    ckpt = str(tmp_path / "ckpt")
+    batches_of(source.read_stream(), ckpt)
+    source.append(spark.sql("SELECT 70L AS id, 0 AS p"))
+    source.expire_snapshots(snapshot_ids=[source.snapshots()[3].snapshot_id])
+    with pytest.raises(Exception, match="no longer an ancestor"):
+        batches_of(source.read_stream(), ckpt)
+
+
+def test_bad_stream_options_are_named_errors(source):
+    for kwargs, message in [({"max_files_per_trigger": 0}, "positive integer"),
+                            ({"max_rows_per_trigger": "10"}, "positive integer"),
+                            ({"start_snapshot_id": 1, "stream_from_timestamp_ms": 1}, "not both"),
+                            ({"start_snapshot_id": 12345}, "no such snapshot")]:
+        with pytest.raises(ValidationError, match=message):
+            source.read_stream(**kwargs)
