@@ -118,6 +118,21 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     assert len(after.metadata.metadata_log) == before + 1  # (one commit)
     assert [tuple(r) for r in after.to_df().where("id >= 200 OR id = 0").collect()] == [(200, "tx")]
     print("a transaction over connect ok")
+    assert s.append(spark.sql("SELECT 300L AS id, 'k' AS note"), idempotency=("connect", 1)).committed
+    assert s.append(spark.sql("SELECT 300L AS id, 'k' AS note"), idempotency=("connect", 1)).skipped
+    print("idempotent writes over connect ok")
+    # a stream of s's appends (the source, a Python streaming data source) into another table (the sink, a
+    # foreachBatch function the Connect server runs in a Python process of its own)
+    copy = sq.create_table("db.copy", "id bigint, note string")
+    q = copy.write_stream(s.read_stream(skip_delete_snapshots=True, skip_overwrite_snapshots=True),
+                          os.path.join(warehouse, "ckpt"), trigger={"availableNow": True})
+    q.awaitTermination()
+    assert q.exception() is None, q.exception()
+    got = sorted(r[0] for r in sq.load_table("db.copy").to_df().collect())
+    # (from the oldest ancestor left by the expiry: its appended 5 and 6, the published 101, the transaction's 200
+    # and the idempotent 300; the compactions, the transaction's delete and the WAP branch are not appends of main)
+    assert got == [5, 6, 101, 200, 300], got
+    print("streams over connect ok")
     spark.stop()
     return 0
 
