@@ -55,8 +55,10 @@ $(IVENV)/iceberg-http/.built: $(IVENV)/.installed tests/interop/iceberg_http_jar
 	$(IVENV)/bin/python tests/interop/iceberg_http_jars.py $(IVENV)/iceberg-http >/dev/null
 	touch $@
 
-interop: $(IVENV)/.installed postgres-server jdbc-drivers $(IVENV)/iceberg-http/.built
-	SPARKBERG_SHARED=$(abspath $(SHARED)) $(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
+# (the streaming reads run on PySpark 4, in the main venv: SPARKBERG_SPARK4_PYTHON)
+interop: $(IVENV)/.installed $(VENV)/.installed postgres-server jdbc-drivers $(IVENV)/iceberg-http/.built
+	SPARKBERG_SHARED=$(abspath $(SHARED)) SPARKBERG_SPARK4_PYTHON=$(abspath $(VENV))/bin/python \
+		$(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
 
 # Benchmarks against Iceberg Java in the same session (not tests); smaller: BENCH_SIZES=10,10000 BENCH_ROWS=1000000
 # (the merge-on-read reads also on PySpark 4, in the main venv: BENCH_SPARK4_PYTHON)
