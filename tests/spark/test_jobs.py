@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import sparkberg
-from sparkberg.jobs import cli, health, ingest
+from sparkberg.jobs import cli, health, ingest, stream
 from sparkberg.jobs.common import INVALID, NOT_FOUND, OK
 
 pytestmark = pytest.mark.spark
@@ -79,6 +79,58 @@ def test_ingest_errors_have_exit_codes(spark, warehouse, tmp_path, events):
     with pytest.raises(SystemExit) as e:
         ingest.main(["--table", "db.events", "--filter", "id = 1", str(bad)])
     assert e.value.code == 2
+
+
+def test_ingest_run_again_with_its_key_writes_nothing(spark, warehouse, tmp_path, events, capsys):
+    src = tmp_path / "day.json"
+    src.write_text('{"id": 100, "ts": "2024-01-04T10:00:00", "category": "a"}\n')
+    args = ["--warehouse", warehouse, "--table", "db.events", "--format", "json", "--schema",
+            "id bigint, ts timestamp, category string", "--idempotency", "nightly:20240104", str(src)]
+    assert ingest.main(args) == OK
+    first = json.loads(capsys.readouterr().out)
+    assert first["skipped"] is False and first["summary"]["sparkberg.idempotency.version"] == "20240104"
+    assert ingest.main(args) == OK  # (the scheduler's retry)
+    again = json.loads(capsys.readouterr().out)
+    assert again["skipped"] is True and again["snapshot_id"] == first["snapshot_id"]
+    t = sparkberg.catalog(spark, warehouse).load_table("db.events")
+    assert t.to_df().where("id = 100").count() == 1
+    with pytest.raises(SystemExit):
+        ingest.main(args[:-2] + ["nightly", str(src)])
+
+
+def test_the_stream_job_copies_new_files_and_a_tables_appends_once(spark, warehouse, tmp_path, capsys):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "a.json").write_text('{"id": 1, "v": "x"}\n{"id": 2, "v": "y"}\n')
+    cat = sparkberg.catalog(spark, warehouse)
+    cat.create_table("raw.copy", "id bigint, v string")
+    ckpt = str(tmp_path / "ckpt")
+    # the console script, scheduled: everything there, then exit
+    out = subprocess.run([os.path.join(BIN, "sparkberg-stream"), "--warehouse", warehouse, "--master", "local[1]",
+                          "--table", "raw.copy", "--checkpoint", ckpt, "--format", "json", str(landing)],
+                         capture_output=True, text=True, env=env(), timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout[out.stdout.index("{"):])
+    assert report["micro_batches"] == 1 and report["rows"] == 2
+    (landing / "b.json").write_text('{"id": 3, "v": "z"}\n')
+    common = ["--warehouse", warehouse, "--table", "raw.copy", "--checkpoint", ckpt]
+    assert stream.main(common + ["--format", "json", "--schema", "id bigint, v string", str(landing)]) == OK
+    assert json.loads(capsys.readouterr().out)["rows"] == 1
+    assert sorted(r[0] for r in cat.load_table("raw.copy").to_df().collect()) == [1, 2, 3]
+    # a table's appends into another, a file a micro-batch
+    cat.create_table("raw.mirror", "id bigint, v string")
+    mirror = ["--warehouse", warehouse, "--table", "raw.mirror", "--checkpoint", str(tmp_path / "ckpt2"),
+              "--source-table", "raw.copy", "--max-files-per-trigger", "1"]
+    assert stream.main(mirror) == OK
+    assert json.loads(capsys.readouterr().out)["micro_batches"] == 2
+    assert sorted(r[0] for r in cat.load_table("raw.mirror").to_df().collect()) == [1, 2, 3]
+    # the checkpoint of another table's stream
+    assert stream.main(["--warehouse", warehouse, "--table", "raw.mirror", "--checkpoint", ckpt, "--format", "json",
+                        str(landing)]) == INVALID
+    with pytest.raises(SystemExit):
+        stream.main(common + ["--trigger", "sometimes", str(landing)])
+    with pytest.raises(SystemExit):
+        stream.main(common + ["--source-table", "raw.copy", "--schema", "id bigint"])
 
 
 def test_cli_lists_describes_and_counts(spark, warehouse, events, capsys):

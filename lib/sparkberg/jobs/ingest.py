@@ -6,7 +6,8 @@ present, from Parquet, CSV or JSON paths; optionally create the table from the d
     spark-submit --properties-file spark-defaults.conf jobs/ingest.py --table db.events --create \\
         --partition-by 'day(ts)' --format json events.json
 
-Prints the committed snapshot as JSON on stdout; exit codes as :mod:`sparkberg.jobs.common`.
+Prints the committed snapshot as JSON on stdout (with ``--idempotency`` and a key already recorded: ``"skipped":
+true`` and the snapshot that records it); exit codes as :mod:`sparkberg.jobs.common`.
 """
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partition-by", action="append", default=[], help="with --create: partition transform")
     p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                    help="with --create: table property (format-version=3, ...)")
+    p.add_argument("--idempotency", metavar="APP_ID:VERSION",
+                   help="commit only if the table records no version >= VERSION of APP_ID (a job run again after "
+                        "it committed writes nothing), e.g. nightly-load:20240101")
     p.add_argument("paths", nargs="+", help="input files or directories")
     args = p.parse_args(argv)
     if args.filter and args.mode != "overwrite":
@@ -62,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         return out
 
     options, properties = pairs(args.option, "--option"), pairs(args.property, "--property")
+    key = None
+    if args.idempotency is not None:
+        app_id, _, version = args.idempotency.rpartition(":")
+        if not app_id or not version.isdigit():
+            p.error(f"--idempotency {args.idempotency!r} is not APP_ID:VERSION (VERSION a non-negative integer)")
+        key = (app_id, int(version))
 
     def body() -> int:
         spark = session("sparkberg-ingest", args.master)
@@ -76,14 +86,15 @@ def main(argv: list[str] | None = None) -> int:
                                  properties=properties)
         with progress(spark, f"{args.mode} {args.table}"):
             if args.mode == "append":
-                t.append(df)
+                outcome = t.append(df, idempotency=key)
             elif args.mode == "overwrite":
-                t.overwrite(df, args.filter)
+                outcome = t.overwrite(df, args.filter, idempotency=key)
             else:
-                t.dynamic_overwrite(df)
-        snap = t.current_snapshot()
+                outcome = t.dynamic_overwrite(df, idempotency=key)
+        skipped = key is not None and outcome.skipped
+        snap = t.metadata.snapshot_by_id(outcome.snapshot_id) if skipped else t.current_snapshot()
         print(json.dumps({"table": args.table, "snapshot_id": snap.snapshot_id, "operation": snap.operation,
-                          "summary": snap.summary}, indent=2))
+                          "skipped": skipped, "summary": snap.summary}, indent=2))
         return OK
     return run(body)
 
