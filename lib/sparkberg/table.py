@@ -421,18 +421,21 @@ class Table(RefsMixin, EvolutionMixin):
 
     def read_stream(self, *, start_snapshot_id: int | None = None, stream_from_timestamp_ms: int | None = None,
                     max_files_per_trigger: int | None = None, max_rows_per_trigger: int | None = None,
-                    skip_delete_snapshots: bool = False, skip_overwrite_snapshots: bool = False):
+                    skip_delete_snapshots: bool = False, skip_overwrite_snapshots: bool = False,
+                    changes: bool = False):
         """A streaming DataFrame of the rows appended to the table (:mod:`sparkberg.sql.stream_source`; PySpark
         4.0+, a named error on 3.5, where :meth:`to_df` with ``start_snapshot_id`` reads what was appended since a
         snapshot): from after ``start_snapshot_id``, or from the snapshots committed since
         ``stream_from_timestamp_ms``, else from the first; ``max_files_per_trigger`` and ``max_rows_per_trigger``
         bound a micro-batch (PySpark 4.2+); a delete or overwrite snapshot stops the query with a named error
         unless ``skip_delete_snapshots`` or ``skip_overwrite_snapshots`` is set. Iceberg Java's options and
-        semantics."""
+        semantics. ``changes=True`` streams the changelog instead (the columns of :meth:`changes`): each
+        micro-batch the changes of whole snapshots, merge-on-read deletes, updates and merges included."""
         return _sql_layer().read_stream(self, {
             "start_snapshot_id": start_snapshot_id, "stream_from_timestamp_ms": stream_from_timestamp_ms,
             "max_files_per_trigger": max_files_per_trigger, "max_rows_per_trigger": max_rows_per_trigger,
-            "skip_delete_snapshots": skip_delete_snapshots, "skip_overwrite_snapshots": skip_overwrite_snapshots})
+            "skip_delete_snapshots": skip_delete_snapshots, "skip_overwrite_snapshots": skip_overwrite_snapshots,
+            "changes": changes})
 
     def metadata_table(self, name: str, snapshot_id: int | None = None):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see

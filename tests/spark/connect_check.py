@@ -132,6 +132,20 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     # (from the oldest ancestor left by the expiry: its appended 5 and 6, the published 101, the transaction's 200
     # and the idempotent 300; the compactions, the transaction's delete and the WAP branch are not appends of main)
     assert got == [5, 6, 101, 200, 300], got
+    mirror = sq.create_table("db.changes_copy", "id bigint, v string, _change_type string, _change_ordinal int, "
+                             "_commit_snapshot_id bigint")
+    c = sq.create_table("db.changing", "id bigint, v string", properties={
+        "format-version": "3", "write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"})
+    c.append(spark.sql("SELECT id, CAST(id AS string) AS v FROM range(0, 10)"))
+    c.delete("id < 2")
+    c.update({"v": "'u'"}, "id = 5")
+    q = mirror.write_stream(c.read_stream(changes=True), os.path.join(warehouse, "ckpt-changes"),
+                            trigger={"availableNow": True})
+    q.awaitTermination()
+    assert q.exception() is None, q.exception()
+    streamed = sorted((r[0], r[1], r[2], r[4]) for r in sq.load_table("db.changes_copy").to_df().collect())
+    assert streamed == sorted((r[0], r[1], r[2], r[4]) for r in c.changes().collect()), streamed
+    assert len(streamed) == 10 + 2 + 2
     print("streams over connect ok")
     spark.stop()
     return 0

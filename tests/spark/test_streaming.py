@@ -267,3 +267,40 @@ def test_bad_stream_options_are_named_errors(source):
                             ({"start_snapshot_id": 12345}, "no such snapshot")]:
         with pytest.raises(ValidationError, match=message):
             source.read_stream(**kwargs)
+
+
+def change_batches(sdf, checkpoint):
+    got = []
+    q = sdf.writeStream.foreachBatch(lambda df, batch_id: got.append([tuple(r) for r in df.collect()])) \
+        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    q.awaitTermination()
+    assert q.exception() is None
+    return [b for b in got if b]
+
+
+@pytest.mark.parametrize("version,mode", [(2, "merge-on-read"), (3, "merge-on-read"), (2, "copy-on-write")])
+def test_a_changelog_stream_delivers_the_changes_of_every_snapshot_once(spark, cat, tmp_path, version, mode):
+    t = cat.create_table("db.chg", "id bigint, p int, v string", partition_by=["p"], properties={
+        "format-version": str(version), "write.delete.mode": mode, "write.update.mode": mode,
+        "write.merge.mode": mode})
+    t.append(spark.sql("SELECT id, CAST(id % 3 AS INT) AS p, 'a' AS v FROM range(0, 30)"))
+    ckpt = str(tmp_path / "ckpt")
+    first = change_batches(t.read_stream(changes=True), ckpt)
+    t.delete("id IN (1, 2, 13)")
+    t.update({"v": "'u'"}, "id IN (4, 5)")
+    t.merge(spark.sql("SELECT 6L AS id, 0 AS p, 'm' AS v UNION ALL SELECT 100L, 1, 'n'"), "t.id = s.id") \
+        .when_matched_update_all().when_not_matched_insert_all().execute()
+    t.rewrite_data_files(options={"rewrite-all": "true"})  # (a replace snapshot: no changes)
+    t.upsert(spark.sql("SELECT 7L AS id, 1 AS p, 'e' AS v"), "id")  # (equality deletes)
+    later = change_batches(t.read_stream(changes=True, max_files_per_trigger=1), ckpt)
+    assert len(later) >= 4  # (a snapshot a batch: each changed more than one file)
+    streamed = sorted(r[:3] + (r[3], r[5]) for b in first + later for r in b)
+    whole = sorted(r[:3] + (r[3], r[5]) for r in t.changes().collect())
+    assert streamed == whole
+    assert {r[3] for r in whole} == {"INSERT", "DELETE"}
+    for b in later:  # (a batch is the changelog of its range: ordinals count its snapshots)
+        ordinals = {}
+        for r in b:
+            ordinals.setdefault(r[5], r[4])
+        order = sorted(ordinals, key=lambda sid: t.metadata.snapshot_by_id(sid).sequence_number or 0)
+        assert [ordinals[sid] for sid in order] == list(range(len(order)))

@@ -1,4 +1,5 @@
-"""Scan tasks read one at a time into Arrow, for the SQL views' data source (:mod:`sparkberg.sql.source`).
+"""Scan tasks read one at a time into Arrow, for the SQL views' data source (:mod:`sparkberg.sql.source`) and the
+streams (:mod:`sparkberg.sql.stream_source`).
 
 Each task's data file is read by field id (:class:`~sparkberg.read.formats.ArrowFileReader`: nested fields
 by id, the name mapping for files without ids, v3 defaults for columns a file lacks), and the rows its deletes
@@ -7,10 +8,17 @@ delete files and deletion vectors by :class:`~sparkberg.read.positions.DeletedPo
 files by :func:`~sparkberg.read.equality.task_equality_positions` (a row equal to a delete row in every
 equality column, null equal to null). Both go through the process's delete cache, so a delete file shared by
 many data files is decoded once per worker.
+
+:class:`ChangeReader` reads one snapshot's changes (:class:`~sparkberg.planning.changes.SnapshotChange`) as the
+changelog does (:mod:`sparkberg.read.changes`), in one process: the rows of the files the snapshot removed are
+deleted, those of the files it added inserted, and in the files it kept, the positions its deletes newly delete
+are deleted rows; rows deleted and inserted alike (a copy-on-write rewrite carries them over) are not changes.
 """
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
 from typing import Any, Iterator
 
 import numpy as np
@@ -97,3 +105,89 @@ class TaskReader:
         if any(d["content"] == 2 for d in task["deletes"]):
             parts.append(task_equality_positions(task, self.all_fields, self.mapping, cache))
         return np.unique(np.concatenate(parts)) if parts else None
+
+
+def comparable(v: Any) -> Any:
+    """A value of a row as changelogs compare rows: hashable, NaN equal to NaN (as Java's ``Objects.equals`` of
+    doubles)."""
+    if isinstance(v, float) and math.isnan(v):
+        return ("NaN",)
+    if isinstance(v, dict):
+        return tuple((k, comparable(x)) for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return tuple(comparable(x) for x in v)
+    return v
+
+
+class ChangeReader:
+    """The rows one snapshot changed, as Arrow tables of ``reader``'s columns: see the module docstring.
+    Picklable."""
+
+    def __init__(self, reader: TaskReader):
+        self.reader = reader
+
+    def changes(self, before: list[dict], after: list[dict], cache: DeleteCache | None,
+                identity: dict[str, dict[int, Any]] | None = None) -> tuple[pa.Table, pa.Table]:
+        """(deleted rows, inserted rows) of the snapshot whose tasks, as of its parent and as of itself, are
+        ``before`` and ``after``."""
+        ios: dict[str, Any] = {}
+        now = {t["file_path"]: t for t in after}
+        was = {t["file_path"]: t for t in before}
+        deleted, inserted = [], []
+        for path in sorted(was.keys() & now.keys()):  # (kept files whose deletes changed)
+            gone = self.reader.deleted(was[path], ios, cache)
+            going = self.reader.deleted(now[path], ios, cache)
+            gone = np.zeros(0, np.int64) if gone is None else gone
+            going = np.zeros(0, np.int64) if going is None else going
+            deleted += self.rows_at(now[path], np.setdiff1d(going, gone), identity)
+            inserted += self.rows_at(now[path], np.setdiff1d(gone, going), identity)
+        removed = [t for p, t in was.items() if p not in now]
+        added = [t for p, t in now.items() if p not in was]
+        carried_out = self._table(list(self.reader.read(removed, cache, identity)))
+        carried_in = self._table(list(self.reader.read(added, cache, identity)))
+        carried_out, carried_in = _without_carryovers(carried_out, carried_in)
+        return (pa.concat_tables([self._table(deleted), carried_out]),
+                pa.concat_tables([self._table(inserted), carried_in]))
+
+    def rows_at(self, task: dict, positions: np.ndarray, identity: dict[str, dict[int, Any]] | None
+                ) -> list[pa.RecordBatch]:
+        """The rows at ``positions`` (sorted) of ``task``'s data file, no delete applied."""
+        if not len(positions):
+            return []
+        r = self.reader
+        file = ArrowFileReader(task["file_format"].lower(), r.fields, r.arrow, r.mapping,
+                               constants=(identity or {}).get(task["file_path"]))
+        out, start = [], 0
+        for batch in file.read(task["file_path"]):
+            lo, hi = np.searchsorted(positions, (start, start + batch.num_rows))
+            if hi > lo:
+                out.append(batch.take(pa.array(positions[lo:hi] - start)))
+            start += batch.num_rows
+        return out
+
+    def _table(self, batches: list[pa.RecordBatch]) -> pa.Table:
+        return pa.Table.from_batches(batches, schema=self.reader.arrow)
+
+
+def _without_carryovers(deleted: pa.Table, inserted: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """``deleted`` and ``inserted`` without the rows found in both, as many times as in both (Java's
+    ``RemoveCarryoverIterator``: a copy-on-write rewrite deletes and inserts them unchanged)."""
+    if not deleted.num_rows or not inserted.num_rows:
+        return deleted, inserted
+
+    def keys(t: pa.Table) -> list[tuple]:
+        return [tuple(comparable(v) for v in row.values()) for row in t.to_pylist()]
+    out_keys, in_keys = keys(deleted), keys(inserted)
+    both = Counter(out_keys) & Counter(in_keys)
+    if not both:
+        return deleted, inserted
+
+    def kept(row_keys: list[tuple]) -> pa.Array:
+        left = Counter(both)
+        mask = []
+        for k in row_keys:
+            carried = left[k] > 0
+            left[k] -= carried
+            mask.append(not carried)
+        return pa.array(mask)
+    return deleted.filter(kept(out_keys)), inserted.filter(kept(in_keys))

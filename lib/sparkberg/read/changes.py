@@ -16,8 +16,7 @@ tables the key may be ``_row_id``, which row lineage keeps for an updated row.
 """
 from __future__ import annotations
 
-import math
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
@@ -32,6 +31,7 @@ from sparkberg.planning.changes import (
     start_for_timestamp,
 )
 from sparkberg.planning.entries import PartitionLayout
+from sparkberg.read.arrow import comparable
 from sparkberg.read.reader import read_tasks
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -197,17 +197,6 @@ def unorderable(schema: ST.StructType, columns: Sequence[str]) -> list[str]:
     return [f.name for f in schema.fields if f.name in columns and has_map(f.dataType)]
 
 
-def _same_key(v: Any) -> Any:
-    """A value as rows are compared (NaN equal to NaN, as Java's ``Objects.equals`` of doubles)."""
-    if isinstance(v, float) and math.isnan(v):
-        return ("NaN",)
-    if isinstance(v, dict):
-        return tuple((k, _same_key(x)) for k, x in v.items())
-    if isinstance(v, list):
-        return tuple(_same_key(x) for x in v)
-    return v
-
-
 class _RowPass:
     """A pass over sorted rows (``mapInArrow``): rows in, rows out, their columns unchanged. Picklable."""
 
@@ -215,7 +204,7 @@ class _RowPass:
         self.columns = columns
 
     def same(self, a: dict, b: dict, columns: Sequence[str]) -> bool:
-        return all(_same_key(a[c]) == _same_key(b[c]) for c in columns)
+        return all(comparable(a[c]) == comparable(b[c]) for c in columns)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         schema = None

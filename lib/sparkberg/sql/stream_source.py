@@ -15,6 +15,13 @@ snapshot. ``max_files_per_trigger`` and ``max_rows_per_trigger`` bound a micro-b
 the file that reaches the bound, as Java's does), unless the trigger asks for everything available (Spark then
 hands :meth:`latestOffset` ``ReadAllAvailable``).
 
+With ``changes=True`` the stream is the table's changelog (:meth:`~sparkberg.table.Table.changes`): every snapshot
+but ``replace`` ones, deletes, updates and merges of merge-on-read tables included, whole snapshots a micro-batch
+(``position`` 1: the snapshot is read). A micro-batch's rows are those of ``t.changes(start, end)`` for its range
+(``_change_ordinal`` counts its snapshots from 0), read by :class:`~sparkberg.read.arrow.ChangeReader`, a
+partition a snapshot; the limits bound it by the files and records the snapshots' summaries count (data and delete
+files added and removed, records added and deleted), at least one snapshot.
+
 The reader runs in a Python worker on the driver, which Spark keeps for the query: it opens the catalog again from
 its arguments, as the batch data source does (:mod:`sparkberg.sql.source`), and keeps the added files of the
 snapshots it has planned. Each partition reads its files with :class:`~sparkberg.read.arrow.TaskReader`.
@@ -24,12 +31,15 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Sequence
 
+import pyarrow as pa
+from pyspark.sql import types as ST
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from sparkberg.errors import SparkbergError, ValidationError
-from sparkberg.planning.changes import APPEND, REPLACE, appended_tasks
+from sparkberg.planning.changes import APPEND, REPLACE, appended_tasks, snapshot_change
 from sparkberg.planning.entries import PartitionLayout
-from sparkberg.read.arrow import TaskReader, read_struct
+from sparkberg.read.arrow import ChangeReader, TaskReader, read_struct
+from sparkberg.read.changes import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID, DELETE, INSERT
 from sparkberg.read.reader import identity_values
 from sparkberg.spark.jvm import as_active
 from sparkberg.spark.session import per_session
@@ -40,8 +50,14 @@ from sparkberg.table import Table, catalog
 NAME = "sparkberg-stream"
 START = {"snapshot_id": -1, "position": 0}
 OPTIONS = ("start_snapshot_id", "stream_from_timestamp_ms", "max_files_per_trigger", "max_rows_per_trigger",
-           "skip_delete_snapshots", "skip_overwrite_snapshots")
-DELETE, OVERWRITE = "delete", "overwrite"
+           "skip_delete_snapshots", "skip_overwrite_snapshots", "changes")
+# (the summary counts that bound a changelog stream's micro-batch)
+CHANGED_FILES = ("added-data-files", "deleted-data-files", "added-delete-files", "removed-delete-files")
+CHANGED_ROWS = ("added-records", "deleted-records", "added-position-deletes", "added-equality-deletes")
+CHANGE_STRUCT = ST.StructType([ST.StructField(CHANGE_TYPE, ST.StringType()),
+                               ST.StructField(CHANGE_ORDINAL, ST.IntegerType()),
+                               ST.StructField(COMMIT_SNAPSHOT_ID, ST.LongType())])
+DELETED_ROWS, OVERWROTE_ROWS = "delete", "overwrite"  # (snapshot operations)
 
 
 def stream_frame(table: Table, options: dict[str, Any]) -> Any:
@@ -55,6 +71,9 @@ def stream_frame(table: Table, options: dict[str, Any]) -> Any:
     for k in ("max_files_per_trigger", "max_rows_per_trigger"):
         if k in settings and (isinstance(settings[k], bool) or not isinstance(settings[k], int) or settings[k] < 1):
             raise ValidationError(f"{k} must be a positive integer, got {settings[k]!r}")
+    if settings.get("changes") and ("skip_delete_snapshots" in settings or "skip_overwrite_snapshots" in settings):
+        raise ValidationError("a changelog stream (changes=True) reads delete and overwrite snapshots: the skip "
+                              "options are for the stream of appends")
     if "start_snapshot_id" in settings and "stream_from_timestamp_ms" in settings:
         raise ValidationError("give start_snapshot_id or stream_from_timestamp_ms, not both")
     if "start_snapshot_id" in settings and table.metadata.snapshot_by_id(int(settings["start_snapshot_id"])) is None:
@@ -65,7 +84,10 @@ def stream_frame(table: Table, options: dict[str, Any]) -> Any:
         if per_session(spark, "sparkberg stream source", lambda: spark.dataSource.register(StreamSource) or True) \
                 is None:
             spark.dataSource.register(StreamSource)
-        return spark.readStream.format(NAME).schema(read_struct(table.schema())).options(**{
+        schema = read_struct(table.schema())
+        if settings.get("changes"):
+            schema = ST.StructType(schema.fields + CHANGE_STRUCT.fields)
+        return spark.readStream.format(NAME).schema(schema).options(**{
             CONFIG_OPTION: json.dumps(table.catalog.config), "table": str(table.identifier),
             "schema-id": str(table.schema().schema_id), "settings": json.dumps(settings),
             "parallelism": str(_parallelism(spark))}).load()
@@ -102,6 +124,7 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
         self._table: Table | None = None
         self._added: dict[int, list[dict]] = {}  # snapshot id -> the data files it added, as scan tasks
         self._until: int | None = None  # (Trigger.AvailableNow: the last snapshot the query reads)
+        self.changes = bool(self.settings.get("changes"))
 
     def table(self, refresh: bool = True) -> Table:
         """The table, refreshed (``refresh``) to its current metadata."""
@@ -117,7 +140,7 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
         if start is None:
             return dict(START)
         snap = self.table().metadata.snapshot_by_id(int(start))
-        return {"snapshot_id": snap.snapshot_id, "position": len(self.added(snap))}
+        return {"snapshot_id": snap.snapshot_id, "position": 1 if self.changes else len(self.added(snap))}
 
     def prepareForTriggerAvailableNow(self) -> None:
         current = self.table().current_snapshot()
@@ -137,6 +160,8 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
         max_files = int(self.settings.get("max_files_per_trigger", 0)) if bounded else 0
         max_rows = int(self.settings.get("max_rows_per_trigger", 0)) if bounded else 0
         start = start if start is not None else dict(START)
+        if self.changes:
+            return self.latest_change(start, max_files, max_rows)
         end, files, rows = dict(start), 0, 0
         for snap, first in self.chain(start):
             if snap.operation != APPEND:
@@ -153,9 +178,28 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
             end = {"snapshot_id": snap.snapshot_id, "position": len(added)}
         return end
 
+    def latest_change(self, start: dict, max_files: int, max_rows: int) -> dict:
+        """:meth:`latestOffset` of a changelog stream: whole snapshots, as many as the bounds allow (at least one)."""
+        end, files, rows = dict(start), 0, 0
+        for snap, first in self.chain(start):
+            if first:  # (the snapshot the offset ends a batch with: read)
+                continue
+            if snap.operation == REPLACE:  # (no change: passed, uncounted)
+                end = {"snapshot_id": snap.snapshot_id, "position": 1}
+                continue
+            summary = snap.summary or {}
+            files += sum(int(summary.get(k, 0)) for k in CHANGED_FILES)
+            rows += sum(int(summary.get(k, 0)) for k in CHANGED_ROWS)
+            if end != start and ((max_files and files > max_files) or (max_rows and rows > max_rows)):
+                return end
+            end = {"snapshot_id": snap.snapshot_id, "position": 1}
+        return end
+
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         if start == end:
             return []
+        if self.changes:
+            return self.change_partitions(start, end)
         tasks: list[dict] = []
         for snap, first in self.chain(start, end["snapshot_id"], refresh=False):
             if snap.operation == APPEND:
@@ -175,7 +219,35 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
         return [InputPartition((reader, group, {t["file_path"]: identity[t["file_path"]] for t in group
                                                  if t["file_path"] in identity})) for group in groups]
 
+    def change_partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        """A partition a snapshot of the range that changed rows: its tasks as of its parent and as of itself."""
+        table = self.table(refresh=False)
+        schema = table.metadata.schema(int(self.options["schema-id"]))
+        reader = ChangeReader(TaskReader(table.metadata, schema))
+        layout = PartitionLayout(table.metadata)
+        out = []
+        snapshots = [snap for snap, first in self.chain(start, end["snapshot_id"], refresh=False)
+                     if not first and snap.operation != REPLACE]
+        for ordinal, snap in enumerate(snapshots):
+            change = snapshot_change(table.metadata, table.io, snap, ordinal)
+            before, after = change.before.to_pylist(), change.after.to_pylist()
+            reader.reader.check(before + after)
+            identity = identity_values(table.metadata, schema, before + after, layout)
+            out.append(InputPartition(("changes", reader, before, after, ordinal, snap.snapshot_id, identity)))
+        return out
+
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        if partition.value[0] == "changes":
+            _, reader, before, after, ordinal, snapshot_id, identity = partition.value
+            deleted, inserted = reader.changes(before, after, None, identity)
+            for rows, kind in ((deleted, DELETE), (inserted, INSERT)):
+                if rows.num_rows:
+                    n = rows.num_rows
+                    yield from pa.Table.from_arrays(
+                        [*rows.columns, pa.array([kind] * n, pa.string()), pa.array([ordinal] * n, pa.int32()),
+                         pa.array([snapshot_id] * n, pa.int64())],
+                        names=[*rows.column_names, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]).to_batches()
+            return
         reader, tasks, identity = partition.value
         yield from reader.read(tasks, None, identity)
 
@@ -223,14 +295,14 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
                 continue
             if since is not None and start["snapshot_id"] < 0 and snap.timestamp_ms < int(since):
                 continue
-            if snap.operation not in (APPEND, REPLACE):
+            if snap.operation not in (APPEND, REPLACE) and not self.changes:
                 self.check_passable(table, snap)
             yield snap, 0
 
     def check_passable(self, table: Table, snap: Snapshot) -> None:
         """A named error for a delete or overwrite snapshot the settings do not let the stream pass."""
         op = snap.operation
-        for kind, option in ((DELETE, "skip_delete_snapshots"), (OVERWRITE, "skip_overwrite_snapshots")):
+        for kind, option in ((DELETED_ROWS, "skip_delete_snapshots"), (OVERWROTE_ROWS, "skip_overwrite_snapshots")):
             if op == kind:
                 if not self.settings.get(option):
                     raise ValidationError(f"the stream cannot read {kind} snapshot {snap.snapshot_id} of table "
