@@ -2,7 +2,7 @@
 
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
         [--deletes 100000] [--wide 100000x50] [--rowlevel-scale 40000000]
-        [--only planning,deletes,wide,reads,append,changes,commit,catalogs,maintenance,rowlevel,memory]
+        [--only planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,memory]
         [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
@@ -25,6 +25,9 @@
 - wide: the same planning benchmarks on a table of 100k data files (``--wide``) with 50 more bigint columns,
   each data file carrying metrics of all 53 columns (sizes, counts, bounds), as writers keep them: most of
   what its manifests hold and what a decoder steps over.
+- streams: the streaming sink against Iceberg Java's (``writeStream.format("iceberg")``): Parquet files streamed
+  into a partitioned table a file a micro-batch, 40 of 1000 rows and 4 of 1M rows (rows/s, commits/s), and the
+  end-to-end latency of a 1-second trigger (a file dropped until the table's snapshot holds it).
 - reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
   about 5% of rows deleted, each read by both engines as ``count(*), sum(x)`` and as every column of every
   row written to Spark's ``noop`` sink, in rounds over all tables and both engines (two untimed,
@@ -72,6 +75,7 @@ import datetime
 import functools
 import json
 import os
+import random
 import statistics
 import struct
 import subprocess
@@ -795,6 +799,95 @@ def bench_changes(spark, wh, rows: int, repeats: int, results: list) -> None:
         print(results[-1], flush=True)
 
 
+STREAM_SHAPES = (("small batches", 40, 1_000), ("large batches", 4, 1_000_000))  # (name, files, rows a file)
+
+
+def _stream_files(directory: str, files: int, rows: int, first: int = 0) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    os.makedirs(directory, exist_ok=True)
+    for i in range(first, first + files):
+        ids = pa.array(range(i * rows, (i + 1) * rows), pa.int64())
+        pq.write_table(pa.table({"id": ids, "p": pc.cast(pc.bit_wise_and(ids, 7), pa.int32()),
+                                 "v": pc.cast(ids, pa.string())}), os.path.join(directory, f"f{i:05d}.parquet"))
+
+
+def _records(t) -> int:
+    """The rows of a table's current snapshot, from its summary (refreshed)."""
+    snap = t.refresh().current_snapshot()
+    return int(snap.summary.get("total-records", 0)) if snap is not None else 0
+
+
+def bench_streams(spark, wh, repeats, results):
+    """The streaming sink against Iceberg Java's, in this Spark 3.5 session: a directory of Parquet files streamed
+    into a table partitioned by ``p`` (8 values) with Trigger.AvailableNow, a file a micro-batch (rows/s and
+    commits/s, small and large batches); and the end-to-end latency of a 1-second processingTime trigger: a file
+    dropped into the directory until the table's current snapshot holds its rows (polled every 20 ms through the
+    metadata, the same way for both tables)."""
+    import sparkberg
+    cat = sparkberg.catalog(spark, wh)
+    for shape, files, rows in STREAM_SHAPES:
+        src = os.path.join(wh, f"stream-src-{files}")
+        _stream_files(src, files, rows)
+        o_runs, j_runs = [], []
+        for r in range(repeats + 1):  # (the first of each untimed)
+            stream = spark.readStream.schema("id bigint, p int, v string").option("maxFilesPerTrigger", 1) \
+                .parquet(src)
+            for engine in ("sparkberg", "java"):
+                name = f"s_{engine}_{files}_{r}"
+                spark.sql(f"CREATE TABLE ref.b.{name} (id bigint, p int, v string) USING iceberg PARTITIONED BY (p)")
+                ckpt = os.path.join(wh, f"ckpt-{name}")
+                t0 = time.perf_counter()
+                if engine == "sparkberg":
+                    q = cat.load_table(f"b.{name}").write_stream(stream, ckpt, trigger={"availableNow": True})
+                else:
+                    q = stream.writeStream.format("iceberg").outputMode("append").trigger(availableNow=True) \
+                        .option("checkpointLocation", ckpt).toTable(f"ref.b.{name}")
+                q.awaitTermination()
+                (o_runs if engine == "sparkberg" else j_runs).append(time.perf_counter() - t0)
+                assert len(cat.load_table(f"b.{name}").snapshots()) == files
+        o_runs, j_runs = o_runs[1:], j_runs[1:]
+        o, j = statistics.median(o_runs), statistics.median(j_runs)
+        results.append({"benchmark": f"streaming sink, {shape}: {files} micro-batches of {rows} rows",
+                        "variant": f"{files * rows / o:,.0f} vs {files * rows / j:,.0f} rows/s, {files / o:.1f} vs "
+                                   f"{files / j:.1f} commits/s, spread {_spread(o_runs, j_runs)}",
+                        "sparkberg_s": o, "java_s": j, "ratio": o / j})
+        print(results[-1], flush=True)
+    latencies: dict[str, list[float]] = {"sparkberg": [], "java": []}
+    for engine in ("sparkberg", "java"):
+        src = os.path.join(wh, f"latency-{engine}")
+        _stream_files(src, 1, 1000)
+        name = f"latency_{engine}"
+        spark.sql(f"CREATE TABLE ref.b.{name} (id bigint, p int, v string) USING iceberg PARTITIONED BY (p)")
+        stream = spark.readStream.schema("id bigint, p int, v string").parquet(src)
+        ckpt = os.path.join(wh, f"ckpt-{name}")
+        if engine == "sparkberg":
+            q = cat.load_table(f"b.{name}").write_stream(stream, ckpt, trigger={"processingTime": "1 second"})
+        else:
+            q = stream.writeStream.format("iceberg").outputMode("append").trigger(processingTime="1 second") \
+                .option("checkpointLocation", ckpt).toTable(f"ref.b.{name}")
+        try:
+            t = cat.load_table(f"b.{name}")
+            for i in range(1, repeats * 2 + 2):
+                while _records(t) < i * 1000:
+                    time.sleep(0.02)
+                time.sleep(random.uniform(0, 1))  # (dropped at any moment of the trigger's second)
+                t0 = time.perf_counter()
+                _stream_files(src, 1, 1000, first=i)
+                while _records(t) < (i + 1) * 1000:
+                    time.sleep(0.02)
+                latencies[engine].append(time.perf_counter() - t0)
+        finally:
+            q.stop()
+    o, j = statistics.median(latencies["sparkberg"][1:]), statistics.median(latencies["java"][1:])
+    results.append({"benchmark": "streaming sink, end-to-end latency of a 1-second trigger",
+                    "variant": f"a file of 1000 rows to its commit, {len(latencies['java']) - 1} files, spread "
+                               f"{_spread(latencies['sparkberg'][1:], latencies['java'][1:])}",
+                    "sparkberg_s": o, "java_s": j, "ratio": o / j})
+    print(results[-1], flush=True)
+
+
 def bench_append(spark, wh, rows, repeats, results):
     import sparkberg
     cat = sparkberg.catalog(spark, wh)
@@ -1111,7 +1204,8 @@ def main() -> int:
                    help="the row-level runs to make, as words of their names, e.g. 'merge,v2,merge-on-read' "
                         "(default: all)")
     p.add_argument("--only",
-                   default="planning,deletes,wide,reads,append,changes,commit,catalogs,maintenance,rowlevel,memory")
+                   default="planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
+                           "memory")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--maintenance-child", help=argparse.SUPPRESS)
@@ -1146,6 +1240,8 @@ def main() -> int:
         bench_append(spark, wh, args.rows, args.repeats, results)
     if "changes" in only:
         bench_changes(spark, wh, args.rows, args.repeats, results)
+    if "streams" in only:
+        bench_streams(spark, wh, args.repeats, results)
     if "commit" in only:
         bench_commit(spark, wh, args.repeats, results)
     if "catalogs" in only:

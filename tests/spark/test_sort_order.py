@@ -99,3 +99,19 @@ def test_distribution_modes_follow_iceberg_spark(spark, cat):
     parted.set_properties({"write.distribution-mode": "sideways"})
     unchanged(cat, "db.parted", lambda: parted.append(spark.range(1).selectExpr("id", "'a' AS p")),
               "write.distribution-mode must be one of none, hash, range, got 'sideways'")
+
+
+def test_unclustered_rows_are_fanned_out_a_file_per_partition_per_task(spark, cat):
+    # write.distribution-mode none: no shuffle, so each task meets its partitions in any order; it keeps a file
+    # open for each (Java's fanout writer), not one per run of equal partition values
+    t = cat.create_table("db.fanout", "id bigint, p int, x double", partition_by=["p", "x"],
+                         properties={"write.distribution-mode": "none"})
+    rows = spark.sql("SELECT id, CAST(id % 4 AS INT) AS p, IF(id % 3 = 0, CAST('NaN' AS DOUBLE), 1.0) AS x "
+                     "FROM range(0, 1200)").repartition(2)
+    t.append(rows)
+    files = t.metadata_table("files").select("partition", "record_count").collect()
+    assert len(files) <= 2 * 8  # (2 tasks, 4 x 2 partitions: not one file per row)
+    assert sum(f["record_count"] for f in files) == 1200
+    got = sorted(tuple(r) for r in t.to_df().collect())
+    expected = sorted(tuple(r) for r in rows.collect())
+    assert [r[:2] for r in got] == [r[:2] for r in expected]

@@ -10,6 +10,12 @@ restarts (its ``metadata`` file), so a batch committed before a crash is found r
 written nothing. The snapshot also records Iceberg Java's sink properties ``spark.sql.streaming.queryId`` and
 ``spark.sql.streaming.epochId``.
 
+A micro-batch is written as Iceberg Java's sink writes it: with no shuffle, each task writing a file per partition it
+meets (its rows are not clustered first), unless the table property ``write.distribution-mode`` or the session
+conf ``spark.sql.iceberg.distribution-mode`` names a distribution. Spark runs micro-batches without adaptive
+execution, so a clustering shuffle would run ``spark.sql.shuffle.partitions`` tasks (200 by default) for each, a
+Python worker's task each (7 s a batch of 1000 rows on 2 cores, against 0.3 s without).
+
 A checkpoint belongs to one table: the sink leaves ``sparkberg-sink.json`` (the table's name and uuid) in it when
 a query first starts, and refuses to start over a checkpoint of another table, or one another kind of query wrote.
 """
@@ -22,8 +28,9 @@ from sparkberg.commit.properties import checked
 from sparkberg.commit.target import resolve
 from sparkberg.errors import NotSupportedError, SparkbergError, ValidationError
 from sparkberg.io.fileio import file_io_for, normalize_location
-from sparkberg.spark.session import spark_version
+from sparkberg.spark.session import session_conf, spark_version
 from sparkberg.table import Table, catalog
+from sparkberg.write.dataframe import DISTRIBUTION_CONF
 
 QUERY_ID = "spark.sql.streaming.queryId"
 EPOCH_ID = "spark.sql.streaming.epochId"
@@ -118,7 +125,10 @@ class CommitBatch:
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         query_id = self.query_id()
-        table = self.table(batch.sparkSession)
+        spark = batch.sparkSession  # (the query's own session, which Spark clones for it)
+        table = self.table(spark)
+        if "write.distribution-mode" not in table.metadata.properties and not session_conf(spark, DISTRIBUTION_CONF):
+            spark.conf.set(DISTRIBUTION_CONF, "none")
         properties = {**self.properties, QUERY_ID: query_id, EPOCH_ID: str(batch_id)}
         key = (query_id, int(batch_id))
         if self.output_mode == "complete":

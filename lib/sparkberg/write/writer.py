@@ -239,32 +239,46 @@ class FileWriter:
         return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        open_file = None
+        """Rows clustered by partition are written a file at a time (a partition's file is closed when the next
+        partition begins); rows whose keys the writer computes (``key_columns``: they come unclustered) are
+        fanned out, a file open for each partition met, each batch's rows grouped by partition first (Iceberg
+        Java's fanout writer). Either way a file is rolled at the target size."""
+        fanout = self.key_columns is not None
+        files: dict[tuple, _OpenFile] = {}  # partition key -> its open file
         n_files = 0
         results = []
         nparts = len(self.spec.fields)
-        if self.key_columns is not None:
+        if fanout:
             batches = self.key_columns(batches)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             keys = [batch.column(batch.schema.get_field_index(f"{PARTITION_PREFIX}{i}")) for i in range(nparts)]
             data = self._conform(batch)
+            runs = list(key_runs(keys, batch.num_rows))
+            if fanout and len(runs) > len({_hashable(k) for _, _, k in runs}):  # (a partition in several runs)
+                order = pc.sort_indices(pa.table(keys, names=[str(i) for i in range(nparts)]),
+                                        sort_keys=[(str(i), "ascending") for i in range(nparts)])
+                data, keys = data.take(order), [k.take(order) for k in keys]
+                runs = list(key_runs(keys, batch.num_rows))
             row_bytes = max(1, data.nbytes // max(1, data.num_rows))
             step = max(1, min(batch.num_rows, self.target // row_bytes))  # rows per piece, so files roll in time
-            for start, end, key in key_runs(keys, batch.num_rows):
+            for start, end, key in runs:
+                slot = _hashable(key)
+                if not fanout:  # (clustered: the previous partition's file is done)
+                    for other in [k for k in files if k != slot]:
+                        results.append(files.pop(other).close())
                 for piece in range(start, end, step):
                     chunk = data.slice(piece, min(step, end - piece))
-                    if open_file is not None and (not _same_key(open_file.key, key)
-                                                  or open_file.size() >= self.target):
-                        results.append(open_file.close())
-                        open_file = None
-                    if open_file is None:
+                    current = files.get(slot)
+                    if current is not None and current.size() >= self.target:
+                        results.append(files.pop(slot).close())
+                        current = None
+                    if current is None:
                         n_files += 1
-                        open_file = _OpenFile(self, key, n_files)
-                    open_file.write(chunk)
-        if open_file is not None:
-            results.append(open_file.close())
+                        current = files[slot] = _OpenFile(self, key, n_files)
+                    current.write(chunk)
+        results += [f.close() for f in files.values()]
         if results:
             yield pa.RecordBatch.from_arrays([pa.array(results, pa.string())], names=["data_file"])
 
@@ -302,9 +316,9 @@ def key_runs(keys: list[pa.Array], n: int) -> Iterator[tuple[int, int, tuple]]:
         yield start, end, tuple(k[start].as_py() for k in keys)
 
 
-def _same_key(a: tuple, b: tuple) -> bool:
-    """Two partition keys are one partition (NaN is NaN: the float values of an identity partition)."""
-    return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b))
+def _hashable(key: tuple) -> tuple:
+    """A partition key as a dict key: NaN is NaN (the float values of an identity partition)."""
+    return tuple(("NaN",) if isinstance(v, float) and v != v else v for v in key)
 
 
 class _OpenFile:
