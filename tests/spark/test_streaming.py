@@ -61,6 +61,9 @@ def test_each_micro_batch_is_one_commit_with_the_query_and_batch(spark, sink, tm
     run(q)
     sink.refresh()
     assert ids(sink) == list(range(80))
+    assert spark.conf.get("spark.sql.iceberg.distribution-mode", None) is None  # (the user's session untouched)
+    files = sink.metadata_table("files").select("partition").collect()
+    assert len(files) == 4 * 3  # (a micro-batch's task writes a file for each partition it meets)
     snaps = list(reversed(list(sink.metadata.ancestors(sink.metadata.current_snapshot_id))))
     assert len(snaps) == len(sink.snapshots()) == 4
     assert [s.summary[EPOCH_ID] for s in snaps] == ["0", "1", "2", "3"]
