@@ -171,10 +171,29 @@ class ChangeReader:
 
 def _without_carryovers(deleted: pa.Table, inserted: pa.Table) -> tuple[pa.Table, pa.Table]:
     """``deleted`` and ``inserted`` without the rows found in both, as many times as in both (Java's
-    ``RemoveCarryoverIterator``: a copy-on-write rewrite deletes and inserts them unchanged)."""
+    ``RemoveCarryoverIterator``: a copy-on-write rewrite deletes and inserts them unchanged). Identical rows are
+    interchangeable, so each distinct row is kept as many times as one side has it more than the other: counted
+    by Arrow's hash aggregation, or row by row where a column is nested (Arrow does not group by those)."""
     if not deleted.num_rows or not inserted.num_rows:
         return deleted, inserted
+    if any(pa.types.is_nested(f.type) for f in deleted.schema):
+        return _without_carryovers_by_rows(deleted, inserted)
+    names = deleted.column_names
+    sign = "_sparkberg_sign"
+    both = pa.concat_tables([deleted.append_column(sign, pa.array(np.ones(deleted.num_rows, np.int64))),
+                             inserted.append_column(sign, pa.array(np.full(inserted.num_rows, -1, np.int64)))])
+    net = both.group_by(names, use_threads=False).aggregate([(sign, "sum")])
+    counts = net.column(f"{sign}_sum").to_numpy()
+    rows = net.select(names)
 
+    def repeated(which: np.ndarray, times: np.ndarray) -> pa.Table:
+        return rows.take(pa.array(np.repeat(which, times))).cast(deleted.schema)
+    more_deleted, more_inserted = np.flatnonzero(counts > 0), np.flatnonzero(counts < 0)
+    return repeated(more_deleted, counts[more_deleted]), repeated(more_inserted, -counts[more_inserted])
+
+
+def _without_carryovers_by_rows(deleted: pa.Table, inserted: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """:func:`_without_carryovers` comparing rows as Python values (:func:`comparable`), for nested columns."""
     def keys(t: pa.Table) -> list[tuple]:
         return [tuple(comparable(v) for v in row.values()) for row in t.to_pylist()]
     out_keys, in_keys = keys(deleted), keys(inserted)

@@ -13,17 +13,25 @@ across the whole range in ordinal order (Java's ``RemoveNetCarryoverIterator``);
 carry-overs are removed, a ``DELETE`` and an ``INSERT`` of one key in one snapshot become ``UPDATE_BEFORE`` and
 ``UPDATE_AFTER`` (Java's ``ComputeUpdateIterator``; two deletes of one key in one snapshot are an error). On v3
 tables the key may be ``_row_id``, which row lineage keeps for an updated row.
+
+The changelog without those options and without metadata columns is read with no shuffle
+(:func:`changes_by_partition`): identical rows have the same partition, so a Spark task for each partition of each
+snapshot reads the files the snapshot changed there, compares positions and cancels carry-overs with Arrow's hash
+aggregation. The others read the rows with Spark's reader (:func:`read_changes`, each row's file and position
+joined where a file's deletes changed) and cancel carry-overs with a shuffle and a sort, as Java's procedure does.
 """
 from __future__ import annotations
 
+import pickle
 from typing import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.errors import ValidationError
+from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.expressions.predicates import TRUE, Bound
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.changes import (
@@ -31,8 +39,11 @@ from sparkberg.planning.changes import (
     start_for_timestamp,
 )
 from sparkberg.planning.entries import PartitionLayout
-from sparkberg.read.arrow import comparable
-from sparkberg.read.reader import read_tasks
+from sparkberg.read.arrow import ChangeReader, TaskReader, comparable, read_struct
+from sparkberg.read.deletecache import DeleteCache, delete_cache
+from sparkberg.read.reader import identity_values, read_tasks
+from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.session import session_conf
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 
@@ -101,6 +112,14 @@ def changelog(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id: int
     else:
         snapshots = changelog_snapshots(snapshots_between(metadata, start, end))
         changes = [snapshot_change(metadata, io, s, i, bound) for i, s in enumerate(snapshots)]
+    if not updates and not net_changes:
+        grouped = changes_by_partition(spark, metadata, schema, changes, read_columns)
+        if grouped is not None:
+            maps = unorderable(grouped.schema, read_columns)
+            if maps:
+                raise ValidationError(f"a changelog of a table with map columns ({', '.join(maps)}) needs "
+                                      "identifier columns to compare rows by: give identifier_columns")
+            return grouped if filter is None else grouped.where(filter)
     raw = read_changes(spark, metadata, schema, changes, read_columns, filter)
     if not keys or not updates:
         maps = unorderable(raw.schema, read_columns)
@@ -111,6 +130,75 @@ def changelog(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id: int
         out = compute_updates(raw, read_columns, keys)
         return out.select(*[F.col(f"`{c}`") for c in wanted], *CHANGE_COLUMNS) if read_columns != wanted else out
     return remove_net_carryovers(raw, read_columns) if net_changes else remove_carryovers(raw, read_columns)
+
+
+def changes_by_partition(spark, metadata: TableMetadata, schema: T.Schema, changes: Sequence[SnapshotChange],
+                         columns: Sequence[str]) -> DataFrame | None:
+    """The changelog's rows, carryovers removed, read with no shuffle: a Spark task for each partition of each
+    snapshot reads the files the snapshot changed in that partition (:class:`~sparkberg.read.arrow.ChangeReader`),
+    where identical rows deleted and inserted cancel (a row and its carried-over copy are in one partition, having
+    the same values); None when ``columns`` name a metadata column, or a delete the task reader cannot apply (then
+    :func:`read_changes` and :func:`remove_carryovers` do it with Spark's reader, a shuffle and a sort)."""
+    if any(c not in {f.name for f in schema.fields} for c in columns):
+        return None
+    reader = TaskReader(metadata, schema)
+    layout = PartitionLayout(metadata)
+    groups = []
+    for change in changes:
+        before, after = change.before.to_pylist(), change.after.to_pylist()
+        try:
+            reader.check(before + after)
+        except NotSupportedError:
+            return None
+        identity = identity_values(metadata, schema, before + after, layout)
+        by_partition: dict[tuple, tuple[list, list]] = {}
+        for side, tasks in ((0, before), (1, after)):
+            for t in tasks:
+                key = (t["spec_id"], repr(sorted((t["partition"] or {}).items())))
+                by_partition.setdefault(key, ([], []))[side].append(t)
+        for b, a in by_partition.values():
+            paths = {t["file_path"] for t in b + a}
+            groups.append(pickle.dumps((b, a, change.ordinal, change.snapshot.snapshot_id,
+                                        {p: v for p, v in identity.items() if p in paths})))
+    fields = read_struct(schema)
+    out = ST.StructType(list(fields.fields) + [ST.StructField(CHANGE_TYPE, ST.StringType()),
+                                               ST.StructField(CHANGE_ORDINAL, ST.IntegerType()),
+                                               ST.StructField(COMMIT_SNAPSHOT_ID, ST.LongType())])
+    cache = delete_cache(spark)
+    tasks = local_dataframe(spark, [(g,) for g in groups], "group binary")
+    if len(groups) > 1:
+        tasks = tasks.repartition(min(len(groups), _parallelism(spark)))
+    rows = tasks.mapInArrow(_PartitionChanges(ChangeReader(reader), cache.max_bytes if cache else 0), out)
+    return rows.select(*[F.col(f"`{c}`") for c in columns], *CHANGE_COLUMNS)
+
+
+class _PartitionChanges:
+    """``mapInArrow``: each input row the pickled changes of one snapshot in one partition; yields their rows with
+    the change columns. Picklable."""
+
+    def __init__(self, reader: ChangeReader, cache_bytes: int):
+        self.reader, self.cache_bytes = reader, cache_bytes
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        cache = DeleteCache(self.cache_bytes) if self.cache_bytes > 0 else None
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                before, after, ordinal, snapshot_id, identity = pickle.loads(payload)
+                deleted, inserted = self.reader.changes(before, after, cache, identity)
+                for rows, kind in ((deleted, DELETE), (inserted, INSERT)):
+                    n = rows.num_rows
+                    if n:
+                        yield from pa.Table.from_arrays(
+                            [*rows.columns, pa.array([kind] * n, pa.string()), pa.array(np.full(n, ordinal, np.int32)),
+                             pa.array(np.full(n, snapshot_id, np.int64))],
+                            names=[*rows.column_names, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]).to_batches()
+
+
+def _parallelism(spark) -> int:
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext on the client
+        return int(session_conf(spark, "spark.default.parallelism", "2") or 2)
 
 
 def read_changes(spark, metadata: TableMetadata, schema: T.Schema, changes: Sequence[SnapshotChange],
