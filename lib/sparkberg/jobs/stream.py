@@ -17,8 +17,7 @@ import json
 import sys
 
 from sparkberg.jobs.common import OK, add_session_arguments, open_catalog, run, session
-
-FORMATS = ("parquet", "csv", "json")
+from sparkberg.jobs.ingest import FORMATS, read_source
 TRIGGERS = {"available-now": ("availableNow", True), "once": ("once", True)}
 
 
@@ -34,10 +33,9 @@ def trigger_of(text: str) -> dict:
 
 
 def file_stream(spark, fmt: str, path: str, schema: str | None, header: bool, max_files: int | None):
-    """The stream of new files under ``path``; without ``schema``, the schema of the files there now."""
-    reader = spark.readStream
-    batch = spark.read.option("header", str(header).lower()).option("inferSchema", "true")
-    reader = reader.schema(schema if schema else batch.format(fmt).load(path).schema)
+    """The stream of new files under ``path``; without ``schema``, the schema of the files there now (as
+    ``sparkberg-ingest`` infers it)."""
+    reader = spark.readStream.schema(schema if schema else read_source(spark, fmt, [path], header).schema)
     if fmt == "csv":
         reader = reader.option("header", str(header).lower())
     if max_files:
