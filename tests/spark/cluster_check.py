@@ -1,0 +1,63 @@
+"""Run on a multi-process cluster (``local-cluster[2,1,1024]``: two executor JVMs, each with its own Python
+workers), in a process of its own: what sparkberg runs on executors (the writer's fanout and clustered paths,
+merge-on-read deletes and updates, the changelog's tasks, the streaming sink and source) pickled and imported
+there. Prints one line per check; exits non-zero on the first failure.
+
+    python cluster_check.py WAREHOUSE"""
+import os
+import sys
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+
+import sparkberg  # noqa: E402
+
+
+def main(warehouse: str) -> int:
+    spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    cat = sparkberg.catalog(spark, os.path.join(warehouse, "wh"))
+    t = cat.create_table("db.t", "id bigint, p int, v string", partition_by=["p"], properties={
+        "format-version": "3", "write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"})
+    rows = spark.sql("SELECT id, CAST(id % 4 AS INT) AS p, CAST(id AS STRING) AS v FROM range(0, 400)").repartition(4)
+    t.append(rows)  # (hash: clustered by partition)
+    t.set_properties({"write.distribution-mode": "none"})
+    t.append(rows.selectExpr("id + 1000 AS id", "p", "v"))  # (fanned out: each task meets every partition)
+    assert t.to_df().count() == 800
+    assert len(t.metadata_table("files").collect()) <= 4 + 4 * 4
+    print("writes on a cluster ok")
+    t.delete("id % 10 = 0")
+    t.update({"v": "'u'"}, "id % 10 = 1")
+    assert t.to_df().count() == 720 and t.to_df().where("v = 'u'").count() == 80
+    changes = t.changes(t.metadata.snapshots[1].snapshot_id).groupBy("_change_type").count().collect()
+    assert sorted(tuple(r) for r in changes) == [("DELETE", 160), ("INSERT", 80)], changes
+    print("row-level changes and the changelog on a cluster ok")
+    assert t.append(rows.limit(1), idempotency=("cluster", 1)).committed
+    assert t.append(rows.limit(1), idempotency=("cluster", 1)).skipped
+    src = os.path.join(warehouse, "src")
+    os.makedirs(src)
+    for i in range(3):
+        pq.write_table(pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64()),
+                                 "p": pa.array([j % 4 for j in range(10)], pa.int32()),
+                                 "v": pa.array(["s"] * 10)}), os.path.join(src, f"f{i}.parquet"))
+    sink = cat.create_table("db.sink", "id bigint, p int, v string", partition_by=["p"])
+    stream = spark.readStream.schema("id bigint, p int, v string").option("maxFilesPerTrigger", 1).parquet(src)
+    q = sink.write_stream(stream, os.path.join(warehouse, "ckpt"), trigger={"availableNow": True})
+    q.awaitTermination()
+    assert q.exception() is None and sink.refresh().to_df().count() == 30 and len(sink.snapshots()) == 3
+    copy = cat.create_table("db.copy", "id bigint, p int, v string")
+    q = copy.write_stream(sink.read_stream(max_files_per_trigger=2), os.path.join(warehouse, "ckpt2"),
+                          trigger={"availableNow": True})
+    q.awaitTermination()
+    assert q.exception() is None
+    assert sorted(r[0] for r in copy.refresh().to_df().collect()) == list(range(30))
+    print("streams on a cluster ok")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
