@@ -869,7 +869,7 @@ def bench_streams(spark, wh, repeats, results):
                 .option("checkpointLocation", ckpt).toTable(f"ref.b.{name}")
         try:
             t = cat.load_table(f"b.{name}")
-            for i in range(1, repeats * 2 + 2):
+            for i in range(1, repeats * 4 + 2):
                 while _records(t) < i * 1000:
                     time.sleep(0.02)
                 time.sleep(random.uniform(0, 1))  # (dropped at any moment of the trigger's second)
