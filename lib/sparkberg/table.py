@@ -284,6 +284,9 @@ class Table(RefsMixin, EvolutionMixin):
     # ``merge_schema``: the data's columns the table lacks are added (``union_by_name``: nested ones too, narrower
     # types widened) in the write's own commit; by default, when the table property
     # ``write.spark.accept-any-schema`` or the session conf ``spark.sql.iceberg.merge-schema`` is true.
+    # ``append``, ``overwrite`` and ``dynamic_overwrite`` take ``distribution_mode`` (``none``, ``hash`` or ``range``:
+    # how the rows reach the write tasks, Iceberg Spark's write option ``distribution-mode``, over the session conf
+    # and the table's ``write.distribution-mode``; :func:`~sparkberg.write.dataframe.distribution_mode`).
     # ``append``, ``overwrite``, ``dynamic_overwrite``, ``upsert`` and ``merge`` take ``idempotency=(app_id,
     # version)``: the write commits only if no snapshot of its target's ancestry records ``app_id`` with a version
     # as large or larger (:mod:`sparkberg.commit.request`), else writes nothing; it then returns a
@@ -314,11 +317,12 @@ class Table(RefsMixin, EvolutionMixin):
 
     def append(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                wap_id: str | None = None, merge_schema: bool | None = None,
-               idempotency: tuple[str, int] | None = None) -> "Table | WriteOutcome":
+               idempotency: tuple[str, int] | None = None,
+               distribution_mode: str | None = None) -> "Table | WriteOutcome":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
         def body(table, request: CommitRequest) -> None:
-            files = write_files(self.spark, table.metadata, df)
+            files = write_files(self.spark, table.metadata, df, distribution=distribution_mode)
             if files:
                 with request.written(self.io, lambda: [f.file_path for f in files]):
                     producer.fast_append(table, files, request)
@@ -335,18 +339,20 @@ class Table(RefsMixin, EvolutionMixin):
 
     def overwrite(self, df, filter: str | None = None, snapshot_properties: dict[str, str] | None = None,
                   branch: str | None = None, wap_id: str | None = None, merge_schema: bool | None = None,
-                  idempotency: tuple[str, int] | None = None) -> "Table | WriteOutcome":
+                  idempotency: tuple[str, int] | None = None,
+                  distribution_mode: str | None = None) -> "Table | WriteOutcome":
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
         return self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency).run(
-            lambda table, request: rowlevel.overwrite(table, df, filter, request))
+            lambda table, request: rowlevel.overwrite(table, df, filter, request, distribution_mode))
 
     def dynamic_overwrite(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                           wap_id: str | None = None, merge_schema: bool | None = None,
-                          idempotency: tuple[str, int] | None = None) -> "Table | WriteOutcome":
+                          idempotency: tuple[str, int] | None = None,
+                          distribution_mode: str | None = None) -> "Table | WriteOutcome":
         """Replace each partition (of the default spec) that ``df`` has rows for with those rows, in one commit."""
         return self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency).run(
-            lambda table, request: rowlevel.dynamic_overwrite(table, df, request))
+            lambda table, request: rowlevel.dynamic_overwrite(table, df, request, distribution_mode))
 
     def update(self, set: dict[str, str], filter: Any = None,
                snapshot_properties: dict[str, str] | None = None, branch: str | None = None,

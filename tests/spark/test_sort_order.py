@@ -115,3 +115,15 @@ def test_unclustered_rows_are_fanned_out_a_file_per_partition_per_task(spark, ca
     got = sorted(tuple(r) for r in t.to_df().collect())
     expected = sorted(tuple(r) for r in rows.collect())
     assert [r[:2] for r in got] == [r[:2] for r in expected]
+
+
+def test_a_writes_distribution_mode_is_its_own(spark, cat):
+    # Iceberg Spark's write option distribution-mode, over the table's write.distribution-mode (hash here)
+    t = cat.create_table("db.option", "id bigint, p int", partition_by=["p"])
+    rows = spark.sql("SELECT id, CAST(id % 4 AS INT) AS p FROM range(0, 400)").repartition(3)
+    t.append(rows, distribution_mode="none")  # (each of the 3 tasks writes a file for each partition it meets)
+    assert len(t.metadata_table("files").collect()) == 3 * 4
+    t.append(rows)  # (hash: a file a partition)
+    assert len(t.metadata_table("files").collect()) == 3 * 4 + 4
+    unchanged(cat, "db.option", lambda: t.append(rows, distribution_mode="sideways"),
+              "unknown write distribution mode 'sideways'")

@@ -388,10 +388,10 @@ def delete_rows(table, filter: str | Column, request: CommitRequest) -> bool:
     return True
 
 
-def overwrite(table, df, filter: str | None, request: CommitRequest) -> None:
+def overwrite(table, df, filter: str | None, request: CommitRequest, distribution_mode: str | None = None) -> None:
     """Replace the rows matching ``filter`` (all rows when None) with the rows of ``df``, in one commit."""
     rl = RowLevel(table, request, filter)
-    added = write_files(rl.spark, rl.m, df)
+    added = write_files(rl.spark, rl.m, df, distribution=distribution_mode)
     removed = set(rl.removed)
     with request.written(table.io, lambda: [f.file_path for f in added]):
         if rl.partial and filter is not None:
@@ -406,10 +406,10 @@ def overwrite(table, df, filter: str | None, request: CommitRequest) -> None:
     rl.commit("overwrite", added, [], removed)
 
 
-def dynamic_overwrite(table, df, request: CommitRequest) -> None:
+def dynamic_overwrite(table, df, request: CommitRequest, distribution_mode: str | None = None) -> None:
     """Replace every partition (of the default spec) that ``df`` has rows for with those rows."""
     rl = RowLevel(table, request, None)
-    added = write_files(rl.spark, rl.m, df)
+    added = write_files(rl.spark, rl.m, df, distribution=distribution_mode)
     spec_id = rl.m.default_spec_id
     if not rl.m.default_spec.fields:
         parts = None  # unpartitioned: the whole table is one partition

@@ -127,20 +127,14 @@ class CommitBatch:
         query_id = self.query_id()
         spark = batch.sparkSession  # (the query's own session, which Spark clones for it)
         table = self.table(spark)
-        fanout = "write.distribution-mode" not in table.metadata.properties and not session_conf(spark,
-                                                                                                 DISTRIBUTION_CONF)
-        if fanout:
-            spark.conf.set(DISTRIBUTION_CONF, "none")
-        try:
-            properties = {**self.properties, QUERY_ID: query_id, EPOCH_ID: str(batch_id)}
-            key = (query_id, int(batch_id))
-            if self.output_mode == "complete":
-                table.overwrite(batch, None, properties, self.branch, idempotency=key)
-            else:
-                table.append(batch, properties, self.branch, idempotency=key)
-        finally:
-            if fanout:
-                spark.conf.unset(DISTRIBUTION_CONF)
+        named = "write.distribution-mode" in table.metadata.properties or session_conf(spark, DISTRIBUTION_CONF)
+        mode = None if named else "none"  # (fanned out: see the module docstring)
+        properties = {**self.properties, QUERY_ID: query_id, EPOCH_ID: str(batch_id)}
+        key = (query_id, int(batch_id))
+        if self.output_mode == "complete":
+            table.overwrite(batch, None, properties, self.branch, idempotency=key, distribution_mode=mode)
+        else:
+            table.append(batch, properties, self.branch, idempotency=key, distribution_mode=mode)
 
 
 def read_stream(table: Table, options: dict[str, Any]) -> Any:
