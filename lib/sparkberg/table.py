@@ -619,6 +619,19 @@ class Table(RefsMixin, EvolutionMixin):
     def set_location(self, location: str) -> "Table":
         return self.commit_updates([U.SetLocation(location)])
 
+    def replace(self, schema: Any, partition_by: Iterable[str] | None = None,
+                properties: dict[str, str] | None = None, sort_by: Iterable[str] | None = None) -> "Table":
+        """Replace the table's definition, keeping its history (Spark's ``REPLACE TABLE``; Iceberg Java's replace
+        transaction): ``schema`` (as for :meth:`Catalog.create_table`), ``partition_by`` and ``sort_by`` become
+        current, fields of the same name keeping their ids; the table then has no current snapshot (the other
+        refs and every snapshot stay, for time travel and rollback); ``properties`` are set over the existing
+        ones. In a transaction, writes after it fill the replaced table (``REPLACE TABLE ... AS SELECT``)."""
+        base = self._metadata
+        s = schema_from(self.spark, schema)
+        updates = U.replacement(base, s, build_partition_spec(s, partition_by), build_sort_order(s, sort_by),
+                                properties)
+        return self.commit_updates(updates, [U.AssertTableUUID(base.table_uuid)])
+
 
 @dataclass(frozen=True)
 class WriteOutcome:
@@ -775,6 +788,15 @@ class Catalog:
         metadata = U.new_table_metadata(s, loc, spec, order, props, version)
         ident, mloc, meta = self._backend.create(ident, metadata)
         return Table(ident, meta, mloc, self._backend.io, self, self.spark)
+
+    def create_or_replace_table(self, identifier: str | Sequence[str], schema: Any,
+                                partition_by: Iterable[str] | None = None, properties: dict[str, str] | None = None,
+                                sort_by: Iterable[str] | None = None) -> Table:
+        """Create the table, or replace the definition of the existing one (:meth:`Table.replace`: its history
+        stays, it has no current snapshot), as ``CREATE OR REPLACE TABLE`` does."""
+        if not self.table_exists(identifier):
+            return self.create_table(identifier, schema, partition_by, properties, sort_by)
+        return self.load_table(identifier).replace(schema, partition_by, properties, sort_by)
 
     def load_table(self, identifier: str | Sequence[str]) -> Table:
         ident, loc, meta = self._backend.load(identifier)

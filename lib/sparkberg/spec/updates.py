@@ -610,6 +610,68 @@ def assign_fresh_ids(schema: Schema, next_id=None) -> Schema:
     return fresh
 
 
+def replacement(base: TableMetadata, schema: Schema, spec: PartitionSpec, sort_order: SortOrder,
+                properties: dict[str, str] | None = None) -> list[TableUpdate]:
+    """The updates that replace a table's definition, as Iceberg Java's replace transaction does
+    (``TableMetadata.buildReplacement``, Spark's ``REPLACE TABLE``): ``schema`` becomes current with the ids of the
+    current schema's fields of the same full name reused and new ones after ``last-column-id``; ``spec`` and
+    ``sort_order`` (over ``schema``'s own ids) become the defaults, partition fields reusing the id of an existing
+    field of the same source and transform; ``main`` is removed, so the table has no current snapshot (history and
+    the other refs stay); ``properties`` are set over the existing ones, ``format-version`` among them upgrading
+    the table."""
+    props = {str(k): str(v) for k, v in (properties or {}).items()}
+    version = int(props.pop("format-version", base.format_version))
+    by_name = base.current_schema.index_by_name()
+    last = [base.last_column_id]
+    new_ids: dict[int, int] = {}
+
+    def assign(t: IcebergType, path: tuple[str, ...]) -> IcebergType:
+        def fid(old: int, name: str) -> int:
+            known = by_name.get(".".join(path + (name,)))
+            if known is None:
+                last[0] += 1
+            new_ids[old] = known.field_id if known is not None else last[0]
+            return new_ids[old]
+        if isinstance(t, StructType):
+            ids = [fid(f.field_id, f.name) for f in t.fields]
+            return StructType(replace(f, field_id=i, field_type=assign(f.field_type, path + (f.name,)))
+                              for f, i in zip(t.fields, ids))
+        if isinstance(t, ListType):
+            eid = fid(t.element_id, "element")
+            return ListType(eid, assign(t.element_type, path + ("element",)), t.element_required)
+        if isinstance(t, MapType):
+            kid, vid = fid(t.key_id, "key"), fid(t.value_id, "value")
+            return MapType(kid, assign(t.key_type, path + ("key",)), vid, assign(t.value_type, path + ("value",)),
+                           t.value_required)
+        return t
+
+    struct = assign(schema.as_struct, ())
+    fresh = Schema(struct.fields, 0, tuple(new_ids[i] for i in schema.identifier_field_ids))
+    existing = {(f.source_id, str(f.transform)): f.field_id for s in base.partition_specs for f in s.fields}
+    next_pid = [base.last_partition_id]
+
+    def pid(source_id: int, transform: Any) -> int:
+        known = existing.get((source_id, str(transform)))
+        if known is not None:
+            return known
+        next_pid[0] += 1
+        return next_pid[0]
+    fields = []
+    for f in spec.fields:
+        source = new_ids[f.source_id]
+        fields.append(PartitionField(source, pid(source, f.transform), f.transform, f.name,
+                                     tuple(new_ids[s] for s in f.source_ids)))
+    order = UNSORTED if sort_order.is_unsorted else SortOrder(1, tuple(
+        replace(f, source_id=new_ids[f.source_id], source_ids=tuple(new_ids[s] for s in f.source_ids))
+        for f in sort_order.fields))
+    updates: list[TableUpdate] = [UpgradeFormatVersion(version)] if version != base.format_version else []
+    updates += [RemoveSnapshotRef(MAIN_BRANCH), AddSchema(fresh, last[0]), SetCurrentSchema(LAST_ADDED),
+                AddPartitionSpec(PartitionSpec(0, tuple(fields))), SetDefaultSpec(LAST_ADDED),
+                AddSortOrder(order), SetDefaultSortOrder(LAST_ADDED)]
+    kept = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
+    return updates + ([SetProperties(kept)] if kept else [])
+
+
 def new_table_metadata(schema: Schema, location: str, spec: PartitionSpec | None = None,
                        sort_order: SortOrder | None = None, properties: dict[str, str] | None = None,
                        format_version: int = DEFAULT_FORMAT_VERSION, table_uuid: str | None = None,

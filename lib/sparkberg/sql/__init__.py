@@ -1,13 +1,22 @@
-"""The SQL layer, above the table API: temporary views over tables and their metadata tables
+"""The SQL layer, above the table API: Iceberg's Spark SQL statements (``sparkberg.sql(spark, text)``,
+:mod:`sparkberg.sql.statements`), temporary views over tables and their metadata tables
 (:mod:`sparkberg.sql.views`), the Python data source those views read through on Spark 4.1+
 (:mod:`sparkberg.sql.source`), and Structured Streaming into and out of tables (:mod:`sparkberg.sql.streaming`).
+
+``sparkberg.sql`` is both this package and the function that runs statements: the module is callable
+(:class:`_CallableModule`), so ``sparkberg.sql(spark, "MERGE INTO ...")`` and ``import sparkberg.sql.views`` both
+hold.
 
 The table API reaches this layer only through what it registers here (:func:`sparkberg.table.use_sql_layer`):
 ``Table.register_views``, ``Catalog.register_views``, a session's views following the commits its tables
 make, ``Table.write_stream`` and ``Table.read_stream``.
 """
-from sparkberg.sql import streaming as _streaming, views as _views
-from sparkberg.table import use_sql_layer as _use_sql_layer
+import sys as _sys
+import types as _types
+from typing import Any as _Any
+
+from sparkberg.sql import statements as _statements, streaming as _streaming, views as _views
+from sparkberg.table import Catalog as _Catalog, use_sql_layer as _use_sql_layer
 
 
 class _Layer:
@@ -21,3 +30,28 @@ class _Layer:
 
 
 _use_sql_layer(_Layer())
+
+
+def sql(spark: _Any, text: str, catalog: _Catalog | None = None) -> _Any:
+    """Run Iceberg's Spark SQL statements without an Iceberg jar: ``text`` holds one statement or several
+    separated by ``;``; the last one's result is returned as a DataFrame (empty for statements without rows).
+
+    DDL (``CREATE TABLE ... USING iceberg PARTITIONED BY``, CTAS, ``REPLACE TABLE``, ``DROP TABLE``, every
+    ``ALTER TABLE``, Iceberg's partition-field, write-order, identifier-field, branch and tag statements), writes
+    (``INSERT INTO``/``OVERWRITE``, ``DELETE FROM``, ``UPDATE``, ``MERGE INTO``), queries over tables (time
+    travel with ``VERSION AS OF`` / ``TIMESTAMP AS OF``, ``t.branch_b``, metadata tables such as ``t.snapshots``),
+    ``CALL system.<procedure>(...)``, ``DESCRIBE`` and ``SHOW``. ``catalog`` is where ``ns.t`` and
+    ``<its name>.ns.t`` resolve; without it, the catalog ``spark.sql.defaultCatalog`` names, as configured by
+    ``spark.sql.catalog.<name>.*``. Statements that name no sparkberg table go to ``spark.sql`` unchanged. See
+    :mod:`sparkberg.sql.statements`."""
+    return _statements.run(spark, text, catalog)
+
+
+class _CallableModule(_types.ModuleType):
+    """This package, callable as :func:`sql`."""
+
+    def __call__(self, spark: _Any, text: str, catalog: _Catalog | None = None) -> _Any:
+        return sql(spark, text, catalog)
+
+
+_sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,282 @@
+"""``sparkberg.sql``: Iceberg's Spark SQL statements, run through the table API.
+
+Each statement is parsed (:mod:`sparkberg.sql.parsing`), its names resolved (:mod:`sparkberg.sql.names`), and run
+by the one Python call that does the same thing (``INSERT INTO`` is ``Table.append``, ``MERGE INTO`` is
+``Table.merge``, ``ALTER TABLE ... ADD PARTITION FIELD`` is ``Table.update_spec``, ``CALL`` a procedure of
+:mod:`sparkberg.sql.procedures`...). Expressions (filters, ``SET`` values, ``MERGE`` conditions, the values of
+``INSERT``) go to Spark as SQL text, so Spark's functions and semantics hold. A statement that names no sparkberg
+table goes to ``spark.sql`` unchanged.
+
+A statement either does what it says or leaves every table as it found it (each is one commit, or none). In a
+script, the first statement that fails stops it: the error says which statement it was
+(:class:`StatementFailedError`), and the statements before it stay done.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from sqlglot import exp
+
+from sparkberg.errors import (
+    NoSuchTableError, NotSupportedError, SparkbergError, TableAlreadyExistsError, ValidationError,
+)
+from sparkberg.spark.session import session_conf
+from sparkberg.sql import ddl, procedures
+from sparkberg.sql.names import Names, empty, parts_of, rewrite_query, source
+from sparkberg.sql.parsing import Extension, Statement, parse, parse_extension, split, unsupported
+from sparkberg.table import Catalog
+
+PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+class StatementFailedError(SparkbergError):
+    """A statement of a script failed: ``number`` (from 1), its ``statement`` text; the cause is chained. The
+    statements before it ran; it and those after it changed nothing."""
+
+    def __init__(self, number: int, statement: str, cause: BaseException):
+        super().__init__(f"statement {number} failed ({statement}): {type(cause).__name__}: {cause}")
+        self.number, self.statement, self.cause = number, statement, cause
+
+
+def run(spark: Any, text: str, catalog: Catalog | None = None) -> Any:
+    """Run the statements of ``text`` (separated by ``;``) in order; the last one's result as a DataFrame.
+
+    ``catalog`` (a :class:`~sparkberg.Catalog`) is where ``ns.t`` and ``<its name>.ns.t`` resolve; without it, the
+    catalog ``spark.sql.defaultCatalog`` names, as configured by ``spark.sql.catalog.<name>.*``."""
+    statements = split(text)
+    if not statements:
+        raise ValidationError("no SQL statement to run")
+    names = Names(spark, catalog)
+    result = None
+    for statement in statements:
+        try:
+            result = execute(names, statement)
+        except Exception as e:  # noqa: BLE001 - any failure stops the script, named
+            if len(statements) == 1:
+                raise
+            raise StatementFailedError(statement.number, statement.summary, e) from e
+        finally:
+            names.forget()
+    return result
+
+
+def execute(names: Names, statement: Statement) -> Any:
+    """Run one statement; its result as a DataFrame (empty for a statement that returns no rows)."""
+    ext = parse_extension(statement)
+    if ext is not None:
+        return _extension(names, statement, ext)
+    text = statement.text
+    if text.split(None, 1)[0].upper() == "REPLACE":
+        # (Spark's REPLACE TABLE, which sqlglot reads only as CREATE OR REPLACE: the table must exist)
+        replaced = Statement("CREATE OR " + text, statement.start - len("CREATE OR "), statement.number,
+                             statement.script)
+        return ddl.create(names, replaced, parse(replaced), must_exist=True)
+    tree = parse(statement)
+    handler = _HANDLERS.get(type(tree))
+    if handler is not None:
+        result = handler(names, statement, tree)
+        if result is not NotImplemented:
+            return result
+    if isinstance(tree, exp.Command):
+        raise unsupported(statement, f"{tree.name} is not a statement sparkberg or sqlglot's Spark grammar knows")
+    return query(names, statement, tree)
+
+
+def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
+    """A statement Spark runs (a query, or any statement of Spark's own): over views of the sparkberg tables it
+    reads; unchanged when it reads none."""
+    rewritten, replaced = rewrite_query(names, tree)
+    return names.spark.sql(rewritten.sql(dialect="spark") if replaced else statement.text)
+
+
+# --- writes ------------------------------------------------------------------------------------------------------
+def _target(names: Names, node: exp.Expr):
+    """(table, branch, alias) of a write's target: ``ns.t``, ``ns.t.branch_b``; ``ns.t.tag_x`` is an error."""
+    found = names.table(parts_of(node))
+    if found.metadata_table is not None:
+        raise ValidationError(f"{found.label} is a metadata table: it cannot be written")
+    branch = None
+    if found.ref is not None:
+        ref = found.table.metadata.refs.get(found.ref)
+        if ref is not None and ref.type == "tag":
+            raise ValidationError(f"{found.label}: tag {found.ref!r} cannot be written (tags are read-only)")
+        branch = found.ref
+    alias = node.alias or None
+    return found.table, branch, alias
+
+
+def _unqualified(node: exp.Expr, qualifiers: set[str]) -> exp.Expr:
+    """``node`` with the columns qualified by the target's name or alias unqualified (the table API's filters
+    and ``SET`` values name the table's columns plainly)."""
+    def strip(n: exp.Expr) -> exp.Expr:
+        if isinstance(n, exp.Column) and n.table and n.table.lower() in qualifiers and not n.args.get("db"):
+            return exp.column(n.this.copy())
+        return n
+    return node.copy().transform(strip)
+
+
+def _check_no_subquery(statement: Statement, node: exp.Expr | None, what: str) -> None:
+    if node is not None and node.find(exp.Select, exp.Subquery) is not None:
+        raise unsupported(statement, f"a subquery in {what} (write it as a MERGE INTO ... USING the subquery)")
+
+
+def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
+    target = tree.this
+    columns = None
+    if isinstance(target, exp.Schema):
+        columns = [c.name for c in target.expressions]
+        target = target.this
+    if not isinstance(target, exp.Table):
+        return NotImplemented  # (INSERT OVERWRITE DIRECTORY and the like: Spark's)
+    if names.resolve(parts_of(target)) is None:
+        return NotImplemented
+    table, branch, _ = _target(names, target)
+    df = source(names, tree.expression)
+    schema_names = [f.name for f in table.metadata.current_schema.fields]
+    static: dict[str, str] = {}
+    partition = target.args.get("partition")
+    if partition is not None:
+        for e in partition.expressions:
+            if isinstance(e, exp.EQ):
+                static[e.this.name] = e.expression.sql(dialect="spark")
+            elif not isinstance(e, exp.Column):
+                raise ValidationError(f"PARTITION takes column = value or a column name, got {e.sql(dialect='spark')}")
+    if tree.args.get("by_name"):
+        df = df.select(*df.columns)
+    else:
+        wanted = columns if columns is not None else [n for n in schema_names if n not in static]
+        if len(df.columns) != len(wanted):
+            raise ValidationError(f"INSERT into {table.name}: the query gives {len(df.columns)} columns, the table "
+                                  f"takes {len(wanted)} ({', '.join(wanted)})")
+        df = df.toDF(*wanted)
+    if static:
+        from pyspark.sql import functions as F  # (needs pyspark: statements run on a session)
+        df = df.select(*df.columns, *[F.expr(v).alias(k) for k, v in static.items()])
+    if not tree.args.get("overwrite"):
+        table.append(df, branch=branch)
+    elif (session_conf(names.spark, PARTITION_OVERWRITE_CONF) or "static").strip().lower() == "dynamic":
+        table.dynamic_overwrite(df, branch=branch)
+    else:
+        where = " AND ".join(f"`{k}` = {v}" for k, v in static.items()) or None
+        table.overwrite(df, where, branch=branch)
+    return empty(names)
+
+
+def delete(names: Names, statement: Statement, tree: exp.Delete) -> Any:
+    if names.resolve(parts_of(tree.this)) is None:
+        return NotImplemented
+    table, branch, alias = _target(names, tree.this)
+    where = tree.args.get("where")
+    _check_no_subquery(statement, where, "DELETE's WHERE")
+    condition = "true" if where is None else \
+        _unqualified(where.this, _qualifiers(tree.this, alias)).sql(dialect="spark")
+    table.delete(condition, branch=branch)
+    return empty(names)
+
+
+def _qualifiers(node: exp.Table, alias: str | None) -> set[str]:
+    return {q.lower() for q in (alias, node.name) if q}
+
+
+def update(names: Names, statement: Statement, tree: exp.Update) -> Any:
+    if names.resolve(parts_of(tree.this)) is None:
+        return NotImplemented
+    table, branch, alias = _target(names, tree.this)
+    qualifiers = _qualifiers(tree.this, alias)
+    where = tree.args.get("where")
+    _check_no_subquery(statement, where, "UPDATE's WHERE")
+    assignments = {}
+    for e in tree.expressions:
+        _check_no_subquery(statement, e.expression, "UPDATE's SET")
+        column = _unqualified(e.this, qualifiers)
+        assignments[column.sql(dialect="spark").replace("`", "")] = \
+            _unqualified(e.expression, qualifiers).sql(dialect="spark")
+    condition = None if where is None else _unqualified(where.this, qualifiers).sql(dialect="spark")
+    table.update(assignments, condition, branch=branch)
+    return empty(names)
+
+
+def merge(names: Names, statement: Statement, tree: exp.Merge) -> Any:
+    if names.resolve(parts_of(tree.this)) is None:
+        return NotImplemented
+    table, branch, alias = _target(names, tree.this)
+    target_alias = alias or tree.this.name
+    using = tree.args["using"]
+    source_alias = using.alias or (using.name if isinstance(using, exp.Table) else None)
+    if not source_alias:
+        raise ValidationError("MERGE INTO ... USING (subquery) needs an alias for the subquery")
+    src = source(names, using.copy() if not isinstance(using, exp.Table) else _bare(using))
+    on = tree.args["on"].sql(dialect="spark")
+    builder = table.merge(src, on, target_alias=target_alias, source_alias=source_alias, branch=branch)
+    target_names = {target_alias.lower()}
+    whens = tree.args.get("whens")
+    for when in (whens.expressions if whens is not None else []):
+        cond = when.args.get("condition")
+        cond_sql = cond.sql(dialect="spark") if cond is not None else None
+        then = when.args["then"]
+        matched, by_source = bool(when.args.get("matched")), bool(when.args.get("source"))
+        if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
+            if not matched and not by_source:
+                raise unsupported(statement, "DELETE in a WHEN NOT MATCHED clause")
+            (builder.when_matched_delete if matched else builder.when_not_matched_by_source_delete)(cond_sql)
+        elif isinstance(then, exp.Update):
+            if len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star):
+                if not matched:
+                    raise unsupported(statement, "UPDATE SET * in WHEN NOT MATCHED BY SOURCE (no source row)")
+                builder.when_matched_update_all(cond_sql)
+            else:
+                assignments = {_unqualified(e.this, target_names).sql(dialect="spark").replace("`", ""):
+                               e.expression.sql(dialect="spark") for e in then.expressions}
+                (builder.when_matched_update if matched else builder.when_not_matched_by_source_update)(
+                    assignments, cond_sql)
+        elif isinstance(then, exp.Insert):
+            if matched or by_source:
+                raise unsupported(statement, "INSERT in a WHEN MATCHED clause")
+            if isinstance(then.this, exp.Star):
+                builder.when_not_matched_insert_all(cond_sql)
+            else:
+                cols = [_unqualified(c, target_names).sql(dialect="spark").replace("`", "")
+                        for c in then.this.expressions]
+                values = [v.sql(dialect="spark") for v in then.expression.expressions]
+                if len(cols) != len(values):
+                    raise ValidationError(f"MERGE INSERT names {len(cols)} columns and gives {len(values)} values")
+                builder.when_not_matched_insert(dict(zip(cols, values)), cond_sql)
+        else:
+            raise unsupported(statement, f"the MERGE action {then.sql(dialect='spark')}")
+    builder.execute()
+    return empty(names)
+
+
+def _bare(node: exp.Table) -> exp.Table:
+    bare = node.copy()
+    bare.set("alias", None)
+    return bare
+
+
+# --- the rest ----------------------------------------------------------------------------------------------------
+def _extension(names: Names, statement: Statement, ext: Extension) -> Any:
+    if ext.kind == "spark":
+        return names.spark.sql(statement.text)
+    if ext.kind == "call":
+        return procedures.call(names, statement, ext)
+    return ddl.extension(names, statement, ext)
+
+
+def _describe(names: Names, statement: Statement, tree: exp.Describe) -> Any:
+    node = tree.this
+    if not isinstance(node, exp.Table) or names.resolve(parts_of(node)) is None:
+        return NotImplemented
+    return ddl.describe(names, names.table(parts_of(node)), str(tree.args.get("style") or "").upper() == "EXTENDED")
+
+
+_HANDLERS: dict[type, Callable[[Names, Statement, Any], Any]] = {
+    exp.Insert: insert,
+    exp.Delete: delete,
+    exp.Update: update,
+    exp.Merge: merge,
+    exp.Create: lambda names, statement, tree: ddl.create(names, statement, tree),
+    exp.Drop: lambda names, statement, tree: ddl.drop(names, statement, tree),
+    exp.Alter: lambda names, statement, tree: ddl.alter(names, statement, tree),
+    exp.Describe: _describe,
+}
+
