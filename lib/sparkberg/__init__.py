@@ -34,3 +34,9 @@ if _zipimports.in_pyspark_worker():
 else:
     from sparkberg.table import Catalog, Table, WriteOutcome, catalog, load_table  # noqa: F401
     import sparkberg.sql  # noqa: F401, E402 - the SQL layer gives the table API its views (sparkberg.table.SqlLayer)
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext sparkberg``: the ``%%sparkberg`` cell magic (:mod:`sparkberg.sql.magic`)."""
+    from sparkberg.sql.magic import load_ipython_extension as load  # (IPython only: not for every import)
+    load(ipython)

@@ -15,7 +15,7 @@ import sys as _sys
 import types as _types
 from typing import Any as _Any
 
-from sparkberg.sql import statements as _statements, streaming as _streaming, views as _views
+from sparkberg.sql import streaming as _streaming, views as _views
 from sparkberg.table import Catalog as _Catalog, use_sql_layer as _use_sql_layer
 
 
@@ -44,7 +44,8 @@ def sql(spark: _Any, text: str, catalog: _Catalog | None = None) -> _Any:
     ``<its name>.ns.t`` resolve; without it, the catalog ``spark.sql.defaultCatalog`` names, as configured by
     ``spark.sql.catalog.<name>.*``. Statements that name no sparkberg table go to ``spark.sql`` unchanged. See
     :mod:`sparkberg.sql.statements`."""
-    return _statements.run(spark, text, catalog)
+    from sparkberg.sql import statements  # (with the parser, ~0.1 s: imported by the first statement, not by every job)
+    return statements.run(spark, text, catalog)
 
 
 class _CallableModule(_types.ModuleType):

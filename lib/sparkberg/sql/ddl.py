@@ -172,7 +172,7 @@ def alter(names: Names, statement: Statement, tree: exp.Alter) -> Any:
                 ident = [*table.identifier.namespace, new[0]]
             elif cat is not found.catalog:
                 raise ValidationError(f"cannot rename {table.name} into another catalog ({'.'.join(new)})")
-            found.catalog.rename_table(table.identifier.parts, ident)
+            found.catalog.rename_table([*table.identifier.namespace, table.identifier.name], ident)
         elif isinstance(action, exp.AlterSet):
             props = {}
             for p in action.expressions:

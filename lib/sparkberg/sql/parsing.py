@@ -85,8 +85,9 @@ def parse(statement: Statement) -> exp.Expr:
         err = e.errors[0] if e.errors else {}
         line, col = err.get("line"), err.get("col")
         if line is not None and col is not None:
-            offset = _offset(statement.text, line, col)
             found = (err.get("highlight") or "").strip()
+            # (sqlglot's column is the last character of the token it stopped at)
+            offset = max(_offset(statement.text, line, col) - max(len(err.get("highlight") or ""), 1) + 1, 0)
             what = (err.get("description") or "invalid syntax").rstrip(".")
             raise statement.syntax_error(offset, f"{what}{f' at {found!r}' if found else ''} "
                                                  f"in statement {statement.number}: {statement.summary}") from None

@@ -42,15 +42,17 @@ def run(spark: Any, text: str, catalog: Catalog | None = None) -> Any:
     """Run the statements of ``text`` (separated by ``;``) in order; the last one's result as a DataFrame.
 
     ``catalog`` (a :class:`~sparkberg.Catalog`) is where ``ns.t`` and ``<its name>.ns.t`` resolve; without it, the
-    catalog ``spark.sql.defaultCatalog`` names, as configured by ``spark.sql.catalog.<name>.*``."""
+    catalog ``spark.sql.defaultCatalog`` names, as configured by ``spark.sql.catalog.<name>.*``. Every statement is
+    parsed before the first runs: a syntax error anywhere runs none."""
     statements = split(text)
     if not statements:
         raise ValidationError("no SQL statement to run")
+    parsed = [prepare(statement) for statement in statements]
     names = Names(spark, catalog)
     result = None
-    for statement in statements:
+    for statement, tree in zip(statements, parsed):
         try:
-            result = execute(names, statement)
+            result = execute(names, statement, tree)
         except Exception as e:  # noqa: BLE001 - any failure stops the script, named
             if len(statements) == 1:
                 raise
@@ -60,33 +62,64 @@ def run(spark: Any, text: str, catalog: Catalog | None = None) -> Any:
     return result
 
 
-def execute(names: Names, statement: Statement) -> Any:
-    """Run one statement; its result as a DataFrame (empty for a statement that returns no rows)."""
+def prepare(statement: Statement) -> tuple[Statement, Extension | exp.Expr, bool]:
+    """The statement parsed: (the statement, as parsed, its text now), its tree (or :class:`Extension`), and whether
+    it is ``REPLACE TABLE`` (which must find the table)."""
     ext = parse_extension(statement)
     if ext is not None:
-        return _extension(names, statement, ext)
-    text = statement.text
-    if text.split(None, 1)[0].upper() == "REPLACE":
+        return statement, ext, False
+    if statement.text.split(None, 1)[0].upper() == "REPLACE":
         # (Spark's REPLACE TABLE, which sqlglot reads only as CREATE OR REPLACE: the table must exist)
-        replaced = Statement("CREATE OR " + text, statement.start - len("CREATE OR "), statement.number,
+        replaced = Statement("CREATE OR " + statement.text, statement.start - len("CREATE OR "), statement.number,
                              statement.script)
-        return ddl.create(names, replaced, parse(replaced), must_exist=True)
-    tree = parse(statement)
+        return replaced, parse(replaced), True
+    return statement, parse(statement), False
+
+
+def execute(names: Names, statement: Statement, prepared: tuple | None = None) -> Any:
+    """Run one statement (``prepared``: what :func:`prepare` made of it); its result as a DataFrame (empty for a
+    statement that returns no rows)."""
+    statement, tree, must_exist = prepared or prepare(statement)
+    if isinstance(tree, Extension):
+        return _extension(names, statement, tree)
+    if must_exist:
+        return ddl.create(names, statement, tree, must_exist=True)
     handler = _HANDLERS.get(type(tree))
     if handler is not None:
         result = handler(names, statement, tree)
         if result is not NotImplemented:
             return result
     if isinstance(tree, exp.Command):
-        raise unsupported(statement, f"{tree.name} is not a statement sparkberg or sqlglot's Spark grammar knows")
+        return _command(names, statement, tree)
     return query(names, statement, tree)
 
 
+def _command(names: Names, statement: Statement, tree: exp.Command) -> Any:
+    """A statement sqlglot keeps as text: ``EXPLAIN`` (of a query over sparkberg tables too), else Spark's own."""
+    if tree.name.upper() == "EXPLAIN":
+        rest = tree.expression.name.strip()  # (the text after EXPLAIN)
+        words = rest.split(None, 1)
+        mode = words[0].upper() if words and words[0].upper() in ("EXTENDED", "CODEGEN", "COST", "FORMATTED") else ""
+        inner = Statement(rest[len(mode):].strip() if mode else rest, statement.start, statement.number,
+                          statement.script)
+        rewritten, replaced = rewrite_query(names, parse(inner))
+        return names.spark.sql(f"EXPLAIN {mode} {rewritten.sql(dialect='spark')}" if replaced else statement.text)
+    return names.spark.sql(statement.text)
+
+
 def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
-    """A statement Spark runs (a query, or any statement of Spark's own): over views of the sparkberg tables it
-    reads; unchanged when it reads none."""
-    rewritten, replaced = rewrite_query(names, tree)
-    return names.spark.sql(rewritten.sql(dialect="spark") if replaced else statement.text)
+    """A statement Spark runs: a query (or a temporary view of one) over views of the sparkberg tables it reads;
+    any other statement of Spark's unchanged, unless it names a sparkberg table (then it is not supported)."""
+    temporary_view = isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "VIEW" and \
+        tree.find(exp.TemporaryProperty) is not None
+    if isinstance(tree, exp.Query) or temporary_view:
+        rewritten, replaced = rewrite_query(names, tree)
+        return names.spark.sql(rewritten.sql(dialect="spark") if replaced else statement.text)
+    for node in tree.find_all(exp.Table):
+        found = names.resolve(parts_of(node))
+        if found is not None:
+            raise unsupported(statement, f"{statement.text.split(None, 1)[0].upper()} on table {found.label}")
+    return names.spark.sql(statement.text)
 
 
 # --- writes ------------------------------------------------------------------------------------------------------
@@ -103,6 +136,13 @@ def _target(names: Names, node: exp.Expr):
         branch = found.ref
     alias = node.alias or None
     return found.table, branch, alias
+
+
+def _ours(names: Names, node: exp.Table) -> bool:
+    """Whether a write's target is sparkberg's: a table of a sparkberg catalog, or a name in one (then a missing
+    table is a named error, not Spark's)."""
+    parts = parts_of(node)
+    return names.resolve(parts) is not None or names.split(parts)[0] is not None
 
 
 def _unqualified(node: exp.Expr, qualifiers: set[str]) -> exp.Expr:
@@ -128,7 +168,7 @@ def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
         target = target.this
     if not isinstance(target, exp.Table):
         return NotImplemented  # (INSERT OVERWRITE DIRECTORY and the like: Spark's)
-    if names.resolve(parts_of(target)) is None:
+    if not _ours(names, target):
         return NotImplemented
     table, branch, _ = _target(names, target)
     df = source(names, tree.expression)
@@ -163,7 +203,7 @@ def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
 
 
 def delete(names: Names, statement: Statement, tree: exp.Delete) -> Any:
-    if names.resolve(parts_of(tree.this)) is None:
+    if not _ours(names, tree.this):
         return NotImplemented
     table, branch, alias = _target(names, tree.this)
     where = tree.args.get("where")
@@ -179,7 +219,7 @@ def _qualifiers(node: exp.Table, alias: str | None) -> set[str]:
 
 
 def update(names: Names, statement: Statement, tree: exp.Update) -> Any:
-    if names.resolve(parts_of(tree.this)) is None:
+    if not _ours(names, tree.this):
         return NotImplemented
     table, branch, alias = _target(names, tree.this)
     qualifiers = _qualifiers(tree.this, alias)
@@ -197,7 +237,7 @@ def update(names: Names, statement: Statement, tree: exp.Update) -> Any:
 
 
 def merge(names: Names, statement: Statement, tree: exp.Merge) -> Any:
-    if names.resolve(parts_of(tree.this)) is None:
+    if not _ours(names, tree.this):
         return NotImplemented
     table, branch, alias = _target(names, tree.this)
     target_alias = alias or tree.this.name
@@ -262,6 +302,17 @@ def _extension(names: Names, statement: Statement, ext: Extension) -> Any:
     return ddl.extension(names, statement, ext)
 
 
+def truncate(names: Names, statement: Statement, tree: exp.TruncateTable) -> Any:
+    """``TRUNCATE TABLE t``: every row deleted, one ``delete`` snapshot (as Iceberg's Spark tables do)."""
+    nodes = tree.expressions or []
+    if not all(_ours(names, n) for n in nodes):
+        return NotImplemented
+    for node in nodes:
+        table, branch, _ = _target(names, node)
+        table.delete("true", branch=branch)
+    return empty(names)
+
+
 def _describe(names: Names, statement: Statement, tree: exp.Describe) -> Any:
     node = tree.this
     if not isinstance(node, exp.Table) or names.resolve(parts_of(node)) is None:
@@ -278,5 +329,7 @@ _HANDLERS: dict[type, Callable[[Names, Statement, Any], Any]] = {
     exp.Drop: lambda names, statement, tree: ddl.drop(names, statement, tree),
     exp.Alter: lambda names, statement, tree: ddl.alter(names, statement, tree),
     exp.Describe: _describe,
+    exp.TruncateTable: truncate,
+    exp.Refresh: lambda names, statement, tree: empty(names) if _ours(names, tree.this) else NotImplemented,
 }
 
