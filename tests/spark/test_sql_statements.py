@@ -217,7 +217,9 @@ def test_branches_and_tags(sql, cat):
 def test_insert_into_and_overwrite(sql, cat, spark):
     sql("CREATE TABLE db.i (id bigint, data string, p string) PARTITIONED BY (p)")
     sql("INSERT INTO db.i VALUES (1, 'a', 'x'), (2, 'b', 'y')")
-    sql("INSERT INTO db.i (p, id) SELECT 'z', 3")  # (by name: data null)
+    sql("INSERT INTO db.i (p, data, id) SELECT 'z', null, 3")  # (by the names listed)
+    with pytest.raises(ValidationError, match="no data for column data"):
+        sql("INSERT INTO db.i (p, id) SELECT 'z', 3")
     assert rows(sql("SELECT * FROM db.i")) == [(1, "a", "x"), (2, "b", "y"), (3, None, "z")]
     with pytest.raises(ValidationError, match="gives 2 columns"):
         sql("INSERT INTO db.i SELECT 1, 'a'")

@@ -26,7 +26,7 @@ from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.request import Committable, CommitRequest
 from sparkberg.errors import CommitFailedException, ValidationError
-from sparkberg.expressions.evaluators import metrics_may_match
+from sparkberg.expressions.evaluators import metrics_may_match, metrics_must_match
 from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate, and_, bind, row_evaluator
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
 from sparkberg.expressions.sql import conjuncts, translate_filter
@@ -236,6 +236,32 @@ class RowLevel:
         whole = {t["file_path"] for t in self.whole}
         self.partial = [t for t in self.tasks if t["file_path"] not in whole]
         self._strict = strict
+        self._strong = strong
+
+    def whole_by_metrics(self) -> bool:
+        """Whether the column metrics of every file the filter partly matches by partition prove that it matches
+        all their rows (Iceberg Java's metadata-only delete, ``SparkTable.canDeleteUsingMetadata``); if so, those
+        files become whole matches too. Read only by a DELETE, before :attr:`removed`."""
+        paths = {t["file_path"] for t in self.partial}
+        if not paths or self._strong is FALSE:
+            return False
+        types = {f.field_id: f.field_type for s in self.m.schemas for f in s.index_by_id().values()}
+        proven = set()
+        for mf in snapshot_manifests(self.table.io, self.head):
+            if mf.content != MANIFEST_DATA:
+                continue
+            for e in manifest_entries(self.table.io.read(mf.manifest_path), mf):
+                d = e.data_file
+                if e.status == DELETED or d.file_path not in paths:
+                    continue
+                if not metrics_must_match(self._strong, types, d.record_count, d.value_counts, d.null_value_counts,
+                                          d.nan_value_counts, d.lower_bounds, d.upper_bounds):
+                    return False
+                proven.add(d.file_path)
+        if proven != paths:
+            return False
+        self.whole, self.partial = self.whole + self.partial, []
+        return True
 
     @functools.cached_property
     def removed(self) -> set:
@@ -366,6 +392,7 @@ def delete_rows(table, filter: str | Column, request: CommitRequest) -> bool:
     rl = RowLevel(table, request, filter)
     if not rl.tasks:
         return False
+    rl.whole_by_metrics()  # (every file proven whole: a metadata-only delete, as Java makes it)
     removed = set(rl.removed)
     added_data, added_deletes, required = [], [], set()
     if rl.partial:

@@ -259,6 +259,68 @@ def metrics_may_match(pred: Bound, schema_types: dict[int, T.IcebergType], recor
     return _walk(pred, leaf)
 
 
+def metrics_must_match(pred: Bound, schema_types: dict[int, T.IcebergType], record_count: int,
+                       value_counts: dict | None, null_counts: dict | None, nan_counts: dict | None,
+                       lower_bounds: dict | None, upper_bounds: dict | None) -> bool:
+    """Whether every row of a file with these metrics matches ``pred`` (Iceberg Java's StrictMetricsEvaluator), so a
+    delete by ``pred`` can drop the file whole. Unknown metrics prove nothing; a column that may hold nulls or NaNs
+    proves no comparison (a null or NaN compares true with nothing in Spark SQL)."""
+    if record_count == 0:
+        return True
+    value_counts, null_counts = value_counts or {}, null_counts or {}
+    nan_counts, lower_bounds, upper_bounds = nan_counts or {}, lower_bounds or {}, upper_bounds or {}
+
+    def nulls_only(fid: int) -> bool:
+        vc, nc = value_counts.get(fid), null_counts.get(fid)
+        return vc is not None and nc is not None and vc == nc
+
+    def no_nulls_nor_nans(fid: int, t: T.IcebergType) -> bool:
+        return null_counts.get(fid) == 0 and (not _is_float(t) or nan_counts.get(fid) == 0)
+
+    def leaf(p: BoundPredicate) -> bool:
+        fid = p.field_id
+        t = schema_types.get(fid, p.field_type)
+        if not t.is_primitive:
+            return False
+        if p.op == "is_null":
+            return nulls_only(fid)
+        if p.op == "not_null":
+            return null_counts.get(fid) == 0
+        if p.op == "not_nan":
+            return _is_float(t) and (nan_counts.get(fid) == 0 or nulls_only(fid))
+        if p.op == "is_nan" or not no_nulls_nor_nans(fid, t):
+            return False
+        lower, upper = _decode(t, lower_bounds.get(fid)), _decode(t, upper_bounds.get(fid))
+        if _is_float(t) and any(b is not None and math.isnan(b) for b in (lower, upper)):
+            return False
+        lo = None if lower is None else _cmp_key(lower)
+        hi = None if upper is None else _cmp_key(upper)
+        if p.op in ("lt", "lt_eq"):
+            v = _cmp_key(p.value)
+            return hi is not None and (hi < v if p.op == "lt" else hi <= v)
+        if p.op in ("gt", "gt_eq"):
+            v = _cmp_key(p.value)
+            return lo is not None and (lo > v if p.op == "gt" else lo >= v)
+        if lo is None or hi is None:
+            return False
+        truncatable = t in (T.STRING, T.BINARY)  # (their bounds may be prefixes: equal bounds prove no equality)
+        if p.op == "eq":
+            return not truncatable and lo == hi == _cmp_key(p.value)
+        if p.op == "in":
+            return not truncatable and lo == hi and any(lo == _cmp_key(v) for v in p.value)
+        if p.op == "not_eq":
+            v = _cmp_key(p.value)
+            return v < lo or v > hi
+        if p.op == "not_in":
+            return all(_cmp_key(v) < lo or _cmp_key(v) > hi for v in p.value)
+        if p.op == "starts_with" and t == T.STRING:
+            return lower.startswith(p.value) and upper.startswith(p.value) and \
+                len(lower) >= len(p.value) and len(upper) >= len(p.value)
+        return False
+
+    return _walk(pred, leaf)
+
+
 # --- data file metrics, a column at a time ------------------------------------------------------------------
 
 # types whose single-value bounds are little-endian two's-complement integers (Appendix D) and compare as ints

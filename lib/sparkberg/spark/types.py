@@ -144,9 +144,11 @@ def to_spark_read_type(t: I.IcebergType, where: str = "") -> T.DataType:
 
 def to_spark_read_field(f: I.NestedField, name: str | None = None) -> T.StructField:
     """A StructField that Spark's Parquet reader matches by Iceberg field id (always nullable: a column
-    added later is missing, hence null, in older files)."""
+    added later is missing, hence null, in older files), with the column's doc as Spark's comment (a query's
+    columns carry it, as CREATE TABLE AS SELECT copies it)."""
+    meta = {FIELD_ID_KEY: f.field_id, **({"comment": f.doc} if f.doc else {})}
     return T.StructField(name or f.name, to_spark_read_type(f.field_type, f" (column {f.name!r})"), nullable=True,
-                         metadata={FIELD_ID_KEY: f.field_id})
+                         metadata=meta)
 
 
 def arrow_schema(struct: T.StructType):

@@ -17,6 +17,7 @@ from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, SUPPORTED_FORMAT_VER
 from sparkberg.spec.partitioning import (
     PARTITION_DATA_ID_START, PartitionField, PartitionSpec, SortOrder, UNSORTED,
 )
+from sparkberg.spec.properties import COMPRESSION, DEFAULT_COMPRESSION
 from sparkberg.spec.snapshots import (
     BRANCH, MAIN_BRANCH, TAG, PartitionStatisticsFile, Snapshot, SnapshotLogEntry, SnapshotRef, StatisticsFile,
 )
@@ -610,6 +611,14 @@ def assign_fresh_ids(schema: Schema, next_id=None) -> Schema:
     return fresh
 
 
+def persisted_properties(properties: dict[str, Any] | None) -> dict[str, str]:
+    """The properties a new (or replaced) table's metadata records, as Iceberg Java's ``persistedProperties``: the
+    reserved ones left out, and the Parquet codec of new tables (``zstd``) unless one is given."""
+    out = {COMPRESSION: DEFAULT_COMPRESSION}
+    out.update((str(k), str(v)) for k, v in (properties or {}).items() if k not in RESERVED_PROPERTIES)
+    return out
+
+
 def replacement(base: TableMetadata, schema: Schema, spec: PartitionSpec, sort_order: SortOrder,
                 properties: dict[str, str] | None = None) -> list[TableUpdate]:
     """The updates that replace a table's definition, as Iceberg Java's replace transaction does
@@ -668,8 +677,7 @@ def replacement(base: TableMetadata, schema: Schema, spec: PartitionSpec, sort_o
     updates += [RemoveSnapshotRef(MAIN_BRANCH), AddSchema(fresh, last[0]), SetCurrentSchema(LAST_ADDED),
                 AddPartitionSpec(PartitionSpec(0, tuple(fields))), SetDefaultSpec(LAST_ADDED),
                 AddSortOrder(order), SetDefaultSortOrder(LAST_ADDED)]
-    kept = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
-    return updates + ([SetProperties(kept)] if kept else [])
+    return updates + [SetProperties(persisted_properties(props))]
 
 
 def new_table_metadata(schema: Schema, location: str, spec: PartitionSpec | None = None,
@@ -700,7 +708,7 @@ def new_table_metadata(schema: Schema, location: str, spec: PartitionSpec | None
     new_order = UNSORTED if order.is_unsorted else SortOrder(1, tuple(
         replace(f, source_id=new_id(f.source_id), source_ids=tuple(new_id(s) for s in f.source_ids))
         for f in order.fields))
-    props = {str(k): str(v) for k, v in (properties or {}).items() if k not in RESERVED_PROPERTIES}
+    props = persisted_properties(properties)
     ts = now_ms() if timestamp_ms is None else timestamp_ms
     needed = max((type_min_format_version(f.field_type) for f in fresh.fields), default=1)
     if needed > format_version:

@@ -6,6 +6,8 @@ statements is what Spark shows for an Iceberg table (Iceberg's ``SparkTable`` pr
 from __future__ import annotations
 
 import fnmatch
+import getpass
+import os
 from typing import Any
 
 from sqlglot import exp
@@ -20,8 +22,9 @@ from sparkberg.sql.parsing import Extension, Statement, unsupported
 from sparkberg.table import Table
 
 DISTRIBUTION_MODE = "write.distribution-mode"
-# (what Iceberg's SparkTable puts before the table's own properties; SHOW TBLPROPERTIES leaves out provider and
-# location, which Spark reserves)
+# (what Iceberg's SparkTable puts before the table's own properties)
+# (the properties Spark keeps for itself, CatalogV2Util.TABLE_RESERVED_PROPERTIES: SHOW TBLPROPERTIES leaves them out)
+_SPARK_RESERVED = ("provider", "location", "owner", "comment", "external", "is_managed_location")
 _SPARK_TABLE_RESERVED = ("provider", "format", "current-snapshot-id", "location", "format-version", "sort-order",
                          "identifier-fields")
 
@@ -65,7 +68,8 @@ def create(names: Names, statement: Statement, tree: exp.Create, must_exist: boo
         if tree.args.get("exists"):
             return empty(names)
         raise TableAlreadyExistsError(f"table {'.'.join(parts)} already exists")
-    kwargs = dict(partition_by=options["partition_by"], properties=options["properties"])
+    # (Spark gives every table that CREATE or REPLACE makes in a catalog of its the creating user as "owner")
+    kwargs = dict(partition_by=options["partition_by"], properties={**options["properties"], "owner": user(names)})
     if exists:
         table = cat.load_table(ident)
         if options["location"] is not None and options["location"].rstrip("/") != table.location.rstrip("/"):
@@ -73,7 +77,7 @@ def create(names: Names, statement: Statement, tree: exp.Create, must_exist: boo
         with table.transaction() as tx:  # (REPLACE TABLE ... AS SELECT: the new definition and its rows, one commit)
             tx.replace(schema, **kwargs)
             if df is not None:
-                tx.append(df)
+                tx.overwrite(df)  # (an "overwrite" snapshot, as Iceberg Java's replace writes it)
         return empty(names)
     table = cat.create_table(ident, schema, location=options["location"], **kwargs)
     if df is not None:
@@ -83,6 +87,14 @@ def create(names: Names, statement: Statement, tree: exp.Create, must_exist: boo
             cat.drop_table(ident, purge=True)  # (CREATE TABLE AS SELECT is atomic: no table when the write fails)
             raise
     return empty(names)
+
+
+def user(names: Names) -> str:
+    """The user Spark runs as (its ``Utils.getCurrentUserName``): ``SPARK_USER``, else the driver's user."""
+    try:
+        return names.spark.sparkContext.sparkUser()
+    except Exception:  # noqa: BLE001 - Spark Connect: no context; the client's user
+        return os.environ.get("SPARK_USER") or getpass.getuser()
 
 
 def _create_options(tree: exp.Create) -> dict[str, Any]:
@@ -335,15 +347,15 @@ def identifier_names(schema: Schema) -> list[str]:
     return [schema.name_of(i) for i in schema.identifier_field_ids]
 
 
-def spark_transform(transform: X.Transform, column: str) -> str:
-    """A partition or sort term as Spark shows it for Iceberg (``days(ts)``, ``bucket(16, id)``,
-    ``truncate(data, 4)``)."""
+def spark_transform(transform: X.Transform, column: str, sort: bool = False) -> str:
+    """A partition term as Iceberg gives it to Spark (``days(ts)``, ``bucket(16, id)``, ``truncate(4, data)``), or
+    with ``sort`` a sort term as Iceberg's ``Spark3Util.describe`` writes it (``truncate(data, 4)``)."""
     if isinstance(transform, X.IdentityTransform):
         return column
     if isinstance(transform, X.BucketTransform):
         return f"bucket({transform.num_buckets}, {column})"
     if isinstance(transform, X.TruncateTransform):
-        return f"truncate({column}, {transform.width})"
+        return f"truncate({column}, {transform.width})" if sort else f"truncate({transform.width}, {column})"
     plural = {"year": "years", "month": "months", "day": "days", "hour": "hours"}.get(str(transform))
     return f"{plural}({column})" if plural else f"{transform}({column})"
 
@@ -355,7 +367,7 @@ def partitioning(spec: PartitionSpec, schema: Schema) -> list[str]:
 
 def describe_order(order: SortOrder, schema: Schema) -> str:
     """A sort order as Iceberg's ``Spark3Util.describe`` writes it (``id ASC NULLS FIRST, days(ts) DESC ...``)."""
-    return ", ".join(f"{spark_transform(f.transform, schema.name_of(f.source_id))} {f.direction.upper()} "
+    return ", ".join(f"{spark_transform(f.transform, schema.name_of(f.source_id), sort=True)} {f.direction.upper()} "
                      f"{f.null_order.upper().replace('-', ' ')}" for f in order.fields)
 
 
@@ -376,7 +388,7 @@ def spark_properties(t: Table) -> dict[str, str]:
 
 
 def show_properties(names: Names, t: Table, key: str | None) -> Any:
-    props = {k: v for k, v in spark_properties(t).items() if k not in ("provider", "location")}
+    props = {k: v for k, v in spark_properties(t).items() if k not in _SPARK_RESERVED}
     if key is not None:
         value = props.get(key, f"Table {t.name} does not have property: {key}")
         return names.spark.createDataFrame([(key, value)], "key string, value string")

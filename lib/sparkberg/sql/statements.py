@@ -23,7 +23,9 @@ from sparkberg.errors import (
 from sparkberg.spark.session import session_conf
 from sparkberg.sql import ddl, procedures
 from sparkberg.sql.names import Names, empty, parts_of, rewrite_query, source
-from sparkberg.sql.parsing import Extension, Statement, parse, parse_extension, split, unsupported
+from sparkberg.sql.parsing import (
+    Extension, SqlSyntaxError, Statement, parse, parse_extension, split, unsupported,
+)
 from sparkberg.table import Catalog
 
 PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
@@ -73,7 +75,18 @@ def prepare(statement: Statement) -> tuple[Statement, Extension | exp.Expr, bool
         replaced = Statement("CREATE OR " + statement.text, statement.start - len("CREATE OR "), statement.number,
                              statement.script)
         return replaced, parse(replaced), True
-    return statement, parse(statement), False
+    try:
+        return statement, parse(statement), False
+    except SqlSyntaxError:
+        if statement.text.split(None, 1)[0].upper() in _OURS:
+            raise
+        return statement, Extension("spark", [], {}), False  # (Spark's own statement, beyond sqlglot's grammar)
+
+
+# Statements whose syntax errors are said here: what sparkberg runs. Others sqlglot cannot read (RESET key,
+# ADD JAR ...) go to Spark as they are.
+_OURS = {"SELECT", "WITH", "VALUES", "FROM", "TABLE", "INSERT", "DELETE", "UPDATE", "MERGE", "CREATE", "REPLACE",
+         "DROP", "ALTER", "DESCRIBE", "DESC", "TRUNCATE", "EXPLAIN", "CALL", "SHOW"}
 
 
 def execute(names: Names, statement: Statement, prepared: tuple | None = None) -> Any:
@@ -185,6 +198,10 @@ def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
         df = df.select(*df.columns)
     else:
         wanted = columns if columns is not None else [n for n in schema_names if n not in static]
+        missing = [n for n in schema_names if n not in wanted and n not in static]
+        if missing:  # (as Spark writes an Iceberg table: every column is given)
+            raise ValidationError(f"INSERT into {table.name} gives no data for column{'s' if len(missing) > 1 else ''} "
+                                  f"{', '.join(missing)}: list every column")
         if len(df.columns) != len(wanted):
             raise ValidationError(f"INSERT into {table.name}: the query gives {len(df.columns)} columns, the table "
                                   f"takes {len(wanted)} ({', '.join(wanted)})")
