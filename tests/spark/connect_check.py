@@ -147,6 +147,25 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     assert streamed == sorted((r[0], r[1], r[2], r[4]) for r in c.changes().collect()), streamed
     assert len(streamed) == 10 + 2 + 2
     print("streams over connect ok")
+    # Iceberg's Spark SQL statements, on the SQL catalog the Spark conf configures (its name qualifies tables)
+    sparkberg.sql(spark, """CREATE TABLE connsql.db.stmt (id bigint, v string) USING iceberg PARTITIONED BY (bucket(2, id))
+                            TBLPROPERTIES ('write.delete.mode' = 'merge-on-read');
+                            INSERT INTO connsql.db.stmt SELECT id, CAST(id AS string) FROM range(0, 6);
+                            DELETE FROM connsql.db.stmt WHERE id = 0;
+                            UPDATE connsql.db.stmt SET v = 'u' WHERE id = 1""")
+    spark.sql("SELECT * FROM VALUES (2L, 'm'), (9L, 'n') AS s(id, v)").createOrReplaceTempView("stmt_src")
+    sparkberg.sql(spark, "MERGE INTO connsql.db.stmt t USING stmt_src s ON t.id = s.id "
+                         "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    got = sorted(tuple(r) for r in sparkberg.sql(spark, "SELECT * FROM connsql.db.stmt").collect())
+    assert got == [(1, "u"), (2, "m"), (3, "3"), (4, "4"), (5, "5"), (9, "n")], got
+    first = sq.load_table("db.stmt").snapshots()[0].snapshot_id
+    old = sparkberg.sql(spark, f"SELECT count(*) FROM connsql.db.stmt VERSION AS OF {first}").collect()[0][0]
+    assert old == 6, old
+    rolled = sparkberg.sql(spark, f"CALL connsql.system.rollback_to_snapshot('db.stmt', {first})").collect()
+    assert rolled[0]["current_snapshot_id"] == first
+    described = [r[0] for r in sparkberg.sql(spark, "DESCRIBE TABLE connsql.db.stmt").collect()]
+    assert described[:2] == ["id", "v"] and "# Partitioning" in described, described
+    print("SQL statements over connect ok")
     spark.stop()
     return 0
 

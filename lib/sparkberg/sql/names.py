@@ -125,6 +125,14 @@ class Names:
             raise NoSuchTableError(f"table {'.'.join(parts)} does not exist{where}")
         return found
 
+    def scoped(self, catalog: Catalog) -> "Names":
+        """These names with ``catalog`` the default (a procedure's table arguments resolve in its catalog)."""
+        other = Names.__new__(Names)
+        other.__dict__.update(self.__dict__)
+        other.default = catalog
+        other._tables = {}
+        return other
+
     def forget(self, parts: list[str] | None = None) -> None:
         """Drop what was loaded (after a statement changed tables)."""
         self._tables.clear()

@@ -41,6 +41,8 @@ def call(names: Names, statement: Statement, ext: Extension) -> Any:
                                 f"{statement.number}); it runs {', '.join(sorted(PROCEDURES))}")
     args = bind(name[-1].lower(), procedure.params, ext.args["positional"], ext.args["named"])
     values = evaluate(names, args)
+    if len(name) == 3:  # (CALL cat.system.p('db.t'): the table is cat's, as in Iceberg Java)
+        names = names.scoped(names.named(name[0]))
     return procedure.run(names, values)
 
 

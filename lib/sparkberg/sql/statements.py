@@ -78,15 +78,15 @@ def prepare(statement: Statement) -> tuple[Statement, Extension | exp.Expr, bool
     try:
         return statement, parse(statement), False
     except SqlSyntaxError:
-        if statement.text.split(None, 1)[0].upper() in _OURS:
+        if statement.text.split(None, 1)[0].upper() not in _SPARK_ONLY:
             raise
         return statement, Extension("spark", [], {}), False  # (Spark's own statement, beyond sqlglot's grammar)
 
 
-# Statements whose syntax errors are said here: what sparkberg runs. Others sqlglot cannot read (RESET key,
-# ADD JAR ...) go to Spark as they are.
-_OURS = {"SELECT", "WITH", "VALUES", "FROM", "TABLE", "INSERT", "DELETE", "UPDATE", "MERGE", "CREATE", "REPLACE",
-         "DROP", "ALTER", "DESCRIBE", "DESC", "TRUNCATE", "EXPLAIN", "CALL", "SHOW"}
+# Statements of Spark's own that name no table of a catalog (session settings, resources): when sqlglot cannot read
+# one (RESET key, ADD JAR ...), it goes to Spark as it is; any other statement that does not parse is an error.
+_SPARK_ONLY = {"SET", "RESET", "ADD", "LIST", "CLEAR", "USE", "CACHE", "UNCACHE", "MSCK", "LOAD", "DECLARE",
+               "EXECUTE"}
 
 
 def execute(names: Names, statement: Statement, prepared: tuple | None = None) -> Any:
