@@ -145,6 +145,8 @@ def test_alter_table_properties_and_rename(sql, cat):
     sql("ALTER TABLE db.p UNSET TBLPROPERTIES ('a')")
     sql("ALTER TABLE db.p UNSET TBLPROPERTIES IF EXISTS ('nope')")
     assert {k: v for k, v in cat.load_table("db.p").properties.items() if k in "ab"} == {"b": "2"}
+    sql(f"ALTER TABLE db.p SET LOCATION '{cat.load_table('db.p').location}/moved'")
+    assert cat.load_table("db.p").location.endswith("/p/moved")
     sql("ALTER TABLE db.p RENAME TO db.q")
     assert cat.list_tables("db") == ["db.q"]
     sql("ALTER TABLE db.q RENAME TO r")  # (a bare name stays in the namespace)
@@ -249,8 +251,11 @@ def test_delete_update_and_merge(sql, cat, spark):
     sql("DELETE FROM db.m AS t WHERE t.id >= 8")
     sql("UPDATE db.m AS t SET v = upper(concat('u', t.v)), n = n + 1 WHERE id < 2")
     assert rows(sql("SELECT * FROM db.m WHERE id < 3")) == [(0, "U0", 1), (1, "U1", 1), (2, "2", 0)]
-    with pytest.raises(NotSupportedError, match="subquery"):
-        sql("DELETE FROM db.m WHERE id IN (SELECT 1)")
+    sql("CREATE TABLE db.gone (id bigint); INSERT INTO db.gone VALUES (7), (9)")
+    sql("DELETE FROM db.m WHERE id IN (SELECT id + 2 FROM db.gone WHERE id > 7)")  # (a subquery over a table: 11)
+    sql("UPDATE db.m SET n = (SELECT max(id) FROM db.gone) WHERE id = 7 AND EXISTS (SELECT 1 FROM db.gone)")
+    assert rows(sql("SELECT id, n FROM db.m WHERE id >= 7")) == [(7, 9)]
+    sql("UPDATE db.m SET n = 0 WHERE id = 7")
     spark.sql("SELECT * FROM VALUES (1L, 'del'), (2L, 'upd'), (3L, 'all'), (50L, 'ins'), (51L, 'skip') "
               "AS s(id, op)").createOrReplaceTempView("changes_src")
     sql("""MERGE INTO db.m t USING (SELECT id, op, op AS v, 7 AS n FROM changes_src) s ON t.id = s.id

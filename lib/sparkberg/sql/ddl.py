@@ -185,13 +185,13 @@ def alter(names: Names, statement: Statement, tree: exp.Alter) -> Any:
             elif cat is not found.catalog:
                 raise ValidationError(f"cannot rename {table.name} into another catalog ({'.'.join(new)})")
             found.catalog.rename_table([*table.identifier.namespace, table.identifier.name], ident)
+        elif isinstance(action, exp.AlterSet) and action.args.get("location") is not None:
+            table.set_location(action.args["location"].name)
         elif isinstance(action, exp.AlterSet):
             props = {}
             for p in action.expressions:
                 for kv in (p.expressions if isinstance(p, exp.Properties) else [p]):
-                    if isinstance(kv, exp.LocationProperty):
-                        table.set_location(kv.this.name)
-                    elif type(kv) is exp.Property:
+                    if type(kv) is exp.Property:
                         props[_key(kv.this)] = _key(kv.args["value"])
                     else:
                         raise unsupported(statement, f"ALTER TABLE ... SET {kv.sql(dialect='spark')}")

@@ -168,9 +168,11 @@ def _unqualified(node: exp.Expr, qualifiers: set[str]) -> exp.Expr:
     return node.copy().transform(strip)
 
 
-def _check_no_subquery(statement: Statement, node: exp.Expr | None, what: str) -> None:
-    if node is not None and node.find(exp.Select, exp.Subquery) is not None:
-        raise unsupported(statement, f"a subquery in {what} (write it as a MERGE INTO ... USING the subquery)")
+def _condition(names: Names, node: exp.Expr, qualifiers: set[str]) -> str:
+    """A filter or value of a DELETE or UPDATE as Spark SQL: the target's qualifiers dropped, and the sparkberg tables
+    its subqueries read (``id IN (SELECT id FROM ns.staging)``) replaced by views of them."""
+    rewritten, _ = rewrite_query(names, _unqualified(node, qualifiers))
+    return rewritten.sql(dialect="spark")
 
 
 def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
@@ -224,9 +226,7 @@ def delete(names: Names, statement: Statement, tree: exp.Delete) -> Any:
         return NotImplemented
     table, branch, alias = _target(names, tree.this)
     where = tree.args.get("where")
-    _check_no_subquery(statement, where, "DELETE's WHERE")
-    condition = "true" if where is None else \
-        _unqualified(where.this, _qualifiers(tree.this, alias)).sql(dialect="spark")
+    condition = "true" if where is None else _condition(names, where.this, _qualifiers(tree.this, alias))
     table.delete(condition, branch=branch)
     return empty(names)
 
@@ -241,14 +241,9 @@ def update(names: Names, statement: Statement, tree: exp.Update) -> Any:
     table, branch, alias = _target(names, tree.this)
     qualifiers = _qualifiers(tree.this, alias)
     where = tree.args.get("where")
-    _check_no_subquery(statement, where, "UPDATE's WHERE")
-    assignments = {}
-    for e in tree.expressions:
-        _check_no_subquery(statement, e.expression, "UPDATE's SET")
-        column = _unqualified(e.this, qualifiers)
-        assignments[column.sql(dialect="spark").replace("`", "")] = \
-            _unqualified(e.expression, qualifiers).sql(dialect="spark")
-    condition = None if where is None else _unqualified(where.this, qualifiers).sql(dialect="spark")
+    assignments = {_unqualified(e.this, qualifiers).sql(dialect="spark").replace("`", ""):
+                   _condition(names, e.expression, qualifiers) for e in tree.expressions}
+    condition = None if where is None else _condition(names, where.this, qualifiers)
     table.update(assignments, condition, branch=branch)
     return empty(names)
 
