@@ -64,7 +64,7 @@ def test_metadata_commits(spark, warehouse):
                          partition_by=["id"])
     t.set_properties({"a": "1"}, b="2")
     t.remove_properties("b", "missing")
-    assert t.properties == {"a": "1"}
+    assert t.properties == {"a": "1", "write.parquet.compression-codec": "zstd"}  # (recorded at creation, as Java)
     t.upgrade_format_version(2)
     t.upgrade_format_version(3)
     assert t.metadata.format_version == 3 and t.metadata.next_row_id == 0
@@ -89,7 +89,7 @@ def test_conflicting_commits_retry_or_fail(spark, warehouse):
     b = cat.load_table("db.t")
     a.set_properties(x="1")
     b.set_properties(y="2")  # stale base: refreshed and retried, nothing lost
-    assert cat.load_table("db.t").properties == {"x": "1", "y": "2"}
+    assert cat.load_table("db.t").properties == {"x": "1", "y": "2", "write.parquet.compression-codec": "zstd"}
     c = cat.load_table("db.t")
     d = cat.load_table("db.t")
     c.add_columns("v string")

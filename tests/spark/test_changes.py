@@ -261,3 +261,22 @@ def test_a_one_snapshot_changelog_reads_only_what_the_snapshot_touched(spark, wa
     assert len(manifests) <= 3, manifests  # (its delete manifest, and the one data manifest of partition 5)
     assert collected(t.changes(t.metadata.snapshots[-2].snapshot_id)) == [
         (55, 5, "DELETE", 0, t.current_snapshot().snapshot_id)]
+
+
+@pytest.mark.parametrize("version,mode", [(2, "merge-on-read"), (3, "copy-on-write")])
+def test_change_planning_on_the_executors_plans_what_the_driver_plans(spark, warehouse, version, mode):
+    """``read.data-planning-mode=distributed``: a changelog and an incremental read decode their manifests in Spark
+    jobs (the planner's DataFrame path), and find the same changes as on the driver."""
+    t = table(spark, warehouse, version, mode)
+    t.append(evens_odds(spark, 0, 8))
+    s0 = t.current_snapshot().snapshot_id
+    t.append(evens_odds(spark, 8, 12))
+    t.delete("id IN (1, 8)")
+    t.update({"n": "n + 1"}, "id = 2")
+    t.append(evens_odds(spark, 12, 14))
+    local = (collected(t.changes(s0)), collected(t.changes(s0, net_changes=True)),
+             collected(t.to_df(start_snapshot_id=s0)))
+    t.set_properties({"read.data-planning-mode": "distributed"})
+    distributed = (collected(t.changes(s0)), collected(t.changes(s0, net_changes=True)),
+                   collected(t.to_df(start_snapshot_id=s0)))
+    assert distributed == local and len(local[0]) == 4 + 2 + 2 + 2

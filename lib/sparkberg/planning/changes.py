@@ -30,11 +30,14 @@ from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import TRUE, Bound
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.deletes import DeleteMatcher
-from sparkberg.planning.entries import EntryDecoder, PartitionLayout, snapshot_manifest_table
+from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifest_table
 from sparkberg.planning.scan import (
-    DATA_ENTRY_COLUMNS, DELETE_ENTRY_COLUMNS, PLAN_COLUMNS, MetricsFilter, _partition_filters, _tasks_arrow_schema,
-    prune_manifests,
+    DATA_ENTRY_COLUMNS, DELETE_ENTRY_COLUMNS, PLAN_COLUMNS, MetricsFilter, _partition_filters, _small_enough,
+    _tasks_arrow_schema, prune_manifests,
 )
+from sparkberg.spark.frames import collect_arrow
+from sparkberg.spark.session import job_description
+from sparkberg.spark.tuning import DATA_PLANNING_MODE, planning_mode
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
@@ -126,8 +129,23 @@ def _decoder(layout: PartitionLayout, columns: tuple[str, ...], filters: dict[in
                         with_path_bounds=path_bounds, columns=tuple(dict.fromkeys(columns + CHANGE_COLUMNS)))
 
 
-def _load(decoder: EntryDecoder, io: FileIO, manifests: list[ManifestFile]) -> pa.Table:
-    return decoder.load_many(((m, i, io) for i, m in enumerate(manifests)), DRIVER_THREADS)
+class _Loader:
+    """Decodes the manifests a change plan reads, as the scan planner decides where (:func:`plan`): on the driver
+    when they are small enough (:func:`_small_enough`, ``read.data-planning-mode``) or there is no session (a
+    streaming source's planning process), else on the executors, one Spark job (``CHANGE-PLANNING <label>``) on
+    the planner's DataFrame path (:func:`entries_df`), of which only the decoded entries come back."""
+
+    def __init__(self, metadata: TableMetadata, io: FileIO, spark: Any = None, label: str = ""):
+        self.metadata, self.io, self.spark, self.label = metadata, io, spark, label
+        self.mode = planning_mode(metadata, DATA_PLANNING_MODE)
+
+    def load(self, decoder: EntryDecoder, manifests: list[ManifestFile]) -> pa.Table:
+        local = self.spark is None or not manifests or self.mode == "local" or \
+            (self.mode == "auto" and _small_enough(self.metadata, manifests))
+        if local:
+            return decoder.load_many(((m, i, self.io) for i, m in enumerate(manifests)), DRIVER_THREADS)
+        with job_description(self.spark, f"CHANGE-PLANNING {self.label}".strip()):
+            return collect_arrow(entries_df(self.spark, manifests, decoder), decoder.schema)
 
 
 def _own(entries: pa.Table, snapshot_id: int, status: int) -> pa.Table:
@@ -145,10 +163,12 @@ def _tasks(layout: PartitionLayout, entries: pa.Table, deletes: pa.Array | None 
                                 schema=schema)
 
 
-def appended_tasks(metadata: TableMetadata, io: FileIO, snapshots: list[Snapshot], bound: Bound = TRUE
-                   ) -> pa.Table:
+def appended_tasks(metadata: TableMetadata, io: FileIO, snapshots: list[Snapshot], bound: Bound = TRUE,
+                   spark: Any = None, label: str = "") -> pa.Table:
     """The data files the ``append`` snapshots of ``snapshots`` added, as scan tasks without deletes, pruned by
-    ``bound`` as a scan prunes them (Java's incremental append scan)."""
+    ``bound`` as a scan prunes them (Java's incremental append scan); ``spark`` decodes large manifests on the
+    executors (:class:`_Loader`)."""
+    loader = _Loader(metadata, io, spark, label)
     layout = PartitionLayout(metadata)
     filters = _partition_filters(metadata, bound)
     metrics = None if bound is TRUE else MetricsFilter(bound, {f.field_id: f.field_type for s in metadata.schemas
@@ -158,7 +178,7 @@ def appended_tasks(metadata: TableMetadata, io: FileIO, snapshots: list[Snapshot
     for s in snapshots:
         if s.operation != APPEND:
             continue
-        entries = _load(decoder, io, _own_manifests(io, s, MANIFEST_DATA))
+        entries = loader.load(decoder, _own_manifests(io, s, MANIFEST_DATA))
         parts.append(_tasks(layout, _own(entries, s.snapshot_id, ADDED)))
     return pa.concat_tables(parts) if parts else _tasks_arrow_schema(layout).empty_table()
 
@@ -180,18 +200,19 @@ def changelog_snapshots(snapshots: list[Snapshot]) -> list[Snapshot]:
 
 
 def snapshot_change(metadata: TableMetadata, io: FileIO, snapshot: Snapshot, ordinal: int,
-                    bound: Bound = TRUE) -> SnapshotChange:
+                    bound: Bound = TRUE, spark: Any = None, label: str = "") -> SnapshotChange:
     """The tasks of one snapshot's changes (see the module docstring); ``bound`` prunes the data files as a scan
-    does (rows are filtered afterwards)."""
+    does (rows are filtered afterwards); ``spark`` decodes large manifests on the executors (:class:`_Loader`)."""
+    loader = _Loader(metadata, io, spark, label)
     layout = PartitionLayout(metadata)
     filters = _partition_filters(metadata, bound)
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
     sid = snapshot.snapshot_id
-    data = _load(_decoder(layout, DATA_ENTRY_COLUMNS, filters), io, _own_manifests(io, snapshot, MANIFEST_DATA))
+    data = loader.load(_decoder(layout, DATA_ENTRY_COLUMNS, filters), _own_manifests(io, snapshot, MANIFEST_DATA))
     data = data.filter(pc.equal(data.column("content"), 0))
     added, removed = _own(data, sid, ADDED), _own(data, sid, DELETED)
     delete_decoder = _decoder(layout, DELETE_ENTRY_COLUMNS, path_bounds=True)
-    own_deletes = _load(delete_decoder, io, _own_manifests(io, snapshot, MANIFEST_DELETES))
+    own_deletes = loader.load(delete_decoder, _own_manifests(io, snapshot, MANIFEST_DELETES))
     added_deletes, removed_deletes = _own(own_deletes, sid, ADDED), _own(own_deletes, sid, DELETED)
     parent = metadata.snapshot_by_id(snapshot.parent_snapshot_id) \
         if snapshot.parent_snapshot_id is not None else None
@@ -201,14 +222,14 @@ def snapshot_change(metadata: TableMetadata, io: FileIO, snapshot: Snapshot, ord
     reach = _Reach(layout, unpartitioned)
     for t in (added_deletes, removed_deletes, removed):
         reach.add(t)
-    before_deletes = _live_deletes(metadata, io, parent, delete_decoder, reach)
-    after_deletes = _live_deletes(metadata, io, snapshot, delete_decoder, reach)
+    before_deletes = _live_deletes(loader, parent, delete_decoder, reach)
+    after_deletes = _live_deletes(loader, snapshot, delete_decoder, reach)
     before_matcher = DeleteMatcher(before_deletes, unpartitioned)
     after_matcher = DeleteMatcher(after_deletes, unpartitioned)
     kept = None
     if added_deletes.num_rows or removed_deletes.num_rows:
         # the data files of the parent the changed deletes may reach (those it removed are in ``removed``)
-        candidates = _live_data(metadata, io, parent, _decoder(layout, DATA_ENTRY_COLUMNS, filters), reach)
+        candidates = _live_data(loader, parent, _decoder(layout, DATA_ENTRY_COLUMNS, filters), reach)
         gone = set(removed.column("file_path").to_pylist())
         if gone:
             candidates = candidates.filter(pc.invert(pc.is_in(candidates.column("file_path"),
@@ -309,26 +330,25 @@ def _summaries_hold(ptype, summaries, values: tuple) -> bool:
     return True
 
 
-def _live_deletes(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, decoder: EntryDecoder,
-                  reach: _Reach) -> pa.Table:
+def _live_deletes(loader: _Loader, snapshot: Snapshot | None, decoder: EntryDecoder, reach: _Reach) -> pa.Table:
     """The live delete files of ``snapshot`` in reach (an empty table when there is no snapshot)."""
     if snapshot is None:
         return decoder.schema.empty_table()
-    manifests = [m for m in snapshot_manifest_table(io, snapshot).manifests() if m.content == MANIFEST_DELETES]
-    entries = _load(decoder, io, reach.manifests(metadata, manifests))
+    manifests = [m for m in snapshot_manifest_table(loader.io, snapshot).manifests()
+                 if m.content == MANIFEST_DELETES]
+    entries = loader.load(decoder, reach.manifests(loader.metadata, manifests))
     entries = entries.filter(pc.not_equal(entries.column("status"), DELETED))
     return reach.entries(entries).select(list(DELETE_ENTRY_COLUMNS))
 
 
-def _live_data(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, decoder: EntryDecoder,
-               reach: _Reach) -> pa.Table:
+def _live_data(loader: _Loader, snapshot: Snapshot | None, decoder: EntryDecoder, reach: _Reach) -> pa.Table:
     """The live data files of ``snapshot`` in reach."""
     if snapshot is None:
         return decoder.schema.empty_table()
-    listing = snapshot_manifest_table(io, snapshot)
-    manifests = [m for m in prune_manifests(metadata, listing, decoder.partition_filters)
+    listing = snapshot_manifest_table(loader.io, snapshot)
+    manifests = [m for m in prune_manifests(loader.metadata, listing, decoder.partition_filters)
                  if m.content == MANIFEST_DATA]
-    entries = _load(decoder, io, reach.manifests(metadata, manifests))
+    entries = loader.load(decoder, reach.manifests(loader.metadata, manifests))
     entries = entries.filter(pc.and_(pc.not_equal(entries.column("status"), DELETED),
                                      pc.equal(entries.column("content"), 0)))
     return reach.entries(entries)

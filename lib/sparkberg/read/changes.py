@@ -43,7 +43,7 @@ from sparkberg.read.arrow import ChangeReader, TaskReader, comparable, read_stru
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.reader import identity_values, read_tasks
 from sparkberg.spark.frames import local_dataframe
-from sparkberg.spark.session import session_conf
+from sparkberg.spark.session import default_parallelism
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
 
@@ -59,7 +59,7 @@ def read_appended(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id:
     current snapshot) added, in the table's schema, as Iceberg Java's incremental append scan reads them."""
     snapshots = snapshots_between(metadata, int(start_snapshot_id),
                                   None if end_snapshot_id is None else int(end_snapshot_id))
-    tasks = appended_tasks(metadata, io, snapshots, bound)
+    tasks = appended_tasks(metadata, io, snapshots, bound, spark)
     return read_tasks(spark, metadata, metadata.current_schema, tasks.to_pylist(), PartitionLayout(metadata), columns,
                       filter)
 
@@ -111,7 +111,7 @@ def changelog(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id: int
         changes: list[SnapshotChange] = []
     else:
         snapshots = changelog_snapshots(snapshots_between(metadata, start, end))
-        changes = [snapshot_change(metadata, io, s, i, bound) for i, s in enumerate(snapshots)]
+        changes = [snapshot_change(metadata, io, s, i, bound, spark) for i, s in enumerate(snapshots)]
     if not updates and not net_changes:
         grouped = changes_by_partition(spark, metadata, schema, changes, read_columns)
         if grouped is not None:
@@ -167,7 +167,7 @@ def changes_by_partition(spark, metadata: TableMetadata, schema: T.Schema, chang
     cache = delete_cache(spark)
     tasks = local_dataframe(spark, [(g,) for g in groups], "group binary")
     if len(groups) > 1:
-        tasks = tasks.repartition(min(len(groups), _parallelism(spark)))
+        tasks = tasks.repartition(min(len(groups), default_parallelism(spark)))
     rows = tasks.mapInArrow(_PartitionChanges(ChangeReader(reader), cache.max_bytes if cache else 0), out)
     return rows.select(*[F.col(f"`{c}`") for c in columns], *CHANGE_COLUMNS)
 
@@ -192,13 +192,6 @@ class _PartitionChanges:
                             [*rows.columns, pa.array([kind] * n, pa.string()), pa.array(np.full(n, ordinal, np.int32)),
                              pa.array(np.full(n, snapshot_id, np.int64))],
                             names=[*rows.column_names, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]).to_batches()
-
-
-def _parallelism(spark) -> int:
-    try:
-        return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext on the client
-        return int(session_conf(spark, "spark.default.parallelism", "2") or 2)
 
 
 def read_changes(spark, metadata: TableMetadata, schema: T.Schema, changes: Sequence[SnapshotChange],

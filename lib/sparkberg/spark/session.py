@@ -76,6 +76,15 @@ def unsplit_file_bytes(spark) -> int:
                _conf_bytes(spark, "spark.sql.files.openCostInBytes", 4 << 20))
 
 
+def default_parallelism(spark) -> int:
+    """The session's default parallelism (the cores of a classic session's executors; a Spark Connect client sees
+    only ``spark.default.parallelism`` when it is set, else 2, a local session's least)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext on the client
+        return int(session_conf(spark, "spark.default.parallelism", "2") or 2)
+
+
 def session_time_zone(spark) -> str:
     """The session time zone Spark interprets zone-less timestamp literals in (UTC without a session)."""
     return session_conf(spark, "spark.sql.session.timeZone") or "UTC"

@@ -10,6 +10,7 @@ import getpass
 import os
 from typing import Any
 
+from pyspark.sql import types as T
 from sqlglot import exp
 
 from sparkberg.errors import NoSuchTableError, TableAlreadyExistsError, ValidationError
@@ -133,8 +134,6 @@ def _term(node: exp.Expr) -> str:
 
 def _nullable(schema: Any) -> Any:
     """A query's schema with every field nullable, as Spark's CREATE TABLE AS SELECT makes it."""
-    from pyspark.sql import types as T  # (needs pyspark: the query's schema is Spark's)
-
     def relax(dt: Any) -> Any:
         if isinstance(dt, T.StructType):
             return T.StructType([T.StructField(f.name, relax(f.dataType), True, f.metadata) for f in dt.fields])

@@ -18,7 +18,10 @@ import argparse
 import shlex
 from typing import Any
 
+from pyspark.sql import SparkSession
+
 from sparkberg.errors import ValidationError
+from sparkberg.sql import sql
 from sparkberg.table import Catalog, catalog as open_catalog
 
 _PARSER = argparse.ArgumentParser(prog="%%sparkberg", add_help=False)
@@ -32,8 +35,6 @@ _PARSER.add_argument("--truncate", action="store_true", help="shorten long value
 def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Any:
     """Run the cell's statements with the options of ``line``, variables looked up in ``namespace``; show the
     result and return its DataFrame (None when the last statement returns no rows)."""
-    from pyspark.sql import SparkSession  # (needs pyspark: a notebook's session)
-    from sparkberg.sql import sql  # (the package this module is part of, which does not import it)
     try:
         opts = _PARSER.parse_args(shlex.split(line))
     except SystemExit:

@@ -133,7 +133,7 @@ class Names:
         other._tables = {}
         return other
 
-    def forget(self, parts: list[str] | None = None) -> None:
+    def forget(self) -> None:
         """Drop what was loaded (after a statement changed tables)."""
         self._tables.clear()
 

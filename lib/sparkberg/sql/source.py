@@ -40,7 +40,7 @@ from sparkberg.read.arrow import TaskReader, read_struct
 from sparkberg.read.reader import identity_values
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.spark.jvm import as_active
-from sparkberg.spark.session import per_session, session_conf
+from sparkberg.spark.session import default_parallelism, per_session
 from sparkberg.table import catalog
 
 NAME = "sparkberg"
@@ -76,20 +76,11 @@ def table_frame(table: Any) -> Any:
     options = {CONFIG_OPTION: json.dumps(table.catalog.config), "table": str(table.identifier),
                "schema-id": str(table.schema().schema_id),
                "delete-cache-max-bytes": str(cache.max_bytes if cache is not None else 0),
-               "parallelism": str(_parallelism(table.spark))}
+               "parallelism": str(default_parallelism(table.spark))}
     schema = read_struct(table.schema()).add(PLANNED, "boolean")
     with as_active(table.spark):  # (the data source's name is resolved in the active session)
         rows = table.spark.read.format(NAME).schema(schema).options(**options).load()
     return rows.where(f"{PLANNED} IS NOT NULL").drop(PLANNED)
-
-
-def _parallelism(spark: Any) -> int:
-    """The session's default parallelism (the cores of a classic session's executors; Spark Connect's clients
-    see only ``spark.default.parallelism`` when it is set)."""
-    try:
-        return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext on the client
-        return int(session_conf(spark, "spark.default.parallelism", "1") or 1)
 
 
 def filter_expression(f: Filter) -> Expression | None:
@@ -133,7 +124,7 @@ class SparkbergSource(DataSource):
 
 class SparkbergReader(DataSourceReader):
     """Plans when Spark asks for partitions (the table as it is then, pruned by the pushed filters); each
-    partition is a list of scan tasks (:func:`_split`)."""
+    partition is a list of scan tasks (:func:`split_tasks`)."""
 
     def __init__(self, options: dict[str, str]):
         self.options = options
@@ -163,7 +154,7 @@ class SparkbergReader(DataSourceReader):
         reader.check(tasks)
         identity = identity_values(table.metadata, schema, tasks, scan.layout)
         # (what partitions() sets on self does not reach read(): each partition carries its reader)
-        groups = _split(tasks, int(self.options.get("parallelism", "1")))
+        groups = split_tasks(tasks, int(self.options.get("parallelism", "1")))
         return [InputPartition((reader, group, {t["file_path"]: identity[t["file_path"]] for t in group
                                                  if t["file_path"] in identity})) for group in groups]
 
@@ -175,7 +166,7 @@ class SparkbergReader(DataSourceReader):
             yield pa.RecordBatch.from_arrays([*batch.columns, planned], names=[*batch.schema.names, PLANNED])
 
 
-def _split(tasks: list[dict], parallelism: int) -> list[list[dict]]:
+def split_tasks(tasks: list[dict], parallelism: int) -> list[list[dict]]:
     """Tasks in consecutive groups (at least one) sized as Spark sizes the splits of a file source."""
     total = sum(t["file_size_in_bytes"] + OPEN_COST_BYTES for t in tasks)
     target = min(SPLIT_BYTES_MAX, max(OPEN_COST_BYTES, total // max(parallelism, 1)))

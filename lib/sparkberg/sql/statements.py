@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from sparkberg.errors import (
-    NoSuchTableError, NotSupportedError, SparkbergError, TableAlreadyExistsError, ValidationError,
-)
+from pyspark.sql import functions as F
+
+from sparkberg.errors import SparkbergError, ValidationError
 from sparkberg.spark.session import session_conf
 from sparkberg.sql import ddl, procedures
 from sparkberg.sql.names import Names, empty, parts_of, rewrite_query, source
@@ -52,9 +52,9 @@ def run(spark: Any, text: str, catalog: Catalog | None = None) -> Any:
     parsed = [prepare(statement) for statement in statements]
     names = Names(spark, catalog)
     result = None
-    for statement, tree in zip(statements, parsed):
+    for statement, prepared in zip(statements, parsed):
         try:
-            result = execute(names, statement, tree)
+            result = execute(names, statement, prepared)
         except Exception as e:  # noqa: BLE001 - any failure stops the script, named
             if len(statements) == 1:
                 raise
@@ -209,7 +209,6 @@ def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
                                   f"takes {len(wanted)} ({', '.join(wanted)})")
         df = df.toDF(*wanted)
     if static:
-        from pyspark.sql import functions as F  # (needs pyspark: statements run on a session)
         df = df.select(*df.columns, *[F.expr(v).alias(k) for k, v in static.items()])
     if not tree.args.get("overwrite"):
         table.append(df, branch=branch)

@@ -42,9 +42,9 @@ from sparkberg.read.arrow import ChangeReader, TaskReader, read_struct
 from sparkberg.read.changes import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID, DELETE, INSERT
 from sparkberg.read.reader import identity_values
 from sparkberg.spark.jvm import as_active
-from sparkberg.spark.session import per_session
+from sparkberg.spark.session import default_parallelism, per_session
 from sparkberg.spec.snapshots import Snapshot
-from sparkberg.sql.source import CONFIG_OPTION, _parallelism, _split
+from sparkberg.sql.source import CONFIG_OPTION, split_tasks
 from sparkberg.table import Table, catalog
 
 NAME = "sparkberg-stream"
@@ -90,7 +90,7 @@ def stream_frame(table: Table, options: dict[str, Any]) -> Any:
         return spark.readStream.format(NAME).schema(schema).options(**{
             CONFIG_OPTION: json.dumps(table.catalog.config), "table": str(table.identifier),
             "schema-id": str(table.schema().schema_id), "settings": json.dumps(settings),
-            "parallelism": str(_parallelism(spark))}).load()
+            "parallelism": str(default_parallelism(spark))}).load()
 
 
 class StreamSource(DataSource):
@@ -215,7 +215,7 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
         reader = TaskReader(table.metadata, schema)
         reader.check(tasks)
         identity = identity_values(table.metadata, schema, tasks, PartitionLayout(table.metadata))
-        groups = _split(tasks, int(self.options.get("parallelism", "1")))
+        groups = split_tasks(tasks, int(self.options.get("parallelism", "1")))
         return [InputPartition((reader, group, {t["file_path"]: identity[t["file_path"]] for t in group
                                                  if t["file_path"] in identity})) for group in groups]
 
