@@ -33,7 +33,7 @@ def test_create_from_ddl_and_load(spark, warehouse):
     assert s.find_field("loc.lat").field_id == 14  # parents before children, as Iceberg assigns
     assert [f.name for f in t.spec().fields] == ["ts_day", "id_bucket", "name_trunc", "d"]
     assert [f.field_id for f in t.spec().fields] == [1000, 1001, 1002, 1003]
-    assert dict(m.properties) == {"owner": "me"}
+    assert dict(m.properties) == {"owner": "me", "write.parquet.compression-codec": "zstd"}
     assert t.metadata_location.endswith("/db/events/metadata/v1.metadata.json")
     again = cat.load_table("db.events")
     assert again.metadata == m

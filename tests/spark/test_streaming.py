@@ -2,7 +2,6 @@
 also across SIGKILLs at any moment and restarts from the checkpoint; the source (``Table.read_stream``) delivers
 each appended row once, with Iceberg Java's offsets, limits and rules for other snapshots; bad input is a named
 error and writes nothing."""
-import json
 import os
 import random
 import signal

@@ -132,10 +132,47 @@ def test_sort_orders_and_properties():
     m = U.apply_all([U.AddSortOrder(order), U.SetDefaultSortOrder(U.LAST_ADDED)], base)
     assert m.default_sort_order_id == 1
     m = U.apply_all([U.SetProperties({"a": "1", "b": "2"}), U.RemoveProperties(("b",))], m)
-    assert dict(m.properties) == {"a": "1"}
+    assert dict(m.properties) == {"a": "1", CODEC: "zstd"}
     with pytest.raises(ValidationError, match="reserved"):
         U.apply(U.SetProperties({"format-version": "3"}), m)
-    assert base.properties == {}  # the base is untouched
+    assert base.properties == {CODEC: "zstd"}  # the base is untouched
+
+
+CODEC = "write.parquet.compression-codec"
+
+
+def test_new_and_replaced_tables_record_the_parquet_codec_as_java_does():
+    """Iceberg Java's ``persistedProperties``: a new table's metadata says zstd unless told otherwise; a replacement
+    sets it again (Java's ``buildReplacement`` persists the same defaults)."""
+    assert new().properties == {CODEC: "zstd"}
+    given = U.new_table_metadata(SCHEMA, "file:///wh/t", properties={CODEC: "gzip", "k": "v"})
+    assert given.properties == {CODEC: "gzip", "k": "v"}
+    replaced = U.apply_all(U.replacement(given, given.current_schema, PartitionSpec(0, []), SortOrder(0, []),
+                                         {"k2": "v2"}), given)
+    assert replaced.properties == {CODEC: "zstd", "k": "v", "k2": "v2"}
+
+
+def test_a_replacement_keeps_ids_by_name_and_history_and_drops_main():
+    """Java's ``buildReplacement``: fields of the same full name keep their ids, new ones come after the last
+    column id; partition fields of the same source and transform keep theirs; main goes, so no snapshot is
+    current; an equal schema or spec is reused, not added again."""
+    base = new(spec=PartitionSpec(0, [PartitionField(10, 1000, BucketTransform(4), "id_bucket")]))
+    base = U.apply_all([U.AddSnapshot(Snapshot(7, 2000, None, 1, "s3://m/snap.avro", None, {"operation": "append"},
+                                               0)), U.SetSnapshotRef("main", 7)], base)
+    fields = [f for f in base.current_schema.fields if f.name != "ts"]
+    schema = T.Schema([fields[0], T.NestedField(99, "extra", T.STRING, False), *fields[1:]], 0)
+    spec = PartitionSpec(0, [PartitionField(fields[0].field_id, 1000, BucketTransform(4), "b"),
+                             PartitionField(99, 1001, IdentityTransform(), "extra")])
+    m = U.apply_all(U.replacement(base, schema, spec, SortOrder(0, [])), base)
+    ids = {f.name: f.field_id for f in m.current_schema.fields}
+    old = {f.name: f.field_id for f in base.current_schema.fields}
+    assert ids["extra"] == base.last_column_id + 1 and all(ids[n] == old[n] for n in ids if n != "extra")
+    assert [(f.field_id, f.source_id) for f in m.default_spec.fields] == [(1000, old["id"]),
+                                                                          (base.last_partition_id + 1,
+                                                                           ids["extra"])]
+    assert m.current_snapshot_id is None and "main" not in m.refs and m.snapshot_by_id(7) is not None
+    again = U.apply_all(U.replacement(m, schema, spec, SortOrder(0, [])), m)
+    assert len(again.schemas) == len(m.schemas) and len(again.partition_specs) == len(m.partition_specs)
 
 
 def test_requirements():

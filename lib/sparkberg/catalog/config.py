@@ -68,7 +68,9 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
             raise ValidationError("warehouse location cannot be empty: give the catalog a location, a database or "
                                   "REST URI, or the name of a catalog configured in the Spark conf")
         location = normalize_location(warehouse or uri)
-        return FileSystemCatalog(location), location, {"type": "hadoop", "uri": location}
+        # (a name, when it was opened by one from the Spark conf: the name SQL statements qualify tables with)
+        config = {"type": "hadoop", "uri": location, **({"name": name} if name else {})}
+        return FileSystemCatalog(location), location, config
     if kind in ("jdbc", "sql"):
         if not warehouse:
             raise ValidationError(f"the SQL catalog {uri!r} needs warehouse=... (where new tables go)")
