@@ -239,10 +239,15 @@ def test_insert_into_and_overwrite(sql, cat, spark):
     finally:
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
     assert rows(sql("SELECT id, p FROM db.i")) == [(3, "z"), (10, "x"), (20, "y")]
+    sql("INSERT INTO db.i REPLACE WHERE p = 'z' SELECT 11, 'r', 'z'")  # (the rows matching replaced)
+    assert rows(sql("SELECT id, p FROM db.i WHERE p = 'z'")) == [(11, "z")]
+    sql("CREATE TABLE db.i2 (id bigint, data string, p string); INSERT INTO db.i2 TABLE db.i")
+    sql("INSERT INTO db.i2 BY NAME SELECT 'q' AS p, 12 AS id, 'n' AS data")
+    assert rows(sql("SELECT id, p FROM db.i2")) == [(10, "x"), (11, "z"), (12, "q"), (20, "y")]
     sql("INSERT OVERWRITE TABLE db.i SELECT 30, 'all', 'w'")  # (static, no PARTITION: every row)
     assert rows(sql("SELECT id, p FROM db.i")) == [(30, "w")]
     ops = [s.operation for s in cat.load_table("db.i").snapshots()]
-    assert ops.count("overwrite") == 3
+    assert ops.count("overwrite") == 4
 
 
 def test_delete_update_and_merge(sql, cat, spark):

@@ -185,8 +185,8 @@ def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
         return NotImplemented  # (INSERT OVERWRITE DIRECTORY and the like: Spark's)
     if not _ours(names, target):
         return NotImplemented
-    table, branch, _ = _target(names, target)
-    df = source(names, tree.expression)
+    table, branch, alias = _target(names, target)
+    df = source(names, tree.expression if tree.expression is not None else tree.args["source"])  # (or TABLE src)
     schema_names = [f.name for f in table.metadata.current_schema.fields]
     static: dict[str, str] = {}
     partition = target.args.get("partition")
@@ -210,7 +210,10 @@ def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
         df = df.toDF(*wanted)
     if static:
         df = df.select(*df.columns, *[F.expr(v).alias(k) for k, v in static.items()])
-    if not tree.args.get("overwrite"):
+    replace_where = tree.args.get("where")
+    if replace_where is not None:  # (INSERT INTO t REPLACE WHERE cond: the rows matching cond replaced by the query's)
+        table.overwrite(df, _condition(names, replace_where, _qualifiers(target, alias)), branch=branch)
+    elif not tree.args.get("overwrite"):
         table.append(df, branch=branch)
     elif (session_conf(names.spark, PARTITION_OVERWRITE_CONF) or "static").strip().lower() == "dynamic":
         table.dynamic_overwrite(df, branch=branch)
