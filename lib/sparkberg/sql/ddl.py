@@ -343,6 +343,7 @@ def _ref(t: Table, kind: str, a: dict[str, Any]) -> None:
 
 # --- DESCRIBE and SHOW ---------------------------------------------------------------------------------------
 def identifier_names(schema: Schema) -> list[str]:
+    """The names of the schema's identifier fields."""
     return [schema.name_of(i) for i in schema.identifier_field_ids]
 
 
@@ -360,6 +361,7 @@ def spark_transform(transform: X.Transform, column: str, sort: bool = False) -> 
 
 
 def partitioning(spec: PartitionSpec, schema: Schema) -> list[str]:
+    """A spec's fields as Spark shows an Iceberg table's partitioning (void fields left out)."""
     return [spark_transform(f.transform, schema.name_of(f.source_id)) for f in spec.fields
             if not isinstance(f.transform, X.VoidTransform)]
 
@@ -387,6 +389,7 @@ def spark_properties(t: Table) -> dict[str, str]:
 
 
 def show_properties(names: Names, t: Table, key: str | None) -> Any:
+    """``SHOW TBLPROPERTIES t [(key)]``: what Spark shows of ``spark_properties``, without its reserved keys."""
     props = {k: v for k, v in spark_properties(t).items() if k not in _SPARK_RESERVED}
     if key is not None:
         value = props.get(key, f"Table {t.name} does not have property: {key}")
@@ -395,6 +398,7 @@ def show_properties(names: Names, t: Table, key: str | None) -> Any:
 
 
 def show_tables(names: Names, namespace: list[str] | None, pattern: str | None) -> Any:
+    """``SHOW TABLES [IN ns] [LIKE 'pattern']``: Spark's columns (namespace, tableName, isTemporary)."""
     cat = names.default
     ns = namespace
     if namespace is not None and len(namespace) >= 2 and names.named(namespace[0]) is not None:

@@ -176,6 +176,9 @@ def _condition(names: Names, node: exp.Expr, qualifiers: set[str]) -> str:
 
 
 def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
+    """``INSERT INTO`` (``append``; ``REPLACE WHERE``: ``overwrite``), ``INSERT OVERWRITE`` (static: ``overwrite``
+    of every row or of the ``PARTITION`` values; dynamic: ``dynamic_overwrite``), by position or by the names
+    listed; ``t.branch_b`` writes that branch."""
     target = tree.this
     columns = None
     if isinstance(target, exp.Schema):
@@ -224,6 +227,7 @@ def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
 
 
 def delete(names: Names, statement: Statement, tree: exp.Delete) -> Any:
+    """``DELETE FROM t [WHERE ...]``: ``Table.delete``."""
     if not _ours(names, tree.this):
         return NotImplemented
     table, branch, alias = _target(names, tree.this)
@@ -238,6 +242,7 @@ def _qualifiers(node: exp.Table, alias: str | None) -> set[str]:
 
 
 def update(names: Names, statement: Statement, tree: exp.Update) -> Any:
+    """``UPDATE t SET ... [WHERE ...]``: ``Table.update``."""
     if not _ours(names, tree.this):
         return NotImplemented
     table, branch, alias = _target(names, tree.this)
@@ -251,6 +256,7 @@ def update(names: Names, statement: Statement, tree: exp.Update) -> Any:
 
 
 def merge(names: Names, statement: Statement, tree: exp.Merge) -> Any:
+    """``MERGE INTO t USING src ON ... WHEN ...``: the ``Table.merge`` builder, a call per clause."""
     if not _ours(names, tree.this):
         return NotImplemented
     table, branch, alias = _target(names, tree.this)
