@@ -69,7 +69,7 @@ def create(names: Names, statement: Statement, tree: exp.Create, must_exist: boo
         if tree.args.get("exists"):
             return empty(names)
         raise TableAlreadyExistsError(f"table {'.'.join(parts)} already exists")
-    # (Spark gives every table that CREATE or REPLACE makes in a catalog of its the creating user as "owner")
+    # (Spark records the creating user as "owner" of every table CREATE or REPLACE makes)
     kwargs = dict(partition_by=options["partition_by"], properties={**options["properties"], "owner": user(names)})
     if exists:
         table = cat.load_table(ident)
