@@ -6,7 +6,7 @@ IVENV  ?= .venv-interop
 SHARED ?= $(or $(SPARKBERG_SHARED),../shared)
 PYTEST_FLAGS ?= -q
 
-.PHONY: demo test test-spec interop bench clean postgres-server jdbc-drivers
+.PHONY: demo test test-spec interop bench docs notebooks clean postgres-server jdbc-drivers
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -66,5 +66,17 @@ bench: $(IVENV)/.installed $(VENV)/.installed postgres-server jdbc-drivers $(IVE
 	SPARKBERG_SHARED=$(abspath $(SHARED)) BENCH_SPARK4_PYTHON=$(abspath $(VENV))/bin/python \
 		$(IVENV)/bin/python tests/benchmarks/bench.py --json bench.json
 
+# The documentation site (docs/, mkdocs.yml) into site/; any warning fails the build; needs no network
+$(VENV)/.docs-installed: $(VENV)/.installed setup.cfg
+	$(VENV)/bin/pip install -q -e '.[test,docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# Runs the notebooks and stores them with their outputs and plots (on a scratch warehouse, removed after)
+notebooks: $(VENV)/.installed
+	$(VENV)/bin/python tests/notebooks.py --store notebooks/*.ipynb
+
 clean:
-	rm -rf $(VENV) $(IVENV) warehouse
+	rm -rf $(VENV) $(IVENV) warehouse site
