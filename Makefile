@@ -5,6 +5,9 @@ IVENV  ?= .venv-interop
 # the reference stack's scripts (shared/interop): next to the checkout, or wherever $SPARKBERG_SHARED says
 SHARED ?= $(or $(SPARKBERG_SHARED),../shared)
 PYTEST_FLAGS ?= -q
+# make test runs on two pytest-xdist workers (a Spark session each), tests handed out one at a time: the suite is
+# mostly Spark's own CPU, with subprocess tests that wait; two workers keep both cores busy
+TEST_WORKERS ?= -n 2 --dist worksteal
 
 .PHONY: demo test test-spec interop bench docs notebooks clean postgres-server jdbc-drivers
 
@@ -24,7 +27,7 @@ postgres-server:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
 test: $(VENV)/.installed postgres-server
-	$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/spec tests/spark
+	$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) $(TEST_WORKERS) tests/spec tests/spark
 
 test-spec: $(VENV)/.installed postgres-server
 	$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/spec
