@@ -58,9 +58,15 @@ FIGURES: list[str] = []
 
 
 @pytest.fixture
-def report():
-    """Adds a line to the figures printed at the end of the run (reliability counts, timings of record)."""
-    return FIGURES.append
+def report(request):
+    """Adds a line to the figures printed at the end of the run (reliability counts, timings of record). The line
+    travels with the test's report, so figures of tests run by pytest-xdist's workers reach the summary too."""
+    return lambda line: request.node.user_properties.append(("sparkberg-figure", line))
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        FIGURES.extend(value for key, value in report.user_properties if key == "sparkberg-figure")
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -146,43 +146,53 @@ def test_bad_keys_are_named_errors_and_nothing_is_written(spark, table, warehous
     assert files_under(warehouse) == before_files and table.current_snapshot() is None
 
 
-@pytest.fixture(params=["filesystem", "sqlite", "postgresql", "rest"])
-def any_catalog(request, spark, tmp_path):
-    kind = request.param
-    if kind == "filesystem":
-        yield sparkberg.catalog(spark, str(tmp_path / "wh"))
-    elif kind == "sqlite":
-        yield sparkberg.catalog(spark, f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"))
-    elif kind == "postgresql":
-        pg = request.getfixturevalue("postgres")
-        uri = pg.uri(f"idem_{os.getpid()}_{abs(hash(str(tmp_path))) % 10**6}")
-        yield sparkberg.catalog(spark, uri, warehouse=str(tmp_path / "wh"))
-    else:
-        srv = RestServer(str(tmp_path / "server"))
-        yield sparkberg.catalog(spark, srv.uri)
-        srv.close()
-        assert srv.violations == []
+CATALOGS = ["filesystem", "sqlite", "postgresql", "rest"]
 
 
-def test_two_processes_racing_one_key_commit_once(spark, any_catalog, tmp_path):
-    if any_catalog.list_namespaces() == []:
-        any_catalog.create_namespace("db")
-    t = any_catalog.create_table("db.race", "id bigint, p int", partition_by=["p"])
-    data = os.path.join(local(t.location), "data")
-    ready = tmp_path / "ready"
-    ready.mkdir()
-    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "idempotent_writer.py"),
-                               json.dumps(any_catalog.config), "db.race", str(ready), str(w)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              env={**os.environ, "PYSPARK_PYTHON": sys.executable}) for w in range(2)]
-    outputs = [p.communicate(timeout=600)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs), "\n".join(o[-3000:] for o in outputs)
-    outcomes = sorted(line for o in outputs for line in o.splitlines() if line.startswith("OUTCOME"))
-    t = any_catalog.load_table("db.race")
-    assert len(t.metadata.snapshots) == 1, outcomes
-    sid = t.current_snapshot().snapshot_id
-    assert outcomes == [f"OUTCOME committed=False skipped=True snapshot={sid}",
-                        f"OUTCOME committed=True skipped=False snapshot={sid}"]
-    assert sorted(r[0] for r in t.to_df().collect()) == list(range(100))
-    live = {local(r[0]) for r in t.metadata_table("files").select("file_path").collect()}
-    assert set(files_under(data)) == live  # the loser's data files are gone
+def test_two_processes_racing_one_key_commit_once_on_every_catalog(spark, postgres, tmp_path):
+    # One pair of writer processes races on each catalog in turn (a race per catalog: both load the table, then
+    # both append with the key), so the four races cost two Spark processes, not eight.
+    servers, races = [], []
+    for kind in CATALOGS:
+        root = tmp_path / kind
+        if kind == "filesystem":
+            cat = sparkberg.catalog(spark, str(root / "wh"))
+        elif kind == "sqlite":
+            cat = sparkberg.catalog(spark, f"sqlite:///{root}.db", warehouse=str(root / "wh"))
+        elif kind == "postgresql":
+            cat = sparkberg.catalog(spark, postgres.uri(f"idem_{os.getpid()}"), warehouse=str(root / "wh"))
+        else:
+            servers.append(RestServer(str(root / "server")))
+            cat = sparkberg.catalog(spark, servers[-1].uri)
+        cat.create_namespace("db")
+        t = cat.create_table("db.race", "id bigint, p int", partition_by=["p"])
+        races.append({"catalog": cat.config, "table": "db.race", "ready": str(tmp_path / f"ready-{kind}")})
+        os.mkdir(races[-1]["ready"])
+    try:
+        procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "idempotent_writer.py"), json.dumps(races), str(w)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  env={**os.environ, "PYSPARK_PYTHON": sys.executable}) for w in range(2)]
+        outputs = [p.communicate(timeout=600)[0] for p in procs]
+        assert all(p.returncode == 0 for p in procs), "\n".join(o[-3000:] for o in outputs)
+        check_races(spark, races, outputs)
+    finally:
+        for srv in servers:
+            srv.close()
+    assert all(srv.violations == [] for srv in servers)
+
+
+def check_races(spark, races, outputs):
+    """Each race committed its key once: one snapshot, one writer committed and the other skipped, every row
+    once, and no file of the loser left."""
+    for n, (kind, race) in enumerate(zip(CATALOGS, races)):
+        outcomes = sorted(line.split(" ", 2)[2] for o in outputs for line in o.splitlines()
+                          if line.startswith(f"OUTCOME {n} "))
+        cat = sparkberg.catalog(spark, race["catalog"].pop("uri"), **race["catalog"])
+        t = cat.load_table("db.race")
+        assert len(t.metadata.snapshots) == 1, (kind, outcomes)
+        sid = t.current_snapshot().snapshot_id
+        assert outcomes == [f"committed=False skipped=True snapshot={sid}",
+                            f"committed=True skipped=False snapshot={sid}"], kind
+        assert sorted(r[0] for r in t.to_df().collect()) == list(range(100)), kind
+        live = {local(r[0]) for r in t.metadata_table("files").select("file_path").collect()}
+        assert set(files_under(local(t.location) + "/data")) == live, kind  # the loser's data files are gone

@@ -234,6 +234,7 @@ def test_cli_json_is_complete_and_local_views_equal_the_metadata_tables(spark, w
 def test_tables_too_large_to_read_here_go_to_spark_quietly(spark, warehouse, events, capsys, monkeypatch):
     from sparkberg.jobs import metadata_view
     monkeypatch.setattr(metadata_view, "LOCAL_MAX_FILES", 1)
+    monkeypatch.setenv("COLUMNS", "120")  # (the text table fits the terminal: wide enough for the partition's name)
     called = []
     real = cli._spark_rows
     monkeypatch.setattr(cli, "_spark_rows", lambda t, view: called.append(view) or real(t, view))
