@@ -79,18 +79,22 @@ class Table(RefsMixin, EvolutionMixin):
 
     @property
     def name(self) -> str:
+        """The table's identifier (``db.events``), or its location for a table loaded by path."""
         return str(self.identifier) if self.identifier else self.location
 
     @property
     def location(self) -> str:
+        """The table's base location, where its data and metadata directories are."""
         return self._metadata.location
 
     @property
     def format_version(self) -> int:
+        """The Iceberg format version: 1, 2 or 3."""
         return self._metadata.format_version
 
     @property
     def properties(self) -> dict[str, str]:
+        """A copy of the table's properties (change them with :meth:`set_properties`)."""
         return dict(self._metadata.properties)
 
     def schema(self, schema_id: int | None = None) -> Schema:
@@ -102,12 +106,16 @@ class Table(RefsMixin, EvolutionMixin):
         return self._metadata.spec(spec_id)
 
     def sort_order(self) -> SortOrder:
+        """The default sort order that writes order each file by (unsorted when it has no fields)."""
         return self._metadata.sort_order()
 
     def current_snapshot(self) -> Snapshot | None:
+        """The head of ``main``, or None for a table with no data yet."""
         return self._metadata.current_snapshot
 
     def snapshots(self) -> list[Snapshot]:
+        """Every snapshot the metadata keeps, in the order they were added (with ``snapshot_id``,
+        ``parent_snapshot_id``, ``timestamp_ms``, ``operation``, ``summary``)."""
         return list(self._metadata.snapshots)
 
     def spark_schema(self):
@@ -617,6 +625,8 @@ class Table(RefsMixin, EvolutionMixin):
         return self.commit_updates([U.UpgradeFormatVersion(int(format_version))])
 
     def set_location(self, location: str) -> "Table":
+        """Set the table's base location (``ALTER TABLE ... SET LOCATION``): new files go under it; existing files
+        stay where they are and are still read. One metadata commit."""
         return self.commit_updates([U.SetLocation(location)])
 
     def replace(self, schema: Any, partition_by: Iterable[str] | None = None,
@@ -737,6 +747,7 @@ class Catalog:
 
     @property
     def warehouse(self) -> str:
+        """Where new tables go: ``<warehouse>/<namespace>/<table>``."""
         return self._backend.warehouse
 
     def create_namespace(self, namespace: str | Sequence[str], properties: dict[str, str] | None = None) -> None:
@@ -753,18 +764,25 @@ class Catalog:
         self._backend.update_namespace_properties(namespace, updates, removals)
 
     def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
+        """Whether the namespace (``"db"``, ``"a.b"`` or ``("a", "b")``) exists."""
         return self._backend.namespace_exists(namespace)
 
     def list_namespaces(self, parent: str | Sequence[str] = ()) -> list[tuple[str, ...]]:
+        """The namespaces directly under ``parent`` (default: the top level), each as a tuple of its levels."""
         return self._backend.list_namespaces(parent)
 
     def drop_namespace(self, namespace: str | Sequence[str]) -> None:
+        """Drop an empty namespace; one that still holds tables raises ``NamespaceNotEmptyError``, an unknown one
+        ``NoSuchNamespaceError``."""
         self._backend.drop_namespace(namespace)
 
     def list_tables(self, namespace: str | Sequence[str]) -> list[str]:
+        """The identifiers (``db.events``) of the namespace's tables; an unknown namespace raises
+        ``NoSuchNamespaceError``."""
         return [str(i) for i in self._backend.list_tables(namespace)]
 
     def table_exists(self, identifier: str | Sequence[str]) -> bool:
+        """Whether the catalog has a table of that identifier."""
         return self._backend.table_exists(identifier)
 
     def create_table(self, identifier: str | Sequence[str], schema: Any, partition_by: Iterable[str] | None = None,
@@ -799,6 +817,7 @@ class Catalog:
         return self.load_table(identifier).replace(schema, partition_by, properties, sort_by)
 
     def load_table(self, identifier: str | Sequence[str]) -> Table:
+        """The table at its current metadata version; an unknown one raises ``NoSuchTableError``."""
         ident, loc, meta = self._backend.load(identifier)
         return Table(ident, meta, loc, self._backend.io, self, self.spark)
 

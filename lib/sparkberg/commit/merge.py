@@ -57,23 +57,30 @@ class MergeBuilder:
 
     def when_matched_update(self, set: dict[str, str | Column], condition: str | Column | None = None
                             ) -> "MergeBuilder":
+        """Update the matched target rows (for which ``condition`` holds): ``set`` maps target columns to Spark SQL
+        expressions over both sides (``{"v": "s.v", "n": "t.n + 1"}``), as ``WHEN MATCHED THEN UPDATE SET``."""
         self.matched.append(("update", condition, dict(set)))
         return self
 
     def when_matched_update_all(self, condition: str | Column | None = None) -> "MergeBuilder":
+        """Set every target column to the source column of the same name (``UPDATE SET *``)."""
         self.matched.append(("update", condition, None))
         return self
 
     def when_matched_delete(self, condition: str | Column | None = None) -> "MergeBuilder":
+        """Delete the matched target rows (for which ``condition`` holds)."""
         self.matched.append(("delete", condition, None))
         return self
 
     def when_not_matched_insert(self, values: dict[str, str | Column], condition: str | Column | None = None
                                 ) -> "MergeBuilder":
+        """Insert a row for each source row no target row matches (and ``condition`` holds for): ``values`` maps
+        target columns to expressions over the source; columns left out are null (``INSERT (...) VALUES (...)``)."""
         self.not_matched.append((condition, dict(values)))
         return self
 
     def when_not_matched_insert_all(self, condition: str | Column | None = None) -> "MergeBuilder":
+        """Insert each unmatched source row, columns by name (``INSERT *``)."""
         self.not_matched.append((condition, None))
         return self
 
