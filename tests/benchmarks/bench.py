@@ -2,7 +2,7 @@
 
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
         [--deletes 100000] [--wide 100000x50] [--rowlevel-scale 40000000]
-        [--only planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,memory]
+        [--only planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,memory,cold]
         [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
@@ -64,6 +64,13 @@
   size), whose time should follow the source, not the table.
 - memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
   a fresh process.
+- cold: what a scheduled job pays: each operation in a new process (a new JVM, new Python workers), for each
+  engine, alternating which goes first, ``--repeats`` times, timed from the process's start to its end, on a
+  ROWS-row v3 merge-on-read table written by Java (day x bucket[16]): an append of a tenth of it (at most 1M
+  rows), a DELETE of 1%, a MERGE of a 1% source (at most 100k rows), the compaction of one partition and a
+  ``count(*), sum(x)`` read (the last two with 1% of the rows deleted), and sparkberg's command line (``sparkberg
+  snapshots``, ``files``: no Spark) against Java's metadata tables of the same name through Spark SQL. sparkberg's
+  processes start a plain session (no Iceberg jar); each run starts from the same snapshot.
 
 Prints a table of medians and ratios (sparkberg / Java) and writes them to a JSON file. A benchmark, not a test.
 """
@@ -351,12 +358,12 @@ ROWLEVEL_DAYS = 30  # days of the row-level table per 10M rows: 30 x bucket[16] 
 MODES = ("copy-on-write", "merge-on-read")
 
 
-def build_rowlevel_table(spark, rows: int, version: int) -> tuple[str, int]:
+def build_rowlevel_table(spark, rows: int, version: int, prefix: str = "rl") -> tuple[str, int]:
     """A table written by Iceberg Java (``id, ts, v, x``, day x bucket[16], one file per partition), ``rows`` rows
     over 30 days per 10M rows (a larger table has more days: more history, the same partition size); returns its
     name and day count."""
     days = max(ROWLEVEL_DAYS, ROWLEVEL_DAYS * rows // 10_000_000)
-    name = f"rl_v{version}_{rows}"
+    name = f"{prefix}_v{version}_{rows}"
     spark.sql(f"CREATE TABLE ref.b.{name} (id bigint, ts timestamp, v string, x double) USING iceberg "
               f"PARTITIONED BY (days(ts), bucket(16, id)) TBLPROPERTIES ('format-version'='{version}')")
     spark.sql(f"""SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % {days} AS int)) AS ts,
@@ -1157,6 +1164,115 @@ def bench_memory(wh, files, results):
     print(results[-1], flush=True)
 
 
+# --- cold processes: what a scheduled job pays ---------------------------------------------------------------
+COLD_OPS = ("append", "delete", "merge", "compact", "read", "cli snapshots", "cli files")
+COLD_LABELS = {"append": "append rows (a tenth of the table, at most 1M)", "delete": "DELETE 1% (merge-on-read)",
+               "merge": "MERGE a source of 1% of the table (at most 100k rows)",
+               "compact": "compact one partition (its deletes folded in)",
+               "read": "read count(*), sum(x) with deletes", "cli snapshots": "CLI: snapshots",
+               "cli files": "CLI: files"}
+
+
+def cold_child(spec: str) -> None:
+    """In a fresh process: ``engine:op:table:rows:days``, one operation of a scheduled job on the table as it is
+    (``op`` from :data:`COLD_OPS`); prints the seconds from the session's start to the operation's end. The
+    ``cli`` ops of sparkberg are its command line, not run here (:func:`bench_cold`); Java's are the metadata
+    table of the same name through Spark SQL."""
+    engine, op, name, rows, days = spec.split(":")
+    rows, days = int(rows), int(days)
+    wh = os.environ["BENCH_MEMORY_WH"]
+    t0 = time.perf_counter()
+    if engine == "ours":  # a user's session: no Iceberg jar, no SQL extensions
+        from pyspark.sql import SparkSession
+        spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "8g")
+                 .config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        import sparkberg
+        t = sparkberg.catalog(spark, wh).load_table(f"b.{name}")
+    else:
+        spark = session(wh)
+    started = time.perf_counter() - t0
+    first_day = datetime.datetime(2024, 1, 1) + datetime.timedelta(days=days // 2)
+    day = f"ts >= TIMESTAMP '{first_day.isoformat(' ')}' AND " \
+          f"ts < TIMESTAMP '{(first_day + datetime.timedelta(days=1)).isoformat(' ')}'"
+    if op == "append":
+        df = spark.sql(f"""SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % {days} AS int))
+                           AS ts, concat('a', id) AS v, CAST(id % 1000 AS double) AS x
+                           FROM range({rows * 2}, {rows * 2 + min(1_000_000, rows // 10)})""")
+        t.append(df) if engine == "ours" else df.writeTo(f"ref.b.{name}").append()
+    elif op == "delete":
+        t.delete("x < 10") if engine == "ours" else spark.sql(f"DELETE FROM ref.b.{name} WHERE x < 10")
+    elif op == "merge":
+        src = merge_source(spark, rows, days, spread=False)
+        if engine == "ours":
+            t.merge(src, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()
+        else:
+            src.createOrReplaceTempView("src")
+            spark.sql(f"MERGE INTO ref.b.{name} t USING src s ON t.id = s.id "
+                      "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    elif op == "compact":
+        if engine == "ours":
+            t.rewrite_data_files(filter=day, options={"rewrite-all": "true"}).collect()
+        else:
+            spark.sql(f"CALL ref.system.rewrite_data_files(table => 'b.{name}', where => \"{day}\", "
+                      "options => map('rewrite-all', 'true'))").collect()
+    elif op == "read":
+        (t.to_df() if engine == "ours" else spark.table(f"ref.b.{name}")).selectExpr("count(*)", "sum(x)").collect()
+    elif op.startswith("cli "):
+        spark.sql(f"SELECT * FROM ref.b.{name}.{op.split()[1]}").collect()
+    print(json.dumps({"started_s": started, "op_s": time.perf_counter() - t0 - started}))
+
+
+def bench_cold_table(spark, rows: int) -> tuple[str, int, dict[str, int]]:
+    """The cold rows' table: written by Iceberg Java (:func:`build_rowlevel_table`), v3, merge-on-read, then 1% of
+    its rows deleted by Java; returns its name, days and the snapshot each operation starts from."""
+    name, days = build_rowlevel_table(spark, rows, 3, prefix="cold")
+    spark.sql(f"ALTER TABLE ref.b.{name} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read', "
+              "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')")
+    import sparkberg
+    base = sparkberg.catalog(spark, spark.conf.get("spark.sql.catalog.ref.warehouse")).load_table(f"b.{name}")
+    spark.sql(f"DELETE FROM ref.b.{name} WHERE x >= 990")
+    deleted = base.refresh().metadata.current_snapshot_id
+    # the writes start from the table without deletes; compaction, reads and the CLI from the one with them
+    starts = {op: base.metadata.current_snapshot_id if op in ("append", "delete", "merge") else deleted
+              for op in COLD_OPS}
+    return name, days, starts
+
+
+def bench_cold(wh: str, name: str, rows: int, days: int, starts: dict[str, int], repeats: int, results: list):
+    """Each operation of :data:`COLD_OPS` in a new process (a new JVM, new Python workers) for each engine,
+    alternating which goes first, ``repeats`` times, each run from the operation's start snapshot: the wall time
+    of the whole process, as a scheduled job's."""
+    import sparkberg
+    meta = sparkberg.catalog(None, wh)
+    for op in COLD_OPS:
+        times: dict[str, list[float]] = {"ours": [], "java": []}
+        inside: dict[str, list[float]] = {"ours": [], "java": []}
+        for r in range(repeats):
+            for engine in (("ours", "java") if r % 2 == 0 else ("java", "ours")):
+                t = meta.load_table(f"b.{name}")
+                if t.metadata.current_snapshot_id != starts[op]:
+                    t.set_current_snapshot(starts[op])
+                t0 = time.perf_counter()
+                if engine == "ours" and op.startswith("cli "):
+                    p = subprocess.run([sys.executable, "-m", "sparkberg.jobs.cli", "--warehouse", wh,
+                                        "--output", "json", op.split()[1], f"b.{name}"],
+                                       capture_output=True, text=True, timeout=3600)
+                    if p.returncode:
+                        raise RuntimeError(p.stderr[-2000:])
+                else:
+                    inside[engine].append(_child(wh, "--cold-child", f"{engine}:{op}:{name}:{rows}:{days}")["op_s"])
+                times[engine].append(time.perf_counter() - t0)
+        ours, java = statistics.median(times["ours"]), statistics.median(times["java"])
+        results.append({"benchmark": f"cold process, {rows} rows v3 merge-on-read: {COLD_LABELS[op]}",
+                        "variant": "a new process each", "sparkberg_s": ours, "java_s": java, "ratio": ours / java,
+                        "spread": _spread(times["ours"], times["java"]),
+                        "operation_s": {e: statistics.median(v) for e, v in inside.items() if v}})
+        print(results[-1], flush=True)
+    meta.load_table(f"b.{name}").set_current_snapshot(starts["append"])
+
+
 def table(results) -> str:
     lines = [f"{'benchmark':56s} {'variant':38s} {'sparkberg':>10s} {'java':>10s} {'ratio':>6s}  notes"]
     for r in results:
@@ -1205,11 +1321,12 @@ def main() -> int:
                         "(default: all)")
     p.add_argument("--only",
                    default="planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
-                           "memory")
+                           "memory,cold")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--maintenance-child", help=argparse.SUPPRESS)
     p.add_argument("--spark4-child", help=argparse.SUPPRESS)
+    p.add_argument("--cold-child", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.memory_child:
@@ -1220,6 +1337,9 @@ def main() -> int:
         return 0
     if args.spark4_child:
         spark4_child(args.spark4_child, args.rows, args.repeats)
+        return 0
+    if args.cold_child:
+        cold_child(args.cold_child)
         return 0
     only = set(args.only.split(","))
     wh = tempfile.mkdtemp(prefix="sparkberg-bench-")
@@ -1254,12 +1374,16 @@ def main() -> int:
         versions = tuple(v for v in (2, 3) if not words & {"v2", "v3"} or f"v{v}" in words)
         modes = tuple(m for m in MODES if not words & set(MODES) or m in words)
         bench_rowlevel(spark, wh, args.rows, args.rowlevel_scale, args.repeats, results, ops, versions, modes)
+    cold = bench_cold_table(spark, args.rows) if "cold" in only else None
     spark.stop()
     # (after the session stops: its JVM, alive beside the child's, slowed the child's reads by 0.05-0.1 s each)
     if "reads" in only:
         spark4_reads(wh, args.rows, args.repeats, results)
     if "memory" in only:
         bench_memory(wh, sizes[-1], results)
+    if cold:  # (with no session of this process alive: each child's JVM has the machine to itself)
+        name, days, starts = cold
+        bench_cold(wh, name, args.rows, days, starts, args.repeats, results)
     print("\n" + table(results))
     with open(args.json, "w") as f:
         json.dump({"started": started, "seconds": time.time() - started, "sizes": sizes, "rows": args.rows,
