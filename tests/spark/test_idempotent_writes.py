@@ -165,7 +165,7 @@ def test_two_processes_racing_one_key_commit_once_on_every_catalog(spark, postgr
             servers.append(RestServer(str(root / "server")))
             cat = sparkberg.catalog(spark, servers[-1].uri)
         cat.create_namespace("db")
-        t = cat.create_table("db.race", "id bigint, p int", partition_by=["p"])
+        cat.create_table("db.race", "id bigint, p int", partition_by=["p"])
         races.append({"catalog": cat.config, "table": "db.race", "ready": str(tmp_path / f"ready-{kind}")})
         os.mkdir(races[-1]["ready"])
     try:
