@@ -178,11 +178,13 @@ class Table(RefsMixin, EvolutionMixin):
             return self._metadata.current_schema
 
     @contextlib.contextmanager
-    def _running(self, label: str, snapshot: Snapshot | None = None, suffix: str = "") -> Iterator[None]:
-        """The block runs an operation of this table: its Spark jobs carry ``label`` (``DELETE db.t``), errors
-        raised in Spark's Python workers are sparkberg's own (:mod:`sparkberg.spark.executors`), and a file of
-        ``snapshot`` (the current one by default) that is gone is named with what references it."""
-        with job_description(self.spark, f"{label} {self.name}{suffix}"), executor_errors(self.spark):
+    def _running(self, label: str | None, snapshot: Snapshot | None = None, suffix: str = "") -> Iterator[None]:
+        """The block runs an operation of this table: its Spark jobs carry ``label`` (``DELETE db.t``; None for
+        a block that starts none of its own: labelling costs three calls into the JVM), errors raised in Spark's
+        Python workers are sparkberg's own (:mod:`sparkberg.spark.executors`), and a file of ``snapshot`` (the
+        current one by default) that is gone is named with what references it."""
+        described = job_description(self.spark, f"{label} {self.name}{suffix}") if label else contextlib.nullcontext()
+        with described, executor_errors(self.spark):
             try:
                 yield
             except MissingFileError as e:
@@ -197,7 +199,7 @@ class Table(RefsMixin, EvolutionMixin):
             return TRUE
         if not isinstance(filter, str):
             return TRUE  # a Column filter is applied exactly but prunes nothing
-        return bind(translate_filter(filter, schema, session_time_zone(self.spark)), schema)
+        return bind(translate_filter(filter, schema, lambda: session_time_zone(self.spark)), schema)
 
     def plan_files(self, filter: Any = None, snapshot_id: int | None = None, ref: str | None = None,
                    as_of_timestamp_ms: int | None = None, planning: str | None = None):
@@ -215,7 +217,9 @@ class Table(RefsMixin, EvolutionMixin):
         ``read.data-planning-mode`` (else "auto"; see :mod:`sparkberg.spark.tuning`); the result is the same.
         """
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
-        with self._running("DATA-PLANNING", snap):
+        # (no label: a plan made here starts no Spark job but a delete planning one, which has its own, and a
+        # distributed plan's jobs run when its DataFrame is read)
+        with self._running(None, snap):
             return plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning,
                         self.name).files()
 

@@ -218,7 +218,7 @@ class RowLevel:
         self.spark = table.spark
         self.schema = schema = m.current_schema
         self.filter = filter
-        tz = session_time_zone(self.spark)
+        tz = functools.partial(session_time_zone, self.spark)  # (read only for a literal without a zone)
         text = filter if isinstance(filter, str) else None
         self.weak = TRUE if text is None else bind(translate_filter(text, schema, tz), schema)
         if text is not None:

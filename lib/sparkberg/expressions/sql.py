@@ -10,11 +10,12 @@ no ordering comparison, ``-0.0`` sorts before ``0.0``), so the rows are the ones
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import re
 import uuid as _uuid
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Callable
 
 from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import (
@@ -258,9 +259,13 @@ def _negate(v: Any) -> Any:
 # --- translation -----------------------------------------------------------------------------------------
 
 class _Translator:
-    def __init__(self, schema: T.Schema, time_zone: str):
+    def __init__(self, schema: T.Schema, time_zone: str | Callable[[], str]):
         self.by_name = {k.lower(): v for k, v in schema.index_by_name().items()}
-        self.tz = time_zone
+        self.time_zone = time_zone
+
+    @functools.cached_property
+    def tz(self) -> str:
+        return self.time_zone() if callable(self.time_zone) else self.time_zone
 
     def field(self, node) -> T.NestedField | None:
         if isinstance(node, _Col):
@@ -445,9 +450,12 @@ def parse_filter(text: str):
     return _Parser(text).parse()
 
 
-def translate_filter(text: str, schema: T.Schema, time_zone: str = "UTC", strengthen: bool = False) -> Expression:
+def translate_filter(text: str, schema: T.Schema, time_zone: str | Callable[[], str] = "UTC",
+                     strengthen: bool = False) -> Expression:
     """An unbound Iceberg expression implied by the Spark SQL filter ``text`` (for pruning); with
-    ``strengthen``, one that implies it instead (for deciding that every row of a file matches)."""
+    ``strengthen``, one that implies it instead (for deciding that every row of a file matches). ``time_zone``
+    (the zone of timestamp literals without one) may be a function that reads it, called only for such a
+    literal (reading the session's costs a call into the JVM)."""
     try:
         tree = parse_filter(text)
     except ValidationError:

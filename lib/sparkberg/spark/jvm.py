@@ -45,13 +45,15 @@ def _arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFr
 
     struct = parse_ddl(spark, ddl) if isinstance(ddl, str) else ddl
     jvm = spark._jvm
-    # (each batch is one partition of the lazy DataFrame: as many as a local relation is split into)
-    per_batch = max(1, -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism)))
+    lazy = table.num_rows >= LAZY_ROWS
+    # (each batch is one partition of the lazy DataFrame: as many as a local relation is split into. A local
+    # relation takes them all at once: one batch, and no call into the JVM for the parallelism)
+    per_batch = max(1, -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism)) if lazy else table.num_rows)
     jrdd = spark.sparkContext._serialize_to_jvm(
         table.to_batches(max_chunksize=per_batch), ArrowStreamSerializer(),
         lambda path: jvm_static(jvm, _SQL_UTILS + "readArrowStreamFromFile")(path),
         lambda: jvm_static(jvm, "org.apache.spark.sql.api.python.ArrowIteratorServer")())
-    with session_setting(spark, _LOCAL_RELATION_THRESHOLD, "0", table.num_rows >= LAZY_ROWS):
+    with session_setting(spark, _LOCAL_RELATION_THRESHOLD, "0", lazy):
         jdf = jvm_static(jvm, _SQL_UTILS + "toDataFrame")(jrdd, struct.json(), spark._jsparkSession)
     return ClassicDataFrame(jdf, spark)
 
