@@ -1,8 +1,10 @@
 """``make bench``: sparkberg against Iceberg Java 1.10.2 on the same tables, in the same Spark 3.5 session.
 
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
-        [--deletes 100000] [--wide 100000x50] [--rowlevel-scale 40000000]
-        [--only planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,memory,cold]
+        [--deletes 100000,1000000] [--wide 100000x50] [--rowlevel-scale 40000000]
+        [--scale 100000,1000000,10000000]
+        [--only planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,memory,cold,
+                scale]
         [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
@@ -19,8 +21,8 @@
   "auto, tasks" (and "auto, cached, tasks"): the planner's tasks held on the driver as an Arrow table
   (``ScanPlan.arrow``: what ``to_df`` reads its tasks from), as Java's ``planFiles()`` gives its tasks on the
   driver, collected from the executors where the plan is distributed.
-- deletes: the same planning benchmarks on a table of 100k data files (``--deletes``) grown by ten appends of ten
-  manifests, each data file of 5% of the partitions (days) with a position delete file of its own: a table that
+- deletes: the same planning benchmarks on tables of 100k and 1M data files (``--deletes``) grown by ten appends,
+  each data file of 5% of the partitions (days) with a position delete file of its own: a table that
   takes deletes in a few partitions. Its rows, like every "auto" row above, time ``plan_files().count()``.
 - wide: the same planning benchmarks on a table of 100k data files (``--wide``) with 50 more bigint columns,
   each data file carrying metrics of all 53 columns (sizes, counts, bounds), as writers keep them: most of
@@ -71,6 +73,12 @@
   ``count(*), sum(x)`` read (the last two with 1% of the rows deleted), and sparkberg's command line (``sparkberg
   snapshots``, ``files``: no Spark) against Java's metadata tables of the same name through Spark SQL. sparkberg's
   processes start a plain session (no Iceberg jar); each run starts from the same snapshot.
+- scale: tables of ``--scale`` data files (metadata only, as the planning tables; ten appends; position
+  deletes in 1% of the days), a copy per engine: a full and a selective plan, a count of the ``files``
+  metadata table and the expiry of the oldest of the ten snapshots, each in a fresh process per engine, timed
+  from the table's load to the operation's end, with the driver's peak RSS (Python and JVM). sparkberg's
+  processes start a user's session (no Iceberg jar, Spark's default 1 GB of driver memory); Java's the bench's
+  (8 GB). A run an engine cannot finish is reported as failed.
 
 Prints a table of medians and ratios (sparkberg / Java) and writes them to a JSON file. A benchmark, not a test.
 """
@@ -139,10 +147,11 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
     from sparkberg.spec.manifests import ADDED, MANIFEST_DELETES, DataFile, ManifestEntry
     from sparkberg.spec import updates as U
     from sparkberg.spec.snapshots import Snapshot
-    cat = sparkberg.catalog(spark, wh)
-    extra = "".join(f", c{j} bigint" for j in range(columns))
-    t = cat.create_table(f"b.{name}", f"id bigint, ts timestamp, v string{extra}",
-                         partition_by=["day(ts)", "bucket(16, id)"])
+    from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+    cat = sparkberg.catalog(spark, wh)  # (``spark`` may be None: a schema as a StructType needs no session)
+    fields = [StructField("id", LongType()), StructField("ts", TimestampType()), StructField("v", StringType())]
+    fields += [StructField(f"c{j}", LongType()) for j in range(columns)]
+    t = cat.create_table(f"b.{name}", StructType(fields), partition_by=["day(ts)", "bucket(16, id)"])
     m = t.metadata
     spec, schema = m.default_spec, m.current_schema
     extra_ids = [f.field_id for f in schema.fields][3:]
@@ -252,15 +261,17 @@ def bench_planning(spark, wh, sizes, repeats, results):
         plan_rows(spark, wh, t, n, f"plan{n}", f"planning {n} files", repeats, results)
 
 
-def bench_partition_deletes(spark, wh, files: int, repeats, results):
-    """The planning benchmarks on a table whose position deletes sit in 5% of its partitions (days), grown by
-    ten appends of ten manifests: what the plan's DataFrame costs next to the plan."""
-    t0 = time.perf_counter()
-    t = build_planning_table(spark, wh, "pdeletes", files, snapshots=10, deleted=lambda i: (i // 1600) % 20 == 0)
-    print(f"built a {files}-file table with deletes in 5% of its days in {time.perf_counter() - t0:.1f} s",
-          flush=True)
-    plan_rows(spark, wh, t, files, "pdeletes", f"planning {files} files, deletes in 5% of partitions", repeats,
-              results)
+def bench_partition_deletes(spark, wh, sizes: list[int], repeats, results):
+    """The planning benchmarks on tables of each of ``sizes`` files whose position deletes sit in 5% of their
+    partitions (days), grown by ten appends: what the plan's DataFrame costs next to the plan."""
+    for files in sizes:
+        t0 = time.perf_counter()
+        t = build_planning_table(spark, wh, f"pdeletes{files}", files, snapshots=10,
+                                 deleted=lambda i: (i // 1600) % 20 == 0)
+        print(f"built a {files}-file table with deletes in 5% of its days in {time.perf_counter() - t0:.1f} s",
+              flush=True)
+        plan_rows(spark, wh, t, files, f"pdeletes{files}", f"planning {files} files, deletes in 5% of partitions",
+                  repeats, results)
 
 
 def bench_wide_planning(spark, wh, files: int, columns: int, repeats, results):
@@ -1164,6 +1175,110 @@ def bench_memory(wh, files, results):
     print(results[-1], flush=True)
 
 
+# --- tables of millions of files: time and the driver's memory as a table grows ------------------------------
+SCALE_OPS = ("plan full", "plan selective", "files", "expire")
+SCALE_SNAPSHOTS = 10
+
+
+def scale_deleted(i: int) -> bool:
+    """The scale tables' data files with a position delete file: those of 1% of the days (a few partitions)."""
+    return (i // 1600) % 100 == 0
+
+
+def build_child(spec: str) -> None:
+    """In a process of its own with no Spark (``name:files``): build a scale table (:func:`bench_scale`)."""
+    name, files = spec.split(":")
+    t0 = time.perf_counter()
+    build_planning_table(None, os.environ["BENCH_MEMORY_WH"], name, int(files), snapshots=SCALE_SNAPSHOTS,
+                         deleted=scale_deleted)
+    print(json.dumps({"seconds": time.perf_counter() - t0}))
+
+
+def scale_child(spec: str) -> None:
+    """In a fresh process: ``engine:op:table:files``, one operation of :data:`SCALE_OPS` on the table; prints the
+    seconds from the session's start to the operation's end (the table's load included), the driver's peak RSS
+    (Python and JVM) and the operation's count. sparkberg's session is a user's: no Iceberg jar, Spark's default
+    driver memory; Java's is the bench's (8 GB of driver memory)."""
+    engine, op, name, files = spec.split(":")
+    files = int(files)
+    wh = os.environ["BENCH_MEMORY_WH"]
+    d0, d1, lo, hi = selective_filter(files)
+    if engine == "ours":
+        from pyspark.sql import SparkSession
+        spark = (SparkSession.builder.master("local[2]").config("spark.sql.session.timeZone", "UTC")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        t0 = time.perf_counter()
+        import sparkberg
+        t = sparkberg.catalog(spark, wh).load_table(f"b.{name}")
+        if op == "expire":
+            cutoff = t.metadata.snapshots[SCALE_SNAPSHOTS // 10].timestamp_ms
+            n = t.expire_snapshots(older_than=cutoff).collect()[0]["deleted_manifest_lists_count"]
+        elif op == "files":
+            n = t.metadata_table("files").count()
+        else:
+            n = t.plan_files(filter=selective_text(files) if op == "plan selective" else None).count()
+    else:
+        spark = session(wh)
+        t0 = time.perf_counter()
+        jvm = spark._jvm
+        jt = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"ref.b.{name}")
+        if op == "expire":
+            snaps = sorted(s.timestampMillis() for s in jt.snapshots())
+            n = spark.sql(f"CALL ref.system.expire_snapshots(table => 'b.{name}', older_than => TIMESTAMP "
+                          f"'{_utc(snaps[SCALE_SNAPSHOTS // 10])}')").collect()[0]["deleted_manifest_lists_count"]
+        elif op == "files":
+            n = spark.sql(f"SELECT * FROM ref.b.{name}.files").count()
+        else:
+            scan = jt.newScan()
+            if op == "plan selective":
+                expr = jvm.org.apache.iceberg.expressions.Expressions
+                both = getattr(expr, "and")
+                scan = scan.filter(both(both(expr.greaterThanOrEqual("ts", d0 * 86_400_000_000),
+                                             expr.lessThan("ts", d1 * 86_400_000_000)),
+                                        both(expr.greaterThanOrEqual("id", lo), expr.lessThan("id", hi))))
+            n = jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size(scan.planFiles())
+    print(json.dumps({"seconds": time.perf_counter() - t0, "peak_rss_mb": _peak_rss_mb(), "count": n}))
+
+
+def bench_scale(wh: str, sizes: list[int], results: list) -> None:
+    """Tables of each of ``sizes`` data files (metadata only, :func:`build_planning_table`: day x bucket[16],
+    1000 entries a manifest, grown by ten appends; position deletes in 1% of the days, :func:`scale_deleted`),
+    one copy per engine, built side by side in processes with no Spark. On each, in a fresh process per
+    operation and engine: a full plan and a selective one (~1% of the files) counted, the ``files`` metadata
+    table counted, and the expiry of the oldest of its ten snapshots; the time (the table's load included) and
+    the driver's peak RSS, as the table grows."""
+    for files in sizes:
+        names = {e: f"scale{files}_{e}" for e in ("ours", "java")}
+        builds = [subprocess.Popen([sys.executable, __file__, "--build-child", f"{n}:{files}"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, "BENCH_MEMORY_WH": wh}) for n in names.values()]
+        for b in builds:
+            out, err = b.communicate(timeout=7200)
+            if b.returncode:
+                raise RuntimeError(err[-2000:])
+        print(f"built two {files}-file tables: {json.loads(out.splitlines()[-1])['seconds']:.0f} s", flush=True)
+        for op in SCALE_OPS:
+            got = {}
+            for e in ("ours", "java"):
+                try:
+                    got[e] = _child(wh, "--scale-child", f"{e}:{op}:{names[e]}:{files}")
+                except (RuntimeError, subprocess.TimeoutExpired) as failure:
+                    got[e] = {"seconds": None, "peak_rss_mb": None, "count": None,
+                              "failed": str(failure).strip().splitlines()[-1][:200]}
+            ours, java = got["ours"], got["java"]
+            results.append({"benchmark": f"{files} files: {op}", "variant": "a fresh process each",
+                            "sparkberg_s": ours["seconds"], "java_s": java["seconds"],
+                            "ratio": ours["seconds"] / java["seconds"] if ours["seconds"] and java["seconds"] else None,
+                            "rss_mb": ours["peak_rss_mb"], "java_rss_mb": java["peak_rss_mb"],
+                            "count": ours["count"], "java_count": java["count"],
+                            **{f"{e}_failed": got[e]["failed"] for e in got if "failed" in got[e]}})
+            print(results[-1], flush=True)
+        for n in names.values():  # (the next size's tables take their place on disk)
+            import shutil
+            shutil.rmtree(os.path.join(wh, "b", n), ignore_errors=True)
+
+
 # --- cold processes: what a scheduled job pays ---------------------------------------------------------------
 COLD_OPS = ("append", "delete", "merge", "compact", "read", "cli snapshots", "cli files")
 COLD_LABELS = {"append": "append rows (a tenth of the table, at most 1M)", "delete": "DELETE 1% (merge-on-read)",
@@ -1232,11 +1347,11 @@ def bench_cold_table(spark, rows: int) -> tuple[str, int, dict[str, int]]:
               "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')")
     import sparkberg
     base = sparkberg.catalog(spark, spark.conf.get("spark.sql.catalog.ref.warehouse")).load_table(f"b.{name}")
+    written = base.metadata.current_snapshot_id
     spark.sql(f"DELETE FROM ref.b.{name} WHERE x >= 990")
     deleted = base.refresh().metadata.current_snapshot_id
     # the writes start from the table without deletes; compaction, reads and the CLI from the one with them
-    starts = {op: base.metadata.current_snapshot_id if op in ("append", "delete", "merge") else deleted
-              for op in COLD_OPS}
+    starts = {op: written if op in ("append", "delete", "merge") else deleted for op in COLD_OPS}
     return name, days, starts
 
 
@@ -1290,7 +1405,11 @@ def table(results) -> str:
             notes = (f"{r['touched']} (java {r['java_touched']}); peak RSS {r['rss_mb']:.0f} MiB "
                      f"(java {r['java_rss_mb']:.0f})")
         if "rss_mb" in r and "touched" not in r:
-            notes = f"peak RSS {r['rss_mb']:.0f} MiB (java {r['java_rss_mb']:.0f})"
+            rss = lambda mb: "-" if mb is None else f"{mb:.0f}"  # noqa: E731
+            notes = f"peak RSS {rss(r['rss_mb'])} MiB (java {rss(r['java_rss_mb'])})"
+        failed = "; ".join(f"{k[:-7]} failed: {v}" for k, v in r.items() if k.endswith("_failed"))
+        if failed:
+            notes = f"{notes}; {failed}"
         if "floor_s" in r:
             notes = (f"Spark's scans of its files unioned {r['floor_s']:.2f} s, with row positions tested "
                      f"{r['tested_floor_s']:.2f} s")
@@ -1298,7 +1417,8 @@ def table(results) -> str:
             notes = f"ratio {r['spread']}" + (f"; {notes}" if notes else "")
         java = "-" if r["java_s"] is None else f"{r['java_s']:.2f}"
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        lines.append(f"{r['benchmark']:56s} {r['variant']:38s} {r['sparkberg_s']:10.2f} {java:>10s} {ratio:>6s}  "
+        ours = "-" if r["sparkberg_s"] is None else f"{r['sparkberg_s']:.2f}"
+        lines.append(f"{r['benchmark']:56s} {r['variant']:38s} {ours:>10s} {java:>10s} {ratio:>6s}  "
                      f"{notes}")
     return "\n".join(lines)
 
@@ -1310,10 +1430,12 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", 3)))
     p.add_argument("--wide", default=os.environ.get("BENCH_WIDE", "100000x50"),
                    help="FILESxCOLUMNS of the wide table's planning benchmarks (metrics of COLUMNS + 3 columns)")
-    p.add_argument("--deletes", type=int, default=int(os.environ.get("BENCH_DELETES", 100_000)),
-                   help="files of the table whose position deletes are in 5%% of its partitions")
+    p.add_argument("--deletes", default=os.environ.get("BENCH_DELETES", "100000,1000000"),
+                   help="files of the tables whose position deletes are in 5%% of their partitions")
     p.add_argument("--maintenance-files", type=int, default=int(os.environ.get("BENCH_MAINTENANCE_FILES", 1_000_000)),
                    help="data files of the tables the maintenance actions run on (100 snapshots)")
+    p.add_argument("--scale", default=os.environ.get("BENCH_SCALE", "100000,1000000,10000000"),
+                   help="data files of the tables the scale rows plan, list and expire")
     p.add_argument("--rowlevel-scale", type=int, default=int(os.environ.get("BENCH_ROWLEVEL_SCALE", 40_000_000)),
                    help="rows of the larger table the MERGE on 3 days also runs on (0: none)")
     p.add_argument("--rowlevel", default=os.environ.get("BENCH_ROWLEVEL", ""),
@@ -1321,12 +1443,14 @@ def main() -> int:
                         "(default: all)")
     p.add_argument("--only",
                    default="planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
-                           "memory,cold")
+                           "memory,cold,scale")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--maintenance-child", help=argparse.SUPPRESS)
     p.add_argument("--spark4-child", help=argparse.SUPPRESS)
     p.add_argument("--cold-child", help=argparse.SUPPRESS)
+    p.add_argument("--scale-child", help=argparse.SUPPRESS)
+    p.add_argument("--build-child", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.memory_child:
@@ -1341,6 +1465,12 @@ def main() -> int:
     if args.cold_child:
         cold_child(args.cold_child)
         return 0
+    if args.scale_child:
+        scale_child(args.scale_child)
+        return 0
+    if args.build_child:
+        build_child(args.build_child)
+        return 0
     only = set(args.only.split(","))
     wh = tempfile.mkdtemp(prefix="sparkberg-bench-")
     spark = session(wh)
@@ -1350,7 +1480,7 @@ def main() -> int:
         bench_planning(spark, wh, sizes, args.repeats, results) if "planning" in only else \
             build_planning_table(spark, wh, f"plan{sizes[-1]}", sizes[-1])
     if "deletes" in only:
-        bench_partition_deletes(spark, wh, args.deletes, args.repeats, results)
+        bench_partition_deletes(spark, wh, [int(x) for x in args.deletes.split(",") if x], args.repeats, results)
     if "wide" in only:
         files, columns = (int(x) for x in args.wide.split("x"))
         bench_wide_planning(spark, wh, files, columns, args.repeats, results)
@@ -1381,6 +1511,8 @@ def main() -> int:
         spark4_reads(wh, args.rows, args.repeats, results)
     if "memory" in only:
         bench_memory(wh, sizes[-1], results)
+    if "scale" in only:  # (as the cold rows: each child with the machine to itself)
+        bench_scale(wh, [int(x) for x in args.scale.split(",") if x], results)
     if cold:  # (with no session of this process alive: each child's JVM has the machine to itself)
         name, days, starts = cold
         bench_cold(wh, name, args.rows, days, starts, args.repeats, results)
