@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -78,6 +80,91 @@ def ddl(dt: ST.DataType) -> str:
     return dt.simpleString()
 
 
+def _map_grid(column: pa.ChunkedArray, slot: dict[int, int], n: int) -> tuple[pa.Array, np.ndarray]:
+    """A metrics map column (``map<int, V>``, one map per row) as its flattened values and a (readable column,
+    row) grid of indexes into them (-1 where the row's map has no item for the column): one pass over the items.
+    A key repeated in a map: its last item, as the reference's ``dict`` of the map (and Java's map) keeps."""
+    grid = np.full((len(slot), n), -1, np.int64)
+    maps = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    values = maps.items if len(maps) else pa.array([], maps.type.item_type)
+    if not len(maps) or not slot or not len(values):
+        return values, grid
+    offsets = maps.offsets.to_numpy(zero_copy_only=False)
+    keys = maps.keys.to_numpy(zero_copy_only=False).astype(np.int64)
+    start, end = int(offsets[0]), int(offsets[-1])  # (a sliced map array's items start past 0)
+    rows = np.repeat(np.arange(n), np.diff(offsets))
+    # (keys looked up among the sorted field ids: a key may be any int, such as a delete file's path field id)
+    fids = np.array(sorted(slot), np.int64)
+    k = keys[start:end]
+    at = np.minimum(np.searchsorted(fids, k), len(fids) - 1)
+    where = np.where(fids[at] == k, np.array([slot[f] for f in fids.tolist()], np.int64)[at], -1)
+    items = np.flatnonzero(where >= 0)  # (in order: the last item of a repeated key is written last)
+    grid[where[items], rows[items]] = items + start
+    return values, grid
+
+
+def _take(values: pa.Array, grid: np.ndarray, row: int) -> pa.Array:
+    """``values`` at the indexes of a row of ``grid``, null where -1."""
+    at = grid[row]
+    return values.take(pa.array(np.where(at < 0, 0, at), mask=at < 0)) if len(values) else \
+        pa.nulls(len(at), values.type)
+
+
+# Appendix D values of these types are little-endian numbers: (width in bytes -> numpy type), the widths of a
+# promoted column's older bounds included (int -> long, float -> double, date -> timestamp), as :func:`from_bytes`
+_NUMBERS = {T.BOOLEAN: {1: "u1"}, T.INT: {4: "<i4", 8: "<i8"}, T.DATE: {4: "<i4", 8: "<i8"},
+            **{t: {4: "<i4", 8: "<i8"} for t in (T.LONG, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMP_NS,
+                                                 T.TIMESTAMPTZ_NS)},
+            T.FLOAT: {4: "<f4"}, T.DOUBLE: {4: "<f4", 8: "<f8"}}
+
+
+def _bounds(t: T.IcebergType, raw: pa.Array, to: pa.DataType) -> pa.Array:
+    """Bounds of type ``t`` (Appendix D bytes, null where absent) as an array of ``to``, the Arrow type of their
+    Spark type: numbers decoded as arrays, strings checked as UTF-8, bytes as they are; anything else, and any
+    value of an unexpected width, by :func:`_bound`."""
+    raw = raw.cast(pa.binary())
+    try:
+        if t in _NUMBERS:
+            decoded = _numbers(raw, _NUMBERS[t])
+            if decoded is not None:
+                values, valid = decoded
+                if t == T.BOOLEAN:
+                    values = values != 0
+                elif t in (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS):
+                    values = values // 1000  # (Spark's timestamps are in micros)
+                elif pa.types.is_date32(to):
+                    values = values.astype(np.int32)  # (Arrow makes dates of int32 days)
+                return pa.array(values, mask=~valid).cast(to)
+        elif t == T.STRING:
+            return raw.cast(pa.string()).cast(to)
+        elif t == T.BINARY or isinstance(t, (T.FixedType, T.GeometryType, T.GeographyType)):
+            return raw.cast(to)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass  # (a value the reference decodes or names)
+    return pa.array([_bound(t, v) for v in raw.to_pylist()], to)
+
+
+def _numbers(raw: pa.BinaryArray, widths: dict[int, str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(values, valid) of little-endian numbers of the given widths (-> numpy type), as int64 or float64; None
+    when a value has another width."""
+    valid = ~np.asarray(raw.is_null().to_numpy(zero_copy_only=False), bool)
+    offsets = np.frombuffer(raw.buffers()[1], np.int32)[raw.offset:raw.offset + len(raw) + 1]
+    lengths = np.diff(offsets)
+    data = np.frombuffer(raw.buffers()[2], np.uint8) if raw.buffers()[2] is not None else np.zeros(0, np.uint8)
+    floating = any(np.dtype(d).kind == "f" for d in widths.values())
+    out = np.zeros(len(raw), np.float64 if floating else np.int64)
+    seen = np.zeros(len(raw), bool)
+    for width, dtype in widths.items():
+        rows = np.flatnonzero(valid & (lengths == width))
+        if len(rows):
+            at = offsets[:-1][rows][:, None] + np.arange(width)
+            out[rows] = np.ascontiguousarray(data[at]).view(dtype).reshape(-1)
+            seen[rows] = True
+    if (valid & ~seen).any():
+        return None
+    return out, valid
+
+
 def _bound(t: T.IcebergType, raw: bytes | None) -> Any:
     if raw is None:
         return None
@@ -106,11 +193,38 @@ class MetadataDecoder(EntryDecoder):
         return super().ddl + f", readable_metrics {ddl(self.readable)}, file_format_raw string"
 
     def _from_columns(self, manifests: list[tuple[ManifestFile, int]], mc: Any) -> pa.Table:
-        rows = super()._from_columns(manifests, mc).to_pylist()
-        return pa.Table.from_pylist(self.readable_rows(rows), schema=self.schema)
+        entries = super()._from_columns(manifests, mc)
+        return entries.append_column(self.schema.field("readable_metrics"), [self.readable_metrics(entries)]) \
+            .append_column(self.schema.field("file_format_raw"), pc.utf8_upper(entries.column("file_format")))
+
+    def readable_metrics(self, entries: pa.Table) -> pa.StructArray:
+        """The ``readable_metrics`` column of entries' columns, a column at a time (:meth:`readable_rows`, the
+        reference, does it a row at a time): each metrics map's items placed in a (column, row) grid in one
+        pass, then each column's bounds decoded as arrays of its type; bounds of a type or a width this does
+        not decode as an array (decimals, UUIDs, a malformed value) go through the reference's
+        :func:`_bound`, which names a malformed one."""
+        n = entries.num_rows
+        slot = {fid: i for i, (_, fid, _, _) in enumerate(self.columns)}  # (a column's field id -> its grid row)
+        struct_type = self.schema.field("readable_metrics").type
+        grids = {k: _map_grid(entries.column(k), slot, n) for k in
+                 ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds",
+                  "upper_bounds")}
+        columns = []
+        for i, (name, _, t, _) in enumerate(self.columns):
+            metric_type = struct_type.field(name).type
+            bound_type = metric_type.field("lower_bound").type
+            children = [_take(*grids[k], i) for k in ("column_sizes", "value_counts", "null_value_counts",
+                                                      "nan_value_counts")]
+            children += [_bounds(t, _take(*grids[k], i), bound_type) for k in ("lower_bounds", "upper_bounds")]
+            children = [c.cast(metric_type.field(j).type) for j, c in enumerate(children)]
+            columns.append(pa.StructArray.from_arrays(children, fields=list(metric_type)))
+        if not columns:
+            return pa.array([{}] * n, struct_type)
+        return pa.StructArray.from_arrays(columns, fields=list(struct_type))
 
     def readable_rows(self, rows: list[dict]) -> list[dict]:
-        """Entry rows with ``readable_metrics`` and ``file_format_raw`` added."""
+        """Entry rows with ``readable_metrics`` and ``file_format_raw`` added (the reference decoder's rows; the
+        columnar decoder's are :meth:`readable_metrics`)."""
         for r in rows:
             sizes, values, nulls, nans = (dict(r[k] or ()) for k in ("column_sizes", "value_counts",
                                                                      "null_value_counts", "nan_value_counts"))
