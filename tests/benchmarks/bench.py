@@ -92,6 +92,7 @@ import functools
 import json
 import os
 import random
+import shutil
 import statistics
 import struct
 import subprocess
@@ -1289,7 +1290,6 @@ def bench_scale(wh: str, sizes: list[int], results: list) -> None:
                                 **{f"{e}_failed": got[e]["failed"] for e in got if "failed" in got[e]}})
                 print(results[-1], flush=True)
         for n in names.values():  # (the next size's tables take their place on disk)
-            import shutil
             shutil.rmtree(os.path.join(wh, "b", n), ignore_errors=True)
 
 
