@@ -86,8 +86,8 @@ def _map_grid(column: pa.ChunkedArray, slot: dict[int, int], n: int) -> tuple[pa
     A key repeated in a map: its last item, as the reference's ``dict`` of the map (and Java's map) keeps."""
     grid = np.full((len(slot), n), -1, np.int64)
     maps = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    values = maps.items if len(maps) else pa.array([], maps.type.item_type)
-    if not len(maps) or not slot or not len(values):
+    values = maps.items
+    if not slot or not len(values):
         return values, grid
     offsets = maps.offsets.to_numpy(zero_copy_only=False)
     keys = maps.keys.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -216,7 +216,6 @@ class MetadataDecoder(EntryDecoder):
             children = [_take(*grids[k], i) for k in ("column_sizes", "value_counts", "null_value_counts",
                                                       "nan_value_counts")]
             children += [_bounds(t, _take(*grids[k], i), bound_type) for k in ("lower_bounds", "upper_bounds")]
-            children = [c.cast(metric_type.field(j).type) for j, c in enumerate(children)]
             columns.append(pa.StructArray.from_arrays(children, fields=list(metric_type)))
         if not columns:
             return pa.array([{}] * n, struct_type)
