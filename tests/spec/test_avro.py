@@ -336,16 +336,21 @@ def test_small_manifest_lists_are_read_by_fastavro_until_compiled_code_is_loaded
     assert decode.manifest_list(data).manifests() == manifests and used and used[0] is not None
 
 
-def test_planning_a_small_table_in_a_fresh_process_does_not_load_compiled_code(tmp_path):
+def test_a_fresh_process_loads_compiled_code_once_its_decoding_has_paid_for_it(tmp_path):
+    """Planning a table of a few hundred files in a fresh process (a scheduled job, the CLI) does not start numba;
+    a process that goes on decoding loads it once the entries it has decoded reach the load budget."""
     import subprocess
     import sys
-    entries = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(), 10), 7) for i in range(5)]
+    entries = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(), 10), 7) for i in range(500)]
     path = str(tmp_path / "m.avro")
     with open(path, "wb") as f:
         f.write(write_manifest(entries, format_version=2, spec=SPEC, schema=SCHEMA))
     code = ("import sys; from sparkberg.avro import decode; "
             f"data = open({path!r}, 'rb').read(); "
-            "cols = decode.manifest_columns([(data, 'm.avro', 5)]); "
-            "assert cols[0].num_rows == 5, cols; print('numba' in sys.modules)")
+            "cols = decode.manifest_columns([(data, 'm.avro', 500)]); "
+            "assert cols[0].num_rows == 500, cols; print('numba' in sys.modules); "
+            "runs = [decode.manifest_columns([(data, 'm.avro', 500)]) for _ in range(decode.LOAD_BUDGET_ENTRIES // 500)]; "
+            "assert all(c.num_rows == 500 for r in runs for c in r); "
+            "print(decode.compiled.loaded(), 'numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "False", out.stdout + out.stderr
+    assert out.stdout.split() == ["False", "True", "True"], out.stdout + out.stderr

@@ -298,17 +298,18 @@ def test_manifests_decoded_together_equal_each_by_the_reference(tmp_path_factory
                                                                min_entries, batch_bytes):
     """Consecutive manifests decoded and filtered in one batch (one pass of the compiled decoder, or their cached
     columns joined) give each manifest's rows as the reference decoder does, in order: inheritance of snapshot ids,
-    sequence numbers and first row ids per manifest, entry ordinals within each; small manifests (under
-    ``min_entries``) go to the reference decoder between batches, and batches end at ``batch_bytes``; batches
+    sequence numbers and first row ids per manifest, entry ordinals within each; where compiled code is not loaded,
+    manifests decoded before the process has decoded ``min_entries`` entries (the load budget) go to the reference
+    decoder between batches; batches end at ``batch_bytes``; batches
     decoded by several threads come out in order."""
     from sparkberg.avro import decode
     from sparkberg.planning import entries as E
-    saved = decode.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES
-    decode.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES = min_entries, batch_bytes
+    saved = decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, E.BATCH_BYTES
+    decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, E.BATCH_BYTES = min_entries, 0, batch_bytes
     try:
         _check_manifests_together(tmp_path_factory, cached, specs, version, expr)
     finally:
-        decode.COLUMNAR_MIN_ENTRIES, E.BATCH_BYTES = saved
+        decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, E.BATCH_BYTES = saved
 
 
 def _check_manifests_together(tmp_path_factory, cached, specs, version, expr):

@@ -2,9 +2,9 @@
 
 Compiled code (:mod:`sparkberg.avro.columnar` over :mod:`sparkberg.avro.compiled`) decodes straight into Arrow
 columns and only the fields asked for; fastavro (:mod:`sparkberg.avro.manifest`, the reference decoder, which
-also writes manifests) reads anything else: a codec or a type compiled code declines, a small file in a process
-that has not loaded compiled code, and every malformed file, whose error it names. Both give the same columns
-(:class:`~sparkberg.avro.columnar.ManifestColumns`, :class:`~sparkberg.avro.columnar.ManifestListColumns`), so
+also writes manifests) reads anything else: a codec or a type compiled code declines, the first entries a
+process decodes (:data:`LOAD_BUDGET_ENTRIES`), and every malformed file, whose error it names. Both give the same
+columns (:class:`~sparkberg.avro.columnar.ManifestColumns`, :class:`~sparkberg.avro.columnar.ManifestListColumns`), so
 what planning does with them afterwards (inheritance, pruning, delete matching) is written once, on columns
 (:class:`~sparkberg.planning.entries.EntryDecoder`).
 
@@ -29,18 +29,23 @@ from sparkberg.avro.schemas import manifest_list_names
 from sparkberg.spec.manifests import ManifestEntry, ManifestFile, inherit
 
 # Compiled code is the faster decoder at every size once loaded, but loading it (importing numba, its kernels
-# from numba's disk cache) costs a process about a third of a second. So a process starts compiled code only for
-# a manifest list from FAST_LIST_MIN_BYTES (a table of a few hundred manifests) or manifests from
-# COLUMNAR_MIN_ENTRIES entries, and planning a small table in a fresh process (the CLI, a short job) pays
-# nothing for it; once loaded, it decodes everything it can.
+# from numba's disk cache, their first call) costs a fresh process about half a second: as long as the reference
+# decoder takes for about LOAD_BUDGET_ENTRIES manifest entries. So a process decodes manifests by the reference
+# decoder until the entries it has decoded so, with those it is about to decode, reach that many, then loads
+# compiled code and keeps it (the rent-or-buy rule: a process never pays much more than twice what the better
+# choice, known in hindsight, would have cost). A short job over a small table (the CLI, a scheduled DELETE) never
+# loads it; a large table, or a long session that plans again and again, loads it once. A manifest list is
+# decoded by compiled code from FAST_LIST_MIN_BYTES (a table of a few hundred manifests) or once it is loaded.
 FAST_LIST_MIN_BYTES = 16 * 1024
-COLUMNAR_MIN_ENTRIES = 64
+LOAD_BUDGET_ENTRIES = 10_000
+_reference_entries = 0  # entries this process has decoded by the reference decoder (:func:`_reference`)
 
 
 def compiled_for(entries: int | None) -> bool:
     """Whether compiled code decodes (or copies from) a manifest of ``entries`` entries (None: unknown) in this
-    process: always once it is loaded, else from :data:`COLUMNAR_MIN_ENTRIES` entries, which pay for loading it."""
-    return compiled.loaded() or entries is None or entries >= COLUMNAR_MIN_ENTRIES
+    process: always once it is loaded, else when the entries the reference decoder has decoded in this process
+    and these reach :data:`LOAD_BUDGET_ENTRIES`, which pay for loading it."""
+    return compiled.loaded() or entries is None or _reference_entries + entries >= LOAD_BUDGET_ENTRIES
 
 
 def manifest_list(data: bytes, path: str | None = None) -> ManifestListColumns:
@@ -75,8 +80,7 @@ def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],
     (others may be left undecoded); ``metric_keys``: the field ids whose metrics are read (see
     :func:`~sparkberg.avro.columnar.read_manifest_columns`)."""
     counts = [count for _, _, count in manifests]
-    start = compiled.loaded()
-    small = not start and None not in counts and sum(counts) < COLUMNAR_MIN_ENTRIES
+    small = None not in counts and not compiled_for(sum(counts))
     if not small:
         if len(manifests) > 1:
             together = read_manifests_columns([data for data, _, _ in manifests], physical, names, metric_keys)
@@ -91,5 +95,8 @@ def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],
 
 
 def _reference(data: bytes, path: str | None, physical, names: frozenset[str] | None) -> ManifestColumns:
+    global _reference_entries
     metrics = names is None or not names.isdisjoint(METRIC_COLUMNS)
-    return columns_from_manifest(read_manifest(data, path, with_metrics=metrics), physical, names)
+    out = columns_from_manifest(read_manifest(data, path, with_metrics=metrics), physical, names)
+    _reference_entries += out.num_rows  # (threads may race on it: a count off by a manifest changes nothing)
+    return out
