@@ -69,6 +69,48 @@ def test_rewrite_compacts_and_folds_deletes(spark, warehouse, version):
     assert count(t.rewrite_data_files()) == 0  # nothing left to do
 
 
+def _rewrite_jobs(spark, call) -> list[str]:
+    """The descriptions of the Spark jobs that read and wrote file groups during ``call`` (one per job)."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+
+    def described():
+        jobs = store.jobsList(None)
+        out = {}
+        for i in range(jobs.size()):
+            job = jobs.apply(i)
+            text = job.description().getOrElse(None) if job.description().isDefined() else None
+            out[job.jobId()] = text
+        return out
+    before = set(described())
+    call()
+    return sorted(d for j, d in described().items() if j not in before and d and d.startswith("REWRITE"))
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_small_groups_are_rewritten_in_one_job_unless_each_commits_alone(spark, warehouse, partial):
+    # four partitions of three small files: each partition's group makes one file; together in one job (each
+    # partition's rows one task, one file), except with partial progress, whose groups each succeed or fail alone
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.small", "id bigint, p string", partition_by=["p"],
+                         properties={"format-version": "3", "write.delete.mode": "merge-on-read"})
+    for i in range(3):
+        t.append(spark.sql(f"SELECT id, concat('p', id % 4) AS p FROM range({i * 100}, {i * 100 + 100})"))
+    t.delete("id % 9 = 0")
+    before = rows(t, ("id", "p", "_row_id"))
+    options = {"rewrite-all": "true", "partial-progress.enabled": str(partial).lower()}
+    out = []
+    jobs = _rewrite_jobs(spark, lambda: out.append(t.rewrite_data_files(options=options).collect()[0]))
+    assert out[0]["rewritten_data_files_count"] == 12 and out[0]["added_data_files_count"] == 4
+    groups = set(jobs)  # (a group's jobs share its label: its read's, its write's)
+    n = 4 if partial else 1
+    assert {g.split(":")[0] for g in groups} == {f"REWRITE db.small (file group {i} of {n}" for i in range(1, n + 1)}
+    assert all(f": {12 // n} files, " in g for g in groups), groups
+    t = cat.load_table("db.small")
+    assert rows(t, ("id", "p", "_row_id")) == before
+    files = t.metadata_table("files").collect()
+    assert sorted(r.partition.p for r in files) == ["p0", "p1", "p2", "p3"] and {r.content for r in files} == {0}
+
+
 def test_equality_deletes_committed_meanwhile_still_apply(spark, warehouse):
     cat, t = make(spark, warehouse, 2)
     stale = cat.load_table("db.r")

@@ -13,7 +13,9 @@ caps the files taken; ``rewrite-job-order`` (``none``, ``bytes-asc``, ``bytes-de
 ``files-desc``) orders the groups.
 
 **Rewriting.** Each group is one Spark job, up to ``max-concurrent-file-group-rewrites`` (5) at a time: its rows
-read with their deletes applied and written for the current spec at ``target-file-size-bytes``. ``binpack`` keeps
+read with their deletes applied and written for the current spec at ``target-file-size-bytes``; the groups of a
+binpack rewrite without partial progress that make one file each (the only group of their partition) share one
+job, which writes each partition's rows in one task (:meth:`_Run.together`). ``binpack`` keeps
 the rows as they come, in as many tasks as the group should make files; ``sort`` orders them by the table's
 sort order or ``sort_order``, z-order (``sort_order="zorder(a, b)"``) by the z-value of the columns (identity
 partition columns are left out, constant within a partition): the rows are range-partitioned into the group's
@@ -261,13 +263,13 @@ class _Run:
         self.start = rl.m  # what was planned: validations look for conflicts since this snapshot
         self.rewritten = self.added = self.rewritten_bytes = self.failed = self.removed_deletes = 0
 
-    def write(self, group: Group) -> list:
-        """The new data files of one group (a Spark job of its own)."""
+    def write(self, group: Group, label: str = "") -> list:
+        """The new data files of one group (a Spark job of its own; ``label``: which group, for its jobs' label)."""
         rl, s, m = self.rl, self.s, self.rl.m
         rows = rl.read(group.tasks, [f.name for f in rl.schema.fields] + rl.lineage, None)
         props = {**m.properties, TARGET_FILE_SIZE: str(s.target)}
         files = s.expected_files(group.size)
-        with job_description(rl.spark, f"REWRITE {self.table.name} ({len(group.tasks)} files, {group.size} bytes)"):
+        with job_description(rl.spark, f"REWRITE {self.table.name} ({label}{len(group.tasks)} files, {group.size} bytes)"):
             if self.ordering is not None:
                 return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
                                    ordering=self.ordering, distribution="range", num_partitions=files * s.per_file)
@@ -301,11 +303,13 @@ class _Run:
         if not groups:
             return
         s = self.s
+        groups = self.together(groups)
         per_commit = -(-len(groups) // s.max_commits) if s.partial else len(groups)
         finished: list[tuple[Group, list]] = []  # written, not yet committed
         failed_commits = 0
         pool = ThreadPoolExecutor(s.concurrency, thread_name_prefix="sparkberg-rewrite")
-        futures = {pool.submit(self.write, g): g for g in groups}
+        futures = {pool.submit(self.write, g, f"file group {i + 1} of {len(groups)}: "): g
+                   for i, g in enumerate(groups)}
         consumed = set()
         try:
             for future in as_completed(futures):
@@ -344,6 +348,25 @@ class _Run:
             raise CommitFailedException(
                 f"rewrite_data_files {self.table.name}: {failed_commits} of the partial-progress commits failed, more "
                 f"than partial-progress.max-failed-commits ({s.max_failed_commits}); the others were committed")
+
+    def together(self, groups: list[Group]) -> list[Group]:
+        """``groups`` with those that a binpack rewrite without partial progress writes to one file each, each
+        the only group of its partition, made one group: one Spark job reads their files and writes each
+        partition's rows in one task (:meth:`write`, a group of several partitions), which is the file its own
+        job would have written, without a job's fixed costs for each (a Python stage, the read's planning, a
+        collect). Committed at once anyway, they need no job of their own to fail or succeed alone."""
+        if self.s.partial or self.ordering is not None:
+            return groups
+        per_partition = defaultdict(int)
+        for g in groups:
+            per_partition[g.key] += 1
+        small = [g for g in groups if g.one_partition and per_partition[g.key] == 1
+                 and self.s.expected_files(g.size) == 1]
+        if len(small) < 2:
+            return groups
+        chosen = {id(g) for g in small}
+        return [Group([t for g in small for t in g.tasks], ("together",), False)] + \
+            [g for g in groups if id(g) not in chosen]
 
     def _commit_partial(self, batch: list[tuple[Group, list]]) -> int:
         """Commit a batch of groups; 1 when it conflicted (its files removed, the rewrite goes on), else 0."""
