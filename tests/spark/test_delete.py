@@ -161,3 +161,48 @@ def test_delete_needs_a_filter(spark, warehouse):
         t.delete("")
     t.delete("true")
     assert ids(t) == []
+
+
+def _deleted_positions(t) -> dict:
+    """Each data file's deleted positions, as the table's delete files say (``position_deletes`` metadata)."""
+    out: dict = {}
+    for r in t.metadata_table("position_deletes").collect():
+        out.setdefault(r["file_path"], []).append(r["pos"])
+    return {os.path.basename(k): sorted(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_delete_files_written_on_the_driver_and_on_the_executors_agree(spark, warehouse, monkeypatch, version):
+    # few candidate rows: the positions are collected and written on the driver; with a bound of 0, on the
+    # executors. A DELETE, an UPDATE and a MERGE, the second over deletes already there (merged into the new DV on
+    # v3), give the same rows and the same positions per data file either way
+    import sparkberg.commit.rowlevel as rowlevel
+    ran = []
+    real = rowlevel.positions_on_driver
+    monkeypatch.setattr(rowlevel, "positions_on_driver", lambda *a: ran.append(real(*a)) or ran[-1])
+    results = []
+    for where in ("driver", "executors"):
+        if where == "executors":
+            monkeypatch.setattr(rowlevel, "_DRIVER_SHARE", 1 << 62)
+        cat = sparkberg.catalog(spark, f"{warehouse}/{where}")
+        t = cat.create_table("db.t", "id bigint, cat string, v string", partition_by=["cat"],
+                             properties={"format-version": str(version), "write.delete.mode": "merge-on-read",
+                                         "write.update.mode": "merge-on-read", "write.merge.mode": "merge-on-read"})
+        for lo in (0, 500):  # (two files a partition)
+            t.append(spark.sql("SELECT id, CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS cat, "
+                               f"concat('v', id) AS v FROM range({lo}, {lo + 500})"))
+        first_id = {}  # each data file by its first row's id: the same file in both tables
+        for r in t.to_df(columns=["id", "_file"]).collect():
+            name = os.path.basename(r["_file"])
+            first_id[name] = min(first_id.get(name, r["id"]), r["id"])
+        ran.clear()
+        t.delete("id % 7 = 0 OR id = 3")
+        t.update({"v": "'u'"}, "id % 11 = 1")
+        src = spark.sql("SELECT id, 'even' AS cat, 'm' AS v FROM range(0, 1000, 13)")
+        t.merge(src, "t.id = s.id").when_matched_update_all().execute()
+        assert ran and all((r is None) == (where == "executors") for r in ran), ran
+        got = _deleted_positions(cat.load_table("db.t"))
+        results.append((sorted(tuple(r) for r in t.to_df().collect()),
+                        {first_id[k]: v for k, v in got.items() if k in first_id}))
+    assert results[0] == results[1]
+    assert results[0][1] and sum(map(len, results[0][1].values())) > 100

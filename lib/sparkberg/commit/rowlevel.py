@@ -17,8 +17,10 @@ from __future__ import annotations
 import functools
 import re
 import uuid
-from typing import Iterable
+from typing import Callable, Iterable
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -32,8 +34,10 @@ from sparkberg.expressions.projection import inclusive_projection, strict_projec
 from sparkberg.expressions.sql import conjuncts, translate_filter
 from sparkberg.planning.entries import own_entries, snapshot_manifests
 from sparkberg.planning.scan import plan
+from sparkberg.read.fileids import xxh64
 from sparkberg.read.reader import read_tasks
-from sparkberg.spark.session import session_time_zone, unsplit_file_bytes
+from sparkberg.spark.frames import collect_arrow
+from sparkberg.spark.session import max_result_bytes, session_time_zone, unsplit_file_bytes
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
 from sparkberg.spec.properties import SERIALIZABLE, isolation_level, merges_on_read
@@ -343,17 +347,22 @@ class RowLevel:
         return targets
 
     def delete_positions(self, matched, tasks) -> tuple[list, set]:
-        """Delete files for the (``_file``, ``_pos``) rows of ``matched``: position deletes (v2) or DVs (v3)."""
+        """Delete files for the (``_file``, ``_pos``) rows of ``matched`` (rows of the data files of ``tasks``):
+        position deletes (v2) or DVs (v3), written on the driver where few rows could match
+        (:func:`positions_on_driver`), else on the executors."""
         m = self.m
         by_path = {t["file_path"]: t for t in tasks}
         targets = self.delete_targets(tasks, merge_position_files=True)
         writer = DeleteWriter(targets, dv=m.format_version >= 3, write_id=uuid.uuid4().hex[:16],
                               compression=compression(m.properties))
-        rows = (matched.select("_file", "_pos").repartition("_file").sortWithinPartitions("_file", "_pos")
-                .mapInArrow(writer, RESULT_DDL).collect())
+        written = positions_on_driver(self.spark, matched, tasks, writer.write)
+        if written is None:
+            written = [r["delete_file"] for r in (
+                matched.select("_file", "_pos").repartition("_file").sortWithinPartitions("_file", "_pos")
+                .mapInArrow(writer, RESULT_DDL).collect())]
         added, removed = [], set()
-        for r in rows:
-            spec_id, d = delete_file_from_json(r["delete_file"], m)
+        for r in written:
+            spec_id, d = delete_file_from_json(r, m)
             added.append((spec_id, d))
             if m.format_version >= 3:
                 removed |= file_scoped_deletes(by_path[d.referenced_data_file])
@@ -372,6 +381,40 @@ class RowLevel:
                                   sorted({d.file_path for _, d in added_deletes})):
             commit_changes(self.table, Changes(op, list(added_data), list(added_deletes), set(removed),
                                                set(required), validate, summary=dict(summary or {})), self.request)
+
+
+# what a row of (its file's path hash, its position) costs a collect, and the share of spark.driver.maxResultSize
+# the rows an operation could match may take for their delete files to be written on the driver
+_POSITION_BYTES = 16
+_DRIVER_SHARE = 4
+
+
+def positions_on_driver(spark, matched: DataFrame, tasks: list, write: Callable[[Iterable], list[str]]
+                        ) -> list[str] | None:
+    """``write`` (:meth:`DeleteWriter.write`) over the positions of ``matched`` (``_file``, ``_pos``) by data file,
+    collected to the driver, where every row of ``tasks`` (all the rows the operation could match) would take at
+    most a quarter of ``spark.driver.maxResultSize`` as (hash of its file's path, position) pairs: no shuffle and
+    no Python stage, whose first run costs a fresh process (a scheduled job) about a second more than the scan.
+    None where they could take more, where two of the files' paths hash alike, or where the session collects no
+    Arrow (Spark Connect 3.5: row by row): the executors write them."""
+    if not (hasattr(matched, "toArrow") or hasattr(matched, "_collect_as_arrow")):
+        return None
+    if sum(t["record_count"] for t in tasks) * _POSITION_BYTES > max_result_bytes(spark) // _DRIVER_SHARE:
+        return None
+    path_of = {}
+    for t in tasks:  # (Spark's xxhash64 of a string: XXH64 of its UTF-8 bytes, seed 42, as a signed long)
+        h = xxh64(t["file_path"].encode())
+        if path_of.setdefault(h - (1 << 64) if h >= 1 << 63 else h, t["file_path"]) != t["file_path"]:
+            return None
+    got = collect_arrow(matched.select(F.xxhash64("_file").alias("_file"), "_pos"),
+                        pa.schema([("_file", pa.int64()), ("_pos", pa.int64())]))
+    files = got.column("_file").to_numpy()
+    positions = got.column("_pos").to_numpy()
+    order = np.lexsort((positions, files))
+    files, positions = files[order], positions[order]
+    starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]]) if len(files) else np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], len(files)]
+    return write((path_of[int(files[s])], positions[s:e]) for s, e in zip(starts, ends))
 
 
 def picked_rows(df: DataFrame, rows: int, tasks: list) -> DataFrame:

@@ -76,6 +76,12 @@ def unsplit_file_bytes(spark) -> int:
                _conf_bytes(spark, "spark.sql.files.openCostInBytes", 4 << 20))
 
 
+def max_result_bytes(spark) -> int:
+    """``spark.driver.maxResultSize`` in bytes: what Spark lets a collect bring to the driver (1 GiB by default;
+    unlimited, 0, counts as the default: a bound for what sparkberg itself collects)."""
+    return _conf_bytes(spark, "spark.driver.maxResultSize", 1 << 30) or 1 << 30
+
+
 def default_parallelism(spark) -> int:
     """The session's default parallelism (the cores of a classic session's executors; a Spark Connect client sees
     only ``spark.default.parallelism`` when it is set, else 2, a local session's least)."""

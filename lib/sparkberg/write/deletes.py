@@ -1,12 +1,13 @@
-"""Row-level delete files written on the executors: position delete files (v2, one per data file, sorted by
-position, ``referenced_data_file`` set) and deletion vectors (v3, one per data file, merged with the file's
-existing DV and position deletes, written into one Puffin file per task)."""
+"""Row-level delete files, written on the executors (or on the driver, for an operation that deletes few rows):
+position delete files (v2, one per data file, sorted by position, ``referenced_data_file`` set) and deletion
+vectors (v3, one per data file, merged with the file's existing DV and position deletes, written into one Puffin
+file per task)."""
 from __future__ import annotations
 
 import base64
 import json
 import uuid
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +44,8 @@ def _open_out(path: str):
 
 
 class DeleteWriter:
-    """Executor side: rows (``_file``, ``_pos``) clustered by ``_file`` -> one delete file (or DV) per data file.
+    """Rows (``_file``, ``_pos``) clustered by ``_file`` -> one delete file (or DV) per data file: on the executors
+    (``mapInArrow``), or on the driver over each data file's positions (:meth:`write`).
 
     ``targets`` maps each data file to (spec id, partition as JSON by field id, delete directory, previous
     deletes to merge for DVs: a list of (puffin path, offset, length) and position delete file paths)."""
@@ -75,6 +77,13 @@ class DeleteWriter:
             yield current, np.concatenate(parts)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        results = self.write(self._positions(batches))
+        if results:
+            yield pa.RecordBatch.from_arrays([pa.array(results, pa.string())], names=["delete_file"])
+
+    def write(self, by_file: Iterable[tuple[str, np.ndarray]]) -> list[str]:
+        """The delete files (as the JSON :func:`delete_file_from_json` reads) for ``by_file``: (data file, its
+        positions), each data file once (with ``partition_scoped``, the files of a partition one after another)."""
         results = []
         blobs = []
         runs: list[tuple[str, list[int]]] = []  # (partition_scoped) the current partition's files
@@ -84,7 +93,7 @@ class DeleteWriter:
             if runs:
                 results.append(self._write_partition_file(runs, self.targets[runs[0][0]]))
                 runs.clear()
-        for data_file, positions in self._positions(batches):
+        for data_file, positions in by_file:
             target = self.targets[data_file]
             if self.dv:
                 blobs.append((data_file, np.union1d(positions, _previous_positions(data_file, target, position_files))))
@@ -97,8 +106,7 @@ class DeleteWriter:
         flush_partition()
         if blobs:
             results += self._write_puffin(blobs)
-        if results:
-            yield pa.RecordBatch.from_arrays([pa.array(results, pa.string())], names=["delete_file"])
+        return results
 
     def _write_position_file(self, data_file: str, positions: np.ndarray, target: dict) -> str:
         return self._write_partition_file([(data_file, positions)], target)
