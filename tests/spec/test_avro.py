@@ -349,7 +349,8 @@ def test_a_fresh_process_loads_compiled_code_once_its_decoding_has_paid_for_it(t
             f"data = open({path!r}, 'rb').read(); "
             "cols = decode.manifest_columns([(data, 'm.avro', 500)]); "
             "assert cols[0].num_rows == 500, cols; print('numba' in sys.modules); "
-            "runs = [decode.manifest_columns([(data, 'm.avro', 500)]) for _ in range(decode.LOAD_BUDGET_ENTRIES // 500)]; "
+            "runs = [decode.manifest_columns([(data, 'm.avro', 500)]) "
+            "        for _ in range(decode.LOAD_BUDGET_ENTRIES // 500)]; "
             "assert all(c.num_rows == 500 for r in runs for c in r); "
             "print(decode.compiled.loaded(), 'numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

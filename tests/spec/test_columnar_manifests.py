@@ -300,8 +300,8 @@ def test_manifests_decoded_together_equal_each_by_the_reference(tmp_path_factory
     columns joined) give each manifest's rows as the reference decoder does, in order: inheritance of snapshot ids,
     sequence numbers and first row ids per manifest, entry ordinals within each; where compiled code is not loaded,
     manifests decoded before the process has decoded ``min_entries`` entries (the load budget) go to the reference
-    decoder between batches; batches end at ``batch_bytes``; batches
-    decoded by several threads come out in order."""
+    decoder between batches; batches end at ``batch_bytes``; batches decoded by several threads come out in
+    order."""
     from sparkberg.avro import decode
     from sparkberg.planning import entries as E
     saved = decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, E.BATCH_BYTES

@@ -269,7 +269,8 @@ class _Run:
         rows = rl.read(group.tasks, [f.name for f in rl.schema.fields] + rl.lineage, None)
         props = {**m.properties, TARGET_FILE_SIZE: str(s.target)}
         files = s.expected_files(group.size)
-        with job_description(rl.spark, f"REWRITE {self.table.name} ({label}{len(group.tasks)} files, {group.size} bytes)"):
+        described = f"REWRITE {self.table.name} ({label}{len(group.tasks)} files, {group.size} bytes)"
+        with job_description(rl.spark, described):
             if self.ordering is not None:
                 return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
                                    ordering=self.ordering, distribution="range", num_partitions=files * s.per_file)
