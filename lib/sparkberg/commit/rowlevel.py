@@ -19,7 +19,6 @@ import re
 import uuid
 from typing import Callable, Iterable
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -45,6 +44,7 @@ from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAG
 from sparkberg.spec.properties import compression, data_location
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
+from sparkberg.write.writer import key_runs
 
 
 def _partition_by_id(layout, spec_id: int, partition) -> dict:
@@ -408,13 +408,12 @@ def positions_on_driver(spark, matched: DataFrame, tasks: list, write: Callable[
             return None
     got = collect_arrow(matched.select(F.xxhash64("_file").alias("_file"), "_pos"),
                         pa.schema([("_file", pa.int64()), ("_pos", pa.int64())]))
-    files = got.column("_file").to_numpy()
+    if not got.num_rows:
+        return write([])
+    got = got.sort_by([("_file", "ascending"), ("_pos", "ascending")])
     positions = got.column("_pos").to_numpy()
-    order = np.lexsort((positions, files))
-    files, positions = files[order], positions[order]
-    starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]]) if len(files) else np.zeros(0, np.int64)
-    ends = np.r_[starts[1:], len(files)]
-    return write((path_of[int(files[s])], positions[s:e]) for s, e in zip(starts, ends))
+    return write((path_of[h], positions[start:end])
+                 for start, end, (h,) in key_runs([got.column("_file").combine_chunks()], got.num_rows))
 
 
 def picked_rows(df: DataFrame, rows: int, tasks: list) -> DataFrame:
