@@ -72,7 +72,9 @@
   rows), a DELETE of 1%, a MERGE of a 1% source (at most 100k rows), the compaction of one partition and a
   ``count(*), sum(x)`` read (the last two with 1% of the rows deleted), and sparkberg's command line (``sparkberg
   snapshots``, ``files``: no Spark) against Java's metadata tables of the same name through Spark SQL. sparkberg's
-  processes start a plain session (no Iceberg jar); each run starts from the same snapshot.
+  processes start a plain session (no Iceberg jar); each run starts from the same snapshot. A third process per
+  run, Spark's floor (:func:`cold_floor`), does the operation's reads and writes of data files with no table
+  format at all: the ratio of its time to Java's is the best a design made of Spark's operators could reach.
 - scale: tables of ``--scale`` data files (metadata only, as the planning tables; ten appends; position
   deletes in 1% of the days), a copy per engine: a full and a selective plan, a count of the ``files``
   metadata table and the expiry of the oldest of the ten snapshots, each in a fresh process per engine, timed
@@ -1311,24 +1313,27 @@ def cold_child(spec: str) -> None:
     rows, days = int(rows), int(days)
     wh = os.environ["BENCH_MEMORY_WH"]
     t0 = time.perf_counter()
-    if engine == "ours":  # a user's session: no Iceberg jar, no SQL extensions
+    if engine in ("ours", "floor"):  # a user's session: no Iceberg jar, no SQL extensions
         from pyspark.sql import SparkSession
         spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "8g")
                  .config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC")
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
-        import sparkberg
-        t = sparkberg.catalog(spark, wh).load_table(f"b.{name}")
+        if engine == "ours":
+            import sparkberg
+            t = sparkberg.catalog(spark, wh).load_table(f"b.{name}")
     else:
         spark = session(wh)
     started = time.perf_counter() - t0
     first_day = datetime.datetime(2024, 1, 1) + datetime.timedelta(days=days // 2)
     day = f"ts >= TIMESTAMP '{first_day.isoformat(' ')}' AND " \
           f"ts < TIMESTAMP '{(first_day + datetime.timedelta(days=1)).isoformat(' ')}'"
+    if engine == "floor":
+        cold_floor(spark, op, wh, name, rows, days)
+        print(json.dumps({"started_s": started, "op_s": time.perf_counter() - t0 - started}))
+        return
     if op == "append":
-        df = spark.sql(f"""SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % {days} AS int))
-                           AS ts, concat('a', id) AS v, CAST(id % 1000 AS double) AS x
-                           FROM range({rows * 2}, {rows * 2 + min(1_000_000, rows // 10)})""")
+        df = cold_append_rows(spark, rows, days)
         t.append(df) if engine == "ours" else df.writeTo(f"ref.b.{name}").append()
     elif op == "delete":
         t.delete("x < 10") if engine == "ours" else spark.sql(f"DELETE FROM ref.b.{name} WHERE x < 10")
@@ -1353,6 +1358,56 @@ def cold_child(spec: str) -> None:
     print(json.dumps({"started_s": started, "op_s": time.perf_counter() - t0 - started}))
 
 
+def cold_append_rows(spark, rows: int, days: int):
+    """The rows the cold append writes: a tenth of the table's (at most 1M), on its days."""
+    return spark.sql(f"""SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % {days} AS int))
+                         AS ts, concat('a', id) AS v, CAST(id % 1000 AS double) AS x
+                         FROM range({rows * 2}, {rows * 2 + min(1_000_000, rows // 10)})""")
+
+
+def cold_floor(spark, op: str, wh: str, name: str, rows: int, days: int) -> None:
+    """Spark's own floor of a cold operation: the reads and writes any design made of Spark's operators pays for
+    it, on the data files the operation starts from (``cold-files-<name>.json``, written by :func:`bench_cold`),
+    in a plain session with no table format at all: no metadata read or written, no deletes applied, no delete
+    file written. The files are listed on the driver (as a table format's known paths need no listing job).
+    ``append``: the rows hashed to their partitions (a day and 16 buckets of the id), sorted by them in each task
+    and written a file a task (a lower bound: a table's writer opens a file a partition);
+    ``delete``: every row's position and file computed, the matching rows' counted; ``merge``: the position and
+    file of the rows whose key the source holds found by streaming every row past the source's keys, the source
+    joined with them and written as an append is; ``compact``: the partition's files read
+    and written again; ``read``: ``count(*), sum(x)`` of every file; the ``cli`` ops: nothing (the metadata is all
+    they read)."""
+    from pyspark.sql import functions as F
+    with open(os.path.join(wh, f"cold-files-{name}.json")) as f:
+        files = json.load(f)
+    spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+    out = os.path.join(wh, f"cold-floor-{name}")
+    shutil.rmtree(out, ignore_errors=True)
+    schema = "id bigint, ts timestamp, v string, x double"
+
+    def target(paths):
+        return spark.read.schema(schema).parquet(*paths)
+
+    def written(df):  # (a file a task: Spark's partitioned writer would add a rename commit of each file)
+        df.selectExpr("*", "to_date(ts) AS d", "pmod(hash(id), 16) AS b").repartition("d", "b") \
+            .sortWithinPartitions("d", "b").write.parquet(out)
+    if op == "append":
+        written(cold_append_rows(spark, rows, days))
+    elif op == "delete":
+        target(files["all"]).where("x < 10").selectExpr("count(*)", "sum(_metadata.row_index)",
+                                                         "sum(hash(_metadata.file_path))").collect()
+    elif op == "merge":
+        source = merge_source(spark, rows, days, spread=False)
+        keys = target(files["all"]).selectExpr("id", "_metadata.row_index AS pos", "_metadata.file_path AS path")
+        matched = keys.join(F.broadcast(source.select("id")), "id")  # (the source's keys streamed past)
+        written(source.join(F.broadcast(matched), "id", "left"))
+    elif op == "compact":
+        target(files["day"]).write.parquet(out)
+    elif op == "read":
+        target(files["all"]).selectExpr("count(*)", "sum(x)").collect()
+    shutil.rmtree(out, ignore_errors=True)
+
+
 def bench_cold_table(spark, rows: int) -> tuple[str, int, dict[str, int]]:
     """The cold rows' table: written by Iceberg Java (:func:`build_rowlevel_table`), v3, merge-on-read, then 1% of
     its rows deleted by Java; returns its name, days and the snapshot each operation starts from."""
@@ -1374,12 +1429,21 @@ def bench_cold(wh: str, name: str, rows: int, days: int, starts: dict[str, int],
     alternating which goes first, ``repeats`` times, each run from the operation's start snapshot: the wall time
     of the whole process, as a scheduled job's."""
     import sparkberg
+    from sparkberg.planning.scan import plan
     meta = sparkberg.catalog(None, wh)
+    compacted_day = (datetime.date(2024, 1, 1) - datetime.date(1970, 1, 1)).days + days // 2
     for op in COLD_OPS:
-        times: dict[str, list[float]] = {"ours": [], "java": []}
-        inside: dict[str, list[float]] = {"ours": [], "java": []}
+        t = meta.load_table(f"b.{name}")
+        tasks = plan(None, t.metadata, t.io, t.metadata.snapshot_by_id(starts[op]), mode="local").arrow()
+        with open(os.path.join(wh, f"cold-files-{name}.json"), "w") as f:
+            json.dump({"all": tasks.column("file_path").to_pylist(),
+                       "day": [r["file_path"] for r in tasks.select(["file_path", "partition"]).to_pylist()
+                               if r["partition"]["ts_day"] == compacted_day]}, f)
+        engines = ("ours", "java") + (() if op.startswith("cli ") else ("floor",))
+        times: dict[str, list[float]] = {e: [] for e in engines}
+        inside: dict[str, list[float]] = {e: [] for e in engines}
         for r in range(repeats):
-            for engine in (("ours", "java") if r % 2 == 0 else ("java", "ours")):
+            for engine in engines[r % len(engines):] + engines[:r % len(engines)]:
                 t = meta.load_table(f"b.{name}")
                 if t.metadata.current_snapshot_id != starts[op]:
                     t.set_current_snapshot(starts[op])
@@ -1398,6 +1462,10 @@ def bench_cold(wh: str, name: str, rows: int, days: int, starts: dict[str, int],
                         "variant": "a new process each", "sparkberg_s": ours, "java_s": java, "ratio": ours / java,
                         "spread": _spread(times["ours"], times["java"]),
                         "operation_s": {e: statistics.median(v) for e, v in inside.items() if v}})
+        if times.get("floor"):  # (the best ratio a design made of Spark's operators could reach)
+            floor = statistics.median(times["floor"])
+            results[-1].update(floor_s=floor, floor_ratio=floor / java,
+                               floor_spread=_spread(times["floor"], times["java"]))
         print(results[-1], flush=True)
     meta.load_table(f"b.{name}").set_current_snapshot(starts["append"])
 
@@ -1413,6 +1481,8 @@ def table(results) -> str:
             notes = f"files {r['files']} (java {r['java_files']})"
         if "jobs" in r:
             notes = f"plan_files() alone: {r['jobs']:g} Spark jobs"
+        if "floor_s" in r:
+            notes = f"Spark's floor {r['floor_s']:.2f} s ({r['floor_ratio']:.2f} of Java's)"
         if r["variant"].endswith("tasks"):
             notes += ", tasks on the driver"
         if "touched" in r:
