@@ -1464,8 +1464,8 @@ def bench_cold(wh: str, name: str, rows: int, days: int, starts: dict[str, int],
                         "operation_s": {e: statistics.median(v) for e, v in inside.items() if v}})
         if times.get("floor"):  # (the best ratio a design made of Spark's operators could reach)
             floor = statistics.median(times["floor"])
-            results[-1].update(floor_s=floor, floor_ratio=floor / java,
-                               floor_spread=_spread(times["floor"], times["java"]))
+            results[-1].update(spark_floor_s=floor, spark_floor_ratio=floor / java,
+                               spark_floor_spread=_spread(times["floor"], times["java"]))
         print(results[-1], flush=True)
     meta.load_table(f"b.{name}").set_current_snapshot(starts["append"])
 
@@ -1481,8 +1481,8 @@ def table(results) -> str:
             notes = f"files {r['files']} (java {r['java_files']})"
         if "jobs" in r:
             notes = f"plan_files() alone: {r['jobs']:g} Spark jobs"
-        if "floor_s" in r:
-            notes = f"Spark's floor {r['floor_s']:.2f} s ({r['floor_ratio']:.2f} of Java's)"
+        if "spark_floor_s" in r:
+            notes = f"Spark's floor {r['spark_floor_s']:.2f} s ({r['spark_floor_ratio']:.2f} of Java's)"
         if r["variant"].endswith("tasks"):
             notes += ", tasks on the driver"
         if "touched" in r:
