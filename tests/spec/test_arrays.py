@@ -1,9 +1,14 @@
-"""numpy views of Arrow arrays read from their buffers agree with Arrow's own conversions, sliced or not."""
+"""numpy views of Arrow arrays read from their buffers agree with Arrow's own conversions, sliced or not; arrays
+built from buffers equal those ``pa.array`` builds."""
+import decimal
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from sparkberg.arrays import binary_offsets, int_values, valid_mask
+from sparkberg.arrays import (
+    binary_offsets, float_values, from_numpy, from_python, int_values, strings, true_mask, valid_mask,
+)
 
 VALUES = [5, None, -3, 2 ** 40, None, 0, 7, None, 9, 11, -1]
 
@@ -75,3 +80,59 @@ def test_int_values_of_temporal_types_are_their_stored_integers():
             storage = pa.int32() if a.type.bit_width == 32 else pa.int64()
             assert got.tolist() == [0 if v is None else v for v in a.cast(storage).to_pylist()]
             assert valid.tolist() == [v is not None for v in a.to_pylist()]
+
+
+def test_true_mask_is_true_and_not_null():
+    arr = pa.array([True, None, False, True, None, True, False, False, True, None, True])
+    for a in _cases(arr):
+        assert true_mask(a).tolist() == [v is True for v in a.to_pylist()]
+    assert true_mask(pa.nulls(3, pa.bool_())).tolist() == [False] * 3
+
+
+@pytest.mark.parametrize("arrow_type", [pa.float32(), pa.float64()])
+def test_float_values_match_arrow(arrow_type):
+    arr = pa.array([1.5, None, -0.0, float("nan"), None, 2.25, -7.0, None, 0.5, 3.0, 4.0], arrow_type)
+    for a in _cases(arr):
+        got = float_values(a)
+        want = [0.0 if v is None else v for v in a.to_pylist()]
+        assert got.dtype == np.float64 and len(got) == len(want)
+        assert all(g == w or (g != g and w != w) for g, w in zip(got.tolist(), want))
+        assert np.signbit(got).tolist() == [np.signbit(w) for w in want]
+    assert float_values(pa.nulls(2, pa.float64())).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("arrow_type,dtype", [(pa.int32(), np.int32), (pa.int64(), np.int64),
+                                              (pa.float64(), np.float64)])
+def test_from_numpy_equals_pa_array(arrow_type, dtype):
+    values = np.array([3, -1, 0, 2 ** 20, 7], dtype)
+    valid = np.array([True, False, True, True, False])
+    assert from_numpy(values, arrow_type, valid).equals(pa.array(values, arrow_type, mask=~valid))
+    assert from_numpy(values, arrow_type).equals(pa.array(values, arrow_type))
+    assert from_numpy(values[:0], arrow_type).equals(pa.array([], arrow_type))
+    with pytest.raises(TypeError, match="int16"):
+        from_numpy(values.astype(np.int16), arrow_type)
+
+
+def test_fixed_width_bytes_from_numpy():
+    raw = [bytes(range(i, i + 16)) for i in range(3)]
+    got = from_numpy(np.frombuffer(b"".join(raw), "V16"), pa.binary(16), np.array([True, False, True]))
+    assert got.to_pylist() == [raw[0], None, raw[2]]
+
+
+def test_strings_equal_pa_array():
+    for values in (["a", "", "héllo", "x" * 100], ["a", None, "", None], [], [None]):
+        assert strings(values).equals(pa.array(values, pa.string()))
+
+
+@pytest.mark.parametrize("arrow_type", [pa.int32(), pa.int64(), pa.decimal128(9, 2), pa.decimal128(38, 0),
+                                        pa.decimal256(50, 3)])
+def test_from_python_equals_pa_array(arrow_type):
+    if pa.types.is_decimal(arrow_type):
+        values = [decimal.Decimal("-12.5"), None, decimal.Decimal(0), decimal.Decimal("1234567.25")]
+        if arrow_type.scale == 0:  # (38 digits: past the default context's precision, no quantize)
+            values = [None if v is None else v.to_integral_value() for v in values] + [-decimal.Decimal(10) ** 37]
+        else:
+            values = [None if v is None else v.quantize(decimal.Decimal(1).scaleb(-arrow_type.scale)) for v in values]
+    else:
+        values = [5, None, -2 ** 31, 2 ** 31 - 1, 0]
+    assert from_python(values, arrow_type).equals(pa.array(values, arrow_type))

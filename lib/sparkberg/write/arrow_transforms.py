@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkberg.arrays import int_values
+from sparkberg.arrays import from_numpy, from_python, int_values, strings
 from sparkberg.spec import types as T
 from sparkberg.spec.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, Transform, TruncateTransform,
@@ -70,7 +70,7 @@ def apply_transform(transform: Transform, t: T.IcebergType, arr: pa.Array) -> pa
     arr = physical(arr, t)
     if isinstance(transform, IdentityTransform):
         if t == T.UUID:
-            return pa.array([None if v is None else str(v) for v in _py_values(arr, t)], pa.string())
+            return strings([None if v is None else str(v) for v in _py_values(arr, t)])
         return arr
     if isinstance(transform, VoidTransform):
         return pa.nulls(len(arr), arr.type if t.is_primitive else pa.int32())
@@ -82,9 +82,9 @@ def apply_transform(transform: Transform, t: T.IcebergType, arr: pa.Array) -> pa
                 values = np.floor_divide(values, NANOS_PER_MICRO)
             h = murmur3_longs(values).astype(np.int64)
             b = ((h & 0x7FFFFFFF) % n).astype(np.int32)
-            return pa.array(b, pa.int32(), mask=~valid)
+            return from_numpy(b, pa.int32(), valid)
         fn = transform.apply(t)
-        return pa.array([fn(v) for v in _py_values(arr, t)], pa.int32())
+        return from_python([fn(v) for v in _py_values(arr, t)], pa.int32())
     if isinstance(transform, TruncateTransform):
         w = transform.width
         if t in (T.INT, T.LONG):
@@ -92,14 +92,14 @@ def apply_transform(transform: Transform, t: T.IcebergType, arr: pa.Array) -> pa
             with np.errstate(over="ignore"):
                 out = values - np.mod(values, w)  # wraps at the int64 edge, like Java
             if t == T.INT:
-                return pa.array(out.astype(np.int32), pa.int32(), mask=~valid)  # wraps like Java's int
-            return pa.array(out, pa.int64(), mask=~valid)
+                return from_numpy(out.astype(np.int32), pa.int32(), valid)  # wraps like Java's int
+            return from_numpy(out, pa.int64(), valid)
         if t == T.STRING:
             return pc.utf8_slice_codeunits(arr, 0, w)
         if t == T.BINARY:
             return pc.binary_slice(arr, 0, w)
         fn = transform.apply(t)
-        return pa.array([fn(v) for v in _py_values(arr, t)], arr.type)
+        return from_python([fn(v) for v in _py_values(arr, t)], arr.type)
     if isinstance(transform, (YearTransform, MonthTransform, DayTransform, HourTransform)):
         values, valid = int_values(arr)
         if t == T.DATE:
@@ -116,7 +116,7 @@ def apply_transform(transform: Transform, t: T.IcebergType, arr: pa.Array) -> pa
             d64 = days.astype("datetime64[D]")
             unit = "datetime64[Y]" if isinstance(transform, YearTransform) else "datetime64[M]"
             out = d64.astype(unit).astype(np.int64)
-        return pa.array(out.astype(np.int32), pa.int32(), mask=~valid)
+        return from_numpy(out.astype(np.int32), pa.int32(), valid)
     raise ValueError(f"cannot write with transform {transform}")
 
 

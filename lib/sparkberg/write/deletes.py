@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sparkberg.arrays import from_numpy, int_values, strings
 from sparkberg.io.fileio import file_io_for, to_local_path
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import POSITION_DELETES, DataFile
@@ -66,7 +67,7 @@ class DeleteWriter:
         for batch in batches:
             if not batch.num_rows:
                 continue
-            positions = batch.column(1).to_numpy(zero_copy_only=False)
+            positions = int_values(batch.column(1))[0]
             for start, end, (data_file,) in key_runs([batch.column(0)], batch.num_rows):
                 if data_file != current:
                     if current is not None:
@@ -79,7 +80,7 @@ class DeleteWriter:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         results = self.write(self._positions(batches))
         if results:
-            yield pa.RecordBatch.from_arrays([pa.array(results, pa.string())], names=["delete_file"])
+            yield pa.RecordBatch.from_arrays([strings(results)], names=["delete_file"])
 
     def write(self, by_file: Iterable[tuple[str, np.ndarray]]) -> list[str]:
         """The delete files (as the JSON :func:`delete_file_from_json` reads) for ``by_file``: (data file, its
@@ -115,8 +116,9 @@ class DeleteWriter:
         """One position delete file of (data file, ascending distinct positions) runs, in path order, of one
         partition; ``referenced_data_file`` set when it names one data file."""
         path = f"{target['dir']}/{self.write_id}-{uuid.uuid4().hex[:12]}-deletes.parquet"
-        files = pa.chunked_array([pa.repeat(pa.scalar(f, pa.string()), len(ps)) for f, ps in runs], pa.string())
-        positions = pa.chunked_array([pa.array(ps, pa.int64()) for _, ps in runs], pa.int64())
+        which = np.repeat(np.arange(len(runs), dtype=np.int32), [len(ps) for _, ps in runs])
+        files = strings([f for f, _ in runs]).take(from_numpy(which, pa.int32()))
+        positions = from_numpy(np.concatenate([ps for _, ps in runs]).astype(np.int64), pa.int64())
         count = len(positions)
         sink = _open_out(path)
         table = pa.Table.from_arrays([files, positions], schema=POS_SCHEMA)
@@ -168,7 +170,7 @@ def _previous_positions(data_file: str, target: dict, position_files: dict) -> n
             position_files[path] = (table.column(names.get(_PATH_ID.encode(), "file_path")),
                                     table.column(names.get(_POS_ID.encode(), "pos")))
         fp, pos = position_files[path]
-        out.append(pos.filter(pc.equal(fp, data_file)).to_numpy().astype(np.int64))
+        out.append(int_values(pos.filter(pc.equal(fp, strings([data_file])[0])))[0])
     return np.concatenate(out)
 
 

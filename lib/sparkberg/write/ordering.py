@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkberg.arrays import binary_offsets, int_values, valid_mask
+from sparkberg.arrays import binary_offsets, float_values, int_values, valid_mask
 from sparkberg.errors import ValidationError
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionSpec, SortOrder, build_sort_order
@@ -147,7 +147,7 @@ def ordered_bytes(arr: pa.Array, t: T.IcebergType, var_length_bytes: int) -> np.
         bits = int_values(arr)[0].view(np.uint64) ^ np.uint64(1 << 63)
         out = bits.astype(">u8").view(np.uint8).reshape(n, 8)
     elif t in (T.FLOAT, T.DOUBLE) or isinstance(t, T.DecimalType):
-        values = np.asarray(pc.cast(arr, pa.float64()).fill_null(0).to_numpy(zero_copy_only=False), np.float64)
+        values = float_values(pc.cast(arr, pa.float64()))
         raw = values.view(np.int64)
         flipped = raw ^ ((raw >> np.int64(63)) | np.int64(-(1 << 63)))
         out = flipped.view(np.uint64).astype(">u8").view(np.uint8).reshape(n, 8)
@@ -180,8 +180,8 @@ def z_values(columns: list[tuple[pa.Array, T.IcebergType]], var_length_bytes: in
     packed = np.packbits(np.concatenate(parts, axis=1)[:, order], axis=1)
     packed = np.ascontiguousarray(packed[:, :max_output_bytes])
     n, width = packed.shape
-    offsets_out = pa.array(np.arange(0, (n + 1) * width, width, dtype=np.int32))
-    return pa.BinaryArray.from_buffers(pa.binary(), n, [None, offsets_out.buffers()[1], pa.py_buffer(packed)])
+    offsets = pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int32))
+    return pa.BinaryArray.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(packed)])
 
 
 def spec_keys(spec: PartitionSpec, prefix: str) -> list[tuple[str, int, object]]:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sparkberg.arrays import float_values, from_numpy, strings, true_mask, valid_mask
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import to_local_path
 from sparkberg.spec import types as T
@@ -47,7 +48,9 @@ def uuids_from_strings(arr: pa.Array, name: str) -> pa.Array:
             out.append(None if v is None else _uuid.UUID(v).bytes)
         except (ValueError, AttributeError, TypeError):
             raise ValidationError(f"column {name!r}: {v!r} is not a UUID") from None
-    storage = pa.array(out, pa.binary(16))
+    valid = np.array([b is not None for b in out], bool)
+    data = np.frombuffer(b"".join(b if b is not None else bytes(16) for b in out), "V16")
+    storage = from_numpy(data, pa.binary(16), valid)
     target = uuid_arrow_type()
     return storage if target == storage.type else pa.ExtensionArray.from_storage(target, storage)
 
@@ -158,7 +161,7 @@ class ColumnStats:
         if t in (T.FLOAT, T.DOUBLE):
             nan = pc.is_nan(arr)
             self.nans += int(pc.sum(nan).as_py() or 0)
-            arr = arr.filter(pc.invert(pc.fill_null(nan, True)))
+            arr = arr.filter(pc.invert(nan))  # (a null mask slot drops its row: nulls go too)
         if t == T.BOOLEAN or t.is_primitive:
             values = physical(arr, t)
             if len(values) - values.null_count == 0:
@@ -167,7 +170,7 @@ class ColumnStats:
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if isinstance(lo, float) and (lo == 0.0 or hi == 0.0):
                 # spec: -0.0 must precede +0.0 in bounds; min/max may return either zero
-                v = values.drop_null().to_numpy()
+                v = float_values(values.drop_null())
                 zeros = v == 0
                 if lo == 0.0:
                     lo = -0.0 if np.any(zeros & np.signbit(v)) else 0.0
@@ -282,7 +285,7 @@ class FileWriter:
                     f.flush()
         results += [f.close() for f in files.values()]
         if results:
-            yield pa.RecordBatch.from_arrays([pa.array(results, pa.string())], names=["data_file"])
+            yield pa.RecordBatch.from_arrays([strings(results)], names=["data_file"])
 
 
 def _cast(arr: pa.Array, target: pa.DataType, name: str) -> pa.Array:
@@ -308,11 +311,10 @@ def key_runs(keys: list[pa.Array], n: int) -> Iterator[tuple[int, int, tuple]]:
     changed = np.zeros(max(n - 1, 0), dtype=bool)
     for k in keys:
         after, before = k.slice(1), k.slice(0, n - 1)
-        same = pc.or_(pc.fill_null(pc.equal(after, before), False),
-                      pc.and_(after.is_null(), before.is_null()))
+        same = true_mask(pc.equal(after, before)) | ~(valid_mask(after) | valid_mask(before))
         if pa.types.is_floating(k.type):
-            same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(after), pc.is_nan(before)), False))
-        changed |= ~same.to_numpy(zero_copy_only=False)
+            same |= true_mask(pc.and_(pc.is_nan(after), pc.is_nan(before)))
+        changed |= ~same
     starts = [0] + (np.flatnonzero(changed) + 1).tolist()
     for start, end in zip(starts, starts[1:] + [n]):
         yield start, end, tuple(k[start].as_py() for k in keys)
