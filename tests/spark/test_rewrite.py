@@ -69,8 +69,9 @@ def test_rewrite_compacts_and_folds_deletes(spark, warehouse, version):
     assert count(t.rewrite_data_files()) == 0  # nothing left to do
 
 
-def _rewrite_jobs(spark, call) -> list[str]:
-    """The descriptions of the Spark jobs that read and wrote file groups during ``call`` (one per job)."""
+def _rewrite_jobs(spark, call, stages: bool = False) -> list:
+    """The descriptions of the Spark jobs that read and wrote file groups during ``call`` (one per job); with
+    ``stages``, each as (description, number of stages)."""
     store = spark.sparkContext._jsc.sc().statusStore()
 
     def described():
@@ -79,11 +80,12 @@ def _rewrite_jobs(spark, call) -> list[str]:
         for i in range(jobs.size()):
             job = jobs.apply(i)
             text = job.description().getOrElse(None) if job.description().isDefined() else None
-            out[job.jobId()] = text
+            out[job.jobId()] = (text, job.stageIds().size())
         return out
     before = set(described())
     call()
-    return sorted(d for j, d in described().items() if j not in before and d and d.startswith("REWRITE"))
+    return sorted((d if stages else d[0]) for j, d in described().items()
+                  if j not in before and d[0] and d[0].startswith("REWRITE"))
 
 
 @pytest.mark.parametrize("partial", [False, True])
@@ -109,6 +111,35 @@ def test_small_groups_are_rewritten_in_one_job_unless_each_commits_alone(spark, 
     assert rows(t, ("id", "p", "_row_id")) == before
     files = t.metadata_table("files").collect()
     assert sorted(r.partition.p for r in files) == ["p0", "p1", "p2", "p3"] and {r.content for r in files} == {0}
+
+
+@pytest.mark.parametrize("case", ["a file a partition", "two files a partition", "files a task may split"])
+def test_small_groups_of_one_file_are_written_where_they_are_read(spark, warehouse, case):
+    # groups put together whose partitions are each one file that no task splits: each task writes the
+    # partitions of the files it reads (one stage, no shuffle); otherwise the rows are hashed to their partitions
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.apart", "id bigint, p string, x double", partition_by=["p"],
+                         properties={"format-version": "3", "write.delete.mode": "merge-on-read"})
+    for i in range(2 if case == "two files a partition" else 1):
+        t.append(spark.sql(f"SELECT id, concat('p', id % 5) AS p, id / 2 AS x FROM range({i * 500}, "
+                           f"{i * 500 + 500})").repartition(1))
+    t.delete("id % 7 = 0")
+    before = rows(t, ("id", "p", "x", "_row_id"))
+    key = "spark.sql.files.openCostInBytes"
+    old = spark.conf.get(key)
+    spark.conf.set(key, "1" if case == "files a task may split" else old)
+    try:
+        jobs = _rewrite_jobs(spark, lambda: t.rewrite_data_files(options={"rewrite-all": "true"}).collect(),
+                             stages=True)
+    finally:
+        spark.conf.set(key, old)
+    assert {d.split(":")[0] for d, _ in jobs} == {"REWRITE db.apart (file group 1 of 1"}
+    shuffled = any(n > 1 for _, n in jobs)
+    assert shuffled == (case != "a file a partition"), jobs
+    t = cat.load_table("db.apart")
+    assert rows(t, ("id", "p", "x", "_row_id")) == before
+    files = t.metadata_table("files").collect()
+    assert sorted(r.partition.p for r in files) == ["p0", "p1", "p2", "p3", "p4"] and {r.content for r in files} == {0}
 
 
 def test_equality_deletes_committed_meanwhile_still_apply(spark, warehouse):

@@ -53,7 +53,7 @@ from sparkberg.errors import CommitFailedException, CommitStateUnknownException,
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.options import Options
 from sparkberg.spark.frames import local_dataframe
-from sparkberg.spark.session import job_description
+from sparkberg.spark.session import job_description, unsplit_file_bytes
 from sparkberg.spec.manifests import sequence_applies
 from sparkberg.spec.properties import TARGET_FILE_SIZE, target_file_size
 from sparkberg.spec.transforms import IdentityTransform
@@ -147,6 +147,7 @@ class Group:
     tasks: list[dict]
     key: tuple
     one_partition: bool  # every file in the current spec's partition ``key``
+    files_apart: bool = False  # (groups put together) each file alone in its partition of the current spec
     size: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -277,6 +278,12 @@ class _Run:
             if group.one_partition:  # one partition already: as many tasks as files, no shuffle
                 return write_files(rl.spark, m, rows.coalesce(files), extra_fields=rl.lineage_fields,
                                    properties=props, distribution="none")
+            if group.files_apart and all(t["file_size_in_bytes"] <= unsplit_file_bytes(rl.spark)
+                                         for t in group.tasks):
+                # each partition's rows are one file, which one task reads whole: written by the task that reads
+                # them, its writer computing their partition (no key stage, no shuffle), a file a partition
+                return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
+                                   distribution="none")
             return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
                                distribution="hash")
 
@@ -353,9 +360,11 @@ class _Run:
     def together(self, groups: list[Group]) -> list[Group]:
         """``groups`` with those that a binpack rewrite without partial progress writes to one file each, each
         the only group of its partition, made one group: one Spark job reads their files and writes each
-        partition's rows in one task (:meth:`write`, a group of several partitions), which is the file its own
-        job would have written, without a job's fixed costs for each (a Python stage, the read's planning, a
-        collect). Committed at once anyway, they need no job of their own to fail or succeed alone."""
+        partition's rows in one task (:meth:`write`, a group of several partitions: hashed to their partitions,
+        or, when each partition is one file that no task splits, written by the task that reads that file), which
+        is the file its own job would have written, without a job's fixed costs for each (a Python stage, the
+        read's planning, a collect). Committed at once anyway, they need no job of their own to fail or succeed
+        alone."""
         if self.s.partial or self.ordering is not None:
             return groups
         per_partition = defaultdict(int)
@@ -366,7 +375,8 @@ class _Run:
         if len(small) < 2:
             return groups
         chosen = {id(g) for g in small}
-        return [Group([t for g in small for t in g.tasks], ("together",), False)] + \
+        return [Group([t for g in small for t in g.tasks], ("together",), False,
+                      files_apart=all(len(g.tasks) == 1 for g in small))] + \
             [g for g in groups if id(g) not in chosen]
 
     def _commit_partial(self, batch: list[tuple[Group, list]]) -> int:
