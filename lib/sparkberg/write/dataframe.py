@@ -20,6 +20,7 @@ from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.values import to_python
+from sparkberg.write.jvm_keys import key_columns
 from sparkberg.write.ordering import ZORDER_COLUMN, KeyColumns, Ordering, sort_keys, spec_keys
 from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, data_file_from_json
 
@@ -256,7 +257,9 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     shuffle partitions, which adaptive execution may coalesce, when None), so every task holds a contiguous range
     of the order; ``none`` keeps the tasks the DataFrame has (the caller clustered the rows by partition, or each
     task writes one file per partition it meets). Each task sorts its rows by the ``ordering``, and the files
-    record its ``order_id``."""
+    record its ``order_id``. The shuffle and the sort use Spark expressions of the partition and sort keys where
+    every key has one (:mod:`sparkberg.write.jvm_keys`), and the writer computes each row's partition as it
+    writes; otherwise (a z-order, a transform with no expression) a Python stage computes the keys first."""
     table_schema = metadata.current_schema
     schema = T.Schema(table_schema.fields + tuple(extra_fields), table_schema.schema_id,
                       table_schema.identifier_field_ids)
@@ -284,13 +287,31 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     if zorder is not None:
         order.append(F.col(ZORDER_COLUMN).asc_nulls_first())
     in_writer = None  # the keys the writer computes itself, for rows it writes as they come
-    if keys or zorder is not None:
+    clustered_input = True
+    jvm = key_columns(schema, keys) if keys and zorder is None else None
+    if jvm is not None:  # (the JVM clusters the rows by expressions of the keys; the writer computes them)
+        nparts = len(spec.fields)
+        order = [c.asc_nulls_first() for c in jvm[:nparts]]
+        if ordering.sort is not None:
+            order += [_direction(c, f) for c, f in zip(jvm[nparts:], ordering.sort.fields)]
+        if distribution == "range" and order:
+            ranged = aligned.repartitionByRange(num_partitions, *order) if num_partitions else \
+                aligned.repartitionByRange(*order)
+            clustered = ranged.sortWithinPartitions(*order)
+        elif distribution == "hash" and spec.fields:
+            clustered = aligned.repartition(*jvm[:nparts]).sortWithinPartitions(*order)
+        elif ordering != UNSORTED:
+            clustered = aligned.sortWithinPartitions(*order)
+        else:  # (rows kept in their tasks and order: the writer fans them out to their partitions' files)
+            clustered, clustered_input = aligned, False
+        in_writer = KeyColumns(schema, keys[:nparts]) if nparts else None
+    elif keys or zorder is not None:
         by_id = schema.index_by_id()
         out_schema = ST.StructType(list(aligned.schema.fields) + [
             ST.StructField(name, physical_spark_type(tr.result_type(by_id[source_id].field_type)))
             for name, source_id, tr in keys] + ([ST.StructField(ZORDER_COLUMN, ST.BinaryType())] if zorder else []))
-        key_columns = KeyColumns(schema, keys, zorder)
-        with_keys = aligned.mapInArrow(key_columns, out_schema)
+        key_stage = KeyColumns(schema, keys, zorder)
+        with_keys = aligned.mapInArrow(key_stage, out_schema)
         if distribution == "range" and order:
             # (without a number, Spark's adaptive execution may coalesce small ranges, as it does for Java's writes)
             ranged = with_keys.repartitionByRange(num_partitions, *order) if num_partitions else \
@@ -302,11 +323,11 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         elif ordering != UNSORTED:
             clustered = with_keys.sortWithinPartitions(*order)
         else:  # (rows kept in their tasks and order: the writer computes their keys itself, in the same pass)
-            clustered, in_writer = aligned, key_columns
+            clustered, in_writer, clustered_input = aligned, key_stage, False
     else:
         clustered = aligned
     writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
-                        sort_order_id=ordering.order_id, key_columns=in_writer)
+                        sort_order_id=ordering.order_id, key_columns=in_writer, clustered=clustered_input)
     with executor_errors(spark):
         rows = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]

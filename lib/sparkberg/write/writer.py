@@ -209,11 +209,13 @@ def _lt(a: Any, b: Any) -> bool:
 class FileWriter:
     """Executor side: writes the rows it is given (clustered by partition) into Parquet files and returns
     one JSON-encoded data-file row per file. The rows carry their partition keys (``_sbp_<i>`` columns), or
-    ``key_columns``, when given, adds them to each batch first."""
+    ``key_columns``, when given, adds them to each batch first; rows whose keys it adds come unclustered unless
+    ``clustered`` says they are (the JVM clustered them by expressions of the keys)."""
 
     def __init__(self, schema: T.Schema, spec: PartitionSpec, data_location: str, properties: dict[str, str],
                  write_id: str, sort_order_id: int = 0,
-                 key_columns: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None):
+                 key_columns: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
+                 clustered: bool = False):
         self.schema = schema
         self.sort_order_id = sort_order_id
         self.spec = spec
@@ -229,6 +231,7 @@ class FileWriter:
         self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive]
         self.ptype = spec.partition_type(schema)
         self.key_columns = key_columns
+        self.clustered = clustered
 
     def _conform(self, batch: pa.RecordBatch) -> pa.Table:
         for name in self.required:
@@ -243,15 +246,15 @@ class FileWriter:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Rows clustered by partition are written a file at a time (a partition's file is closed when the next
-        partition begins); rows whose keys the writer computes (``key_columns``: they come unclustered) are
-        fanned out, a file open for each partition met, each batch's rows grouped by partition first (Iceberg
+        partition begins), whether they carry their keys or the writer computes them; rows that come
+        unclustered (``key_columns`` without ``clustered``) are fanned out, a file open for each partition met, each batch's rows grouped by partition first (Iceberg
         Java's fanout writer). Either way a file is rolled at the target size."""
-        fanout = self.key_columns is not None
+        fanout = self.key_columns is not None and not self.clustered
         files: dict[tuple, _OpenFile] = {}  # partition key -> its open file
         n_files = 0
         results = []
         nparts = len(self.spec.fields)
-        if fanout:
+        if self.key_columns is not None:
             batches = self.key_columns(batches)
         for batch in batches:
             if batch.num_rows == 0:
