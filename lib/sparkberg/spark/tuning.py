@@ -5,7 +5,7 @@ Planning, per table (table properties, Iceberg's own names where Iceberg has the
 - ``read.data-planning-mode`` (``auto``): where data manifests are decoded: ``local`` on the driver,
   ``distributed`` on the executors, ``auto`` on the driver when the manifests left after pruning are under
   ``sparkberg.planning.local-max-bytes`` (48 MiB) and list at most ``sparkberg.planning.local-max-files``
-  entries (200,000). The ``planning=`` argument of ``plan_files`` and ``to_df`` overrides it.
+  entries (250,000). The ``planning=`` argument of ``plan_files`` and ``to_df`` overrides it.
 - ``read.delete-planning-mode`` (``auto``): where delete manifests are decoded: ``local`` on the driver,
   ``distributed`` on the executors (in the planning tasks themselves when there are no equality deletes, else
   in a job of their own), ``auto`` on the driver while they list at most
@@ -50,7 +50,7 @@ PLANNING_MODES = ("auto", "local", "distributed")
 LOCAL_MAX_BYTES = "sparkberg.planning.local-max-bytes"
 LOCAL_MAX_BYTES_DEFAULT = 48 * 1024 * 1024
 LOCAL_MAX_FILES = "sparkberg.planning.local-max-files"
-LOCAL_MAX_FILES_DEFAULT = 200_000
+LOCAL_MAX_FILES_DEFAULT = 250_000
 LOCAL_MAX_DELETE_ENTRIES = "sparkberg.planning.local-max-delete-entries"
 LOCAL_MAX_DELETE_ENTRIES_DEFAULT = 50_000
 SCOPED_PAIRS_MAX = "sparkberg.planning.scoped-pairs-max"
