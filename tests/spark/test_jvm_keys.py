@@ -28,7 +28,8 @@ SPARK = {T.INT: "CAST(v AS INT)", T.LONG: "v", T.DATE: "date_from_unix_date(CAST
          T.TIMESTAMPTZ: "timestamp_micros(v)"}
 ARROW = {T.INT: pa.int32(), T.LONG: pa.int64(), T.DATE: pa.date32(), T.TIMESTAMPTZ: pa.timestamp("us", "UTC")}
 TRANSFORMS = {T.INT: ["bucket[16]", "bucket[7]"], T.LONG: ["bucket[16]", "bucket[1000]"],
-              T.DATE: ["bucket[16]", "day", "month", "year"], T.TIMESTAMPTZ: ["bucket[16]", "hour", "day", "month", "year"]}
+              T.DATE: ["bucket[16]", "day", "month", "year"],
+              T.TIMESTAMPTZ: ["bucket[16]", "hour", "day", "month", "year"]}
 
 
 def test_seed_zero_turns_sparks_hash_into_icebergs(spark):

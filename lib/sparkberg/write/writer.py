@@ -247,8 +247,9 @@ class FileWriter:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Rows clustered by partition are written a file at a time (a partition's file is closed when the next
         partition begins), whether they carry their keys or the writer computes them; rows that come
-        unclustered (``key_columns`` without ``clustered``) are fanned out, a file open for each partition met, each batch's rows grouped by partition first (Iceberg
-        Java's fanout writer). Either way a file is rolled at the target size."""
+        unclustered (``key_columns`` without ``clustered``) are fanned out, a file open for each partition met,
+        each batch's rows grouped by partition first (Iceberg Java's fanout writer). Either way a file is rolled
+        at the target size."""
         fanout = self.key_columns is not None and not self.clustered
         files: dict[tuple, _OpenFile] = {}  # partition key -> its open file
         n_files = 0
