@@ -278,8 +278,8 @@ class _Run:
             if group.one_partition:  # one partition already: as many tasks as files, no shuffle
                 return write_files(rl.spark, m, rows.coalesce(files), extra_fields=rl.lineage_fields,
                                    properties=props, distribution="none")
-            if group.files_apart and all(t["file_size_in_bytes"] <= unsplit_file_bytes(rl.spark)
-                                         for t in group.tasks):
+            whole = unsplit_file_bytes(rl.spark) if group.files_apart else 0
+            if group.files_apart and all(t["file_size_in_bytes"] <= whole for t in group.tasks):
                 # each partition's rows are one file, which one task reads whole: written by the task that reads
                 # them, its writer computing their partition (no key stage, no shuffle), a file a partition
                 return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
