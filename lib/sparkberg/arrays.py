@@ -8,8 +8,8 @@ change; null slots never show the bytes that happen to sit under them.
 The other way, :func:`from_numpy`, :func:`from_python` and :func:`strings` assemble arrays from buffers.
 ``pa.array`` and ``pa.scalar`` of anything but Arrow data import pandas whenever it is installed (pyarrow asks
 whether the input is a pandas object), and so does ``to_numpy``; the code a write runs on the executors builds
-and reads its arrays with these, so a Python worker that only writes files never imports pandas (about 0.2 s of
-each fresh worker's start).
+and reads its arrays with these, so a Python worker that only writes files never imports pandas (a cost at each
+fresh worker's start).
 """
 from __future__ import annotations
 

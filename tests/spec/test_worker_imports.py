@@ -1,6 +1,6 @@
 """What a write's Python worker imports: the key stage, the data file writer and the delete writer build their
 Arrow arrays from buffers (``sparkberg.arrays``), never through ``pa.array``/``pa.scalar``/``to_numpy``, which
-import pandas (~0.2 s of each fresh worker) whenever it is installed. Each check runs in a fresh process, on
+import pandas whenever it is installed (a cost at each fresh worker's start). Each check runs in a fresh process, on
 batches read from an Arrow IPC file as a worker receives them from Spark."""
 import datetime
 import decimal
