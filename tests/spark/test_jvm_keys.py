@@ -63,6 +63,7 @@ def test_transforms_and_types_without_an_expression():
     assert key_sql(parse_transform("identity"), T.UUID, "u") is None
     assert key_sql(parse_transform("identity"), T.STRING, "a.b") == "`a`.`b`"  # (the column itself)
     assert key_sql(parse_transform("identity"), T.TIMESTAMP, "ts") == "`ts`"
+    assert key_sql(parse_transform("identity"), T.LONG, "a`b") == "`a``b`"  # (a backtick doubled, as Spark reads it)
 
 
 def _python_stages(spark, call) -> list[int]:

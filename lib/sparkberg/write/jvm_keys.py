@@ -15,8 +15,8 @@ as Iceberg orders them:
 - ``year``, ``month``, ``day``, ``hour`` of date and timestamptz values, from the epoch day or microsecond
   (``unix_date``, ``unix_micros``), with no session time zone involved.
 
-Any other transform or type (truncate, timestamps without zone, nanoseconds, uuids, geospatial) has no
-expression here: such a write computes its keys in Python as before.
+Any other key (truncate; a time transform or bucket of a timestamp without zone or in nanoseconds; a bucket of
+strings, binaries, decimals or uuids) has no expression here: such a write computes its keys in Python first.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ _TEMPORAL = (T.DATE, T.TIMESTAMPTZ)
 
 
 def _quoted(dotted: str) -> str:
-    return ".".join(f"`{p}`" for p in dotted.split("."))
+    return ".".join("`" + p.replace("`", "``") + "`" for p in dotted.split("."))
 
 
 def _floor_div(sql: str, d: int) -> str:
