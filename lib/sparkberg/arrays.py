@@ -5,11 +5,12 @@ numpy; there each Arrow compute call (``fill_null``, ``is_valid``, ``binary_leng
 so these read the validity bitmap, the values and the offsets directly. Each returns a new array the caller may
 change; null slots never show the bytes that happen to sit under them.
 
-The other way, :func:`from_numpy`, :func:`from_python` and :func:`strings` assemble arrays from buffers.
-``pa.array`` and ``pa.scalar`` of anything but Arrow data import pandas whenever it is installed (pyarrow asks
-whether the input is a pandas object), and so does ``to_numpy``; the code a write runs on the executors builds
-and reads its arrays with these, so a Python worker that only writes files never imports pandas (a cost at each
-fresh worker's start).
+The other way, :func:`from_numpy`, :func:`from_python` and :func:`strings` assemble arrays from buffers, and
+:func:`empty_table` makes a table of no rows. ``pa.array`` and ``pa.scalar`` of anything but Arrow data import
+pandas whenever it is installed (pyarrow asks whether the input is a pandas object), and so do ``to_numpy`` and
+``Schema.empty_table``; the code a write runs on the executors builds and reads its arrays with these, so a
+Python worker that only writes files never imports pandas (a cost at each fresh worker's start), and neither
+does the driver's planning.
 """
 from __future__ import annotations
 
@@ -122,6 +123,11 @@ def strings(values: list[str | None]) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(encoded), [bits, pa.py_buffer(offsets),
                                                              pa.py_buffer(b"".join(encoded))],
                                  null_count=len(values) - int(np.count_nonzero(valid)))
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of ``schema`` with no rows (one empty chunk a column), as ``schema.empty_table()`` makes."""
+    return pa.Table.from_batches([pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)])
 
 
 def from_python(values: list, type: pa.DataType) -> pa.Array:

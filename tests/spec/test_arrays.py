@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from sparkberg.arrays import (
-    binary_offsets, float_values, from_numpy, from_python, int_values, strings, true_mask, valid_mask,
+    binary_offsets, empty_table, float_values, from_numpy, from_python, int_values, strings, true_mask, valid_mask,
 )
 
 VALUES = [5, None, -3, 2 ** 40, None, 0, 7, None, 9, 11, -1]
@@ -136,3 +136,14 @@ def test_from_python_equals_pa_array(arrow_type):
     else:
         values = [5, None, -2 ** 31, 2 ** 31 - 1, 0]
     assert from_python(values, arrow_type).equals(pa.array(values, arrow_type))
+
+
+def test_empty_table_equals_the_schemas_own():
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False),
+                        pa.field("deletes", pa.list_(pa.struct([("path", pa.string()), ("ids", pa.list_(pa.int32()))]))),
+                        pa.field("m", pa.map_(pa.string(), pa.decimal128(9, 2))),
+                        pa.field("ts", pa.timestamp("us", "UTC")), pa.field("n", pa.null())], metadata={b"k": b"v"})
+    got = empty_table(schema)
+    assert got.equals(schema.empty_table(), check_metadata=True)
+    assert got.num_rows == 0 and all(c.num_chunks == 1 for c in got.columns)
+    assert empty_table(pa.schema([])).num_columns == 0

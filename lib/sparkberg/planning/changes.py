@@ -26,6 +26,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkberg.arrays import empty_table
 from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import TRUE, Bound
 from sparkberg.io.fileio import FileIO
@@ -180,7 +181,7 @@ def appended_tasks(metadata: TableMetadata, io: FileIO, snapshots: list[Snapshot
             continue
         entries = loader.load(decoder, _own_manifests(io, s, MANIFEST_DATA))
         parts.append(_tasks(layout, _own(entries, s.snapshot_id, ADDED)))
-    return pa.concat_tables(parts) if parts else _tasks_arrow_schema(layout).empty_table()
+    return pa.concat_tables(parts) if parts else empty_table(_tasks_arrow_schema(layout))
 
 
 @dataclass
@@ -333,7 +334,7 @@ def _summaries_hold(ptype, summaries, values: tuple) -> bool:
 def _live_deletes(loader: _Loader, snapshot: Snapshot | None, decoder: EntryDecoder, reach: _Reach) -> pa.Table:
     """The live delete files of ``snapshot`` in reach (an empty table when there is no snapshot)."""
     if snapshot is None:
-        return decoder.schema.empty_table()
+        return empty_table(decoder.schema)
     manifests = [m for m in snapshot_manifest_table(loader.io, snapshot).manifests()
                  if m.content == MANIFEST_DELETES]
     entries = loader.load(decoder, reach.manifests(loader.metadata, manifests))
@@ -344,7 +345,7 @@ def _live_deletes(loader: _Loader, snapshot: Snapshot | None, decoder: EntryDeco
 def _live_data(loader: _Loader, snapshot: Snapshot | None, decoder: EntryDecoder, reach: _Reach) -> pa.Table:
     """The live data files of ``snapshot`` in reach."""
     if snapshot is None:
-        return decoder.schema.empty_table()
+        return empty_table(decoder.schema)
     listing = snapshot_manifest_table(loader.io, snapshot)
     manifests = [m for m in prune_manifests(loader.metadata, listing, decoder.partition_filters)
                  if m.content == MANIFEST_DATA]

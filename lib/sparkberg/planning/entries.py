@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import int_values, valid_mask
+from sparkberg.arrays import empty_table, int_values, valid_mask
 from sparkberg.avro.cache import ManifestCache
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
 from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
@@ -308,7 +308,7 @@ class EntryDecoder:
         parts = by_threads(lambda unit: unit(), units, threads if self.cache is None else 1)
         pieces = [t for part in parts for t in part]
         if not pieces:
-            return self.schema.empty_table()
+            return empty_table(self.schema)
         return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
 
     def _decode_batch(self, batch: list[tuple[ManifestFile, int, bytes]]) -> pa.Table:

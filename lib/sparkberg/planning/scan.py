@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from sparkberg.arrays import empty_table
 from sparkberg.avro.cache import manifest_cache
 from sparkberg.avro.columnar import ManifestListColumns
 from sparkberg.expressions.evaluators import (
@@ -186,14 +187,14 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     """
     layout = PartitionLayout(metadata)
     if snapshot is None:
-        return ScanPlan(spark, None, layout, table=_tasks_arrow_schema(layout).empty_table())
+        return ScanPlan(spark, None, layout, table=empty_table(_tasks_arrow_schema(layout)))
     filters = _partition_filters(metadata, bound)
     cache = manifest_cache(spark)
     manifests = prune_manifests(metadata, snapshot_manifest_table(io, snapshot, cache), filters)
     data_manifests = [m for m in manifests if m.content == MANIFEST_DATA]
     delete_manifests = [m for m in manifests if m.content == MANIFEST_DELETES]
     if not data_manifests:
-        return ScanPlan(spark, snapshot, layout, table=_tasks_arrow_schema(layout).empty_table())
+        return ScanPlan(spark, snapshot, layout, table=empty_table(_tasks_arrow_schema(layout)))
     types = {f.field_id: f.field_type for s in metadata.schemas for f in s.index_by_id().values()}
     types.update({f.field_id: f.field_type for f in metadata.current_schema.index_by_id().values()})
     metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types)
@@ -229,7 +230,7 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     # the delete files are indexed on the driver and go with the data manifests' decoder, which attaches them to
     # the data entries it decodes (on the executors, or here): one pass over the data manifests
     if not delete_manifests:
-        deletes = delete_decoder.schema.empty_table()
+        deletes = empty_table(delete_decoder.schema)
     elif delete_mode == "local" or (delete_mode == "auto" and (
             local or _entries(delete_manifests) <= int_property(metadata, LOCAL_MAX_DELETE_ENTRIES,
                                                                 LOCAL_MAX_DELETE_ENTRIES_DEFAULT))):

@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from sparkberg.arrays import empty_table
 from sparkberg.errors import ValidationError
 from sparkberg.read.columns import (
     READ_FORMATS, check_formats, delete_file_rows, delete_row_count, file_table, maybe_broadcast, name_mapping,
@@ -67,7 +68,7 @@ def _equality_rows_on_driver(fields: list[T.NestedField], applies: dict[str, set
     tables = by_threads(lambda path: _equality_file_rows(path, formats[path], fields, cache), paths)
     parts = [table.append_column(schema.field("_del_fid"), pa.array(np.full(table.num_rows, fid, np.int32)))
              for path, table in zip(paths, tables) for fid in sorted(applies[path])]
-    return pa.concat_tables(parts).combine_chunks() if parts else schema.empty_table()
+    return pa.concat_tables(parts).combine_chunks() if parts else empty_table(schema)
 
 
 def _equality_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], cache: DeleteCache | None) -> pa.Table:

@@ -19,12 +19,13 @@ def collect_arrow(df, schema):
     the DataFrame's column names): through Arrow where the session offers it (PySpark 4's ``toArrow``, a classic
     3.5 session's Arrow collect), else row by row."""
     import pyarrow as pa
+    from sparkberg.arrays import empty_table  # (it imports pyarrow: put off, as this module puts off its own)
     try:
         if hasattr(df, "toArrow"):
             return df.toArrow().cast(schema)
         if hasattr(df, "_collect_as_arrow"):
             batches = df._collect_as_arrow()
-            return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+            return pa.Table.from_batches(batches).cast(schema) if batches else empty_table(schema)
     except (pa.ArrowException, TypeError, ValueError, NotImplementedError):
         pass  # a type this path does not convert: the rows
     return pa.Table.from_pylist([r.asDict(recursive=True) for r in df.collect()], schema=schema)
