@@ -152,12 +152,47 @@ def to_spark_read_field(f: I.NestedField, name: str | None = None) -> T.StructFi
 
 
 def arrow_schema(struct: T.StructType):
-    """The Arrow schema Spark exchanges for ``struct`` (``mapInArrow``), timestamps in UTC, on PySpark 3.5 and 4."""
+    """The Arrow schema Spark exchanges for ``struct`` (``mapInArrow``), timestamps in UTC, on PySpark 3.5 and 4:
+    PySpark's ``to_arrow_schema`` for these types, made here because PySpark 3.5's imports ``distutils`` (through
+    setuptools' shim, a tenth of a second of a fresh driver); PySpark's own for types not mapped here."""
+    import pyarrow as pa
+    try:
+        return pa.schema([pa.field(f.name, _arrow_type(f.dataType), nullable=f.nullable) for f in struct])
+    except _NotMapped:
+        pass
     from pyspark.sql.pandas.types import to_arrow_schema
     try:
         return to_arrow_schema(struct, timezone="UTC")
     except TypeError:  # PySpark 3.5 takes no time zone and uses UTC
         return to_arrow_schema(struct)
+
+
+class _NotMapped(Exception):
+    pass
+
+
+def _arrow_type(dt: T.DataType):
+    import pyarrow as pa
+    kind = type(dt)
+    simple = {
+        T.BooleanType: pa.bool_, T.ByteType: pa.int8, T.ShortType: pa.int16, T.IntegerType: pa.int32,
+        T.LongType: pa.int64, T.FloatType: pa.float32, T.DoubleType: pa.float64, T.StringType: pa.string,
+        T.BinaryType: pa.binary, T.DateType: pa.date32, T.NullType: pa.null,
+        T.TimestampType: lambda: pa.timestamp("us", tz="UTC"), T.TimestampNTZType: lambda: pa.timestamp("us"),
+        T.DayTimeIntervalType: lambda: pa.duration("us"),
+    }.get(kind)
+    if simple is not None:
+        return simple()
+    if kind is T.DecimalType:
+        return pa.decimal128(dt.precision, dt.scale)
+    if kind is T.ArrayType:
+        return pa.list_(pa.field("element", _arrow_type(dt.elementType), nullable=dt.containsNull))
+    if kind is T.MapType:
+        return pa.map_(pa.field("key", _arrow_type(dt.keyType), nullable=False),
+                       pa.field("value", _arrow_type(dt.valueType), nullable=dt.valueContainsNull))
+    if kind is T.StructType:
+        return pa.struct([pa.field(f.name, _arrow_type(f.dataType), nullable=f.nullable) for f in dt])
+    raise _NotMapped(dt)
 
 
 def schema_from(spark: Any, schema: Any) -> I.Schema:
