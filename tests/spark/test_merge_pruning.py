@@ -49,6 +49,32 @@ def test_source_keys_prune_the_target(spark, warehouse, planned, mode):
     assert len(rows) == 1351 and rows[249] == "old" and rows[250] == rows[999] == rows[1349] == "many"
 
 
+def test_many_keys_prune_by_their_range_without_collecting_them(spark, warehouse, planned, monkeypatch):
+    """A source whose keys are estimated far above an IN list's size (by the job that finds their range) prunes
+    by the range without a job collecting its distinct keys; near the size, and for a null-safe key (whose null
+    would match null rows), the keys are still collected."""
+    collected = []
+    frame_class = type(spark.range(1))  # (the session's own DataFrame class: classic or Connect)
+    distinct = frame_class.distinct
+
+    def counting(self):
+        collected.append(self.columns)
+        return distinct(self)
+    monkeypatch.setattr(frame_class, "distinct", counting)
+    cat, t = table(spark, warehouse, "merge-on-read")
+    t.append(spark.range(1000, 9000).selectExpr("id", "'old' AS v"))
+    upsert(t, spark.range(2050, 7050).selectExpr("id", "'many' AS v"))  # 5,000 keys
+    assert collected == [] and planned[-1] == 51  # the files of 2000..7099
+    rows = {r.id: r.v for r in cat.load_table("db.m").to_df().collect()}
+    assert len(rows) == 9000 and rows[2049] == rows[7050] == "old" and rows[2050] == rows[7049] == "many"
+    upsert(t, spark.range(0, 1100).selectExpr("id", "'near' AS v"))
+    assert collected == [["id"]] and planned[-1] == 11
+    upsert(t, spark.range(5000, 8000).selectExpr("id", "'ns' AS v"), "t.id <=> s.id")
+    assert collected == [["id"]] * 2 and planned[-1] == 51  # 30 appended and 21 the first merge wrote
+    rows = {r.id: r.v for r in cat.load_table("db.m").to_df().collect()}
+    assert len(rows) == 9000 and rows[1099] == "near" and rows[4999] == "many" and rows[5000] == rows[7999] == "ns"
+
+
 def test_target_conjuncts_prune_and_a_column_condition_reads_all(spark, warehouse, planned):
     from pyspark.sql import functions as F
     cat, t = table(spark, warehouse, "copy-on-write")

@@ -116,11 +116,11 @@ class MergeBuilder:
         src = self.source.withColumn("_src_id", F.monotonically_increasing_id()).cache()
         try:
             target_only, keys = self._on_clause()
-            # (filled now, by the job that also finds each key's range: the join sees the source's true size, and
-            # broadcasts it when small)
-            bounds = src.agg(F.count(F.lit(1)), *[f(F.col(f"`{s_col}`")) for _, s_col, _ in keys
-                                                  for f in (F.min, F.max)]).collect()[0][1:]
-            ranges = {s_col: (bounds[2 * i], bounds[2 * i + 1]) for i, (_, s_col, _) in enumerate(keys)}
+            # (filled now, by the job that also finds each key's range and estimates its distinct values: the join
+            # sees the source's true size, and broadcasts it when small)
+            found = src.agg(F.count(F.lit(1)), *[f(F.col(f"`{s_col}`")) for _, s_col, _ in keys
+                                                 for f in (F.min, F.max, F.approx_count_distinct)]).collect()[0][1:]
+            ranges = {s_col: (found[3 * i], found[3 * i + 1], found[3 * i + 2]) for i, (_, s_col, _) in enumerate(keys)}
             self._merge(src, self._pruning(src, target_only, keys, ranges))
         finally:
             src.unpersist()
@@ -207,11 +207,13 @@ class MergeBuilder:
                  ranges: dict[str, tuple]) -> tuple[str | None, Any]:
         """What narrows the target scan: the ON clause's conjuncts on target columns alone (a SQL filter), and a
         predicate from the source's values of each key (:func:`key_predicate`; ``ranges``: each key's source
-        column's (min, max)), so only files that may hold a matching row are read and joined."""
+        column's (min, max, estimated distinct values)), so only files that may hold a matching row are read and
+        joined."""
         schema = self.table.metadata.current_schema
         prune = None
         for field, s_col, null_safe in keys:
-            p = key_predicate(src, s_col, field, schema, null_safe, ranges[s_col])
+            lo, hi, estimate = ranges[s_col]
+            p = key_predicate(src, s_col, field, schema, null_safe, (lo, hi), estimate)
             if p is not None:
                 prune = p if prune is None else And(prune, p)
         try:

@@ -157,23 +157,34 @@ def _both(*checks):
 # a key with at most this many distinct values prunes by the values (an IN list the metrics evaluator tests per file);
 # with more, by their range
 MAX_KEY_VALUES = 1000
+# an estimate of the distinct values (approx_count_distinct, 5% relative error) above this is taken as more than
+# MAX_KEY_VALUES without counting them: the estimate's error is far from reaching it
+SURELY_MORE_VALUES = 2 * MAX_KEY_VALUES
 
 
-def key_predicate(values, column: str, field, schema, null_safe: bool = False, bounds: tuple | None = None):
+def key_predicate(values, column: str, field, schema, null_safe: bool = False, bounds: tuple | None = None,
+                  estimate: int | None = None):
     """A bound predicate that every target row whose ``field`` equals a value of ``values``'s ``column`` satisfies:
     an IN list of the distinct values (at most ``MAX_KEY_VALUES``), else their range (``bounds``, the column's
     (min, max) when the caller has them already, else found here); FALSE when there are none; None when it cannot
-    say (a null-safe key with a null value, a nested field, a type the field cannot take)."""
+    say (a null-safe key with a null value, a nested field, a type the field cannot take). ``estimate``: the
+    caller's ``approx_count_distinct`` of the column, with ``bounds``; far above ``MAX_KEY_VALUES``, the range is
+    used without a job to collect the values (either predicate holds for every matching row: the estimate only
+    chooses between them)."""
     if not field.field_type.is_primitive:
         return None
-    found = [r[0] for r in values.select(F.col(f"`{column}`")).distinct().limit(MAX_KEY_VALUES + 1).collect()]
-    if null_safe and None in found:
-        return None  # (null keys match null rows: no range holds them)
-    found = [v for v in found if v is not None]
+    if bounds is not None and estimate is not None and estimate > SURELY_MORE_VALUES and not null_safe:
+        found = None
+    else:
+        found = [r[0] for r in values.select(F.col(f"`{column}`")).distinct().limit(MAX_KEY_VALUES + 1).collect()]
+    if found is not None:
+        if null_safe and None in found:
+            return None  # (null keys match null rows: no range holds them)
+        found = [v for v in found if v is not None]
     try:
-        if not found:
+        if found is not None and not found:
             return FALSE
-        if len(found) <= MAX_KEY_VALUES:
+        if found is not None and len(found) <= MAX_KEY_VALUES:
             return bind(Predicate("in", field.name, found), schema)
         lo, hi = bounds or values.agg(F.min(F.col(f"`{column}`")), F.max(F.col(f"`{column}`"))).collect()[0]
         return bind(and_(Predicate("gt_eq", field.name, lo), Predicate("lt_eq", field.name, hi)), schema)
