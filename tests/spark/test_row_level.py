@@ -73,7 +73,16 @@ def test_merge(spark, warehouse, version, mode):
     before = cat.load_table("db.t").metadata
     with pytest.raises(ValidationError, match="more than one source row"):
         t.merge(dup, "t.id = s.id").when_matched_update_all().execute()
+    with pytest.raises(ValidationError, match="more than one source row"):  # (a condition: still ambiguous)
+        t.merge(dup, "t.id = s.id").when_matched_delete("s.n = 1").execute()
     assert cat.load_table("db.t").metadata == before
+    # as Spark's MERGE: no ambiguity for one unconditional delete, nor for a merge that only inserts
+    t.merge(dup, "t.id = s.id").when_matched_delete().execute()
+    assert [r for r in state(t) if r[0] == 1] == []
+    twice = spark.sql("SELECT 3L AS id, 'odd' AS cat, 7 AS n UNION ALL SELECT 3L, 'odd', 8 UNION ALL "
+                      "SELECT 1L, 'odd', 9 UNION ALL SELECT 1L, 'odd', 10")
+    t.merge(twice, "t.id = s.id").when_not_matched_insert_all().execute()
+    assert [r for r in state(t) if r[0] in (1, 3)] == [(1, "odd", 9), (1, "odd", 10), (3, "odd", 0)]
 
 
 def test_merge_into_empty_table(spark, warehouse):

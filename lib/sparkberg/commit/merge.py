@@ -145,8 +145,12 @@ class MergeBuilder:
         pairs = tgt.alias(ta).join(src.alias(sa), _expr(self.condition), "inner") \
             .withColumn("_action", action).cache()
         try:
-            dup = (pairs.groupBy(F.col(f"{ta}._file"), F.col(f"{ta}._pos")).count()
-                   .filter("count > 1").limit(1).collect())
+            # (as Spark's MERGE: a target row matched twice is an error where it is ambiguous which source row acts
+            # on it: not for a merge without matched clauses, whose matched rows only keep source rows out, nor for
+            # one unconditional delete)
+            checked = self.matched and [(k, c) for k, c, _ in self.matched] != [("delete", None)]
+            dup = checked and (pairs.groupBy(F.col(f"{ta}._file"), F.col(f"{ta}._pos")).count()
+                               .filter("count > 1").limit(1).collect())
             if dup:
                 raise ValidationError("MERGE matched a single row of the target table with more than one source row "
                                       f"(file {dup[0][0]}, position {dup[0][1]}); make the source keys unique")
