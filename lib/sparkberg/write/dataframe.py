@@ -278,54 +278,42 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     write_id = uuid.uuid4().hex[:16]
     data_location = data_location_of(metadata)
     keys = spec_keys(spec, PARTITION_PREFIX)
-    order: list = [F.col(name).asc_nulls_first() for name, _, _ in keys]
+    nparts = len(spec.fields)
     if ordering.sort is not None:
-        sorted_by = sort_keys(ordering.sort)
-        keys += sorted_by
-        order += [_direction(F.col(name), f) for (name, _, _), f in zip(sorted_by, ordering.sort.fields)]
-    zorder = ordering.zorder
-    if zorder is not None:
-        order.append(F.col(ZORDER_COLUMN).asc_nulls_first())
-    in_writer = None  # the keys the writer computes itself, for rows it writes as they come
-    clustered_input = True
-    jvm = key_columns(schema, keys) if keys and zorder is None else None
+        keys += sort_keys(ordering.sort)
+    jvm = key_columns(schema, keys) if keys and ordering.zorder is None else None
     if jvm is not None:  # (the JVM clusters the rows by expressions of the keys; the writer computes them)
-        nparts = len(spec.fields)
-        order = [c.asc_nulls_first() for c in jvm[:nparts]]
-        if ordering.sort is not None:
-            order += [_direction(c, f) for c, f in zip(jvm[nparts:], ordering.sort.fields)]
-        if distribution == "range" and order:
-            ranged = aligned.repartitionByRange(num_partitions, *order) if num_partitions else \
-                aligned.repartitionByRange(*order)
-            clustered = ranged.sortWithinPartitions(*order)
-        elif distribution == "hash" and spec.fields:
-            clustered = aligned.repartition(*jvm[:nparts]).sortWithinPartitions(*order)
-        elif ordering != UNSORTED:
-            clustered = aligned.sortWithinPartitions(*order)
-        else:  # (rows kept in their tasks and order: the writer fans them out to their partitions' files)
-            clustered, clustered_input = aligned, False
+        rows, by, values = aligned, jvm[:nparts], jvm
         in_writer = KeyColumns(schema, keys[:nparts]) if nparts else None
-    elif keys or zorder is not None:
+    elif keys or ordering.zorder is not None:  # (a Python stage adds the key columns, which the writer reads)
         by_id = schema.index_by_id()
         out_schema = ST.StructType(list(aligned.schema.fields) + [
             ST.StructField(name, physical_spark_type(tr.result_type(by_id[source_id].field_type)))
-            for name, source_id, tr in keys] + ([ST.StructField(ZORDER_COLUMN, ST.BinaryType())] if zorder else []))
-        key_stage = KeyColumns(schema, keys, zorder)
-        with_keys = aligned.mapInArrow(key_stage, out_schema)
-        if distribution == "range" and order:
-            # (without a number, Spark's adaptive execution may coalesce small ranges, as it does for Java's writes)
-            ranged = with_keys.repartitionByRange(num_partitions, *order) if num_partitions else \
-                with_keys.repartitionByRange(*order)
-            clustered = ranged.sortWithinPartitions(*order)
-        elif distribution == "hash" and spec.fields:
-            clustered = with_keys.repartition(*[F.col(name) for name, _, _ in keys[:len(spec.fields)]]) \
-                .sortWithinPartitions(*order)
-        elif ordering != UNSORTED:
-            clustered = with_keys.sortWithinPartitions(*order)
-        else:  # (rows kept in their tasks and order: the writer computes their keys itself, in the same pass)
-            clustered, in_writer, clustered_input = aligned, key_stage, False
+            for name, source_id, tr in keys] + ([ST.StructField(ZORDER_COLUMN, ST.BinaryType())]
+                                                if ordering.zorder is not None else []))
+        rows = aligned.mapInArrow(KeyColumns(schema, keys, ordering.zorder), out_schema)
+        values = [F.col(name) for name, _, _ in keys]
+        by, in_writer = values[:nparts], None
     else:
+        rows, by, values, in_writer = aligned, [], [], None
+    order = [c.asc_nulls_first() for c in values[:nparts]]
+    if ordering.sort is not None:
+        order += [_direction(c, f) for c, f in zip(values[nparts:], ordering.sort.fields)]
+    if ordering.zorder is not None:
+        order.append(F.col(ZORDER_COLUMN).asc_nulls_first())
+    clustered_input = True
+    if distribution == "range" and order:
+        # (without a number, Spark's adaptive execution may coalesce small ranges, as it does for Java's writes)
+        ranged = rows.repartitionByRange(num_partitions, *order) if num_partitions else rows.repartitionByRange(*order)
+        clustered = ranged.sortWithinPartitions(*order)
+    elif distribution == "hash" and by:
+        clustered = rows.repartition(*by).sortWithinPartitions(*order)
+    elif ordering != UNSORTED and order:
+        clustered = rows.sortWithinPartitions(*order)
+    else:  # (rows kept in their tasks and order: the writer computes their partitions itself, as it writes them)
         clustered = aligned
+        if by:
+            clustered_input, in_writer = False, KeyColumns(schema, keys[:nparts])
     writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
                         sort_order_id=ordering.order_id, key_columns=in_writer, clustered=clustered_input)
     with executor_errors(spark):
