@@ -160,6 +160,7 @@ def _previous_positions(data_file: str, target: dict, position_files: dict) -> n
     the data files of its partition, so ``position_files`` keeps the (path, position) columns of each one read,
     by path, for the next data file it names)."""
     out = [np.zeros(0, dtype=np.int64)]
+    key = strings([data_file])[0] if target.get("position_files") else None
     for puffin, offset, length in target.get("dvs", ()):
         out.append(dv_position_array(file_io_for(puffin).read_range(puffin, offset, length), puffin))
     for path in target.get("position_files", ()):
@@ -170,7 +171,7 @@ def _previous_positions(data_file: str, target: dict, position_files: dict) -> n
             position_files[path] = (table.column(names.get(_PATH_ID.encode(), "file_path")),
                                     table.column(names.get(_POS_ID.encode(), "pos")))
         fp, pos = position_files[path]
-        out.append(int_values(pos.filter(pc.equal(fp, strings([data_file])[0])))[0])
+        out.append(int_values(pos.filter(pc.equal(fp, key)))[0])
     return np.concatenate(out)
 
 
