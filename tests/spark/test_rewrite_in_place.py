@@ -14,10 +14,9 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(autouse=True)
-def on_the_executors(monkeypatch):
+def on_the_executors(driver_writes):
     """The writes here are small enough for the driver to write; what is tested is the executors' way."""
-    from sparkberg.write import dataframe
-    monkeypatch.setattr(dataframe, "DRIVER_WRITE_BYTES", 0)
+    driver_writes(0)
 
 
 @pytest.fixture
