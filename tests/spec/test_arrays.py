@@ -140,7 +140,8 @@ def test_from_python_equals_pa_array(arrow_type):
 
 def test_empty_table_equals_the_schemas_own():
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False),
-                        pa.field("deletes", pa.list_(pa.struct([("path", pa.string()), ("ids", pa.list_(pa.int32()))]))),
+                        pa.field("deletes", pa.list_(pa.struct([("path", pa.string()),
+                                                                ("ids", pa.list_(pa.int32()))]))),
                         pa.field("m", pa.map_(pa.string(), pa.decimal128(9, 2))),
                         pa.field("ts", pa.timestamp("us", "UTC")), pa.field("n", pa.null())], metadata={b"k": b"v"})
     got = empty_table(schema)
