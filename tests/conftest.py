@@ -45,15 +45,6 @@ def tune(spark):
         spark.conf.unset(key)
 
 
-@pytest.fixture
-def driver_writes(spark):
-    """Sets the size up to which the session's writes are the driver's (``driver_writes(0)``: the executors write
-    every one; ``spark.sparkberg.write.driver-bytes-max``), unset after the test."""
-    from sparkberg.spark.tuning import WRITE_DRIVER_BYTES_MAX
-    yield lambda limit: spark.conf.set(WRITE_DRIVER_BYTES_MAX, str(limit))
-    spark.conf.unset(WRITE_DRIVER_BYTES_MAX)
-
-
 @pytest.fixture(scope="session")
 def postgres():
     """A PostgreSQL server of the tests' own (tests/pgserver.py), stopped after the run."""

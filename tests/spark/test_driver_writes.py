@@ -1,12 +1,11 @@
-"""Small writes are written on the driver (``write_files``): rows Spark estimates at most
-``spark.sparkberg.write.driver-bytes-max`` (16 MiB) are collected as Arrow, a table per task of the write's plan, and written by the same writer the executors run,
+"""Small writes are written on the driver (``write_files``): rows Spark estimates under ``DRIVER_WRITE_BYTES``
+are collected as Arrow, a table per task of the write's plan, and written by the same writer the executors run,
 so no Python stage starts. The files, their rows, partitions and metrics are those the executors write; larger
 writes, writes whose keys need a Python stage, and sessions that give no estimate go to the executors."""
 import pytest
 
 import sparkberg
-from sparkberg.spark.tuning import WRITE_DRIVER_BYTES_MAX_DEFAULT
-from sparkberg.write import writer as writer_module
+from sparkberg.write import dataframe, writer as writer_module
 
 pytestmark = pytest.mark.spark
 
@@ -46,14 +45,14 @@ def _rows(spark, n):
 
 @pytest.mark.parametrize("spec,order", [(["day(ts)", "bucket(4, id)"], None), ([], "id DESC"), (["v"], "x"),
                                         (["day(ts)"], None)])
-def test_a_small_write_is_the_executors_write_made_on_the_driver(spark, warehouse, on_driver, driver_writes, spec,
+def test_a_small_write_is_the_executors_write_made_on_the_driver(spark, warehouse, on_driver, monkeypatch, spec,
                                                                    order):
     if not hasattr(spark, "_jsparkSession"):
         pytest.skip("Spark Connect gives no estimate: its writes are the executors'")
     cat = sparkberg.catalog(spark, warehouse)
     tables = []
-    for name, bound in (("drv", WRITE_DRIVER_BYTES_MAX_DEFAULT), ("exe", 0)):
-        driver_writes(bound)
+    for name, bound in (("drv", dataframe.DRIVER_WRITE_BYTES), ("exe", 0)):
+        monkeypatch.setattr(dataframe, "DRIVER_WRITE_BYTES", bound)
         t = cat.create_table(f"db.{name}", "id bigint, ts timestamp, v string, x double", partition_by=spec,
                              properties={"format-version": "3"})
         if order:
@@ -75,15 +74,15 @@ def test_a_small_write_is_the_executors_write_made_on_the_driver(spark, warehous
         assert ids == sorted(ids, reverse=True)
 
 
-def test_what_the_driver_does_not_write(spark, warehouse, on_driver, driver_writes):
+def test_what_the_driver_does_not_write(spark, warehouse, on_driver, monkeypatch):
     if not hasattr(spark, "_jsparkSession"):
         pytest.skip("Spark Connect gives no estimate: its writes are the executors'")
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table("db.big", "id bigint, ts timestamp, v string, x double", partition_by=["day(ts)"])
-    driver_writes(1000)  # (3000 rows: estimated well above it)
+    monkeypatch.setattr(dataframe, "DRIVER_WRITE_BYTES", 1000)  # (3000 rows: estimated well above it)
     t.append(_rows(spark, 3000))
     assert on_driver == []
-    driver_writes(WRITE_DRIVER_BYTES_MAX_DEFAULT)
+    monkeypatch.setattr(dataframe, "DRIVER_WRITE_BYTES", 16 << 20)
     z = cat.create_table("db.z", "id bigint, ts timestamp, v string, x double", partition_by=["truncate(2, v)"])
     z.append(_rows(spark, 3000))  # (a truncate key needs the Python key stage: the executors write)
     assert on_driver == []

@@ -14,9 +14,10 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(autouse=True)
-def on_the_executors(driver_writes):
+def on_the_executors(monkeypatch):
     """The writes here are small enough for the driver to write; what is tested is the executors' way."""
-    driver_writes(0)
+    from sparkberg.write import dataframe
+    monkeypatch.setattr(dataframe, "DRIVER_WRITE_BYTES", 0)
 
 
 @pytest.fixture

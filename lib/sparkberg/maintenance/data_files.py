@@ -277,15 +277,15 @@ class _Run:
                                    ordering=self.ordering, distribution="range", num_partitions=files * s.per_file)
             if group.one_partition:  # one partition already: as many tasks as files, no shuffle
                 return write_files(rl.spark, m, rows.coalesce(files), extra_fields=rl.lineage_fields,
-                                   properties=props, distribution="none", stored_bytes=group.size)
+                                   properties=props, distribution="none")
             whole = unsplit_file_bytes(rl.spark) if group.files_apart else 0
             if group.files_apart and all(t["file_size_in_bytes"] <= whole for t in group.tasks):
                 # each partition's rows are one file, which one task reads whole: written by the task that reads
                 # them, its writer computing their partition (no key stage, no shuffle), a file a partition
                 return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
-                                   distribution="none", stored_bytes=group.size)
+                                   distribution="none")
             return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
-                               distribution="hash", stored_bytes=group.size)
+                               distribution="hash")
 
     def commit(self, done: list[tuple[Group, list]]) -> None:
         """One ``replace`` snapshot of finished groups."""

@@ -35,12 +35,6 @@ Reads, per session (Spark conf keys, :class:`ReadTuning`), each the size up to w
   metadata columns) by an id Spark computes from the file's name (a slice of its hash, distinct for the read's
   files) for reads of up to this many files; beyond, by a join on the path. (For n files a slice is distinct with
   odds exp(-n^2 / 2^24), which fall fast past a few thousand, and hashing the names costs the driver ~20 us each.)
-
-Writes, per session (Spark conf):
-
-- ``spark.sparkberg.write.driver-bytes-max`` (16 MiB): a write whose rows Spark estimates at most this size (and a
-  quarter of ``spark.driver.maxResultSize``), with no Python stage in its plan, is written on the driver by the
-  executors' writer (no Python worker to start); beyond, or at 0, the executors write.
 """
 from __future__ import annotations
 
@@ -62,8 +56,6 @@ LOCAL_MAX_DELETE_ENTRIES_DEFAULT = 50_000
 SCOPED_PAIRS_MAX = "sparkberg.planning.scoped-pairs-max"
 SCOPED_PAIRS_MAX_DEFAULT = 20_000_000
 READ_CONF_PREFIX = "spark.sparkberg.read."
-WRITE_DRIVER_BYTES_MAX = "spark.sparkberg.write.driver-bytes-max"
-WRITE_DRIVER_BYTES_MAX_DEFAULT = 16 << 20
 
 
 def planning_mode(metadata: TableMetadata, name: str, given: str | None = None) -> str:
@@ -114,12 +106,3 @@ class ReadTuning:
             except ValueError:
                 raise ValidationError(f"Spark conf {cls.key(f.name)} must be an integer, got {raw!r}") from None
         return cls(**values)
-
-
-def write_driver_bytes_max(spark) -> int:
-    """The session's :data:`WRITE_DRIVER_BYTES_MAX` (its default where unset)."""
-    raw = session_conf(spark, WRITE_DRIVER_BYTES_MAX)
-    try:
-        return WRITE_DRIVER_BYTES_MAX_DEFAULT if raw is None else int(raw)
-    except ValueError:
-        raise ValidationError(f"Spark conf {WRITE_DRIVER_BYTES_MAX} must be an integer, got {raw!r}") from None

@@ -22,7 +22,6 @@ from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.frames import collect_arrow
 from sparkberg.spark.jvm import estimated_bytes
 from sparkberg.spark.session import max_result_bytes, session_conf
-from sparkberg.spark.tuning import write_driver_bytes_max
 from sparkberg.spark.types import arrow_schema, to_spark_type
 from sparkberg.spec.properties import data_location as data_location_of
 from sparkberg.spec import types as T
@@ -255,8 +254,7 @@ def distribution_mode(spark, metadata: TableMetadata, command: str = "write", po
 def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
                 properties: dict[str, str] | None = None, ordering: Ordering | None = None,
                 distribution: str | None = None, num_partitions: int | None = None,
-                command: str = "write", position_delta: bool = False, in_place: bool = False,
-                stored_bytes: int | None = None) -> list[DataFile]:
+                command: str = "write", position_delta: bool = False, in_place: bool = False) -> list[DataFile]:
     """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
     ``extra_fields`` are metadata columns to write too (the v3 row-lineage columns of rewritten rows);
     ``properties`` replace the table's write properties (a compaction's target file size).
@@ -272,8 +270,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     every key has one (:mod:`sparkberg.write.jvm_keys`), and the writer computes each row's partition as it
     writes; otherwise (a z-order, a transform with no expression) a Python stage computes the keys first. With
     no Python stage, rows Spark estimates small are collected a task at a time and written by the driver
-    (:func:`_on_driver`): the files of the same tasks. ``stored_bytes``: the size of the rows' data files, for rows
-    read from a table's files, taken for Spark's estimate (which multiplies the sizes of a join's sides)."""
+    (:func:`_on_driver`): the files of the same tasks."""
     table_schema = metadata.current_schema
     schema = T.Schema(table_schema.fields + tuple(extra_fields), table_schema.schema_id,
                       table_schema.identifier_field_ids)
@@ -330,7 +327,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
             clustered_input, in_writer = False, KeyColumns(schema, keys[:nparts])
     writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
                         sort_order_id=ordering.order_id, key_columns=in_writer, clustered=clustered_input)
-    if aligned in (rows, clustered) and _on_driver(spark, clustered, stored_bytes):  # (no Python stage in the plan)
+    if aligned in (rows, clustered) and _on_driver(spark, clustered):  # (no Python stage: the key stage is rows)
         found = _written_on_driver(writer, _task_rows(clustered), data_location)
     else:
         with executor_errors(spark):
@@ -338,7 +335,9 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     return [data_file_from_json(r, spec, table_schema) for r in found]
 
 
-# the share of spark.driver.maxResultSize a write's rows may take at most to be written on the driver
+# the size (Spark's estimate) up to which a write's rows are written on the driver, and the share of
+# spark.driver.maxResultSize they may take at most
+DRIVER_WRITE_BYTES = 16 << 20
 _DRIVER_SHARE = 4
 
 
@@ -372,17 +371,16 @@ def _written_on_driver(writer: FileWriter, tasks: list, location: str) -> list[s
     return found
 
 
-def _on_driver(spark, rows: DataFrame, stored_bytes: int | None = None) -> bool:
+def _on_driver(spark, rows: DataFrame) -> bool:
     """Whether the rows of a write go to the driver, to be written there by the same writer the executors run:
-    where Spark estimates them at most ``spark.sparkberg.write.driver-bytes-max`` (:mod:`sparkberg.spark.tuning`;
-    and a quarter of ``spark.driver.maxResultSize``) and the session collects Arrow. No Python stage runs then, whose first run
+    where Spark estimates them at most :data:`DRIVER_WRITE_BYTES` (and a quarter of
+    ``spark.driver.maxResultSize``) and the session collects Arrow. No Python stage runs then, whose first run
     costs a fresh process (a scheduled job) about a second; larger writes are written by the executors, in
-    parallel. Spark Connect gives no estimate: the executors write. ``stored_bytes``, when given, is the estimate
-    (as Spark's of a file scan: the files' sizes)."""
+    parallel. Spark Connect gives no estimate: the executors write."""
     if not (hasattr(rows, "toArrow") or hasattr(rows, "_collect_as_arrow")):
         return False
-    size = stored_bytes if stored_bytes is not None and hasattr(rows, "_jdf") else estimated_bytes(rows)
-    return size is not None and size <= min(write_driver_bytes_max(spark), max_result_bytes(spark) // _DRIVER_SHARE)
+    size = estimated_bytes(rows)
+    return size is not None and size <= min(DRIVER_WRITE_BYTES, max_result_bytes(spark) // _DRIVER_SHARE)
 
 
 def _direction(col, f) -> Any:
