@@ -86,11 +86,9 @@ def _python_stages(spark, call) -> list[int]:
 @pytest.mark.parametrize("spec,python_key_stage", [(["days(ts)", "bucket(16, id)"], False),
                                                     (["truncate(2, v)"], True)])
 def test_a_write_clusters_its_rows_in_the_jvm_when_every_key_has_an_expression(spark, warehouse, spec,
-                                                                              python_key_stage, monkeypatch):
+                                                                              python_key_stage):
     if not hasattr(spark, "_jsparkSession"):
         pytest.skip("reads the plans of a classic session")
-    from sparkberg.write import dataframe
-    monkeypatch.setattr(dataframe, "DRIVER_WRITE_BYTES", 0)  # (the executors' plan: a small write is the driver's)
     t = sparkberg.catalog(spark, warehouse).create_table("db.jk", "id bigint, ts timestamp, v string",
                                                          partition_by=spec)
     rows = spark.sql("SELECT id, TIMESTAMP'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % 5 AS int)) AS ts, "

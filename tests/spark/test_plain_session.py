@@ -257,11 +257,9 @@ def test_a_missing_file_is_named_with_what_references_it(plain, tmp_path, versio
         assert "referenced by" in message and e.value.path is not None
 
 
-def test_a_worker_that_cannot_import_sparkberg_is_named(spark, tmp_path, monkeypatch):
+def test_a_worker_that_cannot_import_sparkberg_is_named(spark, tmp_path):
     # the workers run another interpreter than the driver (here: the venv's, with sparkberg hidden from it)
     import sys
-    from sparkberg.write import dataframe
-    monkeypatch.setattr(dataframe, "DRIVER_WRITE_BYTES", 0)  # (a write the executors make: a small one is the driver's)
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(

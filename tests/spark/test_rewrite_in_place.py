@@ -13,13 +13,6 @@ from sparkberg.commit.rowlevel import RowLevel
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(autouse=True)
-def on_the_executors(monkeypatch):
-    """The writes here are small enough for the driver to write; what is tested is the executors' way."""
-    from sparkberg.write import dataframe
-    monkeypatch.setattr(dataframe, "DRIVER_WRITE_BYTES", 0)
-
-
 @pytest.fixture
 def cat(spark, warehouse):
     return sparkberg.catalog(spark, warehouse)

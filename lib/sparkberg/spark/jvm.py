@@ -1,9 +1,8 @@
 """The one module that reaches into the JVM through py4j (classic sessions only), where PySpark's public API
 lacks what sparkberg needs or costs a py4j call per item: an Arrow table handed to Spark 3.5 without pandas,
-a scalar subquery on Spark 3.5, Parquet reads whose resolved relations are kept, paths sent in one call, the
-JVM's active session, and a plan's estimated size. Every function here falls back to the public API (or returns
-None for its caller's other way) where Spark's internals moved, and does nothing JVM-side on Spark Connect, which
-has no JVM on the client.
+a scalar subquery on Spark 3.5, Parquet reads whose resolved relations are kept, paths sent in one call, and the
+JVM's active session. Every function here falls back to the public API (or returns None for its caller's other
+way) where Spark's internals moved, and does nothing JVM-side on Spark Connect, which has no JVM on the client.
 """
 from __future__ import annotations
 
@@ -154,19 +153,6 @@ def _array_seq(jvm, array):
 
 
 _jvm_handles: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # py4j gateway client -> {name: handle}
-
-
-def estimated_bytes(df: DataFrame) -> int | None:
-    """Spark's estimate of the size of ``df``'s rows: its optimized plan's statistics (exact for cached data once
-    read; for most other plans an estimate from their sources' sizes, of files as stored). None on Spark Connect,
-    which has no JVM on the client, or where Spark's internals moved."""
-    jdf = getattr(df, "_jdf", None)
-    if jdf is None:
-        return None
-    try:
-        return int(jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
-    except Exception:  # noqa: BLE001 - PySpark internals that moved: no estimate
-        return None
 
 
 def jvm_static(jvm, name: str) -> Any:

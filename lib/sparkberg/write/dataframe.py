@@ -1,34 +1,25 @@
-"""A DataFrame to data files of a table: the columns checked and aligned to the table schema by name, rows
-clustered by partition, the partition values computed (vectorized) and the files written, on the executors or,
-for a small write, on the driver."""
+"""A DataFrame to data files of a table: the columns checked and aligned to the table schema by name, the
+partition values computed (vectorized, on the executors), rows clustered by partition, files written."""
 from __future__ import annotations
 
-import json
 import uuid
 from decimal import Decimal
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import int_values
 from sparkberg.errors import ValidationError
-from sparkberg.io.fileio import deleted_on_failure, file_io_for
 from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.executors import executor_errors
-from sparkberg.spark.frames import collect_arrow
-from sparkberg.spark.jvm import estimated_bytes
-from sparkberg.spark.session import max_result_bytes, session_conf
-from sparkberg.spark.types import arrow_schema, to_spark_type
+from sparkberg.spark.session import session_conf
+from sparkberg.spark.types import to_spark_type
 from sparkberg.spec.properties import data_location as data_location_of
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.values import to_python
-from sparkberg.threads import by_threads
 from sparkberg.write.jvm_keys import key_columns
 from sparkberg.write.ordering import ZORDER_COLUMN, KeyColumns, Ordering, sort_keys, spec_keys
 from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, data_file_from_json
@@ -268,9 +259,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     task writes one file per partition it meets). Each task sorts its rows by the ``ordering``, and the files
     record its ``order_id``. The shuffle and the sort use Spark expressions of the partition and sort keys where
     every key has one (:mod:`sparkberg.write.jvm_keys`), and the writer computes each row's partition as it
-    writes; otherwise (a z-order, a transform with no expression) a Python stage computes the keys first. With
-    no Python stage, rows Spark estimates small are collected a task at a time and written by the driver
-    (:func:`_on_driver`): the files of the same tasks."""
+    writes; otherwise (a z-order, a transform with no expression) a Python stage computes the keys first."""
     table_schema = metadata.current_schema
     schema = T.Schema(table_schema.fields + tuple(extra_fields), table_schema.schema_id,
                       table_schema.identifier_field_ids)
@@ -327,60 +316,9 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
             clustered_input, in_writer = False, KeyColumns(schema, keys[:nparts])
     writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
                         sort_order_id=ordering.order_id, key_columns=in_writer, clustered=clustered_input)
-    if aligned in (rows, clustered) and _on_driver(spark, clustered):  # (no Python stage: the key stage is rows)
-        found = _written_on_driver(writer, _task_rows(clustered), data_location)
-    else:
-        with executor_errors(spark):
-            found = [r["data_file"] for r in clustered.mapInArrow(writer, RESULT_SCHEMA).collect()]
-    return [data_file_from_json(r, spec, table_schema) for r in found]
-
-
-# the size (Spark's estimate) up to which a write's rows are written on the driver, and the share of
-# spark.driver.maxResultSize they may take at most
-DRIVER_WRITE_BYTES = 16 << 20
-_DRIVER_SHARE = 4
-
-
-def _task_rows(rows: DataFrame) -> list:
-    """The rows of each task of ``rows``, collected as Arrow tables: each is what one write task would get."""
-    task = "_sb_task"
-    got = collect_arrow(rows.withColumn(task, F.spark_partition_id()),
-                        arrow_schema(rows.schema).append(pa.field(task, pa.int32(), nullable=False)))
-    ids = got.column(task)
-    got = got.drop_columns([task])
-    if not got.num_rows:
-        return []
-    starts = [0] + (np.flatnonzero(np.diff(int_values(ids)[0])) + 1).tolist() + [got.num_rows]
-    return [got.slice(a, b - a) for a, b in zip(starts, starts[1:])]
-
-
-def _written_on_driver(writer: FileWriter, tasks: list, location: str) -> list[str]:
-    """The data files (JSON) ``writer`` writes of each task's rows, by the driver's threads (the Parquet writer
-    runs without the GIL). Where one fails, the files the others wrote are deleted before its error is raised."""
-    def one(rows) -> tuple[list[str], BaseException | None]:
-        try:
-            return [r for b in writer(iter(rows.to_batches())) for r in b.column(0).to_pylist()], None
-        except Exception as e:  # noqa: BLE001 - raised once every task is done
-            return [], e
-    done = by_threads(one, tasks)
-    failed = next((e for _, e in done if e is not None), None)
-    found = [r for written, _ in done for r in written]
-    if failed is not None:
-        with deleted_on_failure(file_io_for(location), lambda: [json.loads(r)["file_path"] for r in found]):
-            raise failed
-    return found
-
-
-def _on_driver(spark, rows: DataFrame) -> bool:
-    """Whether the rows of a write go to the driver, to be written there by the same writer the executors run:
-    where Spark estimates them at most :data:`DRIVER_WRITE_BYTES` (and a quarter of
-    ``spark.driver.maxResultSize``) and the session collects Arrow. No Python stage runs then, whose first run
-    costs a fresh process (a scheduled job) about a second; larger writes are written by the executors, in
-    parallel. Spark Connect gives no estimate: the executors write."""
-    if not (hasattr(rows, "toArrow") or hasattr(rows, "_collect_as_arrow")):
-        return False
-    size = estimated_bytes(rows)
-    return size is not None and size <= min(DRIVER_WRITE_BYTES, max_result_bytes(spark) // _DRIVER_SHARE)
+    with executor_errors(spark):
+        rows = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
+    return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]
 
 
 def _direction(col, f) -> Any:
