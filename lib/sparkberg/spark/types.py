@@ -154,7 +154,7 @@ def to_spark_read_field(f: I.NestedField, name: str | None = None) -> T.StructFi
 def arrow_schema(struct: T.StructType):
     """The Arrow schema Spark exchanges for ``struct`` (``mapInArrow``), timestamps in UTC, on PySpark 3.5 and 4:
     PySpark's ``to_arrow_schema`` for these types, made here because PySpark 3.5's imports ``distutils`` (through
-    setuptools' shim, a tenth of a second of a fresh driver); PySpark's own for types not mapped here."""
+    setuptools' shim, slow to import in a fresh driver); PySpark's own for types not mapped here."""
     import pyarrow as pa
     try:
         return pa.schema([pa.field(f.name, _arrow_type(f.dataType), nullable=f.nullable) for f in struct])
