@@ -173,19 +173,16 @@ def key_predicate(values, column: str, field, schema, null_safe: bool = False, b
     chooses between them)."""
     if not field.field_type.is_primitive:
         return None
-    if bounds is not None and estimate is not None and estimate > SURELY_MORE_VALUES and not null_safe:
-        found = None
-    else:
+    many = bounds is not None and estimate is not None and estimate > SURELY_MORE_VALUES and not null_safe
+    if not many:
         found = [r[0] for r in values.select(F.col(f"`{column}`")).distinct().limit(MAX_KEY_VALUES + 1).collect()]
-    if found is not None:
         if null_safe and None in found:
             return None  # (null keys match null rows: no range holds them)
         found = [v for v in found if v is not None]
+        many = len(found) > MAX_KEY_VALUES
     try:
-        if found is not None and not found:
-            return FALSE
-        if found is not None and len(found) <= MAX_KEY_VALUES:
-            return bind(Predicate("in", field.name, found), schema)
+        if not many:
+            return bind(Predicate("in", field.name, found), schema) if found else FALSE
         lo, hi = bounds or values.agg(F.min(F.col(f"`{column}`")), F.max(F.col(f"`{column}`"))).collect()[0]
         return bind(and_(Predicate("gt_eq", field.name, lo), Predicate("lt_eq", field.name, hi)), schema)
     except ValidationError:  # (values of a type the column's literals cannot take)
