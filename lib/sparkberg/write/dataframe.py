@@ -317,8 +317,8 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
                         sort_order_id=ordering.order_id, key_columns=in_writer, clustered=clustered_input)
     with executor_errors(spark):
-        rows = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
-    return [data_file_from_json(r["data_file"], spec, table_schema) for r in rows]
+        written = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
+    return [data_file_from_json(r["data_file"], spec, table_schema) for r in written]
 
 
 def _direction(col, f) -> Any:
