@@ -88,6 +88,7 @@ Prints a table of medians and ratios (sparkberg / Java) and writes them to a JSO
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import datetime
 import functools
@@ -137,6 +138,21 @@ def timed(fn, repeats: int, warmup: int = 0) -> tuple[float, object]:
         out = fn()
         runs.append(time.perf_counter() - t0)
     return statistics.median(runs), out
+
+
+def compiled_modules() -> None:
+    """Python's modules as an install has them, compiled to bytecode, for this process and every process it
+    starts (the children, their JVMs' Python workers): pip compiles a package's modules when it installs it, but
+    this bench runs sparkberg, the interop helpers and the bench from their sources, and where the environment
+    sets ``PYTHONDONTWRITEBYTECODE`` no process would keep what it compiled: every fresh process of either
+    engine, and every Python worker of sparkberg's, would compile them again. Each engine's children import
+    their own: sparkberg's the whole package, Java's the interop helpers."""
+    import importlib.util
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+    package = importlib.util.find_spec("sparkberg").submodule_search_locations[0]
+    for directory in (package, os.path.join(SHARED, "interop"), os.path.join(HERE, "..", "interop")):
+        compileall.compile_dir(directory, quiet=2)
 
 
 # --- synthetic tables -------------------------------------------------------------------------------------
@@ -1556,6 +1572,7 @@ def main() -> int:
         build_child(args.build_child)
         return 0
     only = set(args.only.split(","))
+    compiled_modules()  # (before the session: its JVM's Python workers inherit this process's environment)
     wh = tempfile.mkdtemp(prefix="sparkberg-bench-")
     spark = session(wh)
     results: list[dict] = []
