@@ -344,6 +344,38 @@ def test_a_plan_made_on_the_driver_counts_without_a_spark_job(spark, tmp_path, p
     assert everything.count() == everything.select(F.count("*")).first()[0] >= n
 
 
+def test_a_plan_made_on_the_driver_is_made_a_dataframe_when_first_used(spark, tmp_path, monkeypatch):
+    # a counted plan makes no DataFrame in the JVM; its first other use makes it, once, whichever threads ask,
+    # and from then on it is Spark's own DataFrame: columns by attribute and by name, schema, joins, errors
+    from concurrent.futures import ThreadPoolExecutor
+    from pyspark.sql import Column, DataFrame
+    from sparkberg.spark.frames import arrow_dataframe
+    cat = sparkberg.catalog(spark, str(tmp_path / "wh"))
+    t = cat.create_table("db.t", "id bigint, p int, v string", partition_by=["p"])
+    _append_files(spark, t, 6)
+    from sparkberg.planning import scan
+    made = []
+    monkeypatch.setattr(scan, "arrow_dataframe", lambda *a: made.append(1) or arrow_dataframe(*a))
+    files = t.plan_files(filter="p < 4", planning="local")
+    classic = getattr(spark, "_jsparkSession", None) is not None
+    assert isinstance(files, DataFrame) and files.count() == 4
+    if classic:
+        assert made == [] and "_jdf" not in vars(files)  # (nothing made for the count)
+    with ThreadPoolExecutor(4) as pool:
+        columns = list(pool.map(lambda _: files.file_path, range(8)))
+    assert all(isinstance(c, Column) for c in columns)
+    assert made == [1]  # (once, by one of the threads)
+    assert files.schema.names[:3] == ["file_path", "file_format", "spec_id"]
+    got = files.select(columns[0], files["record_count"]).orderBy("file_path").collect()
+    assert [r.record_count for r in got] == [3] * 4 and len({r.file_path for r in got}) == 4
+    assert files.join(t.plan_files(filter="p = 1", planning="local"), "file_path").count() == 1
+    assert files.count() == 4 and "file_path" in repr(files)
+    with pytest.raises(AttributeError):
+        files.no_such_column
+    with pytest.raises(AttributeError):
+        t.plan_files(planning="local").no_such_column  # (also as its first use)
+
+
 def test_metadata_columns_in_filters_are_found_by_name(spark, tmp_path):
     from pyspark.sql import functions as F
     from sparkberg.expressions.sql import referenced_names

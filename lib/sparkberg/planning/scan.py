@@ -31,7 +31,7 @@ from sparkberg.planning.entries import (
     EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifest_groups, manifests_df, manifests_of,
     physical_spark_type, snapshot_manifest_table,
 )
-from sparkberg.spark.frames import arrow_dataframe, collect_arrow, with_known_count
+from sparkberg.spark.frames import arrow_dataframe, collect_arrow, counted_dataframe
 from sparkberg.spark.session import job_description
 from sparkberg.spark.tuning import (
     DATA_PLANNING_MODE, DELETE_PLANNING_MODE, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT, LOCAL_MAX_DELETE_ENTRIES,
@@ -117,20 +117,25 @@ class ScanPlan:
     def files(self) -> DataFrame:
         """The tasks as :meth:`Table.plan_files` returns them: the partition struct in Iceberg's Spark types
         (:func:`partition_column`). A plan made on the driver becomes that DataFrame straight from its Arrow
-        table, the partition values typed there (no projection for Spark to analyse), and counts its rows
-        without a Spark job (:func:`~sparkberg.spark.frames.with_known_count`)."""
-        if self._table is not None and self.layout.slots:
+        table, the partition values typed there (no projection for Spark to analyse), when it is first used, and
+        counts its rows without a Spark job (:func:`~sparkberg.spark.frames.counted_dataframe`)."""
+        if self._table is None:
+            return self._typed(self.tasks)
+        if self.layout.slots:
             table = self._table.set_column(PLAN_COLUMNS.index("partition"), "partition",
                                            typed_partition(self.layout, self._table.column("partition")))
-            return with_known_count(arrow_dataframe(self.spark, table, tasks_struct(self.layout, typed=True),
-                                                    lambda: table.to_pylist()), table.num_rows)
+            return counted_dataframe(self.spark, lambda: arrow_dataframe(
+                self.spark, table, tasks_struct(self.layout, typed=True), lambda: table.to_pylist()), table.num_rows)
+        return counted_dataframe(self.spark, lambda: self._typed(self.tasks), self._table.num_rows)
+
+    def _typed(self, tasks: DataFrame) -> DataFrame:
+        """``tasks`` with the partition struct in Iceberg's Spark types."""
         try:
-            df = self.tasks.withColumn("partition", partition_column(self.layout, F.col("partition")))
+            return tasks.withColumn("partition", partition_column(self.layout, F.col("partition")))
         except Exception:  # noqa: BLE001 - Spark 3.5 cannot encode the empty struct of an unpartitioned table
             if self.layout.slots:
                 raise
-            df = self.tasks  # its placeholder struct<_none: int>, always null
-        return df if self._table is None else with_known_count(df, self._table.num_rows)
+            return tasks  # its placeholder struct<_none: int>, always null
 
 
 def _partition_filters(metadata: TableMetadata, bound: Bound) -> dict[int, Bound]:

@@ -2,6 +2,7 @@
 a one-value DataFrame as a scalar subquery Column: each the fastest way the session's PySpark offers."""
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from sparkberg.spark.jvm import arrow_dataframe_35, scalar_subquery_35
@@ -62,6 +63,8 @@ def local_dataframe(spark, rows: Sequence[Sequence[Any]], schema: str | StructTy
 
 
 _COUNTED: dict[type, type] = {}
+_DEFERRED: dict[type, type] = {}
+_MADE = threading.RLock()  # (a DataFrame made from deferred ones makes them inside)
 
 
 def with_known_count(df: DataFrame, rows: int) -> DataFrame:
@@ -71,16 +74,68 @@ def with_known_count(df: DataFrame, rows: int) -> DataFrame:
     base = type(df)
     cls = _COUNTED.get(base)
     if cls is None:
-        def count(self) -> int:
-            return self._sparkberg_rows
-        count.__doc__ = base.count.__doc__
-        cls = _COUNTED.setdefault(base, type(base.__name__, (base,), {"count": count, "__module__": base.__module__}))
+        cls = _COUNTED.setdefault(base, type(base.__name__, (base,), {"count": _known_count,
+                                                                     "__module__": base.__module__}))
     try:
         df.__class__ = cls
         df._sparkberg_rows = rows
     except TypeError:  # a DataFrame class that does not allow it: Spark counts
         pass
     return df
+
+
+def counted_dataframe(spark, make: Callable[[], DataFrame], rows: int) -> DataFrame:
+    """The DataFrame ``make()`` returns (made on the driver from ``rows`` rows it holds: a plan's tasks), counted
+    as :func:`with_known_count` counts, and on a classic session made only when first used for more than its
+    count: the JVM's analysis of a new DataFrame costs a classic session more than a selective plan (Spark
+    Connect makes its DataFrames on the client, and analyses them when they run). Until then it is an instance
+    of the session's DataFrame class with none of its state; the first attribute it lacks makes the DataFrame
+    and takes on its state, so every other call, and every DataFrame derived from it, is Spark's own."""
+    base = _classic_dataframe_class(spark)
+    if base is None:
+        return with_known_count(make(), rows)
+    cls = _DEFERRED.get(base)
+    if cls is None:
+        cls = _DEFERRED.setdefault(base, type(base.__name__, (base,), {
+            "count": _known_count, "__getattr__": _made_on_use, "__module__": base.__module__}))
+    df = object.__new__(cls)
+    df.__dict__.update(_sparkberg_make=make, _sparkberg_rows=rows)
+    return df
+
+
+def _known_count(self) -> int:
+    """The number of rows in this DataFrame (known when it was made: no Spark job)."""
+    return self._sparkberg_rows
+
+
+def _made_on_use(self, name: str) -> Any:
+    """An attribute of a deferred DataFrame (:func:`counted_dataframe`) that its instance lacks: the DataFrame is
+    made first (once, whichever thread asks), then the attribute is looked up again, as a column's name where it
+    is not the DataFrame's own (PySpark's ``df.column``)."""
+    if "_sparkberg_make" in self.__dict__ and not name.startswith("__"):
+        with _MADE:
+            make = self.__dict__.get("_sparkberg_make")
+            if make is not None:
+                try:
+                    made = make()
+                except AttributeError as e:  # (not to be taken for a missing attribute)
+                    raise RuntimeError(f"could not make the DataFrame: {e}") from e
+                for k, v in made.__dict__.items():  # (what was set on this one before stands)
+                    self.__dict__.setdefault(k, v)
+                del self.__dict__["_sparkberg_make"]
+        return getattr(self, name)
+    return super(type(self), self).__getattr__(name)
+
+
+def _classic_dataframe_class(spark) -> type | None:
+    """The DataFrame class of a classic session (PySpark 3.5's or 4's), None for Spark Connect's."""
+    if getattr(spark, "_jsparkSession", None) is None:
+        return None
+    try:
+        from pyspark.sql.classic.dataframe import DataFrame as Classic  # PySpark 4
+    except ImportError:
+        from pyspark.sql.dataframe import DataFrame as Classic  # PySpark 3.5
+    return Classic
 
 
 def scalar_of(one: DataFrame) -> Column | None:
@@ -97,3 +152,4 @@ def scalar_of(one: DataFrame) -> Column | None:
 
 
 state.register("sparkberg.spark.frames._COUNTED", "one class per DataFrame class (two)", _COUNTED.clear)
+state.register("sparkberg.spark.frames._DEFERRED", "one class per classic DataFrame class (one)", _DEFERRED.clear)
