@@ -1,5 +1,6 @@
-"""DataFrames made on the driver (from Arrow tables and rows), collected to Arrow, counted without a job, and
-a one-value DataFrame as a scalar subquery Column: each the fastest way the session's PySpark offers."""
+"""DataFrames made on the driver (from Arrow tables and rows), collected to Arrow, counted without a job (and
+made in the JVM only when used for more than their count), and a one-value DataFrame as a scalar subquery
+Column: each the fastest way the session's PySpark offers."""
 from __future__ import annotations
 
 import threading
