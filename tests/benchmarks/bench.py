@@ -78,8 +78,8 @@
 - scale: tables of ``--scale`` data files (metadata only, as the planning tables; ten appends; position
   deletes in 1% of the days), a copy per engine: a full and a selective plan, a count of the ``files``
   metadata table and the expiry of the oldest of the ten snapshots, each in a fresh process per engine, timed
-  from the table's load to the operation's end, then (but the expiry) three times more in the process (warm, the
-  median), with the driver's peak RSS (Python and JVM). sparkberg's processes start a user's session (no
+  from the table's load to the operation's end, then (but the expiry) five times more in the process (warm: the
+  median of the last three), with the driver's peak RSS (Python and JVM). sparkberg's processes start a user's session (no
   Iceberg jar, Spark's default 1 GB of driver memory); Java's the bench's (8 GB). A run an engine cannot finish
   is reported as failed.
 
@@ -1217,9 +1217,9 @@ def build_child(spec: str) -> None:
 def scale_child(spec: str) -> None:
     """In a fresh process: ``engine:op:table:files``, one operation of :data:`SCALE_OPS` on the table; prints the
     seconds from the session's start to the operation's end (the table's load included), the median seconds of
-    three more runs of it in the process (warm; not for the expiry, which changes the table), the driver's peak RSS
-    (Python and JVM) and the operation's count. sparkberg's session is a user's: no Iceberg jar, Spark's default
-    driver memory; Java's is the bench's (8 GB of driver memory)."""
+    three more runs of it in the process after two untimed ones (warm; not for the expiry, which changes the
+    table), the driver's peak RSS (Python and JVM) and the operation's count. sparkberg's session is a user's: no
+    Iceberg jar, Spark's default driver memory; Java's is the bench's (8 GB of driver memory)."""
     engine, op, name, files = spec.split(":")
     files = int(files)
     wh = os.environ["BENCH_MEMORY_WH"]
@@ -1264,8 +1264,8 @@ def scale_child(spec: str) -> None:
     n = run()
     seconds = time.perf_counter() - t0
     warm = None
-    if op != "expire":  # (the median of three more runs: a second run may still load compiled code on first use)
-        warm = timed(run, 3)[0]
+    if op != "expire":  # (after two more runs: the second and third may still load compiled code on first use)
+        warm = timed(run, 3, warmup=2)[0]
     print(json.dumps({"seconds": seconds, "warm_s": warm, "peak_rss_mb": _peak_rss_mb(), "count": n}))
 
 
@@ -1295,7 +1295,7 @@ def bench_scale(wh: str, sizes: list[int], results: list) -> None:
                     got[e] = {"seconds": None, "warm_s": None, "peak_rss_mb": None, "count": None,
                               "failed": str(failure).strip().splitlines()[-1][:200]}
             ours, java = got["ours"], got["java"]
-            for variant, key in (("a fresh process each", "seconds"), ("run again in the process (median of 3)", "warm_s")):
+            for variant, key in (("a fresh process each", "seconds"), ("run again in the process (median of 3 after 2)", "warm_s")):
                 if key == "warm_s" and op == "expire":
                     continue
                 results.append({"benchmark": f"{files} files: {op}", "variant": variant,
