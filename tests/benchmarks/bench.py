@@ -79,9 +79,9 @@
   deletes in 1% of the days), a copy per engine: a full and a selective plan, a count of the ``files``
   metadata table and the expiry of the oldest of the ten snapshots, each in a fresh process per engine, timed
   from the table's load to the operation's end, then (but the expiry) five times more in the process (warm: the
-  median of the last three), with the driver's peak RSS (Python and JVM). sparkberg's processes start a user's session (no
-  Iceberg jar, Spark's default 1 GB of driver memory); Java's the bench's (8 GB). A run an engine cannot finish
-  is reported as failed.
+  median of the last three), with the driver's peak RSS (Python and JVM). sparkberg's processes start a user's
+  session (no Iceberg jar, Spark's default 1 GB of driver memory); Java's the bench's (8 GB). A run an engine
+  cannot finish is reported as failed.
 
 Prints a table of medians and ratios (sparkberg / Java) and writes them to a JSON file. A benchmark, not a test.
 """
