@@ -1295,7 +1295,8 @@ def bench_scale(wh: str, sizes: list[int], results: list) -> None:
                     got[e] = {"seconds": None, "warm_s": None, "peak_rss_mb": None, "count": None,
                               "failed": str(failure).strip().splitlines()[-1][:200]}
             ours, java = got["ours"], got["java"]
-            for variant, key in (("a fresh process each", "seconds"), ("run again in the process (median of 3 after 2)", "warm_s")):
+            for variant, key in (("a fresh process each", "seconds"),
+                                 ("run again in the process (median of 3 after 2)", "warm_s")):
                 if key == "warm_s" and op == "expire":
                     continue
                 results.append({"benchmark": f"{files} files: {op}", "variant": variant,
