@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from sparkberg.catalog.filesystem import FileSystemCatalog
-from sparkberg.catalog.rest import RestCatalog
 from sparkberg.catalog.sql import SqlCatalog, database_for
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import normalize_location
@@ -80,6 +79,9 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
                   "properties": props}
         return SqlCatalog(name or DEFAULT_NAME, db, location), f"{name or DEFAULT_NAME} ({uri})", config
     if kind == "rest":
+        # (imported here, not with this module: its HTTP client, requests, is about two fifths of the time
+        # `import sparkberg` takes, which every process that opens no REST catalog need not pay)
+        from sparkberg.catalog.rest import RestCatalog
         catalog = RestCatalog(uri, name or DEFAULT_NAME, warehouse, props)
         config = {"type": "rest", "uri": uri, "warehouse": warehouse, "name": name or DEFAULT_NAME,
                   "properties": props}
