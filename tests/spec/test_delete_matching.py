@@ -142,7 +142,7 @@ def test_uuid_and_nan_bounds_are_not_compared():
 import pyarrow as pa  # noqa: E402
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from sparkberg.planning.deletes import DELETE_STRUCT, DeleteMatcher  # noqa: E402
+from sparkberg.planning.deletes import DELETE_STRUCT, DeleteMatcher, _integral_keys  # noqa: E402
 
 STATS = pa.map_(pa.int32(), pa.struct([("nulls", pa.int64()), ("vals", pa.int64()), ("lower", pa.binary()),
                                        ("upper", pa.binary())]))
@@ -246,9 +246,9 @@ def test_matcher_on_integer_partitions_equals_the_rules(data, deletes):
     table = pa.Table.from_pylist(data_rows, pa.schema([("file_path", pa.string()), ("spec_id", pa.int32()),
                                                        ("partition", INT_PARTITION), ("sequence_number", pa.int64())]))
     if matcher.group_of_key:  # the grouping without dictionaries is what runs
-        assert matcher._integral_groups([table.column("spec_id").to_numpy().astype("int64"),
-                                         *(table.column("partition").combine_chunks().field(k).to_numpy()
-                                           .astype("int64") for k in range(2))]) is not None
+        assert _integral_keys([table.column("spec_id").to_numpy().astype("int64"),
+                               *(table.column("partition").combine_chunks().field(k).to_numpy()
+                                 .astype("int64") for k in range(2))]) is not None
     index = DeleteIndex(index_rows, set())
     for row, got in zip(data_rows, matcher.deletes_for(table).to_pylist()):
         expected = index.for_file(0, tuple(row["partition"].values()), row["sequence_number"], row["file_path"])
@@ -307,7 +307,7 @@ def test_the_matcher_sorts_delete_files_as_the_plan_lists_them(rows):
                         ("record_count", pa.int64())])
     def key(e: dict) -> tuple:
         return delete_sort_key({k: e[k] for k in DELETE_STRUCT})
-    got = _sorted_deletes(pa.Table.from_pylist(rows, schema))
+    got = _sorted_deletes(pa.Table.from_pylist(rows, schema)).to_pylist()
     assert [key(r) for r in got] == sorted(key(r) for r in rows)
 
 

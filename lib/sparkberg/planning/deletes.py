@@ -210,12 +210,12 @@ def distinct_rows(columns: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarr
     return np.stack(digits[::-1], axis=1), inverse.reshape(-1)
 
 
-def _sorted_deletes(deletes: pa.Table) -> list[dict]:
-    """The delete entries as dicts in :func:`delete_sort_key` order: sorted by Arrow on the struct's columns
-    but ``equality_ids`` (nulls last, strings by code point as Python compares them); by the key itself where
-    entries that tie on the columns before ``equality_ids`` hold different ones (Arrow cannot order lists)."""
-    if not deletes.num_rows:
-        return []
+def _sorted_deletes(deletes: pa.Table) -> pa.Table:
+    """The delete entries in :func:`delete_sort_key` order: sorted by Arrow on the struct's columns but
+    ``equality_ids`` (nulls last, strings by code point as Python compares them); by the key itself where entries
+    that tie on the columns before ``equality_ids`` hold different ones (Arrow cannot order lists)."""
+    if deletes.num_rows < 2:
+        return deletes
     columns = [c for c in DELETE_STRUCT if c != "equality_ids"]
     try:  # (pyarrow 25+ takes the null placement per key)
         order = pc.sort_indices(deletes.select(columns), sort_keys=[(c, "ascending", "at_end") for c in columns])
@@ -223,15 +223,52 @@ def _sorted_deletes(deletes: pa.Table) -> list[dict]:
         order = pc.sort_indices(deletes.select(columns), sort_keys=[(c, "ascending") for c in columns],
                                 null_placement="at_end")
     ordered = deletes.take(order)
-    rows = ordered.to_pylist()
-    if len(rows) > 1:
-        ties = np.ones(len(rows) - 1, bool)
-        for c in DELETE_STRUCT[:DELETE_STRUCT.index("equality_ids")]:
-            a, b = ordered.column(c).slice(0, len(rows) - 1), ordered.column(c).slice(1)
-            ties &= pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b))).to_numpy()
-        if any(rows[i]["equality_ids"] != rows[i + 1]["equality_ids"] for i in np.flatnonzero(ties).tolist()):
-            rows.sort(key=lambda e: delete_sort_key({k: e[k] for k in DELETE_STRUCT}))
-    return rows
+    n = ordered.num_rows
+    ties = np.ones(n - 1, bool)
+    for c in DELETE_STRUCT[:DELETE_STRUCT.index("equality_ids")]:
+        a, b = ordered.column(c).slice(0, n - 1), ordered.column(c).slice(1)
+        ties &= pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b))).to_numpy()
+    tied = np.flatnonzero(ties)
+    if len(tied):
+        ids = ordered.column("equality_ids").to_pylist()
+        if any(ids[i] != ids[i + 1] for i in tied.tolist()):
+            rows = ordered.select(list(DELETE_STRUCT)).to_pylist()
+            ordered = ordered.take(pa.array(sorted(range(n), key=lambda i: delete_sort_key(rows[i])), pa.int64()))
+    return ordered
+
+
+def _partition_keys(spec_ids: pa.Array, partition: pa.StructArray) -> tuple[list[tuple], np.ndarray]:
+    """The distinct (spec id, partition values...) keys of rows (each value as :func:`_key_value` makes it a
+    dict key) and the index of each row's key: one Python tuple per distinct partition, not per row."""
+    columns = [spec_ids] + [partition.field(i) for i in range(partition.type.num_fields)]
+    if all(pa.types.is_integer(c.type) and c.null_count == 0 for c in columns):
+        found = _integral_keys([c.to_numpy().astype(np.int64) for c in columns])
+        if found is not None:
+            return found
+    codes, dictionaries = [], []
+    for col in columns:
+        enc = pc.dictionary_encode(col, null_encoding="encode")
+        codes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+        dictionaries.append(enc.dictionary.to_pylist())
+    found = distinct_rows(codes, [max(1, len(d)) for d in dictionaries])
+    if found is None:
+        distinct, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+    else:
+        distinct, inverse = found
+    keys = [tuple(_key_value(d[c]) for d, c in zip(dictionaries, combo)) for combo in distinct.tolist()]
+    return keys, inverse.reshape(-1)
+
+
+def _integral_keys(values: list[np.ndarray]) -> tuple[list[tuple], np.ndarray] | None:
+    """:func:`_partition_keys` of integer columns without nulls (day, bucket, identity of ints...): each value
+    offset by its column's minimum, with no dictionary to build (None where their ranges' product is too big)."""
+    lows = np.array([int(v.min()) for v in values], np.int64)
+    found = distinct_rows([v - low for v, low in zip(values, lows)],
+                          [int(v.max()) - int(low) + 1 for v, low in zip(values, lows)])
+    if found is None:
+        return None
+    distinct, inverse = found
+    return [tuple(key) for key in (distinct + lows).tolist()], inverse
 
 
 class DeleteMatcher:
@@ -247,40 +284,54 @@ class DeleteMatcher:
                  prunable: frozenset = frozenset()):
         # sorted once as the plan lists them (the local planner's order), so each file's deletes come out sorted
         entries = _sorted_deletes(deletes.filter(pc.not_equal(deletes.column("content"), 0)))
+        n = entries.num_rows
         self.required, self.prunable = required, prunable
-        self.size = len(entries)
+        self.size = n
+
+        def column(name: str, type: pa.DataType | None = None) -> pa.Array:
+            if name not in entries.column_names:
+                return pa.nulls(n, type)
+            values = entries.column(name).combine_chunks()
+            return values if type is None or values.type == type else values.cast(type)
         struct_type = pa.struct([deletes.schema.field(k) for k in DELETE_STRUCT])
-        self.structs = pa.array([{k: e[k] for k in DELETE_STRUCT} for e in entries], struct_type)
+        self.structs = pa.StructArray.from_arrays([column(k) for k in DELETE_STRUCT], fields=list(struct_type))
         self.list_type = pa.list_(struct_type)
-        self.seq = np.array([e["sequence_number"] for e in entries], np.int64)
-        self.content = np.array([e["content"] for e in entries], np.int8)
-        self.refs = pa.array([e["referenced_data_file"] for e in entries], pa.string())
-        self.lower = pa.array([e.get("_path_lower") for e in entries], pa.string())
-        self.upper = pa.array([e.get("_path_upper") for e in entries], pa.string())
-        self.has_refs = self.refs.null_count < len(entries)
-        self.has_bounds = self.lower.null_count < len(entries) or self.upper.null_count < len(entries)
-        self.stats = [_stats_of(e) for e in entries]
-        self.eq_ids = [e["equality_ids"] for e in entries]
+        self.seq = column("sequence_number").to_numpy(zero_copy_only=False).astype(np.int64)
+        self.content = column("content").to_numpy(zero_copy_only=False).astype(np.int8)
+        self.refs = column("referenced_data_file", pa.string())
+        self.lower = column("_path_lower", pa.string())
+        self.upper = column("_path_upper", pa.string())
+        self.has_refs = self.refs.null_count < n
+        self.has_bounds = self.lower.null_count < n or self.upper.null_count < n
+        self.stats = [_stats_of(e) for e in entries.select(["_eq_stats", "_has_bounds"]).to_pylist()] \
+            if "_eq_stats" in entries.column_names else [None] * n
+        self.eq_ids = column("equality_ids").to_pylist()
         self.has_stats = any(s is not None for s in self.stats)
-        scoped: dict[tuple, list[int]] = defaultdict(list)
+        # the three groups of candidates: deletion vectors by the file they name, global equality deletes, and
+        # the rest by (spec, partition); each group's members in the sorted order
+        spec_ids = column("spec_id")
+        is_dv = (self.content == POSITION_DELETES) & \
+            pc.fill_null(pc.equal(column("file_format"), "puffin"), False).to_numpy(zero_copy_only=False)
+        is_global = (self.content == EQUALITY_DELETES) & \
+            np.isin(spec_ids.to_numpy(zero_copy_only=False), np.array(sorted(unpartitioned), np.int64))
         dvs: dict[str, list[int]] = defaultdict(list)
-        global_eq: list[int] = []
-        for i, e in enumerate(entries):
-            if e["content"] == 1 and e["file_format"] == "puffin":
-                dvs[e["referenced_data_file"]].append(i)
-            elif e["content"] == 2 and e["spec_id"] in unpartitioned:
-                global_eq.append(i)
-            else:
-                scoped[self._key(e["spec_id"], e["partition"])].append(i)
-        self.group_of_key = {k: g for g, k in enumerate(scoped)}
-        self.scoped = _Groups(list(scoped.values()))
+        dv_index = np.flatnonzero(is_dv)
+        for i, ref in zip(dv_index.tolist(), self.refs.take(pa.array(dv_index, pa.int64())).to_pylist()):
+            dvs[ref].append(i)
         self.dv_refs = pa.array(list(dvs), pa.string())
         self.dvs = _Groups(list(dvs.values()))
+        global_eq = np.flatnonzero(is_global).tolist()
         self.global_eq = _Groups([global_eq] if global_eq else [])
-
-    @staticmethod
-    def _key(spec_id: int, partition: dict | None) -> tuple:
-        return (spec_id, *(_key_value(v) for v in (partition or {}).values()))
+        scoped = np.flatnonzero(~is_dv & ~is_global)
+        members: dict[tuple, list[np.ndarray]] = defaultdict(list)
+        if len(scoped):
+            take = pa.array(scoped, pa.int64())
+            keys, inverse = _partition_keys(spec_ids.take(take), column("partition").take(take))
+            order = np.argsort(inverse, kind="stable")
+            for key, group in zip(keys, np.split(scoped[order], np.cumsum(np.bincount(inverse))[:-1])):
+                members[key].append(group)  # (keys that compare equal, as 0.0 and -0.0, share a group)
+        self.group_of_key = {k: g for g, k in enumerate(members)}
+        self.scoped = _Groups([np.sort(np.concatenate(m)) if len(m) > 1 else m[0] for m in members.values()])
 
     def equality_ids(self) -> list[int]:
         """The field ids the equality deletes compare (their data files' stats of these columns prune them)."""
@@ -291,38 +342,9 @@ class DeleteMatcher:
         n = data.num_rows
         if not self.group_of_key or n == 0:
             return np.full(n, -1, np.int64)
-        columns = [data.column("spec_id").combine_chunks()]
-        partition = data.column("partition").combine_chunks()
-        columns += [partition.field(i) for i in range(partition.type.num_fields)]
-        if all(pa.types.is_integer(c.type) and c.null_count == 0 for c in columns):
-            found = self._integral_groups([c.to_numpy().astype(np.int64) for c in columns])
-            if found is not None:
-                return found
-        codes, dictionaries = [], []
-        for col in columns:
-            enc = pc.dictionary_encode(col, null_encoding="encode")
-            codes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
-            dictionaries.append(enc.dictionary.to_pylist())
-        found = distinct_rows(codes, [max(1, len(d)) for d in dictionaries])
-        if found is None:
-            distinct, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
-        else:
-            distinct, inverse = found
-        group = np.array([self.group_of_key.get(tuple(_key_value(d[c]) for d, c in zip(dictionaries, combo)), -1)
-                          for combo in distinct.tolist()], np.int64)
-        return group[inverse.reshape(-1)]
-
-    def _integral_groups(self, values: list[np.ndarray]) -> np.ndarray | None:
-        """:meth:`_scoped_groups` of integer columns without nulls (day, bucket, identity of ints...): each value
-        offset by its column's minimum, with no dictionary to build."""
-        lows = np.array([int(v.min()) for v in values], np.int64)
-        found = distinct_rows([v - low for v, low in zip(values, lows)],
-                               [int(v.max()) - int(low) + 1 for v, low in zip(values, lows)])
-        if found is None:
-            return None
-        distinct, inverse = found
-        group = np.array([self.group_of_key.get(tuple(key), -1) for key in (distinct + lows).tolist()], np.int64)
-        return group[inverse]
+        keys, inverse = _partition_keys(data.column("spec_id").combine_chunks(),
+                                        data.column("partition").combine_chunks())
+        return np.array([self.group_of_key.get(key, -1) for key in keys], np.int64)[inverse]
 
     def deletes_for(self, data: pa.Table) -> pa.Array:
         """The ``deletes`` column of ``data`` (data entries with ``spec_id``, ``partition``,
