@@ -159,19 +159,24 @@ WORKER_MODULES = ["sparkberg.write.deletes", "sparkberg.write.writer", "sparkber
                   "sparkberg.maintenance.manifests", "sparkberg.maintenance.orphans", "sparkberg.maintenance.deletes"]
 
 
-def _imported_in_child(prelude: str) -> dict:
-    import json
+def _child_output(code: str) -> str:
+    """What a new interpreter running ``code`` prints."""
     import subprocess
     import sys
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _imported_in_child(prelude: str) -> dict:
+    import json
     code = (prelude + "\nimport json, sys\nimport " + ", ".join(WORKER_MODULES) + "\n"
             "before = sorted(m for m in sys.modules if m.split('.')[:2] in (['sparkberg', 'table'], "
             "['sparkberg', 'catalog']))\n"
             "import sparkberg\n"
             "print(json.dumps({'before': before, 'catalog': callable(sparkberg.catalog), "
             "'table': sparkberg.Table.__module__}))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return json.loads(_child_output(code))
 
 
 def test_a_worker_imports_no_table_api_until_used():
@@ -191,8 +196,6 @@ def test_on_the_driver_sparkberg_catalog_is_the_function():
 def test_the_rest_catalog_client_is_imported_when_a_rest_catalog_is_opened():
     """``import sparkberg`` (every scheduled job, every command of the CLI) does not import the REST catalog's HTTP
     client, which was two fifths of its imports' time: opening a REST catalog does."""
-    import subprocess
-    import sys
     code = ("import sys, sparkberg\n"
             "before = sorted(m for m in ('requests', 'urllib3', 'sparkberg.catalog.rest') if m in sys.modules)\n"
             "try:\n"
@@ -200,9 +203,7 @@ def test_the_rest_catalog_client_is_imported_when_a_rest_catalog_is_opened():
             "except Exception:\n"
             "    pass\n"
             "print(before, 'requests' in sys.modules and 'sparkberg.catalog.rest' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["[]", "True"]
+    assert _child_output(code).split() == ["[]", "True"]
 
 
 def test_the_jvm_is_reached_from_one_module():
