@@ -178,7 +178,8 @@ class _Groups:
         lengths = np.array([len(g) for g in groups], np.int64)
         self.lengths = lengths
         self.starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if len(groups) else lengths
-        self.flat = np.array([i for g in groups for i in g], np.int64)
+        self.flat = np.concatenate([np.asarray(g, np.int64) for g in groups]) if len(groups) else \
+            np.empty(0, np.int64)
 
     def pairs(self, group_of_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row, delete index) for every row whose group is known (``group_of_row`` >= 0)."""
