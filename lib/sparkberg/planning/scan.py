@@ -122,11 +122,15 @@ class ScanPlan:
         if self._table is None:
             return self._typed(self.tasks)
         if self.layout.slots:
-            table = self._table.set_column(PLAN_COLUMNS.index("partition"), "partition",
-                                           typed_partition(self.layout, self._table.column("partition")))
-            return counted_dataframe(self.spark, lambda: arrow_dataframe(
-                self.spark, table, tasks_struct(self.layout, typed=True), lambda: table.to_pylist()), table.num_rows)
+            return counted_dataframe(self.spark, self._typed_table_dataframe, self._table.num_rows)
         return counted_dataframe(self.spark, lambda: self._typed(self.tasks), self._table.num_rows)
+
+    def _typed_table_dataframe(self) -> DataFrame:
+        """The plan's Arrow table as a DataFrame, its partition values typed on the driver (made on first use:
+        a count needs none of it)."""
+        table = self._table.set_column(PLAN_COLUMNS.index("partition"), "partition",
+                                       typed_partition(self.layout, self._table.column("partition")))
+        return arrow_dataframe(self.spark, table, tasks_struct(self.layout, typed=True), lambda: table.to_pylist())
 
     def _typed(self, tasks: DataFrame) -> DataFrame:
         """``tasks`` with the partition struct in Iceberg's Spark types."""
