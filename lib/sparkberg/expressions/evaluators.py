@@ -172,11 +172,12 @@ def manifest_mask(partition_pred: Bound, partition_type: T.StructType, n: int, s
             out = ~all_null_or_nan & _range_mask(p.op, p.value, lo, lo_known, hi, hi_known, n)
         return out | ~known
 
-    return _walk_mask(partition_pred, leaf, n)
+    return walk_mask(partition_pred, leaf, n)
 
 
-def _walk_mask(e: Bound, leaf, n: int):
-    """:func:`_walk` of many at once: ``leaf`` returns a numpy bool array of ``n`` per predicate."""
+def walk_mask(e: Bound, leaf: Callable[[Any], Any], n: int) -> Any:
+    """:func:`_walk` of many rows at once: ``leaf`` returns a numpy bool array of ``n`` per predicate; the
+    expression's negations pushed down first, as every evaluator here."""
     import numpy as np
     return visit(rewrite_not(e), Fold(leaf, np.ones(n, bool), np.zeros(n, bool), lambda a, b: a & b,
                                       lambda a, b: a | b))
@@ -382,7 +383,7 @@ def metrics_mask(pred: Bound, schema_types: dict[int, T.IcebergType], record_cou
             return np.ones(n, bool)
         return ~all_of("null_value_counts", fid) & ~all_of("nan_value_counts", fid) & range_match(p.op, p.value, fid)
 
-    return (np.asarray(record_counts) != 0) & _walk_mask(pred, leaf, n)
+    return (np.asarray(record_counts) != 0) & walk_mask(pred, leaf, n)
 
 
 def _integral_bounds(arr) -> tuple:

@@ -27,9 +27,10 @@ from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestLis
 from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
 from sparkberg.avro.manifest import manifest_file_from_manifest
 from sparkberg.errors import SparkbergError
-from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, evaluate, row_evaluator
+from sparkberg.expressions.evaluators import walk_mask
+from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, test_predicate
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
-from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, distinct_rows, eq_stats, path_bounds
+from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, eq_stats, path_bounds
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DELETED, ManifestFile, inherit_columns
@@ -368,17 +369,17 @@ class EntryDecoder:
         if not isinstance(pfilter, AlwaysTrue) and keep.any():
             keep &= self._partition_mask(pfilter, spec_id, mc.partition, n)
         if self.metrics_filter is not None and keep.any():
-            idx = np.flatnonzero(keep)
-            take = pa.array(idx, pa.int64())
-
-            def rows_left(a: pa.Array) -> pa.Array:
-                return a if len(idx) == n else a.take(take)  # (most manifests keep every live entry)
+            # (a column at a time over every entry, those already pruned too: picking the others out of each
+            # column read would cost as much as testing them)
             vectorized = getattr(self.metrics_filter, "mask", None)
             mask = None if vectorized is None else vectorized(
-                rows_left(c["content"]).to_numpy(zero_copy_only=False),
-                rows_left(c["record_count"]).to_numpy(zero_copy_only=False),
-                lambda name, fid: rows_left(mc.value(name, fid)))
-            keep[idx] = self._metrics_mask(c, idx) if mask is None else mask
+                c["content"].to_numpy(zero_copy_only=False), c["record_count"].to_numpy(zero_copy_only=False),
+                mc.value)
+            if mask is not None:
+                keep &= mask
+            else:
+                idx = np.flatnonzero(keep)
+                keep[idx] = self._metrics_mask(c, idx)
         kept_rows = np.flatnonzero(keep)
         idx = pa.array(kept_rows, pa.int64())
         k = len(idx)
@@ -431,30 +432,29 @@ class EntryDecoder:
         return pa.StructArray.from_arrays(arrays, fields=list(struct_type))
 
     def _partition_mask(self, pfilter: Bound, spec_id: int, partition: dict[int, pa.Array], n: int) -> np.ndarray:
-        """The scalar evaluator on each distinct partition tuple (manifests hold few), mapped back to rows."""
+        """The scalar test of each predicate on each distinct value of its field (manifests hold few), mapped
+        back to the rows and combined over the expression's tree a column at a time."""
         uuid_ids = {fid for fid, i in self.layout.by_spec.get(spec_id, ()) if self.layout.slots[i].field_type == T.UUID}
-        fids = list(partition)
-        if not fids or not n:
-            return np.full(n, bool(evaluate(pfilter, {})))
-        codes, sizes, values = [], [], []
-        for fid in fids:  # each field's values as codes into its distinct values (null: the last code)
-            encoded = pc.dictionary_encode(partition[fid])
-            distinct = encoded.dictionary.to_pylist()
-            if fid in uuid_ids:
-                import uuid
-                distinct = [uuid.UUID(v) for v in distinct]
-            indices, known = int_values(encoded.indices)
-            codes.append(np.where(known, indices, len(distinct)))
-            sizes.append(len(distinct) + 1)
-            values.append(distinct + [None])
-        found = distinct_rows(codes, sizes)
-        if found is None:  # (too many distinct tuples for one number: rows of codes)
-            found = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
-        tuples, inverse = found
-        test = row_evaluator(pfilter)
-        results = np.array([bool(test({fid: values[j][code] for j, (fid, code) in enumerate(zip(fids, row))}))
-                            for row in tuples.tolist()], bool)
-        return results[np.asarray(inverse).reshape(-1)]
+        encoded: dict[int, tuple[np.ndarray, list]] = {}
+
+        def codes_of(fid: int) -> tuple[np.ndarray, list]:
+            """Each row's code into the field's distinct values (null: the last code) and those values."""
+            if fid not in encoded:
+                codes = pc.dictionary_encode(partition[fid])
+                distinct = codes.dictionary.to_pylist()
+                if fid in uuid_ids:
+                    import uuid
+                    distinct = [uuid.UUID(v) for v in distinct]
+                indices, known = int_values(codes.indices)
+                encoded[fid] = np.where(known, indices, len(distinct)), distinct + [None]
+            return encoded[fid]
+
+        def leaf(p) -> np.ndarray:
+            if p.field_id not in partition:  # (a field this spec lacks: null in every row)
+                return np.full(n, test_predicate(p, None))
+            codes, values = codes_of(p.field_id)
+            return np.array([test_predicate(p, v) for v in values], bool)[codes]
+        return walk_mask(pfilter, leaf, n)
 
     def _metrics_mask(self, c: dict[str, pa.Array], idx: np.ndarray) -> list[bool]:
         take = pa.array(idx, pa.int64())
