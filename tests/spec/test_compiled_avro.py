@@ -301,6 +301,24 @@ def test_arrays_of_keyed_records_keep_only_the_items_of_the_keys_asked_for(rows,
     check_keyed(rows * 2, read_columns([data, data], KEYED_PATHS, keys=paths), keys)  # (two files, one pass)
 
 
+@settings(max_examples=120, deadline=None)
+@given(st.lists(keyed_records, max_size=10), KEYS, st.booleans())
+def test_a_key_looked_up_in_place_equals_arrow_lookup_in_the_built_maps(rows, key, everywhere):
+    """A metrics value looked up in the decoded items (planning's way) is Arrow's lookup of the key's first item in
+    the maps built whole: absent keys, null maps, keys repeated in a map, and every map holding the key."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from sparkberg.avro.columnar import _compiled_map, _compiled_map_get
+    if everywhere:  # (each map holds the key: the case of a column whose metrics every file has)
+        rows = [{**r, "counts": (r["counts"] or []) + [{"key": key, "value": 7}],
+                 "bounds": (r["bounds"] or []) + [{"key": key, "value": b"b"}]} for r in rows]
+    cols = read_columns(keyed_avro(rows), KEYED_PATHS)
+    for name, value_type in (("counts", pa.int64()), ("bounds", pa.binary())):
+        maps = _compiled_map(cols, (name,), value_type)
+        expected = pc.map_lookup(maps, pa.scalar(key, pa.int32()), "first").to_pylist() if len(rows) else []
+        assert _compiled_map_get(cols, (name,), value_type, key).to_pylist() == expected
+
+
 def test_keyed_arrays_are_one_instruction_where_items_are_an_int_key_and_a_flat_value():
     prog = compiled.program(json.dumps(KEYED_SCHEMA), frozenset(KEYED_PATHS),
                             frozenset(((p,), frozenset({1})) for p in ("counts", "bounds", "fixed", "text", "other")))

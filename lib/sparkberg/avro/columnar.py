@@ -318,16 +318,18 @@ def _compiled_map_get(cols, path: tuple[str, ...], value_type: pa.DataType, key:
     """:func:`map_get` of a metrics map of the compiled decoder, from its keys and values in place (only the
     values found are gathered)."""
     n = cols.num_rows
-    offsets, _ = cols.offsets(path)
     keys, _ = cols.ints(path + (compiled.ITEMS, "key"))
     hits = np.flatnonzero(keys == key)
     if not len(hits):
         return pa.nulls(n, value_type)
-    rows = np.searchsorted(offsets, hits, side="right") - 1  # (ascending, as the hits)
+    rows = cols.item_rows(path)[hits]  # (ascending, as the hits)
     first = np.flatnonzero(np.diff(rows, prepend=-1))  # the first hit of each map, should a map repeat a key
-    index = np.zeros(n, np.int64)
-    found = np.zeros(n, bool)
-    index[rows[first]], found[rows[first]] = hits[first], True
+    if len(first) == n:  # (every map has the key, as the metrics of a column every file has)
+        index, found = hits[first], np.ones(n, bool)
+    else:
+        index = np.zeros(n, np.int64)
+        found = np.zeros(n, bool)
+        index[rows[first]], found[rows[first]] = hits[first], True
     value_path = path + (compiled.ITEMS, "value")
     if pa.types.is_binary(value_type):
         data, starts, lengths, valid = cols.raw(value_path)

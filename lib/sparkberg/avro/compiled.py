@@ -319,6 +319,7 @@ class Columns:
             (self._starts, self._lens, self._bvalid, self._bbase) = room[INTS], room[FLOATS], room[BYTES]
         self._counts = counts
         self._offsets: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._item_rows: dict[tuple[str, ...], np.ndarray] = {}
         self.file_rows = [n]  # rows of each file read, in order
 
     def has(self, path: tuple[str, ...]) -> bool:
@@ -379,6 +380,14 @@ class Columns:
             offsets = np.zeros(len(counts) + 1, np.int32)
             np.cumsum(np.where(valid, counts, 0), out=offsets[1:])
             out = self._offsets[path] = offsets, valid
+        return out
+
+    def item_rows(self, path: tuple[str, ...]) -> np.ndarray:
+        """The row each item of an array path belongs to (ascending), made once per path."""
+        out = self._item_rows.get(path)
+        if out is None:
+            offsets, _ = self.offsets(path)
+            out = self._item_rows[path] = np.repeat(np.arange(self.num_rows, dtype=np.int64), np.diff(offsets))
         return out
 
 
