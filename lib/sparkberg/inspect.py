@@ -13,13 +13,14 @@ from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.errors import NotSupportedError, ValidationError
-from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
+from sparkberg.planning.entries import (
+    EntryDecoder, PartitionLayout, entries_arrow_schema, entries_df, snapshot_manifests,
+)
 from sparkberg.planning.scan import partition_column
 from sparkberg.read.columns import read_files
 from sparkberg.read.formats import path_key
@@ -176,26 +177,30 @@ def _bound(t: T.IcebergType, raw: bytes | None) -> Any:
     return v
 
 
+# the entries columns of planning's bookkeeping, which no metadata table shows
+_BOOKKEEPING = frozenset({"_manifest_ordinal", "_entry_ordinal", "manifest_path"})
+
+
 class MetadataDecoder(EntryDecoder):
-    """Entries with every metric, deleted entries included, the file format as written, and
-    ``readable_metrics`` (bounds decoded per Appendix D for the current schema's columns)."""
+    """Entries with every metric, deleted entries included, and ``readable_metrics`` (bounds decoded per
+    Appendix D for the current schema's columns). Only the columns the metadata tables show leave the Python
+    workers: Spark converts every column of every row a Python stage returns, whatever the query reads of them."""
 
     def __init__(self, layout: PartitionLayout, schema: T.Schema):
-        super().__init__(layout, with_metrics=True, include_deleted=True)
+        super().__init__(layout, with_metrics=True, include_deleted=True, columns=[
+            n for n in entries_arrow_schema(layout, with_metrics=True).names if n not in _BOOKKEEPING])
         self.columns = readable_columns(schema)
         self.readable = _readable_type(self.columns)
         self.schema = pa.schema(list(self.schema) + [
-            pa.field("readable_metrics", pa.struct(list(arrow_schema(self.readable)))),
-            pa.field("file_format_raw", pa.string())])
+            pa.field("readable_metrics", pa.struct(list(arrow_schema(self.readable))))])
 
     @property
     def ddl(self) -> str:
-        return super().ddl + f", readable_metrics {ddl(self.readable)}, file_format_raw string"
+        return super().ddl + f", readable_metrics {ddl(self.readable)}"
 
     def _from_columns(self, manifests: list[tuple[ManifestFile, int]], mc: Any) -> pa.Table:
         entries = super()._from_columns(manifests, mc)
-        return entries.append_column(self.schema.field("readable_metrics"), [self.readable_metrics(entries)]) \
-            .append_column(self.schema.field("file_format_raw"), pc.utf8_upper(entries.column("file_format")))
+        return entries.append_column(self.schema.field("readable_metrics"), [self.readable_metrics(entries)])
 
     def readable_metrics(self, entries: pa.Table) -> pa.StructArray:
         """The ``readable_metrics`` column of entries' columns, a column at a time (:meth:`readable_rows`, the
@@ -222,7 +227,7 @@ class MetadataDecoder(EntryDecoder):
         return pa.StructArray.from_arrays(columns, fields=list(struct_type))
 
     def readable_rows(self, rows: list[dict]) -> list[dict]:
-        """Entry rows with ``readable_metrics`` and ``file_format_raw`` added (the reference decoder's rows; the
+        """Entry rows with ``readable_metrics`` added (the reference decoder's rows; the
         columnar decoder's are :meth:`readable_metrics`)."""
         for r in rows:
             sizes, values, nulls, nans = (dict(r[k] or ()) for k in ("column_sizes", "value_counts",
@@ -232,7 +237,6 @@ class MetadataDecoder(EntryDecoder):
                 "column_size": sizes.get(fid), "value_count": values.get(fid), "null_value_count": nulls.get(fid),
                 "nan_value_count": nans.get(fid), "lower_bound": _bound(t, lower.get(fid)),
                 "upper_bound": _bound(t, upper.get(fid))} for name, fid, t, _ in self.columns}
-            r["file_format_raw"] = r["file_format"].upper()
         return rows
 
 
@@ -342,7 +346,7 @@ class MetadataTables:
                 if self.layout.slots:
                     cols.append(partition_column(self.layout, "partition").alias("partition"))
             elif c == "file_format":
-                cols.append(F.col("file_format_raw").alias("file_format"))
+                cols.append(F.upper("file_format").alias("file_format"))  # (as Java names it: PARQUET)
             else:
                 cols.append(F.col(c))
         return cols

@@ -31,7 +31,7 @@ SCHEMA = T.Schema([
 ])
 METADATA = U.new_table_metadata(SCHEMA, "file:///wh/t", UNPARTITIONED, format_version=3, fresh_ids=False)
 DECODER = MetadataDecoder(PartitionLayout(METADATA), SCHEMA)
-ENTRIES = pa.schema([f for f in DECODER.schema if f.name not in ("readable_metrics", "file_format_raw")])
+ENTRIES = pa.schema([f for f in DECODER.schema if f.name != "readable_metrics"])
 READABLE = DECODER.schema.field("readable_metrics").type
 OTHER_KEYS = (0, 99, 2147483546)  # (no column's: ignored; the last is a position delete file's path field)
 

@@ -182,8 +182,9 @@ def _entry_columns(layout: PartitionLayout, with_metrics: bool, with_path_bounds
     return cols
 
 
-def _arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False,
-                  with_eq_stats: bool = False) -> pa.Schema:
+def entries_arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False,
+                         with_eq_stats: bool = False) -> pa.Schema:
+    """The Arrow schema of every canonical entries column (:class:`EntryDecoder` outputs a subset of them)."""
     fields = [
         ("_manifest_ordinal", pa.int32()), ("_entry_ordinal", pa.int32()), ("manifest_path", pa.string()),
         ("status", pa.int32()), ("snapshot_id", pa.int64()), ("sequence_number", pa.int64()),
@@ -222,7 +223,7 @@ class EntryDecoder:
         self.metrics_filter = metrics_filter
         # stats of the equality delete columns (``_eq_stats``, ``_has_bounds``), to prune equality deletes
         self.eq_types = eq_types or {}
-        full = _arrow_schema(layout, with_metrics, with_path_bounds, bool(self.eq_types))
+        full = entries_arrow_schema(layout, with_metrics, with_path_bounds, bool(self.eq_types))
         # only the columns a step needs leave the executor (planning needs a third of them)
         if columns is not None and self.eq_types:
             columns = [*columns, "_eq_stats", "_has_bounds"]
