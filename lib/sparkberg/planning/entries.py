@@ -439,15 +439,14 @@ class EntryDecoder:
         encoded: dict[int, tuple[np.ndarray, list]] = {}
 
         def codes_of(fid: int) -> tuple[np.ndarray, list]:
-            """Each row's code into the field's distinct values (null: the last code) and those values."""
+            """Each row's code into the field's distinct values (null one of them) and those values."""
             if fid not in encoded:
-                codes = pc.dictionary_encode(partition[fid])
-                distinct = codes.dictionary.to_pylist()
+                enc = pc.dictionary_encode(partition[fid], null_encoding="encode")
+                distinct = enc.dictionary.to_pylist()
                 if fid in uuid_ids:
                     import uuid
-                    distinct = [uuid.UUID(v) for v in distinct]
-                indices, known = int_values(codes.indices)
-                encoded[fid] = np.where(known, indices, len(distinct)), distinct + [None]
+                    distinct = [None if v is None else uuid.UUID(v) for v in distinct]
+                encoded[fid] = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), distinct
             return encoded[fid]
 
         def leaf(p) -> np.ndarray:
