@@ -498,3 +498,27 @@ def test_a_merge_on_read_update_on_spark_defaults(plain, tmp_path):
     assert {i for i, (c, _) in got.items() if c == "x"} == {7, 8, 57, 107, 157}
     assert len(got) == 200 and {i: r for i, (_, r) in got.items()} == ids  # (updated rows keep their ids)
     assert t.metadata.current_snapshot.summary["added-delete-files"] == "2"  # (a DV for each of the two files)
+
+
+def test_size_settings_read_as_spark_reads_them(plain):
+    # a size setting in Spark's units; its default when unset or unreadable, read without asking the JVM for an
+    # exception (which a fresh JVM answers slowly): ``spark.driver.maxResultSize`` is unset in most sessions
+    import unittest.mock
+    from sparkberg.spark import session as S
+    key = "spark.sparkberg.test.size"
+    for text, want in (("3m", 3 << 20), ("2g", 2 << 30), ("134217728b", 128 << 20), ("512", 512), ("1.5g", 7),
+                       ("lots", 7)):
+        plain.conf.set(key, text)
+        assert S._conf_bytes(plain, key, 7) == want, text
+    plain.conf.unset(key)
+    reads, real_get = [], type(plain.conf).get
+
+    def get(conf, k, *default):
+        reads.append((k, default))
+        return real_get(conf, k, *default)
+    with unittest.mock.patch.object(type(plain.conf), "get", get):
+        assert S._conf_bytes(plain, key, 7) == 7
+        result_bytes = S.max_result_bytes(plain)
+    assert reads == [(key, (None,)), ("spark.driver.maxResultSize", (None,))]
+    if plain.sparkContext.getConf().get("spark.driver.maxResultSize") is None:
+        assert result_bytes == 1 << 30

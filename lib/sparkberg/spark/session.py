@@ -59,11 +59,15 @@ _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1
 
 def _conf_bytes(spark, key: str, default: int) -> int:
     """A size setting of the session (Spark's ``134217728b``, ``4m``, ``1g``...) in bytes; ``default`` when unset
-    or unreadable."""
+    or unreadable. (Read with a default: Spark answers the read of an unset key without one by an exception, which
+    costs a fresh JVM more than the read, and ``spark.driver.maxResultSize`` is usually unset.)"""
     try:
-        text = str(spark.conf.get(key)).strip().lower()
+        value = spark.conf.get(key, None)
     except Exception:  # noqa: BLE001 - no session, or one that refuses the read: Spark's default
         return default
+    if value is None:
+        return default
+    text = str(value).strip().lower()
     m = re.fullmatch(r"(\d+)\s*([a-z]*)", text)
     return int(m.group(1)) * _BYTE_UNITS[m.group(2)] if m and m.group(2) in _BYTE_UNITS else default
 
