@@ -85,6 +85,47 @@ def test_merge(spark, warehouse, version, mode):
     assert [r for r in state(t) if r[0] in (1, 3)] == [(1, "odd", 9), (1, "odd", 10), (3, "odd", 0)]
 
 
+@pytest.mark.parametrize("version,mode", [(3, "merge-on-read"), (2, "copy-on-write")])
+def test_a_target_row_matched_twice_is_found_whatever_the_source_keys_look_like(spark, warehouse, monkeypatch,
+                                                                                version, mode):
+    # a merge asks no job whether a target row matched twice where the source's keys are each its own, and asks
+    # wherever two source rows may still match one target row: keys of another type that Spark casts to equal
+    # values, keys that are null where the ON clause matches nulls, a key tuple whose columns repeat
+    from sparkberg.commit.merge import MergeBuilder
+    cat, t = table(spark, warehouse, version, mode)
+    t.append(spark.sql("SELECT CAST(NULL AS BIGINT) AS id, 'odd' AS cat, 0 AS n"))
+    checked = []
+    real = MergeBuilder._merge
+    monkeypatch.setattr(MergeBuilder, "_merge", lambda self, src, pruning, unique:
+                        checked.append(not unique) or real(self, src, pruning, unique))
+    before = cat.load_table("db.t").metadata
+    for source, condition in (
+            ("SELECT '1' AS id, 'odd' AS cat, 1 AS n UNION ALL SELECT '01', 'odd', 2", "t.id = s.id"),
+            ("SELECT CAST(NULL AS BIGINT) AS id, 'odd' AS cat, 1 AS n UNION ALL SELECT NULL, 'odd', 2",
+             "t.id <=> s.id"),
+            ("SELECT 1L AS id, 'odd' AS cat, 1 AS n UNION ALL SELECT 1L, 'odd', 2 UNION ALL SELECT 2L, 'odd', 3",
+             "t.id = s.id AND t.cat = s.cat")):
+        with pytest.raises(ValidationError, match="more than one source row"):
+            t.merge(spark.sql(source), condition).when_matched_update({"n": "s.n"}).execute()
+        assert checked.pop() is True
+    assert cat.load_table("db.t").metadata == before
+    # each key tuple its own (each column repeating): no check asked, and the merge's rows as with one
+    unique = spark.sql("SELECT 1L AS id, 'odd' AS cat, 5 AS n UNION ALL SELECT 1L, 'even', 6 UNION ALL "
+                       "SELECT 2L, 'odd', 7 UNION ALL SELECT 2L, 'even', 8 UNION ALL SELECT 20L, 'even', 9")
+    ids_before = {(r[0], r[1]): r[2] for r in t.to_df(columns=["id", "cat", "_row_id"]).collect()} \
+        if version == 3 else None
+    t.merge(unique, "t.id = s.id AND t.cat = s.cat").when_matched_update_all().when_not_matched_insert_all() \
+        .execute()
+    assert checked == [False]
+    if version == 3:  # (the updated rows keep their ids, read with none of the target's data columns)
+        after = {(r[0], r[1]): r[2] for r in t.to_df(columns=["id", "cat", "_row_id"]).collect()}
+        assert after[(1, "odd")] == ids_before[(1, "odd")] and after[(2, "even")] == ids_before[(2, "even")]
+        assert len(set(after.values())) == len(after)
+    expected = [(i, "even" if i % 2 == 0 else "odd", {1: 5, 2: 8}.get(i, 0)) for i in range(10)] + \
+        [(1, "even", 6), (2, "odd", 7), (20, "even", 9), (None, "odd", 0)]
+    got = [tuple(r) for r in t.to_df(columns=["id", "cat", "n"]).collect()]
+    assert sorted(got, key=str) == sorted(expected, key=str)
+
 def test_merge_into_empty_table(spark, warehouse):
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table("db.e", "id bigint, v string", properties={"format-version": "3"})
