@@ -86,18 +86,19 @@ def test_merge(spark, warehouse, version, mode):
 
 
 @pytest.mark.parametrize("version,mode", [(3, "merge-on-read"), (2, "copy-on-write")])
-def test_a_target_row_matched_twice_is_found_whatever_the_source_keys_look_like(spark, warehouse, monkeypatch,
-                                                                                version, mode):
-    # a merge asks no job whether a target row matched twice where the source's keys are each its own, and asks
-    # wherever two source rows may still match one target row: keys of another type that Spark casts to equal
-    # values, keys that are null where the ON clause matches nulls, a key tuple whose columns repeat
+def test_merge_pairs_keep_the_target_columns_only_updates_read(spark, warehouse, monkeypatch, version, mode):
+    # the matched (target, source) pairs a merge caches: with UPDATE SET * (or deletes) only the target row's
+    # file, position and row id, so the target's scan reads no data column the ON clause does not; with an
+    # update that keeps target columns, all of them. Either way a target row two source rows match is found
+    # (keys Spark casts to one value, nulls matched by <=>, a key tuple whose columns repeat), and SET * keeps
+    # the updated rows' ids
     from sparkberg.commit.merge import MergeBuilder
     cat, t = table(spark, warehouse, version, mode)
     t.append(spark.sql("SELECT CAST(NULL AS BIGINT) AS id, 'odd' AS cat, 0 AS n"))
-    checked = []
-    real = MergeBuilder._merge
-    monkeypatch.setattr(MergeBuilder, "_merge", lambda self, src, pruning, unique:
-                        checked.append(not unique) or real(self, src, pruning, unique))
+    kept = []
+    real = MergeBuilder._commit
+    monkeypatch.setattr(MergeBuilder, "_commit", lambda self, rl, pairs, *rest:
+                        kept.append(pairs.columns) or real(self, rl, pairs, *rest))
     before = cat.load_table("db.t").metadata
     for source, condition in (
             ("SELECT '1' AS id, 'odd' AS cat, 1 AS n UNION ALL SELECT '01', 'odd', 2", "t.id = s.id"),
@@ -105,26 +106,30 @@ def test_a_target_row_matched_twice_is_found_whatever_the_source_keys_look_like(
              "t.id <=> s.id"),
             ("SELECT 1L AS id, 'odd' AS cat, 1 AS n UNION ALL SELECT 1L, 'odd', 2 UNION ALL SELECT 2L, 'odd', 3",
              "t.id = s.id AND t.cat = s.cat")):
-        with pytest.raises(ValidationError, match="more than one source row"):
-            t.merge(spark.sql(source), condition).when_matched_update({"n": "s.n"}).execute()
-        assert checked.pop() is True
+        for merge in (lambda m: m.when_matched_update({"n": "s.n"}), lambda m: m.when_matched_update_all()):
+            with pytest.raises(ValidationError, match="more than one source row"):
+                merge(t.merge(spark.sql(source), condition)).execute()
     assert cat.load_table("db.t").metadata == before
-    # each key tuple its own (each column repeating): no check asked, and the merge's rows as with one
-    unique = spark.sql("SELECT 1L AS id, 'odd' AS cat, 5 AS n UNION ALL SELECT 1L, 'even', 6 UNION ALL "
-                       "SELECT 2L, 'odd', 7 UNION ALL SELECT 2L, 'even', 8 UNION ALL SELECT 20L, 'even', 9")
+    lineage = ["_row_id"] if version == 3 else []
     ids_before = {(r[0], r[1]): r[2] for r in t.to_df(columns=["id", "cat", "_row_id"]).collect()} \
         if version == 3 else None
+    unique = spark.sql("SELECT 1L AS id, 'odd' AS cat, 5 AS n UNION ALL SELECT 1L, 'even', 6 UNION ALL "
+                       "SELECT 2L, 'odd', 7 UNION ALL SELECT 2L, 'even', 8 UNION ALL SELECT 20L, 'even', 9")
     t.merge(unique, "t.id = s.id AND t.cat = s.cat").when_matched_update_all().when_not_matched_insert_all() \
         .execute()
-    assert checked == [False]
-    if version == 3:  # (the updated rows keep their ids, read with none of the target's data columns)
-        after = {(r[0], r[1]): r[2] for r in t.to_df(columns=["id", "cat", "_row_id"]).collect()}
-        assert after[(1, "odd")] == ids_before[(1, "odd")] and after[(2, "even")] == ids_before[(2, "even")]
-        assert len(set(after.values())) == len(after)
+    assert kept.pop() == ["_file", "_pos"] + lineage + ["id", "cat", "n", "_src_id", "_action"]
     expected = [(i, "even" if i % 2 == 0 else "odd", {1: 5, 2: 8}.get(i, 0)) for i in range(10)] + \
         [(1, "even", 6), (2, "odd", 7), (20, "even", 9), (None, "odd", 0)]
     got = [tuple(r) for r in t.to_df(columns=["id", "cat", "n"]).collect()]
     assert sorted(got, key=str) == sorted(expected, key=str)
+    if version == 3:  # (the updated rows keep their ids, read with none of the target's data columns)
+        after = {(r[0], r[1]): r[2] for r in t.to_df(columns=["id", "cat", "_row_id"]).collect()}
+        assert after[(1, "odd")] == ids_before[(1, "odd")] and after[(2, "even")] == ids_before[(2, "even")]
+        assert len(set(after.values())) == len(after)
+    t.merge(spark.sql("SELECT 3L AS id, 'odd' AS cat, 30 AS n"), "t.id = s.id").when_matched_update({"n": "s.n"}) \
+        .execute()
+    assert set(kept.pop()) >= {"id", "cat", "n", "_file", "_pos"} | set(lineage)
+    assert [tuple(r) for r in t.to_df(columns=["id", "cat", "n"]).where("id = 3").collect()] == [(3, "odd", 30)]
 
 def test_merge_into_empty_table(spark, warehouse):
     cat = sparkberg.catalog(spark, warehouse)

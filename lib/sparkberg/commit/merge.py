@@ -116,36 +116,16 @@ class MergeBuilder:
         src = self.source.withColumn("_src_id", F.monotonically_increasing_id()).cache()
         try:
             target_only, keys = self._on_clause()
-            # (filled now, by the job that also finds each key's range, estimates its distinct values and counts
-            # the distinct key tuples: the join sees the source's true size, and broadcasts it when small)
-            key = self._distinct_key(keys)
+            # (filled now, by the job that also finds each key's range and estimates its distinct values: the join
+            # sees the source's true size, and broadcasts it when small)
             found = src.agg(F.count(F.lit(1)), *[f(F.col(f"`{s_col}`")) for _, s_col, _ in keys
-                                                 for f in (F.min, F.max, F.approx_count_distinct)],
-                            *([F.count_distinct(key)] if key is not None else [])).collect()[0]
-            ranges = {s_col: (found[1 + 3 * i], found[2 + 3 * i], found[3 + 3 * i])
-                      for i, (_, s_col, _) in enumerate(keys)}
-            unique = key is not None and found[-1] == found[0]
-            self._merge(src, self._pruning(src, target_only, keys, ranges), unique)
+                                                 for f in (F.min, F.max, F.approx_count_distinct)]).collect()[0][1:]
+            ranges = {s_col: (found[3 * i], found[3 * i + 1], found[3 * i + 2]) for i, (_, s_col, _) in enumerate(keys)}
+            self._merge(src, self._pruning(src, target_only, keys, ranges))
         finally:
             src.unpersist()
 
-    def _distinct_key(self, keys: list[tuple[Any, str, bool]]) -> Column | None:
-        """The ON clause's keys as one value of each source row (a struct): where the source's rows all have
-        distinct ones, no target row can match two of them. None without keys, or where a key's source column is
-        not of its target column's type (Spark casts one side to compare them, and values distinct in the source can
-        cast to one) or is a float (-0.0 and NaN are left to the check). A null key is a value here though ``=``
-        matches no row with it: a source with two makes the merge check more than it needs, never less."""
-        if not keys:
-            return None
-        source = {f.name: f.dataType for f in self.source.schema.fields}
-        target = {f.name: f.dataType for f in self.table.spark_schema().fields}
-        for field, s_col, _ in keys:
-            kind = source.get(s_col)
-            if kind is None or kind != target.get(field.name) or kind.typeName() in ("float", "double"):
-                return None
-        return F.struct(*[F.col(f"`{s_col}`") for _, s_col, _ in keys])
-
-    def _merge(self, src, pruning: tuple[str | None, Any], unique: bool) -> None:
+    def _merge(self, src, pruning: tuple[str | None, Any]) -> None:
         """The merge as three sets of rows, each computed once: the matched (target, source) pairs, from an inner
         join (broadcast by Spark when the source is small, so the target is streamed past it, not shuffled);
         the source rows of no pair; and, only with ``when_not_matched_by_source`` clauses, the target rows of no
@@ -173,8 +153,8 @@ class MergeBuilder:
         try:
             # (as Spark's MERGE: a target row matched twice is an error where it is ambiguous which source row acts
             # on it: not for a merge without matched clauses, whose matched rows only keep source rows out, nor for
-            # one unconditional delete; no job asks when the source's keys are unique: no row can be)
-            checked = not unique and self.matched and [(k, c) for k, c, _ in self.matched] != [("delete", None)]
+            # one unconditional delete)
+            checked = self.matched and [(k, c) for k, c, _ in self.matched] != [("delete", None)]
             dup = checked and (pairs.groupBy(F.col(f"{ta}._file"), F.col(f"{ta}._pos")).count()
                                .filter("count > 1").limit(1).collect())
             if dup:
