@@ -43,7 +43,9 @@ def session_builder(app_name: str = "sparkberg", master: str | None = None, defa
 
 
 def session_conf(spark, key: str, default: str | None = None) -> str | None:
-    """A session setting, or ``default`` when it is unset or there is no session (metadata-only use)."""
+    """A session setting, or ``default`` when it is unset or there is no session (metadata-only use). (Read with a
+    default, even None: Spark answers the read of an unset key without one by an exception, which costs a fresh JVM
+    far more than the read.)"""
     if spark is None:
         return default
     try:
@@ -59,12 +61,8 @@ _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1
 
 def _conf_bytes(spark, key: str, default: int) -> int:
     """A size setting of the session (Spark's ``134217728b``, ``4m``, ``1g``...) in bytes; ``default`` when unset
-    or unreadable. (Read with a default: Spark answers the read of an unset key without one by an exception, which
-    costs a fresh JVM more than the read, and ``spark.driver.maxResultSize`` is usually unset.)"""
-    try:
-        value = spark.conf.get(key, None)
-    except Exception:  # noqa: BLE001 - no session, or one that refuses the read: Spark's default
-        return default
+    or unreadable (:func:`session_conf`: ``spark.driver.maxResultSize`` is usually unset)."""
+    value = session_conf(spark, key)
     if value is None:
         return default
     text = str(value).strip().lower()
