@@ -74,6 +74,14 @@ def int_values(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]
     return values, valid
 
 
+def value_codes(arr: pa.Array) -> tuple[np.ndarray, list]:
+    """(each row's code into the array's distinct values, as int64; those values as Python objects), null one of
+    the values with a code of its own, so every row has a code."""
+    import pyarrow.compute as pc  # (put off: most users of this module need none of it)
+    enc = pc.dictionary_encode(arr, null_encoding="encode")
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+
+
 def float_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """The values of a float or double array as float64, 0 in null slots."""
     arr = _flat(arr)

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkberg.arrays import value_codes
 from sparkberg.expressions.evaluators import INTEGRAL_TYPES
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, sequence_applies
@@ -248,9 +249,9 @@ def _partition_keys(spec_ids: pa.Array, partition: pa.StructArray) -> tuple[list
             return found
     codes, dictionaries = [], []
     for col in columns:
-        enc = pc.dictionary_encode(col, null_encoding="encode")
-        codes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
-        dictionaries.append(enc.dictionary.to_pylist())
+        col_codes, values = value_codes(col)
+        codes.append(col_codes)
+        dictionaries.append(values)
     found = distinct_rows(codes, [max(1, len(d)) for d in dictionaries])
     if found is None:
         distinct, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)

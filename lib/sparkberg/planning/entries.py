@@ -18,10 +18,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import empty_table, int_values, valid_mask
+from sparkberg.arrays import empty_table, int_values, valid_mask, value_codes
 from sparkberg.avro.cache import ManifestCache
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
 from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
@@ -441,12 +440,11 @@ class EntryDecoder:
         def codes_of(fid: int) -> tuple[np.ndarray, list]:
             """Each row's code into the field's distinct values (null one of them) and those values."""
             if fid not in encoded:
-                enc = pc.dictionary_encode(partition[fid], null_encoding="encode")
-                distinct = enc.dictionary.to_pylist()
+                codes, distinct = value_codes(partition[fid])
                 if fid in uuid_ids:
                     import uuid
                     distinct = [None if v is None else uuid.UUID(v) for v in distinct]
-                encoded[fid] = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), distinct
+                encoded[fid] = codes, distinct
             return encoded[fid]
 
         def leaf(p) -> np.ndarray:
