@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 import sparkberg.errors as errors
+from sparkberg.spark.session import session_conf
 
 _RAISED = re.compile(r"sparkberg\.errors\.(\w+): ([^\n]+)")
 _NOT_IMPORTABLE = re.compile(r"ModuleNotFoundError: No module named '(sparkberg[\w.]*)'")
@@ -24,11 +25,7 @@ _NOT_IMPORTABLE = re.compile(r"ModuleNotFoundError: No module named '(sparkberg[
 def worker_python(spark: Any) -> str:
     """The interpreter Spark starts its Python workers with, as the driver knows it: ``spark.pyspark.python``,
     else ``$PYSPARK_PYTHON``, else Spark's default ``python3``."""
-    configured = None
-    try:
-        configured = spark.conf.get("spark.pyspark.python", None) if spark is not None else None
-    except Exception:  # noqa: BLE001 - a session that refuses the read: the environment decides
-        pass
+    configured = session_conf(spark, "spark.pyspark.python")
     if not configured:
         try:
             configured = spark.sparkContext.pythonExec  # (classic sessions: what PySpark sends with each task)
