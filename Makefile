@@ -8,10 +8,11 @@ PYTEST_FLAGS ?= -q
 # make test runs on two pytest-xdist workers (a Spark session each), tests handed out one at a time: the suite is
 # mostly Spark's own CPU, with subprocess tests that wait; two workers keep both cores busy
 TEST_WORKERS ?= -n 2 --dist worksteal
-# the tests' JVMs (every Spark driver they start, through spark-submit) compile with C1 only: most of them live
+# make test's JVMs (every Spark driver it starts, through spark-submit) compile with C1 only: most of them live
 # for seconds or a few minutes on tiny data, where C2's compiling costs more CPU than its code saves (make test on
-# 2 cores: 29:14 against 32:28 with the JVM's default in the same session, 1266 passed each). Tests only: make
-# demo and make bench run the JVM as users do. A SPARK_SUBMIT_OPTS of the caller's own is kept.
+# 2 cores: 29:14 against 32:28 with the JVM's default in the same session, 1266 passed each). Not make interop
+# (14:24 with it against 12:40: longer sessions, more data), make demo or make bench: they run the JVM as users
+# do. A SPARK_SUBMIT_OPTS of the caller's own is kept.
 TEST_JVM_OPTS ?= -XX:TieredStopAtLevel=1
 
 .PHONY: demo test test-spec interop bench docs notebooks clean postgres-server jdbc-drivers
@@ -67,7 +68,7 @@ $(IVENV)/iceberg-http/.built: $(IVENV)/.installed tests/interop/iceberg_http_jar
 # (the streaming reads run on PySpark 4, in the main venv: SPARKBERG_SPARK4_PYTHON)
 interop: $(IVENV)/.installed $(VENV)/.installed postgres-server jdbc-drivers $(IVENV)/iceberg-http/.built
 	SPARKBERG_SHARED=$(abspath $(SHARED)) SPARKBERG_SPARK4_PYTHON=$(abspath $(VENV))/bin/python \
-		SPARK_SUBMIT_OPTS="$(or $(SPARK_SUBMIT_OPTS),$(TEST_JVM_OPTS))" $(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
+		$(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
 
 # Benchmarks against Iceberg Java in the same session (not tests); smaller: BENCH_SIZES=10,10000 BENCH_ROWS=1000000
 # (the merge-on-read reads also on PySpark 4, in the main venv: BENCH_SPARK4_PYTHON)
