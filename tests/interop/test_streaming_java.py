@@ -19,6 +19,7 @@ from test_streaming import check_exactly_once, parquet_files, run_killed  # noqa
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SPARK4_PYTHON = os.environ.get("SPARKBERG_SPARK4_PYTHON", os.path.join(ROOT, ".venv", "bin", "python"))
+SPARK4_JVM_OPTS = os.environ.get("SPARKBERG_SPARK4_JVM_OPTS")  # (make interop's: make test's JVM options)
 
 
 def test_a_sink_on_pyspark_35_killed_at_any_moment_commits_once_and_java_reads_it(java, tmp_path):
@@ -52,7 +53,8 @@ def our_stream(warehouse, table, options, checkpoint):
     assert os.path.exists(SPARK4_PYTHON), f"no PySpark 4 interpreter at {SPARK4_PYTHON} (make .venv/.installed)"
     out = subprocess.run([SPARK4_PYTHON, os.path.join(HERE, "spark4_stream.py"), warehouse, table, checkpoint,
                           json.dumps(options)], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYSPARK_PYTHON": SPARK4_PYTHON, "PYTHONPATH": os.path.join(ROOT, "lib")})
+                         env={**os.environ, "PYSPARK_PYTHON": SPARK4_PYTHON, "PYTHONPATH": os.path.join(ROOT, "lib"),
+                              **({"SPARK_SUBMIT_OPTS": SPARK4_JVM_OPTS} if SPARK4_JVM_OPTS is not None else {})})
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     line, = [x for x in out.stdout.splitlines() if x.startswith("BATCHES ")]
     return [[tuple(r) for r in b] for b in json.loads(line[len("BATCHES "):])]
