@@ -21,6 +21,8 @@ TEST_JVM_OPTS ?= -XX:TieredStopAtLevel=1
 TEST_JVM_ARCHIVE = $(abspath $(VENV))/spark-classes.jsa
 # (the JVM options that start from archive $(1), when one was written: the shell's words in a recipe)
 jvm_archive = $$(test -s $(1) && echo '-XX:SharedArchiveFile=$(1) -Xlog:cds*=off')
+# make test's SPARK_SUBMIT_OPTS (also those of the PySpark 4 processes make interop starts)
+test_submit_opts = $(or $(SPARK_SUBMIT_OPTS),$(TEST_JVM_OPTS) $(call jvm_archive,$(TEST_JVM_ARCHIVE)))
 
 .PHONY: demo test test-spec interop bench docs notebooks clean postgres-server jdbc-drivers jvm-archives
 
@@ -43,7 +45,7 @@ $(TEST_JVM_ARCHIVE): $(VENV)/.installed tests/jvm_archive.py
 	$(VENV)/bin/python tests/jvm_archive.py $@ $(TEST_JVM_OPTS)
 
 test: $(VENV)/.installed $(TEST_JVM_ARCHIVE) postgres-server
-	SPARK_SUBMIT_OPTS="$(or $(SPARK_SUBMIT_OPTS),$(TEST_JVM_OPTS) $(call jvm_archive,$(TEST_JVM_ARCHIVE)))" \
+	SPARK_SUBMIT_OPTS="$(test_submit_opts)" \
 		$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) $(TEST_WORKERS) tests/spec tests/spark
 
 test-spec: $(VENV)/.installed postgres-server
@@ -89,7 +91,7 @@ jvm-archives: $(TEST_JVM_ARCHIVE) $(INTEROP_JVM_ARCHIVE)
 interop: $(IVENV)/.installed $(VENV)/.installed postgres-server jdbc-drivers $(IVENV)/iceberg-http/.built \
 		$(INTEROP_JVM_ARCHIVE) $(TEST_JVM_ARCHIVE)
 	SPARK_SUBMIT_OPTS="$(or $(SPARK_SUBMIT_OPTS),$(call jvm_archive,$(INTEROP_JVM_ARCHIVE)))" \
-	SPARKBERG_SPARK4_JVM_OPTS="$(or $(SPARK_SUBMIT_OPTS),$(TEST_JVM_OPTS) $(call jvm_archive,$(TEST_JVM_ARCHIVE)))" \
+	SPARKBERG_SPARK4_JVM_OPTS="$(test_submit_opts)" \
 	SPARKBERG_SHARED=$(abspath $(SHARED)) SPARKBERG_SPARK4_PYTHON=$(abspath $(VENV))/bin/python \
 		$(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
 

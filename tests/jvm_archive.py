@@ -1,5 +1,5 @@
 """Writes a class-data-sharing archive (the JDK's dynamic CDS) of the classes a Spark driver loads, for the JVMs
-`make test` starts: each of them then maps Spark's classes parsed and verified from the archive instead of loading
+`make test` and `make interop` start: each of them then maps Spark's classes parsed and verified from the archive instead of loading
 them from its jars again. The classes are those of one run of the demo job (a session, SQL, Parquet, Python
 workers, every kind of write), in a JVM started with the options the tests' JVMs get.
 
@@ -29,13 +29,14 @@ def main(archive: str, jvm_options: list[str]) -> int:
 
     with tempfile.TemporaryDirectory() as scratch, open(os.devnull, "w") as quiet:
         # (the demo's output and the JVM's log are not wanted here; a traceback of the demo's is)
-        stdout, stderr, sys.stdout = sys.stdout, os.dup(2), quiet
+        stdout, saved_stderr, sys.stdout = sys.stdout, os.dup(2), quiet
         os.dup2(quiet.fileno(), 2)
         try:
             demo(["--warehouse", os.path.join(scratch, "warehouse")])
         finally:
             sys.stdout = stdout
-            os.dup2(stderr, 2)
+            os.dup2(saved_stderr, 2)
+            os.close(saved_stderr)
         # the archive is written as the JVM exits, which it does when its stdin closes (PySpark's gateway)
         jvm = SparkContext._gateway.proc
         jvm.stdin.close()
