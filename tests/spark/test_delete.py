@@ -206,3 +206,34 @@ def test_delete_files_written_on_the_driver_and_on_the_executors_agree(spark, wa
                         {first_id[k]: v for k, v in got.items() if k in first_id}))
     assert results[0] == results[1]
     assert results[0][1] and sum(map(len, results[0][1].values())) > 100
+
+
+# filters whose rows Spark's three-valued logic decides: a NOT turns FALSE into TRUE but leaves NULL NULL, so an
+# IN list holding a null never matches under a NOT; BETWEEN is its two comparisons, either of which may be one
+# that cannot be translated (a function, another column)
+TRICKY_FILTERS = ["NOT (x IN (1, NULL))", "x IN (1, NULL)", "NOT (NOT (x IN (1, NULL)))", "x NOT IN (7, NULL)",
+                  "upper(s) BETWEEN 'A' AND 'B'", "x BETWEEN y AND 9", "NOT (x BETWEEN y AND 9)",
+                  "x NOT BETWEEN 2 AND 7", "x BETWEEN 1 AND NULL", "NOT (x BETWEEN 1 AND NULL)", "x <> 5",
+                  "NOT (x <> 7)", "NOT (s LIKE 'a%')", "x IS NOT NULL AND NOT (x IN (8, NULL))"]
+
+
+@pytest.mark.parametrize("mode,partition_by", [("merge-on-read", []), ("copy-on-write", ["x"])])
+def test_a_delete_keeps_the_rows_spark_would_keep(spark, warehouse, mode, partition_by):
+    # every file is one that its metrics (unpartitioned) or its partition (by x) could prove wholly matched: one
+    # value of x each, no nulls but in the file of nulls; a filter taken to match every row of a file where Spark
+    # keeps some drops them with the file
+    cat = sparkberg.catalog(spark, warehouse)
+    rows = [(7, 3, "zz"), (7, 8, "ab"), (8, 0, "aa"), (None, 1, "ac"), (5, 9, None)]
+    values = ", ".join(f"({'NULL' if x is None else f'{x}L'}, {y}L, {'NULL' if s is None else repr(s)})"
+                       for x, y, s in rows)
+    source = f"SELECT * FROM VALUES {values} AS v(x, y, s)"
+    t = cat.create_table("db.t", "x bigint, y bigint, s string", partition_by=partition_by,
+                         properties={"format-version": "2", "write.delete.mode": mode})
+    for x in sorted({r[0] for r in rows}, key=str):  # (a file for each value of x)
+        t.append(spark.sql(f"{source} WHERE x {'IS NULL' if x is None else f'= {x}'}"))
+    start = t.metadata.current_snapshot_id
+    for f in TRICKY_FILTERS:
+        t.set_current_snapshot(start)
+        t.delete(f)
+        kept = sorted(map(tuple, cat.load_table("db.t").to_df().collect()), key=str)
+        assert kept == sorted(map(tuple, spark.sql(f"{source} WHERE NOT coalesce({f}, false)").collect()), key=str), f

@@ -324,17 +324,25 @@ class _Translator:
             raise ValueError("a zoned literal against a timestamp without zone")
         return datetime_to_micros(ts)
 
-    def translate(self, node, positive: bool) -> Expression:
-        """A weakening of ``node`` (``positive``) or a strengthening (under an odd number of NOTs)."""
+    def translate(self, node, positive: bool, negated: bool = False) -> Expression:
+        """A weakening of ``node`` (``positive``) or a strengthening; ``negated``: ``node`` is under an odd number
+        of NOTs, which turn a row's FALSE into TRUE and leave its NULL NULL."""
         unknown = TRUE if positive else FALSE
         if isinstance(node, _Node):
             k, a = node.kind, node.args
             if k == "and":
-                return and_(self.translate(a[0], positive), self.translate(a[1], positive))
+                return and_(self.translate(a[0], positive, negated), self.translate(a[1], positive, negated))
             if k == "or":
-                return or_(self.translate(a[0], positive), self.translate(a[1], positive))
+                return or_(self.translate(a[0], positive, negated), self.translate(a[1], positive, negated))
             if k == "not":
-                return rewrite_not(not_(self.translate(a[0], not positive)))
+                return rewrite_not(not_(self.translate(a[0], not positive, not negated)))
+            if k == "between":  # (Spark's BETWEEN is its two comparisons, joined by AND: either may be unknown)
+                col, lo, hi, negate = a
+                both = _Node("and", (_Node("cmp", (">=", col, lo)), _Node("cmp", ("<=", col, hi))))
+                return self.translate(_Node("not", (both,)) if negate else both, positive, negated)
+            if k == "in" and negated and any(isinstance(i, _Lit) and i.kind == "null" for i in a[1]):
+                # (a value the list lacks makes it NULL, never FALSE: no negation of its translation holds)
+                return unknown
             try:
                 exact = self.predicate(node)
             except (ValueError, ValidationError, ArithmeticError, KeyError):
@@ -384,13 +392,6 @@ class _Translator:
             if f.field_type in (T.FLOAT, T.DOUBLE) and any(v != v for v in values):
                 return None
             return Predicate("not_in" if negate else "in", col.name, values)
-        if k == "between":
-            col, lo, hi, negate = a
-            inner = and_(self.predicate(_Node("cmp", (">=", col, lo))) or TRUE,
-                         self.predicate(_Node("cmp", ("<=", col, hi))) or TRUE)
-            if negate:
-                return None
-            return inner
         if k == "like":
             col, pat, negate = a
             f = self.field(col)
