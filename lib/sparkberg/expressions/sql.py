@@ -1,11 +1,15 @@
-"""Spark SQL filter strings into Iceberg predicates, for pruning only.
+"""Spark SQL filter strings into Iceberg predicates, for pruning, and into tests of Arrow rows.
 
-The filter itself is always applied by Spark to the rows; what this module returns is a *weakening*:
+The filter itself is applied by Spark to the rows; what :func:`translate_filter` returns is a *weakening*:
 every row the SQL filter keeps also satisfies the translation, so pruning with it never drops a
 matching file. What it cannot translate (functions, arithmetic, casts, column-to-column comparisons,
 literals whose conversion could differ from Spark's) becomes ``TRUE`` (or ``FALSE`` under a ``NOT``).
 Comparisons of floating-point columns prune as Iceberg Java's Spark integration prunes them (NaN matches
 no ordering comparison, ``-0.0`` sorts before ``0.0``), so the rows are the ones Iceberg Java returns.
+
+:func:`row_filter` is the other use: a filter made only of the predicates translated exactly, evaluated over
+Arrow batches of the rows with Spark's semantics, where a small operation finds its rows on the driver instead of
+in a Spark job (:func:`sparkberg.commit.rowlevel.matched_on_driver`).
 """
 from __future__ import annotations
 
@@ -256,6 +260,23 @@ def _negate(v: Any) -> Any:
     return -v
 
 
+def _column_first(op: str, left, right) -> tuple[str, Any, Any]:
+    """A comparison with its literal on the right (``5 < x`` is ``x > 5``)."""
+    if isinstance(left, _Lit) and isinstance(right, _Col):
+        return {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op), right, left
+    return op, left, right
+
+
+def _like_prefix(pattern: str) -> tuple[str | None, bool]:
+    """(the text, whether it is the whole value) a LIKE pattern matches by: the pattern itself when it has no
+    wildcard, its text before trailing ``%`` s; (None, False) for any other pattern (``_``, an escape, an inner
+    ``%``)."""
+    body = pattern.rstrip("%")
+    if "\\" in pattern or "_" in body or "%" in body:
+        return None, False
+    return body, body == pattern
+
+
 # --- translation -----------------------------------------------------------------------------------------
 
 class _Translator:
@@ -367,10 +388,7 @@ class _Translator:
             f = self.field(a[0])
             return Predicate("is_nan", a[0].name) if f is not None and f.field_type in (T.FLOAT, T.DOUBLE) else None
         if k == "cmp":
-            op, left, right = a
-            if isinstance(left, _Lit) and isinstance(right, _Col):
-                left, right = right, left
-                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+            op, left, right = _column_first(*a)
             f = self.field(left)
             if f is None or not isinstance(right, _Lit):
                 return None
@@ -397,13 +415,10 @@ class _Translator:
             f = self.field(col)
             if f is None or f.field_type != T.STRING or not isinstance(pat, _Lit) or pat.kind != "string":
                 return None
-            p = pat.value
-            if "\\" in p or "_" in p.rstrip("%"):
+            body, whole = _like_prefix(pat.value)
+            if body is None:
                 return None
-            body = p.rstrip("%")
-            if "%" in body:
-                return None
-            if body == p:
+            if whole:
                 return Predicate("not_eq" if negate else "eq", col.name, body)
             return Predicate("not_starts_with" if negate else "starts_with", col.name, body)
         return None
@@ -462,3 +477,169 @@ def translate_filter(text: str, schema: T.Schema, time_zone: str | Callable[[], 
     except ValidationError:
         return FALSE if strengthen else TRUE  # Spark reports the syntax error when it applies the filter
     return _Translator(schema, time_zone).translate(tree, not strengthen)
+
+
+# --- evaluation on the driver ----------------------------------------------------------------------------
+
+# the column types a :class:`RowFilter` reads, as Arrow holds them in a read (dates and timestamps compared as
+# their days and microseconds, as the translator's literals are); float's literals are rounded to its 32 bits
+# by the translator where Spark widens the column instead, decimals and nanoseconds have no place here yet
+_ROW_TYPES = {T.BOOLEAN: None, T.INT: None, T.LONG: None, T.DOUBLE: None, T.STRING: None, T.DATE: "int32",
+              T.TIMESTAMP: "int64", T.TIMESTAMPTZ: "int64"}
+_ARROW_CMP = {"=": "equal", "==": "equal", "<=>": "equal", "<>": "not_equal", "!=": "not_equal", "<": "less",
+              "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class RowFilter:
+    """A Spark SQL filter evaluated over Arrow batches of a table's columns as Spark evaluates it: three-valued
+    logic (a row matches where the filter is TRUE, not NULL), NaN greater than every double and equal to itself,
+    literals taken as the translator takes them for pruning (:meth:`_Translator.literal`). Made by
+    :func:`row_filter` only for filters every part of which it reads so."""
+
+    def __init__(self, test: Callable[[dict], Any], columns: list[str]):
+        self._test = test
+        self.columns = columns
+
+    def matches(self, batch) -> Any:
+        """A numpy bool array: whether each row of ``batch`` (an Arrow record batch holding :attr:`columns`)
+        matches."""
+        import pyarrow.compute as pc
+        got = self._test({name: batch.column(name) for name in self.columns})
+        return pc.fill_null(got, False).to_numpy(zero_copy_only=False)
+
+
+def row_filter(text: str, schema: T.Schema, time_zone: str | Callable[[], str] = "UTC") -> RowFilter | None:
+    """``text`` as a :class:`RowFilter` over ``schema``'s top-level columns (named as the schema names them), or
+    None where a part of it is not one this module evaluates exactly: a function, arithmetic, another column, a
+    nested field, a type outside ``_ROW_TYPES``, a literal the translator does not take, a NaN literal, LIKE
+    beyond a prefix, IS TRUE/FALSE. Spark then applies the filter (and reports what is wrong with it)."""
+    try:
+        tree = parse_filter(text)
+    except ValidationError:
+        return None
+    fields = {f.name: f for f in schema.fields if f.field_type in _ROW_TYPES}
+    used: dict[str, None] = {}
+    try:
+        test = _RowCompiler(_Translator(schema, time_zone), fields, used).compile(tree)
+    except (_Unsupported, ValueError, ValidationError, ArithmeticError, KeyError):
+        return None
+    return RowFilter(test, list(used))
+
+
+class _RowCompiler:
+    """Parse tree -> a function of {column: Arrow array} giving a nullable boolean array (raises _Unsupported)."""
+
+    def __init__(self, translator: _Translator, fields: dict[str, T.NestedField], used: dict[str, None]):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        self.pa, self.pc = pa, pc
+        self.translator, self.fields, self.used = translator, fields, used
+
+    def column(self, node) -> tuple[T.NestedField, Callable[[dict], Any]]:
+        if not isinstance(node, _Col) or node.name not in self.fields:
+            raise _Unsupported
+        f = self.fields[node.name]
+        self.used[f.name] = None
+        cast = _ROW_TYPES[f.field_type]
+        return f, (lambda c: c[f.name]) if cast is None else (lambda c: c[f.name].cast(cast))
+
+    def value(self, f: T.NestedField, lit) -> Any:
+        if not isinstance(lit, _Lit) or lit.kind == "null":
+            raise _Unsupported
+        v = self.translator.literal(f, lit)
+        if f.field_type == T.DOUBLE and v != v:
+            raise _Unsupported  # (NaN literals: the translator rewrites them for pruning, not for rows)
+        return v
+
+    def compile(self, node) -> Callable[[dict], Any]:
+        pc = self.pc
+        if isinstance(node, _Col):
+            f, col = self.column(node)
+            if f.field_type != T.BOOLEAN:
+                raise _Unsupported
+            return col
+        if not isinstance(node, _Node):
+            raise _Unsupported
+        k, a = node.kind, node.args
+        if k in ("and", "or"):
+            left, right = self.compile(a[0]), self.compile(a[1])
+            both = pc.and_kleene if k == "and" else pc.or_kleene
+            return lambda c: both(left(c), right(c))
+        if k == "not":
+            inner = self.compile(a[0])
+            return lambda c: pc.invert(inner(c))
+        if k == "between":
+            col, lo, hi, negate = a
+            both = _Node("and", (_Node("cmp", (">=", col, lo)), _Node("cmp", ("<=", col, hi))))
+            return self.compile(_Node("not", (both,)) if negate else both)
+        if k == "isnull":
+            _, col = self.column(a[0])
+            return (lambda c: pc.is_valid(col(c))) if a[1] else (lambda c: pc.is_null(col(c)))
+        if k == "isnan":
+            f, col = self.column(a[0])
+            if f.field_type != T.DOUBLE:
+                raise _Unsupported
+            return lambda c: pc.fill_null(pc.is_nan(col(c)), False)  # (Spark: isnan(NULL) is false)
+        if k == "cmp":
+            return self.comparison(*a)
+        if k == "in":
+            return self.membership(*a)
+        if k == "like":
+            return self.like(*a)
+        raise _Unsupported
+
+    def comparison(self, op: str, left, right) -> Callable[[dict], Any]:
+        pc = self.pc
+        op, left, right = _column_first(op, left, right)
+        f, col = self.column(left)
+        if op == "<=>" and isinstance(right, _Lit) and right.kind == "null":
+            return lambda c: pc.is_null(col(c))
+        v = self.value(f, right)
+        fn = getattr(pc, _ARROW_CMP[op])
+        if op == "<=>":
+            return lambda c: pc.fill_null(fn(col(c), v), False)
+        if f.field_type == T.DOUBLE and op in (">", ">="):  # (NaN is greater than every double)
+            return lambda c: pc.or_kleene(fn(col(c), v), pc.is_nan(col(c)))
+        return lambda c: fn(col(c), v)
+
+    def membership(self, node, items, negate: bool) -> Callable[[dict], Any]:
+        pa, pc = self.pa, self.pc
+        f, col = self.column(node)
+        if not items or not all(isinstance(i, _Lit) for i in items):
+            raise _Unsupported
+        values = [self.value(f, i) for i in items if i.kind != "null"]
+        has_null = len(values) < len(items)
+
+        def test(c):
+            x = col(c)
+            if f.field_type == T.DOUBLE:  # (equality as Spark's: -0.0 is 0.0, which hashing may not hold)
+                got = pa.array([False] * len(x), pa.bool_())
+                for v in values:
+                    got = pc.or_(got, pc.fill_null(pc.equal(x, v), False))
+            else:
+                got = pc.is_in(x, value_set=pa.array(values, x.type)) if values else \
+                    pa.array([False] * len(x), pa.bool_())
+            null = pa.scalar(None, pa.bool_())
+            got = pc.if_else(pc.is_valid(x), got, null)  # (NULL IN (...) is NULL)
+            if has_null:  # (a value the list lacks is NULL against its null)
+                got = pc.if_else(got, pa.scalar(True), null)
+            return pc.invert(got) if negate else got
+        return test
+
+    def like(self, node, pattern, negate: bool) -> Callable[[dict], Any]:
+        pc = self.pc
+        f, col = self.column(node)
+        if f.field_type != T.STRING or not isinstance(pattern, _Lit) or pattern.kind != "string":
+            raise _Unsupported
+        body, whole = _like_prefix(pattern.value)
+        if body is None:
+            raise _Unsupported
+        if whole:
+            test = lambda c: pc.equal(col(c), body)  # noqa: E731
+        else:
+            test = lambda c: pc.starts_with(col(c), pattern=body)  # noqa: E731
+        return (lambda c: pc.invert(test(c))) if negate else test
