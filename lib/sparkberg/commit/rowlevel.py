@@ -19,6 +19,7 @@ import re
 import uuid
 from typing import Callable, Iterable
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -26,15 +27,17 @@ from pyspark.sql import functions as F
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.request import Committable, CommitRequest
-from sparkberg.errors import CommitFailedException, ValidationError
+from sparkberg.errors import CommitFailedException, NotSupportedError, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match, metrics_must_match
 from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate, and_, bind, row_evaluator
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
-from sparkberg.expressions.sql import conjuncts, translate_filter
+from sparkberg.expressions.sql import conjuncts, row_filter, translate_filter
 from sparkberg.planning.entries import own_entries, snapshot_manifests
 from sparkberg.planning.scan import plan
+from sparkberg.read.arrow import TaskReader
+from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.fileids import xxh64
-from sparkberg.read.reader import read_tasks
+from sparkberg.read.reader import identity_values, read_tasks
 from sparkberg.spark.frames import collect_arrow
 from sparkberg.spark.session import max_result_bytes, session_time_zone, unsplit_file_bytes
 from sparkberg.spec import types as T
@@ -42,6 +45,7 @@ from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DEL
 from sparkberg.spec.properties import SERIALIZABLE, isolation_level, merges_on_read
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.spec.properties import compression, data_location
+from sparkberg.threads import by_threads
 from sparkberg.write.dataframe import write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
 from sparkberg.write.writer import key_runs
@@ -354,16 +358,19 @@ class RowLevel:
                                    d["content"] == 1 and d["file_format"] != "puffin"]}
         return targets
 
-    def delete_positions(self, matched, tasks) -> tuple[list, set]:
-        """Delete files for the (``_file``, ``_pos``) rows of ``matched`` (rows of the data files of ``tasks``):
-        position deletes (v2) or DVs (v3), written on the driver where few rows could match
-        (:func:`positions_on_driver`), else on the executors."""
+    def delete_positions(self, matched: DataFrame | dict[str, np.ndarray], tasks) -> tuple[list, set]:
+        """Delete files for the (``_file``, ``_pos``) rows of ``matched`` (rows of the data files of ``tasks``,
+        or the positions :func:`matched_on_driver` found in each): position deletes (v2) or DVs (v3), written on
+        the driver where few rows could match (:func:`positions_on_driver`), else on the executors."""
         m = self.m
         by_path = {t["file_path"]: t for t in tasks}
         targets = self.delete_targets(tasks, merge_position_files=True)
         writer = DeleteWriter(targets, dv=m.format_version >= 3, write_id=uuid.uuid4().hex[:16],
                               compression=compression(m.properties))
-        written = positions_on_driver(self.spark, matched, tasks, writer.write)
+        if isinstance(matched, dict):  # (a partition's files one after another, as the writer groups them)
+            written = writer.write((p, matched[p]) for p in sorted(matched, key=lambda p: (targets[p]["dir"], p)))
+        else:
+            written = positions_on_driver(self.spark, matched, tasks, writer.write)
         if written is None:
             written = [r["delete_file"] for r in (
                 matched.select("_file", "_pos").repartition("_file").sortWithinPartitions("_file", "_pos")
@@ -424,6 +431,39 @@ def positions_on_driver(spark, matched: DataFrame, tasks: list, write: Callable[
                  for start, end, (h,) in key_runs([got.column("_file").combine_chunks()], got.num_rows))
 
 
+# the most values (rows times the columns its filter reads) a DELETE tests on the driver (matched_on_driver): up
+# to it, reading those columns there costs less than a Spark job's scan of them, warm as in a fresh process, on
+# the bench machine; it bounds the driver's time and the positions it holds (8 bytes each). The figures are in
+# docs/contributing/benchmarks.md
+DRIVER_FILTER_VALUES = 16_000_000
+
+
+def matched_on_driver(rl: RowLevel, filter: str | Column) -> dict[str, np.ndarray] | None:
+    """The positions of the rows of ``rl``'s partly matched files that ``filter`` matches (data file -> sorted
+    positions, files without a match left out), found on the driver: each file's columns the filter reads, read
+    by the driver's threads into Arrow and tested as Spark tests them (:func:`row_filter`), its deleted rows left
+    out. A fresh process (a scheduled job) pays for its first Spark job's scan several seconds that this read does
+    not. None, for Spark to find them, where the filter is not one :func:`row_filter` evaluates, where the files
+    hold more than ``DRIVER_FILTER_VALUES`` of the values it reads, or on Spark Connect (the client is no
+    cluster's driver)."""
+    if not isinstance(filter, str) or getattr(rl.spark, "_jsparkSession", None) is None:
+        return None
+    test = row_filter(filter, rl.schema, functools.partial(session_time_zone, rl.spark))
+    if test is None or not test.columns:
+        return None
+    if sum(t["record_count"] for t in rl.partial) * len(test.columns) > DRIVER_FILTER_VALUES:
+        return None
+    reader = TaskReader(rl.m, T.Schema([rl.schema.as_struct.field_by_name(c) for c in test.columns]))
+    try:
+        reader.check(rl.partial)
+    except NotSupportedError:  # (an equality delete on a nested column: the DataFrame read applies it)
+        return None
+    identity = identity_values(rl.m, rl.schema, rl.partial, rl.plan.layout)
+    cache = delete_cache(rl.spark)
+    found = by_threads(lambda t: reader.matching(t, cache, identity, test.matches), rl.partial)
+    return {t["file_path"]: p for t, p in zip(rl.partial, found) if len(p)}
+
+
 def picked_rows(df: DataFrame, rows: int, tasks: list) -> DataFrame:
     """``df``, ``rows`` rows that a scan of the data files of ``tasks`` picked, rebalanced into tasks of the size
     Spark's adaptive execution advises (as it sizes the write's own shuffle), unless they are all the files' rows.
@@ -446,13 +486,15 @@ def delete_rows(table, filter: str | Column, request: CommitRequest) -> bool:
     removed = set(rl.removed)
     added_data, added_deletes, required = [], [], set()
     if rl.partial:
-        matched = rl.read(rl.partial, ["_file", "_pos"], filter)
+        found = matched_on_driver(rl, filter)
+        matched = found if found is not None else rl.read(rl.partial, ["_file", "_pos"], filter)
         if merges_on_read(rl.m, "delete"):
             added_deletes, more = rl.delete_positions(matched, rl.partial)
             removed |= more
             required = {d.referenced_data_file for _, d in added_deletes}
         else:
-            hit = {r[0] for r in matched.select("_file").distinct().collect()}
+            hit = set(found) if found is not None else \
+                {r[0] for r in matched.select("_file").distinct().collect()}
             rewrite = [t for t in rl.partial if t["file_path"] in hit]
             if rewrite:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage, ~condition(filter))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -91,6 +91,20 @@ class TaskReader:
                 start += n
                 if batch.num_rows:
                     yield batch
+
+    def matching(self, task: dict, cache: DeleteCache | None, identity: dict[str, dict[int, Any]] | None,
+                 matches: Callable[[pa.RecordBatch], np.ndarray]) -> np.ndarray:
+        """The positions (sorted, int64) of the rows of ``task``'s data file that ``matches`` (a batch -> a bool
+        array) finds, its deleted rows left out."""
+        reader = ArrowFileReader(task["file_format"].lower(), self.fields, self.arrow, self.mapping,
+                                 constants=(identity or {}).get(task["file_path"]))
+        found, start = [], 0
+        for batch in reader.read(task["file_path"]):
+            found.append(np.flatnonzero(matches(batch)) + start)
+            start += batch.num_rows
+        out = np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
+        deleted = self.deleted(task, {}, cache) if len(out) else None
+        return out if deleted is None else out[~np.isin(out, deleted, assume_unique=True)]
 
     def deleted(self, task: dict, ios: dict[str, Any], cache: DeleteCache | None) -> np.ndarray | None:
         """The positions of ``task``'s data file that its deletes delete (sorted), None when none apply."""
