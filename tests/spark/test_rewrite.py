@@ -7,6 +7,7 @@ import pytest
 
 import sparkberg
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
+from sparkberg.maintenance import data_files
 from sparkberg.spec.manifests import inherit
 from sparkberg.errors import CommitFailedException, ValidationError
 
@@ -40,8 +41,13 @@ def live(t):
     return out
 
 
+@pytest.mark.parametrize("where", ["driver", "spark"])
 @pytest.mark.parametrize("version", [2, 3])
-def test_rewrite_compacts_and_folds_deletes(spark, warehouse, version):
+def test_rewrite_compacts_and_folds_deletes(spark, warehouse, monkeypatch, version, where):
+    # small groups are read and written on the driver, with no Spark job; larger ones by Spark: either way the
+    # same rows, row lineage, files and sequence numbers
+    if where == "spark":
+        monkeypatch.setattr(data_files, "DRIVER_REWRITE_BYTES", -1)
     cat, t = make(spark, warehouse, version)
     t.delete("id % 7 = 0")
     lineage = ("id", "_row_id", "_last_updated_sequence_number")
@@ -49,7 +55,10 @@ def test_rewrite_compacts_and_folds_deletes(spark, warehouse, version):
     ids_before = rows(t, lineage) if version == 3 else None
     start_seq = t.metadata.current_snapshot.sequence_number
     assert len([e for c, e in live(t) if c == 0]) == 12
-    result = t.rewrite_data_files().collect()[0].asDict()
+    out = []
+    jobs = _rewrite_jobs(spark, lambda: out.append(t.rewrite_data_files().collect()[0].asDict()))
+    assert bool(jobs) == (where == "spark")
+    result = out[0]
     assert result == {"rewritten_data_files_count": 12, "added_data_files_count": 2,
                       "rewritten_bytes_count": result["rewritten_bytes_count"], "failed_data_files_count": 0,
                       "removed_delete_files_count": result["removed_delete_files_count"]}
@@ -89,7 +98,8 @@ def _rewrite_jobs(spark, call, stages: bool = False) -> list:
 
 
 @pytest.mark.parametrize("partial", [False, True])
-def test_small_groups_are_rewritten_in_one_job_unless_each_commits_alone(spark, warehouse, partial):
+def test_small_groups_are_rewritten_in_one_job_unless_each_commits_alone(spark, warehouse, monkeypatch, partial):
+    monkeypatch.setattr(data_files, "DRIVER_REWRITE_BYTES", -1)  # (the jobs of groups too large for the driver)
     # four partitions of three small files: each partition's group makes one file; together in one job (each
     # partition's rows one task, one file), except with partial progress, whose groups each succeed or fail alone
     cat = sparkberg.catalog(spark, warehouse)
@@ -114,7 +124,8 @@ def test_small_groups_are_rewritten_in_one_job_unless_each_commits_alone(spark, 
 
 
 @pytest.mark.parametrize("case", ["a file a partition", "two files a partition", "files a task may split"])
-def test_small_groups_of_one_file_are_written_where_they_are_read(spark, warehouse, case):
+def test_small_groups_of_one_file_are_written_where_they_are_read(spark, warehouse, monkeypatch, case):
+    monkeypatch.setattr(data_files, "DRIVER_REWRITE_BYTES", -1)  # (the jobs of groups too large for the driver)
     # groups put together whose partitions are each one file that no task splits: each task writes the
     # partitions of the files it reads (one stage, no shuffle); otherwise the rows are hashed to their partitions
     cat = sparkberg.catalog(spark, warehouse)

@@ -49,18 +49,30 @@ from sparkberg.commit.manifests import pack
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.request import MAIN_REQUEST
 from sparkberg.commit.rowlevel import RowLevel, file_scoped_deletes, no_new_deletes_check, removal_of
-from sparkberg.errors import CommitFailedException, CommitStateUnknownException, SparkbergError, ValidationError
+from sparkberg.errors import (
+    CommitFailedException, CommitStateUnknownException, NotSupportedError, SparkbergError, ValidationError,
+)
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.options import Options
+from sparkberg.read.arrow import TaskReader
+from sparkberg.read.deletecache import delete_cache
+from sparkberg.read.reader import identity_values
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import job_description, unsplit_file_bytes
+from sparkberg.spec import types as T
 from sparkberg.spec.manifests import sequence_applies
 from sparkberg.spec.properties import TARGET_FILE_SIZE, target_file_size
 from sparkberg.spec.transforms import IdentityTransform
-from sparkberg.write.dataframe import write_files
+from sparkberg.write.dataframe import UNSORTED, table_ordering, write_files, write_on_driver
 from sparkberg.write.ordering import Ordering, ZOrder, parse_ordering
 
 log = logging.getLogger(__name__)
+
+# the largest file group (bytes of its data files) a rewrite reads and writes on the driver (_Run.on_driver): up to
+# it, doing so there costs less than a Spark job's, warm as in a fresh process, on the bench machine; one thread
+# reads and writes it, so it stays well below where the two cross there (about 64 MiB), for clusters whose jobs
+# run on many more cores (the figures are in docs/contributing/benchmarks.md)
+DRIVER_REWRITE_BYTES = 16 << 20
 
 RESULT = ("rewritten_data_files_count int, added_data_files_count int, rewritten_bytes_count bigint, "
           "failed_data_files_count int, removed_delete_files_count int")
@@ -265,10 +277,14 @@ class _Run:
         self.rewritten = self.added = self.rewritten_bytes = self.failed = self.removed_deletes = 0
 
     def write(self, group: Group, label: str = "") -> list:
-        """The new data files of one group (a Spark job of its own; ``label``: which group, for its jobs' label)."""
+        """The new data files of one group (a Spark job of its own, or written on the driver where it is small:
+        :meth:`on_driver`; ``label``: which group, for its jobs' label)."""
         rl, s, m = self.rl, self.s, self.rl.m
-        rows = rl.read(group.tasks, [f.name for f in rl.schema.fields] + rl.lineage, None)
         props = {**m.properties, TARGET_FILE_SIZE: str(s.target)}
+        written = self.on_driver(group, props)
+        if written is not None:
+            return written
+        rows = rl.read(group.tasks, [f.name for f in rl.schema.fields] + rl.lineage, None)
         files = s.expected_files(group.size)
         described = f"REWRITE {self.table.name} ({label}{len(group.tasks)} files, {group.size} bytes)"
         with job_description(rl.spark, described):
@@ -286,6 +302,27 @@ class _Run:
                                    distribution="none")
             return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
                                distribution="hash")
+
+    def on_driver(self, group: Group, props: dict[str, str]) -> list | None:
+        """The new data files of a binpack group of at most ``DRIVER_REWRITE_BYTES`` on a table without a sort
+        order, rewritten by the driver: its files read into Arrow with their deletes applied and their row lineage
+        kept (:class:`~sparkberg.read.arrow.TaskReader`), written by the writer the executors run
+        (:func:`~sparkberg.write.dataframe.write_on_driver`), with no Spark job: a scheduled job's fresh process
+        pays several seconds for its first, and a Python stage's workers. None, for Spark to rewrite it, for
+        larger or sorted groups, on Spark Connect (the client is no cluster's driver), and where the Arrow read
+        cannot apply a delete (an equality delete on a nested column)."""
+        rl, m = self.rl, self.rl.m
+        if group.size > DRIVER_REWRITE_BYTES or self.ordering is not None or table_ordering(m) != UNSORTED or \
+                getattr(rl.spark, "_jsparkSession", None) is None:
+            return None
+        reader = TaskReader(m, T.Schema(list(rl.schema.fields) + rl.lineage_fields))
+        try:
+            reader.check(group.tasks)
+        except NotSupportedError:
+            return None
+        identity = identity_values(m, rl.schema, group.tasks, rl.plan.layout)
+        return write_on_driver(m, reader.read(group.tasks, delete_cache(rl.spark), identity), rl.lineage_fields,
+                               props)
 
     def commit(self, done: list[tuple[Group, list]]) -> None:
         """One ``replace`` snapshot of finished groups."""

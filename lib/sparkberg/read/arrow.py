@@ -35,6 +35,7 @@ from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 
 
 def read_struct(schema: T.Schema) -> ST.StructType:
@@ -45,11 +46,18 @@ def read_struct(schema: T.Schema) -> ST.StructType:
 
 class TaskReader:
     """Scan tasks (the dicts of a plan, :meth:`ScanPlan.rows`) -> Arrow batches of ``schema``'s columns
-    (Spark's Arrow types), their deleted rows removed. Picklable: it is sent to the executors."""
+    (Spark's Arrow types), their deleted rows removed; the row-lineage fields, where ``schema`` holds them, as
+    the spec's "Row Lineage" says (a null in the file inherits the file's first row id plus the row's position,
+    and its data sequence number; neither for a file without a first row id). Picklable: it is sent to the
+    executors."""
 
     def __init__(self, metadata: TableMetadata, schema: T.Schema):
         self.fields = list(schema.fields)
         self.arrow = arrow_schema(read_struct(schema))
+        ids = [f.field_id for f in self.fields]
+        self.lineage = {name: ids.index(f.field_id) for name, f in (("row_id", ROW_ID),
+                                                                   ("seq", LAST_UPDATED_SEQUENCE_NUMBER))
+                        if f.field_id in ids}
         self.mapping = name_mapping(metadata)
         self.all_fields: dict[int, T.NestedField] = {}
         for s in metadata.schemas:
@@ -82,6 +90,8 @@ class TaskReader:
             start = 0
             for batch in reader.read(task["file_path"]):
                 n = batch.num_rows
+                if self.lineage:
+                    batch = self.inherited(batch, task, start)
                 if deleted is not None:
                     lo, hi = np.searchsorted(deleted, (start, start + n))
                     if hi > lo:
@@ -91,6 +101,20 @@ class TaskReader:
                 start += n
                 if batch.num_rows:
                     yield batch
+
+    def inherited(self, batch: pa.RecordBatch, task: dict, start: int) -> pa.RecordBatch:
+        """``batch`` (rows ``start``... of ``task``'s file) with its row-lineage columns inherited where null."""
+        import pyarrow.compute as pc
+        first = task["first_row_id"]
+        columns = list(batch.columns)
+        for name, k in self.lineage.items():
+            if first is None:
+                columns[k] = pa.nulls(batch.num_rows, pa.int64())
+                continue
+            inherited = pa.array(np.arange(first + start, first + start + batch.num_rows, dtype=np.int64)) \
+                if name == "row_id" else pa.scalar(task["data_sequence_number"], pa.int64())
+            columns[k] = pc.coalesce(columns[k], inherited)
+        return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
     def matching(self, task: dict, cache: DeleteCache | None, identity: dict[str, dict[int, Any]] | None,
                  matches: Callable[[pa.RecordBatch], np.ndarray]) -> np.ndarray:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
-from typing import Any
+from typing import Any, Iterable
+
+import pyarrow as pa
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -260,15 +262,8 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     record its ``order_id``. The shuffle and the sort use Spark expressions of the partition and sort keys where
     every key has one (:mod:`sparkberg.write.jvm_keys`), and the writer computes each row's partition as it
     writes; otherwise (a z-order, a transform with no expression) a Python stage computes the keys first."""
+    schema, spec = _written_schema(metadata, extra_fields)
     table_schema = metadata.current_schema
-    schema = T.Schema(table_schema.fields + tuple(extra_fields), table_schema.schema_id,
-                      table_schema.identifier_field_ids)
-    spec = metadata.default_spec
-    if any(not f.transform.is_known for f in spec.fields):
-        raise ValidationError("cannot write with a partition spec that has an unknown transform")
-    for f in schema.index_by_id().values():
-        if isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
-            raise ValidationError(f"writing column {f.name!r} of type {f.field_type} is not supported yet")
     ordering = table_ordering(metadata) if ordering is None else ordering
     distribution = distribution_mode(spark, metadata, command, position_delta, in_place) \
         if distribution is None else distribution
@@ -319,6 +314,35 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     with executor_errors(spark):
         written = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in written]
+
+
+def _written_schema(metadata: TableMetadata, extra_fields) -> tuple[T.Schema, Any]:
+    """The schema a write writes (the table's, with ``extra_fields``) and its spec, the table's default; named
+    errors for what no write writes."""
+    table_schema = metadata.current_schema
+    schema = T.Schema(table_schema.fields + tuple(extra_fields), table_schema.schema_id,
+                      table_schema.identifier_field_ids)
+    spec = metadata.default_spec
+    if any(not f.transform.is_known for f in spec.fields):
+        raise ValidationError("cannot write with a partition spec that has an unknown transform")
+    for f in schema.index_by_id().values():
+        if isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
+            raise ValidationError(f"writing column {f.name!r} of type {f.field_type} is not supported yet")
+    return schema, spec
+
+
+def write_on_driver(metadata: TableMetadata, batches: Iterable[pa.RecordBatch], extra_fields=(),
+                    properties: dict[str, str] | None = None) -> list[DataFile]:
+    """``batches`` (rows of the table's columns and ``extra_fields``, in the types a read gives them) written by
+    this process as data files for the table's default spec, by the writer the executors run: a file open for
+    each partition met (Iceberg Java's fanout writer), rolled at the target size; for a table whose rows need no
+    sort (:func:`table_ordering` is :data:`UNSORTED`, which the caller checks)."""
+    schema, spec = _written_schema(metadata, extra_fields)
+    keys = KeyColumns(schema, spec_keys(spec, PARTITION_PREFIX)) if spec.fields else None
+    writer = FileWriter(schema, spec, data_location_of(metadata), dict(properties or metadata.properties),
+                        uuid.uuid4().hex[:16], key_columns=keys)
+    return [data_file_from_json(text, spec, metadata.current_schema)
+            for out in writer(iter(batches)) for text in out.column(0).to_pylist()]
 
 
 def _direction(col, f) -> Any:
