@@ -22,7 +22,10 @@ def retried(cat, name, op) -> None:
         except CommitFailedException as e:
             print(f"retry {attempt}: {e}", flush=True)
         except Exception as e:  # noqa: BLE001 - only a read of a file expired meanwhile is retried
-            if "NoSuchFileException" not in str(e) and not isinstance(e, MissingFileError):
+            # (as Spark reports a file gone between its listing and its read: Hadoop's exception or Spark 4's
+            # FAILED_READ_FILE.FILE_NOT_EXIST)
+            if not isinstance(e, MissingFileError) and not any(
+                    text in str(e) for text in ("NoSuchFileException", "FILE_NOT_EXIST")):
                 raise
             print(f"retry {attempt} (a file was expired under the read): {str(e)[:200]}", flush=True)
     raise RuntimeError(f"{name}: gave up after 20 conflicts")
