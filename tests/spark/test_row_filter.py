@@ -42,12 +42,12 @@ EVALUATED = [
     "dt >= '2024-01-01'", "dt < DATE'2024-01-01'", "dt = '2023-12-31'", "dt IN ('2024-02-29', '1970-01-01')",
     "ts >= '2024-01-01 10:00:00'", "ts < TIMESTAMP'2024-01-01 09:45:00Z'", "ts > TIMESTAMP'2024-01-01 09:00:00+01:00'",
     "ntz > '2024-01-01 09:00:00'", "ntz < TIMESTAMP_NTZ'2024-01-01 12:00:00'", "ntz = '1970-01-01 00:00:00'",
-    "(l > 0 OR s LIKE 'a%') AND NOT (d IS NULL OR d < 0)",
+    "(l > 0 OR s LIKE 'a%') AND NOT (d IS NULL OR d < 0)", "l = '10'", "d > ' 1.5 '", "i < '+1'",
 ]
 LEFT_TO_SPARK = [
     "f > 1", "upper(s) = 'ABC'", "l + 1 > 2", "l > i", "d = 'NaN'", "d > double('NaN')", "s LIKE 'a_c'",
     "s LIKE '%b'", "b IS TRUE", "nope > 1", "L > 1", "l > 1.5", "i > 3000000000", "l = NULL", "s = 1",
-    "true", "l IN (i, 2)", "dt > TIMESTAMP'2024-01-01 00:00:00'",
+    "true", "l IN (i, 2)", "dt > TIMESTAMP'2024-01-01 00:00:00'", "l = '1_0'", "d > '1_000'", "i = '\u0661'",
 ]
 
 

@@ -4,7 +4,7 @@ one without is read in the session's time zone against a ``timestamptz`` column 
 is a call into the JVM, which a filter without one does not pay."""
 import pytest
 
-from sparkberg.expressions.predicates import And, Predicate
+from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate
 from sparkberg.expressions.sql import translate_filter
 from sparkberg.spec import types as T
 
@@ -59,3 +59,14 @@ def test_a_zone_less_literal_against_a_timestamp_without_zone_is_as_written():
     zone = Zone("America/Los_Angeles")
     got = translate_filter("ntz >= TIMESTAMP'2024-01-01 00:00:00'", SCHEMA, zone)
     assert literal(got) == JAN_1_UTC
+
+
+@pytest.mark.parametrize("text", ["id > '1_000'", "id = '\u0661\u0662'", "id < '0x10'", "id > ' 7 '"])
+def test_a_number_in_a_string_is_read_only_where_spark_reads_it_alike(text):
+    # Python's int() and float() read '1_000' and other scripts' digits, which Spark casts to NULL: a comparison
+    # Spark never finds true must not be taken as one that holds for every row (a DELETE would drop whole files)
+    weak, strong = translate_filter(text, SCHEMA), translate_filter(text, SCHEMA, strengthen=True)
+    if text == "id > ' 7 '":  # (Spark trims the spaces, as Python does)
+        assert weak == strong == Predicate("gt", "id", 7)
+    else:
+        assert (weak, strong) == (TRUE, FALSE)

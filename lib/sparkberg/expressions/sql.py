@@ -36,6 +36,8 @@ _TOKEN = re.compile(r"""
   | (?P<op><=>|<=|>=|<>|!=|==|=|<|>|\(|\)|,|\.|\*|\+|-|/|%)
   | (?P<id>[A-Za-z_][A-Za-z_0-9]*)
 """, re.X)
+# a number in a string literal as Spark and Python read it alike: ASCII digits, a point, an exponent
+_DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _KEYWORDS = {"and", "or", "not", "is", "null", "in", "between", "like", "true", "false", "date", "timestamp",
              "timestamp_ntz", "timestamp_ltz", "x"}
 
@@ -332,6 +334,11 @@ class _Translator:
             return convert_literal(t, lit.value)
         if lit.kind not in ("number", "string"):
             raise ValueError("not a numeric literal")
+        if lit.kind == "string":  # (Python also reads '1_000' and other scripts' digits, which Spark casts to NULL)
+            text = lit.value.strip(" \t\n\r\x0b\x0c")
+            if not _DECIMAL_TEXT.fullmatch(text):
+                raise ValueError("a string Spark may not read as this number")
+            return convert_literal(t, text)
         return convert_literal(t, lit.value)
 
     def _micros(self, lit: _Lit, zoned: bool) -> int:
