@@ -161,11 +161,16 @@ def run_killed(args, rounds=ROUNDS):
     raise AssertionError("the writer never finished:\n" + "\n".join(log))
 
 
-def check_exactly_once(sink, expected_ids, batches, log):
+def check_exactly_once(sink, expected_ids, files, checkpoint, log):
     sink.refresh()
     assert ids(sink) == expected_ids, log
     snaps = sink.snapshots()
     chain = list(sink.metadata.ancestors(sink.metadata.current_snapshot_id))
+    # one batch a source file, but for one Spark may plan with the next after a kill at a random moment (its
+    # source log written, its offset log not yet: Spark's file source then hands both files to one batch)
+    batches = len([name for name in os.listdir(os.path.join(checkpoint, "commits")) if name.isdigit()])
+    random_kills = sum("(outside)" in line or "(random:" in line for line in log)
+    assert files - random_kills <= batches <= files, log
     assert len(chain) == len(snaps) == batches, log  # one linear history, one snapshot a batch
     assert sorted(int(s.summary[VERSION]) for s in snaps) == list(range(batches)), log
     assert len({s.summary[APP_ID] for s in snaps}) == 1, log  # (one query, across every restart)
@@ -175,7 +180,7 @@ def test_a_sink_killed_at_any_moment_commits_every_batch_once(spark, cat, sink, 
     random.seed(os.getpid())
     parquet_files(str(tmp_path / "src"), 12)
     log = run_killed(["files", warehouse, str(tmp_path / "src"), str(tmp_path / "ckpt")])
-    check_exactly_once(sink, list(range(240)), 12, log)
+    check_exactly_once(sink, list(range(240)), 12, str(tmp_path / "ckpt"), log)
     print("\n".join(log))
 
 
@@ -189,7 +194,7 @@ def test_a_pipeline_from_a_table_stream_killed_at_any_moment_delivers_every_row_
     # (the writer kills itself here; the sink's test has the kill from outside at a random time)
     log = run_killed(["table", warehouse, "db.source", str(tmp_path / "ckpt")],
                      ["after:2", "before:1", "random:0.15", "", "", ""])
-    check_exactly_once(sink, list(range(120)), 12, log)
+    check_exactly_once(sink, list(range(120)), 12, str(tmp_path / "ckpt"), log)
     print("\n".join(log))
 
 
