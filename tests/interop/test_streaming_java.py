@@ -27,7 +27,7 @@ def test_a_sink_on_pyspark_35_killed_at_any_moment_commits_once_and_java_reads_i
     sink = sparkberg.catalog(java, warehouse).create_table("db.sink", "id bigint, p int", partition_by=["p"])
     parquet_files(str(tmp_path / "src"), 12)
     log = run_killed(["files", warehouse, str(tmp_path / "src"), str(tmp_path / "ckpt")])
-    check_exactly_once(sink, list(range(240)), 12, log)
+    check_exactly_once(sink, list(range(240)), 12, str(tmp_path / "ckpt"), log)
     java_ids = sorted(r[0] for r in java.read.format("iceberg").load(f"{warehouse}/db/sink").select("id").collect())
     assert java_ids == list(range(240))
 
