@@ -269,6 +269,13 @@ def _column_first(op: str, left, right) -> tuple[str, Any, Any]:
     return op, left, right
 
 
+def _between_as_and(node: _Node) -> _Node:
+    """``x [NOT] BETWEEN lo AND hi`` as Spark reads it: ``[NOT] (x >= lo AND x <= hi)``."""
+    col, lo, hi, negate = node.args
+    both = _Node("and", (_Node("cmp", (">=", col, lo)), _Node("cmp", ("<=", col, hi))))
+    return _Node("not", (both,)) if negate else both
+
+
 def _like_prefix(pattern: str) -> tuple[str | None, bool]:
     """(the text, whether it is the whole value) a LIKE pattern matches by: the pattern itself when it has no
     wildcard, its text before trailing ``%`` s; (None, False) for any other pattern (``_``, an escape, an inner
@@ -364,10 +371,8 @@ class _Translator:
                 return or_(self.translate(a[0], positive, negated), self.translate(a[1], positive, negated))
             if k == "not":
                 return rewrite_not(not_(self.translate(a[0], not positive, not negated)))
-            if k == "between":  # (Spark's BETWEEN is its two comparisons, joined by AND: either may be unknown)
-                col, lo, hi, negate = a
-                both = _Node("and", (_Node("cmp", (">=", col, lo)), _Node("cmp", ("<=", col, hi))))
-                return self.translate(_Node("not", (both,)) if negate else both, positive, negated)
+            if k == "between":  # (either comparison may be one it cannot translate)
+                return self.translate(_between_as_and(node), positive, negated)
             if k == "in" and negated and any(isinstance(i, _Lit) and i.kind == "null" for i in a[1]):
                 # (a value the list lacks makes it NULL, never FALSE: no negation of its translation holds)
                 return unknown
@@ -580,9 +585,7 @@ class _RowCompiler:
             inner = self.compile(a[0])
             return lambda c: pc.invert(inner(c))
         if k == "between":
-            col, lo, hi, negate = a
-            both = _Node("and", (_Node("cmp", (">=", col, lo)), _Node("cmp", ("<=", col, hi))))
-            return self.compile(_Node("not", (both,)) if negate else both)
+            return self.compile(_between_as_and(node))
         if k == "isnull":
             _, col = self.column(a[0])
             return (lambda c: pc.is_valid(col(c))) if a[1] else (lambda c: pc.is_null(col(c)))

@@ -85,10 +85,8 @@ class TaskReader:
         ios: dict[str, Any] = {}
         for task in tasks:
             deleted = self.deleted(task, ios, cache)
-            reader = ArrowFileReader(task["file_format"].lower(), self.fields, self.arrow, self.mapping,
-                                     constants=(identity or {}).get(task["file_path"]))
             start = 0
-            for batch in reader.read(task["file_path"]):
+            for batch in self.file(task, identity).read(task["file_path"]):
                 n = batch.num_rows
                 if self.lineage:
                     batch = self.inherited(batch, task, start)
@@ -101,6 +99,11 @@ class TaskReader:
                 start += n
                 if batch.num_rows:
                     yield batch
+
+    def file(self, task: dict, identity: dict[str, dict[int, Any]] | None) -> ArrowFileReader:
+        """The reader of ``task``'s data file, a column the file lacks holding its identity partition value."""
+        return ArrowFileReader(task["file_format"].lower(), self.fields, self.arrow, self.mapping,
+                               constants=(identity or {}).get(task["file_path"]))
 
     def inherited(self, batch: pa.RecordBatch, task: dict, start: int) -> pa.RecordBatch:
         """``batch`` (rows ``start``... of ``task``'s file) with its row-lineage columns inherited where null."""
@@ -120,10 +123,8 @@ class TaskReader:
                  matches: Callable[[pa.RecordBatch], np.ndarray]) -> np.ndarray:
         """The positions (sorted, int64) of the rows of ``task``'s data file that ``matches`` (a batch -> a bool
         array) finds, its deleted rows left out."""
-        reader = ArrowFileReader(task["file_format"].lower(), self.fields, self.arrow, self.mapping,
-                                 constants=(identity or {}).get(task["file_path"]))
         found, start = [], 0
-        for batch in reader.read(task["file_path"]):
+        for batch in self.file(task, identity).read(task["file_path"]):
             found.append(np.flatnonzero(matches(batch)) + start)
             start += batch.num_rows
         out = np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
@@ -192,11 +193,8 @@ class ChangeReader:
         """The rows at ``positions`` (sorted) of ``task``'s data file, no delete applied."""
         if not len(positions):
             return []
-        r = self.reader
-        file = ArrowFileReader(task["file_format"].lower(), r.fields, r.arrow, r.mapping,
-                               constants=(identity or {}).get(task["file_path"]))
         out, start = [], 0
-        for batch in file.read(task["file_path"]):
+        for batch in self.reader.file(task, identity).read(task["file_path"]):
             lo, hi = np.searchsorted(positions, (start, start + batch.num_rows))
             if hi > lo:
                 out.append(batch.take(pa.array(positions[lo:hi] - start)))
