@@ -184,10 +184,18 @@ def key_predicate(values, column: str, field, schema, null_safe: bool = False, b
             return None  # (null keys match null rows: no range holds them)
         found = [v for v in found if v is not None]
         many = len(found) > MAX_KEY_VALUES
+    return values_predicate(field, schema, None if many else found, lambda: bounds or values.agg(
+        F.min(F.col(f"`{column}`")), F.max(F.col(f"`{column}`"))).collect()[0])
+
+
+def values_predicate(field, schema, found: list | None, bounds: Callable[[], tuple]):
+    """A bound predicate that ``field`` is one of the values ``found`` (non-null, at most ``MAX_KEY_VALUES``; FALSE
+    when there are none), or with ``found`` None (more values than that), in the range (min, max) ``bounds()``
+    gives; None where the values are of a type the field's literals cannot take."""
     try:
-        if not many:
+        if found is not None:
             return bind(Predicate("in", field.name, found), schema) if found else FALSE
-        lo, hi = bounds or values.agg(F.min(F.col(f"`{column}`")), F.max(F.col(f"`{column}`"))).collect()[0]
+        lo, hi = bounds()
         return bind(and_(Predicate("gt_eq", field.name, lo), Predicate("lt_eq", field.name, hi)), schema)
     except ValidationError:  # (values of a type the column's literals cannot take)
         return None
@@ -603,5 +611,5 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
     rl.commit("overwrite", added, [], removal_of(rewrite), command="update")
 
 
-__all__ = ["delete_rows", "overwrite", "dynamic_overwrite", "update", "key_predicate", "semi_join_pruning",
-           "condition"]
+__all__ = ["delete_rows", "overwrite", "dynamic_overwrite", "update", "key_predicate", "values_predicate",
+           "semi_join_pruning", "condition"]

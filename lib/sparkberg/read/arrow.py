@@ -123,13 +123,27 @@ class TaskReader:
                  matches: Callable[[pa.RecordBatch], np.ndarray]) -> np.ndarray:
         """The positions (sorted, int64) of the rows of ``task``'s data file that ``matches`` (a batch -> a bool
         array) finds, its deleted rows left out."""
-        found, start = [], 0
+        return self.matched_rows(task, cache, identity, matches, rows=False)[0]
+
+    def matched_rows(self, task: dict, cache: DeleteCache | None, identity: dict[str, dict[int, Any]] | None,
+                     matches: Callable[[pa.RecordBatch], np.ndarray], rows: bool = True
+                     ) -> tuple[np.ndarray, pa.Table | None]:
+        """As :meth:`matching`, with those rows (row lineage inherited) as a table of the reader's columns, in the
+        positions' order; None for them when ``rows`` is false."""
+        found, kept, start = [], [], 0
         for batch in self.file(task, identity).read(task["file_path"]):
-            found.append(np.flatnonzero(matches(batch)) + start)
+            hit = np.flatnonzero(matches(batch))
+            if rows and len(hit):
+                kept.append((self.inherited(batch, task, start) if self.lineage else batch).take(pa.array(hit)))
+            found.append(hit + start)
             start += batch.num_rows
         out = np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
+        table = (pa.Table.from_batches(kept) if kept else self.arrow.empty_table()) if rows else None
         deleted = self.deleted(task, {}, cache) if len(out) else None
-        return out if deleted is None else out[~np.isin(out, deleted, assume_unique=True)]
+        if deleted is None:
+            return out, table
+        live = ~np.isin(out, deleted, assume_unique=True)
+        return out[live], None if table is None else table.filter(pa.array(live))
 
     def deleted(self, task: dict, ios: dict[str, Any], cache: DeleteCache | None) -> np.ndarray | None:
         """The positions of ``task``'s data file that its deletes delete (sorted), None when none apply."""
