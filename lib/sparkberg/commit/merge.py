@@ -12,20 +12,78 @@ and the source's keys (:meth:`MergeBuilder._pruning`).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql import types as ST
 
 from sparkberg.commit.request import CommitRequest
-from sparkberg.commit.rowlevel import RowLevel, key_predicate, removal_of
-from sparkberg.errors import ValidationError
+from sparkberg.commit.rowlevel import (
+    DRIVER_FILTER_VALUES, MAX_KEY_VALUES, RowLevel, key_predicate, removal_of, values_predicate)
+from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.expressions.predicates import And
 from sparkberg.expressions.sql import conjuncts, translate_filter
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.read.arrow import TaskReader, read_struct
+from sparkberg.read.deletecache import delete_cache
+from sparkberg.read.reader import identity_values
+from sparkberg.spark.frames import collect_arrow, local_dataframe
 from sparkberg.spark.session import session_time_zone
+from sparkberg.spark.types import arrow_schema
+from sparkberg.spec import types as T
 from sparkberg.spec.properties import merges_on_read
-from sparkberg.write.dataframe import write_files
+from sparkberg.threads import by_threads
+from sparkberg.write.dataframe import UNSORTED, table_ordering, write_files, write_on_driver
+
+
+# the most source rows a MERGE takes to the driver (MergeBuilder._on_driver): up to it, collecting them and writing
+# the new rows there costs less than the Spark path's jobs, warm as in a fresh process, on the bench machine (the
+# figures are in docs/contributing/benchmarks.md); it bounds what the driver holds of the source
+DRIVER_MERGE_ROWS = 1_000_000
+
+# the primitive types whose values the driver does not take from a collected source (Spark's Arrow has no type for
+# them, or gives another than a read does)
+_NOT_COLLECTED = (T.UNKNOWN, T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS)
+
+_INTEGERS = (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType)
+
+
+def _widens(source: ST.DataType, target: ST.DataType) -> bool:
+    """Whether a source column of type ``source`` written to a column of type ``target`` keeps its values as they
+    are (the same type, or an integer into a wider one), so the driver writes it without Spark's cast."""
+    if source == target:
+        return True
+    order = [ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType]
+    return isinstance(source, _INTEGERS) and isinstance(target, _INTEGERS) and \
+        order.index(type(source)) <= order.index(type(target))
+
+
+def _comparable(field, source: ST.DataType) -> bool:
+    """Whether Spark's ``=`` of ``field`` (a target column) and a source column of type ``source`` is the equality
+    of their values as Arrow compares them: integers of any width, or two strings compared by their bytes."""
+    if field.field_type in (T.INT, T.LONG):
+        return isinstance(source, _INTEGERS)
+    return field.field_type == T.STRING and source == ST.StringType()
+
+
+def _member(values: pa.Array) -> Callable[[pa.Array], np.ndarray]:
+    """A test of which values of an array (of ``values``'s type) are among ``values`` (distinct, not null): for
+    integers a binary search of them sorted, for strings ``is_in``, which hashes its value set again at each call
+    (the caller bounds the calls times the values)."""
+    if not pa.types.is_integer(values.type):
+        return lambda a: pc.is_in(a, value_set=values).to_numpy(zero_copy_only=False)
+    known = np.sort(values.to_numpy())
+
+    def test(a: pa.Array) -> np.ndarray:
+        x = pc.fill_null(a, 0).to_numpy()
+        if not len(known):
+            return np.zeros(len(x), bool)
+        hit = known[np.minimum(np.searchsorted(known, x), len(known) - 1)] == x
+        return hit & ~pc.is_null(a).to_numpy(zero_copy_only=False) if a.null_count else hit
+    return test
 
 
 def _expr(e: str | Column) -> Column:
@@ -116,23 +174,28 @@ class MergeBuilder:
         src = self.source.withColumn("_src_id", F.monotonically_increasing_id()).cache()
         try:
             target_only, keys = self._on_clause()
+            done = not target_only and self._on_driver(src, keys)
+            if done is True:
+                return
+            if done:  # (planned for the driver, whose bound the files exceed)
+                self._merge(src, done)
+                return
             # (filled now, by the job that also finds each key's range and estimates its distinct values: the join
             # sees the source's true size, and broadcasts it when small)
             found = src.agg(F.count(F.lit(1)), *[f(F.col(f"`{s_col}`")) for _, s_col, _ in keys
                                                  for f in (F.min, F.max, F.approx_count_distinct)]).collect()[0][1:]
             ranges = {s_col: (found[3 * i], found[3 * i + 1], found[3 * i + 2]) for i, (_, s_col, _) in enumerate(keys)}
-            self._merge(src, self._pruning(src, target_only, keys, ranges))
+            target_filter, prune = self._pruning(src, target_only, keys, ranges)
+            self._merge(src, RowLevel(self.table, self.request, target_filter, prune))
         finally:
             src.unpersist()
 
-    def _merge(self, src, pruning: tuple[str | None, Any]) -> None:
+    def _merge(self, src, rl: RowLevel) -> None:
         """The merge as three sets of rows, each computed once: the matched (target, source) pairs, from an inner
         join (broadcast by Spark when the source is small, so the target is streamed past it, not shuffled);
         the source rows of no pair; and, only with ``when_not_matched_by_source`` clauses, the target rows of no
         pair. Each gets its clause's action (``U<i>``/``D``/``K`` for matched rows, ``I<i>``/``X`` for source
         rows, ``B<i>``/``D``/``K`` for target rows)."""
-        target_filter, prune = pruning
-        rl = RowLevel(self.table, self.request, target_filter, prune)
         cols = [f.name for f in rl.schema.fields]
         lineage = rl.lineage
         ta, sa = self.ta, self.sa
@@ -177,6 +240,149 @@ class MergeBuilder:
             self._commit(rl, pairs, unmatched, orphans, cols, lineage, src_cols)
         finally:
             pairs.unpersist()
+
+    def _on_driver(self, src, keys: list[tuple[Any, str, bool]]) -> bool | RowLevel:
+        """The merge done on the driver, True, for a merge whose ON clause only equates target and source columns
+        (integers, or strings) and whose clauses are each unconditional and at most one of a kind, ``update_all``
+        or delete, ``insert_all``, on a merge-on-read table without a sort order: the source's rows (at most
+        ``DRIVER_MERGE_ROWS``, of the target's column types or integers they widen to) collected, the pruned target
+        files' keys read by the driver's threads (at most ``DRIVER_FILTER_VALUES`` values) and joined with them,
+        the new rows and the deletion vectors or position deletes written by this process: a fresh process
+        (a scheduled job) pays several seconds for each of the Spark path's jobs that this spares it. False, for
+        Spark to merge, otherwise; the target's plan where only its size kept the merge from the driver."""
+        spark = self.table.spark
+        if getattr(spark, "_jsparkSession", None) is None or not keys or self.by_source or \
+                len(keys) != len(conjuncts(self.condition)) or any(null_safe for *_, null_safe in keys) or \
+                [(k, c, v) for k, c, v in self.matched] not in ([], [("update", None, None)], [("delete", None, None)]) \
+                or self.not_matched not in ([], [(None, None)]):
+            return False
+        m = self.table.metadata
+        if not merges_on_read(m, "merge") or table_ordering(m) != UNSORTED:
+            return False
+        schema = m.current_schema
+        source = {f.name.lower(): f for f in self.source.schema.fields}
+        targets = {f.name: f.dataType for f in self.table.spark_schema().fields}
+        cols = [f.name for f in schema.fields]
+        written = (self.matched and self.matched[0][0] == "update") or self.not_matched
+        if len(source) < len(self.source.columns) or written and not all(
+                f.field_type.is_primitive and f.field_type not in _NOT_COLLECTED and
+                not isinstance(f.field_type, (T.GeometryType, T.GeographyType)) and
+                f.name.lower() in source and _widens(source[f.name.lower()].dataType, targets[f.name])
+                for f in schema.fields):
+            return False  # (Spark casts them, names the missing or ambiguous column, or converts the type)
+        if not all(s_col.lower() in source and _comparable(field, source[s_col.lower()].dataType)
+                   for field, s_col, _ in keys):
+            return False
+        key_types = [pa.int64() if field.field_type in (T.INT, T.LONG) else pa.large_string() for field, _, _ in keys]
+        picked = [source[c.lower()] for c in cols] if written else []
+        fields = [ST.StructField(c, f.dataType) for c, f in zip(cols, picked)] + \
+            [ST.StructField(f"_key{i}", source[s_col.lower()].dataType) for i, (_, s_col, _) in enumerate(keys)]
+        columns = [F.col("`{}`".format(f.name.replace("`", "``")))
+                   for f in picked + [source[s_col.lower()] for _, s_col, _ in keys]]
+        try:
+            rows = collect_arrow(src.select(*[c.alias(f.name) for c, f in zip(columns, fields)])
+                                 .limit(DRIVER_MERGE_ROWS + 1), arrow_schema(ST.StructType(fields)))
+        except Exception as e:  # noqa: BLE001 - rows too wide for the driver: the Spark path takes them
+            if "maxResultSize" not in str(e):
+                raise
+            return False
+        if rows.num_rows > DRIVER_MERGE_ROWS:
+            return False
+        found = [pc.unique(pc.drop_null(rows.column(f"_key{i}").cast(t))) for i, t in enumerate(key_types)]
+        prune = None
+        for (field, _, _), values in zip(keys, found):
+            p = values_predicate(field, schema, values.to_pylist() if len(values) <= MAX_KEY_VALUES else None,
+                                 lambda: (pc.min(values).as_py(), pc.max(values).as_py()))
+            if p is not None:
+                prune = p if prune is None else And(prune, p)
+        rl = RowLevel(self.table, self.request, None, prune)
+        read = {f.field_id: f for f, _, _ in keys}
+        reader = TaskReader(m, T.Schema(list(read.values()) + rl.lineage_fields[:1]))
+        try:
+            reader.check(rl.tasks)
+        except NotSupportedError:  # (an equality delete on a nested column: the DataFrame read applies it)
+            return rl
+        if sum(t["record_count"] for t in rl.tasks) * len(read) > DRIVER_FILTER_VALUES or any(
+                t == pa.large_string() and len(v) * len(rl.tasks) > DRIVER_FILTER_VALUES
+                for t, v in zip(key_types, found)):
+            return rl
+        at = {fid: i for i, fid in enumerate(read)}
+        tests = [(at[field.field_id], t, _member(values)) for (field, _, _), values, t in zip(keys, found, key_types)]
+
+        def matches(batch):  # (every key's value among the source's: the rows the join below may pair)
+            hit = np.ones(batch.num_rows, bool)
+            for i, t, test in tests:
+                hit &= test(batch.column(i).cast(t))
+            return hit
+        identity = identity_values(m, schema, rl.tasks, rl.plan.layout) if rl.tasks else {}
+        cache = delete_cache(spark)
+        hits = by_threads(lambda t: reader.matched_rows(t, cache, identity, matches), rl.tasks)
+        pairs = self._driver_pairs(rl, keys, key_types, rows, hits, at)
+        self._driver_commit(rl, rows, pairs, cols)
+        return True
+
+    @staticmethod
+    def _driver_pairs(rl: RowLevel, keys, key_types, rows: pa.Table, hits: list, at: dict[int, int]) -> pa.Table:
+        """The matched (target row, source row) pairs of :meth:`_on_driver`: ``_file`` (the index of the target's
+        task), ``_pos``, ``_row_id`` (v3) and ``_src`` (the source row)."""
+        target = []
+        for i, (positions, found) in enumerate(hits):
+            if len(positions):
+                columns = {f"_key{k}": found.column(at[field.field_id]).cast(t)
+                           for k, ((field, _, _), t) in enumerate(zip(keys, key_types))}
+                columns.update(_file=pa.array(np.full(len(positions), i, np.int32)), _pos=pa.array(positions))
+                if rl.lineage:
+                    columns["_row_id"] = found.column(len(at))
+                target.append(pa.table(columns))
+        source = pa.table({**{f"_key{k}": rows.column(f"_key{k}").cast(t) for k, t in enumerate(key_types)},
+                           "_src": pa.array(np.arange(rows.num_rows, dtype=np.int64))})
+        if not target:
+            return pa.table({"_file": pa.array([], pa.int32()), "_pos": pa.array([], pa.int64()),
+                             "_row_id": pa.array([], pa.int64()), "_src": pa.array([], pa.int64())})
+        return pa.concat_tables(target).join(source, [f"_key{k}" for k in range(len(keys))], join_type="inner")
+
+    def _driver_commit(self, rl: RowLevel, rows: pa.Table, pairs: pa.Table, cols: list[str]) -> None:
+        """The rows and deletes of :meth:`_on_driver`'s ``pairs`` written, and committed."""
+        if self.matched and self.matched[0][0] == "update" and pairs.num_rows:
+            files, positions = (pairs.column(c).to_numpy() for c in ("_file", "_pos"))
+            order = np.lexsort((positions, files))
+            twice = np.flatnonzero((np.diff(files[order]) == 0) & (np.diff(positions[order]) == 0))
+            if len(twice):
+                k = order[twice[0]]
+                raise ValidationError(
+                    "MERGE matched a single row of the target table with more than one source row (file "
+                    f"{rl.tasks[files[k]]['file_path']}, position {positions[k]}); make the source keys unique")
+        written = arrow_schema(read_struct(T.Schema(list(rl.schema.fields) + rl.lineage_fields)))
+        parts = []
+
+        def part(at: np.ndarray, row_ids: pa.Array | None) -> None:
+            if not len(at):
+                return
+            lineage = [pa.nulls(len(at), pa.int64()) for _ in rl.lineage]
+            if lineage and row_ids is not None:
+                lineage[0] = row_ids
+            parts.append(pa.Table.from_arrays(rows.select(cols).take(pa.array(at)).columns + lineage,
+                                              names=written.names).cast(written))
+        source_rows = pairs.column("_src").to_numpy()
+        if self.matched and self.matched[0][0] == "update":
+            part(source_rows, pairs.column("_row_id") if rl.lineage else None)
+        if self.not_matched:
+            unmatched = np.ones(rows.num_rows, bool)
+            unmatched[source_rows] = False
+            part(np.flatnonzero(unmatched), None)
+        added = write_on_driver(rl.m, [b for p in parts for b in p.to_batches()], rl.lineage_fields) \
+            if parts else []
+        changed: dict[str, np.ndarray] = {}
+        if self.matched and pairs.num_rows:
+            files, positions = pairs.column("_file").to_numpy(), pairs.column("_pos").to_numpy()
+            for i in np.unique(files):
+                changed[rl.tasks[i]["file_path"]] = np.unique(positions[files == i])
+        with rl.request.written(rl.table.io, lambda: [f.file_path for f in added]):
+            added_deletes, removed = rl.delete_positions(changed, rl.tasks) if changed else ([], set())
+        if not added and not added_deletes:
+            return
+        rl.commit("overwrite", added, added_deletes, removed,
+                  required={d.referenced_data_file for _, d in added_deletes}, command="merge")
 
     @staticmethod
     def _target(rl: RowLevel, cols: list[str], lineage: list[str]):
