@@ -343,15 +343,16 @@ class MergeBuilder:
 
     def _driver_commit(self, rl: RowLevel, rows: pa.Table, pairs: pa.Table, cols: list[str]) -> None:
         """The rows and deletes of :meth:`_on_driver`'s ``pairs`` written, and committed."""
-        if self.matched and self.matched[0][0] == "update" and pairs.num_rows:
-            files, positions = (pairs.column(c).to_numpy() for c in ("_file", "_pos"))
-            order = np.lexsort((positions, files))
-            twice = np.flatnonzero((np.diff(files[order]) == 0) & (np.diff(positions[order]) == 0))
+        files, positions = (pairs.column(c).to_numpy() for c in ("_file", "_pos"))
+        order = np.lexsort((positions, files))  # (the pairs by file and position)
+        files, positions = files[order], positions[order]
+        if self.matched and self.matched[0][0] == "update":
+            twice = np.flatnonzero((np.diff(files) == 0) & (np.diff(positions) == 0))
             if len(twice):
-                k = order[twice[0]]
                 raise ValidationError(
                     "MERGE matched a single row of the target table with more than one source row (file "
-                    f"{rl.tasks[files[k]]['file_path']}, position {positions[k]}); make the source keys unique")
+                    f"{rl.tasks[files[twice[0]]]['file_path']}, position {positions[twice[0]]}); make the source "
+                    "keys unique")
         written = arrow_schema(read_struct(T.Schema(list(rl.schema.fields) + rl.lineage_fields)))
         parts = []
 
@@ -373,10 +374,10 @@ class MergeBuilder:
         added = write_on_driver(rl.m, [b for p in parts for b in p.to_batches()], rl.lineage_fields) \
             if parts else []
         changed: dict[str, np.ndarray] = {}
-        if self.matched and pairs.num_rows:
-            files, positions = pairs.column("_file").to_numpy(), pairs.column("_pos").to_numpy()
-            for i in np.unique(files):
-                changed[rl.tasks[i]["file_path"]] = np.unique(positions[files == i])
+        if self.matched and pairs.num_rows:  # (each file's positions: its run of the sorted pairs)
+            starts = np.flatnonzero(np.diff(files)) + 1
+            for i, at in zip(files[np.r_[0, starts]], np.split(positions, starts)):
+                changed[rl.tasks[i]["file_path"]] = np.unique(at)
         with rl.request.written(rl.table.io, lambda: [f.file_path for f in added]):
             added_deletes, removed = rl.delete_positions(changed, rl.tasks) if changed else ([], set())
         if not added and not added_deletes:
