@@ -188,7 +188,7 @@ def key_predicate(values, column: str, field, schema, null_safe: bool = False, b
         F.min(F.col(f"`{column}`")), F.max(F.col(f"`{column}`"))).collect()[0])
 
 
-def values_predicate(field, schema, found: list | None, bounds: Callable[[], tuple]):
+def values_predicate(field: T.NestedField, schema: T.Schema, found: list | None, bounds: Callable[[], tuple]):
     """A bound predicate that ``field`` is one of the values ``found`` (non-null, at most ``MAX_KEY_VALUES``; FALSE
     when there are none), or with ``found`` None (more values than that), in the range (min, max) ``bounds()``
     gives; None where the values are of a type the field's literals cannot take."""
