@@ -48,7 +48,7 @@ DRIVER_MERGE_ROWS = 1_000_000
 # them, or gives another than a read does)
 _NOT_COLLECTED = (T.UNKNOWN, T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS)
 
-_INTEGERS = (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType)
+_INTEGERS = (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType)  # (narrowest first)
 
 
 def _widens(source: ST.DataType, target: ST.DataType) -> bool:
@@ -56,9 +56,8 @@ def _widens(source: ST.DataType, target: ST.DataType) -> bool:
     are (the same type, or an integer into a wider one), so the driver writes it without Spark's cast."""
     if source == target:
         return True
-    order = [ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType]
     return isinstance(source, _INTEGERS) and isinstance(target, _INTEGERS) and \
-        order.index(type(source)) <= order.index(type(target))
+        _INTEGERS.index(type(source)) <= _INTEGERS.index(type(target))
 
 
 def _comparable(field, source: ST.DataType) -> bool:
