@@ -1,6 +1,5 @@
 """Shared fixtures. One SparkSession for the whole run (local[2], 4 shuffle partitions, AQE coalescing
-off so partition-order bugs show, UTC, UI off, 2000 generated classes kept compiled), created only when a test asks
-for it."""
+off so partition-order bugs show, UTC, UI off), created only when a test asks for it."""
 import os
 import sys
 
@@ -18,9 +17,6 @@ def spark():
          .config("spark.sql.shuffle.partitions", "4")
          .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
          .config("spark.ui.enabled", "false")
-         # (the suite runs the same few kinds of query on many small tables: Spark's default cache of 100 generated
-         # classes compiles many of them again, test after test; the generated code is the same either way)
-         .config("spark.sql.codegen.cache.maxEntries", "2000")
          .config("spark.sql.session.timeZone", "UTC"))
     session = b.getOrCreate()
     yield session
