@@ -13,7 +13,11 @@ TEST_WORKERS ?= -n 2 --dist worksteal
 # 2 cores: 29:14 against 32:28 with the JVM's default in the same session, 1266 passed each). Not make interop
 # (14:24 with it against 12:40: longer sessions, more data), make demo or make bench: they run the JVM as users
 # do. A SPARK_SUBMIT_OPTS of the caller's own is kept.
-TEST_JVM_OPTS ?= -XX:TieredStopAtLevel=1
+# They also collect garbage with the serial collector: a test's driver keeps a heap of at most 1 GB (Spark's default
+# driver memory) that G1's concurrent marking and parallel threads cost more CPU to keep than one thread does, on two
+# cores that two pytest workers already keep busy (make test 12:49 against 13:46 with G1, one run each; alone,
+# tests/spark/test_changes.py took 109 CPU-seconds against 116, test_jobs.py with test_row_level.py 139 against 149).
+TEST_JVM_OPTS ?= -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
 # They also start from a class-data-sharing archive of Spark's classes (tests/jvm_archive.py, written once per venv,
 # in about 50 s): a session and its first job come up in 6.5-6.9 s against 11.8-12.4 s without it, and make test
 # took 27:16 against 29:14 (one run each). A JVM the archive does not fit (another classpath) loads its classes as
@@ -78,19 +82,21 @@ $(IVENV)/iceberg-http/.built: $(IVENV)/.installed tests/interop/iceberg_http_jar
 	touch $@
 
 # make interop's JVMs (PySpark 3.5, the JVM's default JIT) start from an archive of their own the same way (make
-# interop 11:15 against 12:40, one run each); the streaming reads it runs on PySpark 4, in the main venv
-# (SPARKBERG_SPARK4_PYTHON), start as make test's do (SPARKBERG_SPARK4_JVM_OPTS)
+# interop 11:15 against 12:40, one run each) and collect garbage with the serial collector as make test's do (its
+# metadata tables and SQL statements tests: 194 CPU-seconds against 218, 141 s against 150); the streaming reads it
+# runs on PySpark 4, in the main venv (SPARKBERG_SPARK4_PYTHON), start as make test's do (SPARKBERG_SPARK4_JVM_OPTS)
+INTEROP_JVM_OPTS ?= -XX:+UseSerialGC
 INTEROP_JVM_ARCHIVE = $(abspath $(IVENV))/spark-classes.jsa
 
 $(INTEROP_JVM_ARCHIVE): $(IVENV)/.installed tests/jvm_archive.py
-	$(IVENV)/bin/python tests/jvm_archive.py $@
+	$(IVENV)/bin/python tests/jvm_archive.py $@ $(INTEROP_JVM_OPTS)
 
 # both venvs and both archives (.ci/run builds them side by side: make -j2 jvm-archives)
 jvm-archives: $(TEST_JVM_ARCHIVE) $(INTEROP_JVM_ARCHIVE)
 
 interop: $(IVENV)/.installed $(VENV)/.installed postgres-server jdbc-drivers $(IVENV)/iceberg-http/.built \
 		$(INTEROP_JVM_ARCHIVE) $(TEST_JVM_ARCHIVE)
-	SPARK_SUBMIT_OPTS="$(or $(SPARK_SUBMIT_OPTS),$(call jvm_archive,$(INTEROP_JVM_ARCHIVE)))" \
+	SPARK_SUBMIT_OPTS="$(or $(SPARK_SUBMIT_OPTS),$(INTEROP_JVM_OPTS) $(call jvm_archive,$(INTEROP_JVM_ARCHIVE)))" \
 	SPARKBERG_SPARK4_JVM_OPTS="$(test_submit_opts)" \
 	SPARKBERG_SHARED=$(abspath $(SHARED)) SPARKBERG_SPARK4_PYTHON=$(abspath $(VENV))/bin/python \
 		$(IVENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/interop
