@@ -83,8 +83,9 @@ $(IVENV)/iceberg-http/.built: $(IVENV)/.installed tests/interop/iceberg_http_jar
 
 # make interop's JVMs (PySpark 3.5, the JVM's default JIT) start from an archive of their own the same way (make
 # interop 11:15 against 12:40, one run each) and collect garbage with the serial collector as make test's do (make
-# interop 5:45 against 6:08, one run each; its metadata tables and SQL statements tests 194 CPU-seconds against 218); the streaming reads it
-# runs on PySpark 4, in the main venv (SPARKBERG_SPARK4_PYTHON), start as make test's do (SPARKBERG_SPARK4_JVM_OPTS)
+# interop 5:45 against 6:08, one run each; its metadata tables and SQL statements tests 194 CPU-seconds against
+# 218); the streaming reads it runs on PySpark 4, in the main venv (SPARKBERG_SPARK4_PYTHON), start as make test's
+# do (SPARKBERG_SPARK4_JVM_OPTS)
 INTEROP_JVM_OPTS ?= -XX:+UseSerialGC
 INTEROP_JVM_ARCHIVE = $(abspath $(IVENV))/spark-classes.jsa
 
