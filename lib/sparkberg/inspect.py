@@ -25,7 +25,7 @@ from sparkberg.planning.scan import partition_column
 from sparkberg.read.columns import read_files
 from sparkberg.read.formats import path_key
 from sparkberg.read.positions import DVDecoder
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.types import arrow_schema, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import MANIFEST_DATA, ManifestFile
@@ -513,7 +513,7 @@ class MetadataTables:
                 self.spark, [(d["referenced_data_file"], d["file_path"], d["content_offset"],
                               d["content_size_in_bytes"]) for d in dvs],
                 "data_file string, puffin_path string, content_offset bigint, content_size_in_bytes bigint")
-            positions = refs.mapInArrow(DVDecoder(), "_del_file string, _del_pos bigint")
+            positions = map_in_arrow(refs, DVDecoder(), "_del_file string, _del_pos bigint")
             info = local_dataframe(self.spark, [(d["referenced_data_file"], d["file_path"], d["spec_id"],
                                                  d["partition"], d["content_offset"], d["content_size_in_bytes"])
                                                 for d in dvs], info_ddl.replace("_del_key", "_del_file"))

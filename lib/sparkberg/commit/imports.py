@@ -17,7 +17,7 @@ from sparkberg.commit.request import CommitRequest
 from sparkberg.errors import ValidationError
 from sparkberg.evolution import mapping_of
 from sparkberg.io.fileio import file_io_for, normalize_location
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.session import session_time_zone
 from sparkberg.spec.properties import NAME_MAPPING
 from sparkberg.write.imports import RESULT_DDL, FileImporter
@@ -90,7 +90,7 @@ def add_files(table, given: Any, request: CommitRequest, check_duplicate_files: 
         raise ValidationError(f"table property {NAME_MAPPING} is not a valid name mapping: {e}") from None
     importer = FileImporter(m.current_schema, m.default_spec, mapping, dict(m.properties),
                             session_time_zone(table.spark))
-    rows = wanted.repartition(min(len(paths), 64)).mapInArrow(importer, RESULT_DDL).collect()
+    rows = map_in_arrow(wanted.repartition(min(len(paths), 64)), importer, RESULT_DDL).collect()
     files = [data_file_from_json(r[0], m.default_spec, m.current_schema) for r in rows]
     fast_append(table, files, request)
     return len(files)

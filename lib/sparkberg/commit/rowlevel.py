@@ -38,7 +38,7 @@ from sparkberg.read.arrow import TaskReader
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.fileids import xxh64
 from sparkberg.read.reader import identity_values, read_tasks
-from sparkberg.spark.frames import collect_arrow
+from sparkberg.spark.frames import collect_arrow, map_in_arrow
 from sparkberg.spark.session import max_result_bytes, session_time_zone, unsplit_file_bytes
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
@@ -380,9 +380,8 @@ class RowLevel:
         else:
             written = positions_on_driver(self.spark, matched, tasks, writer.write)
         if written is None:
-            written = [r["delete_file"] for r in (
-                matched.select("_file", "_pos").repartition("_file").sortWithinPartitions("_file", "_pos")
-                .mapInArrow(writer, RESULT_DDL).collect())]
+            clustered = matched.select("_file", "_pos").repartition("_file").sortWithinPartitions("_file", "_pos")
+            written = [r["delete_file"] for r in map_in_arrow(clustered, writer, RESULT_DDL).collect()]
         added, removed = [], set()
         for r in written:
             spec_id, d = delete_file_from_json(r, m)

@@ -30,7 +30,7 @@ from sparkberg.maintenance.data_files import dangling_delete_files
 from sparkberg.maintenance.options import Options
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.read.columns import delete_file_rows
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spec.manifests import DELETED, MANIFEST_DELETES, POSITION_DELETES
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.spec.properties import compression
@@ -83,9 +83,9 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
     if not chosen_files and not dangling:
         return empty
     live = local_dataframe(spark, [(t["file_path"],) for t in chosen_tasks], "_file string")
-    rows = local_dataframe(spark, sorted((p, d["file_format"]) for p, d in chosen_files.items()),
-                           "path string, format string") \
-        .mapInArrow(_positions, "_file string, _pos bigint").join(F.broadcast(live), "_file")
+    paths = local_dataframe(spark, sorted((p, d["file_format"]) for p, d in chosen_files.items()),
+                            "path string, format string")
+    rows = map_in_arrow(paths, _positions, "_file string, _pos bigint").join(F.broadcast(live), "_file")
     targets = rl.delete_targets(chosen_tasks, merge_position_files=False)  # (their positions are the rows)
     writer = DeleteWriter(targets, dv=dv, write_id=uuid.uuid4().hex[:16],
                           compression=compression(m.properties),
@@ -99,8 +99,9 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
             (d["file_path"], d["content_offset"]) for t in chosen_tasks if dv and t["file_path"] in hit
             for d in t["deletes"] if d["file_format"] == "puffin"}
         return local_dataframe(spark, [(len(gone), len(hit), rewritten_bytes, 0)], RESULT)
-    written = rows.join(F.broadcast(dirs), "_file").repartition("_dir") \
-        .sortWithinPartitions("_dir", "_file", "_pos").select("_file", "_pos").mapInArrow(writer, RESULT_DDL)
+    clustered = rows.join(F.broadcast(dirs), "_file").repartition("_dir") \
+        .sortWithinPartitions("_dir", "_file", "_pos").select("_file", "_pos")
+    written = map_in_arrow(clustered, writer, RESULT_DDL)
     added = [delete_file_from_json(r["delete_file"], m) for r in written.collect()]
     removed = {(p, None) for p in chosen_files} | set(dangling)
     if dv:  # (a data file given a new DV: it holds its old one's positions, which it replaces)

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.session import session_time_zone
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, ManifestFile
@@ -137,6 +137,6 @@ def _delete_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
 
 def _deleted(files: DataFrame) -> dict[str, int]:
     out: dict[str, int] = {}
-    for r in files.mapInArrow(_delete_batches, "kind string, n bigint").collect():
+    for r in map_in_arrow(files, _delete_batches, "kind string, n bigint").collect():
         out[r["kind"]] = out.get(r["kind"], 0) + r["n"]
     return out

@@ -43,7 +43,7 @@ from sparkberg.commit.target import MAIN
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure, file_io_for
 from sparkberg.planning.entries import manifests_df, manifests_of, snapshot_manifests
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
@@ -244,10 +244,10 @@ def rewrite_manifests(table, spec_id: int | None = None, dry_run: bool = False) 
     snapshot_id = new_snapshot_id({s.snapshot_id for s in start.snapshots})
     entries = sum((m.existing_files_count or 0) + (m.added_files_count or 0) for m in chosen)
     per_manifest = max(1, math.ceil(entries * target / max(1, sum(m.manifest_length for m in chosen))))
-    written = manifests_df(spark, chosen).mapInArrow(_Entries(start), _ENTRIES_DDL) \
+    entries_rows = map_in_arrow(manifests_df(spark, chosen), _Entries(start), _ENTRIES_DDL) \
         .repartitionByRange(sum(counts[k] for k in groups), "content", "spec_id", "key") \
-        .sortWithinPartitions("content", "spec_id", "key") \
-        .mapInArrow(_Writer(start, snapshot_id, per_manifest), "manifest binary")
+        .sortWithinPartitions("content", "spec_id", "key")
+    written = map_in_arrow(entries_rows, _Writer(start, snapshot_id, per_manifest), "manifest binary")
     new = [pickle.loads(r["manifest"]) for r in written.collect()]
     with deleted_on_failure(table.io, lambda: [m.manifest_path for m in new]):
         table.commit_metadata(lambda base, n: _replace(table, base, n, snapshot_id, chosen, new))

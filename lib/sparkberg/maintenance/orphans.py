@@ -24,7 +24,7 @@ from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, file_io_for, normalize_location
 from sparkberg.maintenance.expire import FILES_DDL, _deleted, _manifests, to_millis
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.updates import now_ms
 
@@ -120,7 +120,7 @@ def _listing(spark: Any, where: str, older_ms: int, partition_names: frozenset[s
     listed = local_dataframe(spark, [(p,) for p in kept(io.list_files(where, recursive=False))], "location string")
     if dirs:  # (a range of as many partitions as directories: a task each, without a shuffle to spread them)
         tasks = spark.range(0, len(dirs), 1, min(len(dirs), MAX_LISTING_TASKS))
-        listed = listed.unionByName(tasks.mapInArrow(list_dirs, "location string"))
+        listed = listed.unionByName(map_in_arrow(tasks, list_dirs, "location string"))
     return listed
 
 

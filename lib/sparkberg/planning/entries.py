@@ -30,7 +30,7 @@ from sparkberg.expressions.evaluators import walk_mask
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, test_predicate
 from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, eq_stats, path_bounds
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DELETED, ManifestFile, inherit_columns
 from sparkberg.spec.metadata import TableMetadata
@@ -649,4 +649,4 @@ def manifests_df(spark, manifests: Sequence[ManifestFile]):
 def entries_df(spark, manifests: Sequence[ManifestFile], decoder: EntryDecoder):
     """Decode the manifests on the executors into the canonical entries DataFrame."""
     # a local relation is split over the default parallelism in manifest-list order: no shuffle before decoding
-    return manifests_df(spark, manifests).mapInArrow(decoder, decoder.ddl)
+    return map_in_arrow(manifests_df(spark, manifests), decoder, decoder.ddl)

@@ -31,7 +31,7 @@ from sparkberg.planning.entries import (
     EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifest_groups, manifests_df, manifests_of,
     physical_spark_type, snapshot_manifest_table,
 )
-from sparkberg.spark.frames import arrow_dataframe, collect_arrow, counted_dataframe
+from sparkberg.spark.frames import arrow_dataframe, collect_arrow, counted_dataframe, map_in_arrow
 from sparkberg.spark.session import job_description
 from sparkberg.spark.tuning import (
     DATA_PLANNING_MODE, DELETE_PLANNING_MODE, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT, LOCAL_MAX_DELETE_ENTRIES,
@@ -234,8 +234,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
         # partitions overlap its own, on the executors, so the driver decodes no delete manifest before the job
         tasks = ScopedTaskDecoder(data_decoder(()), delete_decoder, delete_manifests, unpartitioned, layout,
                                   overlapping_delete_manifests(metadata, data_manifests, delete_manifests))
-        return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
-            tasks, tasks_struct(layout)))
+        return ScanPlan(spark, snapshot, layout, tasks=map_in_arrow(
+            manifests_df(spark, data_manifests), tasks, tasks_struct(layout)))
     # the delete files are indexed on the driver and go with the data manifests' decoder, which attaches them to
     # the data entries it decodes (on the executors, or here): one pass over the data manifests
     if not delete_manifests:
@@ -252,8 +252,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     if local:
         return ScanPlan(spark, snapshot, layout,
                         table=tasks.table([(mf, i, io) for i, mf in enumerate(data_manifests)], DRIVER_THREADS))
-    return ScanPlan(spark, snapshot, layout, tasks=manifests_df(spark, data_manifests).mapInArrow(
-        tasks, tasks_struct(layout)))
+    return ScanPlan(spark, snapshot, layout, tasks=map_in_arrow(
+        manifests_df(spark, data_manifests), tasks, tasks_struct(layout)))
 
 
 class TaskDecoder:

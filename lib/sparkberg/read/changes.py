@@ -42,7 +42,7 @@ from sparkberg.planning.entries import PartitionLayout
 from sparkberg.read.arrow import ChangeReader, TaskReader, comparable, read_struct
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.reader import identity_values, read_tasks
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.session import default_parallelism
 from sparkberg.spec import types as T
 from sparkberg.spec.metadata import TableMetadata
@@ -168,7 +168,7 @@ def changes_by_partition(spark, metadata: TableMetadata, schema: T.Schema, chang
     tasks = local_dataframe(spark, [(g,) for g in groups], "group binary")
     if len(groups) > 1:
         tasks = tasks.repartition(min(len(groups), default_parallelism(spark)))
-    rows = tasks.mapInArrow(_PartitionChanges(ChangeReader(reader), cache.max_bytes if cache else 0), out)
+    rows = map_in_arrow(tasks, _PartitionChanges(ChangeReader(reader), cache.max_bytes if cache else 0), out)
     return rows.select(*[F.col(f"`{c}`") for c in columns], *CHANGE_COLUMNS)
 
 
@@ -251,7 +251,7 @@ def remove_net_carryovers(df: DataFrame, columns: Sequence[str]) -> DataFrame:
     reverse) is no net change (Java's ``RemoveNetCarryoverIterator``, row for row)."""
     keys = [F.col(f"`{c}`") for c in columns]
     ordered = df.repartition(*keys).sortWithinPartitions(*keys, F.col(CHANGE_ORDINAL), F.col(CHANGE_TYPE))
-    return ordered.mapInArrow(_NetCarryovers(list(columns)), df.schema)
+    return map_in_arrow(ordered, _NetCarryovers(list(columns)), df.schema)
 
 
 def compute_updates(df: DataFrame, columns: Sequence[str], keys: Sequence[str]) -> DataFrame:
@@ -261,7 +261,7 @@ def compute_updates(df: DataFrame, columns: Sequence[str], keys: Sequence[str]) 
     key_cols = [F.col(f"`{c}`") for c in keys]
     ordered = df.repartition(*key_cols, F.col(CHANGE_ORDINAL)).sortWithinPartitions(
         *key_cols, F.col(CHANGE_ORDINAL), F.col(CHANGE_TYPE))
-    return ordered.mapInArrow(_Updates(list(columns), list(keys)), df.schema)
+    return map_in_arrow(ordered, _Updates(list(columns), list(keys)), df.schema)
 
 
 def unorderable(schema: ST.StructType, columns: Sequence[str]) -> list[str]:

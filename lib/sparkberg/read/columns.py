@@ -20,7 +20,7 @@ from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import to_local_path
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, ArrowFileReader, path_key, read_with_arrow
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.jvm import read_parquet
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import FIELD_ID_KEY, arrow_schema, to_spark_read_field
@@ -318,9 +318,8 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
     identity_ids = {i for v in identity.values() for i in v}
     watched = list(promoted) + list(defaults) + [i for ids in nested_watched.values() for i in ids] + \
         list(nested_watched) + sorted(identity_ids)
-    sigs = (local_dataframe(spark, [(p,) for p in paths], "file_path string")
-            .mapInArrow(FooterSignatures(watched), "file_path string, signature string")
-            .collect())
+    sigs = map_in_arrow(local_dataframe(spark, [(p,) for p in paths], "file_path string"),
+                        FooterSignatures(watched), "file_path string, signature string").collect()
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for r in sigs:
         sig = json.loads(r["signature"])

@@ -23,7 +23,7 @@ from sparkberg.read.columns import (
 )
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileIds
-from sparkberg.spark.frames import arrow_dataframe, local_dataframe
+from sparkberg.spark.frames import arrow_dataframe, local_dataframe, map_in_arrow
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field
 from sparkberg.spec import types as T
@@ -198,7 +198,7 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
     if by_python:
         out = ST.StructType(spark_fields + [ST.StructField("_del_fid", ST.IntegerType())])
         files = local_dataframe(spark, [(p, formats[p]) for p in by_python], "delete_file string, file_format string")
-        parts.append(files.mapInArrow(EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}), out))
+        parts.append(map_in_arrow(files, EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}), out))
     return union_all(parts)
 
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
 from sparkberg.io.fileio import to_local_path
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.types import arrow_schema
 from sparkberg.spec import types as T
 
@@ -290,5 +290,4 @@ def read_with_arrow(spark, fmt: str, fields: Sequence[T.NestedField], spark_fiel
     out = ST.StructType(list(spark_fields) + [ST.StructField("_key", ST.StringType()),
                                               ST.StructField("_pos", ST.LongType())])
     reader = ArrowFileReader(fmt, fields, arrow_schema(out), mapping)
-    return (local_dataframe(spark, [(p,) for p in paths], "file_path string")
-            .mapInArrow(reader, out))
+    return map_in_arrow(local_dataframe(spark, [(p,) for p in paths], "file_path string"), reader, out)

@@ -24,7 +24,7 @@ from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileSlots, name_slice
-from sparkberg.spark.frames import arrow_dataframe, local_dataframe, scalar_of
+from sparkberg.spark.frames import arrow_dataframe, local_dataframe, map_in_arrow, scalar_of
 from sparkberg.spark.session import per_session
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
@@ -309,8 +309,8 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
                                                     DeletedPositions.SPARK_SCHEMA))
         if not units:
             return rows
-        return _bitmap_filter(rows, local_dataframe(spark, [(u,) for u in units], "unit string").mapInArrow(
-            decoder, DeletedPositions.SPARK_SCHEMA))
+        return _bitmap_filter(rows, map_in_arrow(local_dataframe(spark, [(u,) for u in units], "unit string"),
+                                                 decoder, DeletedPositions.SPARK_SCHEMA))
     deleted = []
     if derived:
         import numpy as np
@@ -319,11 +319,11 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
                                        "_del_row bigint"))
     if applies:
         files = local_dataframe(spark, sorted(formats.items()), "delete_file string, file_format string")
-        deleted.append(files.mapInArrow(PositionDeleteRows(dict(applies)), "_del_row bigint"))
+        deleted.append(map_in_arrow(files, PositionDeleteRows(dict(applies)), "_del_row bigint"))
     if dvs:
         refs = local_dataframe(spark, dvs, "data_file_id int, puffin_path string, content_offset bigint, "
                                            "content_size_in_bytes bigint")
-        deleted.append(refs.mapInArrow(DVDecoder(keys=True), "_del_row bigint"))
+        deleted.append(map_in_arrow(refs, DVDecoder(keys=True), "_del_row bigint"))
     d = union_all(deleted)
     rows = rows.withColumn("_row", F.col("_file_id").cast("bigint") * _ROW_KEY_SHIFT + F.col("_pos"))
     return rows.join(maybe_broadcast(d, src.total, src.tuning), rows["_row"] == d["_del_row"], "left_anti").drop("_row")

@@ -1,12 +1,12 @@
 """DataFrames made on the driver (from Arrow tables and rows), collected to Arrow, counted without a job (and
-made in the JVM only when used for more than their count), and a one-value DataFrame as a scalar subquery
-Column: each the fastest way the session's PySpark offers."""
+made in the JVM only when used for more than their count), mapped by a Python function of Arrow batches, and a
+one-value DataFrame as a scalar subquery Column: each the fastest way the session's PySpark offers."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from sparkberg.spark.jvm import arrow_dataframe_35, scalar_subquery_35
+from sparkberg.spark.jvm import arrow_dataframe_35, map_in_arrow_classic, scalar_subquery_35
 from sparkberg.spark.session import spark_version
 from sparkberg.spark.types import arrow_schema, parse_ddl
 from sparkberg import state
@@ -66,6 +66,16 @@ def local_dataframe(spark, rows: Sequence[Sequence[Any]], schema: str | StructTy
 _COUNTED: dict[type, type] = {}
 _DEFERRED: dict[type, type] = {}
 _MADE = threading.RLock()  # (a DataFrame made from deferred ones makes them inside)
+
+
+def map_in_arrow(df: DataFrame, func: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+                 schema: str | StructType) -> DataFrame:
+    """``df.mapInArrow(func, schema)``: ``func`` maps each task's Arrow batches to batches of ``schema``. Every
+    Python stage of sparkberg is made here, on a classic session without importing pandas into the driver
+    (:func:`~sparkberg.spark.jvm.map_in_arrow_classic`): PySpark's own ``mapInArrow`` imports it, which the
+    first Python stage of a fresh process, a scheduled job's, pays for."""
+    mapped = map_in_arrow_classic(df, func, schema)
+    return df.mapInArrow(func, schema) if mapped is None else mapped
 
 
 def with_known_count(df: DataFrame, rows: int) -> DataFrame:

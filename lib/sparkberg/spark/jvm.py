@@ -1,6 +1,6 @@
 """The one module that reaches into the JVM through py4j (classic sessions only), where PySpark's public API
 lacks what sparkberg needs or costs a py4j call per item: an Arrow table handed to Spark 3.5 without pandas,
-a scalar subquery on Spark 3.5, Parquet reads whose resolved relations are kept, paths sent in one call, and the
+Arrow stages (``mapInArrow``) made without importing pandas, a scalar subquery on Spark 3.5, Parquet reads whose resolved relations are kept, paths sent in one call, and the
 JVM's active session. Every function here falls back to the public API (or returns None for its caller's other
 way) where Spark's internals moved, and does nothing JVM-side on Spark Connect, which has no JVM on the client.
 """
@@ -10,7 +10,7 @@ import contextlib
 import functools
 import re
 import weakref
-from typing import TYPE_CHECKING, Any, Hashable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Sequence
 
 from sparkberg.errors import MissingFileError
 from sparkberg.lru import LRU
@@ -276,6 +276,28 @@ def scalar_subquery_35(one: DataFrame) -> Column | None:
             jdf.queryExecution().analyzed(), empty(), jvm_static(jvm, expressions + "NamedExpression.newExprId")(),
             empty(), none, none)
         return AnyColumn(jvm_static(jvm, "org.apache.spark.sql.Column")(subquery))
+    except Exception:  # noqa: BLE001 - PySpark or Spark internals that moved: the caller's other way
+        return None
+
+
+def map_in_arrow_classic(df: DataFrame, func: Callable, schema: str | StructType) -> DataFrame | None:
+    """On a classic session, ``df.mapInArrow(func, schema)`` built as PySpark's ``mapInArrow`` builds it, less its
+    check that pandas is installed (PySpark makes the stage through ``pandas_udf``, whose check imports pandas,
+    and on PySpark 3.5 setuptools' ``distutils``, into the driver; no Arrow function uses them); None over Spark
+    Connect or where PySpark's internals moved."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    try:
+        from pyspark.rdd import PythonEvalType
+        from pyspark.sql.udf import _create_udf
+
+        column = _create_udf(func, schema, PythonEvalType.SQL_MAP_ARROW_ITER_UDF)(*[df[c] for c in df.columns])
+        if spark_version(df.sparkSession) >= (4, 0):  # (Dataset.mapInArrow(column, barrier, resource profile))
+            mapped = jdf.mapInArrow(column._jc, False, None)
+        else:  # (Dataset.pythonMapInArrow(expression, barrier))
+            mapped = jdf.pythonMapInArrow(column._jc.expr(), False)
+        return type(df)(mapped, df.sparkSession)
     except Exception:  # noqa: BLE001 - PySpark or Spark internals that moved: the caller's other way
         return None
 

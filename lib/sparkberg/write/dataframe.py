@@ -15,6 +15,7 @@ from pyspark.sql import types as ST
 from sparkberg.errors import ValidationError
 from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.executors import executor_errors
+from sparkberg.spark.frames import map_in_arrow
 from sparkberg.spark.session import session_conf
 from sparkberg.spark.types import to_spark_type
 from sparkberg.spec.properties import data_location as data_location_of
@@ -286,7 +287,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
             ST.StructField(name, physical_spark_type(tr.result_type(by_id[source_id].field_type)))
             for name, source_id, tr in keys] + ([ST.StructField(ZORDER_COLUMN, ST.BinaryType())]
                                                 if ordering.zorder is not None else []))
-        rows = aligned.mapInArrow(KeyColumns(schema, keys, ordering.zorder), out_schema)
+        rows = map_in_arrow(aligned, KeyColumns(schema, keys, ordering.zorder), out_schema)
         values = [F.col(name) for name, _, _ in keys]
         by, in_writer = values[:nparts], None
     else:
@@ -312,7 +313,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
     writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
                         sort_order_id=ordering.order_id, key_columns=in_writer, clustered=clustered_input)
     with executor_errors(spark):
-        written = clustered.mapInArrow(writer, RESULT_SCHEMA).collect()
+        written = map_in_arrow(clustered, writer, RESULT_SCHEMA).collect()
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in written]
 
 
