@@ -531,7 +531,7 @@ def test_python_stages_are_made_without_pysparks_pandas_check(plain, monkeypatch
     take."""
     import pyspark.sql.pandas.functions as pandas_functions
     import pyspark.sql.pandas.utils as pandas_utils
-    from sparkberg.spark.frames import map_in_arrow
+    from sparkberg.spark.frames import map_in_arrow, with_known_count
     from sparkberg.spark.jvm import map_in_arrow_classic
 
     def doubled(batches):  # (defined here: the workers cannot import a test module)
@@ -552,3 +552,7 @@ def test_python_stages_are_made_without_pysparks_pandas_check(plain, monkeypatch
     made = map_in_arrow_classic(df, doubled, "d bigint, s string")
     assert made is not None and sorted(made.collect()) == expected
     assert sorted(map_in_arrow(df, doubled, "d bigint, s string").collect()) == expected
+    # a stage over a DataFrame that answers count() from what made it (a plan's) counts its own rows
+    counted = with_known_count(plain.range(0, 10), 10)
+    twice = map_in_arrow(counted, lambda batches: (b for b in batches for _ in "ab"), "id bigint")
+    assert twice.count() == 20

@@ -290,6 +290,7 @@ def map_in_arrow_classic(df: DataFrame, func: Callable, schema: str | StructType
         return None
     try:
         from pyspark.rdd import PythonEvalType
+        from pyspark.sql import DataFrame as ClassicDataFrame
         from pyspark.sql.udf import _create_udf
 
         column = _create_udf(func, schema, PythonEvalType.SQL_MAP_ARROW_ITER_UDF)(*[df[c] for c in df.columns])
@@ -297,7 +298,8 @@ def map_in_arrow_classic(df: DataFrame, func: Callable, schema: str | StructType
             mapped = jdf.mapInArrow(column._jc, False, None)
         else:  # (Dataset.pythonMapInArrow(expression, barrier))
             mapped = jdf.pythonMapInArrow(column._jc.expr(), False)
-        return type(df)(mapped, df.sparkSession)
+        # (the class PySpark's mapInArrow makes, not ``df``'s: a plan's DataFrame answers count() from its plan)
+        return ClassicDataFrame(mapped, df.sparkSession)
     except Exception:  # noqa: BLE001 - PySpark or Spark internals that moved: the caller's other way
         return None
 
