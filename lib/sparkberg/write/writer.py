@@ -229,6 +229,7 @@ class FileWriter:
             self.compression = "none"
         self.required = [f.name for f in schema.fields if f.required]
         self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive]
+        self.metrics_modes = {f.name: metrics_mode(self.properties, f.name) for f in self.stat_fields}
         self.ptype = spec.partition_type(schema)
         self.key_columns = key_columns
         self.clustered = clustered
@@ -356,10 +357,11 @@ class _OpenFile:
             from pyarrow import fs
             filesystem, p = fs.FileSystem.from_uri(self.path)
             self.sink = filesystem.open_output_stream(p)
+        self.footer: list = []  # (the footer as written, which the writer hands back as it closes the file)
         self.writer = pq.ParquetWriter(self.sink, w.arrow_schema, compression=w.compression,
-                                       write_statistics=True)
+                                       write_statistics=True, metadata_collector=self.footer)
         self.records = 0
-        self.stats = [ColumnStats(f, metrics_mode(w.properties, f.name)) for f in w.stat_fields]
+        self.stats = [ColumnStats(f, w.metrics_modes[f.name]) for f in w.stat_fields]
 
     def size(self) -> int:
         return self.sink.tell() + self.pending_bytes
@@ -387,19 +389,18 @@ class _OpenFile:
         self.writer.close()
         size = self.sink.tell()
         self.sink.close()
-        meta = read_footer(self.path)
+        meta = self.footer[0]  # (not read back from the file: on an object store that is a request a file)
         ids = {f.name: f.field_id for f in self.w.schema.fields}
         column_sizes: dict[int, int] = {}
         offsets = []
-        if meta is not None:
-            for rg in range(meta.num_row_groups):
-                g = meta.row_group(rg)
-                offsets.append(g.column(0).dictionary_page_offset or g.column(0).data_page_offset)
-                for c in range(g.num_columns):
-                    col = g.column(c)
-                    fid = ids.get(col.path_in_schema)
-                    if fid is not None:
-                        column_sizes[fid] = column_sizes.get(fid, 0) + col.total_compressed_size
+        for rg in range(meta.num_row_groups):
+            g = meta.row_group(rg)
+            offsets.append(g.column(0).dictionary_page_offset or g.column(0).data_page_offset)
+            for c in range(g.num_columns):
+                col = g.column(c)
+                fid = ids.get(col.path_in_schema)
+                if fid is not None:
+                    column_sizes[fid] = column_sizes.get(fid, 0) + col.total_compressed_size
         lower, upper = {}, {}
         value_counts, null_counts, nan_counts = {}, {}, {}
         for s in self.stats:
