@@ -97,6 +97,18 @@ def test_metrics_and_bounds(spark, warehouse):
     assert entry.snapshot_id == snap.snapshot_id and entry.sequence_number is None  # inherited
 
 
+def test_a_bad_metrics_mode_is_named_and_writes_nothing(spark, warehouse):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.badmode", "id bigint, note string",
+                         properties={"write.metadata.metrics.column.note": "truncate(0)"})
+    with pytest.raises(ValidationError, match=r"invalid metrics mode 'truncate\(0\)' for column 'note'"):
+        t.append(spark.createDataFrame([(1, "x")], "id bigint, note string"))
+    t.refresh()
+    assert t.metadata.current_snapshot is None
+    data = os.path.join(warehouse, "db", "badmode", "data")
+    assert not os.path.exists(data) or not any(files for _, _, files in os.walk(data))
+
+
 def test_target_file_size_and_compression(spark, warehouse):
     import pyarrow.parquet as pq
     cat = sparkberg.catalog(spark, warehouse)
