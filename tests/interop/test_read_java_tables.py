@@ -190,28 +190,9 @@ def test_driver_plans_reach_pyspark_35_as_arrow_batches(corpus, java, java_wareh
 def test_python_stages_are_made_without_pysparks_pandas_check_on_spark_35(java, monkeypatch):
     """On a classic PySpark 3.5 session (whose ``Dataset`` method for it differs from Spark 4's) a Python stage is
     made without PySpark's check that pandas is installed: built with that check failing, it gives PySpark's rows."""
-    import pyspark.sql.pandas.functions as pandas_functions
-    import pyspark.sql.pandas.utils as pandas_utils
-    from sparkberg.spark.jvm import map_in_arrow_classic
+    from stages import stage_without_pandas_check
 
-    def doubled(batches):  # (defined here: the workers cannot import a test module)
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        for b in batches:
-            yield pa.record_batch([pc.multiply(b.column(0), 2), b.column(1)], names=["d", "s"])
-
-    df = java.range(0, 1000, 1, 3).selectExpr("id", "CAST(id AS string) AS s")
-    expected = sorted(df.mapInArrow(doubled, "d bigint, s string").collect())
-    assert expected[-1] == (1998, "999")
-
-    def no_pandas() -> None:
-        raise ImportError("pandas checked")
-    for module in (pandas_utils, pandas_functions):
-        monkeypatch.setattr(module, "require_minimum_pandas_version", no_pandas)
-    with pytest.raises(ImportError, match="pandas checked"):
-        df.mapInArrow(doubled, "d bigint, s string")
-    made = map_in_arrow_classic(df, doubled, "d bigint, s string")
-    assert made is not None and sorted(made.collect()) == expected
+    stage_without_pandas_check(java, monkeypatch)
 
 
 @pytest.mark.parametrize("name", ["v2_mor", "v3_dv", "v2_eqdeletes", "v2_to_v3"])

@@ -529,28 +529,10 @@ def test_python_stages_are_made_without_pysparks_pandas_check(plain, monkeypatch
     ``mapInArrow`` builds it, less PySpark's check that pandas is installed (which imports pandas into a fresh
     driver): built with that check failing, it gives PySpark's rows; PySpark's own way is the fallback it did not
     take."""
-    import pyspark.sql.pandas.functions as pandas_functions
-    import pyspark.sql.pandas.utils as pandas_utils
     from sparkberg.spark.frames import map_in_arrow, with_known_count
-    from sparkberg.spark.jvm import map_in_arrow_classic
+    from stages import stage_without_pandas_check
 
-    def doubled(batches):  # (defined here: the workers cannot import a test module)
-        import pyarrow.compute as pc
-        for b in batches:
-            yield pa.record_batch([pc.multiply(b.column(0), 2), b.column(1)], names=["d", "s"])
-
-    df = plain.range(0, 1000, 1, 3).selectExpr("id", "CAST(id AS string) AS s")
-    expected = sorted(df.mapInArrow(doubled, "d bigint, s string").collect())
-    assert expected[-1] == (1998, "999")
-
-    def no_pandas() -> None:
-        raise ImportError("pandas checked")
-    for module in (pandas_utils, pandas_functions):
-        monkeypatch.setattr(module, "require_minimum_pandas_version", no_pandas)
-    with pytest.raises(ImportError, match="pandas checked"):
-        df.mapInArrow(doubled, "d bigint, s string")
-    made = map_in_arrow_classic(df, doubled, "d bigint, s string")
-    assert made is not None and sorted(made.collect()) == expected
+    df, doubled, expected = stage_without_pandas_check(plain, monkeypatch)
     assert sorted(map_in_arrow(df, doubled, "d bigint, s string").collect()) == expected
     # a stage over a DataFrame that answers count() from what made it (a plan's) counts its own rows
     counted = with_known_count(plain.range(0, 10), 10)
