@@ -1390,8 +1390,10 @@ def cold_floor(spark, op: str, wh: str, name: str, rows: int, days: int) -> None
     ``delete``: every row's position and file computed, the matching rows' counted; ``merge``: the position and
     file of the rows whose key the source holds found by streaming every row past the source's keys, the source
     joined with them and written as an append is; ``compact``: the partition's files read
-    and written again; ``read``: ``count(*), sum(x)`` of every file; the ``cli`` ops: nothing (the metadata is all
-    they read)."""
+    and written again; ``read``: ``count(*), sum(x)`` of every file, each row's position (``_metadata.row_index``)
+    and file (the hash of its name sparkberg uses) computed and tested, by a test that deletes nothing, as a
+    read that deletes rows by position must (the floor of :func:`scan_floors` too); the ``cli`` ops: nothing (the
+    metadata is all they read)."""
     from pyspark.sql import functions as F
     with open(os.path.join(wh, f"cold-files-{name}.json")) as f:
         files = json.load(f)
@@ -1418,8 +1420,9 @@ def cold_floor(spark, op: str, wh: str, name: str, rows: int, days: int) -> None
         written(source.join(F.broadcast(matched), "id", "left"))
     elif op == "compact":
         target(files["day"]).write.parquet(out)
-    elif op == "read":
-        target(files["all"]).selectExpr("count(*)", "sum(x)").collect()
+    elif op == "read":  # (each row's position and file, tested as a read that deletes rows by them must)
+        target(files["all"]).where(f"_metadata.row_index != -1 OR {files['ids']} != -1") \
+            .selectExpr("count(*)", "sum(x)").collect()
     shutil.rmtree(out, ignore_errors=True)
 
 
@@ -1445,13 +1448,16 @@ def bench_cold(wh: str, name: str, rows: int, days: int, starts: dict[str, int],
     of the whole process, as a scheduled job's."""
     import sparkberg
     from sparkberg.planning.scan import plan
+    from sparkberg.read.fileids import FileIds
+    from sparkberg.spark.tuning import ReadTuning
     meta = sparkberg.catalog(None, wh)
     compacted_day = (datetime.date(2024, 1, 1) - datetime.date(1970, 1, 1)).days + days // 2
     for op in COLD_OPS:
         t = meta.load_table(f"b.{name}")
         tasks = plan(None, t.metadata, t.io, t.metadata.snapshot_by_id(starts[op]), mode="local").arrow()
-        with open(os.path.join(wh, f"cold-files-{name}.json"), "w") as f:
+        with open(os.path.join(wh, f"cold-files-{name}.json"), "w") as f:  # (ids: each row's file id, as SQL)
             json.dump({"all": tasks.column("file_path").to_pylist(),
+                       "ids": FileIds(tasks.column("file_path").to_pylist(), ReadTuning().name_ids_max_files).sql(),
                        "day": [r["file_path"] for r in tasks.select(["file_path", "partition"]).to_pylist()
                                if r["partition"]["ts_day"] == compacted_day]}, f)
         engines = ("ours", "java") + (() if op.startswith("cli ") else ("floor",))
