@@ -198,12 +198,15 @@ def test_python_stages_are_made_without_pysparks_pandas_check_on_spark_35(java, 
 @pytest.mark.parametrize("name", ["v2_mor", "v3_dv", "v2_eqdeletes", "v2_to_v3"])
 def test_deletes_filter_the_scan_on_a_classic_spark_35_session(corpus, java, java_warehouse, name, monkeypatch):
     """On a classic PySpark 3.5 session the deleted positions are a filter of the Parquet scan: one array of
-    bitmaps that a scalar subquery built in the JVM reads, no join. Every snapshot reads as Java's, and as the
-    join of the bitmaps (the way of a Spark 3.5 Connect session) reads."""
+    bitmaps, a literal made in the JVM, no join. Every snapshot reads as Java's, as with the array read by a
+    scalar subquery built in the JVM, and as the join of the bitmaps (the way of a Spark 3.5 Connect session)
+    reads."""
     from sparkberg.read import positions, reader
-    used = []
-    real = reader.position_scan_filter
+    used, made = [], []
+    real, real_made = reader.position_scan_filter, positions._scan_filter_literals
     monkeypatch.setattr(reader, "position_scan_filter", lambda *a: used.append(real(*a)) or used[-1])
+    monkeypatch.setattr(positions, "_scan_filter_literals",
+                        lambda *a: made.append(real_made(*a)) or made[-1])
     t = table(java, java_warehouse, name)
 
     def reads() -> tuple[list, int]:
@@ -222,7 +225,10 @@ def test_deletes_filter_the_scan_on_a_classic_spark_35_session(corpus, java, jav
             assert out[-1] == rows(java_select(java, name, cols, f"VERSION AS OF {snap.snapshot_id}")), snap
         return out, filtered
     filtered, taken = reads()
-    assert taken
+    assert taken and made and all(m is not None for m in made)
+    monkeypatch.setattr(positions, "_scan_filter_literals", lambda *a: None)  # (the array read by a subquery)
+    positions.per_session(java, "bitmaps", positions.LRU).clear()  # (the literals the reads above kept)
+    assert reads() == (filtered, taken)
     monkeypatch.setattr(positions, "scalar_of", lambda one: None)  # (the join of bitmaps)
     assert reads() == (filtered, 0)
 

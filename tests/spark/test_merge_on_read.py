@@ -31,6 +31,31 @@ def test_xxh64_is_sparks_xxhash64(spark):
         assert r["h"] == (expected - (1 << 64) if expected >= 1 << 63 else expected), r["s"]
 
 
+def test_arrays_laid_out_as_spark_holds_them_read_back_as_they_were(spark):
+    # the scan filter's arrays are literals made in the JVM from bytes in the layout of Spark's UnsafeArrayData:
+    # Spark itself reads them back as the arrays they were made from (nulls, empty arrays, sizes across its
+    # 64-element null words)
+    import numpy as np
+    from pyspark.sql import types as ST
+
+    from sparkberg.spark.jvm import array_literal, long_array_layout, long_arrays_layout
+    rnd = random.Random(3)
+    arrays = [None, np.zeros(0, np.int64), np.array([-1, 1 << 62, 5], np.int64)] + [
+        None if rnd.random() < 0.3 else np.array([rnd.randrange(-(1 << 63), 1 << 63) for _ in range(n)], np.int64)
+        for n in (1, 63, 64, 65, 130, 7)] + [None] * 60
+    nested = ST.ArrayType(ST.ArrayType(ST.LongType()))
+    literal = array_literal(spark, long_arrays_layout(arrays), nested)
+    assert literal is not None
+    got = spark.range(1).select(literal.alias("a"), F.get(F.get(literal, F.lit(5)), F.lit(63)).alias("x"),
+                                F.get(F.get(literal, F.lit(2)), F.lit(3)).alias("past")).first()
+    assert got["a"] == [None if a is None else a.tolist() for a in arrays]
+    assert got["x"] == (None if arrays[5] is None else int(arrays[5][63])) and got["past"] is None
+    flat = arrays[8] if arrays[8] is not None else np.arange(130, dtype=np.int64)
+    for values, kind in (([], nested), (flat, ST.ArrayType(ST.LongType()))):
+        one = array_literal(spark, long_arrays_layout(values) if kind == nested else long_array_layout(values), kind)
+        assert spark.range(1).select(one.alias("a")).first()["a"] == list(values)
+
+
 def test_spark_reports_the_names_the_ids_are_hashed_from(spark, warehouse):
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table("db.names", "id bigint, p string", partition_by=["p"])
@@ -389,10 +414,18 @@ def test_deletes_as_a_filter_of_the_scan_agree_with_the_join(spark, warehouse, m
         return (sorted(tuple(r) for r in t.to_df().collect()),
                 sorted(tuple(r) for r in t.to_df(columns=["v", "id", "_pos"]).collect()),
                 sorted(r["id"] for r in t.to_df(filter="id >= 100 AND v != '200'").collect()))
+    made = []  # (the filter's array: a literal made in the JVM)
+    real_made = positions._scan_filter_literals
+    monkeypatch.setattr(positions, "_scan_filter_literals",
+                        lambda *a: made.append(real_made(*a)) or made[-1])
     filtered = reads()
     assert used and all(u is not None for u in used)  # (each read took the filter)
+    assert made and all(m is not None for m in made)
     assert filtered[0] == [(i, str(i % 4), str(i)) for i in kept]
     assert filtered[2] == [i for i in kept if i >= 100 and i != 200]
+    monkeypatch.setattr(positions, "_scan_filter_literals", lambda *a: None)  # the array read by a scalar subquery
+    positions.per_session(spark, "bitmaps", positions.LRU).clear()  # (the literals the reads above kept)
+    assert reads() == filtered
     monkeypatch.setattr(reader, "position_scan_filter", lambda *a: None)  # the join of bitmaps
     assert reads() == filtered
     with_file = sorted((r["v"], r["id"], r["_pos"]) for r in t.to_df(columns=["v", "id", "_pos", "_file"]).collect())
@@ -400,7 +433,7 @@ def test_deletes_as_a_filter_of_the_scan_agree_with_the_join(spark, warehouse, m
 
 
 def test_the_scan_filter_of_another_snapshot_compiles_no_new_code(spark, warehouse, monkeypatch):
-    # the slots' shift and mask travel with the bitmaps in the scalar subquery's value, not in the filter's text:
+    # the slots' shift and mask travel with the bitmaps, in literals the code refers to, not in the filter's text:
     # a read after a commit that deleted from other files (other slots) runs the classes Spark compiled for the
     # read before it, as Iceberg Java's reader does, instead of compiling (and the JVM warming) new ones
     from sparkberg.read.fileids import FileSlots

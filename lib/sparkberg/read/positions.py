@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
@@ -25,6 +25,7 @@ from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_c
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileSlots, name_slice
 from sparkberg.spark.frames import arrow_dataframe, local_dataframe, map_in_arrow, scalar_of
+from sparkberg.spark.jvm import array_literal, long_array_layout, long_arrays_layout
 from sparkberg.spark.session import per_session
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
@@ -300,13 +301,11 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
         cache = delete_cache(spark)
         decoder = DeletedPositions(applies, src.limits, cache)
         if src.on_driver:  # cheaper here than as a Spark job
-            return _bitmap_filter(rows, _kept_frame(spark, cache, ("bitmaps", tuple(units)) + src.key,
-                                                    lambda: decoder.on_driver(units, derived),
-                                                    DeletedPositions.SPARK_SCHEMA))
+            return _bitmap_filter(rows, _kept(spark, cache, ("bitmaps", tuple(units)) + src.key,
+                                              lambda: decoder.on_driver(units, derived), _bitmaps_frame))
         if derived:  # (found here: their own bitmaps)
-            rows = _bitmap_filter(rows, _kept_frame(spark, cache, ("bitmaps", ()) + src.key,
-                                                    lambda: decoder.on_driver([], derived),
-                                                    DeletedPositions.SPARK_SCHEMA))
+            rows = _bitmap_filter(rows, _kept(spark, cache, ("bitmaps", ()) + src.key,
+                                              lambda: decoder.on_driver([], derived), _bitmaps_frame))
         if not units:
             return rows
         return _bitmap_filter(rows, map_in_arrow(local_dataframe(spark, [(u,) for u in units], "unit string"),
@@ -329,24 +328,32 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
     return rows.join(maybe_broadcast(d, src.total, src.tuning), rows["_row"] == d["_del_row"], "left_anti").drop("_row")
 
 
-def _kept_frame(spark, cache: DeleteCache | None, key: tuple, make, schema: ST.StructType) -> DataFrame:
-    """The Arrow table ``make()`` returns (bitmaps of deleted positions) as a DataFrame of ``schema``, which the
-    session keeps by ``key`` (what the table is made of) while the delete cache is on: a repeated read of a
-    merge-on-read table neither remakes its bitmaps nor sends them to Spark again. At most a quarter of the delete cache's bound is kept, in at most
-    :data:`KEPT_FRAMES` DataFrames. (A kept DataFrame joined into several reads keeps its columns' ids: Spark
-    gives a relation that appears twice in one query new ids, as it does for a table read twice.)"""
+def _kept(spark, cache: DeleteCache | None, key: tuple, make: Callable[[], pa.Table],
+          value: Callable[[Any, pa.Table], Any]) -> Any:
+    """What ``value(spark, table)`` makes of the Arrow table ``make()`` returns (bitmaps of deleted positions): a
+    DataFrame or a Column, which the session keeps by ``key`` (what the table is made of) while the delete cache is
+    on: a repeated read of a merge-on-read table neither remakes its bitmaps nor sends them to Spark again. At
+    most a quarter of the delete cache's bound is kept, in at most :data:`KEPT_VALUES` values; a value that is
+    None (a way the session does not offer) is not kept. (A kept DataFrame joined into several reads keeps its
+    columns' ids: Spark gives a relation that appears twice in one query new ids, as it does for a table read
+    twice.)"""
     kept = per_session(spark, "bitmaps", LRU) if cache is not None else None
     hit = kept.get(key) if kept is not None else None
     if hit is not None:
         return hit
     table = make()
-    out = arrow_dataframe(spark, table, schema)
-    if kept is not None and table.nbytes <= cache.max_bytes // 4:
-        kept.put(key, out, table.nbytes, cache.max_bytes // 4, KEPT_FRAMES)
+    out = value(spark, table)
+    if out is not None and kept is not None and table.nbytes <= cache.max_bytes // 4:
+        kept.put(key, out, table.nbytes, cache.max_bytes // 4, KEPT_VALUES)
     return out
 
 
-KEPT_FRAMES = 32  # bitmap DataFrames a session keeps (_kept_frame)
+KEPT_VALUES = 32  # bitmap DataFrames and literals a session keeps (_kept)
+
+
+def _bitmaps_frame(spark, bitmaps: pa.Table) -> DataFrame:
+    """:class:`DeletedPositions` rows as a DataFrame, one row per data file, to join."""
+    return arrow_dataframe(spark, bitmaps, DeletedPositions.SPARK_SCHEMA)
 
 
 # the scan filter's one value: how to find each row's slot (bits from ``shift`` of its file name's hash, ``mask``
@@ -360,10 +367,11 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
     """A filter for the rows of the data files of ``tasks`` (``ids``: their ids; all Parquet) that drops the
     rows their position deletes, DVs and derived positions (``src``) delete, to apply straight to Spark's Parquet
     relation: bit ``_metadata.row_index`` of the bitmap of the row's file, found by the file's slot
-    (:class:`FileSlots`) in one array of every file's bitmap. The array and the slots' shift and mask are one
-    value that a scalar subquery reads from a one-row local relation (:func:`~sparkberg.spark.frames.scalar_of`),
-    so the filter's generated code is the same for every snapshot and set of deletes: a read after a commit
-    reuses the classes Spark compiled, and the JVM compiled, for the read before it. No join, so no
+    (:class:`FileSlots`) in one array of every file's bitmap. The filter's generated code is the same for every
+    snapshot and set of deletes: a read after a commit reuses the classes Spark compiled, and the JVM compiled,
+    for the read before it. On a classic session the array, and the slots' shift and mask, are literals made in
+    the JVM (:func:`_scan_filter_literals`); elsewhere (Spark Connect) they are one value that a scalar subquery
+    reads from a one-row relation made from Arrow (:func:`~sparkberg.spark.frames.scalar_of`). No join, so no
     broadcast stage for Spark's adaptive execution to run and plan around, and no column added to the rows: the
     rows of files with deletes keep the plain read's columns, so they union with the rest of the table's as they
     are. None where the rows take :func:`apply_position_deletes` instead: Spark 3.5 over Spark Connect (no
@@ -378,14 +386,50 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
     cache = delete_cache(spark)
     decoder = DeletedPositions(src.applies, src.limits, cache)
     slot_of = dict(zip(ids, slots.slots))
-    value = scalar_of(_kept_frame(spark, cache, ("slots", tuple(units), slots.shift, slots.bits) + src.key,
-                                  lambda: _by_slot(decoder.on_driver(units, src.derived), slot_of, slots),
-                                  _SLOTS_SCHEMA))
-    if value is None:
-        return None
-    bitmap = F.get(value.getField("bitmaps"), name_slice(value.getField("shift"), value.getField("mask")))
-    word = F.get(bitmap, F.expr("int(shiftright(_metadata.row_index, 6))"))
+    key = (tuple(units), slots.shift, slots.bits) + src.key
+    found = None
+    if getattr(spark, "_jsparkSession", None) is not None:  # (a classic session: its JVM makes literals)
+        found = _kept(spark, cache, ("slots literals",) + key, lambda: decoder.on_driver(units, src.derived),
+                      lambda spark, table: _scan_filter_literals(spark, table, slot_of, slots))
+    if found is not None:
+        bitmaps, params = found
+        zero = F.expr("int(least(_metadata.row_index, 0))")
+        slot = name_slice(F.get(params, zero).cast("int"), F.get(params, zero + 1))
+    else:
+        value = scalar_of(_kept(spark, cache, ("slots",) + key, lambda: decoder.on_driver(units, src.derived),
+                                lambda spark, table: arrow_dataframe(spark, _by_slot(table, slot_of, slots),
+                                                                     _SLOTS_SCHEMA)))
+        if value is None:
+            return None
+        bitmaps, slot = value.getField("bitmaps"), name_slice(value.getField("shift"), value.getField("mask"))
+    word = F.get(F.get(bitmaps, slot), F.expr("int(shiftright(_metadata.row_index, 6))"))
     return F.coalesce(word.bitwiseAND(F.expr("shiftleft(1L, int(_metadata.row_index & 63))")), F.lit(0)) == 0
+
+
+def _scan_filter_literals(spark, bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots
+                          ) -> tuple[Column, Column] | None:
+    """The scan filter's array of bitmaps (:func:`_slot_bitmaps`) and its slots' [shift, mask] as two literals made
+    in the JVM from their bytes as Spark holds them (:func:`~sparkberg.spark.jvm.array_literal`; None where the
+    session cannot make them): in a fresh process, a scheduled job's, a one-row relation from Arrow and its
+    scalar subquery cost the read more than all of this. Spark's generated code refers to array literals rather
+    than writing them in; the filter reads the shift and mask from theirs at an index computed from each row
+    (``least(_metadata.row_index, 0)``, always 0) so that constant folding does not write them into the code."""
+    import numpy as np
+    array = array_literal(spark, long_arrays_layout(_slot_bitmaps(bitmaps, slot_of, slots)),
+                          _SLOTS_SCHEMA["_slots"].dataType["bitmaps"].dataType)
+    params = array_literal(spark, long_array_layout(np.array([slots.shift, (1 << slots.bits) - 1], np.int64)),
+                           ST.ArrayType(ST.LongType()))
+    return None if array is None or params is None else (array, params)
+
+
+def _slot_bitmaps(bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots) -> list[Any]:
+    """:class:`DeletedPositions` rows as the ``2 ** slots.bits`` bitmaps (numpy int64 arrays) of the scan filter's
+    array, each file's at its slot (None where no file's is)."""
+    out: list[Any] = [None] * (1 << slots.bits)
+    words = bitmaps.column("_bitmap").combine_chunks()
+    for row, fid in enumerate(bitmaps.column("_bm_file").to_pylist()):
+        out[slot_of[fid]] = words[row].values.to_numpy(zero_copy_only=False)
+    return out
 
 
 def _by_slot(bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots) -> pa.Table:

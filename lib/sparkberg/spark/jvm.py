@@ -1,7 +1,8 @@
 """The one module that reaches into the JVM through py4j (classic sessions only), where PySpark's public API
 lacks what sparkberg needs or costs a py4j call per item: an Arrow table handed to Spark 3.5 without pandas,
-Arrow stages (``mapInArrow``) made without importing pandas, a scalar subquery on Spark 3.5, Parquet reads whose resolved relations are kept, paths sent in one call, and the
-JVM's active session. Every function here falls back to the public API (or returns None for its caller's other
+an array literal made from bytes in Spark's own layout, Arrow stages (``mapInArrow``) made without importing
+pandas, a scalar subquery on Spark 3.5, Parquet reads whose resolved relations are kept, paths sent in one call,
+and the JVM's active session. Every function here falls back to the public API (or returns None for its caller's other
 way) where Spark's internals moved, and does nothing JVM-side on Spark Connect, which has no JVM on the client.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sparkberg import state
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame, DataFrameReader
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import ArrayType, StructType
 
 def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFrame | None:
     """A classic PySpark 3.5 DataFrame of an Arrow table's batches (None for a session without a JVM, or where
@@ -56,6 +57,73 @@ def _arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFr
     with session_setting(spark, _LOCAL_RELATION_THRESHOLD, "0", lazy):
         jdf = jvm_static(jvm, _SQL_UTILS + "toDataFrame")(jrdd, struct.json(), spark._jsparkSession)
     return ClassicDataFrame(jdf, spark)
+
+
+def _header(n: int) -> int:
+    """The longs that open an ``UnsafeArrayData`` of ``n`` elements: its count, then a bit per element."""
+    return 1 + (n + 63) // 64
+
+
+def long_array_layout(values: Any) -> bytes:
+    """An ``array<bigint>`` value (``values``: a numpy int64 array, no nulls) in the layout of Spark's
+    ``UnsafeArrayData``: the element count (a long), a bit per element (set where it is null) in as many longs
+    as that takes, then the elements. Little-endian, as Spark reads its memory on a little-endian JVM (the only
+    kind :func:`array_literal` hands it to)."""
+    import numpy as np
+    out = np.zeros(_header(len(values)) + len(values), np.int64)
+    out[0] = len(values)
+    out[_header(len(values)):] = values
+    return out.astype("<i8").tobytes()
+
+
+def long_arrays_layout(arrays: Sequence[Any]) -> bytes:
+    """An ``array<array<bigint>>`` value, its elements ``arrays`` (numpy int64 arrays, or None for a null
+    element), in the layout of Spark's ``UnsafeArrayData``: the element count and null bits, a long per element,
+    the offset from the value's start and the size in bytes of its array (offset << 32 | size), then each array
+    as :func:`long_array_layout` lays it out."""
+    import numpy as np
+    n = len(arrays)
+    sizes = [0 if a is None else _header(len(a)) + len(a) for a in arrays]
+    out = np.zeros(_header(n) + n + sum(sizes), np.int64)
+    out[0] = n
+    nulls = np.zeros((_header(n) - 1) * 8, np.uint8)
+    at = _header(n) + n  # (where the next element's array goes, in longs from the value's start)
+    for i, (a, size) in enumerate(zip(arrays, sizes)):
+        if a is None:
+            nulls[i >> 3] |= 1 << (i & 7)
+            continue
+        out[_header(n) + i] = (at * 8) << 32 | size * 8
+        out[at] = len(a)
+        out[at + _header(len(a)):at + size] = a
+        at += size
+    out[1:_header(n)] = nulls.view(np.int64)
+    return out.astype("<i8").tobytes()
+
+
+def array_literal(spark, data: bytes, kind: ArrayType) -> Column | None:
+    """A literal of array type ``kind`` made in the JVM from ``data``, the value's bytes in Spark's own layout
+    (:func:`long_array_layout`, :func:`long_arrays_layout`): no relation and no conversion of its elements, where
+    a one-row relation from Arrow has the JVM read and convert every element, and a scalar subquery of it makes
+    each query plan and run one more query (in a fresh process, a scheduled job's, its first of each). Spark's
+    generated code refers to the value rather than writing it in. Classic sessions only: None over Spark
+    Connect, on a JVM that is not little-endian, or where Spark's internals moved."""
+    if getattr(spark, "_jsparkSession", None) is None:
+        return None
+    try:
+        from pyspark.sql import Column as AnyColumn
+        jvm = spark._jvm
+        if str(jvm_static(jvm, "java.nio.ByteOrder.nativeOrder")().toString()) != "LITTLE_ENDIAN":
+            return None
+        value = jvm_static(jvm, "org.apache.spark.sql.catalyst.expressions.UnsafeArrayData")()
+        value.pointTo(bytearray(data), jvm_static(jvm, "org.apache.spark.unsafe.Platform").BYTE_ARRAY_OFFSET,
+                      len(data))
+        literal = jvm_static(jvm, "org.apache.spark.sql.catalyst.expressions.Literal")(
+            value, spark._jsparkSession.parseDataType(kind.json()))
+        if spark_version(spark) >= (4, 0):
+            return AnyColumn(jvm_static(jvm, "org.apache.spark.sql.classic.ExpressionUtils.column")(literal))
+        return AnyColumn(jvm_static(jvm, "org.apache.spark.sql.Column")(literal))
+    except Exception:  # noqa: BLE001 - Spark or PySpark internals that moved: the caller's other way
+        return None
 
 
 _LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
