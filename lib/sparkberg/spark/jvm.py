@@ -2,8 +2,9 @@
 lacks what sparkberg needs or costs a py4j call per item: an Arrow table handed to Spark 3.5 without pandas,
 an array literal made from bytes in Spark's own layout, Arrow stages (``mapInArrow``) made without importing
 pandas, a scalar subquery on Spark 3.5, Parquet reads whose resolved relations are kept, paths sent in one call,
-and the JVM's active session. Every function here falls back to the public API (or returns None for its caller's other
-way) where Spark's internals moved, and does nothing JVM-side on Spark Connect, which has no JVM on the client.
+and the JVM's active session. Every function here falls back to the public API (or returns None for its
+caller's other way) where Spark's internals moved, and does nothing JVM-side on Spark Connect, which has no JVM
+on the client.
 """
 from __future__ import annotations
 
