@@ -422,22 +422,27 @@ def _scan_filter_literals(spark, bitmaps: pa.Table, slot_of: dict[int, int], slo
     return None if array is None or params is None else (array, params)
 
 
+def _rows_by_slot(bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots) -> list[int | None]:
+    """For each of the ``2 ** slots.bits`` slots, the row of :class:`DeletedPositions` rows whose file has it
+    (None where no file with a bitmap does)."""
+    rows: list[int | None] = [None] * (1 << slots.bits)
+    for row, fid in enumerate(bitmaps.column("_bm_file").to_pylist()):
+        rows[slot_of[fid]] = row
+    return rows
+
+
 def _slot_bitmaps(bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots) -> list[Any]:
     """:class:`DeletedPositions` rows as the ``2 ** slots.bits`` bitmaps (numpy int64 arrays) of the scan filter's
     array, each file's at its slot (None where no file's is)."""
-    out: list[Any] = [None] * (1 << slots.bits)
     words = bitmaps.column("_bitmap").combine_chunks()
-    for row, fid in enumerate(bitmaps.column("_bm_file").to_pylist()):
-        out[slot_of[fid]] = words[row].values.to_numpy(zero_copy_only=False)
-    return out
+    return [None if row is None else words[row].values.to_numpy(zero_copy_only=False)
+            for row in _rows_by_slot(bitmaps, slot_of, slots)]
 
 
 def _by_slot(bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots) -> pa.Table:
     """:class:`DeletedPositions` rows as the one value of :data:`_SLOTS_SCHEMA`: the slots' shift and mask, and the
     array of ``2 ** slots.bits`` bitmaps, each file's at its slot (null where no file's is)."""
-    rows: list[int | None] = [None] * (1 << slots.bits)
-    for row, fid in enumerate(bitmaps.column("_bm_file").to_pylist()):
-        rows[slot_of[fid]] = row
+    rows = _rows_by_slot(bitmaps, slot_of, slots)
     by_slot = bitmaps.column("_bitmap").combine_chunks().take(pa.array(rows, pa.int32()))
     value = pa.StructArray.from_arrays(
         [pa.array([slots.shift], pa.int32()), pa.array([(1 << slots.bits) - 1], pa.int64()),
