@@ -5,12 +5,15 @@ numpy; there each Arrow compute call (``fill_null``, ``is_valid``, ``binary_leng
 so these read the validity bitmap, the values and the offsets directly. Each returns a new array the caller may
 change; null slots never show the bytes that happen to sit under them.
 
-The other way, :func:`from_numpy`, :func:`from_python` and :func:`strings` assemble arrays from buffers, and
-:func:`empty_table` makes a table of no rows. ``pa.array`` and ``pa.scalar`` of anything but Arrow data import
-pandas whenever it is installed (pyarrow asks whether the input is a pandas object), and so do ``to_numpy`` and
-``Schema.empty_table``; the code a write runs on the executors builds and reads its arrays with these, so a
-Python worker that only writes files never imports pandas (a cost at each fresh worker's start), and neither
-does the driver's planning.
+The other way, :func:`from_numpy`, :func:`from_bools`, :func:`from_python`, :func:`strings`, :func:`indices`
+and :func:`scalar` assemble arrays and scalars from buffers, and :func:`empty_table` makes a table of no rows.
+``pa.array`` and ``pa.scalar`` of anything but Arrow data import pandas whenever it is installed (pyarrow asks
+whether the input is a pandas object), and so do ``to_numpy``, ``Schema.empty_table`` and every compute call
+given a Python value (made a scalar by ``pa.scalar``). The code a write runs on the executors builds and reads
+its arrays with these, and so does planning where compiled code decodes the manifests, so neither imports pandas
+(a cost at each fresh process's and worker's start). The reference decoder, which reads small manifests (and a
+distributed plan's first delete manifests in each worker), builds its columns from Python values with
+``pa.array``.
 """
 from __future__ import annotations
 
@@ -79,7 +82,7 @@ def value_codes(arr: pa.Array) -> tuple[np.ndarray, list]:
     the values with a code of its own, so every row has a code."""
     import pyarrow.compute as pc  # (put off: most users of this module need none of it)
     enc = pc.dictionary_encode(arr, null_encoding="encode")
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+    return int_values(enc.indices)[0], enc.dictionary.to_pylist()  # (no null index: nulls are encoded)
 
 
 def float_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -119,6 +122,32 @@ def from_numpy(values: np.ndarray, type: pa.DataType, valid: np.ndarray | None =
         return pa.Array.from_buffers(type, n, [None, pa.py_buffer(values)], null_count=0)
     bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(type, n, [bits, pa.py_buffer(values)], null_count=n - int(np.count_nonzero(valid)))
+
+
+def from_bools(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """A ``bool`` Arrow array of ``values`` (numpy bools), null where ``valid`` (bools) is false."""
+    values = np.asarray(values, bool)
+    n = len(values)
+    data = pa.py_buffer(np.packbits(values, bitorder="little"))
+    if valid is None or valid.all():
+        return pa.Array.from_buffers(pa.bool_(), n, [None, data], null_count=0)
+    bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(pa.bool_(), n, [bits, data], null_count=n - int(np.count_nonzero(valid)))
+
+
+def scalar(value: int | float | bool | str, type: pa.DataType) -> pa.Scalar:
+    """An Arrow scalar of ``type`` (a fixed-width number, ``bool`` or ``string``) holding ``value``, for the
+    compute functions, which make a Python value a scalar through ``pa.scalar``."""
+    if pa.types.is_boolean(type):
+        return from_bools(np.array([value], bool))[0]
+    if pa.types.is_string(type):
+        return strings([value])[0]
+    return from_numpy(np.array([value], np.dtype(type.to_pandas_dtype())), type)[0]
+
+
+def indices(rows: np.ndarray | list[int]) -> pa.Array:
+    """Row numbers as the ``int64`` array ``take`` reads."""
+    return from_numpy(np.asarray(rows, np.int64), pa.int64())
 
 
 def strings(values: list[str | None]) -> pa.Array:

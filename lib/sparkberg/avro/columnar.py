@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkberg.arrays import from_bools, from_numpy, scalar
 from sparkberg.avro import compiled
 from sparkberg.avro.compiled import Unsupported
 from sparkberg.avro.schemas import field_ids, non_null
@@ -262,13 +263,13 @@ def _compiled_columns(data: bytes | Sequence[bytes], schema_json: str, entry_ids
             offsets, valid = cols.offsets(path)
             item = non_null(avro_type)["items"]
             values = _compiled_leaf(cols, path + (compiled.ITEMS,), item, _TYPES[name].value_type)
-            columns[name] = pa.ListArray.from_arrays(pa.array(offsets), values,
-                                                     mask=None if valid.all() else pa.array(~valid))
+            columns[name] = pa.ListArray.from_arrays(from_numpy(offsets, pa.int32()), values,
+                                                     mask=None if valid.all() else from_bools(~valid))
         else:
             columns[name] = _compiled_leaf(cols, path, avro_type, _TYPES[name])
     if columns["file_path"].null_count or columns["record_count"].null_count:
         raise ValueError("required data_file field is null")
-    columns["content"] = pc.fill_null(columns["content"], 0)
+    columns["content"] = pc.fill_null(columns["content"], scalar(0, columns["content"].type))
     columns["file_format"] = pc.utf8_lower(columns["file_format"])
     partition = {}
     for i, f in enumerate(part_schema.get("fields", [])):
@@ -287,12 +288,13 @@ def _compiled_leaf(cols, path: tuple[str, ...], avro_type: Any, to: pa.DataType)
         arr = cols.binary(path, string=base == "string")
     elif base in ("int", "long", "boolean", "enum"):
         values, valid = cols.ints(path)
-        arr = pa.array(values != 0 if base == "boolean" else values, mask=None if valid.all() else ~valid)
+        arr = from_bools(values != 0, valid) if base == "boolean" else \
+            from_numpy(np.asarray(values, np.int64), pa.int64(), valid)
     elif base in ("float", "double"):
         values, valid = cols.floats(path)
         values = np.where(valid, values, 0.0)  # (a null's slot holds whatever was there)
-        arr = pa.array(values.astype(np.float32) if base == "float" else values,
-                       mask=None if valid.all() else ~valid)
+        arr = from_numpy(values.astype(np.float32), pa.float32(), valid) if base == "float" else \
+            from_numpy(np.asarray(values, np.float64), pa.float64(), valid)
     else:
         raise compiled.Unsupported(f"{'.'.join(path)}: {avro_type}")
     return arr if arr.type == to else arr.cast(to)
@@ -309,9 +311,9 @@ def _compiled_map(cols, path: tuple[str, ...], value_type: pa.DataType) -> pa.Ar
         values = cols.binary(value_path)
     else:
         raw, values_valid = cols.ints(value_path)
-        values = pa.array(raw, mask=None if values_valid.all() else ~values_valid)
-    return pa.MapArray.from_arrays(pa.array(offsets), pa.array(keys.astype(np.int32)), values.cast(value_type),
-                                   mask=None if valid.all() else pa.array(~valid))
+        values = from_numpy(np.asarray(raw, np.int64), pa.int64(), values_valid)
+    return pa.MapArray.from_arrays(from_numpy(offsets, pa.int32()), from_numpy(keys.astype(np.int32), pa.int32()),
+                                   values.cast(value_type), mask=None if valid.all() else from_bools(~valid))
 
 
 def _compiled_map_get(cols, path: tuple[str, ...], value_type: pa.DataType, key: int) -> pa.Array:
@@ -336,7 +338,7 @@ def _compiled_map_get(cols, path: tuple[str, ...], value_type: pa.DataType, key:
         return compiled.binary_array(data, starts[index], lengths[index], found & valid[index])
     values, valid = cols.ints(value_path)
     found &= valid[index]
-    return pa.array(values[index], mask=None if found.all() else ~found).cast(value_type)
+    return from_numpy(np.asarray(values[index], np.int64), pa.int64(), found).cast(value_type)
 
 
 def _compiled_partition(cols, path: tuple[str, ...], avro_type: Any, target: pa.DataType | None) -> pa.Array:
@@ -474,7 +476,7 @@ class ManifestListColumns:
         if self._objects is not None:
             return list(self._objects) if rows is None else [self._objects[i] for i in np.asarray(rows).tolist()]
         rows = np.arange(self.num_rows) if rows is None else np.asarray(rows, np.int64)
-        take = pa.array(rows, pa.int64())
+        take = from_numpy(rows, pa.int64())
         values = {"manifest_path": self._paths.take(take).to_pylist(),
                   "key_metadata": self._key_metadata.take(take).to_pylist()}
         for attr, (raw, valid) in self._ints.items():
@@ -487,7 +489,7 @@ class ManifestListColumns:
             starts, ends, listed = offsets[rows], offsets[rows + 1], list_valid[rows]
             items = np.concatenate([np.arange(a, b) for a, b in zip(starts[listed], ends[listed])]) \
                 if listed.any() else np.zeros(0, np.int64)
-            take = pa.array(items, pa.int64())
+            take = from_numpy(np.asarray(items, np.int64), pa.int64())
             # each summary's values as Python objects, in the order of ``items``
             fields = zip(nulls[items].tolist(), np.where(nans_valid[items], nans[items], -1).tolist(),
                          lower.take(take).to_pylist(), upper.take(take).to_pylist())
@@ -517,7 +519,7 @@ class ManifestListColumns:
             nulls = pa.nulls(n, pa.binary())
             return known, np.zeros(n, bool), np.full(n, -1, np.int8), nulls, nulls
         nan = np.where(nans_valid[item], nans[item].astype(np.int8), np.int8(-1))
-        take = pa.array(item, mask=~known)
+        take = from_numpy(np.asarray(item, np.int64), pa.int64(), known)
         return known, contains_null[item] & known, nan, lower.take(take), upper.take(take)
 
 

@@ -31,7 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkberg.arrays import value_codes
+from sparkberg.arrays import (
+    from_bools, from_numpy, indices, int_values, scalar, strings, true_mask, valid_mask, value_codes,
+)
 from sparkberg.expressions.evaluators import INTEGRAL_TYPES
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, sequence_applies
@@ -229,13 +231,13 @@ def _sorted_deletes(deletes: pa.Table) -> pa.Table:
     ties = np.ones(n - 1, bool)
     for c in DELETE_STRUCT[:DELETE_STRUCT.index("equality_ids")]:
         a, b = ordered.column(c).slice(0, n - 1), ordered.column(c).slice(1)
-        ties &= pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b))).to_numpy()
+        ties &= true_mask(pc.equal(a, b)) | (~valid_mask(a) & ~valid_mask(b))
     tied = np.flatnonzero(ties)
     if len(tied):
         ids = ordered.column("equality_ids").to_pylist()
         if any(ids[i] != ids[i + 1] for i in tied.tolist()):
             rows = ordered.select(list(DELETE_STRUCT)).to_pylist()
-            ordered = ordered.take(pa.array(sorted(range(n), key=lambda i: delete_sort_key(rows[i])), pa.int64()))
+            ordered = ordered.take(indices(sorted(range(n), key=lambda i: delete_sort_key(rows[i]))))
     return ordered
 
 
@@ -244,7 +246,7 @@ def _partition_keys(spec_ids: pa.Array, partition: pa.StructArray) -> tuple[list
     dict key) and the index of each row's key: one Python tuple per distinct partition, not per row."""
     columns = [spec_ids] + [partition.field(i) for i in range(partition.type.num_fields)]
     if all(pa.types.is_integer(c.type) and c.null_count == 0 for c in columns):
-        found = _integral_keys([c.to_numpy().astype(np.int64) for c in columns])
+        found = _integral_keys([int_values(c)[0] for c in columns])
         if found is not None:
             return found
     codes, dictionaries = [], []
@@ -285,7 +287,8 @@ class DeleteMatcher:
     def __init__(self, deletes: pa.Table, unpartitioned: set[int], required: frozenset = frozenset(),
                  prunable: frozenset = frozenset()):
         # sorted once as the plan lists them (the local planner's order), so each file's deletes come out sorted
-        entries = _sorted_deletes(deletes.filter(pc.not_equal(deletes.column("content"), 0)))
+        entries = _sorted_deletes(deletes.filter(pc.not_equal(deletes.column("content"),
+                                                              scalar(0, deletes.schema.field("content").type))))
         n = entries.num_rows
         self.required, self.prunable = required, prunable
         self.size = n
@@ -298,8 +301,8 @@ class DeleteMatcher:
         struct_type = pa.struct([deletes.schema.field(k) for k in DELETE_STRUCT])
         self.structs = pa.StructArray.from_arrays([column(k) for k in DELETE_STRUCT], fields=list(struct_type))
         self.list_type = pa.list_(struct_type)
-        self.seq = column("sequence_number").to_numpy(zero_copy_only=False).astype(np.int64)
-        self.content = column("content").to_numpy(zero_copy_only=False).astype(np.int8)
+        self.seq = int_values(column("sequence_number"))[0]
+        self.content = int_values(column("content"))[0].astype(np.int8)
         self.refs = column("referenced_data_file", pa.string())
         self.lower = column("_path_lower", pa.string())
         self.upper = column("_path_upper", pa.string())
@@ -313,21 +316,21 @@ class DeleteMatcher:
         # the rest by (spec, partition); each group's members in the sorted order
         spec_ids = column("spec_id")
         is_dv = (self.content == POSITION_DELETES) & \
-            pc.fill_null(pc.equal(column("file_format"), "puffin"), False).to_numpy(zero_copy_only=False)
+            true_mask(pc.equal(column("file_format", pa.string()), scalar("puffin", pa.string())))
         is_global = (self.content == EQUALITY_DELETES) & \
-            np.isin(spec_ids.to_numpy(zero_copy_only=False), np.array(sorted(unpartitioned), np.int64))
+            np.isin(int_values(spec_ids)[0], np.array(sorted(unpartitioned), np.int64))
         dvs: dict[str, list[int]] = defaultdict(list)
         dv_index = np.flatnonzero(is_dv)
-        for i, ref in zip(dv_index.tolist(), self.refs.take(pa.array(dv_index, pa.int64())).to_pylist()):
+        for i, ref in zip(dv_index.tolist(), self.refs.take(indices(dv_index)).to_pylist()):
             dvs[ref].append(i)
-        self.dv_refs = pa.array(list(dvs), pa.string())
+        self.dv_refs = strings(list(dvs))
         self.dvs = _Groups(list(dvs.values()))
         global_eq = np.flatnonzero(is_global).tolist()
         self.global_eq = _Groups([global_eq] if global_eq else [])
         scoped = np.flatnonzero(~is_dv & ~is_global)
         members: dict[tuple, list[np.ndarray]] = defaultdict(list)
         if len(scoped):
-            take = pa.array(scoped, pa.int64())
+            take = indices(scoped)
             keys, inverse = _partition_keys(spec_ids.take(take), column("partition").take(take))
             order = np.argsort(inverse, kind="stable")
             for key, group in zip(keys, np.split(scoped[order], np.cumsum(np.bincount(inverse))[:-1])):
@@ -354,13 +357,13 @@ class DeleteMatcher:
         ``_has_bounds``): for each data file, the delete files that apply to it, sorted."""
         n = data.num_rows
         if not self.size or n == 0:
-            return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)), self.structs.slice(0, 0),
+            return pa.ListArray.from_arrays(from_numpy(np.zeros(n + 1, np.int32), pa.int32()), self.structs.slice(0, 0),
                                             type=self.list_type)
-        data_seq = data.column("sequence_number").to_numpy()
+        data_seq = int_values(data.column("sequence_number"))[0]
         paths = data.column("file_path").combine_chunks()
         # deletion vectors: by path, data sequence number <= theirs; a file with one ignores position delete files
-        dv_group = pc.fill_null(pc.index_in(paths, value_set=self.dv_refs), -1).to_numpy(zero_copy_only=False) \
-            if len(self.dv_refs) else np.full(n, -1)
+        found = pc.index_in(paths, value_set=self.dv_refs) if len(self.dv_refs) else None
+        dv_group = np.full(n, -1) if found is None else np.where(valid_mask(found), int_values(found)[0], -1)
         dv_rows, dv_dels = self.dvs.pairs(dv_group.astype(np.int64))
         dv_keep = sequence_applies(POSITION_DELETES, data_seq[dv_rows], self.seq[dv_dels])
         dv_rows, dv_dels = dv_rows[dv_keep], dv_dels[dv_keep]
@@ -384,23 +387,24 @@ class DeleteMatcher:
         rows, dels = rows[order], dels[order]
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
-        return pa.ListArray.from_arrays(pa.array(offsets), self.structs.take(pa.array(dels)), type=self.list_type)
+        return pa.ListArray.from_arrays(from_numpy(offsets, pa.int32()), self.structs.take(indices(dels)),
+                                        type=self.list_type)
 
     def _in_reach(self, paths: pa.Array, rows: np.ndarray, dels: np.ndarray, pos: np.ndarray) -> np.ndarray:
         """Of position delete candidates (``pos``), those that name no other file (``referenced_data_file``)
         and whose ``file_path`` bounds hold the data file's path (UTF-8 byte order, as Iceberg Java)."""
         idx = np.flatnonzero(pos)
-        path = paths.take(pa.array(rows[idx]))
-        take = pa.array(dels[idx])
-        ok = pa.array(np.ones(len(idx), bool))
+        path = paths.take(indices(rows[idx]))
+        take = indices(dels[idx])
+        ok = from_bools(np.ones(len(idx), bool))
         for bound, op in ((self.refs, pc.equal), (self.lower, pc.greater_equal), (self.upper, pc.less_equal)):
             if bound.null_count == len(bound):
                 continue
             b = bound.take(take)
             if b.null_count < len(b):
-                ok = pc.and_(ok, pc.or_kleene(b.is_null(), pc.fill_null(op(path, b), False)))
+                ok = pc.and_(ok, pc.or_kleene(b.is_null(), from_bools(true_mask(op(path, b)))))
         out = np.ones(len(pos), bool)
-        out[idx] = ok.to_numpy(zero_copy_only=False)
+        out[idx] = true_mask(ok)
         return out
 
     def _by_eq_stats(self, data: pa.Table, rows: np.ndarray, dels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -409,7 +413,7 @@ class DeleteMatcher:
         if len(eq) == 0:
             return rows, dels
         wanted = np.unique(rows[eq])
-        table = data.select(["_eq_stats", "_has_bounds"]).take(pa.array(wanted)).to_pylist()
+        table = data.select(["_eq_stats", "_has_bounds"]).take(indices(wanted)).to_pylist()
         stats = {int(r): _stats_of(e) for r, e in zip(wanted, table)}
         keep = np.ones(len(rows), bool)
         for j in eq:

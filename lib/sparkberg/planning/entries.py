@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import empty_table, int_values, valid_mask, value_codes
+from sparkberg.arrays import empty_table, from_numpy, int_values, strings, valid_mask, value_codes
 from sparkberg.avro.cache import ManifestCache
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
 from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
@@ -363,7 +363,7 @@ class EntryDecoder:
                                     int_values(c["record_count"])[0], *given)
         for name, before, after in zip(names, given, inherited):
             if after is not before:
-                c[name] = pa.array(after[0], pa.int64(), mask=~after[1])
+                c[name] = from_numpy(np.asarray(after[0], np.int64), pa.int64(), after[1])
         keep = np.ones(n, bool) if self.include_deleted else status != DELETED
         pfilter = self.partition_filters.get(spec_id, TRUE)
         if not isinstance(pfilter, AlwaysTrue) and keep.any():
@@ -373,7 +373,7 @@ class EntryDecoder:
             # column read would cost as much as testing them)
             vectorized = getattr(self.metrics_filter, "mask", None)
             mask = None if vectorized is None else vectorized(
-                c["content"].to_numpy(zero_copy_only=False), c["record_count"].to_numpy(zero_copy_only=False),
+                int_values(c["content"])[0], int_values(c["record_count"])[0],
                 mc.value)
             if mask is not None:
                 keep &= mask
@@ -381,18 +381,19 @@ class EntryDecoder:
                 idx = np.flatnonzero(keep)
                 keep[idx] = self._metrics_mask(c, idx)
         kept_rows = np.flatnonzero(keep)
-        idx = pa.array(kept_rows, pa.int64())
+        idx = from_numpy(np.asarray(kept_rows, np.int64), pa.int64())
         k = len(idx)
 
         def kept(arr: pa.Array) -> pa.Array:
             return arr if k == n else arr.take(idx)  # (most manifests of a full scan keep every entry)
         kept_which = which[kept_rows]
         out = {
-            "_manifest_ordinal": pa.array(np.array([o for _, o in manifests], np.int32)[kept_which]),
-            "_entry_ordinal": pa.array((kept_rows - first[kept_which]).astype(np.int32)),
-            "manifest_path": pa.array([mf.manifest_path for mf, _ in manifests], pa.string()).take(
-                pa.array(kept_which)) if "manifest_path" in self.entries_schema.names else None,
-            "spec_id": pa.array(np.full(k, spec_id, np.int32)),
+            "_manifest_ordinal": from_numpy(np.array([o for _, o in manifests], np.int32)[kept_which], pa.int32()),
+            "_entry_ordinal": from_numpy((kept_rows - first[kept_which]).astype(np.int32), pa.int32()),
+            "manifest_path": strings([mf.manifest_path for mf, _ in manifests]).take(
+                from_numpy(np.asarray(kept_which, np.int64), pa.int64()))
+            if "manifest_path" in self.entries_schema.names else None,
+            "spec_id": from_numpy(np.full(k, spec_id, np.int32), pa.int32()),
             "partition": kept(self._partition_struct(spec_id, mc.partition, n)),
         }
         for name in self.entries_schema.names:

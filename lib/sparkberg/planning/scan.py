@@ -12,12 +12,11 @@ from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import empty_table
+from sparkberg.arrays import empty_table, from_bools, int_values
 from sparkberg.avro.cache import manifest_cache
 from sparkberg.avro.columnar import ManifestListColumns
 from sparkberg.expressions.evaluators import (
@@ -270,8 +269,9 @@ class TaskDecoder:
         ``threads`` threads (:meth:`EntryDecoder.load_many`)."""
         entries = self.decoder.load_many(manifests, threads)
         content = entries.column("content")
-        if pc.any(pc.not_equal(content, 0)).as_py():
-            entries = entries.filter(pc.equal(content, 0))
+        data = int_values(content)[0] == 0
+        if not data.all():
+            entries = entries.filter(from_bools(data))
         columns = {"data_sequence_number": entries.column("sequence_number"),
                    "deletes": self.matcher.deletes_for(entries)}
         return pa.Table.from_arrays([columns[c] if c in columns else entries.column(c) for c in PLAN_COLUMNS],
