@@ -9,21 +9,11 @@ import subprocess
 import sys
 
 import pytest
+from pandas_watch import WATCH
 
 LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib")
 
-CHILD = r"""
-import json, sys, traceback
-first = []
-
-
-class Finder:  # (records where pandas is first imported, for the failure's message)
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" and not first:
-            first.append("".join(traceback.format_stack()[-16:-3]))
-
-
-sys.meta_path.insert(0, Finder())
+CHILD = WATCH + r"""
 import sparkberg
 from sparkberg.avro import compiled
 from sparkberg.expressions.predicates import bind

@@ -12,21 +12,11 @@ import uuid
 
 import pyarrow as pa
 import pytest
+from pandas_watch import WATCH
 
 LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib")
 
-CHILD = r"""
-import json, sys, traceback
-first = []
-
-
-class Finder:  # (records where pandas is first imported, for the failure's message)
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" and not first:
-            first.append("".join(traceback.format_stack()[-14:-3]))
-
-
-sys.meta_path.insert(0, Finder())
+CHILD = WATCH + r"""
 import pyarrow as pa
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec
