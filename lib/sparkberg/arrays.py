@@ -117,22 +117,23 @@ def from_numpy(values: np.ndarray, type: pa.DataType, valid: np.ndarray | None =
     values = np.ascontiguousarray(values)
     if values.dtype.itemsize * 8 != type.bit_width:
         raise TypeError(f"{values.dtype} values cannot make an array of {type}")
-    n = len(values)
+    bits, nulls = _validity(valid)
+    return pa.Array.from_buffers(type, len(values), [bits, pa.py_buffer(values)], null_count=nulls)
+
+
+def _validity(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
+    """The validity bitmap of ``valid`` (bools; None or all true: no bitmap) and its null count."""
     if valid is None or valid.all():
-        return pa.Array.from_buffers(type, n, [None, pa.py_buffer(values)], null_count=0)
-    bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(type, n, [bits, pa.py_buffer(values)], null_count=n - int(np.count_nonzero(valid)))
+        return None, 0
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), len(valid) - int(np.count_nonzero(valid))
 
 
 def from_bools(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
     """A ``bool`` Arrow array of ``values`` (numpy bools), null where ``valid`` (bools) is false."""
     values = np.asarray(values, bool)
-    n = len(values)
-    data = pa.py_buffer(np.packbits(values, bitorder="little"))
-    if valid is None or valid.all():
-        return pa.Array.from_buffers(pa.bool_(), n, [None, data], null_count=0)
-    bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(pa.bool_(), n, [bits, data], null_count=n - int(np.count_nonzero(valid)))
+    bits, nulls = _validity(valid)
+    return pa.Array.from_buffers(pa.bool_(), len(values), [bits, pa.py_buffer(np.packbits(values, bitorder="little"))],
+                                 null_count=nulls)
 
 
 def scalar(value: int | float | bool | str, type: pa.DataType) -> pa.Scalar:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkberg.arrays import from_bools, from_numpy, scalar
+from sparkberg.arrays import from_bools, from_numpy, indices, scalar
 from sparkberg.avro import compiled
 from sparkberg.avro.compiled import Unsupported
 from sparkberg.avro.schemas import field_ids, non_null
@@ -476,7 +476,7 @@ class ManifestListColumns:
         if self._objects is not None:
             return list(self._objects) if rows is None else [self._objects[i] for i in np.asarray(rows).tolist()]
         rows = np.arange(self.num_rows) if rows is None else np.asarray(rows, np.int64)
-        take = from_numpy(rows, pa.int64())
+        take = indices(rows)
         values = {"manifest_path": self._paths.take(take).to_pylist(),
                   "key_metadata": self._key_metadata.take(take).to_pylist()}
         for attr, (raw, valid) in self._ints.items():
@@ -489,7 +489,7 @@ class ManifestListColumns:
             starts, ends, listed = offsets[rows], offsets[rows + 1], list_valid[rows]
             items = np.concatenate([np.arange(a, b) for a, b in zip(starts[listed], ends[listed])]) \
                 if listed.any() else np.zeros(0, np.int64)
-            take = from_numpy(np.asarray(items, np.int64), pa.int64())
+            take = indices(items)
             # each summary's values as Python objects, in the order of ``items``
             fields = zip(nulls[items].tolist(), np.where(nans_valid[items], nans[items], -1).tolist(),
                          lower.take(take).to_pylist(), upper.take(take).to_pylist())

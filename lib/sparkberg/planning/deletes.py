@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkberg.arrays import (
-    from_bools, from_numpy, indices, int_values, scalar, strings, true_mask, valid_mask, value_codes,
+    from_numpy, indices, int_values, scalar, strings, true_mask, valid_mask, value_codes,
 )
 from sparkberg.expressions.evaluators import INTEGRAL_TYPES
 from sparkberg.spec import types as T
@@ -396,15 +396,15 @@ class DeleteMatcher:
         idx = np.flatnonzero(pos)
         path = paths.take(indices(rows[idx]))
         take = indices(dels[idx])
-        ok = from_bools(np.ones(len(idx), bool))
+        ok = np.ones(len(idx), bool)
         for bound, op in ((self.refs, pc.equal), (self.lower, pc.greater_equal), (self.upper, pc.less_equal)):
             if bound.null_count == len(bound):
                 continue
             b = bound.take(take)
             if b.null_count < len(b):
-                ok = pc.and_(ok, pc.or_kleene(b.is_null(), from_bools(true_mask(op(path, b)))))
+                ok &= ~valid_mask(b) | true_mask(op(path, b))  # (no bound: in reach)
         out = np.ones(len(pos), bool)
-        out[idx] = true_mask(ok)
+        out[idx] = ok
         return out
 
     def _by_eq_stats(self, data: pa.Table, rows: np.ndarray, dels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

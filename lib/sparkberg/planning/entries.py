@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import empty_table, from_numpy, int_values, strings, valid_mask, value_codes
+from sparkberg.arrays import empty_table, from_numpy, indices, int_values, strings, valid_mask, value_codes
 from sparkberg.avro.cache import ManifestCache
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
 from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
@@ -381,7 +381,7 @@ class EntryDecoder:
                 idx = np.flatnonzero(keep)
                 keep[idx] = self._metrics_mask(c, idx)
         kept_rows = np.flatnonzero(keep)
-        idx = from_numpy(np.asarray(kept_rows, np.int64), pa.int64())
+        idx = indices(kept_rows)
         k = len(idx)
 
         def kept(arr: pa.Array) -> pa.Array:
@@ -390,8 +390,7 @@ class EntryDecoder:
         out = {
             "_manifest_ordinal": from_numpy(np.array([o for _, o in manifests], np.int32)[kept_which], pa.int32()),
             "_entry_ordinal": from_numpy((kept_rows - first[kept_which]).astype(np.int32), pa.int32()),
-            "manifest_path": strings([mf.manifest_path for mf, _ in manifests]).take(
-                from_numpy(np.asarray(kept_which, np.int64), pa.int64()))
+            "manifest_path": strings([mf.manifest_path for mf, _ in manifests]).take(indices(kept_which))
             if "manifest_path" in self.entries_schema.names else None,
             "spec_id": from_numpy(np.full(k, spec_id, np.int32), pa.int32()),
             "partition": kept(self._partition_struct(spec_id, mc.partition, n)),
