@@ -9,13 +9,16 @@ The other way, :func:`from_numpy`, :func:`from_bools`, :func:`from_python`, :fun
 and :func:`scalar` assemble arrays and scalars from buffers, and :func:`empty_table` makes a table of no rows.
 ``pa.array`` and ``pa.scalar`` of anything but Arrow data import pandas whenever it is installed (pyarrow asks
 whether the input is a pandas object), and so do ``to_numpy``, ``Schema.empty_table`` and every compute call
-given a Python value (made a scalar by ``pa.scalar``). The code a write runs on the executors builds and reads
-its arrays with these, and so does planning where compiled code decodes the manifests, so neither imports pandas
-(a cost at each fresh process's and worker's start). The reference decoder, which reads small manifests (and a
-distributed plan's first delete manifests in each worker), builds its columns from Python values with
-``pa.array``.
+given a Python value (made a scalar by ``pa.scalar``). sparkberg builds its arrays of Python values with
+:func:`from_python` (the reference decoder's manifest columns, the rows a DataFrame is made of on the driver) and
+reads them with these, so neither a driver's plan nor a write's executors import pandas (a cost at each fresh
+process's and worker's start).
 """
 from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -136,14 +139,10 @@ def from_bools(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
                                  null_count=nulls)
 
 
-def scalar(value: int | float | bool | str, type: pa.DataType) -> pa.Scalar:
-    """An Arrow scalar of ``type`` (a fixed-width number, ``bool`` or ``string``) holding ``value``, for the
-    compute functions, which make a Python value a scalar through ``pa.scalar``."""
-    if pa.types.is_boolean(type):
-        return from_bools(np.array([value], bool))[0]
-    if pa.types.is_string(type):
-        return strings([value])[0]
-    return from_numpy(np.array([value], np.dtype(type.to_pandas_dtype())), type)[0]
+def scalar(value: Any, type: pa.DataType | None = None) -> pa.Scalar:
+    """An Arrow scalar of ``type`` holding ``value`` (None: null; ``type`` None: the type ``pa.scalar`` infers), for
+    the compute functions, which make a Python value a scalar through ``pa.scalar``: :func:`from_python` of one."""
+    return from_python([value], type)[0]
 
 
 def indices(rows: np.ndarray | list[int]) -> pa.Array:
@@ -152,15 +151,20 @@ def indices(rows: np.ndarray | list[int]) -> pa.Array:
 
 
 def strings(values: list[str | None]) -> pa.Array:
-    """A ``string`` array of ``values`` (None: null)."""
-    encoded = [b"" if v is None else v.encode() for v in values]
-    offsets = np.zeros(len(encoded) + 1, np.int32)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    valid = np.array([v is not None for v in values], bool)
-    bits = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(pa.string(), len(encoded), [bits, pa.py_buffer(offsets),
-                                                             pa.py_buffer(b"".join(encoded))],
-                                 null_count=len(values) - int(np.count_nonzero(valid)))
+    """A ``string`` array of ``values`` (None: null): :func:`from_python` of that type."""
+    return from_python(values, pa.string())
+
+
+def batch_of_columns(columns: Mapping[str, Sequence[Any]], schema: pa.Schema) -> pa.RecordBatch:
+    """``columns`` (Python values by column name) as a record batch of ``schema``, each built by
+    :func:`from_python` (``pa.RecordBatch.from_pydict`` goes through ``pa.array``)."""
+    return pa.RecordBatch.from_arrays([from_python(columns[f.name], f.type) for f in schema], schema=schema)
+
+
+def batch_of_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    """``rows`` (dicts by column name; a missing key: null) as a record batch of ``schema``, each column built by
+    :func:`from_python` (``pa.RecordBatch.from_pylist`` goes through ``pa.array``)."""
+    return batch_of_columns({f.name: [r.get(f.name) for r in rows] for f in schema}, schema)
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:
@@ -168,12 +172,186 @@ def empty_table(schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)])
 
 
-def from_python(values: list, type: pa.DataType) -> pa.Array:
-    """An array of ``type`` (int32, int64 or a decimal) of Python values (None: null)."""
-    valid = np.array([v is not None for v in values], bool)
-    if pa.types.is_decimal(type):
-        width = type.bit_width // 8
-        raw = b"".join(int(v.scaleb(type.scale)).to_bytes(width, "little", signed=True) if v is not None
-                       else bytes(width) for v in values)
-        return from_numpy(np.frombuffer(raw, f"V{width}"), type, valid)
+def from_python(values: Sequence[Any], type: pa.DataType | None = None) -> pa.Array:
+    """An Arrow array of ``type`` holding Python ``values`` (None: null), as ``pa.array(values, type)`` makes it,
+    for the types Spark and Iceberg's values exchange with Arrow: bool, integers, floats, decimals, strings, binary
+    (fixed-size too), date32 (dates or int days), times (``datetime.time`` or ints in the type's unit), timestamps
+    (datetimes, the naive taken as UTC, or ints in the type's unit), durations (timedeltas or ints), lists, maps
+    (dicts or pairs) and structs (dicts or tuples), nested as deep as they go. ``type`` None:
+    the type ``pa.array`` infers for bool, int, float, str, bytes, date and datetime values; values of any other
+    kind are left to ``pa.array`` itself."""
+    if type is None:
+        type = _inferred(values)
+        if type is None:
+            return pa.array(values)
+    n = len(values)
+    valid = np.fromiter((v is not None for v in values), bool, n)
+    if n and not valid.any() and not pa.types.is_null(type):
+        return pa.nulls(n, type)
+    kind = _KINDS.get(type.id)
+    if kind is None:
+        raise TypeError(f"from_python does not build arrays of {type}")
+    return kind(values, type, valid)
+
+
+def _ints(values, type, valid):
     return from_numpy(np.array([0 if v is None else v for v in values], f"<i{type.bit_width // 8}"), type, valid)
+
+
+def _uints(values, type, valid):
+    return from_numpy(np.array([0 if v is None else v for v in values], f"<u{type.bit_width // 8}"), type, valid)
+
+
+def _floats(values, type, valid):
+    return from_numpy(np.array([0.0 if v is None else v for v in values], f"<f{type.bit_width // 8}"), type, valid)
+
+
+def _bools(values, type, valid):
+    return from_bools(np.fromiter((bool(v) for v in values), bool, len(values)), valid)
+
+
+def _var_width(values, type, valid):
+    if pa.types.is_string(type) or pa.types.is_large_string(type):
+        encoded = [b"" if v is None else v.encode() for v in values]
+    else:
+        encoded = [b"" if v is None else bytes(v) for v in values]
+    width = np.int64 if pa.types.is_large_string(type) or pa.types.is_large_binary(type) else np.int32
+    offsets = np.zeros(len(encoded) + 1, width)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    bits, nulls = _validity(valid)
+    return pa.Array.from_buffers(type, len(encoded), [bits, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))],
+                                 null_count=nulls)
+
+
+def _fixed_binary(values, type, valid):
+    width = type.byte_width
+    raw = b"".join(bytes(width) if v is None else bytes(v) for v in values)
+    if len(raw) != width * len(values):
+        wrong = next(v for v in values if v is not None and len(v) != width)
+        raise ValueError(f"{len(wrong)} bytes do not fit {type}")
+    bits, nulls = _validity(valid)
+    return pa.Array.from_buffers(type, len(values), [bits, pa.py_buffer(raw)], null_count=nulls)
+
+
+def _times(values, type, valid):
+    width = type.bit_width // 8
+    out = [0 if v is None else v if isinstance(v, _INTS) else _in_unit(
+        (v.hour * 3_600 + v.minute * 60 + v.second) * 1_000_000 + v.microsecond, type.unit) for v in values]
+    return from_numpy(np.array(out, f"<i{width}"), type, valid)
+
+
+def _decimals(values, type, valid):
+    width = type.bit_width // 8
+    raw = bytearray()
+    for v in values:
+        if v is None:
+            raw += bytes(width)
+            continue
+        scaled = decimal.Decimal(v).scaleb(type.scale, _EXACT)
+        unscaled = int(scaled)
+        if unscaled != scaled or len(str(abs(unscaled))) > type.precision:
+            raise ValueError(f"{v} does not fit {type}")
+        raw += unscaled.to_bytes(width, "little", signed=True)
+    return from_numpy(np.frombuffer(bytes(raw), f"V{width}"), type, valid)
+
+
+_EXACT = decimal.Context(prec=80)  # (the default context's 28 digits would round a decimal(38) value)
+_EPOCH_DAY = datetime.date(1970, 1, 1).toordinal()
+_INTS = (int, np.integer)  # (temporal values already in the type's unit)
+_UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _dates(values, type, valid):
+    days = [0 if v is None else v if isinstance(v, _INTS) else v.toordinal() - _EPOCH_DAY for v in values]
+    return from_numpy(np.array(days, "<i4"), type, valid)
+
+
+def _micros(v: datetime.datetime) -> int:
+    if v.tzinfo is not None:
+        v = v.astimezone(datetime.timezone.utc)
+    return ((v.toordinal() - _EPOCH_DAY) * 86_400 + v.hour * 3_600 + v.minute * 60 + v.second) * 1_000_000 + \
+        v.microsecond
+
+
+def _in_unit(micros: int, unit: str) -> int:
+    per = _UNIT_PER_SECOND[unit]
+    return micros * (per // 1_000_000) if per >= 1_000_000 else micros // (1_000_000 // per)
+
+
+def _timestamps(values, type, valid):
+    out = [0 if v is None else v if isinstance(v, _INTS) else _in_unit(_micros(v), type.unit) for v in values]
+    return from_numpy(np.array(out, "<i8"), type, valid)
+
+
+def _durations(values, type, valid):
+    out = [0 if v is None else v if isinstance(v, _INTS) else
+           _in_unit((v.days * 86_400 + v.seconds) * 1_000_000 + v.microseconds, type.unit) for v in values]
+    return from_numpy(np.array(out, "<i8"), type, valid)
+
+
+def _lists(values, type, valid):
+    items = [() if v is None else v for v in values]
+    width = np.int64 if pa.types.is_large_list(type) else np.int32
+    offsets = np.zeros(len(items) + 1, width)
+    np.cumsum([len(v) for v in items], out=offsets[1:])
+    child = from_python([x for v in items for x in v], type.value_type)
+    bits, nulls = _validity(valid)
+    return pa.Array.from_buffers(type, len(items), [bits, pa.py_buffer(offsets)], null_count=nulls, children=[child])
+
+
+def _maps(values, type, valid):
+    pairs = [() if v is None else list(v.items()) if isinstance(v, dict) else list(v) for v in values]
+    offsets = np.zeros(len(pairs) + 1, np.int32)
+    np.cumsum([len(p) for p in pairs], out=offsets[1:])
+    keys = from_python([k for p in pairs for k, _ in p], type.key_type)
+    items = from_python([x for p in pairs for _, x in p], type.item_type)
+    entries = pa.StructArray.from_arrays([keys, items], fields=[type.key_field, type.item_field])
+    bits, nulls = _validity(valid)
+    return pa.Array.from_buffers(type, len(pairs), [bits, pa.py_buffer(offsets)], null_count=nulls,
+                                 children=[entries])
+
+
+def _structs(values, type, valid):
+    fields = [type.field(i) for i in range(type.num_fields)]
+    children = []
+    for i, f in enumerate(fields):
+        children.append(from_python([None if v is None else v.get(f.name) if isinstance(v, dict) else v[i]
+                                     for v in values], f.type))
+    bits, nulls = _validity(valid)
+    return pa.Array.from_buffers(type, len(values), [bits], null_count=nulls, children=children)
+
+
+def _nulls(values, type, valid):
+    if valid.any():
+        raise TypeError(f"values for a null column: {next(v for v in values if v is not None)!r}")
+    return pa.nulls(len(values))
+
+
+_KINDS: dict[int, Callable] = {}
+for _t, _kind in [(pa.int8(), _ints), (pa.int16(), _ints), (pa.int32(), _ints), (pa.int64(), _ints),
+                  (pa.uint8(), _uints), (pa.uint16(), _uints), (pa.uint32(), _uints), (pa.uint64(), _uints),
+                  (pa.float32(), _floats), (pa.float64(), _floats), (pa.bool_(), _bools),
+                  (pa.string(), _var_width), (pa.large_string(), _var_width), (pa.binary(), _var_width),
+                  (pa.large_binary(), _var_width), (pa.decimal128(1), _decimals), (pa.decimal256(1), _decimals),
+                  (pa.binary(1), _fixed_binary), (pa.date32(), _dates), (pa.time32("ms"), _times),
+                  (pa.time64("us"), _times), (pa.timestamp("us"), _timestamps), (pa.duration("us"), _durations),
+                  (pa.list_(pa.int8()), _lists), (pa.large_list(pa.int8()), _lists),
+                  (pa.map_(pa.int8(), pa.int8()), _maps), (pa.struct([]), _structs), (pa.null(), _nulls)]:
+    _KINDS[_t.id] = _kind
+del _t, _kind
+
+
+def _inferred(values: Sequence[Any]) -> pa.DataType | None:
+    """The type ``pa.array`` infers for values all of one of the simple kinds (None for any other)."""
+    kinds = {type(v) for v in values if v is not None}
+    if not kinds:
+        return pa.null()
+    if kinds <= {int, float}:
+        return pa.float64() if float in kinds else pa.int64()
+    if len(kinds) == 1:
+        kind = kinds.pop()
+        if kind is datetime.datetime:
+            zones = {v.tzinfo is None for v in values if v is not None}
+            return pa.timestamp("us") if zones == {True} else None
+        return {bool: pa.bool_(), str: pa.string(), bytes: pa.binary(), datetime.date: pa.date32()}.get(kind)
+    return None

@@ -1,5 +1,6 @@
 """numpy views of Arrow arrays read from their buffers agree with Arrow's own conversions, sliced or not; arrays
 built from buffers equal those ``pa.array`` builds."""
+import datetime
 import decimal
 
 import numpy as np
@@ -130,12 +131,80 @@ def test_from_python_equals_pa_array(arrow_type):
     if pa.types.is_decimal(arrow_type):
         values = [decimal.Decimal("-12.5"), None, decimal.Decimal(0), decimal.Decimal("1234567.25")]
         if arrow_type.scale == 0:  # (38 digits: past the default context's precision, no quantize)
-            values = [None if v is None else v.to_integral_value() for v in values] + [-decimal.Decimal(10) ** 37]
+            values = [None if v is None else v.to_integral_value() for v in values] + [
+                -decimal.Decimal(10) ** 37, decimal.Decimal("12345678901234567890123456789012345678")]
         else:
             values = [None if v is None else v.quantize(decimal.Decimal(1).scaleb(-arrow_type.scale)) for v in values]
     else:
         values = [5, None, -2 ** 31, 2 ** 31 - 1, 0]
     assert from_python(values, arrow_type).equals(pa.array(values, arrow_type))
+
+
+_UTC_PLUS_2 = datetime.timezone(datetime.timedelta(hours=2))
+_STRUCT = pa.struct([("a", pa.int32()), ("b", pa.list_(pa.string()))])
+
+
+@pytest.mark.parametrize("arrow_type, values", [
+    (pa.int8(), [1, None, -128]), (pa.int16(), [None, 2 ** 15 - 1]), (pa.uint16(), [1, None, 65535]),
+    (pa.uint64(), [2 ** 64 - 1]), (pa.float32(), [1.5, None, 2]), (pa.float64(), [None, 1e300, -0.0]),
+    (pa.bool_(), [True, None, False]), (pa.string(), ["a", None, "ü", ""]), (pa.binary(), [b"x", None, b""]),
+    (pa.large_string(), ["a", None]), (pa.large_binary(), [b"\x00", None]),
+    (pa.date32(), [datetime.date(2020, 1, 2), None, datetime.date(1900, 3, 4), 5]),
+    (pa.timestamp("us", tz="UTC"), [datetime.datetime(2020, 1, 2, 3, 4, 5, 6), None,
+                                    datetime.datetime(2020, 1, 2, 3, 4, 5, 6, tzinfo=_UTC_PLUS_2), 17]),
+    (pa.timestamp("us"), [datetime.datetime(1960, 1, 2, 3, 4, 5, 6), None, datetime.datetime(9999, 12, 31)]),
+    (pa.timestamp("ms"), [datetime.datetime(1960, 1, 2, 3, 4, 5, 6000)]),
+    (pa.timestamp("ns", tz="UTC"), [datetime.datetime(2060, 1, 2, 3, 4, 5, 6)]),
+    (pa.duration("us"), [datetime.timedelta(days=-1, microseconds=5), None, 7]),
+    (pa.list_(pa.int64()), [[1, 2], None, [], [None, 3]]), (pa.list_(pa.string()), [("a", None), None]),
+    (pa.large_list(pa.int32()), [[1], None]), (pa.list_(pa.list_(pa.int32())), [[[1], None, []], None]),
+    (pa.map_(pa.int32(), pa.int64()), [{1: 2, 3: None}, None, {}]),
+    (pa.map_(pa.int32(), pa.binary()), [{1: b"a"}, None]),
+    (pa.map_(pa.string(), pa.string()), [[("a", "b")], None]),
+    (_STRUCT, [{"a": 1, "b": ["x"]}, None, {"a": 2, "b": None}, {"a": None}]),
+    (pa.list_(_STRUCT), [[{"a": 1, "b": []}, None], None]),
+    (pa.null(), [None, None]), (pa.int32(), []), (pa.string(), [None, None]), (pa.list_(pa.int32()), []),
+    (pa.decimal128(5, 2), [None, None]), (pa.binary(4), [b"abcd", None, bytes(4)]),
+    (pa.time64("us"), [datetime.time(1, 2, 3, 4), None, 5]), (pa.time32("ms"), [datetime.time(23, 59, 59, 999000)]),
+    (pa.time64("ns"), [datetime.time(0, 0, 0, 1)]),
+])
+def test_from_python_of_each_type_equals_pa_array(arrow_type, values):
+    got = from_python(values, arrow_type)
+    got.validate(full=True)
+    assert got.equals(pa.array(values, arrow_type))
+
+
+def test_from_python_takes_struct_values_as_tuples_too():
+    assert from_python([(1, ["x"]), None], _STRUCT).equals(pa.array([{"a": 1, "b": ["x"]}, None], _STRUCT))
+
+
+@pytest.mark.parametrize("values", [[1, 2, None], [1.0, 2], [True, None], ["a"], [b"a"], [datetime.date(2020, 1, 1)],
+                                    [datetime.datetime(2020, 1, 1)], [None], [], [decimal.Decimal("1.5")],
+                                    [datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)], [1, "a"]])
+def test_from_python_infers_the_type_pa_array_infers(values):
+    if values == [1, "a"]:
+        with pytest.raises(pa.ArrowException):
+            pa.array(values)
+        with pytest.raises(pa.ArrowException):
+            from_python(values)
+        return
+    got, want = from_python(values), pa.array(values)
+    assert got.type == want.type and got.equals(want)
+
+
+@pytest.mark.parametrize("arrow_type, value", [(pa.int32(), 2 ** 31), (pa.uint8(), -1), (pa.binary(2), b"abc"),
+                                               (pa.decimal128(3, 1), decimal.Decimal("1.25")),
+                                               (pa.decimal128(3, 1), decimal.Decimal("123.5"))])
+def test_from_python_refuses_what_does_not_fit(arrow_type, value):
+    with pytest.raises((pa.ArrowInvalid, OverflowError)):
+        pa.array([value], arrow_type)
+    with pytest.raises((OverflowError, ValueError)):
+        from_python([value], arrow_type)
+
+
+def test_from_python_of_a_type_it_does_not_build_says_which():
+    with pytest.raises(TypeError, match="dictionary"):
+        from_python(["a"], pa.dictionary(pa.int32(), pa.string()))
 
 
 def test_empty_table_equals_the_schemas_own():
