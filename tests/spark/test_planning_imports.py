@@ -1,8 +1,9 @@
-"""What planning imports where compiled code decodes the manifests: their entries pruned, inherited and matched
-to their delete files, the arrays all built from buffers (``sparkberg.arrays``), never through
-``pa.array``, ``pa.scalar`` (which every compute call given a Python value makes) or ``to_numpy``: these import
-pandas whenever it is installed, a cost a fresh process pays before its first plan. Checked in a fresh process
-with no Spark, on tables Spark wrote, with position delete files (v2) and deletion vectors (v3)."""
+"""What planning imports, whichever decoder reads the manifests (compiled code, or the reference decoder a small
+table's plan uses while compiled code is not loaded): their entries pruned, inherited and matched to their delete
+files, the arrays all built from buffers or Python values (``sparkberg.arrays``), never through ``pa.array``,
+``pa.scalar`` (which every compute call given a Python value makes) or ``to_numpy``: these import pandas whenever
+it is installed, a cost a fresh process pays before its first plan. Checked in a fresh process with no Spark, on
+tables Spark wrote, with position delete files (v2) and deletion vectors (v3)."""
 import json
 import os
 import subprocess
@@ -20,21 +21,23 @@ from sparkberg.expressions.predicates import bind
 from sparkberg.planning.scan import plan
 from sparkberg.expressions.sql import translate_filter
 
-compiled._kernel()  # (compiled decoding from the first manifest, as a process that has planned a large table)
+decoder = sys.argv[2]
+if decoder == "compiled":
+    compiled._kernel()  # (compiled decoding from the first manifest, as a process that has planned a large table)
 counts = {}
-for name in sys.argv[2:]:
+for name in sys.argv[3:]:
     t = sparkberg.catalog(None, sys.argv[1]).load_table(name)
     schema, snap = t.metadata.current_schema, t.metadata.current_snapshot
     for label, text in (("full", None), ("selective", "id >= 100 AND id < 300")):
         bound = bind(translate_filter(text, schema, lambda: "UTC"), schema) if text else None
         tasks = plan(None, t.metadata, t.io, snap, *((bound,) if text else ()), mode="local").arrow()
         counts[f"{name} {label}"] = [tasks.num_rows, sum(len(d) for d in tasks.column("deletes").to_pylist())]
-print(json.dumps({"pandas": first[0] if first else None, "counts": counts}))
+print(json.dumps({"pandas": first[0] if first else None, "counts": counts, "compiled": compiled.loaded()}))
 """
 
 
 @pytest.mark.skipif(pytest.importorskip("pandas") is None, reason="pandas is what this checks for")
-def test_planning_compiled_manifests_with_deletes_imports_no_pandas(spark, warehouse):
+def test_planning_manifests_with_deletes_imports_no_pandas(spark, warehouse):
     import sparkberg
     cat = sparkberg.catalog(spark, warehouse)
     src = spark.sql("SELECT id, CAST(id % 7 AS int) AS k, concat('v', id) AS v FROM range(0, 2000)")
@@ -51,9 +54,12 @@ def test_planning_compiled_manifests_with_deletes_imports_no_pandas(spark, wareh
             expected[f"{name} {label}"] = [len(planned), sum(len(r["deletes"]) for r in planned)]
     assert all(deletes for _, deletes in expected.values()), expected
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    p = subprocess.run([sys.executable, "-c", CHILD, warehouse, "db.planned_v2", "db.planned_v3"],
-                       capture_output=True, text=True, env={**env, "PYTHONPATH": LIB}, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    got = json.loads(p.stdout.strip().splitlines()[-1])
-    assert got["counts"] == expected
-    assert got["pandas"] is None, got["pandas"]
+    for decoder in ("compiled", "reference"):
+        p = subprocess.run([sys.executable, "-c", CHILD, warehouse, decoder, "db.planned_v2", "db.planned_v3"],
+                           capture_output=True, text=True, env={**env, "PYTHONPATH": LIB}, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+        assert got["compiled"] == (decoder == "compiled")
+        assert got["counts"] == expected, decoder
+        assert got["pandas"] is None, (decoder, got["pandas"])
+

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkberg.arrays import from_bools, from_numpy, indices, scalar
+from sparkberg.arrays import from_bools, from_numpy, from_python, indices, int_values, scalar, strings, valid_mask
 from sparkberg.avro import compiled
 from sparkberg.avro.compiled import Unsupported
 from sparkberg.avro.schemas import field_ids, non_null
@@ -162,7 +162,7 @@ def columns_from_manifest(manifest: Manifest, physical: dict[int, pa.DataType] |
     n = len(entries)
     files = [e.data_file for e in entries]
     columns: dict[str, pa.Array] = {
-        name: pa.array([getattr(e, name) for e in entries], _TYPES[name]) for name in ENTRY_COLUMNS.values()}
+        name: from_python([getattr(e, name) for e in entries], _TYPES[name]) for name in ENTRY_COLUMNS.values()}
     builders: dict[str, Callable[[], pa.Array]] = {}
     lookups: dict[str, Callable[[int], pa.Array]] = {}
     for name in DATA_FILE_COLUMNS.values():
@@ -175,7 +175,7 @@ def columns_from_manifest(manifest: Manifest, physical: dict[int, pa.DataType] |
             builders[name] = functools.partial(_map_array, values, _METRIC_VALUE_TYPES[name])
             lookups[name] = functools.partial(_dict_lookup, values, _METRIC_VALUE_TYPES[name])
         else:
-            columns[name] = pa.array([list(v) if isinstance(v, tuple) else v for v in values], _TYPES[name])
+            columns[name] = from_python(values, _TYPES[name])
     physical = physical or {}
     partition = {}
     for fid in (files[0].partition if files else {}):
@@ -183,16 +183,16 @@ def columns_from_manifest(manifest: Manifest, physical: dict[int, pa.DataType] |
         target = physical.get(fid)
         if target is not None and pa.types.is_string(target):
             values = [None if v is None else str(v) for v in values]  # (UUIDs: as text)
-        partition[fid] = pa.array(values, target)
+        partition[fid] = from_python(values, target)
     return ManifestColumns(n, LazyColumns(columns, builders) if builders else columns, partition, lookups)
 
 
 def _map_array(values: list[dict | None], value_type: pa.DataType) -> pa.Array:
-    return pa.array([None if v is None else list(v.items()) for v in values], pa.map_(pa.int32(), value_type))
+    return from_python(values, pa.map_(pa.int32(), value_type))
 
 
 def _dict_lookup(values: list[dict | None], value_type: pa.DataType, key: int) -> pa.Array:
-    return pa.array([None if v is None else v.get(key) for v in values], value_type)
+    return from_python([None if v is None else v.get(key) for v in values], value_type)
 
 
 def concat_manifest_columns(parts: Sequence[ManifestColumns]) -> ManifestColumns | None:
@@ -354,12 +354,12 @@ def _compiled_partition(cols, path: tuple[str, ...], avro_type: Any, target: pa.
         if logical == "decimal":
             from decimal import Decimal
             scale = int(t.get("scale", 0))
-            arr = pa.array([None if v is None else Decimal(int.from_bytes(v, "big", signed=True)).scaleb(-scale)
-                            for v in raw], pa.decimal128(int(t["precision"]), scale))
+            arr = from_python([None if v is None else Decimal(int.from_bytes(v, "big", signed=True)).scaleb(-scale)
+                               for v in raw], pa.decimal128(int(t["precision"]), scale))
         else:
             import uuid
-            arr = pa.array([None if v is None else str(uuid.UUID(bytes=v) if len(v) == 16 else uuid.UUID(v.decode()))
-                            for v in raw], pa.string())
+            arr = strings([None if v is None else str(uuid.UUID(bytes=v) if len(v) == 16 else uuid.UUID(v.decode()))
+                           for v in raw])
     else:
         default = {"int": pa.int32(), "long": pa.int64(), "boolean": pa.bool_(), "float": pa.float32(),
                    "double": pa.float64(), "string": pa.string(), "bytes": pa.binary(), "fixed": pa.binary()}
@@ -405,8 +405,8 @@ def map_get(maps: pa.Array, key: int) -> pa.Array:
     key; the first, should a map repeat it): one pass over the keys, instead of a lookup per map."""
     import numpy as np
     n = len(maps)
-    offsets = maps.offsets.to_numpy(zero_copy_only=False)  # (a slice's offsets index the whole child)
-    hits = np.flatnonzero(maps.keys.to_numpy(zero_copy_only=False) == key)
+    offsets = int_values(maps.offsets)[0]  # (a slice's offsets index the whole child)
+    hits = np.flatnonzero(int_values(maps.keys)[0] == key)
     rows = np.searchsorted(offsets, hits, side="right") - 1
     inside = (rows >= 0) & (rows < n) & (hits < offsets[-1] if n else False)
     rows, hits = rows[inside], hits[inside]
@@ -415,8 +415,8 @@ def map_get(maps: pa.Array, key: int) -> pa.Array:
     found = np.zeros(n, bool)
     index[rows], found[rows] = hits[first], True
     if maps.null_count:
-        found &= maps.is_valid().to_numpy(zero_copy_only=False)
-    return maps.items.take(pa.array(index, mask=~found))
+        found &= valid_mask(maps)
+    return maps.items.take(from_numpy(index, pa.int64(), found))
 
 
 # manifest_file field id -> ManifestFile attribute (and default when the field or its value is absent)

@@ -21,7 +21,7 @@ def collect_arrow(df, schema):
     the DataFrame's column names): through Arrow where the session offers it (PySpark 4's ``toArrow``, a classic
     3.5 session's Arrow collect), else row by row."""
     import pyarrow as pa
-    from sparkberg.arrays import empty_table  # (it imports pyarrow: put off, as this module puts off its own)
+    from sparkberg.arrays import batch_of_rows, empty_table  # (put off, as this module puts off pyarrow)
     try:
         if hasattr(df, "toArrow"):
             return df.toArrow().cast(schema)
@@ -30,7 +30,7 @@ def collect_arrow(df, schema):
             return pa.Table.from_batches(batches).cast(schema) if batches else empty_table(schema)
     except (pa.ArrowException, TypeError, ValueError, NotImplementedError):
         pass  # a type this path does not convert: the rows
-    return pa.Table.from_pylist([r.asDict(recursive=True) for r in df.collect()], schema=schema)
+    return pa.Table.from_batches([batch_of_rows([r.asDict(recursive=True) for r in df.collect()], schema)])
 
 
 def arrow_dataframe(spark, table: pa.Table, ddl: str | StructType, rows: Callable[[], list] | None = None) -> DataFrame:
@@ -55,11 +55,12 @@ def local_dataframe(spark, rows: Sequence[Sequence[Any]], schema: str | StructTy
     PySpark's ``createDataFrame`` of Python rows pickles them into an RDD instead, which a Python worker unpickles
     in a Spark job each time the DataFrame is read."""
     import pyarrow as pa
+    from sparkberg.arrays import from_python  # (it imports pyarrow: put off, as this module puts off its own)
 
     struct = parse_ddl(spark, schema) if isinstance(schema, str) else schema
     arrow = arrow_schema(struct)
     columns = list(zip(*rows)) if rows else [() for _ in arrow]
-    table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, arrow)], schema=arrow)
+    table = pa.Table.from_arrays([from_python(c, f.type) for c, f in zip(columns, arrow)], schema=arrow)
     return arrow_dataframe(spark, table, struct, rows=lambda: [tuple(r) for r in rows])
 
 
