@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from sparkberg.arrays import from_bools, from_numpy, from_python, int_values, valid_mask
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.planning.entries import (
     EntryDecoder, PartitionLayout, entries_arrow_schema, entries_df, snapshot_manifests,
@@ -90,8 +91,8 @@ def _map_grid(column: pa.ChunkedArray, slot: dict[int, int], n: int) -> tuple[pa
     values = maps.items
     if not slot or not len(values):
         return values, grid
-    offsets = maps.offsets.to_numpy(zero_copy_only=False)
-    keys = maps.keys.to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = int_values(maps.offsets)[0]
+    keys = int_values(maps.keys)[0]
     start, end = int(offsets[0]), int(offsets[-1])  # (a sliced map array's items start past 0)
     rows = np.repeat(np.arange(n), np.diff(offsets))
     # (keys looked up among the sorted field ids: a key may be any int, such as a delete file's path field id)
@@ -107,7 +108,7 @@ def _map_grid(column: pa.ChunkedArray, slot: dict[int, int], n: int) -> tuple[pa
 def _take(values: pa.Array, grid: np.ndarray, row: int) -> pa.Array:
     """``values`` at the indexes of a row of ``grid``, null where -1."""
     at = grid[row]
-    return values.take(pa.array(np.where(at < 0, 0, at), mask=at < 0)) if len(values) else \
+    return values.take(from_numpy(np.where(at < 0, 0, at).astype(np.int64), pa.int64(), at >= 0)) if len(values) else \
         pa.nulls(len(at), values.type)
 
 
@@ -135,20 +136,21 @@ def _bounds(t: T.IcebergType, raw: pa.Array, to: pa.DataType) -> pa.Array:
                     values = values // 1000  # (Spark's timestamps are in micros)
                 elif pa.types.is_date32(to):
                     values = values.astype(np.int32)  # (Arrow makes dates of int32 days)
-                return pa.array(values, mask=~valid).cast(to)
+                return (from_bools(values, valid) if values.dtype == bool else
+                        from_numpy(values, pa.from_numpy_dtype(values.dtype), valid)).cast(to)
         elif t == T.STRING:
             return raw.cast(pa.string()).cast(to)
         elif t == T.BINARY or isinstance(t, (T.FixedType, T.GeometryType, T.GeographyType)):
             return raw.cast(to)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass  # (a value the reference decodes or names)
-    return pa.array([_bound(t, v) for v in raw.to_pylist()], to)
+    return from_python([_bound(t, v) for v in raw.to_pylist()], to)
 
 
 def _numbers(raw: pa.BinaryArray, widths: dict[int, str]) -> tuple[np.ndarray, np.ndarray] | None:
     """(values, valid) of little-endian numbers of the given widths (-> numpy type), as int64 or float64; None
     when a value has another width."""
-    valid = ~np.asarray(raw.is_null().to_numpy(zero_copy_only=False), bool)
+    valid = valid_mask(raw)
     offsets = np.frombuffer(raw.buffers()[1], np.int32)[raw.offset:raw.offset + len(raw) + 1]
     lengths = np.diff(offsets)
     data = np.frombuffer(raw.buffers()[2], np.uint8) if raw.buffers()[2] is not None else np.zeros(0, np.uint8)
@@ -223,7 +225,7 @@ class MetadataDecoder(EntryDecoder):
             children += [_bounds(t, _take(*grids[k], i), bound_type) for k in ("lower_bounds", "upper_bounds")]
             columns.append(pa.StructArray.from_arrays(children, fields=list(metric_type)))
         if not columns:
-            return pa.array([{}] * n, struct_type)
+            return from_python([{}] * n, struct_type)
         return pa.StructArray.from_arrays(columns, fields=list(struct_type))
 
     def readable_rows(self, rows: list[dict]) -> list[dict]:

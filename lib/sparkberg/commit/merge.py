@@ -17,10 +17,12 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from sparkberg.arrays import from_numpy, indices, int_values, true_mask
 from sparkberg.commit.request import CommitRequest
 from sparkberg.commit.rowlevel import (
     DRIVER_FILTER_VALUES, MAX_KEY_VALUES, RowLevel, key_predicate, removal_of, values_predicate)
@@ -73,15 +75,14 @@ def _member(values: pa.Array) -> Callable[[pa.Array], np.ndarray]:
     integers a binary search of them sorted, for strings ``is_in``, which hashes its value set again at each call
     (the caller bounds the calls times the values)."""
     if not pa.types.is_integer(values.type):
-        return lambda a: pc.is_in(a, value_set=values).to_numpy(zero_copy_only=False)
-    known = np.sort(values.to_numpy())
+        return lambda a: true_mask(pc.is_in(a, value_set=values))
+    known = np.sort(int_values(values)[0])
 
     def test(a: pa.Array) -> np.ndarray:
-        x = pc.fill_null(a, 0).to_numpy()
+        x, valid = int_values(a)
         if not len(known):
             return np.zeros(len(x), bool)
-        hit = known[np.minimum(np.searchsorted(known, x), len(known) - 1)] == x
-        return hit & ~pc.is_null(a).to_numpy(zero_copy_only=False) if a.null_count else hit
+        return (known[np.minimum(np.searchsorted(known, x), len(known) - 1)] == x) & valid
     return test
 
 
@@ -329,20 +330,21 @@ class MergeBuilder:
             if len(positions):
                 columns = {f"_key{k}": found.column(at[field.field_id]).cast(t)
                            for k, ((field, _, _), t) in enumerate(zip(keys, key_types))}
-                columns.update(_file=pa.array(np.full(len(positions), i, np.int32)), _pos=pa.array(positions))
+                columns.update(_file=from_numpy(np.full(len(positions), i, np.int32), pa.int32()),
+                               _pos=indices(positions))
                 if rl.lineage:
                     columns["_row_id"] = found.column(len(at))
                 target.append(pa.table(columns))
         source = pa.table({**{f"_key{k}": rows.column(f"_key{k}").cast(t) for k, t in enumerate(key_types)},
-                           "_src": pa.array(np.arange(rows.num_rows, dtype=np.int64))})
+                           "_src": indices(np.arange(rows.num_rows))})
         if not target:
-            return pa.table({"_file": pa.array([], pa.int32()), "_pos": pa.array([], pa.int64()),
-                             "_row_id": pa.array([], pa.int64()), "_src": pa.array([], pa.int64())})
+            return pa.table({"_file": pa.nulls(0, pa.int32()), "_pos": pa.nulls(0, pa.int64()),
+                             "_row_id": pa.nulls(0, pa.int64()), "_src": pa.nulls(0, pa.int64())})
         return pa.concat_tables(target).join(source, [f"_key{k}" for k in range(len(keys))], join_type="inner")
 
     def _driver_commit(self, rl: RowLevel, rows: pa.Table, pairs: pa.Table, cols: list[str]) -> None:
         """The rows and deletes of :meth:`_on_driver`'s ``pairs`` written, and committed."""
-        files, positions = (pairs.column(c).to_numpy() for c in ("_file", "_pos"))
+        files, positions = (int_values(pairs.column(c))[0] for c in ("_file", "_pos"))
         order = np.lexsort((positions, files))  # (the pairs by file and position)
         files, positions = files[order], positions[order]
         if self.matched and self.matched[0][0] == "update":
@@ -361,9 +363,9 @@ class MergeBuilder:
             lineage = [pa.nulls(len(at), pa.int64()) for _ in rl.lineage]
             if lineage and row_ids is not None:
                 lineage[0] = row_ids
-            parts.append(pa.Table.from_arrays(rows.select(cols).take(pa.array(at)).columns + lineage,
+            parts.append(pa.Table.from_arrays(rows.select(cols).take(indices(at)).columns + lineage,
                                               names=written.names).cast(written))
-        source_rows = pairs.column("_src").to_numpy()
+        source_rows = int_values(pairs.column("_src"))[0]
         if self.matched and self.matched[0][0] == "update":
             part(source_rows, pairs.column("_row_id") if rl.lineage else None)
         if self.not_matched:

@@ -17,8 +17,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-import pyarrow.compute as pc
-
+from sparkberg.arrays import from_bools, int_values
 from sparkberg.avro.copies import EntryFormat, copies
 from sparkberg.avro.decode import compiled_for, manifest_columns, manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_encoded_manifest, write_manifest, write_manifest_list
@@ -319,9 +318,8 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
 def _live_data_files(data: bytes, mf: ManifestFile) -> list[str]:
     """The paths of the live data files of a manifest (``data``: its bytes), from the columns of its entries."""
     cols, = manifest_columns([(data, mf.manifest_path, known_entries(mf))], names=frozenset({"file_path", "content"}))
-    status, content = cols.columns["status"], cols.columns["content"]
-    live = pc.and_(pc.not_equal(status, DELETED), pc.equal(content, 0))
-    return cols.columns["file_path"].filter(live).to_pylist()
+    status, content = int_values(cols.columns["status"])[0], int_values(cols.columns["content"])[0]
+    return cols.columns["file_path"].filter(from_bools((status != DELETED) & (content == 0))).to_pylist()
 
 
 def _entry_format(formats: dict[int, EntryFormat], count: int, version: int, spec: PartitionSpec,

@@ -21,9 +21,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from sparkberg.arrays import int_values
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.request import Committable, CommitRequest
@@ -433,7 +435,7 @@ def positions_on_driver(spark, matched: DataFrame, tasks: list, write: Callable[
     if not got.num_rows:
         return write([])
     got = got.sort_by([("_file", "ascending"), ("_pos", "ascending")])
-    positions = got.column("_pos").to_numpy()
+    positions = int_values(got.column("_pos"))[0]
     return write((path_of[h], positions[start:end])
                  for start, end, (h,) in key_runs([got.column("_file").combine_chunks()], got.num_rows))
 

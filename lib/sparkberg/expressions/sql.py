@@ -519,9 +519,8 @@ class RowFilter:
     def matches(self, batch) -> Any:
         """A numpy bool array: whether each row of ``batch`` (an Arrow record batch holding :attr:`columns`)
         matches."""
-        import pyarrow.compute as pc
-        got = self._test({name: batch.column(name) for name in self.columns})
-        return pc.fill_null(got, False).to_numpy(zero_copy_only=False)
+        from sparkberg.arrays import true_mask
+        return true_mask(self._test({name: batch.column(name) for name in self.columns}))
 
 
 def row_filter(text: str, schema: T.Schema, time_zone: str | Callable[[], str] = "UTC") -> RowFilter | None:
@@ -568,6 +567,7 @@ class _RowCompiler:
         return v
 
     def compile(self, node) -> Callable[[dict], Any]:
+        from sparkberg.arrays import scalar
         pc = self.pc
         if isinstance(node, _Col):
             f, col = self.column(node)
@@ -593,7 +593,8 @@ class _RowCompiler:
             f, col = self.column(a[0])
             if f.field_type != T.DOUBLE:
                 raise _Unsupported
-            return lambda c: pc.fill_null(pc.is_nan(col(c)), False)  # (Spark: isnan(NULL) is false)
+            false = scalar(False, self.pa.bool_())
+            return lambda c: pc.fill_null(pc.is_nan(col(c)), false)  # (Spark: isnan(NULL) is false)
         if k == "cmp":
             return self.comparison(*a)
         if k == "in":
@@ -603,44 +604,49 @@ class _RowCompiler:
         raise _Unsupported
 
     def comparison(self, op: str, left, right) -> Callable[[dict], Any]:
+        from sparkberg.arrays import scalar
         pc = self.pc
         op, left, right = _column_first(op, left, right)
         f, col = self.column(left)
         if op == "<=>" and isinstance(right, _Lit) and right.kind == "null":
             return lambda c: pc.is_null(col(c))
-        v = self.value(f, right)
+        v = scalar(self.value(f, right))  # (typed as pa.scalar would type it, made without pandas)
         fn = getattr(pc, _ARROW_CMP[op])
         if op == "<=>":
-            return lambda c: pc.fill_null(fn(col(c), v), False)
+            false = scalar(False, self.pa.bool_())
+            return lambda c: pc.fill_null(fn(col(c), v), false)
         if f.field_type == T.DOUBLE and op in (">", ">="):  # (NaN is greater than every double)
             return lambda c: pc.or_kleene(fn(col(c), v), pc.is_nan(col(c)))
         return lambda c: fn(col(c), v)
 
     def membership(self, node, items, negate: bool) -> Callable[[dict], Any]:
+        import numpy as np
+        from sparkberg.arrays import from_bools, from_python, scalar
         pa, pc = self.pa, self.pc
         f, col = self.column(node)
         if not items or not all(isinstance(i, _Lit) for i in items):
             raise _Unsupported
         values = [self.value(f, i) for i in items if i.kind != "null"]
         has_null = len(values) < len(items)
+        true, false, null = (scalar(v, pa.bool_()) for v in (True, False, None))
 
         def test(c):
             x = col(c)
             if f.field_type == T.DOUBLE:  # (equality as Spark's: -0.0 is 0.0, which hashing may not hold)
-                got = pa.array([False] * len(x), pa.bool_())
+                got = from_bools(np.zeros(len(x), bool))
                 for v in values:
-                    got = pc.or_(got, pc.fill_null(pc.equal(x, v), False))
+                    got = pc.or_(got, pc.fill_null(pc.equal(x, scalar(v)), false))
             else:
-                got = pc.is_in(x, value_set=pa.array(values, x.type)) if values else \
-                    pa.array([False] * len(x), pa.bool_())
-            null = pa.scalar(None, pa.bool_())
+                got = pc.is_in(x, value_set=from_python(values, x.type)) if values else \
+                    from_bools(np.zeros(len(x), bool))
             got = pc.if_else(pc.is_valid(x), got, null)  # (NULL IN (...) is NULL)
             if has_null:  # (a value the list lacks is NULL against its null)
-                got = pc.if_else(got, pa.scalar(True), null)
+                got = pc.if_else(got, true, null)
             return pc.invert(got) if negate else got
         return test
 
     def like(self, node, pattern, negate: bool) -> Callable[[dict], Any]:
+        from sparkberg.arrays import scalar
         pc = self.pc
         f, col = self.column(node)
         if f.field_type != T.STRING or not isinstance(pattern, _Lit) or pattern.kind != "string":
@@ -649,7 +655,8 @@ class _RowCompiler:
         if body is None:
             raise _Unsupported
         if whole:
-            test = lambda c: pc.equal(col(c), body)  # noqa: E731
+            text = scalar(body, self.pa.string())
+            test = lambda c: pc.equal(col(c), text)  # noqa: E731
         else:
             test = lambda c: pc.starts_with(col(c), pattern=body)  # noqa: E731
         return (lambda c: pc.invert(test(c))) if negate else test

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from sparkberg.arrays import batch_of_columns
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
@@ -131,8 +132,8 @@ def _delete_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
             io = ios.get((url.scheme, url.netloc)) or ios.setdefault((url.scheme, url.netloc), file_io_for(path))
             io.delete(path)
             counts[kind] = counts.get(kind, 0) + 1
-    yield pa.RecordBatch.from_pydict({"kind": list(counts), "n": list(counts.values())},
-                                     pa.schema([("kind", pa.string()), ("n", pa.int64())]))
+    yield batch_of_columns({"kind": list(counts), "n": list(counts.values())},
+                           pa.schema([("kind", pa.string()), ("n", pa.int64())]))
 
 
 def _deleted(files: DataFrame) -> dict[str, int]:

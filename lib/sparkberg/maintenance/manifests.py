@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from sparkberg.arrays import batch_of_columns
 from sparkberg.avro import compiled
 from sparkberg.avro.copies import EntryFormat, copies
 from sparkberg.avro.decode import manifest_entries
@@ -170,7 +171,7 @@ class _Entries:
                                                                self.schema)
             data = io_.read(mf.manifest_path)
             rows = _copied(fmt, mf, data)
-            yield pa.RecordBatch.from_pydict(rows if rows is not None else _encoded(fmt, mf, data), _ENTRIES_SCHEMA)
+            yield batch_of_columns(rows if rows is not None else _encoded(fmt, mf, data), _ENTRIES_SCHEMA)
 
 
 class _Writer:
@@ -201,7 +202,7 @@ class _Writer:
                     current = (row["content"], row["spec_id"])
                 group.append(row)
         flush()
-        yield pa.RecordBatch.from_pydict({"manifest": out}, pa.schema([("manifest", pa.binary())]))
+        yield batch_of_columns({"manifest": out}, pa.schema([("manifest", pa.binary())]))
 
     def _write(self, io_, rows: list[dict], content: int, spec_id: int) -> ManifestFile:
         spec = self.specs[spec_id]

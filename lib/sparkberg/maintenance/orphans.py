@@ -20,6 +20,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from sparkberg.arrays import strings
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, file_io_for, normalize_location
 from sparkberg.maintenance.expire import FILES_DDL, _deleted, _manifests, to_millis
@@ -116,7 +117,7 @@ def _listing(spark: Any, where: str, older_ms: int, partition_names: frozenset[s
     def list_dirs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             found = [p for i in batch.column(0).to_pylist() for p in kept(file_io_for(dirs[i]).list_files(dirs[i]))]
-            yield pa.RecordBatch.from_pydict({"location": found}, pa.schema([("location", pa.string())]))
+            yield pa.RecordBatch.from_arrays([strings(found)], names=["location"])
     listed = local_dataframe(spark, [(p,) for p in kept(io.list_files(where, recursive=False))], "location string")
     if dirs:  # (a range of as many partitions as directories: a task each, without a shuffle to spread them)
         tasks = spark.range(0, len(dirs), 1, min(len(dirs), MAX_LISTING_TASKS))

@@ -23,10 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkberg.arrays import empty_table
+from sparkberg.arrays import empty_table, from_bools, from_python, indices, scalar, strings
 from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import TRUE, Bound
 from sparkberg.io.fileio import FileIO
@@ -150,15 +151,15 @@ class _Loader:
 
 
 def _own(entries: pa.Table, snapshot_id: int, status: int) -> pa.Table:
-    return entries.filter(pc.and_(pc.equal(entries.column("status"), status),
-                                  pc.equal(entries.column("snapshot_id"), snapshot_id)))
+    return entries.filter(pc.and_(pc.equal(entries.column("status"), scalar(status, pa.int32())),
+                                  pc.equal(entries.column("snapshot_id"), scalar(snapshot_id, pa.int64()))))
 
 
 def _tasks(layout: PartitionLayout, entries: pa.Table, deletes: pa.Array | None = None) -> pa.Table:
     """Data entries as scan tasks (the plan's columns), with ``deletes`` (none when None)."""
     schema = _tasks_arrow_schema(layout)
     if deletes is None:
-        deletes = pa.array([[] for _ in range(entries.num_rows)], schema.field("deletes").type)
+        deletes = from_python([[] for _ in range(entries.num_rows)], schema.field("deletes").type)
     columns = {"data_sequence_number": entries.column("sequence_number"), "deletes": deletes}
     return pa.Table.from_arrays([columns[c] if c in columns else entries.column(c) for c in PLAN_COLUMNS],
                                 schema=schema)
@@ -210,7 +211,7 @@ def snapshot_change(metadata: TableMetadata, io: FileIO, snapshot: Snapshot, ord
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
     sid = snapshot.snapshot_id
     data = loader.load(_decoder(layout, DATA_ENTRY_COLUMNS, filters), _own_manifests(io, snapshot, MANIFEST_DATA))
-    data = data.filter(pc.equal(data.column("content"), 0))
+    data = data.filter(pc.equal(data.column("content"), scalar(0, pa.int32())))
     added, removed = _own(data, sid, ADDED), _own(data, sid, DELETED)
     delete_decoder = _decoder(layout, DELETE_ENTRY_COLUMNS, path_bounds=True)
     own_deletes = loader.load(delete_decoder, _own_manifests(io, snapshot, MANIFEST_DELETES))
@@ -234,10 +235,10 @@ def snapshot_change(metadata: TableMetadata, io: FileIO, snapshot: Snapshot, ord
         gone = set(removed.column("file_path").to_pylist())
         if gone:
             candidates = candidates.filter(pc.invert(pc.is_in(candidates.column("file_path"),
-                                                              value_set=pa.array(sorted(gone), pa.string()))))
+                                                              value_set=strings(sorted(gone)))))
         was, now = before_matcher.deletes_for(candidates), after_matcher.deletes_for(candidates)
         changed = [i for i, (a, b) in enumerate(zip(_delete_keys(was), _delete_keys(now))) if a != b]
-        kept = candidates.take(pa.array(changed, pa.int64()))
+        kept = candidates.take(indices(changed))
     before = removed if kept is None else pa.concat_tables([removed.select(kept.column_names), kept])
     after = added if kept is None else pa.concat_tables([added.select(kept.column_names), kept])
     return SnapshotChange(snapshot, ordinal, _tasks(layout, before, before_matcher.deletes_for(before)),
@@ -287,7 +288,7 @@ class _Reach:
         contents = entries.column("content").to_pylist()
         keep = [self.key(s, p) in self.keys or (c == 2 and s in self.unpartitioned)
                 for s, p, c in zip(specs, parts, contents)]
-        return entries.filter(pa.array(keep, pa.bool_()))
+        return entries.filter(from_bools(np.array(keep, bool)))
 
     def manifests(self, metadata: TableMetadata, manifests: list[ManifestFile]) -> list[ManifestFile]:
         """The manifests whose partition summaries may hold a partition in reach."""
@@ -350,8 +351,8 @@ def _live_data(loader: _Loader, snapshot: Snapshot | None, decoder: EntryDecoder
     manifests = [m for m in prune_manifests(loader.metadata, listing, decoder.partition_filters)
                  if m.content == MANIFEST_DATA]
     entries = loader.load(decoder, reach.manifests(loader.metadata, manifests))
-    entries = entries.filter(pc.and_(pc.not_equal(entries.column("status"), DELETED),
-                                     pc.equal(entries.column("content"), 0)))
+    entries = entries.filter(pc.and_(pc.not_equal(entries.column("status"), scalar(DELETED, pa.int32())),
+                                     pc.equal(entries.column("content"), scalar(0, pa.int32()))))
     return reach.entries(entries)
 
 

@@ -20,7 +20,9 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import empty_table, from_numpy, indices, int_values, strings, valid_mask, value_codes
+from sparkberg.arrays import (
+    empty_table, from_numpy, from_python, indices, int_values, strings, valid_mask, value_codes,
+)
 from sparkberg.avro.cache import ManifestCache
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
 from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
@@ -87,7 +89,7 @@ def _unknown_as_text(arr: pa.Array) -> pa.Array:
         return arr
     if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_boolean(arr.type):
         return arr.cast(pa.string())
-    return pa.array([None if v is None else unknown_as_text(v) for v in arr.to_pylist()], pa.string())
+    return strings([None if v is None else unknown_as_text(v) for v in arr.to_pylist()])
 
 
 class PartitionLayout:
@@ -407,8 +409,8 @@ class EntryDecoder:
             contents, eq_ids = c["content"].take(idx).to_pylist(), c["equality_ids"].take(idx).to_pylist()
             rows = [self._eq_columns(contents[j], eq_ids[j], *(_dict(maps[name][j]) for name in names))
                     for j in range(k)]
-            out["_eq_stats"] = pa.array([r["_eq_stats"] for r in rows], EQ_STATS_TYPE)
-            out["_has_bounds"] = pa.array([r["_has_bounds"] for r in rows], pa.bool_())
+            out["_eq_stats"] = from_python([r["_eq_stats"] for r in rows], EQ_STATS_TYPE)
+            out["_has_bounds"] = from_python([r["_has_bounds"] for r in rows], pa.bool_())
         return pa.Table.from_arrays([out[f.name] if out[f.name].type == f.type else out[f.name].cast(f.type)
                                      for f in self.entries_schema], schema=self.entries_schema)
 
@@ -455,7 +457,7 @@ class EntryDecoder:
         return walk_mask(pfilter, leaf, n)
 
     def _metrics_mask(self, c: dict[str, pa.Array], idx: np.ndarray) -> list[bool]:
-        take = pa.array(idx, pa.int64())
+        take = indices(idx)
         cols = {name: c[name].take(take).to_pylist() for name in
                 ("content", "record_count", "value_counts", "null_value_counts", "nan_value_counts",
                  "lower_bounds", "upper_bounds")}
@@ -477,11 +479,11 @@ class EntryDecoder:
             nulls = pa.nulls(len(content), pa.string())
             return nulls, nulls
         lower, upper = [None] * len(content), [None] * len(content)
-        sel = idx.take(pa.array(rows, pa.int64()))
+        sel = idx.take(indices(rows))
         lows, ups = c["lower_bounds"].take(sel).to_pylist(), c["upper_bounds"].take(sel).to_pylist()
         for j, lo, up in zip(rows, lows, ups):
             lower[j], upper[j] = path_bounds(_dict(lo, DELETE_FILE_PATH_ID), _dict(up, DELETE_FILE_PATH_ID))
-        return pa.array(lower, pa.string()), pa.array(upper, pa.string())
+        return strings(lower), strings(upper)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return coalesced(self.load_many(group) for group in manifest_groups(manifests_of(batches)))

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as ST
 
+from sparkberg.arrays import empty_table, from_bools, indices, int_values, scalar
 from sparkberg.errors import NotSupportedError
 from sparkberg.read.columns import check_formats, name_mapping
 from sparkberg.read.deletecache import DeleteCache
@@ -95,7 +96,7 @@ class TaskReader:
                     if hi > lo:
                         keep = np.ones(n, bool)
                         keep[deleted[lo:hi] - start] = False
-                        batch = batch.filter(pa.array(keep))
+                        batch = batch.filter(from_bools(keep))
                 start += n
                 if batch.num_rows:
                     yield batch
@@ -114,8 +115,8 @@ class TaskReader:
             if first is None:
                 columns[k] = pa.nulls(batch.num_rows, pa.int64())
                 continue
-            inherited = pa.array(np.arange(first + start, first + start + batch.num_rows, dtype=np.int64)) \
-                if name == "row_id" else pa.scalar(task["data_sequence_number"], pa.int64())
+            inherited = indices(np.arange(first + start, first + start + batch.num_rows)) \
+                if name == "row_id" else scalar(task["data_sequence_number"], pa.int64())
             columns[k] = pc.coalesce(columns[k], inherited)
         return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
@@ -134,16 +135,16 @@ class TaskReader:
         for batch in self.file(task, identity).read(task["file_path"]):
             hit = np.flatnonzero(matches(batch))
             if rows and len(hit):
-                kept.append((self.inherited(batch, task, start) if self.lineage else batch).take(pa.array(hit)))
+                kept.append((self.inherited(batch, task, start) if self.lineage else batch).take(indices(hit)))
             found.append(hit + start)
             start += batch.num_rows
         out = np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
-        table = (pa.Table.from_batches(kept) if kept else self.arrow.empty_table()) if rows else None
+        table = (pa.Table.from_batches(kept) if kept else empty_table(self.arrow)) if rows else None
         deleted = self.deleted(task, {}, cache) if len(out) else None
         if deleted is None:
             return out, table
         live = ~np.isin(out, deleted, assume_unique=True)
-        return out[live], None if table is None else table.filter(pa.array(live))
+        return out[live], None if table is None else table.filter(from_bools(live))
 
     def deleted(self, task: dict, ios: dict[str, Any], cache: DeleteCache | None) -> np.ndarray | None:
         """The positions of ``task``'s data file that its deletes delete (sorted), None when none apply."""
@@ -211,7 +212,7 @@ class ChangeReader:
         for batch in self.reader.file(task, identity).read(task["file_path"]):
             lo, hi = np.searchsorted(positions, (start, start + batch.num_rows))
             if hi > lo:
-                out.append(batch.take(pa.array(positions[lo:hi] - start)))
+                out.append(batch.take(indices(positions[lo:hi] - start)))
             start += batch.num_rows
         return out
 
@@ -230,14 +231,14 @@ def _without_carryovers(deleted: pa.Table, inserted: pa.Table) -> tuple[pa.Table
         return _without_carryovers_by_rows(deleted, inserted)
     names = deleted.column_names
     sign = "_sparkberg_sign"
-    both = pa.concat_tables([deleted.append_column(sign, pa.array(np.ones(deleted.num_rows, np.int64))),
-                             inserted.append_column(sign, pa.array(np.full(inserted.num_rows, -1, np.int64)))])
+    both = pa.concat_tables([deleted.append_column(sign, indices(np.ones(deleted.num_rows))),
+                             inserted.append_column(sign, indices(np.full(inserted.num_rows, -1)))])
     net = both.group_by(names, use_threads=False).aggregate([(sign, "sum")])
-    counts = net.column(f"{sign}_sum").to_numpy()
+    counts = int_values(net.column(f"{sign}_sum"))[0]
     rows = net.select(names)
 
     def repeated(which: np.ndarray, times: np.ndarray) -> pa.Table:
-        return rows.take(pa.array(np.repeat(which, times))).cast(deleted.schema)
+        return rows.take(indices(np.repeat(which, times))).cast(deleted.schema)
     more_deleted, more_inserted = np.flatnonzero(counts > 0), np.flatnonzero(counts < 0)
     return repeated(more_deleted, counts[more_deleted]), repeated(more_inserted, -counts[more_inserted])
 
@@ -258,5 +259,5 @@ def _without_carryovers_by_rows(deleted: pa.Table, inserted: pa.Table) -> tuple[
             carried = left[k] > 0
             left[k] -= carried
             mask.append(not carried)
-        return pa.array(mask)
+        return from_bools(np.array(mask, bool))
     return deleted.filter(kept(out_keys)), inserted.filter(kept(in_keys))

@@ -31,6 +31,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from sparkberg.arrays import batch_of_rows, from_numpy, indices, scalar
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.expressions.predicates import TRUE, Bound
 from sparkberg.io.fileio import FileIO
@@ -189,8 +190,8 @@ class _PartitionChanges:
                     n = rows.num_rows
                     if n:
                         yield from pa.Table.from_arrays(
-                            [*rows.columns, pa.array([kind] * n, pa.string()), pa.array(np.full(n, ordinal, np.int32)),
-                             pa.array(np.full(n, snapshot_id, np.int64))],
+                            [*rows.columns, pa.repeat(scalar(kind, pa.string()), n),
+                             from_numpy(np.full(n, ordinal, np.int32), pa.int32()), indices(np.full(n, snapshot_id))],
                             names=[*rows.column_names, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]).to_batches()
 
 
@@ -297,7 +298,7 @@ class _RowPass:
             return
         out = list(self.run(rows))
         if out:
-            yield pa.RecordBatch.from_pylist(out, schema=schema)
+            yield batch_of_rows(out, schema)
 
     def run(self, rows: list[dict]) -> Iterator[dict]:
         raise NotImplementedError

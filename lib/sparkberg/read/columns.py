@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from sparkberg.arrays import strings
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import to_local_path
 from sparkberg.read.fileids import FileIds
@@ -189,7 +190,7 @@ class FooterSignatures:
                         arrow_schema = pq.read_schema(f)
                 paths.append(path)
                 sigs.append(self.signature(arrow_schema))
-            yield pa.RecordBatch.from_arrays([pa.array(paths, pa.string()), pa.array(sigs, pa.string())],
+            yield pa.RecordBatch.from_arrays([strings(paths), strings(sigs)],
                                              names=["file_path", "signature"])
 
 

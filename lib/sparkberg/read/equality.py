@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import empty_table
+from sparkberg.arrays import empty_table, from_numpy, from_python, indices, int_values, scalar, true_mask
 from sparkberg.errors import ValidationError
 from sparkberg.read.columns import (
     READ_FORMATS, check_formats, delete_file_rows, delete_row_count, file_table, maybe_broadcast, name_mapping,
@@ -51,7 +51,7 @@ class EqualityDeleteRows:
         for rb in delete_file_rows(path, fmt, self.fields):
             out = rb.schema.append(pa.field("_del_fid", pa.int32()))
             for fid in self.applies[path]:
-                yield pa.RecordBatch.from_arrays(list(rb.columns) + [pa.array(np.full(rb.num_rows, fid, np.int32))],
+                yield pa.RecordBatch.from_arrays(list(rb.columns) + [from_numpy(np.full(rb.num_rows, fid, np.int32), pa.int32())],
                                                  schema=out)
 
 
@@ -66,7 +66,7 @@ def _equality_rows_on_driver(fields: list[T.NestedField], applies: dict[str, set
     schema = columns.append(pa.field("_del_fid", pa.int32()))
     paths = sorted(applies)
     tables = by_threads(lambda path: _equality_file_rows(path, formats[path], fields, cache), paths)
-    parts = [table.append_column(schema.field("_del_fid"), pa.array(np.full(table.num_rows, fid, np.int32)))
+    parts = [table.append_column(schema.field("_del_fid"), from_numpy(np.full(table.num_rows, fid, np.int32), pa.int32()))
              for path, table in zip(paths, tables) for fid in sorted(applies[path])]
     return pa.concat_tables(parts).combine_chunks() if parts else empty_table(schema)
 
@@ -120,8 +120,8 @@ def apply_equality_deletes(spark, metadata: TableMetadata, rows: DataFrame, task
         total = sum(len(keys) * sizes[p] for p, keys in applies.items()) if None not in sizes.values() else None
         eq = _equality_delete_rows(spark, metadata, fields, applies, formats, total, tuning)
         if shared:  # each row with the id of its file's set of delete files (null for files without any)
-            pairs = pa.table({"_file_id": pa.array(list(set_of), pa.int32()),
-                              "_eq_set": pa.array(list(set_of.values()), pa.int32())})
+            pairs = pa.table({"_file_id": from_python(list(set_of), pa.int32()),
+                              "_eq_set": from_python(list(set_of.values()), pa.int32())})
             rows = rows.join(F.broadcast(arrow_dataframe(spark, pairs, "_file_id int, _eq_set int")), "_file_id",
                              "left")
         by_id = schema.index_by_id()
@@ -190,8 +190,8 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
         ids = FileIds(by_spark, tuning.name_ids_max_files)
         found = read_data_parquet(spark, metadata, T.Schema(fields), ST.StructType(spark_fields), by_spark,
                                   keys=True, file_ids=ids)
-        pairs = pa.table({"_del_file": pa.array([i for p, i in zip(by_spark, ids.ids) for _ in applies[p]], pa.int32()),
-                          "_del_fid": pa.array([f for p in by_spark for f in sorted(applies[p])], pa.int32())})
+        pairs = pa.table({"_del_file": from_python([i for p, i in zip(by_spark, ids.ids) for _ in applies[p]], pa.int32()),
+                          "_del_fid": from_python([f for p in by_spark for f in sorted(applies[p])], pa.int32())})
         targets = arrow_dataframe(spark, pairs, "_del_file int, _del_fid int")
         parts.append(found.join(F.broadcast(targets), found["_file_id"] == targets["_del_file"])
                      .select(*[F.col(f"`{f.name}`") for f in fields], "_del_fid"))
@@ -301,7 +301,7 @@ def equal_rows(rows: pa.Table, deleted: pa.Table):
         return np.zeros(rows.num_rows, bool)
     if rows.num_columns == 1:
         values = pc.unique(deleted.column(0).combine_chunks())
-        return pc.is_in(rows.column(0), value_set=values, skip_nulls=False).to_numpy(zero_copy_only=False)
+        return true_mask(pc.is_in(rows.column(0), value_set=values, skip_nulls=False))
     # several columns: a semi-join on each value (nulls given one value on both sides) and whether it is null
     left, right = {}, {}
     for k, name in enumerate(rows.column_names):
@@ -309,25 +309,24 @@ def equal_rows(rows: pa.Table, deleted: pa.Table):
             column = table.column(k)
             side[f"v{k}"] = pc.fill_null(column, _filler(column.type))
             side[f"n{k}"] = pc.is_null(column)
-    left["_row"] = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    left["_row"] = indices(np.arange(rows.num_rows))
     keys = list(right)
     matched = pa.table(left).join(pa.table(right).group_by(keys).aggregate([]), keys=keys, join_type="left semi")
     out = np.zeros(rows.num_rows, bool)
-    out[matched.column("_row").to_numpy()] = True
+    out[int_values(matched.column("_row"))[0]] = True
     return out
 
 
 def _filler(t: pa.DataType) -> pa.Scalar:
     """A value of type ``t`` that stands for null where whether it is null is matched too."""
-    from decimal import Decimal
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return pa.scalar("", t)
+        return scalar("", t)
     if pa.types.is_fixed_size_binary(t):
-        return pa.scalar(bytes(t.byte_width), t)
+        return scalar(bytes(t.byte_width), t)
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return pa.scalar(b"", t)
+        return scalar(b"", t)
     if pa.types.is_boolean(t):
-        return pa.scalar(False, t)
+        return scalar(False, t)
     if pa.types.is_decimal(t):
-        return pa.scalar(Decimal(0), t)
-    return pa.scalar(0, pa.int32() if pa.types.is_date32(t) or pa.types.is_time32(t) else pa.int64()).cast(t)
+        return scalar(0, t)
+    return scalar(0, pa.int32() if pa.types.is_date32(t) or pa.types.is_time32(t) else pa.int64()).cast(t)

@@ -19,8 +19,10 @@ import uuid
 from decimal import Decimal
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
+from sparkberg.arrays import from_python, indices, scalar
 from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
 from sparkberg.io.fileio import to_local_path
@@ -65,7 +67,7 @@ def _field_id(field: pa.Field, key: bytes = ORC_ID) -> int | None:
 
 def _cast(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str) -> pa.Array:
     if ice == T.UUID and not pa.types.is_string(array.type):
-        return pa.array([None if b is None else str(uuid.UUID(bytes=b)) for b in array.to_pylist()], target)
+        return from_python([None if b is None else str(uuid.UUID(bytes=b)) for b in array.to_pylist()], target)
     if array.type == target:
         return array
     try:
@@ -85,7 +87,7 @@ def conform(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str
             a = children.get(f.field_id)
             if a is None:  # a field the file lacks: its initial-default (v3), else null
                 d = _default_value(f)
-                out.append(pa.nulls(len(array), tf.type) if d is None else pa.array([d] * len(array), tf.type))
+                out.append(pa.nulls(len(array), tf.type) if d is None else pa.repeat(scalar(d, tf.type), len(array)))
             else:
                 out.append(conform(a, f.field_type, tf.type, f"{where}.{f.name}", key))
         return pa.StructArray.from_arrays(out, fields=list(target), mask=array.is_null())
@@ -184,8 +186,8 @@ class ArrowFileReader:
                 start = 0
                 for rb in self.read(path):
                     n = rb.num_rows
-                    cols = list(rb.columns) + [pa.array([path_key(path)] * n, pa.string()),
-                                               pa.array(range(start, start + n), pa.int64())]
+                    cols = list(rb.columns) + [pa.repeat(scalar(path_key(path), pa.string()), n),
+                                               indices(np.arange(start, start + n))]
                     start += n
                     yield pa.RecordBatch.from_arrays(cols, schema=self.schema)
 
@@ -217,7 +219,7 @@ class ArrowFileReader:
             a = columns.get(f.field_id)
             if a is None:
                 d = self.constants[f.field_id] if f.field_id in self.constants else _default_value(f)
-                a = pa.nulls(n, tf.type) if d is None else pa.array([d] * n, tf.type)
+                a = pa.nulls(n, tf.type) if d is None else pa.repeat(scalar(d, tf.type), n)
             arrays.append(a)
         return pa.RecordBatch.from_arrays(arrays, schema=self.data_schema)
 
@@ -278,7 +280,7 @@ class ArrowFileReader:
     def _avro_batch(self, rows: list[dict], converters: list) -> pa.RecordBatch:
         cols = {}
         for fid, typ, name, conv in converters:
-            cols[fid] = pa.array([None if r.get(name) is None else conv(r[name]) for r in rows], typ)
+            cols[fid] = from_python([None if r.get(name) is None else conv(r[name]) for r in rows], typ)
         return self._fill(cols, len(rows))
 
 

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import int_values
+from sparkberg.arrays import from_python, indices, int_values, strings
 from sparkberg.io.fileio import file_io_for
 from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
@@ -47,11 +47,11 @@ class DVDecoder:
             for r in batch.to_pylist():
                 positions = _dv_positions(ios, r["puffin_path"], r["content_offset"], r["content_size_in_bytes"])
                 if self.keys:
-                    yield pa.RecordBatch.from_arrays([pa.array(r["data_file_id"] * _ROW_KEY_SHIFT + positions)],
+                    yield pa.RecordBatch.from_arrays([indices(r["data_file_id"] * _ROW_KEY_SHIFT + positions)],
                                                      names=["_del_row"])
                 else:
-                    yield pa.RecordBatch.from_arrays([pa.array([r["data_file"]] * len(positions), pa.string()),
-                                                      pa.array(positions, pa.int64())], names=["_del_file", "_del_pos"])
+                    yield pa.RecordBatch.from_arrays([strings([r["data_file"]] * len(positions)), indices(positions)],
+                                                     names=["_del_file", "_del_pos"])
 
 
 class PositionDeleteRows:
@@ -69,7 +69,7 @@ class PositionDeleteRows:
             for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
                 for file_ids, positions in self.positions(path, fmt):
                     rows = file_ids * _ROW_KEY_SHIFT + positions
-                    yield pa.RecordBatch.from_arrays([pa.array(rows, pa.int64())], names=["_del_row"])
+                    yield pa.RecordBatch.from_arrays([indices(rows)], names=["_del_row"])
 
     def positions(self, path: str, fmt: str) -> Iterator[tuple[Any, Any]]:
         """(data file ids, positions) of the rows one delete file deletes (numpy int64 arrays, non-empty), a
@@ -199,9 +199,9 @@ class DeletedPositions:
             words.append(bits.view(np.int64))
             ids.append(fid)
             offsets.append(offsets[-1] + len(words[-1]))
-        values = pa.array(np.concatenate(words) if words else np.zeros(0, np.int64), pa.int64())
-        return pa.RecordBatch.from_arrays([pa.array(ids, pa.int32()), pa.ListArray.from_arrays(
-            pa.array(offsets, pa.int32()), values)], schema=self.SCHEMA)
+        values = indices(np.concatenate(words) if words else np.zeros(0, np.int64))
+        return pa.RecordBatch.from_arrays([from_python(ids, pa.int32()), pa.ListArray.from_arrays(
+            from_python(offsets, pa.int32()), values)], schema=self.SCHEMA)
 
 
 def _dv_positions(ios: dict[str, Any], path: str, offset: int, size: int):
@@ -314,7 +314,7 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
     if derived:
         import numpy as np
         keys = [np.asarray(p, np.int64) + i * _ROW_KEY_SHIFT for i, p in derived.items()]
-        deleted.append(arrow_dataframe(spark, pa.table({"_del_row": pa.array(np.concatenate(keys), pa.int64())}),
+        deleted.append(arrow_dataframe(spark, pa.table({"_del_row": indices(np.concatenate(keys))}),
                                        "_del_row bigint"))
     if applies:
         files = local_dataframe(spark, sorted(formats.items()), "delete_file string, file_format string")
@@ -435,7 +435,7 @@ def _slot_bitmaps(bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots) 
     """:class:`DeletedPositions` rows as the ``2 ** slots.bits`` bitmaps (numpy int64 arrays) of the scan filter's
     array, each file's at its slot (None where no file's is)."""
     words = bitmaps.column("_bitmap").combine_chunks()
-    return [None if row is None else words[row].values.to_numpy(zero_copy_only=False)
+    return [None if row is None else int_values(words[row].values)[0]
             for row in _rows_by_slot(bitmaps, slot_of, slots)]
 
 
@@ -443,10 +443,10 @@ def _by_slot(bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots) -> pa
     """:class:`DeletedPositions` rows as the one value of :data:`_SLOTS_SCHEMA`: the slots' shift and mask, and the
     array of ``2 ** slots.bits`` bitmaps, each file's at its slot (null where no file's is)."""
     rows = _rows_by_slot(bitmaps, slot_of, slots)
-    by_slot = bitmaps.column("_bitmap").combine_chunks().take(pa.array(rows, pa.int32()))
+    by_slot = bitmaps.column("_bitmap").combine_chunks().take(from_python(rows, pa.int32()))
     value = pa.StructArray.from_arrays(
-        [pa.array([slots.shift], pa.int32()), pa.array([(1 << slots.bits) - 1], pa.int64()),
-         pa.ListArray.from_arrays(pa.array([0, len(rows)], pa.int32()), by_slot)], names=["shift", "mask", "bitmaps"])
+        [from_python([slots.shift], pa.int32()), from_python([(1 << slots.bits) - 1], pa.int64()),
+         pa.ListArray.from_arrays(from_python([0, len(rows)], pa.int32()), by_slot)], names=["shift", "mask", "bitmaps"])
     return pa.table({"_slots": value})
 
 

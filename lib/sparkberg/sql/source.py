@@ -33,6 +33,7 @@ from pyspark.sql.datasource import (
     IsNotNull, IsNull, LessThan, LessThanOrEqual, Not, StringStartsWith,
 )
 
+from sparkberg.arrays import from_bools
 from sparkberg.errors import SparkbergError
 from sparkberg.expressions.predicates import TRUE, Expression, Predicate, and_, bind, not_
 from sparkberg.planning.scan import plan
@@ -162,7 +163,7 @@ class SparkbergReader(DataSourceReader):
         reader, tasks, identity = partition.value
         bound = int(self.options.get("delete-cache-max-bytes", "0"))
         for batch in reader.read(tasks, DeleteCache(bound) if bound > 0 else None, identity):
-            planned = pa.array(np.ones(batch.num_rows, bool))
+            planned = from_bools(np.ones(batch.num_rows, bool))
             yield pa.RecordBatch.from_arrays([*batch.columns, planned], names=[*batch.schema.names, PLANNED])
 
 

@@ -35,6 +35,7 @@ import pyarrow as pa
 from pyspark.sql import types as ST
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from sparkberg.arrays import scalar
 from sparkberg.errors import SparkbergError, ValidationError
 from sparkberg.planning.changes import APPEND, REPLACE, appended_tasks, snapshot_change
 from sparkberg.planning.entries import PartitionLayout
@@ -244,8 +245,8 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
                 if rows.num_rows:
                     n = rows.num_rows
                     yield from pa.Table.from_arrays(
-                        [*rows.columns, pa.array([kind] * n, pa.string()), pa.array([ordinal] * n, pa.int32()),
-                         pa.array([snapshot_id] * n, pa.int64())],
+                        [*rows.columns, pa.repeat(scalar(kind, pa.string()), n),
+                         pa.repeat(scalar(ordinal, pa.int32()), n), pa.repeat(scalar(snapshot_id, pa.int64()), n)],
                         names=[*rows.column_names, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]).to_batches()
             return
         reader, tasks, identity = partition.value

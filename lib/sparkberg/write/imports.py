@@ -21,6 +21,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
+from sparkberg.arrays import strings
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import file_io_for
 from sparkberg.spec import types as T
@@ -81,7 +82,7 @@ class FileImporter:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             out = [self.describe(p) for p in batch.column(0).to_pylist()]
-            yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["data_file"])
+            yield pa.RecordBatch.from_arrays([strings(out)], names=["data_file"])
 
     def _ids(self, meta) -> dict[int, int]:
         """Parquet leaf column index -> table field id."""
