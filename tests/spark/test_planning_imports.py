@@ -63,3 +63,58 @@ def test_planning_manifests_with_deletes_imports_no_pandas(spark, warehouse):
         assert got["counts"] == expected, decoder
         assert got["pandas"] is None, (decoder, got["pandas"])
 
+
+BUDGET_CHILD = r"""
+import json, sys
+import sparkberg
+from sparkberg.avro import compiled, decode
+from sparkberg.planning import entries, scan
+
+t = sparkberg.catalog(None, sys.argv[1]).load_table(sys.argv[2])
+snap = t.metadata.current_snapshot
+manifests = entries.snapshot_manifests(t.io, snap)
+deletes = sum(entries.known_entries(m) for m in manifests if m.content == 1)
+total = sum(entries.known_entries(m) for m in manifests)
+# the budget: past the delete manifests' entries alone ("reached"), or past all of them ("missed")
+decode.LOAD_BUDGET_ENTRIES = deletes + 1 if sys.argv[4] == "reached" else total + 1
+if sys.argv[3] == "local":
+    rows = scan.plan(None, t.metadata, t.io, snap, mode="local").arrow().num_rows
+else:  # the decoder a distributed plan's tasks run, called here on all the data manifests (as one task)
+    made = {}
+    scan.manifests_df = lambda spark, data_manifests: data_manifests
+    scan.map_in_arrow = lambda data_manifests, tasks, struct: made.update(tasks=tasks, manifests=data_manifests)
+    scan.ScanPlan = lambda *args, **kwargs: None
+    scan.plan(None, t.metadata, t.io, snap, mode="distributed")
+    assert type(made["tasks"]).__name__ == "ScopedTaskDecoder", made["tasks"]
+    scan.manifests_of = lambda given: given
+    ios = {}
+    rows = sum(b.num_rows for b in made["tasks"]([(m, i, entries.io_for(m.manifest_path, ios))
+                                                for i, m in enumerate(made["manifests"])]))
+print(json.dumps({"rows": rows, "reference": decode._reference_entries, "compiled": compiled.loaded(),
+                  "deletes": deletes, "total": total}))
+"""
+
+
+def test_a_plan_that_reaches_the_load_budget_decodes_its_delete_manifests_compiled_too(spark, warehouse):
+    """A plan decodes its delete manifests before its data manifests: when all of them reach the budget that pays
+    for loading compiled code, it is loaded before the first, so no manifest of the plan goes by the reference
+    decoder (on the driver's local plan and in a distributed plan's task alike)."""
+    import sparkberg
+    t = sparkberg.catalog(spark, warehouse).create_table(
+        "db.budget", "id bigint, k int", partition_by=["k"],
+        properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 5 AS int) AS k FROM range(0, 500)"))
+    t.delete("id % 10 = 3")
+    planned = t.plan_files().count()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for mode in ("local", "distributed"):
+        for budget in ("reached", "missed"):
+            p = subprocess.run([sys.executable, "-c", BUDGET_CHILD, warehouse, "db.budget", mode, budget],
+                               capture_output=True, text=True, env={**env, "PYTHONPATH": LIB}, timeout=300)
+            assert p.returncode == 0, p.stderr[-3000:]
+            got = json.loads(p.stdout.strip().splitlines()[-1])
+            assert got["rows"] == planned and 0 < got["deletes"] < got["total"], got
+            if budget == "reached":
+                assert got["compiled"] and got["reference"] == 0, (mode, got)
+            else:  # (the control: below the budget every manifest goes by the reference decoder)
+                assert not got["compiled"] and got["reference"] == got["total"], (mode, got)

@@ -63,6 +63,12 @@ def _kernel():
     return kernels.run, kernels.gather
 
 
+def load() -> None:
+    """Load the compiled code in this process now (when :func:`enabled`), not at the first file it decodes."""
+    if enabled():
+        _kernel()
+
+
 def loaded() -> bool:
     """Whether this process has loaded the compiled code already (then it costs nothing more to start)."""
     return _kernel.cache_info().currsize > 0

@@ -48,6 +48,15 @@ def compiled_for(entries: int | None) -> bool:
     return compiled.loaded() or entries is None or _reference_entries + entries >= LOAD_BUDGET_ENTRIES
 
 
+def expect(entries: int | None) -> None:
+    """Say that this process is about to decode manifests of ``entries`` entries in all (None: unknown), over
+    several calls: when these reach :data:`LOAD_BUDGET_ENTRIES` with those decoded already, compiled code is
+    loaded now. A plan decodes its delete manifests before its data manifests: without this, the reference
+    decoder would take the delete manifests on the way to the budget that the data manifests then reach anyway."""
+    if entries is not None and compiled_for(entries):
+        compiled.load()
+
+
 def manifest_list(data: bytes, path: str | None = None) -> ManifestListColumns:
     """A manifest list of any format version as columns; a malformed one raises
     :class:`~sparkberg.errors.InvalidMetadataError` naming ``path``."""

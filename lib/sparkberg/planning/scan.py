@@ -19,6 +19,7 @@ from pyspark.sql import types as ST
 from sparkberg.arrays import empty_table, from_bools, int_values
 from sparkberg.avro.cache import manifest_cache
 from sparkberg.avro.columnar import ManifestListColumns
+from sparkberg.avro.decode import expect
 from sparkberg.expressions.evaluators import (
     INTEGRAL_TYPES, manifest_evaluator, manifest_mask, metrics_mask, metrics_may_match, predicate_field_ids,
 )
@@ -27,8 +28,8 @@ from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.deletes import DELETE_STRUCT, DeleteMatcher, eq_columns
 from sparkberg.planning.entries import (
-    EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, manifest_groups, manifests_df, manifests_of,
-    physical_spark_type, snapshot_manifest_table,
+    EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, known_entries, manifest_groups, manifests_df,
+    manifests_of, physical_spark_type, snapshot_manifest_table,
 )
 from sparkberg.spark.frames import arrow_dataframe, collect_arrow, counted_dataframe, map_in_arrow
 from sparkberg.spark.session import job_description
@@ -242,6 +243,7 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     elif delete_mode == "local" or (delete_mode == "auto" and (
             local or _entries(delete_manifests) <= int_property(metadata, LOCAL_MAX_DELETE_ENTRIES,
                                                                 LOCAL_MAX_DELETE_ENTRIES_DEFAULT))):
+        expect(_entries(delete_manifests) + (_entries(data_manifests) if local else 0))  # (all decoded here)
         deletes = delete_decoder.load_many(((mf, i, io) for i, mf in enumerate(delete_manifests)), DRIVER_THREADS)
     else:
         with job_description(spark, f"DELETE-PLANNING {label}".strip()):
@@ -300,6 +302,8 @@ class ScopedTaskDecoder(TaskDecoder):
         manifests = list(manifests_of(batches))  # (a few rows: the task's data manifests)
         needed = sorted({i for _, ordinal, _ in manifests for i in self.scoped[ordinal]})
         ios: dict = {}
+        counts = [known_entries(self.delete_manifests[i]) for i in needed] + [known_entries(m) for m, _, _ in manifests]
+        expect(None if None in counts else sum(counts))
         deletes = self.delete_decoder.load_many(
             (self.delete_manifests[i], i, io_for(self.delete_manifests[i].manifest_path, ios)) for i in needed)
         self.matcher = DeleteMatcher(deletes, self.unpartitioned)
