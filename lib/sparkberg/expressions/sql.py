@@ -519,7 +519,7 @@ class RowFilter:
     def matches(self, batch) -> Any:
         """A numpy bool array: whether each row of ``batch`` (an Arrow record batch holding :attr:`columns`)
         matches."""
-        from sparkberg.arrays import true_mask
+        from sparkberg.arrays import true_mask  # (it imports pyarrow, which this module puts off)
         return true_mask(self._test({name: batch.column(name) for name in self.columns}))
 
 
@@ -547,7 +547,8 @@ class _RowCompiler:
     def __init__(self, translator: _Translator, fields: dict[str, T.NestedField], used: dict[str, None]):
         import pyarrow as pa
         import pyarrow.compute as pc
-        self.pa, self.pc = pa, pc
+        from sparkberg import arrays  # (it imports pyarrow, which this module puts off until a filter is compiled)
+        self.pa, self.pc, self.arrays = pa, pc, arrays
         self.translator, self.fields, self.used = translator, fields, used
 
     def column(self, node) -> tuple[T.NestedField, Callable[[dict], Any]]:
@@ -567,8 +568,7 @@ class _RowCompiler:
         return v
 
     def compile(self, node) -> Callable[[dict], Any]:
-        from sparkberg.arrays import scalar
-        pc = self.pc
+        pc, scalar = self.pc, self.arrays.scalar
         if isinstance(node, _Col):
             f, col = self.column(node)
             if f.field_type != T.BOOLEAN:
@@ -604,8 +604,7 @@ class _RowCompiler:
         raise _Unsupported
 
     def comparison(self, op: str, left, right) -> Callable[[dict], Any]:
-        from sparkberg.arrays import scalar
-        pc = self.pc
+        pc, scalar = self.pc, self.arrays.scalar
         op, left, right = _column_first(op, left, right)
         f, col = self.column(left)
         if op == "<=>" and isinstance(right, _Lit) and right.kind == "null":
@@ -621,8 +620,8 @@ class _RowCompiler:
 
     def membership(self, node, items, negate: bool) -> Callable[[dict], Any]:
         import numpy as np
-        from sparkberg.arrays import from_bools, from_python, scalar
-        pa, pc = self.pa, self.pc
+        pa, pc, arrays = self.pa, self.pc, self.arrays
+        from_bools, from_python, scalar = arrays.from_bools, arrays.from_python, arrays.scalar
         f, col = self.column(node)
         if not items or not all(isinstance(i, _Lit) for i in items):
             raise _Unsupported
@@ -646,8 +645,7 @@ class _RowCompiler:
         return test
 
     def like(self, node, pattern, negate: bool) -> Callable[[dict], Any]:
-        from sparkberg.arrays import scalar
-        pc = self.pc
+        pc, scalar = self.pc, self.arrays.scalar
         f, col = self.column(node)
         if f.field_type != T.STRING or not isinstance(pattern, _Lit) or pattern.kind != "string":
             raise _Unsupported
