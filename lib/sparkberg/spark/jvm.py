@@ -349,20 +349,39 @@ def scalar_subquery_35(one: DataFrame) -> Column | None:
         return None
 
 
+@functools.lru_cache(maxsize=1)
+def _map_function() -> type:
+    """PySpark's ``UserDefinedFunction`` whose return type is taken as given: its own checks that a map stage's
+    type maps to Arrow through ``to_arrow_type``, which on PySpark 3.5 imports setuptools' ``distutils`` into the
+    driver (a fresh process's cost). sparkberg's stages return only types Arrow takes; one it did not would fail
+    in the stage itself, whose worker maps the type again."""
+    from pyspark.sql.types import DataType, _parse_datatype_string
+    from pyspark.sql.udf import UserDefinedFunction
+
+    class MapFunction(UserDefinedFunction):
+        @property
+        def returnType(self) -> DataType:
+            if self._returnType_placeholder is None:
+                given = self._returnType
+                self._returnType_placeholder = given if isinstance(given, DataType) else _parse_datatype_string(given)
+            return self._returnType_placeholder
+    return MapFunction
+
+
 def map_in_arrow_classic(df: DataFrame, func: Callable, schema: str | StructType) -> DataFrame | None:
     """On a classic session, ``df.mapInArrow(func, schema)`` built as PySpark's ``mapInArrow`` builds it, less its
-    check that pandas is installed (PySpark makes the stage through ``pandas_udf``, whose check imports pandas,
-    and on PySpark 3.5 setuptools' ``distutils``, into the driver; no Arrow function uses them); None over Spark
-    Connect or where PySpark's internals moved."""
+    checks: that pandas is installed (PySpark makes the stage through ``pandas_udf``, whose check imports pandas
+    into the driver; no Arrow function uses it), and that the schema maps to Arrow types (:func:`_map_function`);
+    None over Spark Connect or where PySpark's internals moved."""
     jdf = getattr(df, "_jdf", None)
     if jdf is None:
         return None
     try:
         from pyspark.rdd import PythonEvalType
         from pyspark.sql import DataFrame as ClassicDataFrame
-        from pyspark.sql.udf import _create_udf
 
-        column = _create_udf(func, schema, PythonEvalType.SQL_MAP_ARROW_ITER_UDF)(*[df[c] for c in df.columns])
+        function = _map_function()(func, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+        column = function._wrapped()(*[df[c] for c in df.columns])
         if spark_version(df.sparkSession) >= (4, 0):  # (Dataset.mapInArrow(column, barrier, resource profile))
             mapped = jdf.mapInArrow(column._jc, False, None)
         else:  # (Dataset.pythonMapInArrow(expression, barrier))
@@ -374,3 +393,4 @@ def map_in_arrow_classic(df: DataFrame, func: Callable, schema: str | StructType
 
 
 state.register("sparkberg.spark.jvm._jvm_handles", "per py4j gateway, gone with it", _jvm_handles.clear)
+state.register("sparkberg.spark.jvm._map_function", "one (a class)", _map_function.cache_clear)
