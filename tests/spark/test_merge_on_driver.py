@@ -134,3 +134,34 @@ def test_a_source_too_wide_to_collect_goes_to_spark(spark, warehouse, monkeypatc
     assert ran == [False]
     assert sorted(r[0] for r in cat.load_table("db.t").to_df().where("id IN (5, 9999)").select("v").collect()) == \
         ["five", "new"]
+
+
+@pytest.mark.parametrize("kinds", [("int",), ("str",), ("int", "str"), ("str", "int", "int")])
+def test_the_drivers_key_pairs_are_arrows_inner_join(kinds):
+    """The driver's MERGE pairs target and source rows as Arrow's inner join does (the reference): every pair of
+    rows whose keys are equal in every column, nulls matching nothing, a key repeated on either side paired with
+    each of the other side's; here on random keys with repeats and nulls, in one chunk and in several."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(len(kinds))
+
+    def side(n: int, chunks: int) -> list[pa.ChunkedArray]:
+        out = []
+        for kind in kinds:
+            raw = rng.integers(0, 6, n)
+            values = [None if v == 0 else (int(v) if kind == "int" else f"k{v}") for v in raw.tolist()]
+            t = pa.int64() if kind == "int" else pa.large_string()
+            cut = np.array_split(np.arange(n), chunks)
+            out.append(pa.chunked_array([pa.array([values[i] for i in part], t) for part in cut], t))
+        return out
+    for n, m, chunks in ((40, 30, 1), (200, 50, 3), (25, 0, 1), (1, 80, 2)):
+        left, right = side(n, chunks), side(m, chunks)
+        got_left, got_right = merge._inner_pairs(left, right)
+        names = [f"k{i}" for i in range(len(kinds))]
+        lt = pa.table(left + [pa.array(np.arange(n))], names=names + ["l"])
+        rt = pa.table(right + [pa.array(np.arange(m))], names=names + ["r"])
+        want = lt.join(rt, names, join_type="inner")
+        assert sorted(zip(got_left.tolist(), got_right.tolist())) == \
+            sorted(zip(want.column("l").to_pylist(), want.column("r").to_pylist()))
+        assert list(got_left) == sorted(got_left)  # (each left row's pairs together, in left order)

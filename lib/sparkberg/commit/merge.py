@@ -86,6 +86,31 @@ def _member(values: pa.Array) -> Callable[[pa.Array], np.ndarray]:
     return test
 
 
+def _inner_pairs(left: list[pa.ChunkedArray], right: list[pa.ChunkedArray]) -> tuple[np.ndarray, np.ndarray]:
+    """The (left row, right row) pairs an inner join of two sides' key columns (``int64`` or ``large_string``,
+    the same types on both sides) on all of them pairs: rows whose keys are equal in every column, a null equal to
+    nothing; for each left row in order, its right rows in order. Built from the keys' codes in numpy (Arrow's
+    ``Table.join`` imports ``pyarrow.acero``, and with it pandas, into a fresh process)."""
+    n = len(left[0])
+    codes, valid = [], np.ones(n + len(right[0]), bool)
+    for a, b in zip(left, right):
+        both = pa.chunked_array(list(a.chunks) + list(b.chunks), a.type).combine_chunks()
+        values, ok = int_values(both if pa.types.is_integer(both.type) else pc.dictionary_encode(both).indices)
+        codes.append(values)
+        valid &= ok
+    key = codes[0] if len(codes) == 1 else np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)[1]
+    key = key.reshape(-1)
+    ours, theirs = key[:n], key[n:]
+    candidates = np.flatnonzero(valid[n:])
+    order = candidates[np.argsort(theirs[candidates], kind="stable")]
+    ordered = theirs[order]
+    lo, hi = np.searchsorted(ordered, ours, "left"), np.searchsorted(ordered, ours, "right")
+    counts = np.where(valid[:n], hi - lo, 0)
+    left_rows = np.repeat(np.arange(n), counts)
+    within = np.arange(len(left_rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return left_rows, order[np.repeat(lo, counts) + within]
+
+
 def _expr(e: str | Column) -> Column:
     return e if isinstance(e, Column) else F.expr(e)
 
@@ -335,12 +360,14 @@ class MergeBuilder:
                 if rl.lineage:
                     columns["_row_id"] = found.column(len(at))
                 target.append(pa.table(columns))
-        source = pa.table({**{f"_key{k}": rows.column(f"_key{k}").cast(t) for k, t in enumerate(key_types)},
-                           "_src": indices(np.arange(rows.num_rows))})
         if not target:
             return pa.table({"_file": pa.nulls(0, pa.int32()), "_pos": pa.nulls(0, pa.int64()),
                              "_row_id": pa.nulls(0, pa.int64()), "_src": pa.nulls(0, pa.int64())})
-        return pa.concat_tables(target).join(source, [f"_key{k}" for k in range(len(keys))], join_type="inner")
+        target_rows = pa.concat_tables(target)
+        names = [f"_key{k}" for k in range(len(keys))]
+        left, right = _inner_pairs([target_rows.column(n) for n in names],
+                                   [rows.column(n).cast(t) for n, t in zip(names, key_types)])
+        return target_rows.drop_columns(names).take(indices(left)).append_column("_src", indices(right))
 
     def _driver_commit(self, rl: RowLevel, rows: pa.Table, pairs: pa.Table, cols: list[str]) -> None:
         """The rows and deletes of :meth:`_on_driver`'s ``pairs`` written, and committed."""
