@@ -22,7 +22,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import from_numpy, indices, int_values, true_mask
+from sparkberg.arrays import indices, int_values, scalar, true_mask
 from sparkberg.commit.request import CommitRequest
 from sparkberg.commit.rowlevel import (
     DRIVER_FILTER_VALUES, MAX_KEY_VALUES, RowLevel, key_predicate, removal_of, values_predicate)
@@ -355,8 +355,7 @@ class MergeBuilder:
             if len(positions):
                 columns = {f"_key{k}": found.column(at[field.field_id]).cast(t)
                            for k, ((field, _, _), t) in enumerate(zip(keys, key_types))}
-                columns.update(_file=from_numpy(np.full(len(positions), i, np.int32), pa.int32()),
-                               _pos=indices(positions))
+                columns.update(_file=pa.repeat(scalar(i, pa.int32()), len(positions)), _pos=indices(positions))
                 if rl.lineage:
                     columns["_row_id"] = found.column(len(at))
                 target.append(pa.table(columns))

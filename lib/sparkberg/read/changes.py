@@ -25,13 +25,12 @@ from __future__ import annotations
 import pickle
 from typing import Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import batch_of_rows, from_numpy, indices, scalar
+from sparkberg.arrays import batch_of_rows, scalar
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.expressions.predicates import TRUE, Bound
 from sparkberg.io.fileio import FileIO
@@ -191,7 +190,7 @@ class _PartitionChanges:
                     if n:
                         yield from pa.Table.from_arrays(
                             [*rows.columns, pa.repeat(scalar(kind, pa.string()), n),
-                             from_numpy(np.full(n, ordinal, np.int32), pa.int32()), indices(np.full(n, snapshot_id))],
+                             pa.repeat(scalar(ordinal, pa.int32()), n), pa.repeat(scalar(snapshot_id, pa.int64()), n)],
                             names=[*rows.column_names, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]).to_batches()
 
 

@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import empty_table, from_numpy, from_python, indices, int_values, scalar, true_mask
+from sparkberg.arrays import empty_table, from_python, indices, int_values, scalar, true_mask
 from sparkberg.errors import ValidationError
 from sparkberg.read.columns import (
     READ_FORMATS, check_formats, delete_file_rows, delete_row_count, file_table, maybe_broadcast, name_mapping,
@@ -47,11 +47,10 @@ class EqualityDeleteRows:
 
     def rows(self, path: str, fmt: str) -> Iterator[pa.RecordBatch]:
         """The rows of one delete file, a copy for each data file it applies to."""
-        import numpy as np
         for rb in delete_file_rows(path, fmt, self.fields):
             out = rb.schema.append(pa.field("_del_fid", pa.int32()))
             for fid in self.applies[path]:
-                yield pa.RecordBatch.from_arrays(list(rb.columns) + [from_numpy(np.full(rb.num_rows, fid, np.int32), pa.int32())],
+                yield pa.RecordBatch.from_arrays(list(rb.columns) + [pa.repeat(scalar(fid, pa.int32()), rb.num_rows)],
                                                  schema=out)
 
 
@@ -60,13 +59,11 @@ def _equality_rows_on_driver(fields: list[T.NestedField], applies: dict[str, set
     """What :func:`_equality_delete_rows` gives, as an Arrow table made here: each file decoded by a thread per
     core (Arrow reads without the GIL), once per process with a ``cache``, its rows once for each id it is joined
     on."""
-    import numpy as np
-
     columns = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))  # (as delete_file_rows reads)
     schema = columns.append(pa.field("_del_fid", pa.int32()))
     paths = sorted(applies)
     tables = by_threads(lambda path: _equality_file_rows(path, formats[path], fields, cache), paths)
-    parts = [table.append_column(schema.field("_del_fid"), from_numpy(np.full(table.num_rows, fid, np.int32), pa.int32()))
+    parts = [table.append_column(schema.field("_del_fid"), pa.repeat(scalar(fid, pa.int32()), table.num_rows))
              for path, table in zip(paths, tables) for fid in sorted(applies[path])]
     return pa.concat_tables(parts).combine_chunks() if parts else empty_table(schema)
 
@@ -190,7 +187,8 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
         ids = FileIds(by_spark, tuning.name_ids_max_files)
         found = read_data_parquet(spark, metadata, T.Schema(fields), ST.StructType(spark_fields), by_spark,
                                   keys=True, file_ids=ids)
-        pairs = pa.table({"_del_file": from_python([i for p, i in zip(by_spark, ids.ids) for _ in applies[p]], pa.int32()),
+        pairs = pa.table({"_del_file": from_python([i for p, i in zip(by_spark, ids.ids) for _ in applies[p]],
+                                                   pa.int32()),
                           "_del_fid": from_python([f for p in by_spark for f in sorted(applies[p])], pa.int32())})
         targets = arrow_dataframe(spark, pairs, "_del_file int, _del_fid int")
         parts.append(found.join(F.broadcast(targets), found["_file_id"] == targets["_del_file"])

@@ -446,7 +446,8 @@ def _by_slot(bitmaps: pa.Table, slot_of: dict[int, int], slots: FileSlots) -> pa
     by_slot = bitmaps.column("_bitmap").combine_chunks().take(from_python(rows, pa.int32()))
     value = pa.StructArray.from_arrays(
         [from_python([slots.shift], pa.int32()), from_python([(1 << slots.bits) - 1], pa.int64()),
-         pa.ListArray.from_arrays(from_python([0, len(rows)], pa.int32()), by_slot)], names=["shift", "mask", "bitmaps"])
+         pa.ListArray.from_arrays(from_python([0, len(rows)], pa.int32()), by_slot)],
+        names=["shift", "mask", "bitmaps"])
     return pa.table({"_slots": value})
 
 
