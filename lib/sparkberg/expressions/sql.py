@@ -628,13 +628,14 @@ class _RowCompiler:
         values = [self.value(f, i) for i in items if i.kind != "null"]
         has_null = len(values) < len(items)
         true, false, null = (scalar(v, pa.bool_()) for v in (True, False, None))
+        each = [scalar(v) for v in values]
 
         def test(c):
             x = col(c)
             if f.field_type == T.DOUBLE:  # (equality as Spark's: -0.0 is 0.0, which hashing may not hold)
                 got = from_bools(np.zeros(len(x), bool))
-                for v in values:
-                    got = pc.or_(got, pc.fill_null(pc.equal(x, scalar(v)), false))
+                for v in each:
+                    got = pc.or_(got, pc.fill_null(pc.equal(x, v), false))
             else:
                 got = pc.is_in(x, value_set=from_python(values, x.type)) if values else \
                     from_bools(np.zeros(len(x), bool))
