@@ -23,7 +23,7 @@ from sparkberg.expressions.sql import translate_filter
 
 decoder = sys.argv[2]
 if decoder == "compiled":
-    compiled._kernel()  # (compiled decoding from the first manifest, as a process that has planned a large table)
+    compiled.load()  # (compiled decoding from the first manifest, as a process that has planned a large table)
 counts = {}
 for name in sys.argv[3:]:
     t = sparkberg.catalog(None, sys.argv[1]).load_table(name)

@@ -17,7 +17,6 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST

@@ -21,7 +21,6 @@ from typing import Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 

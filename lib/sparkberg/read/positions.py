@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import from_python, indices, int_values, strings
+from sparkberg.arrays import from_python, indices, int_values, scalar
 from sparkberg.io.fileio import file_io_for
 from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
@@ -50,8 +50,8 @@ class DVDecoder:
                     yield pa.RecordBatch.from_arrays([indices(r["data_file_id"] * _ROW_KEY_SHIFT + positions)],
                                                      names=["_del_row"])
                 else:
-                    yield pa.RecordBatch.from_arrays([strings([r["data_file"]] * len(positions)), indices(positions)],
-                                                     names=["_del_file", "_del_pos"])
+                    yield pa.RecordBatch.from_arrays([pa.repeat(scalar(r["data_file"], pa.string()), len(positions)),
+                                                      indices(positions)], names=["_del_file", "_del_pos"])
 
 
 class PositionDeleteRows:
