@@ -88,6 +88,63 @@ def value_codes(arr: pa.Array) -> tuple[np.ndarray, list]:
     return int_values(enc.indices)[0], enc.dictionary.to_pylist()  # (no null index: nulls are encoded)
 
 
+def row_codes(columns: Sequence[pa.Array | pa.ChunkedArray], nulls_equal: bool = True
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's code, int64 from 0 up, the same for rows equal in every one of ``columns`` (of one length, none
+    nested); which rows have no null in any column). With ``nulls_equal`` a null equals a null, as equality deletes
+    and changelogs compare rows; else a row with a null equals nothing, and its code means nothing. Floating-point
+    values compare as Arrow hashes them (NaN equal to NaN, -0.0 not to 0.0), as Java's ``Double.equals``.
+
+    An integer or temporal column's code is its value less the column's least (no hashing); another column's is
+    its dictionary code from Arrow's hashing. The columns' codes are combined into one number (made dense before
+    the product of their ranges could overflow), and that number made dense at the end: no Arrow join or
+    grouping, which import ``pyarrow.acero``, and pandas with it, into a fresh process."""
+    n = len(columns[0])
+    valid = np.ones(n, bool)
+    if not n:
+        return np.zeros(0, np.int64), valid
+    codes, bound, dense = None, 1, True
+    for column in columns:
+        column = _flat(column)
+        values, size, ok, column_dense = _column_codes(column, nulls_equal)
+        valid &= ok
+        if codes is None:
+            codes, bound, dense = values, size, column_dense
+            continue
+        if bound * size >= 1 << 62:
+            codes, bound = _dense(codes)
+        if bound * size >= 1 << 62:
+            values, size = _dense(values)
+        codes, bound, dense = codes * size + values, bound * size, False
+    return (codes if dense else _dense(codes)[0]), valid
+
+
+def _column_codes(column: pa.Array, nulls_equal: bool) -> tuple[np.ndarray, int, np.ndarray, bool]:
+    """(a code of each value of ``column``, equal where the values are; the codes' bound; which slots hold a value;
+    whether every code below the bound is used)."""
+    if _int_dtype(column.type) is not None or pa.types.is_boolean(column.type):
+        values, valid = int_values(column)
+        low, high = int(values.min()), int(values.max())  # (null slots' 0 included: it is a code of their own)
+        if high - low + 2 < 1 << 62:
+            codes = values - (low - 1)
+        else:  # (a range past int64's: the values' ranks)
+            codes, _ = _dense(values)
+            codes += 1
+            high, low = int(codes.max()), 1
+        if not valid.all():
+            codes[~valid] = 0  # (null: a code no value has)
+        return codes, high - low + 2, valid, False
+    import pyarrow.compute as pc  # (put off: most users of this module need none of it)
+    encoded = pc.dictionary_encode(column, null_encoding="encode" if nulls_equal else "mask")
+    return int_values(encoded.indices)[0], len(encoded.dictionary), valid_mask(column), True
+
+
+def _dense(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    """(each code's rank among the distinct codes, how many there are)."""
+    distinct, ranks = np.unique(codes, return_inverse=True)
+    return ranks.reshape(-1).astype(np.int64, copy=False), len(distinct)
+
+
 def float_values(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """The values of a float or double array as float64, 0 in null slots."""
     arr = _flat(arr)

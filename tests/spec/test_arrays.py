@@ -1,5 +1,5 @@
 """numpy views of Arrow arrays read from their buffers agree with Arrow's own conversions, sliced or not; arrays
-built from buffers equal those ``pa.array`` builds."""
+built from buffers equal those ``pa.array`` builds; rows coded as equal are those Arrow's grouping puts together."""
 import datetime
 import decimal
 
@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 
 from sparkberg.arrays import (
-    binary_offsets, empty_table, float_values, from_numpy, from_python, int_values, strings, true_mask, valid_mask,
+    binary_offsets, empty_table, float_values, from_numpy, from_python, int_values, row_codes, strings, true_mask,
+    valid_mask,
 )
 
 VALUES = [5, None, -3, 2 ** 40, None, 0, 7, None, 9, 11, -1]
@@ -217,3 +218,52 @@ def test_empty_table_equals_the_schemas_own():
     assert got.equals(schema.empty_table(), check_metadata=True)
     assert got.num_rows == 0 and all(c.num_chunks == 1 for c in got.columns)
     assert empty_table(pa.schema([])).num_columns == 0
+
+
+def _random_columns(rng, n):
+    """Columns of each kind ``row_codes`` codes, few distinct values each (so rows repeat), with nulls, NaN, -0.0
+    and a column in chunks."""
+    def pick(values):
+        return [values[i] for i in rng.integers(0, len(values), n)]
+    ints = pa.chunked_array([pa.array(pick([1, 2, -1, 0, None]), pa.int64())[:n // 3],
+                             pa.array(pick([1, 2, -1, 0, None]), pa.int64())[n // 3:]])
+    return {"i": ints, "s": pa.array(pick(["a", "", None, "bb"]), pa.large_string()),
+            "f": pa.array(pick([0.0, -0.0, float("nan"), None, 1.5]), pa.float64()),
+            "b": pa.array(pick([True, False, None])), "d": pa.array(pick([datetime.date(2024, 1, 1), None])),
+            "n": pa.array(pick([decimal.Decimal("1.50"), decimal.Decimal("0.00"), None]), pa.decimal128(5, 2)),
+            "x": pa.array(pick([b"\x00", b"\x01", None]), pa.binary(1)), "u": pa.array(pick([0, 2 ** 64 - 1]), pa.uint64())}
+
+
+@pytest.mark.parametrize("names", [["i"], ["s"], ["f"], ["b"], ["i", "s"], ["f", "d", "n"], ["x", "u", "i"],
+                                   ["i", "s", "f", "b", "d", "n", "x", "u"]])
+def test_row_codes_equal_where_arrow_groups_rows_together(names):
+    rng = np.random.default_rng(len(names))
+    columns = _random_columns(rng, 300)
+    table = pa.table({k: columns[k] for k in names}).append_column("row", pa.array(np.arange(300)))
+    codes, valid = row_codes([table.column(k) for k in names])
+    assert valid.tolist() == [all(table.column(k)[r].is_valid for k in names) for r in range(300)]
+    groups = table.group_by(names, use_threads=False).aggregate([("row", "list")])
+    assert groups.num_rows > 1
+    for rows in groups.column("row_list").to_pylist():  # (a group's rows share a code no other group has)
+        assert len(set(codes[rows])) == 1
+    assert sorted(set(codes)) == list(range(groups.num_rows))
+
+
+def test_row_codes_with_nulls_equal_to_nothing_mark_those_rows():
+    codes, valid = row_codes([pa.array([1, None, 1, None]), pa.array(["a", "a", "a", None])], nulls_equal=False)
+    assert valid.tolist() == [True, False, True, False]
+    assert codes[0] == codes[2]
+    assert row_codes([pa.array([], pa.int64())])[0].tolist() == []
+    # a null's stand-in is no value: with nulls equal, 0 and null differ, as "" and null do
+    codes = row_codes([pa.array([0, None, 0]), pa.array(["", "", None])])[0]
+    assert len(set(codes.tolist())) == 3
+
+
+def test_row_codes_of_integers_spanning_more_than_int64_holds():
+    # (the values' range does not fit an int64 code: they are ranked instead)
+    wide = pa.array([-2 ** 63, 2 ** 63 - 1, None, -2 ** 63, 0], pa.int64())
+    codes, valid = row_codes([wide, pa.array(["a", "a", "a", "a", "a"])])
+    assert valid.tolist() == [True, True, False, True, True]
+    assert codes[0] == codes[3] and len(set(codes.tolist())) == 4
+    alone = row_codes([wide])[0]
+    assert alone[0] == alone[3] and sorted(set(alone.tolist())) == [0, 1, 2, 3]

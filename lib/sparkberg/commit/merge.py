@@ -21,7 +21,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import indices, int_values, scalar, true_mask
+from sparkberg.arrays import indices, int_values, row_codes, scalar, true_mask
 from sparkberg.commit.request import CommitRequest
 from sparkberg.commit.rowlevel import (
     DRIVER_FILTER_VALUES, MAX_KEY_VALUES, RowLevel, key_predicate, removal_of, values_predicate)
@@ -88,17 +88,11 @@ def _member(values: pa.Array) -> Callable[[pa.Array], np.ndarray]:
 def _inner_pairs(left: list[pa.ChunkedArray], right: list[pa.ChunkedArray]) -> tuple[np.ndarray, np.ndarray]:
     """The (left row, right row) pairs an inner join of two sides' key columns (``int64`` or ``large_string``,
     the same types on both sides) on all of them pairs: rows whose keys are equal in every column, a null equal to
-    nothing; for each left row in order, its right rows in order. Built from the keys' codes in numpy (Arrow's
-    ``Table.join`` imports ``pyarrow.acero``, and with it pandas, into a fresh process)."""
+    nothing; for each left row in order, its right rows in order. Built from the rows' codes
+    (:func:`~sparkberg.arrays.row_codes`), not by Arrow's ``Table.join``."""
     n = len(left[0])
-    codes, valid = [], np.ones(n + len(right[0]), bool)
-    for a, b in zip(left, right):
-        both = pa.chunked_array(list(a.chunks) + list(b.chunks), a.type).combine_chunks()
-        values, ok = int_values(both if pa.types.is_integer(both.type) else pc.dictionary_encode(both).indices)
-        codes.append(values)
-        valid &= ok
-    key = codes[0] if len(codes) == 1 else np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)[1]
-    key = key.reshape(-1)
+    key, valid = row_codes([pa.chunked_array(list(a.chunks) + list(b.chunks), a.type) for a, b in zip(left, right)],
+                           nulls_equal=False)
     ours, theirs = key[:n], key[n:]
     candidates = np.flatnonzero(valid[n:])
     order = candidates[np.argsort(theirs[candidates], kind="stable")]
