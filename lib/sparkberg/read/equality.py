@@ -300,31 +300,28 @@ def equal_rows(rows: pa.Table, deleted: pa.Table):
     if rows.num_columns == 1:
         values = pc.unique(deleted.column(0).combine_chunks())
         return true_mask(pc.is_in(rows.column(0), value_set=values, skip_nulls=False))
-    # several columns: a semi-join on each value (nulls given one value on both sides) and whether it is null
-    left, right = {}, {}
-    for k, name in enumerate(rows.column_names):
-        for side, table in ((left, rows), (right, deleted)):
-            column = table.column(k)
-            side[f"v{k}"] = pc.fill_null(column, _filler(column.type))
-            side[f"n{k}"] = pc.is_null(column)
-    left["_row"] = indices(np.arange(rows.num_rows))
-    keys = list(right)
-    matched = pa.table(left).join(pa.table(right).group_by(keys).aggregate([]), keys=keys, join_type="left semi")
+    # several columns: each column's values looked up among the deleted rows' (a hash probe, as the one-column
+    # case's), the lookups combined into a code of the columns so far, renumbered by the deleted rows' codes after
+    # each column; a row leaves the candidates as soon as its code is none of theirs
+    candidates = None
+    ours, theirs = np.zeros(0, np.int64), np.zeros(deleted.num_rows, np.int64)
+    for k, t in enumerate(rows.schema.types):
+        column = deleted.column(k).cast(t).combine_chunks()
+        values = pc.unique(column)
+        if candidates is None:  # (the first column's matches picked out first: most rows are none)
+            candidates = np.flatnonzero(true_mask(pc.is_in(rows.column(k), value_set=values, skip_nulls=False)))
+            ours = np.zeros(len(candidates), np.int64)
+        found, ok = int_values(pc.index_in(rows.column(k).take(indices(candidates)), value_set=values,
+                                           skip_nulls=False))
+        theirs = theirs * len(values) + int_values(pc.index_in(column, value_set=values, skip_nulls=False))[0]
+        ours, candidates = ours[ok] * len(values) + found[ok], candidates[ok]
+        distinct = np.unique(theirs)
+        theirs = np.searchsorted(distinct, theirs)
+        at = np.minimum(np.searchsorted(distinct, ours), len(distinct) - 1)
+        hit = distinct[at] == ours
+        ours, candidates = at[hit], candidates[hit]
+        if not len(candidates):
+            break
     out = np.zeros(rows.num_rows, bool)
-    out[int_values(matched.column("_row"))[0]] = True
+    out[candidates] = True
     return out
-
-
-def _filler(t: pa.DataType) -> pa.Scalar:
-    """A value of type ``t`` that stands for null where whether it is null is matched too."""
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return scalar("", t)
-    if pa.types.is_fixed_size_binary(t):
-        return scalar(bytes(t.byte_width), t)
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return scalar(b"", t)
-    if pa.types.is_boolean(t):
-        return scalar(False, t)
-    if pa.types.is_decimal(t):
-        return scalar(0, t)
-    return scalar(0, pa.int32() if pa.types.is_date32(t) or pa.types.is_time32(t) else pa.int64()).cast(t)
