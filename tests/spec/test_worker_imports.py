@@ -86,3 +86,37 @@ def test_writing_data_and_delete_files_imports_no_pandas(tmp_path):
     # (a DV for each of the 10 data files named; their position deletes in one file: one partition directory)
     assert got["files"] > 1 and got["dvs"] == 10 and got["position_files"] == 1
     assert got["pandas"] is None, got["pandas"]
+
+
+MATCHING = WATCH + r"""
+import pyarrow as pa
+from sparkberg.commit.merge import _inner_pairs
+from sparkberg.read.arrow import _without_carryovers
+from sparkberg.read.equality import equal_rows
+
+t = pa.ipc.open_file(sys.argv[1]).read_all()
+half = t.slice(0, t.num_rows // 2)
+deleted = equal_rows(t.select(["id", "v"]), half.select(["id", "v"]))
+carried_out, carried_in = _without_carryovers(t, half)
+left, right = _inner_pairs([t.column("id"), t.column("v").cast(pa.large_string())],
+                           [half.column("id"), half.column("v").cast(pa.large_string())])
+print(json.dumps({"pandas": first[0] if first else None, "deleted": int(deleted.sum()), "out": carried_out.num_rows,
+                  "in": carried_in.num_rows, "pairs": len(left)}))
+"""
+
+
+@pytest.mark.skipif(pytest.importorskip("pandas") is None, reason="pandas is what this checks for")
+def test_matching_rows_on_several_columns_imports_no_pandas(tmp_path):
+    # a data file's equality deletes on two columns, a changelog's carryovers and the driver MERGE's pairs: what
+    # Arrow would join or group by imports pandas with pyarrow.acero
+    n = 200
+    table = pa.table({"id": pa.array([None if i % 9 == 0 else i % 50 for i in range(n)], pa.int64()),
+                      "v": [None if i % 7 == 0 else f"v{i % 3}" for i in range(n)],
+                      "x": [float("nan") if i % 5 == 0 else i / 4 for i in range(n)]})
+    p = subprocess.run([sys.executable, "-c", MATCHING, _ipc(tmp_path / "t.arrow", table.combine_chunks()
+                                                              .to_batches()[0])],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": LIB}, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["deleted"] >= n // 2 and got["out"] == n - n // 2 and got["in"] == 0 and got["pairs"] > 0
+    assert got["pandas"] is None, got["pandas"]

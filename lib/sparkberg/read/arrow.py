@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as ST
 
-from sparkberg.arrays import empty_table, from_bools, indices, int_values, scalar
+from sparkberg.arrays import empty_table, from_bools, indices, row_codes, scalar
 from sparkberg.errors import NotSupportedError
 from sparkberg.read.columns import check_formats, name_mapping
 from sparkberg.read.deletecache import DeleteCache
@@ -162,10 +162,10 @@ class TaskReader:
 
 
 def comparable(v: Any) -> Any:
-    """A value of a row as changelogs compare rows: hashable, NaN equal to NaN (as Java's ``Objects.equals`` of
-    doubles)."""
-    if isinstance(v, float) and math.isnan(v):
-        return ("NaN",)
+    """A value of a row as changelogs compare rows: hashable, NaN equal to NaN and -0.0 not equal to 0.0 (as Java's
+    ``Objects.equals`` of doubles)."""
+    if isinstance(v, float) and (math.isnan(v) or (v == 0 and math.copysign(1.0, v) < 0)):
+        return ("NaN",) if math.isnan(v) else ("-0.0",)
     if isinstance(v, dict):
         return tuple((k, comparable(x)) for k, x in v.items())
     if isinstance(v, (list, tuple)):
@@ -224,23 +224,31 @@ def _without_carryovers(deleted: pa.Table, inserted: pa.Table) -> tuple[pa.Table
     """``deleted`` and ``inserted`` without the rows found in both, as many times as in both (Java's
     ``RemoveCarryoverIterator``: a copy-on-write rewrite deletes and inserts them unchanged). Identical rows are
     interchangeable, so each distinct row is kept as many times as one side has it more than the other: counted
-    by Arrow's hash aggregation, or row by row where a column is nested (Arrow does not group by those)."""
+    by the rows' codes (:func:`~sparkberg.arrays.row_codes`), or as Python values where a column is nested. The
+    rows kept of each side are its first of each distinct row, in its order."""
     if not deleted.num_rows or not inserted.num_rows:
         return deleted, inserted
     if any(pa.types.is_nested(f.type) for f in deleted.schema):
         return _without_carryovers_by_rows(deleted, inserted)
-    names = deleted.column_names
-    sign = "_sparkberg_sign"
-    both = pa.concat_tables([deleted.append_column(sign, indices(np.ones(deleted.num_rows))),
-                             inserted.append_column(sign, indices(np.full(inserted.num_rows, -1)))])
-    net = both.group_by(names, use_threads=False).aggregate([(sign, "sum")])
-    counts = int_values(net.column(f"{sign}_sum"))[0]
-    rows = net.select(names)
+    n = deleted.num_rows
+    codes = row_codes([pa.chunked_array(deleted.column(k).chunks + inserted.column(k).chunks, f.type)
+                       for k, f in enumerate(deleted.schema)])[0]
+    out, into = codes[:n], codes[n:]
+    distinct = int(codes.max()) + 1
+    net = np.bincount(out, minlength=distinct) - np.bincount(into, minlength=distinct)
 
-    def repeated(which: np.ndarray, times: np.ndarray) -> pa.Table:
-        return rows.take(indices(np.repeat(which, times))).cast(deleted.schema)
-    more_deleted, more_inserted = np.flatnonzero(counts > 0), np.flatnonzero(counts < 0)
-    return repeated(more_deleted, counts[more_deleted]), repeated(more_inserted, -counts[more_inserted])
+    def kept(side: pa.Table, side_codes: np.ndarray, more: np.ndarray) -> pa.Table:
+        times, count = more[side_codes], np.bincount(side_codes, minlength=distinct)[side_codes]
+        keep = times >= count  # (a row none of whose copies is carried over)
+        partly = np.flatnonzero((times > 0) & (times < count))
+        if len(partly):  # (a row some of whose copies are: its first ones kept, by each copy's rank among them)
+            order = partly[np.argsort(side_codes[partly], kind="stable")]
+            ordered = side_codes[order]
+            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+            rank = np.arange(len(ordered)) - np.repeat(starts, np.diff(np.r_[starts, len(ordered)]))
+            keep[order[rank < more[ordered]]] = True
+        return side if keep.all() else side.take(indices(np.flatnonzero(keep)))
+    return kept(deleted, out, np.maximum(net, 0)), kept(inserted, into, np.maximum(-net, 0))
 
 
 def _without_carryovers_by_rows(deleted: pa.Table, inserted: pa.Table) -> tuple[pa.Table, pa.Table]:
