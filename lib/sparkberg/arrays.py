@@ -124,7 +124,7 @@ def _column_codes(column: pa.Array, nulls_equal: bool) -> tuple[np.ndarray, int,
     whether every code below the bound is used)."""
     if _int_dtype(column.type) is not None or pa.types.is_boolean(column.type):
         values, valid = int_values(column)
-        low, high = int(values.min()), int(values.max())  # (null slots' 0 included: it is a code of their own)
+        low, high = int(values.min()), int(values.max())  # (null slots hold 0: code 0 below, values 1 up)
         if high - low + 2 < 1 << 62:
             codes = values - (low - 1)
         else:  # (a range past int64's: the values' ranks)

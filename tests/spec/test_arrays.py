@@ -231,7 +231,8 @@ def _random_columns(rng, n):
             "f": pa.array(pick([0.0, -0.0, float("nan"), None, 1.5]), pa.float64()),
             "b": pa.array(pick([True, False, None])), "d": pa.array(pick([datetime.date(2024, 1, 1), None])),
             "n": pa.array(pick([decimal.Decimal("1.50"), decimal.Decimal("0.00"), None]), pa.decimal128(5, 2)),
-            "x": pa.array(pick([b"\x00", b"\x01", None]), pa.binary(1)), "u": pa.array(pick([0, 2 ** 64 - 1]), pa.uint64())}
+            "x": pa.array(pick([b"\x00", b"\x01", None]), pa.binary(1)),
+            "u": pa.array(pick([0, 2 ** 64 - 1]), pa.uint64())}
 
 
 @pytest.mark.parametrize("names", [["i"], ["s"], ["f"], ["b"], ["i", "s"], ["f", "d", "n"], ["x", "u", "i"],
