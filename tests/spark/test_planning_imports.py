@@ -36,7 +36,6 @@ print(json.dumps({"pandas": first[0] if first else None, "counts": counts, "comp
 """
 
 
-@pytest.mark.skipif(pytest.importorskip("pandas") is None, reason="pandas is what this checks for")
 def test_planning_manifests_with_deletes_imports_no_pandas(spark, warehouse):
     import sparkberg
     cat = sparkberg.catalog(spark, warehouse)

@@ -57,7 +57,6 @@ def _ipc(path, batch: pa.RecordBatch) -> str:
     return str(path)
 
 
-@pytest.mark.skipif(pytest.importorskip("pandas") is None, reason="pandas is what this checks for")
 def test_writing_data_and_delete_files_imports_no_pandas(tmp_path):
     n = 500
     start = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
@@ -105,7 +104,6 @@ print(json.dumps({"pandas": first[0] if first else None, "deleted": int(deleted.
 """
 
 
-@pytest.mark.skipif(pytest.importorskip("pandas") is None, reason="pandas is what this checks for")
 def test_matching_rows_on_several_columns_imports_no_pandas(tmp_path):
     # a data file's equality deletes on two columns, a changelog's carryovers and the driver MERGE's pairs: what
     # Arrow would join or group by imports pandas with pyarrow.acero
