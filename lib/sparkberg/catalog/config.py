@@ -17,6 +17,7 @@ from typing import Any
 
 from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.catalog.sql import SqlCatalog, database_for
+from sparkberg import redact
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import normalize_location
 
@@ -77,7 +78,7 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
         location = normalize_location(warehouse)
         config = {"type": "jdbc", "uri": db.uri, "warehouse": location, "name": name or DEFAULT_NAME,
                   "properties": props}
-        return SqlCatalog(name or DEFAULT_NAME, db, location), f"{name or DEFAULT_NAME} ({uri})", config
+        return SqlCatalog(name or DEFAULT_NAME, db, location), f"{name or DEFAULT_NAME} ({redact.uri(uri)})", config
     if kind == "rest":
         # (imported here, not with this module: its HTTP client, requests, is about two fifths of the time
         # `import sparkberg` takes, which every process that opens no REST catalog need not pay)

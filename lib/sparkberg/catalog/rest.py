@@ -31,6 +31,7 @@ from sparkberg.errors import (
     NoSuchNamespaceError, NoSuchTableError, SparkbergError, TableAlreadyExistsError, ValidationError,
 )
 from sparkberg.io.fileio import file_io_for
+from sparkberg import redact
 from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import TableMetadata
 
@@ -159,10 +160,11 @@ class _Auth:
         try:
             r = self._session.post(self._server, data=form, timeout=TIMEOUT_S)
         except requests.RequestException as e:
-            raise RestCatalogError(f"cannot reach the OAuth2 token endpoint {self._server}: {e}") from None
+            raise RestCatalogError(redact.text(f"cannot reach the OAuth2 token endpoint {self._server}: {e}")) \
+                from None
         if r.status_code != 200:
-            raise NotAuthorizedError(f"OAuth2 token endpoint {self._server} refused the credential (HTTP "
-                                     f"{r.status_code}): {_message(r)}")
+            raise NotAuthorizedError(redact.text(f"OAuth2 token endpoint {self._server} refused the credential "
+                                                 f"(HTTP {r.status_code}): {_message(r)}"))
         body = r.json()
         self._token = body["access_token"]
         expires_in = body.get("expires_in")
@@ -172,15 +174,16 @@ class _Auth:
 
 def _message(r: requests.Response) -> str:
     """The server's error message (the spec's ``ErrorModel``, or OAuth2's ``error`` and
-    ``error_description``), else the body's start."""
+    ``error_description``), else the body's start; with any credential it quotes masked (a server may echo the
+    request's ``Authorization`` header or a signed URL)."""
     try:
         body = r.json()
         error = body.get("error") or {}
         if isinstance(error, str):
-            return f"{error}: {body.get('error_description', '')}".strip(": ")
-        return f"{error.get('type', '')}: {error.get('message', '')}".strip(": ")
+            return redact.text(f"{error}: {body.get('error_description', '')}".strip(": "))
+        return redact.text(f"{error.get('type', '')}: {error.get('message', '')}".strip(": "))
     except (ValueError, AttributeError):
-        return r.text[:200]
+        return redact.text(r.text[:200])
 
 
 def _error_type(r: requests.Response) -> str:
@@ -194,13 +197,15 @@ class RestCatalog:
     """A catalog served over the Iceberg REST protocol (see the module docstring)."""
 
     def __init__(self, uri: str, name: str, warehouse: str | None = None, properties: dict[str, str] | None = None):
-        self.uri = uri.rstrip("/")
+        # (requests go to _base, which may hold a password in its userinfo; uri is what messages show)
+        self._base = uri.rstrip("/")
+        self.uri = redact.uri(self._base)
         self.name = name
         props = dict(properties or {})
         self._session = requests.Session()
         self._headers = {"Content-Type": "application/json", "X-Client-Version": "sparkberg",
                          **{k[len("header."):]: v for k, v in props.items() if k.startswith("header.")}}
-        self._auth = _Auth(self._session, self.uri, props)
+        self._auth = _Auth(self._session, self._base, props)
         self._prefix = "v1/"
         config = self._request("GET", "v1/config", params={"warehouse": warehouse} if warehouse else None)
         merged = {**(config.get("defaults") or {}), **props, **(config.get("overrides") or {})}
@@ -218,7 +223,8 @@ class RestCatalog:
                  errors: dict[int, Any] | None = None, commit: bool = False) -> dict:
         """One call; the JSON answer ({} for none). ``errors``: an exception class (or a function of the
         server's error type giving one) per status code, before the general mapping."""
-        url = f"{self.uri}/{path}"
+        url = f"{self._base}/{path}"
+        shown = f"{self.uri}/{path}"
         data = None if body is None else json.dumps(body)
         for attempt in (0, 1):
             headers = {**self._headers, **self._auth.header()}
@@ -227,14 +233,15 @@ class RestCatalog:
                                           timeout=TIMEOUT_S)
             except requests.ConnectionError as e:
                 if commit and not _never_sent(e):
-                    raise CommitStateUnknownException(f"commit to {url}: the connection was lost ({e}); it may "
-                                                      "or may not have landed") from None
-                raise RestCatalogError(f"cannot reach the REST catalog at {self.uri}: {e}") from None
+                    raise CommitStateUnknownException(redact.text(
+                        f"commit to {shown}: the connection was lost ({e}); it may or may not have landed")) from None
+                raise RestCatalogError(redact.text(f"cannot reach the REST catalog at {self.uri}: {e}")) from None
             except requests.Timeout as e:
                 if commit:
-                    raise CommitStateUnknownException(f"commit to {url} timed out ({e}); it may or may not "
-                                                      "have landed") from None
-                raise RestCatalogError(f"REST catalog {self.uri} did not answer {method} {path}: {e}") from None
+                    raise CommitStateUnknownException(redact.text(
+                        f"commit to {shown} timed out ({e}); it may or may not have landed")) from None
+                raise RestCatalogError(redact.text(f"REST catalog {self.uri} did not answer {method} {path}: {e}")) \
+                    from None
             if r.status_code == 401 and attempt == 0 and self._auth.renew():
                 continue
             break
@@ -243,7 +250,7 @@ class RestCatalog:
                 return r.json() if r.content else {}
             except ValueError:
                 raise RestCatalogError(f"REST catalog {self.uri}: {method} {path} -> HTTP {r.status_code} with a "
-                                       f"body that is not JSON: {r.text[:200]!r}") from None
+                                       f"body that is not JSON: {redact.text(r.text[:200])!r}") from None
         raise self._error(r, method, path, errors or {}, commit)
 
     def _error(self, r: requests.Response, method: str, path: str, errors: dict[int, Any],

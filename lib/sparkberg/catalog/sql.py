@@ -29,6 +29,7 @@ import uuid
 from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import unquote
 
+from sparkberg import redact
 from sparkberg.catalog.base import (
     Identifier, delete_dropped, parse_identifier, parse_namespace, read_metadata, with_metadata_log,
 )
@@ -81,7 +82,8 @@ class Database:
         try:
             conn = self._connect()
         except self._errors as e:
-            raise CatalogDatabaseError(f"cannot open the catalog database {self.description}: {e}") from None
+            raise CatalogDatabaseError(redact.text(f"cannot open the catalog database {self.description}: {e}")) \
+                from None
         try:
             yield conn
         finally:
@@ -94,7 +96,7 @@ class Database:
                 cur = conn.execute(self._sql(sql), tuple(params))
                 return [tuple(r) for r in cur.fetchall()]
             except self._errors as e:
-                raise CatalogDatabaseError(f"catalog database {self.description}: {e}") from None
+                raise CatalogDatabaseError(redact.text(f"catalog database {self.description}: {e}")) from None
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; the rows it changed. A key already taken raises :class:`KeyError`."""
@@ -116,7 +118,7 @@ class Database:
                 raise KeyError(str(e)) from None
             except self._errors as e:
                 _rollback(conn)
-                raise CatalogDatabaseError(f"catalog database {self.description}: {e}") from None
+                raise CatalogDatabaseError(redact.text(f"catalog database {self.description}: {e}")) from None
 
 
 def _rollback(conn: Any) -> None:
@@ -145,7 +147,7 @@ def postgresql_database(conninfo: str, user: str | None = None, password: str | 
     except ImportError:
         raise SparkbergError("the PostgreSQL catalog needs psycopg: pip install 'sparkberg[postgres]'") from None
     kwargs = {k: v for k, v in (("user", user), ("password", password)) if v is not None}
-    shown = re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", conninfo)
+    shown = redact.uri(conninfo)
 
     def connect():
         return psycopg.connect(conninfo, autocommit=True, connect_timeout=10, **kwargs)
