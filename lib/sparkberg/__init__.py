@@ -9,10 +9,12 @@ from sparkberg import zipimports as _zipimports
 
 _zipimports.install_in_worker()
 
-from sparkberg.errors import (  # noqa: F401, E402
-    AlreadyCommittedError, CommitFailedException, CommitStateUnknownException, InvalidIdentifierError, InvalidMetadataError,
-    NoSuchNamespaceError, NoSuchTableError, NotSupportedError, SparkbergError, TableAlreadyExistsError,
-    TableUUIDMismatchError, UnsupportedFormatVersionError, ValidationError,
+from sparkberg.errors import (  # noqa: F401, E402 - every error a user can meet, from one place
+    AlreadyCommittedError, CatalogDatabaseError, CommitFailedException, CommitStateUnknownException,
+    FileAlreadyExistsError, InvalidIdentifierError, InvalidMetadataError, MissingFileError, NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, NotSupportedError,
+    RestCatalogError, SparkbergError, SqlSyntaxError, StatementFailedError, TableAlreadyExistsError,
+    TableUUIDMismatchError, UnsupportedFormatVersionError, ValidationError, WorkerEnvironmentError,
 )
 
 __version__ = "0.1.0"

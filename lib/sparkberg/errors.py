@@ -63,6 +63,10 @@ class InvalidIdentifierError(ValidationError):
     """A namespace or table identifier that is empty or tries to escape the warehouse."""
 
 
+class FileAlreadyExistsError(SparkbergError, FileExistsError):
+    """A file that must be new (a metadata version, a written data file) already exists: ``create`` found it."""
+
+
 class MissingFileError(SparkbergError, FileNotFoundError):
     """A file the table's metadata references (manifest list, manifest, data or delete file, deletion vector)
     does not exist. ``path`` names it; the message also names what references it, where known."""
@@ -104,3 +108,35 @@ class TableUUIDMismatchError(ValidationError):
     """A refreshed table is another table: its ``table-uuid`` changed (dropped and re-created meanwhile)."""
 
 
+
+
+class CatalogDatabaseError(SparkbergError):
+    """The SQL catalog's database cannot be reached or refused a statement (it names the database, never its
+    password)."""
+
+
+class RestCatalogError(SparkbergError):
+    """The REST catalog answered with an error this client has no narrower exception for, or could not be reached
+    (it names the request, the status and the server's message, with any credential in it masked)."""
+
+
+class NotAuthorizedError(RestCatalogError):
+    """The REST catalog (or its OAuth2 endpoint) refused the credentials (401) or the operation (403)."""
+
+
+class SqlSyntaxError(ValidationError):
+    """A ``sparkberg.sql`` statement that does not parse: ``line`` and ``column`` (from 1) of the script, and what
+    was expected there; no statement of the script ran."""
+
+    def __init__(self, message: str, line: int, column: int):
+        super().__init__(f"line {line}, column {column}: {message}")
+        self.line, self.column = line, column
+
+
+class StatementFailedError(SparkbergError):
+    """A statement of a ``sparkberg.sql`` script failed: ``number`` (from 1), its ``statement`` text; the cause is
+    chained (``cause``). The statements before it ran; it and those after it changed nothing."""
+
+    def __init__(self, number: int, statement: str, cause: BaseException):
+        super().__init__(f"statement {number} failed ({statement}): {type(cause).__name__}: {cause}")
+        self.number, self.statement, self.cause = number, statement, cause

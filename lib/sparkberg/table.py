@@ -49,7 +49,7 @@ from sparkberg.spec.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.types import Schema
 from sparkberg.spark.types import schema_from, to_spark_schema
-from sparkberg.write.dataframe import write_files
+from sparkberg.write.dataframe import MERGE_SCHEMA_CONF, write_files
 from sparkberg import state
 
 
@@ -315,7 +315,7 @@ class Table(RefsMixin, EvolutionMixin):
                                 self._staging(), Idempotency.of(idempotency))
         if merge_schema is None:
             merge_schema = boolean(self._metadata.properties, ACCEPT_ANY_SCHEMA) or \
-                (session_conf(self.spark, "spark.sql.iceberg.merge-schema") or "").strip().lower() == "true"
+                (session_conf(self.spark, MERGE_SCHEMA_CONF) or "").strip().lower() == "true"
         through = self._merged(data.schema) if merge_schema and data is not None else self
         return _Write(self, label, request, through)
 

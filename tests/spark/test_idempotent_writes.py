@@ -138,7 +138,9 @@ def test_bad_keys_are_named_errors_and_nothing_is_written(spark, table, warehous
     before_files = files_under(warehouse)
     for key, message in [(("", 1), "app_id must be a non-empty string"), (("a", -1), "non-negative integer"),
                          (("a", 1.5), "non-negative integer"), (("a", True), "non-negative integer"),
-                         ("a", "a pair"), (("a", 1, 2), "a pair")]:
+                         ("a", "a pair"), (("a", 1, 2), "a pair"),
+                         # (issue 90, item 8: a version past 64 bits would skip every later real version)
+                         (("a", 2 ** 70), "at most 64 bits"), (("a", 2 ** 63), "at most 64 bits")]:
         with pytest.raises(ValidationError, match=message):
             table.append(batch(spark, 0, 1), idempotency=key)
     with pytest.raises(ValidationError, match="sparkberg.idempotency.app-id.*summary field"):

@@ -91,7 +91,8 @@ def test_a_target_row_two_source_rows_match_fails_on_the_driver_and_commits_noth
     t = _table(cat, "db.t", spark, 3, "bigint")
     before = t.metadata.current_snapshot_id
     source = spark.sql("SELECT 5L AS id, 'b' AS p, 'one' AS v, 0D AS x UNION ALL SELECT 5L, 'b', 'two', 1D")
-    with pytest.raises(ValidationError, match=r"more than one source row \(file .*, position \d+\)"):
+    with pytest.raises(ValidationError, match=r"more than one source row \(the row where id = 5, file .*, "
+                                              r"position \d+\)"):
         t.merge(source, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()
     assert cat.load_table("db.t").metadata.current_snapshot_id == before
     # (two source rows matching one target row are no error for a merge that only deletes it)

@@ -277,11 +277,16 @@ def test_a_worker_that_cannot_import_sparkberg_is_named(spark, tmp_path):
     sc = spark.sparkContext
     before = sc.pythonExec
     sc.pythonExec = str(python)
+    sc.setJobGroup("worker-check", "the append of a session whose workers lack sparkberg")
     try:
         with pytest.raises(WorkerEnvironmentError) as e:
             t.append(spark.range(10).selectExpr("id", "CAST(id AS string) AS v"))
+        # (issue 90, item 10: told before the first Python stage ran, so no executor logged a failed task's stack)
+        assert sc.statusTracker().getJobIdsForGroup("worker-check") == []
     finally:
         sc.pythonExec = before
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
     message = str(e.value)
     assert str(python) in message and "PYSPARK_PYTHON" in message and "spark.pyspark.python" in message
     assert "--py-files" in message

@@ -71,7 +71,7 @@ def test_merge(spark, warehouse, version, mode):
         assert len(set(after.values())) == len(after)
     dup = spark.sql("SELECT 1L AS id, 'odd' AS cat, 1 AS n UNION ALL SELECT 1L, 'odd', 2")
     before = cat.load_table("db.t").metadata
-    with pytest.raises(ValidationError, match="more than one source row"):
+    with pytest.raises(ValidationError, match=r"more than one source row \(the row where id = 1, file "):
         t.merge(dup, "t.id = s.id").when_matched_update_all().execute()
     with pytest.raises(ValidationError, match="more than one source row"):  # (a condition: still ambiguous)
         t.merge(dup, "t.id = s.id").when_matched_delete("s.n = 1").execute()

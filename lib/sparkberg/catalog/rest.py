@@ -28,7 +28,8 @@ import requests
 from sparkberg.catalog.base import Identifier, parse_identifier, parse_namespace
 from sparkberg.errors import (
     CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
-    NoSuchNamespaceError, NoSuchTableError, SparkbergError, TableAlreadyExistsError, ValidationError,
+    NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, RestCatalogError, TableAlreadyExistsError,
+    ValidationError,
 )
 from sparkberg.io.fileio import file_io_for
 from sparkberg import redact
@@ -41,15 +42,6 @@ TIMEOUT_S = 60.0
 # a token is fetched again this long before the server said it expires
 TOKEN_REFRESH_MARGIN_S = 60.0
 _UNKNOWN_STATES = (500, 502, 503, 504)
-
-
-class RestCatalogError(SparkbergError):
-    """The REST catalog answered with an error this client has no narrower exception for (it names the
-    request, the status and the server's message)."""
-
-
-class NotAuthorizedError(RestCatalogError):
-    """The REST catalog refused the credentials (401) or the operation (403)."""
 
 
 def update_json(u: U.TableUpdate, format_version: int) -> dict:

@@ -35,8 +35,9 @@ from sparkberg.catalog.base import (
 )
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.errors import (
-    CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
-    NoSuchNamespaceError, NoSuchTableError, SparkbergError, TableAlreadyExistsError, ValidationError,
+    CatalogDatabaseError, CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, SparkbergError, TableAlreadyExistsError,
+    ValidationError,
 )
 from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.spec.metadata import TableMetadata
@@ -54,10 +55,6 @@ _CREATE_TABLES = (f"CREATE TABLE {TABLES} (catalog_name VARCHAR(255) NOT NULL, t
 _CREATE_NAMESPACE_PROPERTIES = (f"CREATE TABLE {NAMESPACE_PROPERTIES} (catalog_name VARCHAR(255) NOT NULL, "
                                 "namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), "
                                 "property_value VARCHAR(1000), PRIMARY KEY (catalog_name, namespace, property_key))")
-
-
-class CatalogDatabaseError(SparkbergError):
-    """The catalog's database cannot be reached or refused a statement (it names the database)."""
 
 
 class Database:

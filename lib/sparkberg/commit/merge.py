@@ -37,7 +37,9 @@ from sparkberg.spark.types import arrow_schema
 from sparkberg.spec import types as T
 from sparkberg.spec.properties import merges_on_read
 from sparkberg.threads import by_threads
-from sparkberg.write.dataframe import UNSORTED, table_ordering, write_files, write_on_driver
+from sparkberg.write.dataframe import (
+    UNSORTED, assignments as assigned_values, store_assignment_policy, table_ordering, write_files, write_on_driver,
+)
 
 
 # the most source rows a MERGE takes to the driver (MergeBuilder._on_driver): up to it, collecting them and writing
@@ -111,6 +113,15 @@ def _expr(e: str | Column) -> Column:
 def _outside_quotes(text: str, fn) -> str:
     parts = text.split("'")
     return "'".join(fn(p) if i % 2 == 0 else p for i, p in enumerate(parts))
+
+
+def _matched_twice(file: str, position: int, key: list[tuple[str, Any]]) -> ValidationError:
+    """Spark's MERGE cardinality error, naming the target row by its key's values (as the ON clause equates them
+    with the source's), its file and its position."""
+    row = " AND ".join(f"{name} = {value!r}" for name, value in key)
+    return ValidationError("MERGE matched a single row of the target table with more than one source row ("
+                           f"{f'the row where {row}, ' if row else ''}file {file}, position {position}); make the "
+                           "source keys unique")
 
 
 class MergeBuilder:
@@ -236,11 +247,15 @@ class MergeBuilder:
             # on it: not for a merge without matched clauses, whose matched rows only keep source rows out, nor for
             # one unconditional delete)
             checked = self.matched and [(k, c) for k, c, _ in self.matched] != [("delete", None)]
-            dup = checked and (pairs.groupBy(F.col(f"{ta}._file"), F.col(f"{ta}._pos")).count()
-                               .filter("count > 1").limit(1).collect())
+            keys = self._on_clause()[1] if checked else []
+            dup = checked and (pairs.groupBy(F.col(f"{ta}._file"), F.col(f"{ta}._pos"))
+                               .agg(F.count(F.lit(1)).alias("_n"),
+                                    *[F.first(F.col(f"{sa}.`{s_col}`")).alias(f"_key{i}")
+                                      for i, (_, s_col, _) in enumerate(keys)])
+                               .filter("_n > 1").limit(1).collect())
             if dup:
-                raise ValidationError("MERGE matched a single row of the target table with more than one source row "
-                                      f"(file {dup[0][0]}, position {dup[0][1]}); make the source keys unique")
+                raise _matched_twice(dup[0][0], dup[0][1], [(f.name, dup[0][3 + i]) for i, (f, _, _) in
+                                                            enumerate(keys)])
             ins = F.lit("X")
             for i, (cond, _) in reversed(list(enumerate(self.not_matched))):
                 hit = F.lit(True) if cond is None else F.coalesce(_expr(cond), F.lit(False))
@@ -369,10 +384,11 @@ class MergeBuilder:
         if self.matched and self.matched[0][0] == "update":
             twice = np.flatnonzero((np.diff(files) == 0) & (np.diff(positions) == 0))
             if len(twice):
-                raise ValidationError(
-                    "MERGE matched a single row of the target table with more than one source row (file "
-                    f"{rl.tasks[files[twice[0]]]['file_path']}, position {positions[twice[0]]}); make the source "
-                    "keys unique")
+                source_row = int_values(pairs.column("_src"))[0][order[twice[0]]]
+                keys = self._on_clause()[1]
+                raise _matched_twice(rl.tasks[files[twice[0]]]["file_path"], positions[twice[0]],
+                                     [(f.name, rows.column(f"_key{i}")[source_row].as_py())
+                                      for i, (f, _, _) in enumerate(keys)])
         written = arrow_schema(read_struct(T.Schema(list(rl.schema.fields) + rl.lineage_fields)))
         parts = []
 
@@ -461,29 +477,28 @@ class MergeBuilder:
             target_filter = None
         return target_filter, prune
 
-    def _values(self, cols, src_cols, lineage, kind: str, spec) -> list[Column]:
+    def _values(self, frame, cols, src_cols, lineage, kind: str, spec) -> list[Column]:
+        """The written row's columns for a clause over ``frame`` (the joined rows): ``spec``'s assignments (None:
+        the source's columns of the same names, ``update_all`` / ``insert_all``) under the session's store
+        assignment policy, as UPDATE's (:func:`~sparkberg.write.dataframe.assignments`: nested fields too); the
+        target's current values (update) or nulls (insert) elsewhere."""
         ta, sa = self.ta, self.sa
-        types = {f.name: f.dataType for f in self.table.spark_schema().fields}
-        out = []
-        for c in cols:
-            if kind == "update":
-                if spec is None:
-                    if c.lower() not in src_cols:
-                        raise ValidationError(f"update_all: source has no column {c!r}")
-                    out.append(F.col(f"{sa}.`{src_cols[c.lower()]}`").cast(types[c]).alias(c))
-                else:
-                    match = {k.lower(): v for k, v in spec.items()}
-                    out.append((_expr(match[c.lower()]).cast(types[c]) if c.lower() in match
-                                else F.col(f"{ta}.`{c}`")).alias(c))
-            else:
-                if spec is None:
-                    if c.lower() not in src_cols:
-                        raise ValidationError(f"insert_all: source has no column {c!r}")
-                    out.append(F.col(f"{sa}.`{src_cols[c.lower()]}`").cast(types[c]).alias(c))
-                else:
-                    match = {k.lower(): v for k, v in spec.items()}
-                    out.append((_expr(match[c.lower()]) if c.lower() in match else F.lit(None))
-                               .cast(types[c]).alias(c))
+        target = self.table.spark_schema()
+        types = {f.name: f.dataType for f in target.fields}
+        if spec is None:
+            missing = [c for c in cols if c.lower() not in src_cols]
+            if missing:
+                raise ValidationError(f"{kind}_all: source has no column {missing[0]!r}")
+            spec = {c: F.col(f"{sa}.`{src_cols[c.lower()]}`") for c in cols}
+        if kind == "update":
+            def current(c: str) -> Column:
+                return F.col(f"{ta}.`{c}`")
+        else:
+            def current(c: str) -> Column:
+                return F.lit(None).cast(types[c])
+        new = assigned_values(frame, target, {k: _expr(v) if isinstance(v, str) else v for k, v in spec.items()},
+                              store_assignment_policy(self.table.spark), current)
+        out = [new.get(c, current(c)).alias(c) for c in cols]
         if lineage:
             if kind == "update":
                 out += [F.col(f"{ta}._row_id").alias("_row_id"),
@@ -498,20 +513,17 @@ class MergeBuilder:
         parts = []
         known = {c.lower() for c in cols}
 
-        def check(spec, what: str) -> None:
-            unknown = [name for name in (spec or {}) if name.lower() not in known]
-            if unknown:
-                raise ValidationError(f"cannot {what} unknown column {unknown[0]!r}")
         for rows, clauses, tag in ((pairs, self.matched, "U"), (orphans, self.by_source, "B")):
             for i, (kind, _, spec) in enumerate(clauses):
                 if kind == "update":
-                    check(spec, "update")
                     parts.append(rows.filter(F.col("_action") == f"{tag}{i}")
-                                 .select(*self._values(cols, src_cols, lineage, "update", spec)))
+                                 .select(*self._values(rows, cols, src_cols, lineage, "update", spec)))
         for i, (_, spec) in enumerate(self.not_matched):
-            check(spec, "insert")
+            unknown = [name for name in (spec or {}) if name.lower() not in known]
+            if unknown:
+                raise ValidationError(f"cannot insert unknown column {unknown[0]!r}")
             parts.append(unmatched.filter(F.col("_action") == f"I{i}")
-                         .select(*self._values(cols, src_cols, lineage, "insert", spec)))
+                         .select(*self._values(unmatched, cols, src_cols, lineage, "insert", spec)))
         if kept is not None:
             parts.append(kept)
         if not parts:

@@ -78,6 +78,7 @@ class Staging:
 # the summary properties that record an idempotent write's key
 APP_ID = "sparkberg.idempotency.app-id"
 VERSION = "sparkberg.idempotency.version"
+MAX_VERSION = 2 ** 63 - 1  # (a version is a 64-bit signed integer, as Delta's txnVersion and Spark's batch ids)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ class Idempotency:
     @classmethod
     def of(cls, key: "tuple[str, int] | Idempotency | None") -> "Idempotency | None":
         """The key a write's ``idempotency=`` argument gives: ``(app_id, version)``, a non-empty string and a
-        non-negative integer; else a named error."""
+        non-negative 64-bit signed integer; else a named error (a larger version, once recorded, would make every
+        later real version of the application look committed)."""
         if key is None or isinstance(key, Idempotency):
             return key
         if not isinstance(key, (tuple, list)) or len(key) != 2:
@@ -99,8 +101,9 @@ class Idempotency:
         app_id, version = key
         if not isinstance(app_id, str) or not app_id.strip():
             raise ValidationError(f"the idempotency app_id must be a non-empty string, got {app_id!r}")
-        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-            raise ValidationError(f"the idempotency version must be a non-negative integer, got {version!r}")
+        if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= MAX_VERSION:
+            raise ValidationError(f"the idempotency version must be a non-negative integer of at most 64 bits "
+                                  f"(0 to {MAX_VERSION}, as Delta's txnVersion and Spark's batch ids), got {version!r}")
         return cls(app_id, version)
 
     def summary(self) -> dict[str, str]:

@@ -47,7 +47,7 @@ from sparkberg.spec.properties import SERIALIZABLE, isolation_level, merges_on_r
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.spec.properties import compression, data_location
 from sparkberg.threads import by_threads
-from sparkberg.write.dataframe import write_files
+from sparkberg.write.dataframe import assignments as assigned_values, store_assignment_policy, write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json
 from sparkberg.write.writer import key_runs
 
@@ -557,22 +557,20 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
     """Set columns to Spark SQL expressions on the rows matching ``filter``: copy-on-write or merge-on-read per
     ``write.update.mode``. Updated rows keep their v3 ``_row_id`` and get the new sequence number."""
     rl = RowLevel(table, request, filter)
-    names = {f.name.lower(): f.name for f in rl.schema.fields}
-    for col in assignments:
-        if col.lower() not in names:
-            raise ValidationError(f"cannot update unknown column {col!r}")
+    spark_schema = rl.table.spark_schema()
+    # (checked against the table's columns before anything is read: a field the table lacks, or a value the
+    # session's store assignment policy does not write into the field's type, changes nothing)
+    set_by_name = assigned_values(rl.spark.createDataFrame([], spark_schema), spark_schema, assignments,
+                                  store_assignment_policy(rl.spark), lambda c: F.col(f"`{c}`"))
     cond = F.lit(True) if filter is None else condition(filter)
     tasks = rl.tasks
     if not tasks:
         return
     cols = [f.name for f in rl.schema.fields]
-    set_by_name = {names[c.lower()]: v for c, v in assignments.items()}
     extra = rl.lineage_fields
 
-    spark_types = {f.name: f.dataType for f in rl.table.spark_schema().fields}
-
-    def assigned(c):  # SQL store assignment: the expression is cast to the column's type
-        return F.expr(set_by_name[c]).cast(spark_types[c])
+    def assigned(c):
+        return set_by_name[c]
 
     def updated(df):
         out = [assigned(c).alias(c) if c in set_by_name else F.col(f"`{c}`") for c in cols]

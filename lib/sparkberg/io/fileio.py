@@ -13,11 +13,7 @@ import uuid
 from typing import Callable, Iterable, Iterator
 from urllib.parse import urlparse
 
-from sparkberg.errors import CommitStateUnknownException, MissingFileError, SparkbergError
-
-
-class FileAlreadyExistsError(SparkbergError, FileExistsError):
-    """``create`` found the target file already there."""
+from sparkberg.errors import CommitStateUnknownException, FileAlreadyExistsError, MissingFileError, SparkbergError
 
 
 def to_local_path(location: str) -> str | None:

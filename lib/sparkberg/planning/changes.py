@@ -20,6 +20,7 @@ snapshots touched, not the table's size.
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -56,6 +57,8 @@ def snapshots_between(metadata: TableMetadata, start_exclusive: int | None, end:
     the end's retained ancestors when it is None. ``start_exclusive`` may be expired if a retained ancestor
     names it as its parent, as in Java. A named error for an unknown end, a start that is not an ancestor, or
     a range through an expired snapshot."""
+    start_exclusive = snapshot_id_argument(start_exclusive, "start snapshot")
+    end = snapshot_id_argument(end, "end snapshot")
     if end is None:
         if metadata.current_snapshot is None:
             raise ValidationError("the table has no current snapshot: give the end snapshot of the range")
@@ -74,6 +77,9 @@ def snapshots_between(metadata: TableMetadata, start_exclusive: int | None, end:
         if start_exclusive is not None and parent == start_exclusive:
             break
         if parent is None:
+            if start_exclusive is not None and metadata.snapshot_by_id(start_exclusive) is None:
+                raise ValidationError(f"cannot find the start snapshot {start_exclusive}: there is no such snapshot "
+                                      f"in this table (nor does any snapshot name it as its parent)")
             if start_exclusive is not None:
                 raise ValidationError(f"the start snapshot {start_exclusive} is not an ancestor of the end "
                                       f"snapshot {end}")
@@ -86,6 +92,18 @@ def snapshots_between(metadata: TableMetadata, start_exclusive: int | None, end:
             break
     out.reverse()
     return out
+
+
+def snapshot_id_argument(value: Any, what: str) -> int | None:
+    """A snapshot id given to an API call: an int, or a string of one (as Spark's read options carry ids), else a
+    named error naming ``what`` and the value's type."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValidationError(f"the {what} id must be an integer snapshot id, got {type(value).__name__} {value!r}")
+    return int(value)
 
 
 def start_for_timestamp(metadata: TableMetadata, timestamp_ms: int) -> int | None:
@@ -356,5 +374,5 @@ def _live_data(loader: _Loader, snapshot: Snapshot | None, decoder: EntryDecoder
     return reach.entries(entries)
 
 
-__all__ = ["snapshots_between", "start_for_timestamp", "end_for_timestamp", "appended_tasks", "SnapshotChange",
+__all__ = ["snapshots_between", "snapshot_id_argument", "start_for_timestamp", "end_for_timestamp", "appended_tasks", "SnapshotChange",
            "changelog_snapshots", "snapshot_change"]

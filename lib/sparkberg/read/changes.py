@@ -57,8 +57,7 @@ def read_appended(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id:
                   bound: Bound, columns: Sequence[str] | None, filter: str | Column | None) -> DataFrame:
     """The rows the ``append`` snapshots after ``start_snapshot_id`` up to ``end_snapshot_id`` (default: the
     current snapshot) added, in the table's schema, as Iceberg Java's incremental append scan reads them."""
-    snapshots = snapshots_between(metadata, int(start_snapshot_id),
-                                  None if end_snapshot_id is None else int(end_snapshot_id))
+    snapshots = snapshots_between(metadata, start_snapshot_id, end_snapshot_id)
     tasks = appended_tasks(metadata, io, snapshots, bound, spark)
     return read_tasks(spark, metadata, metadata.current_schema, tasks.to_pylist(), PartitionLayout(metadata), columns,
                       filter)

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
+import sys
 from typing import Any
 
 import sparkberg.errors as errors
+from sparkberg import state
 from sparkberg.spark.session import session_conf
 
 _RAISED = re.compile(r"sparkberg\.errors\.(\w+): ([^\n]+)")
@@ -49,13 +53,61 @@ def translate(exc: BaseException, spark: Any = None) -> errors.SparkbergError | 
             return cls(m.group(2).strip())
     m = _NOT_IMPORTABLE.search(text)
     if m:
-        return errors.WorkerEnvironmentError(
-            f"Spark's Python workers cannot import {m.group(1)}: they run {worker_python(spark)!r}, which does "
-            "not have sparkberg installed. Install sparkberg (and its dependencies) into that interpreter, or "
-            "point the workers at one that has it: PYSPARK_PYTHON or spark.pyspark.python (for example the "
-            "driver's own virtualenv). On a cluster, the executors need the package too: install it on every "
-            "node, or ship it with --py-files / spark.submit.pyFiles or a packed environment in spark.archives.")
+        return _cannot_import(m.group(1), worker_python(spark))
     return None
+
+
+def _cannot_import(module: str, python: str) -> errors.WorkerEnvironmentError:
+    return errors.WorkerEnvironmentError(
+        f"Spark's Python workers cannot import {module}: they run {python!r}, which does "
+        "not have sparkberg installed. Install sparkberg (and its dependencies) into that interpreter, or "
+        "point the workers at one that has it: PYSPARK_PYTHON or spark.pyspark.python (for example the "
+        "driver's own virtualenv). On a cluster, the executors need the package too: install it on every "
+        "node, or ship it with --py-files / spark.submit.pyFiles or a packed environment in spark.archives.")
+
+
+# (interpreter, PYTHONPATH) -> None when its workers import sparkberg, else the error: checked once per process
+_WORKERS_CHECKED: dict[tuple[str, str], errors.WorkerEnvironmentError | None] = {}
+state.register("sparkberg.spark.executors._WORKERS_CHECKED", "one entry per worker interpreter a session named",
+               _WORKERS_CHECKED.clear)
+_PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('sparkberg') else 3)"
+
+
+def check_workers(spark: Any) -> None:
+    """Before a Python stage: a :class:`~sparkberg.errors.WorkerEnvironmentError` now, and no job run, when the
+    session's Python workers run on this machine (a ``local`` or ``local-cluster`` master) with an interpreter
+    other than the driver's that cannot import sparkberg; otherwise the stage's first task would fail with it,
+    after the executor logged the task's whole stack. Asked once per interpreter per process (a start of that
+    interpreter, tens of milliseconds); not asked where the driver's own interpreter runs the workers, where
+    sparkberg reaches them another way (``spark.submit.pyFiles``, ``spark.archives``, ``addPyFile``), on a
+    cluster's other machines, or from a Spark Connect client (:func:`translate` names it there, after the task)."""
+    try:
+        sc = spark.sparkContext
+        master = str(sc.master)
+    except Exception:  # noqa: BLE001 - Spark Connect: the workers are the server's
+        return
+    if not master.startswith("local") or getattr(sc, "_python_includes", None) or \
+            session_conf(spark, "spark.submit.pyFiles") or session_conf(spark, "spark.archives"):
+        return
+    python = worker_python(spark)
+    key = (python, os.environ.get("PYTHONPATH", ""))
+    if key not in _WORKERS_CHECKED:
+        found = shutil.which(python)
+        if found is not None and os.path.abspath(found) == os.path.abspath(sys.executable):
+            _WORKERS_CHECKED[key] = None
+        else:
+            try:
+                done = subprocess.run([python, "-c", _PROBE], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_S)
+                failed = done.returncode != 0
+            except (OSError, subprocess.TimeoutExpired):  # (no such interpreter: Spark cannot start it either)
+                failed = True
+            _WORKERS_CHECKED[key] = _cannot_import("sparkberg", python) if failed else None
+    if _WORKERS_CHECKED[key] is not None:
+        raise _WORKERS_CHECKED[key]
+
+
+PROBE_TIMEOUT_S = 30.0  # (an interpreter that does not start within it is taken as one that cannot run sparkberg)
 
 
 class executor_errors:

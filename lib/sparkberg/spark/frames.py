@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from sparkberg.spark.executors import check_workers
 from sparkberg.spark.jvm import arrow_dataframe_35, map_in_arrow_classic, scalar_subquery_35
 from sparkberg.spark.session import spark_version
 from sparkberg.spark.types import arrow_schema, parse_ddl
@@ -74,7 +75,9 @@ def map_in_arrow(df: DataFrame, func: Callable[[Iterator[pa.RecordBatch]], Itera
     """``df.mapInArrow(func, schema)``: ``func`` maps each task's Arrow batches to batches of ``schema``. Every
     Python stage of sparkberg is made here, on a classic session without importing pandas into the driver
     (:func:`~sparkberg.spark.jvm.map_in_arrow_classic`): PySpark's own ``mapInArrow`` imports it, which the
-    first Python stage of a fresh process, a scheduled job's, pays for."""
+    first Python stage of a fresh process, a scheduled job's, pays for. A session whose workers cannot import
+    sparkberg is told so before the stage runs (:func:`~sparkberg.spark.executors.check_workers`)."""
+    check_workers(df.sparkSession)
     mapped = map_in_arrow_classic(df, func, schema)
     return df.mapInArrow(func, schema) if mapped is None else mapped
 

@@ -119,11 +119,23 @@ class Names:
         """The table ``parts`` must name (the target of a write, an ALTER, a procedure): a named error if none."""
         found = self.resolve(parts)
         if found is None:
-            cat, rest = self.split(parts)
-            where = f" in catalog {catalog_name(cat) or cat.uri}" if cat is not None else \
-                " (no sparkberg catalog: give sparkberg.sql one, or set spark.sql.defaultCatalog)"
-            raise NoSuchTableError(f"table {'.'.join(parts)} does not exist{where}")
+            raise self.missing(parts)
         return found
+
+    def missing(self, parts: list[str]) -> NoSuchTableError:
+        """The error for a table name that names no table: the same for a read as for a write."""
+        cat, _ = self.split(parts)
+        where = f" in catalog {catalog_name(cat) or cat.uri}" if cat is not None else \
+            " (no sparkberg catalog: give sparkberg.sql one, or set spark.sql.defaultCatalog)"
+        return NoSuchTableError(f"table {'.'.join(parts)} does not exist{where}")
+
+    def spark_has(self, parts: list[str]) -> bool:
+        """Whether Spark's own catalogs know ``parts`` (a temporary view, a table of ``spark_catalog``)."""
+        name = ".".join("`{}`".format(p.replace("`", "``")) for p in parts)
+        try:
+            return bool(self.spark.catalog.tableExists(name))
+        except Exception:  # noqa: BLE001 - a name Spark cannot even look up (an unknown catalog): not Spark's
+            return False
 
     def scoped(self, catalog: Catalog) -> "Names":
         """These names with ``catalog`` the default (a procedure's table arguments resolve in its catalog)."""
@@ -228,6 +240,13 @@ def rewrite_query(names: Names, tree: exp.Expr) -> tuple[exp.Expr, int]:
             continue
         got = read(names, node)
         if got is None:
+            # (a plain name that no sparkberg catalog and no catalog of Spark's holds: the NoSuchTableError a write
+            # of it gets, not Spark's analysis error with its JVM stack; a table function such as range(10) is no
+            # name, nor is a file Spark reads directly, parquet.`/path`)
+            parts = parts_of(node)
+            if names.default is not None and isinstance(node.this, exp.Identifier) and \
+                    not (len(parts) == 2 and ("/" in parts[1] or ":" in parts[1])) and not names.spark_has(parts):
+                raise names.missing(parts)
             continue
         found, df = got
         alias = node.args.get("alias")

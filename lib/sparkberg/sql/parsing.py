@@ -8,6 +8,7 @@ expected there.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,17 +17,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.errors import NotSupportedError, SqlSyntaxError, ValidationError
 
 DIALECT = "spark"
-
-
-class SqlSyntaxError(ValidationError):
-    """A statement that does not parse: ``line`` and ``column`` (from 1) of the script, and what was expected."""
-
-    def __init__(self, message: str, line: int, column: int):
-        super().__init__(f"line {line}, column {column}: {message}")
-        self.line, self.column = line, column
 
 
 @dataclass(frozen=True)
@@ -88,13 +81,62 @@ def parse(statement: Statement) -> exp.Expr:
             found = (err.get("highlight") or "").strip()
             # (sqlglot's column is the last character of the token it stopped at)
             offset = max(_offset(statement.text, line, col) - max(len(err.get("highlight") or ""), 1) + 1, 0)
-            what = (err.get("description") or "invalid syntax").rstrip(".")
+            first = statement.text.split(None, 1)[0] if statement.text.split() else ""
+            if first.isidentifier() and first.upper() not in STATEMENT_KEYWORDS:
+                offset, what, found = 0, f"{first!r} begins no SQL statement", ""
+            else:
+                what = in_sql_words(err.get("description") or "")
             raise statement.syntax_error(offset, f"{what}{f' at {found!r}' if found else ''} "
                                                  f"in statement {statement.number}: {statement.summary}") from None
-        raise ValidationError(f"statement {statement.number} does not parse: {e}") from None
+        raise ValidationError(f"statement {statement.number} does not parse: {in_sql_words(str(e))}") from None
     if tree is None:
         raise statement.syntax_error(0, "empty statement")
     return tree
+
+
+# the words a Spark SQL statement (or Iceberg's extensions) can begin with: a statement beginning with another word
+# is reported as such, not by where sqlglot's grammar happened to stop
+STATEMENT_KEYWORDS = frozenset({
+    "SELECT", "WITH", "FROM", "VALUES", "TABLE", "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "ALTER", "DROP",
+    "REPLACE", "CALL", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "TRUNCATE", "USE", "SET", "RESET", "ADD", "LIST",
+    "CLEAR", "CACHE", "UNCACHE", "MSCK", "LOAD", "DECLARE", "EXECUTE", "REFRESH", "ANALYZE", "COMMENT", "MAP",
+    "REDUCE", "GRANT", "REVOKE", "BEGIN", "COMMIT", "ROLLBACK"})
+
+# sqlglot's names of binary operators, as SQL writes them
+_OPERATORS = {"Mul": "*", "Div": "/", "IntDiv": "DIV", "Add": "+", "Sub": "-", "Mod": "%", "EQ": "=", "NEQ": "<>",
+              "NullSafeEQ": "<=>", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "And": "AND", "Or": "OR",
+              "Like": "LIKE", "ILike": "ILIKE", "RLike": "RLIKE", "DPipe": "||", "BitwiseAnd": "&",
+              "BitwiseOr": "|", "BitwiseXor": "^", "Is": "IS", "In": "IN", "Between": "BETWEEN"}
+
+
+def in_sql_words(description: str) -> str:
+    """sqlglot's description of a syntax error in SQL's words: no parser class or token object in it
+    (``Required keyword: 'expression' missing for <class '...Mul'>`` becomes ``the right operand of '*' is
+    missing``)."""
+    d = description.strip().rstrip(".")
+    m = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]+\.(\w+)'>", d)
+    if m:
+        key, node = m.groups()
+        if node in _OPERATORS:
+            return f"the {'left' if key == 'this' else 'right'} operand of {_OPERATORS[node]!r} is missing"
+        return f"incomplete {_words(node)}: its {key.replace('_', ' ')} is missing"
+    if d.startswith("Invalid expression / Unexpected token"):
+        return "unexpected token"
+    m = re.match(r"Expecting (.+)$", d)
+    if m:
+        return f"expected {m.group(1).strip()!r}"
+    m = re.match(r"Expected (.+?) but got <Token token_type: TokenType\.(\w+), text: (.*?), line", d)
+    if m:
+        wanted, kind, text = m.groups()
+        return f"expected a {wanted}, found {'the end of the statement' if kind == 'SENTINEL' else repr(text)}"
+    d = re.sub(r"<class '[\w.]+\.(\w+)'>", lambda c: _words(c.group(1)), d)
+    d = re.sub(r"<Token token_type: TokenType\.\w+, text: (.*?), line[^>]*>", lambda t: repr(t.group(1)), d)
+    return d or "invalid syntax"
+
+
+def _words(name: str) -> str:
+    """A parser node's class name as words (``ColumnDef`` -> ``column def``)."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).lower()
 
 
 def _offset(text: str, line: int, col: int) -> int:

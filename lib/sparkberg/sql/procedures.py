@@ -7,6 +7,8 @@ taken in the session's time zone.
 """
 from __future__ import annotations
 
+import decimal
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -17,8 +19,12 @@ from sparkberg.sql.parsing import Extension, Statement
 
 @dataclass(frozen=True)
 class Param:
+    """A parameter: its name, whether it is required, and its type as Java's procedure declares it (``string``,
+    ``int``, ``long``, ``boolean``, ``timestamp``, ``map``, ``array``)."""
+
     name: str
     required: bool = False
+    kind: str = "string"
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,8 @@ def call(names: Names, statement: Statement, ext: Extension) -> Any:
         raise NotSupportedError(f"procedure {'.'.join(name)} is not supported by sparkberg (statement "
                                 f"{statement.number}); it runs {', '.join(sorted(PROCEDURES))}")
     args = bind(name[-1].lower(), procedure.params, ext.args["positional"], ext.args["named"])
-    values = evaluate(names, args)
+    kinds = {p.name: p.kind for p in procedure.params}
+    values = {k: typed(name[-1].lower(), k, kinds[k], v) for k, v in evaluate(names, args, kinds).items()}
     if len(name) == 3:  # (CALL cat.system.p('db.t'): the table is cat's, as in Iceberg Java)
         names = names.scoped(names.named(name[0]))
     return procedure.run(names, values)
@@ -65,18 +72,87 @@ def bind(procedure: str, params: tuple[Param, ...], positional: list[str], named
     return out
 
 
-def evaluate(names: Names, args: dict[str, str]) -> dict[str, Any]:
-    """The values of the argument expressions, evaluated by Spark in one query (timestamps as epoch millis)."""
+class _Unparsed:
+    """A timestamp argument's text that Spark could not read as a timestamp (:func:`typed` names it)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def evaluate(names: Names, args: dict[str, str], kinds: dict[str, str] | None = None) -> dict[str, Any]:
+    """The values of the argument expressions, evaluated by Spark in one query (timestamps as epoch millis; a
+    ``timestamp`` parameter given a string is read as Spark casts a string to a timestamp)."""
     if not args:
         return {}
     keys = list(args)
     df = names.spark.sql("SELECT " + ", ".join(f"({args[k]}) AS `a{i}`" for i, k in enumerate(keys)))
-    cols = []
+    cols, texts = [], set()
     for i, f in enumerate(df.schema.fields):
         kind = type(f.dataType).__name__
-        cols.append(f"unix_millis(CAST(`a{i}` AS TIMESTAMP)) AS `a{i}`" if kind.startswith("Timestamp") else f"`a{i}`")
-    row = df.selectExpr(*cols).collect()[0]
-    return {k: row[i] for i, k in enumerate(keys)}
+        if kind.startswith("Timestamp"):
+            cols.append(f"unix_millis(CAST(`a{i}` AS TIMESTAMP)) AS `a{i}`")
+        elif kind == "StringType" and (kinds or {}).get(keys[i]) == "timestamp":
+            texts.add(i)
+            cols += [f"`a{i}`", f"unix_millis(try_cast(`a{i}` AS TIMESTAMP)) AS `t{i}`"]
+        else:
+            cols.append(f"`a{i}`")
+    row = df.selectExpr(*cols).collect()[0].asDict()
+    out = {}
+    for i, k in enumerate(keys):
+        value = row[f"a{i}"]
+        if i in texts and value is not None:
+            value = row[f"t{i}"] if row[f"t{i}"] is not None else _Unparsed(value)
+        out[k] = value
+    return out
+
+
+_INTEGER_TEXT = re.compile(r"^\s*[-+]?\d+\s*$")
+
+
+def typed(procedure: str, name: str, kind: str, value: Any) -> Any:
+    """An argument's value as its parameter's type, or a named error naming the procedure, the argument and the
+    value (as Java refuses an argument it cannot cast: ``retain_last => 'abc'``)."""
+    if value is None:
+        return None
+
+    def refuse(what: str) -> ValidationError:
+        shown = value.text if isinstance(value, _Unparsed) else value
+        return ValidationError(f"{procedure}: argument {name} must be {what}, got {type(shown).__name__} "
+                               f"{shown!r}")
+    if kind in ("int", "long"):
+        if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+            raise refuse("an integer")
+        if isinstance(value, str):
+            if not _INTEGER_TEXT.match(value):
+                raise refuse("an integer")
+            value = int(value)
+        if not isinstance(value, (int, float, decimal.Decimal)) or int(value) != value:
+            raise refuse("an integer")
+        value = int(value)
+        if not -2 ** 63 <= value < 2 ** 63 or kind == "int" and not -2 ** 31 <= value < 2 ** 31:
+            raise refuse(f"a {'32' if kind == 'int' else '64'}-bit integer")
+        return value
+    if kind == "boolean":
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if not isinstance(value, bool):
+            raise refuse("a boolean")
+        return value
+    if kind == "timestamp":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise refuse("a timestamp (TIMESTAMP '2024-01-01 00:00:00', or a string Spark reads as one)")
+        return value
+    if kind == "map":
+        if not isinstance(value, dict):
+            raise refuse("a map (map('key', 'value', ...))")
+        return value
+    if kind == "array":
+        if not isinstance(value, (list, tuple)):
+            raise refuse("an array (array(...))")
+        return list(value)
+    if isinstance(value, (dict, list, tuple)):
+        raise refuse("a string")
+    return value if isinstance(value, str) else str(value)
 
 
 def _table(names: Names, values: dict[str, Any], key: str = "table") -> Resolved:
@@ -280,31 +356,39 @@ def _create_changelog_view(names: Names, v: dict[str, Any]) -> Any:
 
 
 def _params(*specs: str) -> tuple[Param, ...]:
-    return tuple(Param(s.rstrip("!"), s.endswith("!")) for s in specs)
+    """Parameters from ``name[:kind][!]`` (``!``: required; the kind is ``string`` unless given)."""
+    out = []
+    for spec in specs:
+        name, _, kind = spec.rstrip("!").partition(":")
+        out.append(Param(name, spec.endswith("!"), kind or "string"))
+    return tuple(out)
 
 
 PROCEDURES: dict[str, Procedure] = {
-    "rollback_to_snapshot": Procedure(_params("table!", "snapshot_id!"), _rollback_to_snapshot),
-    "rollback_to_timestamp": Procedure(_params("table!", "timestamp!"), _rollback_to_timestamp),
-    "set_current_snapshot": Procedure(_params("table!", "snapshot_id", "ref"), _set_current_snapshot),
-    "cherrypick_snapshot": Procedure(_params("table!", "snapshot_id!"), _cherrypick_snapshot),
+    "rollback_to_snapshot": Procedure(_params("table!", "snapshot_id:long!"), _rollback_to_snapshot),
+    "rollback_to_timestamp": Procedure(_params("table!", "timestamp:timestamp!"), _rollback_to_timestamp),
+    "set_current_snapshot": Procedure(_params("table!", "snapshot_id:long", "ref"), _set_current_snapshot),
+    "cherrypick_snapshot": Procedure(_params("table!", "snapshot_id:long!"), _cherrypick_snapshot),
     "publish_changes": Procedure(_params("table!", "wap_id!"), _publish_changes),
     "fast_forward": Procedure(_params("table!", "branch!", "to!"), _fast_forward),
-    "expire_snapshots": Procedure(_params("table!", "older_than", "retain_last", "max_concurrent_deletes",
-                                          "stream_results", "snapshot_ids", "clean_expired_metadata"),
+    "expire_snapshots": Procedure(_params("table!", "older_than:timestamp", "retain_last:int",
+                                          "max_concurrent_deletes:int", "stream_results:boolean",
+                                          "snapshot_ids:array", "clean_expired_metadata:boolean"),
                                   _expire_snapshots),
-    "remove_orphan_files": Procedure(_params("table!", "older_than", "location", "dry_run", "max_concurrent_deletes",
-                                             "file_list_view", "equal_schemes", "equal_authorities",
-                                             "prefix_mismatch_mode", "prefix_listing"), _remove_orphan_files),
-    "rewrite_data_files": Procedure(_params("table!", "strategy", "sort_order", "options", "where"),
+    "remove_orphan_files": Procedure(_params("table!", "older_than:timestamp", "location", "dry_run:boolean",
+                                             "max_concurrent_deletes:int", "file_list_view", "equal_schemes:map",
+                                             "equal_authorities:map", "prefix_mismatch_mode",
+                                             "prefix_listing:boolean"), _remove_orphan_files),
+    "rewrite_data_files": Procedure(_params("table!", "strategy", "sort_order", "options:map", "where"),
                                     _rewrite_data_files),
-    "rewrite_manifests": Procedure(_params("table!", "use_caching", "spec_id"), _rewrite_manifests),
-    "rewrite_position_delete_files": Procedure(_params("table!", "options", "where"),
+    "rewrite_manifests": Procedure(_params("table!", "use_caching:boolean", "spec_id:int"), _rewrite_manifests),
+    "rewrite_position_delete_files": Procedure(_params("table!", "options:map", "where"),
                                                _rewrite_position_delete_files),
-    "add_files": Procedure(_params("table!", "source_table!", "partition_filter", "check_duplicate_files",
-                                   "parallelism"), _add_files),
+    "add_files": Procedure(_params("table!", "source_table!", "partition_filter:map", "check_duplicate_files:boolean",
+                                   "parallelism:int"), _add_files),
     "register_table": Procedure(_params("table!", "metadata_file!"), _register_table),
-    "ancestors_of": Procedure(_params("table!", "snapshot_id"), _ancestors_of),
-    "create_changelog_view": Procedure(_params("table!", "changelog_view", "options", "net_changes",
-                                               "compute_updates", "identifier_columns"), _create_changelog_view),
+    "ancestors_of": Procedure(_params("table!", "snapshot_id:long"), _ancestors_of),
+    "create_changelog_view": Procedure(_params("table!", "changelog_view", "options:map", "net_changes:boolean",
+                                               "compute_updates:boolean", "identifier_columns:array"),
+                                       _create_changelog_view),
 }

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from pyspark.sql import functions as F
 
-from sparkberg.errors import SparkbergError, ValidationError
+from sparkberg.errors import StatementFailedError, ValidationError
 from sparkberg.spark.session import session_conf
 from sparkberg.sql import ddl, procedures
 from sparkberg.sql.names import Names, empty, parts_of, rewrite_query, source
@@ -29,15 +29,6 @@ from sparkberg.sql.parsing import (
 from sparkberg.table import Catalog
 
 PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
-
-
-class StatementFailedError(SparkbergError):
-    """A statement of a script failed: ``number`` (from 1), its ``statement`` text; the cause is chained. The
-    statements before it ran; it and those after it changed nothing."""
-
-    def __init__(self, number: int, statement: str, cause: BaseException):
-        super().__init__(f"statement {number} failed ({statement}): {type(cause).__name__}: {cause}")
-        self.number, self.statement, self.cause = number, statement, cause
 
 
 def run(spark: Any, text: str, catalog: Catalog | None = None) -> Any:

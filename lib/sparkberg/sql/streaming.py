@@ -30,7 +30,8 @@ from sparkberg.errors import NotSupportedError, SparkbergError, ValidationError
 from sparkberg.io.fileio import file_io_for, normalize_location
 from sparkberg.spark.session import session_conf, spark_version
 from sparkberg.table import Table, catalog
-from sparkberg.write.dataframe import DISTRIBUTION_CONF
+from sparkberg.spec.properties import ACCEPT_ANY_SCHEMA, boolean
+from sparkberg.write.dataframe import DISTRIBUTION_CONF, MERGE_SCHEMA_CONF, align, store_assignment_policy
 
 QUERY_ID = "spark.sql.streaming.queryId"
 EPOCH_ID = "spark.sql.streaming.epochId"
@@ -60,6 +61,12 @@ def write_stream(table: Table, df: Any, checkpoint_location: str, trigger: dict[
         raise SparkbergError(f"table {table.name} was loaded by path and is read-only; load it from a catalog to "
                              "write to it")
     resolve(table.spark, table.metadata, branch).head_id(table.metadata)  # (a missing branch fails now)
+    merges = boolean(table.metadata.properties, ACCEPT_ANY_SCHEMA) or \
+        (session_conf(table.spark, MERGE_SCHEMA_CONF) or "").strip().lower() == "true"
+    if not merges:
+        # (the stream's columns checked against the table's now, as each batch's append would check them: a
+        # mismatch is the named error here, not a StreamingQueryException around it from the first batch)
+        align(df, table.metadata.current_schema, store_assignment_policy(table.spark))
     properties = checked(snapshot_properties)
     checkpoint = normalize_location(checkpoint_location).rstrip("/")
     claim(checkpoint, table)

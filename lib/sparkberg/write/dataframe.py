@@ -31,6 +31,7 @@ from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, dat
 RESULT_SCHEMA = ST.StructType([ST.StructField(RESULT_DDL.split()[0], ST.StringType())])
 
 STORE_ASSIGNMENT_CONF = "spark.sql.storeAssignmentPolicy"
+MERGE_SCHEMA_CONF = "spark.sql.iceberg.merge-schema"  # (Iceberg Spark's session switch for schema-merging writes)
 
 _NUMERIC_RANK = (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType, ST.FloatType, ST.DoubleType)
 _INTEGRAL_DIGITS = {ST.ByteType: 3, ST.ShortType: 5, ST.IntegerType: 10, ST.LongType: 20}
@@ -164,9 +165,7 @@ def align(df: DataFrame, schema: T.Schema, policy: str = "ANSI") -> DataFrame:
         if src is None and f.required and f.write_default is None:
             raise ValidationError(f"required column {f.name!r} is missing from the data")
         if src is not None and not _assignable(src.dataType, target, policy):
-            raise ValidationError(f"column {f.name!r} has type {src.dataType.simpleString()}, which cannot be written "
-                                  f"as {f.field_type} ({target.simpleString()}) under "
-                                  f"{STORE_ASSIGNMENT_CONF}={policy}")
+            raise _not_assignable(f.name, src.dataType, f"{f.field_type} ({target.simpleString()})", policy)
         plan.append((f, target, src))
     if [f.name for f in df.schema.fields] == [f.name for f in schema.fields] and \
             all(src is not None and src.dataType == target for _, target, src in plan):
@@ -179,6 +178,92 @@ def align(df: DataFrame, schema: T.Schema, policy: str = "ANSI") -> DataFrame:
         else:
             cols.append(_assign(F.col(f"`{src.name}`"), src.dataType, target, f.name).alias(f.name))
     return df.select(*cols)
+
+
+def _not_assignable(name: str, src: ST.DataType, dst: str, policy: str, expression: str | None = None
+                    ) -> ValidationError:
+    """The one error of a value a write, an UPDATE or a MERGE would store into a column of a type the store
+    assignment policy does not assign it to."""
+    given = f" (set to {expression})" if expression else ""
+    return ValidationError(f"column {name!r} has type {src.simpleString()}{given}, which cannot be written as {dst} "
+                           f"under {STORE_ASSIGNMENT_CONF}={policy}")
+
+
+def _field_path(target: ST.StructType, name: str) -> list[str]:
+    """The field names (as the schema spells them) of the column or nested struct field ``name`` names: a
+    top-level column by its whole name, else dotted parts (```a.b`.c``: backquoted parts kept whole), matched
+    case-insensitively; a named error for a name that is no field."""
+    fields = {f.name.lower(): f for f in target.fields}
+    if name.lower() in fields:
+        return [fields[name.lower()].name]
+    parts, cur, quoted = [], [], False
+    for ch in name:
+        if ch == "`":
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    path: list[str] = []
+    dtype: ST.DataType = target
+    for part in parts:
+        if not isinstance(dtype, ST.StructType):
+            raise ValidationError(f"cannot assign {name!r}: {'.'.join(path)!r} is not a struct")
+        found = {f.name.lower(): f for f in dtype.fields}.get(part.lower())
+        if found is None:
+            raise ValidationError(f"cannot update unknown column {name!r}")
+        path.append(found.name)
+        dtype = found.dataType
+    return path
+
+
+def _type_at(target: ST.StructType, path: list[str]) -> ST.DataType:
+    dtype: ST.DataType = target
+    for name in path:
+        dtype = next(f.dataType for f in dtype.fields if f.name == name)
+    return dtype
+
+
+def assignments(frame: DataFrame, target: ST.StructType, values: dict[str, str | Column], policy: str,
+                current: Any) -> dict[str, Column]:
+    """The new value of each top-level column that ``values`` assign, as SQL's ``UPDATE ... SET`` and MERGE's
+    ``SET`` assign them (Spark's ``AssignmentUtils``): a key names a column or a nested struct field
+    (``addr.city``); each expression, of the type Spark gives it over ``frame``, must be assignable to its field
+    under the store assignment ``policy`` as a write's columns are (:func:`_assignable`), else a named error names
+    the field, both types and the policy; a struct with assigned fields is rebuilt from its other fields'
+    current values (``current(name)``: a top-level column's value before the assignment). Two assignments of one
+    field, or of a struct and a field inside it, are an error."""
+    paths = {key: _field_path(target, key) for key in values}
+    ordered = sorted(paths.values(), key=len)
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1:]:
+            if b[:len(a)] == a:
+                raise ValidationError(f"conflicting assignments of {'.'.join(a)!r} and {'.'.join(b)!r}")
+    exprs = {key: v if isinstance(v, Column) else F.expr(v) for key, v in values.items()}
+    keys = list(values)
+    analysed = frame.select(*[exprs[k].alias(f"_assigned{i}") for i, k in enumerate(keys)]).schema.fields
+    assigned: dict[tuple[str, ...], Column] = {}
+    for key, field in zip(keys, analysed):
+        path = paths[key]
+        src, dst = field.dataType, _type_at(target, path)
+        shown = ".".join(path)
+        if not _assignable(src, dst, policy):
+            raise _not_assignable(shown, src, dst.simpleString(), policy,
+                                  values[key] if isinstance(values[key], str) else None)
+        assigned[tuple(path)] = _assign(exprs[key], src, dst, shown)
+
+    def rebuilt(value: Column, path: tuple[str, ...], dtype: ST.DataType) -> Column:
+        if path in assigned:
+            return assigned[path]
+        inner = [p for p in assigned if p[:len(path)] == path]
+        if not inner:
+            return value
+        return F.struct(*[rebuilt(value.getField(f.name), (*path, f.name), f.dataType).alias(f.name)
+                          for f in dtype.fields])
+    tops = dict.fromkeys(p[0] for p in paths.values())
+    return {top: rebuilt(current(top), (top,), _type_at(target, [top])) for top in tops}
 
 
 def _default_literal(f: T.NestedField) -> Any:

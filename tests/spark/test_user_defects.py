@@ -1,0 +1,120 @@
+"""What a new user met (issue 90): named errors for a changelog's bad range, a procedure's bad argument, a value
+the store assignment policy does not write, a missing table in a query, a syntax error; UPDATE of a nested field;
+a stream whose schema does not fit. Each check changes nothing in the table."""
+import pytest
+
+import sparkberg
+from sparkberg.errors import NoSuchTableError, SqlSyntaxError, ValidationError
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def cat(spark, tmp_path):
+    c = sparkberg.catalog(spark, f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh", name="cat")
+    c.create_namespace("db")
+    return c
+
+
+@pytest.fixture
+def sql(spark, cat):
+    return lambda text: sparkberg.sql(spark, text, catalog=cat)
+
+
+def test_changes_names_a_string_id_and_an_unknown_snapshot(spark, cat):
+    t = cat.create_table("db.t", "id bigint")
+    t = t.append(spark.range(3))
+    first = t.current_snapshot().snapshot_id
+    t = t.append(spark.range(3, 5))
+    # (item 2: an id given as a string is the id it spells, as Spark's read options carry ids)
+    assert sorted(r.id for r in t.changes(str(first)).collect()) == [3, 4]
+    with pytest.raises(ValidationError, match="cannot find the start snapshot 42: there is no such snapshot"):
+        t.changes(42)
+    with pytest.raises(ValidationError, match="start snapshot id must be an integer snapshot id, got float 1.5"):
+        t.changes(1.5)
+    with pytest.raises(ValidationError, match="end snapshot id must be an integer snapshot id, got str 'latest'"):
+        t.changes(first, "latest")
+
+
+def test_procedure_arguments_of_the_wrong_type_are_named(spark, cat, sql):
+    t = cat.create_table("db.orders", "id bigint")
+    t.append(spark.range(3))
+    before = cat.load_table("db.orders").metadata
+    for call, message in [
+        ("retain_last => 'abc'", "expire_snapshots: argument retain_last must be an integer, got str 'abc'"),
+        ("retain_last => 2.5", "argument retain_last must be an integer"),
+        ("older_than => 'yesterday'", "argument older_than must be a timestamp"),
+        ("retain_last => 10000000000", "argument retain_last must be a 32-bit integer"),
+        ("stream_results => 'maybe'", "argument stream_results must be a boolean"),
+    ]:
+        with pytest.raises(ValidationError, match=message):
+            sql(f"CALL system.expire_snapshots(table => 'db.orders', {call})")
+    assert cat.load_table("db.orders").metadata == before
+    # (a string Spark reads as a timestamp, and a number given as text, still work)
+    out = sql("CALL system.expire_snapshots(table => 'db.orders', older_than => '2000-01-01 00:00:00', "
+              "retain_last => '1')").collect()
+    assert out[0]["deleted_data_files_count"] == 0
+
+
+def test_update_and_merge_set_follow_the_store_assignment_policy(spark, cat, sql):
+    t = cat.create_table("db.typed", "id int, v string")
+    t.append(spark.sql("SELECT 1 AS id, 'x' AS v"))
+    before = cat.load_table("db.typed").metadata
+    message = r"column 'id' has type string.*, which cannot be written as int.* under " \
+              r"spark.sql.storeAssignmentPolicy=ANSI"
+    with pytest.raises(ValidationError, match=message):
+        sql("UPDATE db.typed SET id = '5'")
+    with pytest.raises(ValidationError, match=message):
+        t.update({"id": "'abc'"})
+    src = spark.sql("SELECT 1 AS id, '7' AS n")
+    with pytest.raises(ValidationError, match=message):
+        t.merge(src, "t.id = s.id").when_matched_update({"id": "s.n"}).execute()
+    with pytest.raises(ValidationError, match=message):
+        sql("INSERT INTO db.typed VALUES ('1', 'x')")  # (the write's own check: the same words)
+    assert cat.load_table("db.typed").metadata == before
+    sql("UPDATE db.typed SET id = id + 1L")  # (bigint into int: ANSI assigns numbers, checked for overflow)
+    assert [tuple(r) for r in t.refresh().to_df().collect()] == [(2, "x")]
+    try:
+        spark.conf.set("spark.sql.storeAssignmentPolicy", "LEGACY")
+        sql("UPDATE db.typed SET id = '5'")
+    finally:
+        spark.conf.unset("spark.sql.storeAssignmentPolicy")
+    assert [tuple(r) for r in t.refresh().to_df().collect()] == [(5, "x")]
+
+
+def test_update_sets_a_nested_field(spark, cat, sql):
+    sql("CREATE TABLE db.users (uid int, score int, addr struct<city: string, zip: string>)")
+    sql("INSERT INTO db.users VALUES (1, 10, named_struct('city', 'Oslo', 'zip', '0150')), "
+        "(2, 20, named_struct('city', 'Oslo', 'zip', '0151')), (3, 30, NULL)")
+    sql("UPDATE db.users SET score = score + 1, addr.city = 'Bergen' WHERE uid = 2")
+    sql("UPDATE db.users SET addr.zip = '5003' WHERE uid = 3")  # (a null struct gets its other fields null)
+    rows = {r.uid: (r.score, r.addr and tuple(r.addr)) for r in sql("SELECT * FROM db.users").collect()}
+    assert rows == {1: (10, ("Oslo", "0150")), 2: (21, ("Bergen", "0151")), 3: (30, (None, "5003"))}
+    with pytest.raises(ValidationError, match="cannot update unknown column 'addr.country'"):
+        sql("UPDATE db.users SET addr.country = 'NO'")
+    with pytest.raises(ValidationError, match="conflicting assignments of 'addr' and 'addr.city'"):
+        cat.load_table("db.users").update({"addr": "named_struct('city', 'a', 'zip', 'b')", "addr.city": "'c'"})
+    t = cat.load_table("db.users")
+    src = spark.sql("SELECT 1 AS uid, 'Trondheim' AS city")
+    t.merge(src, "t.uid = s.uid").when_matched_update({"addr.city": "s.city"}).execute()
+    assert tuple(cat.load_table("db.users").to_df().where("uid = 1").first().addr) == ("Trondheim", "0150")
+
+
+def test_a_query_of_a_missing_table_is_no_such_table(spark, cat, sql):
+    for statement in ["SELECT * FROM db.missing", "SELECT count(*) FROM db.missing m JOIN db.other o ON m.a = o.a",
+                      "INSERT INTO db.missing VALUES (1)", "DELETE FROM db.missing WHERE a = 1"]:
+        with pytest.raises(NoSuchTableError, match="table db.missing does not exist in catalog cat"):
+            sql(statement)
+    # (what Spark itself holds is still Spark's: a temporary view, a table function)
+    spark.range(3).createOrReplaceTempView("plain_view")
+    assert sql("SELECT count(*) FROM plain_view").first()[0] == 3
+    assert sql("SELECT count(*) FROM range(4)").first()[0] == 4
+
+
+def test_a_syntax_error_in_sql_words(sql):
+    with pytest.raises(SqlSyntaxError) as e:
+        sql("SELECT a *\nFROM db.t")
+    assert str(e.value).startswith("line 2, column 1: the right operand of '*' is missing")
+    assert "sqlglot" not in str(e.value) and "<class" not in str(e.value)
+    with pytest.raises(SqlSyntaxError, match="line 1, column 1: 'SELEC' begins no SQL statement"):
+        sql("SELEC 1")
