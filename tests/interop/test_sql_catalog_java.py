@@ -102,3 +102,27 @@ def test_java_and_sparkberg_share_a_jdbc_catalog_both_ways(java, shared):
     assert java_ids(java, f"{name}.db.renamed") == [0, 1, 2, 9]
     java.sql(f"DROP TABLE {name}.db.renamed")
     assert not ours.table_exists("db.renamed")
+
+
+def test_catalog_keys_set_at_runtime_are_read_on_pyspark_35(java, tmp_path):
+    # (issue 90, item 12: PySpark 3.5 has no spark.conf.getAll; the keys spark.conf.set adds are the session's, not
+    # the context's start-up conf, and a catalog named by them must open as they say)
+    import pyspark
+    assert pyspark.__version__.startswith("3.5")
+    prefix = "spark.sql.catalog.runtime35"
+    keys = {"type": "jdbc", "uri": f"jdbc:sqlite:{tmp_path}/runtime.db", "warehouse": f"file://{tmp_path}/wh",
+            "jdbc.password": "not-masked"}
+    for k, v in keys.items():
+        java.conf.set(f"{prefix}.{k}", v)
+    try:
+        from sparkberg.catalog.config import conf_properties
+        assert conf_properties(java, "runtime35") == keys
+        cat = sparkberg.catalog(java, "runtime35")
+        assert cat.config["type"] == "jdbc" and cat.warehouse == f"file://{tmp_path}/wh"
+        cat.create_namespace("db")
+        cat.create_table("db.t", "id bigint").append(java.range(2))
+        assert cat.load_table("db.t").to_df().count() == 2
+        assert os.path.exists(f"{tmp_path}/runtime.db") and not os.path.exists("runtime35")
+    finally:
+        for k in keys:
+            java.conf.unset(f"{prefix}.{k}")

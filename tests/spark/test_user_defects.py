@@ -118,3 +118,41 @@ def test_a_syntax_error_in_sql_words(sql):
     assert "sqlglot" not in str(e.value) and "<class" not in str(e.value)
     with pytest.raises(SqlSyntaxError, match="line 1, column 1: 'SELEC' begins no SQL statement"):
         sql("SELEC 1")
+
+
+def test_write_locally_ordered_by_leaves_the_distribution_mode(spark, cat, sql):
+    # (item 15: as Iceberg Java's SetWriteDistributionAndOrderingExec, LOCALLY ORDERED BY alone sets no mode)
+    sql("CREATE TABLE db.orders (id bigint, v string)")
+    sql("ALTER TABLE db.orders WRITE LOCALLY ORDERED BY id")
+    t = cat.load_table("db.orders")
+    assert "write.distribution-mode" not in t.properties and [f.direction for f in t.sort_order().fields] == ["asc"]
+    sql("ALTER TABLE db.orders WRITE ORDERED BY v")
+    sql("ALTER TABLE db.orders WRITE LOCALLY ORDERED BY id DESC")
+    t = cat.load_table("db.orders")
+    assert t.properties["write.distribution-mode"] == "range" and t.sort_order().fields[0].direction == "desc"
+
+
+def test_add_files_into_an_unpartitioned_table_counts_no_partitions(spark, cat, sql, tmp_path):
+    # (item 17: Java's add_files reports changed_partition_count null where the table has no partitions)
+    sql("CREATE TABLE db.flat (id bigint)")
+    spark.sql("SELECT 7L AS id").write.parquet(str(tmp_path / "import"))
+    out = sql(f"CALL system.add_files(table => 'db.flat', source_table => '`parquet`.`{tmp_path}/import`')").collect()
+    assert [tuple(r) for r in out] == [(1, None)]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_rewrite_all_keeps_v2_position_deletes_as_java_does(spark, cat, sql, version):
+    # (item 16: Java's rewrite removes a rewritten file's deletion vector with it; v2 position delete files stay,
+    # dangling, unless remove-dangling-deletes is true, and are not counted)
+    sql(f"CREATE TABLE db.mor (id bigint) TBLPROPERTIES ('format-version'='{version}', "
+        "'write.delete.mode'='merge-on-read')")
+    sql("INSERT INTO db.mor SELECT id FROM range(10)")
+    sql("DELETE FROM db.mor WHERE id = 3")
+    out = sql("CALL system.rewrite_data_files(table => 'db.mor', options => map('rewrite-all', 'true'))").first()
+    deletes = sql("SELECT count(*) FROM db.mor.delete_files").first()[0]
+    assert (out["removed_delete_files_count"], deletes) == ((1, 0) if version == 3 else (0, 1))
+    out = sql("CALL system.rewrite_data_files(table => 'db.mor', options => map('rewrite-all', 'true', "
+              "'remove-dangling-deletes', 'true'))").first()
+    assert out["removed_delete_files_count"] == (0 if version == 3 else 1)
+    assert sql("SELECT count(*) FROM db.mor.delete_files").first()[0] == 0
+    assert sorted(r.id for r in sql("SELECT id FROM db.mor").collect()) == [0, 1, 2, 4, 5, 6, 7, 8, 9]

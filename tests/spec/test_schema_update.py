@@ -154,3 +154,18 @@ def test_union_by_name_adds_widens_and_relaxes_but_never_deletes():
         update().union_by_name(T.StructType([T.NestedField(1, "legacy", T.INT)]))
     with pytest.raises(ValidationError, match="cannot union column 'address'"):
         update().union_by_name(T.StructType([T.NestedField(1, "address", T.STRING)]))
+
+
+def test_a_nested_columns_position_names_a_sibling_in_its_struct():
+    # (issue 90, item 14: ALTER TABLE ... ADD COLUMN address.country string AFTER street, as Spark names the
+    # position: a field of the same struct)
+    u = update()
+    u.add_column("address.country", "string", after="street")
+    u.move_after("address.street", "city")
+    address = u.apply().find_field("address").field_type
+    assert [f.name for f in address.fields] == ["country", "city", "street"]
+    u = update()
+    u.add_column("address.zip", "string", after="address.street")  # (a path from the top, as before)
+    assert [f.name for f in u.apply().find_field("address").field_type.fields] == ["street", "zip", "city"]
+    with pytest.raises(ValidationError, match="not in the same struct"):
+        update().add_column("address.zip", "string", after="legacy")

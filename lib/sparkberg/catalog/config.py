@@ -13,6 +13,7 @@ both.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from sparkberg.catalog.filesystem import FileSystemCatalog
@@ -23,28 +24,30 @@ from sparkberg.io.fileio import normalize_location
 
 SQL_SCHEMES = ("sqlite:", "jdbc:sqlite:", "postgresql:", "postgres:", "jdbc:postgresql:")
 CONF_PREFIX = "spark.sql.catalog."
+# the catalog types, as Iceberg's Spark conf names them (``sql``: PyIceberg's name of ``jdbc``)
+CATALOG_TYPES = ("hadoop", "jdbc", "sql", "rest")
 DEFAULT_NAME = "default"
 
 
 def conf_properties(spark: Any, name: str) -> dict[str, str]:
-    """The ``spark.sql.catalog.<name>.*`` keys of the session's conf, without the prefix ({} when none)."""
+    """The ``spark.sql.catalog.<name>.*`` keys of the session's conf, without the prefix ({} when none): what the
+    session holds now, keys set at runtime with ``spark.conf.set`` included, on every supported PySpark."""
     prefix = f"{CONF_PREFIX}{name}."
-    pairs: list[tuple[str, str]] = []
-    try:
-        pairs = list(spark.conf.getAll.items())  # (PySpark 4: the session's SQL conf)
-    except Exception:  # noqa: BLE001 - older sessions: the context's conf
-        try:
-            pairs = list(spark.sparkContext.getConf().getAll())
-        except Exception:  # noqa: BLE001 - no conf to list (Spark Connect 3.5): the keys one by one
-            for key in ("type", "uri", "warehouse", "jdbc.user", "jdbc.password", "token", "credential",
-                        "oauth2-server-uri", "scope"):
-                try:
-                    value = spark.conf.get(prefix + key, None)
-                except Exception:  # noqa: BLE001
-                    value = None
-                if value is not None:
-                    pairs.append((prefix + key, value))
-    return {k[len(prefix):]: v for k, v in pairs if k.startswith(prefix)}
+    return {k[len(prefix):]: v for k, v in _session_conf_pairs(spark, prefix) if k.startswith(prefix)}
+
+
+def _session_conf_pairs(spark: Any, prefix: str) -> list[tuple[str, str]]:
+    """The session's conf entries (at least those under ``prefix``)."""
+    get_all = getattr(type(spark.conf), "getAll", None)
+    if get_all is not None:  # PySpark 4: the session's SQL conf, classic and Connect
+        return list(spark.conf.getAll.items())
+    session = getattr(spark, "_jsparkSession", None)
+    if session is not None:  # classic PySpark 3.5: the session's SQL conf through the JVM (runtime keys too)
+        entries = spark._jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(session.conf().getAll()).asJava()
+        return [(str(k), str(entries[k])) for k in entries.keySet()]
+    # Spark Connect 3.5: the keys from SET, the values one by one (SET shows secrets' values masked)
+    keys = [row[0] for row in spark.sql("SET").collect() if str(row[0]).startswith(prefix)]
+    return [(k, spark.conf.get(k)) for k in keys]
 
 
 def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str | None = None,
@@ -52,17 +55,25 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
     """(backend, what to call the catalog, the arguments that open it again without a session) for
     :func:`sparkberg.catalog`'s arguments."""
     props = dict(properties or {})
-    if spark is not None and name is None and type is None and is_catalog_name(uri):
-        from_conf = conf_properties(spark, uri)
-        if from_conf:
-            name, props = uri, {**from_conf, **props}
-            conf_uri = str(props.get("uri", ""))
-            type = props.get("type", "jdbc" if conf_uri.startswith(SQL_SCHEMES) else
-                             "rest" if conf_uri.startswith(("http:", "https:")) else "hadoop")
-            uri = props.get("uri") or props.get("warehouse") or ""
-            warehouse = warehouse or props.get("warehouse")
-    kind = type or ("jdbc" if uri.startswith(SQL_SCHEMES) else "rest" if uri.startswith(("http:", "https:"))
-                    else "hadoop")
+    type = type or props.get("type")  # (a type given in the properties is the catalog's type, as in Spark's conf)
+    if name is None and is_catalog_name(uri) and not os.path.isdir(uri):
+        # a name, not a location: the catalog the Spark conf configures under it, or one the properties describe
+        from_conf = conf_properties(spark, uri) if spark is not None else {}
+        if not from_conf and type is None:
+            raise ValidationError(
+                f"no catalog named {uri!r}: the Spark conf has no spark.sql.catalog.{uri}.* keys, and no catalog type "
+                f"was given (type=..., or properties={{'type': ...}}); for a file-system warehouse give its location "
+                f"(./{uri}, /data/{uri}, file:///data/{uri})")
+        name, props = uri, {**from_conf, **props}
+        conf_uri = str(props.get("uri", ""))
+        type = type or props.get("type", "jdbc" if conf_uri.startswith(SQL_SCHEMES) else
+                                 "rest" if conf_uri.startswith(("http:", "https:")) else "hadoop")
+        uri = props.get("uri") or props.get("warehouse") or ""
+        warehouse = warehouse or props.get("warehouse")
+    kind = (type or ("jdbc" if uri.startswith(SQL_SCHEMES) else "rest" if uri.startswith(("http:", "https:"))
+                     else "hadoop")).lower()
+    if kind not in CATALOG_TYPES:
+        raise ValidationError(f"unknown catalog type {kind!r}: sparkberg opens {', '.join(CATALOG_TYPES)} catalogs")
     if kind == "hadoop":
         if not (warehouse or uri or "").strip():  # (an empty location would open the working directory)
             raise ValidationError("warehouse location cannot be empty: give the catalog a location, a database or "
@@ -87,7 +98,7 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
         config = {"type": "rest", "uri": uri, "warehouse": warehouse, "name": name or DEFAULT_NAME,
                   "properties": props}
         return catalog, f"{name or DEFAULT_NAME} ({catalog.uri})", config
-    raise ValidationError(f"unknown catalog type {kind!r} (hadoop, jdbc, rest)")
+    raise ValidationError(f"unknown catalog type {kind!r}: sparkberg opens {', '.join(CATALOG_TYPES)} catalogs")
 
 
 def is_catalog_name(uri: str) -> bool:

@@ -66,6 +66,15 @@ def file_scoped_deletes(task) -> set:
     return out
 
 
+def deletion_vectors_of(task) -> set:
+    """The deletion vectors of this data file: what a rewrite of the file removes with it, as Iceberg Java's
+    ``RewriteFileGroup.danglingDVs`` (a v2 position delete file naming it stays, dangling, for
+    ``remove-dangling-deletes``)."""
+    return {(d["file_path"], d["content_offset"]) for d in task["deletes"]
+            if d["content"] == 1 and d["referenced_data_file"] == task["file_path"]
+            and str(d["file_format"]).lower() == "puffin"}
+
+
 def removal_of(tasks) -> set:
     """The file keys a commit removes to drop the data files of ``tasks``: each file and the delete files that
     concern it alone (they would dangle otherwise)."""

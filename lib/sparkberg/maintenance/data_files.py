@@ -48,7 +48,7 @@ from pyspark.sql import functions as F
 from sparkberg.commit.manifests import pack
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.request import MAIN_REQUEST
-from sparkberg.commit.rowlevel import RowLevel, file_scoped_deletes, no_new_deletes_check, removal_of
+from sparkberg.commit.rowlevel import RowLevel, deletion_vectors_of, no_new_deletes_check
 from sparkberg.errors import (
     CommitFailedException, CommitStateUnknownException, NotSupportedError, SparkbergError, ValidationError,
 )
@@ -253,7 +253,7 @@ def rewrite_data_files(table, filter: str | None = None, strategy: str | None = 
     rl = RowLevel(table, MAIN_REQUEST, filter)
     groups = plan_groups(rl, s)
     if dry_run:
-        removed = {k for g in groups for t in g.tasks for k in file_scoped_deletes(t)}
+        removed = {k for g in groups for t in g.tasks for k in deletion_vectors_of(t)}
         if s.remove_dangling:
             seq = rl.m.current_snapshot.sequence_number if s.starting_sequence else rl.m.last_sequence_number + 1
             removed |= set(dangling_delete_files(table, groups, seq))
@@ -329,7 +329,9 @@ class _Run:
         rl, m = self.rl, self.rl.m
         chosen = [t for g, _ in done for t in g.tasks]
         added = [f for _, files in done for f in files]
-        removed = removal_of(chosen)
+        # (the rewritten files and their deletion vectors, as Java's rewrite removes them; v2 position delete files
+        # stay until remove-dangling-deletes removes them)
+        removed = {(t["file_path"], None) for t in chosen} | {k for t in chosen for k in deletion_vectors_of(t)}
         touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen}
         check = no_new_deletes_check(self.table, touched, MAIN_REQUEST, ignore_equality=self.s.starting_sequence)
         seq = self.start.current_snapshot.sequence_number if self.s.starting_sequence and m.format_version >= 2 \
@@ -444,6 +446,8 @@ def dangling_delete_files(table, rewritten: list[Group] = (), seq: int | None = 
     spark = table.spark
     entries = table.metadata_table("entries").where("status < 2")
     files = entries.select(F.col("sequence_number").alias("seq"), "data_file.*")
+    if "partition" not in files.columns:  # (a table that was never partitioned: its entries have no partition)
+        files = files.withColumn("partition", F.lit(None).cast("int"))
     data = files.where("content = 0")
     if rewritten:
         gone = local_dataframe(spark, [(t["file_path"], g.one_partition) for g in rewritten for t in g.tasks],

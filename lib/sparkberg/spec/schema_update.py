@@ -144,7 +144,7 @@ class SchemaUpdate(CommitsOnce):
     def add_column(self, path: str, type: str | T.IcebergType, doc: str | None = None, after: str | None = None,
                    required: bool = False, default=None) -> "SchemaUpdate":
         """Add column ``path`` (its parent must be a struct, or a list or map of structs) of ``type``; ``after``
-        a sibling's path places it (else last); ``default`` sets its ``initial-default`` and ``write-default``
+        a sibling (its name, or its path from the top) places it (else last); ``default`` sets its ``initial-default`` and ``write-default``
         (v3); a required column needs one."""
         if not isinstance(path, str) or not path.strip():
             raise ValidationError(f"a column path must be a non-empty string, got {path!r}")
@@ -243,6 +243,16 @@ class SchemaUpdate(CommitsOnce):
         return self
 
     def _sibling(self, path: str, parent_id: int, moving: str) -> T.NestedField:
+        """The column ``path`` names beside ``moving``: a bare name next to a nested column is its sibling in that
+        struct (as Spark's ``AFTER name`` names one), else a path from the top."""
+        parent_path = moving.rpartition(".")[0]
+        if parent_path and "." not in path:
+            try:
+                ref, ref_parent = self._moving(f"{parent_path}.{path}")
+                if ref_parent == parent_id:
+                    return ref
+            except ValidationError:
+                pass
         ref, ref_parent = self._moving(path)
         if ref_parent != parent_id:
             raise ValidationError(f"cannot move {moving!r} next to {path!r}: they are not in the same struct")

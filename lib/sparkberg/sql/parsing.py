@@ -451,9 +451,9 @@ def _write_spec(c: Cursor, table: list[str]) -> Extension:
         raise c.error("DISTRIBUTED BY PARTITION, [LOCALLY] ORDERED BY or UNORDERED")
     if unordered and order is not None:
         raise c.error("either UNORDERED or ORDERED BY")
-    # (Iceberg's rule: DISTRIBUTED BY PARTITION is hash; UNORDERED and LOCALLY ORDERED BY alone are none;
-    #  ORDERED BY alone is range)
-    mode = "hash" if distributed else "none" if (unordered or locally) else "range" if order is not None else None
+    # (Iceberg's rule: DISTRIBUTED BY PARTITION is hash; UNORDERED is none; ORDERED BY alone is range; LOCALLY
+    #  ORDERED BY alone sets the sort order and leaves write.distribution-mode as it is)
+    mode = "hash" if distributed else "none" if unordered else None if locally else "range"
     return Extension("write_order", table, {"order": order or [], "distribution": mode})
 
 

@@ -311,8 +311,10 @@ def _add_files(names: Names, v: dict[str, Any]) -> Any:
     check = v.get("check_duplicate_files")
     t.add_files([path], check_duplicate_files=True if check is None else bool(check))
     summary = t.current_snapshot().summary
+    # (as Java's procedure: an unpartitioned table has no partitions to count, so the count is null)
+    changed = int(summary.get("changed-partition-count", 0)) if t.spec().fields else None
     return _rows(names, "added_files_count bigint, changed_partition_count bigint",
-                 [(int(summary.get("added-data-files", 0)), int(summary.get("changed-partition-count", 0)))])
+                 [(int(summary.get("added-data-files", 0)), changed)])
 
 
 def _register_table(names: Names, v: dict[str, Any]) -> Any:
