@@ -1,8 +1,8 @@
-"""Imports point downward only (errors/redact/zipimports/threads/lru/state < spec < expressions/avro/io < spark
-< planning/read/write < commit/catalog/refs/evolution < maintenance < table/inspect < sql < __init__ < jobs),
-function-local ones included; modules import each other without cycles, within a layer too and through
-function-local imports; an import inside a function says why it is there; spec/, expressions/, avro/ never import
-pyspark."""
+"""Imports point downward only (errors/redact/identifiers/zipimports/threads/lru/state < spec <
+expressions/avro/io < spark < planning/read/write < commit/catalog/refs/evolution < maintenance < table/inspect <
+sql < __init__ < jobs), function-local ones included; modules import each other without cycles, within a layer too
+and through function-local imports; an import inside a function says why it is there; spec/, expressions/, avro/
+never import pyspark."""
 import ast
 import os
 
@@ -10,7 +10,7 @@ import pytest
 
 LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "sparkberg")
 LAYERS = [
-    {"errors", "redact", "zipimports", "threads", "lru", "arrays", "state"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
+    {"errors", "redact", "identifiers", "zipimports", "threads", "lru", "arrays", "state"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
     {"planning", "read", "write"},
     {"commit", "catalog", "refs", "evolution"}, {"maintenance"}, {"table", "inspect"}, {"sql"}, {"__init__"},
     {"jobs"},

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Protocol, Sequence
 
 from sparkberg.errors import InvalidIdentifierError, InvalidMetadataError, NoSuchTableError
+from sparkberg.identifiers import split_dotted
 from sparkberg.io.fileio import FileIO
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.properties import DELETE_AFTER_COMMIT, boolean
@@ -74,20 +75,22 @@ def check_part(part: str, what: str, full: str) -> str:
 
 
 def parse_namespace(namespace: str | Iterable[str]) -> tuple[str, ...]:
-    """A namespace from ``"a.b"`` or ``("a", "b")``, each level checked."""
+    """A namespace from ``"a.b"`` (backquotes as SQL's: :mod:`sparkberg.identifiers`) or ``("a", "b")``, each
+    level checked."""
     full = namespace if isinstance(namespace, str) else ".".join(namespace)
-    parts = tuple(namespace.split(".")) if isinstance(namespace, str) else tuple(namespace)
+    parts = tuple(split_dotted(namespace)) if isinstance(namespace, str) else tuple(namespace)
     if not parts:
         raise InvalidIdentifierError("empty namespace")
     return tuple(check_part(p, "namespace level", full) for p in parts)
 
 
 def parse_identifier(identifier: "str | Iterable[str] | Identifier") -> Identifier:
-    """A table identifier from ``"db.events"`` or ``("db", "events")``; needs a namespace."""
+    """A table identifier from ``"db.events"`` (backquotes as SQL's: :mod:`sparkberg.identifiers`) or
+    ``("db", "events")``; needs a namespace."""
     if isinstance(identifier, Identifier):
         return identifier
     full = identifier if isinstance(identifier, str) else ".".join(identifier)
-    parts = tuple(identifier.split(".")) if isinstance(identifier, str) else tuple(identifier)
+    parts = tuple(split_dotted(identifier)) if isinstance(identifier, str) else tuple(identifier)
     if len(parts) < 2:
         raise InvalidIdentifierError(f"table identifier {full!r} needs a namespace, like 'db.table'")
     for p in parts:

@@ -21,6 +21,7 @@ from sparkberg.catalog.sql import SqlCatalog, database_for
 from sparkberg import redact
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import normalize_location
+from sparkberg.spark.jvm import session_conf_entries
 
 SQL_SCHEMES = ("sqlite:", "jdbc:sqlite:", "postgresql:", "postgres:", "jdbc:postgresql:")
 CONF_PREFIX = "spark.sql.catalog."
@@ -41,10 +42,9 @@ def _session_conf_pairs(spark: Any, prefix: str) -> list[tuple[str, str]]:
     get_all = getattr(type(spark.conf), "getAll", None)
     if get_all is not None:  # PySpark 4: the session's SQL conf, classic and Connect
         return list(spark.conf.getAll.items())
-    session = getattr(spark, "_jsparkSession", None)
-    if session is not None:  # classic PySpark 3.5: the session's SQL conf through the JVM (runtime keys too)
-        entries = spark._jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(session.conf().getAll()).asJava()
-        return [(str(k), str(entries[k])) for k in entries.keySet()]
+    entries = session_conf_entries(spark)
+    if entries is not None:  # classic PySpark 3.5: the session's SQL conf through the JVM (runtime keys too)
+        return entries
     # Spark Connect 3.5: the keys from SET, the values one by one (SET shows secrets' values masked)
     keys = [row[0] for row in spark.sql("SET").collect() if str(row[0]).startswith(prefix)]
     return [(k, spark.conf.get(k)) for k in keys]

@@ -394,3 +394,13 @@ def map_in_arrow_classic(df: DataFrame, func: Callable, schema: str | StructType
 
 state.register("sparkberg.spark.jvm._jvm_handles", "per py4j gateway, gone with it", _jvm_handles.clear)
 state.register("sparkberg.spark.jvm._map_function", "one (a class)", _map_function.cache_clear)
+
+
+def session_conf_entries(spark) -> list[tuple[str, str]] | None:
+    """Every entry of a classic session's SQL conf, keys set at runtime included (what PySpark 3.5's
+    ``spark.conf`` cannot list: it has no ``getAll``); None on Spark Connect."""
+    session = getattr(spark, "_jsparkSession", None)
+    if session is None:
+        return None
+    entries = spark._jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(session.conf().getAll()).asJava()
+    return [(str(k), str(entries[k])) for k in entries.keySet()]

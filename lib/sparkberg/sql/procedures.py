@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.identifiers import split_dotted
 from sparkberg.sql.names import Names, Resolved
 from sparkberg.sql.parsing import Extension, Statement
 
@@ -163,17 +164,9 @@ def _table(names: Names, values: dict[str, Any], key: str = "table") -> Resolved
 
 
 def split_name(text: str) -> list[str]:
-    """A dotted name's parts, backquoted ones kept whole (```my.db`.t``)."""
-    parts, cur, quoted = [], [], False
-    for ch in text.strip():
-        if ch == "`":
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
+    """A dotted name's parts, backquoted ones kept whole (```my.db`.t``), as every name is read
+    (:func:`~sparkberg.identifiers.split_dotted`)."""
+    parts = split_dotted(text.strip())
     if any(not p for p in parts):
         raise ValidationError(f"{text!r} is not a table name")
     return parts

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.errors import ValidationError
+from sparkberg.identifiers import split_dotted
 from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.frames import map_in_arrow
@@ -196,16 +197,7 @@ def _field_path(target: ST.StructType, name: str) -> list[str]:
     fields = {f.name.lower(): f for f in target.fields}
     if name.lower() in fields:
         return [fields[name.lower()].name]
-    parts, cur, quoted = [], [], False
-    for ch in name:
-        if ch == "`":
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
+    parts = split_dotted(name)
     path: list[str] = []
     dtype: ST.DataType = target
     for part in parts:
