@@ -113,8 +113,14 @@ $(VENV)/.docs-installed: $(VENV)/.installed setup.cfg
 	$(VENV)/bin/pip install -q -e '.[test,docs]'
 	touch $@
 
+# (then checks that it reads offline, opened from disk: no page loads anything from the network, and links name
+# .html files rather than directories)
 docs: $(VENV)/.docs-installed
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	@! grep -rlE 'fonts\.(googleapis|gstatic)\.com|<script src="https?://|<link[^>]*href="https?://' site --include='*.html' \
+		|| { echo "site/ loads something from the network" >&2; exit 1; }
+	@grep -q 'href="getting-started.html"' site/index.html \
+		|| { echo "site/ links to directories: it cannot be browsed from disk" >&2; exit 1; }
 
 # Runs the notebooks and stores them with their outputs and plots (on a scratch warehouse, removed after)
 notebooks: $(VENV)/.installed

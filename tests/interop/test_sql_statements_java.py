@@ -35,6 +35,7 @@ SCRIPT = [
     ("SELECT * FROM {c}.sq.t", "rows"),
     ("DELETE FROM {c}.sq.t WHERE id = 2", "none"),
     ("UPDATE {c}.sq.t SET data = upper(data) WHERE id > 15", "none"),
+    ("UPDATE {c}.sq.t SET data = 'p', point.x = 9.5D WHERE id = 1", "none"),  # (a nested field: issue 90, 13)
     ("CREATE OR REPLACE TEMPORARY VIEW sq_src AS SELECT * FROM VALUES (1L, 'm1', 'upd'), (3L, 'm3', 'del'), "
      "(30L, 'n30', 'ins') AS s(id, data, op)", "none"),
     ("MERGE INTO {c}.sq.t t USING sq_src s ON t.id = s.id WHEN MATCHED AND s.op = 'del' THEN DELETE "
@@ -46,6 +47,7 @@ SCRIPT = [
     ("SELECT operation, summary['added-records'], summary['deleted-records'] FROM {c}.sq.t.snapshots "
      "ORDER BY committed_at", "ordered"),
     ("ALTER TABLE {c}.sq.t ADD COLUMNS (extra int COMMENT 'e' AFTER id, point.z double)", "none"),
+    ("ALTER TABLE {c}.sq.t ADD COLUMN point.w double AFTER x", "none"),  # (a sibling in the struct: 14)
     ("ALTER TABLE {c}.sq.t RENAME COLUMN category TO kind", "none"),
     ("ALTER TABLE {c}.sq.t ALTER COLUMN extra TYPE bigint", "none"),
     ("ALTER TABLE {c}.sq.t ALTER COLUMN data COMMENT 'payload'", "none"),
@@ -59,6 +61,7 @@ SCRIPT = [
     ("ALTER TABLE {c}.sq.t DROP PARTITION FIELD bucket(4, id)", "none"),
     ("ALTER TABLE {c}.sq.t REPLACE PARTITION FIELD days(ts) WITH months(ts)", "none"),
     ("ALTER TABLE {c}.sq.t WRITE ORDERED BY kind ASC NULLS LAST, id DESC", "none"),
+    ("ALTER TABLE {c}.sq.t WRITE LOCALLY ORDERED BY data", "none"),  # (the mode stays range: 15)
     ("ALTER TABLE {c}.sq.t WRITE DISTRIBUTED BY PARTITION LOCALLY ORDERED BY id", "none"),
     ("INSERT INTO {c}.sq.t (id, kind, data, extra, ts, point) VALUES (40, 'k', 'late', 4, null, null)", "none"),
     ("SELECT * FROM {c}.sq.t", "rows"),
@@ -84,6 +87,7 @@ SCRIPT = [
     ("CALL {c}.system.fast_forward(table => 'sq.t', branch => 'audit', to => 'main')", "rows"),
     ("ALTER TABLE {c}.sq.t DROP BRANCH audit", "none"),
     ("CALL {c}.system.rewrite_data_files(table => 'sq.t', options => map('rewrite-all', 'true'))", "columns"),
+    ("SELECT count(*) FROM {c}.sq.t.delete_files", "rows"),  # (v2 position deletes stay: 16)
     ("CALL {c}.system.rewrite_position_delete_files(table => 'sq.t', options => map('rewrite-all', 'true'))",
      "columns"),
     ("CALL {c}.system.rewrite_manifests('sq.t')", "columns"),

@@ -43,6 +43,17 @@ def test_the_pages_a_new_user_reads_first_have_runnable_examples():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_examples_run(page, spark, tmp_path, monkeypatch):
+    run_page(page, spark, tmp_path, monkeypatch)
+
+
+def test_the_readme_expires_the_snapshots_it_says(spark, tmp_path, monkeypatch):
+    # (issue 90, item 21: its expire_snapshots call leaves the last snapshot only, as it shows)
+    namespace = run_page("README.md", spark, tmp_path, monkeypatch)
+    assert len(namespace["cat"].load_table("db.events").snapshots()) == 1
+
+
+def run_page(page, spark, tmp_path, monkeypatch) -> dict:
+    """Run the page's blocks in order in one namespace (returned), then drop the views and settings they made."""
     monkeypatch.chdir(tmp_path)
     views = {t.name for t in spark.catalog.listTables() if t.isTemporary}
     conf = set(spark.conf.getAll)  # (PySpark 4: the session's SQL conf as a dict)
@@ -51,9 +62,18 @@ def test_examples_run(page, spark, tmp_path, monkeypatch):
         for number, block in enumerate(runnable(page), 1):
             code = compile(block, f"{page} (runnable block {number})", "exec")
             exec(code, namespace)  # noqa: S102 - the documentation's own examples
+        return namespace
     finally:
         for t in spark.catalog.listTables():
             if t.isTemporary and t.name not in views:
                 spark.catalog.dropTempView(t.name)
         for key in set(spark.conf.getAll) - conf:
             spark.conf.unset(key)
+
+
+def test_a_new_user_is_told_to_run_their_script_with_the_workers_interpreter():
+    # (issue 90, item 20: the first write of a script run by another interpreter than the workers' fails; the
+    # README and getting started say how to run one, before any other step of a user's own)
+    for page in ("README.md", "docs/getting-started.md"):
+        text = open(os.path.join(ROOT, page), encoding="utf-8").read()
+        assert "source .venv/bin/activate" in text and 'PYSPARK_PYTHON="$(command -v python)"' in text, page

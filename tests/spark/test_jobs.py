@@ -14,6 +14,7 @@ from sparkberg.jobs.common import INVALID, NOT_FOUND, OK
 pytestmark = pytest.mark.spark
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
+JVM_INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector"
 
 
 def env():
@@ -254,3 +255,59 @@ def test_a_closed_pipe_ends_the_cli_quietly(warehouse, events):
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 141, err
         assert err == "", err
+
+
+def _no_java(tmp_path):
+    """An environment in which starting a JVM fails loudly (a ``java`` that says so)."""
+    shim = tmp_path / "no-java"
+    shim.mkdir(exist_ok=True)
+    (shim / "java").write_text("#!/bin/sh\necho 'a JVM was started' >&2\nexit 97\n")
+    (shim / "java").chmod(0o755)
+    return {**env(), "PATH": f"{shim}:{os.environ['PATH']}", "JAVA_HOME": str(shim)}
+
+
+def test_read_only_commands_on_a_sql_catalog_need_no_warehouse(spark, tmp_path, capsys):
+    # (issue 90, item 18: reading needs no warehouse; creating a table names --warehouse)
+    db = f"sqlite:///{tmp_path}/catalog.db"
+    cat = sparkberg.catalog(spark, db, warehouse=f"file://{tmp_path}/wh")
+    cat.create_namespace("db")
+    cat.create_table("db.t", "id bigint").append(spark.range(3))
+    for command in (["list", "db"], ["describe", "db.t"], ["snapshots", "db.t"], ["files", "db.t"]):
+        assert cli.main(["--catalog", db, "--output", "json", *command]) == OK, command
+        assert json.loads(capsys.readouterr().out), command
+    no_warehouse = sparkberg.catalog(spark, db)
+    assert no_warehouse.load_table("db.t").to_df().count() == 3
+    with pytest.raises(sparkberg.ValidationError, match=r"without a warehouse.*--warehouse on the command line"):
+        no_warehouse.create_table("db.u", "id bigint")
+
+
+def test_cli_errors_are_one_line_and_help_is_plain_text(warehouse, events, tmp_path):
+    # (issue 90, item 19: a bad filter is one named error line, no JSON log line or Java stack; --help has no reST;
+    # sparkberg-sql reports a syntax error before starting Spark)
+    out = subprocess.run([os.path.join(BIN, "sparkberg"), "--warehouse", warehouse, "count", "db.events",
+                          "--filter", "nonexistent_col = 1"], capture_output=True, text=True, env=env(), timeout=300)
+    assert out.returncode == INVALID, out.stderr[-3000:]
+    # (the JVM's own warning, printed before any of Spark's code runs, is the one line besides the error)
+    lines = [line for line in out.stderr.strip().splitlines() if line != JVM_INCUBATOR_WARNING]
+    assert len(lines) == 1 and lines[0].startswith("error: filter 'nonexistent_col = 1' cannot be applied"), lines
+    assert "nonexistent_col" in lines[0] and "at org.apache" not in out.stderr
+    for script in ("sparkberg", "sparkberg-sql", "sparkberg-ingest", "sparkberg-maintain", "sparkberg-health",
+                   "sparkberg-stream", "sparkberg-demo"):
+        text = subprocess.run([os.path.join(BIN, script), "--help"], capture_output=True, text=True, env=env(),
+                              timeout=60).stdout
+        assert "``" not in text and ":mod:" not in text and ":func:" not in text, (script, text[:300])
+    out = subprocess.run([os.path.join(BIN, "sparkberg-sql"), "--warehouse", warehouse, "-e", "SELEC 1"],
+                         capture_output=True, text=True, env=_no_java(tmp_path), timeout=60)
+    assert out.returncode == INVALID and "a JVM was started" not in out.stderr, out.stderr
+    assert out.stderr.strip() == "error: line 1, column 1: 'SELEC' begins no SQL statement in statement 1: SELEC 1"
+
+
+def test_the_demo_names_the_delete_files_formats(tmp_path):
+    # (issue 90, item 24: the column of the delete files' formats says whose formats they are)
+    out = subprocess.run([os.path.join(BIN, "sparkberg-demo"), "--warehouse", str(tmp_path / "warehouse")],
+                         capture_output=True, text=True, env=env(), timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    section = out.stdout.split("delete files that apply to each", 1)[1].split("==", 1)[0]
+    header = section.strip().splitlines()[1]
+    assert "delete_file_formats" in header and "|file_format" not in header.replace(" ", ""), section
+    assert "[puffin]" in section.lower()  # (the demo's table is v3: its deletes are deletion vectors)

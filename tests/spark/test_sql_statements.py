@@ -170,8 +170,8 @@ def test_partition_fields_write_order_and_identifier_fields(sql, cat):
     assert [(f.direction, f.null_order, str(f.transform)) for f in t.sort_order().fields] == [
         ("desc", "nulls-first", "identity"), ("asc", "nulls-first", "bucket[4]")]
     assert t.properties["write.distribution-mode"] == "range"
-    sql("ALTER TABLE db.e WRITE LOCALLY ORDERED BY ts")
-    assert cat.load_table("db.e").properties["write.distribution-mode"] == "none"
+    sql("ALTER TABLE db.e WRITE LOCALLY ORDERED BY ts")  # (as Java's: the distribution mode stays as it was)
+    assert cat.load_table("db.e").properties["write.distribution-mode"] == "range"
     sql("ALTER TABLE db.e WRITE DISTRIBUTED BY PARTITION LOCALLY ORDERED BY id")
     t = cat.load_table("db.e")
     assert t.properties["write.distribution-mode"] == "hash" and len(t.sort_order().fields) == 1
@@ -421,9 +421,15 @@ def test_describe_and_show(sql, cat, spark):
 
 
 def test_errors_name_the_statement_and_change_nothing(sql, cat):
-    with pytest.raises(SqlSyntaxError, match=r"line 2, column 9: .* at 'FROM' in statement 2") as e:
-        sql("CREATE TABLE db.never (i int);\nSELEC * FROM db.x")  # (a syntax error anywhere: nothing runs)
-    assert (e.value.line, e.value.column) == (2, 9) and not cat.table_exists("db.never")
+    # (a syntax error anywhere: nothing runs; a statement that begins with no statement's word is named by it)
+    with pytest.raises(SqlSyntaxError, match=r"line 2, column 1: 'SELEC' begins no SQL statement in statement 2"
+                       ) as e:
+        sql("CREATE TABLE db.never (i int);\nSELEC * FROM db.x")
+    assert (e.value.line, e.value.column) == (2, 1) and not cat.table_exists("db.never")
+    with pytest.raises(SqlSyntaxError, match=r"line 2, column 12: the right operand of '\*' is missing at 'FROM' "
+                                             r"in statement 2") as e:
+        sql("CREATE TABLE db.never (i int);\nSELECT a * FROM db.x")
+    assert (e.value.line, e.value.column) == (2, 12) and not cat.table_exists("db.never")
     with pytest.raises(SqlSyntaxError, match=r"line 1, column 52: expected BRANCH or TAG"):
         sql("CREATE TABLE db.x (i int); ALTER TABLE db.x CREATE BRANCHES b")
     assert not cat.table_exists("db.x")  # (nothing ran)

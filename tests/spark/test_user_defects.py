@@ -156,3 +156,20 @@ def test_rewrite_all_keeps_v2_position_deletes_as_java_does(spark, cat, sql, ver
     assert out["removed_delete_files_count"] == (0 if version == 3 else 1)
     assert sql("SELECT count(*) FROM db.mor.delete_files").first()[0] == 0
     assert sorted(r.id for r in sql("SELECT id FROM db.mor").collect()) == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+
+
+def test_a_stream_that_does_not_fit_the_table_is_named_before_it_starts(spark, cat, tmp_path):
+    # (item 9: the schema mismatch is the ValidationError itself, not a StreamingQueryException around it, and the
+    # query never starts: no checkpoint, no commit)
+    t = cat.create_table("db.sink", "id bigint, v string")
+    src = tmp_path / "src"
+    spark.sql("SELECT 1L AS id, 'x' AS v, 2 AS extra").write.parquet(str(src))
+    stream = spark.readStream.schema("id bigint, v string, extra int").parquet(str(src))
+    active = len(spark.streams.active)
+    with pytest.raises(ValidationError, match="column 'extra' is not in the table schema"):
+        t.write_stream(stream, str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    wrong_type = spark.readStream.schema("id string, v string").parquet(str(src))
+    with pytest.raises(ValidationError, match="column 'id' has type string, which cannot be written as long"):
+        t.write_stream(wrong_type, str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    assert len(spark.streams.active) == active and not (tmp_path / "ckpt").exists()
+    assert cat.load_table("db.sink").current_snapshot() is None

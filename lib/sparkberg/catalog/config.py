@@ -83,10 +83,9 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
         config = {"type": "hadoop", "uri": location, **({"name": name} if name else {})}
         return FileSystemCatalog(location), location, config
     if kind in ("jdbc", "sql"):
-        if not warehouse:
-            raise ValidationError(f"the SQL catalog {uri!r} needs warehouse=... (where new tables go)")
+        # (no warehouse: enough to read, list and commit to the catalog's tables; creating one names what is missing)
         db = database_for(uri, props)
-        location = normalize_location(warehouse)
+        location = normalize_location(warehouse) if warehouse else None
         config = {"type": "jdbc", "uri": db.uri, "warehouse": location, "name": name or DEFAULT_NAME,
                   "properties": props}
         return SqlCatalog(name or DEFAULT_NAME, db, location), f"{name or DEFAULT_NAME} ({redact.uri(uri)})", config

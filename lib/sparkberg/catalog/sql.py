@@ -177,13 +177,12 @@ def database_for(uri: str, properties: dict[str, str]) -> Database:
 class SqlCatalog:
     """A catalog whose tables and namespaces are rows of a database (see the module docstring)."""
 
-    def __init__(self, name: str, db: Database, warehouse: str, io: FileIO | None = None):
-        if not warehouse:
-            raise ValidationError("a SQL catalog needs a warehouse location for new tables (warehouse=...)")
+    def __init__(self, name: str, db: Database, warehouse: str | None, io: FileIO | None = None):
         self.name = name
         self.db = db
-        self.warehouse = warehouse.rstrip("/") if warehouse != "/" else warehouse
-        self.io = io or file_io_for(self.warehouse)
+        # (None: a catalog opened to read, list and commit to existing tables; new tables need a warehouse)
+        self.warehouse = None if not warehouse else warehouse.rstrip("/") if warehouse != "/" else warehouse
+        self.io = io or file_io_for(self.warehouse or "file:///")
         self._ensure_tables()
 
     def __repr__(self) -> str:
@@ -316,6 +315,10 @@ class SqlCatalog:
 
     def default_table_location(self, identifier) -> str:
         ident = parse_identifier(identifier)
+        if self.warehouse is None:
+            raise ValidationError(f"SQL catalog {self.name!r} was opened without a warehouse, where new tables go: "
+                                  f"give warehouse=... (--warehouse on the command line), or a location for "
+                                  f"{ident}")
         return "/".join([self.warehouse, *ident.namespace, ident.name])
 
     def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:

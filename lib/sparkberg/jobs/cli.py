@@ -16,7 +16,6 @@ or namespace).
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import sys
@@ -24,7 +23,7 @@ from typing import Any
 
 from sparkberg.jobs import metadata_view
 from sparkberg.jobs.common import (
-    OK, add_session_arguments, names_a_configured_catalog, open_catalog, progress, run, session,
+    OK, add_session_arguments, argument_parser, names_a_configured_catalog, open_catalog, progress, run, session,
 )
 from sparkberg.jobs.health import _jsonable
 
@@ -97,7 +96,7 @@ def _spark_rows(t, view: str) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sparkberg", description=__doc__.splitlines()[0])
+    p = argument_parser("sparkberg", __doc__)
     add_session_arguments(p)
     p.add_argument("--output", choices=["text", "json"], default="text")
     p.add_argument("--verbose", action="store_true", help="show Spark's own log when Spark starts")

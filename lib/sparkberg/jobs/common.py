@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import threading
 import time
@@ -20,6 +21,14 @@ OK, FAILED, USAGE, NOT_FOUND, INVALID, CONFLICT = 0, 1, 2, 3, 4, 5
 CLOSED_PIPE = 128 + 13  # the status of a Unix tool that SIGPIPE ended, as shells report it
 EXIT_CODES = {OK: "success", FAILED: "unexpected failure", USAGE: "bad arguments", NOT_FOUND: "no such table or "
               "namespace", INVALID: "invalid input (data, filter or options)", CONFLICT: "commit conflict: retry"}
+
+
+def argument_parser(prog: str | None, doc: str) -> argparse.ArgumentParser:
+    """A job's parser, described by the first sentence of its module docstring in plain text: reST's markup
+    (````x````, ``:func:`~a.b.x```) is for the documentation site, not for ``--help``."""
+    first = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    first = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", first)
+    return argparse.ArgumentParser(prog=prog, description=first.replace("``", ""))
 
 
 def add_session_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,8 +58,12 @@ def names_a_configured_catalog(args: argparse.Namespace) -> bool:
     return args.catalog is not None and is_catalog_name(args.catalog)
 
 
-# Spark's log at ERROR on the console, without its banner: for a session a command-line tool starts itself
+# Spark's log at ERROR on the console, without its banner: for a session a command-line tool starts itself (the
+# logger of the class that starts a PySpark driver's logging at the root's level: else Spark, which takes such a
+# driver for a shell, announces "Setting default log level to WARN")
 QUIET_LOG4J2 = """rootLogger.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -103,7 +116,8 @@ def run(main: Callable[[], int]) -> int:
         return CLOSED_PIPE
     except Exception as e:  # noqa: BLE001 - a scheduler needs an exit code, the log has the trace
         if type(e).__name__ in ("AnalysisException", "ParseException"):  # missing input path, bad SQL
-            print(f"error: {e}", file=sys.stderr)
+            # (Spark's reason, without the plan it appends after its first line)
+            print(f"error: {str(e).split(chr(10), 1)[0]}", file=sys.stderr)
             return INVALID
         import traceback
         traceback.print_exc()

@@ -8,12 +8,12 @@ to the first snapshot, and prints the rows and the snapshots.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 
 import sparkberg
+from sparkberg.jobs.common import argument_parser
 from sparkberg.spark.session import session_builder
 
 
@@ -23,7 +23,7 @@ def show(title: str, df) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argument_parser(None, __doc__)
     p.add_argument("--warehouse", default="./warehouse", help="warehouse location (path or URI)")
     p.add_argument("--table", default="demo.events")
     p.add_argument("--format-version", default="3", choices=["1", "2", "3"])
@@ -59,8 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     t.delete("id IN (0, 5)")
     show("after update (games doubled) and delete (ids 0 and 5)",
          t.to_df(columns=["id", "category", "amount"] + lineage).orderBy("id"))
-    show("the files to read, with their delete files", t.plan_files().select(
-        "file_path", "record_count", "data_sequence_number", "first_row_id", "deletes.file_format"))
+    show("the data files to read, with the formats of the delete files that apply to each", t.plan_files().selectExpr(
+        "file_path", "record_count", "data_sequence_number", "first_row_id",
+        "transform(deletes, d -> d.file_format) AS delete_file_formats"))
     show(f"time travel to the first snapshot {first}", t.to_df(snapshot_id=first).orderBy("id"))
     print("\n== snapshots")
     for s in t.metadata.snapshots:

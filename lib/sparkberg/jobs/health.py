@@ -10,7 +10,6 @@ change), ``row_lineage`` (row-id coverage, v3).
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import decimal
 import json
@@ -21,7 +20,7 @@ from typing import Any, Sequence
 from pyspark.sql import DataFrame
 
 from sparkberg.errors import ValidationError
-from sparkberg.jobs.common import OK, add_session_arguments, open_catalog, progress, run, session
+from sparkberg.jobs.common import OK, add_session_arguments, argument_parser, open_catalog, progress, run, session
 from sparkberg.spec.properties import target_file_size
 
 HEALTH_VIEWS = ("small_files", "deletes", "manifests", "snapshot_growth", "row_lineage")
@@ -86,7 +85,7 @@ def report(catalog, tables: Sequence[str], views: Sequence[str] = HEALTH_VIEWS,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sparkberg-health", description=__doc__.splitlines()[0])
+    p = argument_parser("sparkberg-health", __doc__)
     add_session_arguments(p)
     p.add_argument("--table", action="append", default=[], help="table to report on (repeatable)")
     p.add_argument("--namespace", help="report on every table of this namespace")

@@ -11,11 +11,10 @@ true`` and the snapshot that records it); exit codes as :mod:`sparkberg.jobs.com
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from sparkberg.jobs.common import OK, add_session_arguments, open_catalog, progress, run, session
+from sparkberg.jobs.common import OK, add_session_arguments, argument_parser, open_catalog, progress, run, session
 
 MODES = ("append", "overwrite", "dynamic-overwrite")
 FORMATS = ("parquet", "csv", "json")
@@ -35,7 +34,7 @@ def read_source(spark, fmt: str, paths: list[str], header: bool = False, schema:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sparkberg-ingest", description=__doc__.splitlines()[0])
+    p = argument_parser("sparkberg-ingest", __doc__)
     add_session_arguments(p)
     p.add_argument("--table", required=True, help="target table, e.g. db.events")
     p.add_argument("--mode", choices=MODES, default="append")

@@ -26,7 +26,8 @@ from typing import Any
 
 from sparkberg.errors import CommitFailedException, NoSuchNamespaceError, NoSuchTableError, SparkbergError
 from sparkberg.jobs.common import (
-    CONFLICT, FAILED, INVALID, NOT_FOUND, OK, add_session_arguments, open_catalog, progress, run, session,
+    CONFLICT, FAILED, INVALID, NOT_FOUND, OK, add_session_arguments, argument_parser, open_catalog, progress, run,
+    session,
 )
 from sparkberg.jobs.health import health_views
 from sparkberg.planning.entries import snapshot_manifests
@@ -90,7 +91,7 @@ def _code(e: Exception) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sparkberg-maintain", description=__doc__.splitlines()[0])
+    p = argument_parser("sparkberg-maintain", __doc__)
     add_session_arguments(p)
     p.add_argument("--table", action="append", default=[], help="a table to maintain (repeatable)")
     p.add_argument("--namespace", help="every table of this namespace (default: every table of the catalog)")

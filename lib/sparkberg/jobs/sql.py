@@ -12,13 +12,12 @@ Exit codes as :mod:`sparkberg.jobs.common`.
 """
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 
 import sparkberg
-from sparkberg.jobs.common import OK, USAGE, add_session_arguments, open_catalog, run, session
-from sparkberg.sql.statements import StatementFailedError
+from sparkberg.jobs.common import OK, USAGE, add_session_arguments, argument_parser, open_catalog, run, session
+from sparkberg.sql.statements import StatementFailedError, parse_script
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
@@ -32,7 +31,7 @@ def substitute(text: str, variables: dict[str, str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sparkberg-sql", description=__doc__.splitlines()[0])
+    p = argument_parser("sparkberg-sql", __doc__)
     add_session_arguments(p)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("-f", "--file", help="the SQL script to run ('-': standard input)")
@@ -63,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE
 
     def body() -> int:
+        parse_script(text)  # (a syntax error is said before Spark takes seconds to start)
         spark = session("sparkberg-sql", args.master, quiet=True)
         cat = open_catalog(spark, args) if args.catalog is not None or args.warehouse is not None else None
         try:

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-from sparkberg.jobs.common import OK, add_session_arguments, open_catalog, run, session
+from sparkberg.jobs.common import OK, add_session_arguments, argument_parser, open_catalog, run, session
 from sparkberg.jobs.ingest import FORMATS, read_source
 TRIGGERS = {"available-now": ("availableNow", True), "once": ("once", True)}
 
@@ -44,7 +44,7 @@ def file_stream(spark, fmt: str, path: str, schema: str | None, header: bool, ma
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sparkberg-stream", description=__doc__.splitlines()[0])
+    p = argument_parser("sparkberg-stream", __doc__)
     add_session_arguments(p)
     p.add_argument("--table", required=True, help="the table the stream writes, e.g. db.events")
     p.add_argument("--checkpoint", required=True, help="the query's checkpoint location (one per stream)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Sequence
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -117,7 +118,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     if not per_file:
         rows = read(tasks)
         if filter is not None:
-            rows = rows.filter(filter)
+            rows = filtered(rows, filter)
         return rows if wanted == plain_columns else _select(rows, wanted)
     # equality deletes found here as the positions they delete, where they can be (None: joined by Spark)
     derived = equality_positions(metadata, tasks, ids.ids, all_fields, delete_cache(spark), tuning) \
@@ -142,8 +143,39 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     if needs_info:
         rows = _with_task_columns(spark, rows, tasks, ids.ids, layout, set(wanted) | filtered_by, v3)
     if filter is not None:
-        rows = rows.filter(filter)
+        rows = filtered(rows, filter)
     return rows if wanted == columns_now else _select(rows, wanted)
+
+
+# PySpark 4's loggers that print an analysis error's query context, with the JVM's stack, as it raises the error
+_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
+
+def filtered(rows: DataFrame, filter: str | Column) -> DataFrame:
+    """``rows.filter(filter)``; a filter Spark cannot apply to the table's rows (an unknown column, a type that
+    does not compare) is a :class:`ValidationError` naming the filter and Spark's reason, in place of Spark's
+    error and the copy of it, with the JVM's stack, that PySpark 4 logs (on a classic session, where Spark
+    analyses the filter here; Spark Connect analyses it when the rows are read)."""
+    quieted = []
+    try:
+        from pyspark.logger import PySparkLogger  # (PySpark 4; 3.5 logs no query context)
+    except ImportError:
+        PySparkLogger = None
+    for name in _CONTEXT_LOGGERS if PySparkLogger is not None else ():
+        # (made as PySpark makes them: a plain Logger of that name would break PySpark's calls to it)
+        logger = PySparkLogger.getLogger(name)
+        if not logger.disabled:
+            logger.disabled = True
+            quieted.append(logger)
+    try:
+        return rows.filter(filter)
+    except AnalysisException as e:
+        reason = str(e).split(";\n", 1)[0].split("\n", 1)[0]
+        shown = filter if isinstance(filter, str) else str(filter)
+        raise ValidationError(f"filter {shown!r} cannot be applied to the table's rows: {reason}") from None
+    finally:
+        for logger in quieted:
+            logger.disabled = False
 
 
 def _rows_with_deletes(spark, read: Callable[..., DataFrame], tasks: list, ids: list[int], derived: dict | None,

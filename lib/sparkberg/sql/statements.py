@@ -37,10 +37,7 @@ def run(spark: Any, text: str, catalog: Catalog | None = None) -> Any:
     ``catalog`` (a :class:`~sparkberg.Catalog`) is where ``ns.t`` and ``<its name>.ns.t`` resolve; without it, the
     catalog ``spark.sql.defaultCatalog`` names, as configured by ``spark.sql.catalog.<name>.*``. Every statement is
     parsed before the first runs: a syntax error anywhere runs none."""
-    statements = split(text)
-    if not statements:
-        raise ValidationError("no SQL statement to run")
-    parsed = [prepare(statement) for statement in statements]
+    statements, parsed = parse_script(text)
     names = Names(spark, catalog)
     result = None
     for statement, prepared in zip(statements, parsed):
@@ -53,6 +50,15 @@ def run(spark: Any, text: str, catalog: Catalog | None = None) -> Any:
         finally:
             names.forget()
     return result
+
+
+def parse_script(text: str) -> tuple[list[Statement], list[tuple]]:
+    """The statements of ``text`` and what :func:`prepare` makes of each: a syntax error anywhere is raised here,
+    before anything runs (and, for a job, before Spark starts)."""
+    statements = split(text)
+    if not statements:
+        raise ValidationError("no SQL statement to run")
+    return statements, [prepare(statement) for statement in statements]
 
 
 def prepare(statement: Statement) -> tuple[Statement, Extension | exp.Expr, bool]:
