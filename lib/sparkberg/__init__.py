@@ -13,7 +13,7 @@ from sparkberg.errors import (  # noqa: F401, E402 - every error a user can meet
     AlreadyCommittedError, CatalogDatabaseError, CommitFailedException, CommitStateUnknownException,
     FileAlreadyExistsError, InvalidIdentifierError, InvalidMetadataError, MissingFileError, NamespaceAlreadyExistsError,
     NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, NotSupportedError,
-    RestCatalogError, SparkbergError, SqlSyntaxError, StatementFailedError, TableAlreadyExistsError,
+    RestCatalogError, SparkbergError, SqlSyntaxError, StatementFailedError, StorageError, TableAlreadyExistsError,
     TableUUIDMismatchError, UnsupportedFormatVersionError, ValidationError, WorkerEnvironmentError,
 )
 

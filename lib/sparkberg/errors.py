@@ -76,6 +76,12 @@ class MissingFileError(SparkbergError, FileNotFoundError):
         super().__init__(message)
 
 
+class StorageError(SparkbergError):
+    """An object store or file system refused or did not answer a request: a missing bucket, credentials it does
+    not accept, a prefix it denies, an endpoint that does not answer. It names the location and the store's
+    reason, never a credential."""
+
+
 class WorkerEnvironmentError(SparkbergError):
     """Spark's Python workers cannot run sparkberg's code: the interpreter they run lacks the package."""
 

@@ -19,6 +19,7 @@ from pyspark.sql import types as ST
 
 from sparkberg.arrays import from_bools, from_numpy, from_python, int_values, valid_mask
 from sparkberg.errors import NotSupportedError, ValidationError
+from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import (
     EntryDecoder, PartitionLayout, entries_arrow_schema, entries_df, snapshot_manifests,
 )
@@ -188,9 +189,9 @@ class MetadataDecoder(EntryDecoder):
     Appendix D for the current schema's columns). Only the columns the metadata tables show leave the Python
     workers: Spark converts every column of every row a Python stage returns, whatever the query reads of them."""
 
-    def __init__(self, layout: PartitionLayout, schema: T.Schema):
+    def __init__(self, layout: PartitionLayout, schema: T.Schema, io: FileIO | None = None):
         super().__init__(layout, with_metrics=True, include_deleted=True, columns=[
-            n for n in entries_arrow_schema(layout, with_metrics=True).names if n not in _BOOKKEEPING])
+            n for n in entries_arrow_schema(layout, with_metrics=True).names if n not in _BOOKKEEPING], io=io)
         self.columns = readable_columns(schema)
         self.readable = _readable_type(self.columns)
         self.schema = pa.schema(list(self.schema) + [
@@ -336,7 +337,7 @@ class MetadataTables:
         return out
 
     def _raw_entries(self, manifests: Sequence[ManifestFile]) -> DataFrame:
-        decoder = MetadataDecoder(self.layout, self.m.current_schema)
+        decoder = MetadataDecoder(self.layout, self.m.current_schema, self.io)
         if not manifests:
             return local_dataframe(self.spark, [], decoder.ddl)
         return entries_df(self.spark, manifests, decoder)

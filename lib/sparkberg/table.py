@@ -137,6 +137,9 @@ class Table(RefsMixin, EvolutionMixin):
             raise TableUUIDMismatchError(f"table {self.name} is no longer the table loaded: its table-uuid changed "
                                          f"from {self._metadata.table_uuid} to {meta.table_uuid} ({loc})")
         self._metadata, self.metadata_location = meta, loc
+        # (the table's FileIO as its properties, and what the catalog vends for it now, configure it: a reload
+        # renews vended credentials)
+        self.io = self.catalog.table_io(self.identifier, meta)
         return self
 
     # --- reads --------------------------------------------------------------------------------------
@@ -254,7 +257,7 @@ class Table(RefsMixin, EvolutionMixin):
         with self._running("DATA-PLANNING", snap):
             p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning, self.name)
             tasks = p.rows()
-            return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter)
+            return read_tasks(self.spark, self._metadata, schema, tasks, p.layout, columns, filter, self.io)
 
     def changes(self, start_snapshot_id: int | None = None, end_snapshot_id: int | None = None, *,
                 start_timestamp_ms: int | None = None, end_timestamp_ms: int | None = None,
@@ -334,7 +337,7 @@ class Table(RefsMixin, EvolutionMixin):
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
         def body(table, request: CommitRequest) -> None:
-            files = write_files(self.spark, table.metadata, df, distribution=distribution_mode)
+            files = write_files(self.spark, table.metadata, df, distribution=distribution_mode, io=table.io)
             if files:
                 with request.written(self.io, lambda: [f.file_path for f in files]):
                     producer.fast_append(table, files, request)
@@ -809,7 +812,7 @@ class Catalog:
             normalize_location(location).rstrip("/")
         metadata = U.new_table_metadata(s, loc, spec, order, props, version)
         ident, mloc, meta = self._backend.create(ident, metadata)
-        return Table(ident, meta, mloc, self._backend.io, self, self.spark)
+        return Table(ident, meta, mloc, self.table_io(ident, meta), self, self.spark)
 
     def create_or_replace_table(self, identifier: str | Sequence[str], schema: Any,
                                 partition_by: Iterable[str] | None = None, properties: dict[str, str] | None = None,
@@ -823,7 +826,17 @@ class Catalog:
     def load_table(self, identifier: str | Sequence[str]) -> Table:
         """The table at its current metadata version; an unknown one raises ``NoSuchTableError``."""
         ident, loc, meta = self._backend.load(identifier)
-        return Table(ident, meta, loc, self._backend.io, self, self.spark)
+        return Table(ident, meta, loc, self.table_io(ident, meta), self, self.spark)
+
+    def table_io(self, identifier: Identifier, metadata: TableMetadata) -> FileIO:
+        """A table's FileIO: the catalog's, with the table's FileIO properties (``s3.*``, ``gcs.*``, ``adls.*``)
+        over the catalog's, and what the catalog vends for the table (a REST catalog's ``config`` and
+        ``storage-credentials``) over those."""
+        vended = getattr(self._backend, "table_io", None)
+        if vended is not None:
+            return vended(identifier, metadata)
+        io = self._backend.io
+        return io.with_properties(metadata.properties) if hasattr(io, "with_properties") else io
 
     def load_table_metadata(self, identifier: str | Sequence[str] | Identifier
                             ) -> tuple[Identifier, str, TableMetadata]:
@@ -858,7 +871,7 @@ class Catalog:
     def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
         """Add an existing table to the catalog by its metadata file (SQL and REST catalogs)."""
         ident, loc, meta = self._backend.register(identifier, normalize_location(metadata_location))
-        return Table(ident, meta, loc, self._backend.io, self, self.spark)
+        return Table(ident, meta, loc, self.table_io(ident, meta), self, self.spark)
 
 
 def catalog(spark: Any, uri: str, warehouse: str | None = None, name: str | None = None, type: str | None = None,

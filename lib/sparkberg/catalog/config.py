@@ -20,7 +20,7 @@ from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.catalog.sql import SqlCatalog, database_for
 from sparkberg import redact
 from sparkberg.errors import ValidationError
-from sparkberg.io.fileio import normalize_location
+from sparkberg.io.fileio import file_io_for, normalize_location
 from sparkberg.spark.jvm import session_conf_entries
 
 SQL_SCHEMES = ("sqlite:", "jdbc:sqlite:", "postgresql:", "postgres:", "jdbc:postgresql:")
@@ -80,15 +80,18 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
                                   "REST URI, or the name of a catalog configured in the Spark conf")
         location = normalize_location(warehouse or uri)
         # (a name, when it was opened by one from the Spark conf: the name SQL statements qualify tables with)
-        config = {"type": "hadoop", "uri": location, **({"name": name} if name else {})}
-        return FileSystemCatalog(location), location, config
+        config = {"type": "hadoop", "uri": location, **({"name": name} if name else {}),
+                  **({"properties": props} if props else {})}
+        return FileSystemCatalog(location, file_io_for(location, props)), location, config
     if kind in ("jdbc", "sql"):
         # (no warehouse: enough to read, list and commit to the catalog's tables; creating one names what is missing)
         db = database_for(uri, props)
         location = normalize_location(warehouse) if warehouse else None
+        io = file_io_for(location, props)
         config = {"type": "jdbc", "uri": db.uri, "warehouse": location, "name": name or DEFAULT_NAME,
                   "properties": props}
-        return SqlCatalog(name or DEFAULT_NAME, db, location), f"{name or DEFAULT_NAME} ({redact.uri(uri)})", config
+        return SqlCatalog(name or DEFAULT_NAME, db, location, io), f"{name or DEFAULT_NAME} ({redact.uri(uri)})", \
+            config
     if kind == "rest":
         # (imported here, not with this module: its HTTP client, requests, is about two fifths of the time
         # `import sparkberg` takes, which every process that opens no REST catalog need not pay)

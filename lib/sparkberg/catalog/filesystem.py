@@ -208,7 +208,7 @@ class FileSystemCatalog:
         return new_location, new
 
     def _check_atomic(self, ident: Identifier) -> None:
-        if not self.io.atomic_create:
+        if not self.io.atomic_create_at(self.warehouse):
             scheme = self.warehouse.split("://", 1)[0] if "://" in self.warehouse else "this store"
             raise NotSupportedError(
                 f"cannot commit table {ident} in warehouse {self.warehouse}: {scheme} has no atomic create-if-absent, "

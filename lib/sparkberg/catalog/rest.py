@@ -195,8 +195,11 @@ class RestCatalog:
         self.name = name
         props = dict(properties or {})
         self._session = requests.Session()
+        # (vended credentials asked for unless told otherwise, as PyIceberg asks: a server that vends none ignores it)
         self._headers = {"Content-Type": "application/json", "X-Client-Version": "sparkberg",
+                         "X-Iceberg-Access-Delegation": "vended-credentials",
                          **{k[len("header."):]: v for k, v in props.items() if k.startswith("header.")}}
+        self._vended: dict[Identifier, dict[str, str]] = {}
         self._auth = _Auth(self._session, self._base, props)
         self._prefix = "v1/"
         config = self._request("GET", "v1/config", params={"warehouse": warehouse} if warehouse else None)
@@ -205,7 +208,8 @@ class RestCatalog:
         self._prefix = f"v1/{prefix.strip('/')}/" if prefix else "v1/"
         self.warehouse = merged.get("warehouse") or warehouse or ""
         self.properties = merged
-        self.io = file_io_for(self.warehouse or "file:///")
+        # (the FileIO of the merged configuration: the warehouse may be a name the server resolves, not a location)
+        self.io = file_io_for(None, merged)
 
     def __repr__(self) -> str:
         return f"RestCatalog({self.name!r}, {self.uri})"
@@ -348,7 +352,16 @@ class RestCatalog:
 
     def _loaded(self, ident: Identifier, body: dict) -> tuple[Identifier, str, TableMetadata]:
         location = body.get("metadata-location")
-        return ident, location, TableMetadata.from_json(body["metadata"], location or str(ident))
+        metadata = TableMetadata.from_json(body["metadata"], location or str(ident))
+        self._vended[ident] = vended_properties(body, metadata.location)
+        return ident, location, metadata
+
+    def table_io(self, identifier: Identifier, metadata: TableMetadata):
+        """The table's FileIO: the catalog's configuration, the table's properties over it, and what the server
+        vended with the table's last load (``config``, the ``storage-credentials`` of the longest prefix of the
+        table's location) over those."""
+        ident = parse_identifier(identifier)
+        return self.io.with_properties({**metadata.properties, **self._vended.get(ident, {})})
 
     def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
         """(identifier, metadata location, metadata) of the table's current version."""
@@ -409,6 +422,18 @@ class RestCatalog:
         ident = parse_identifier(identifier)
         self._request("DELETE", self._table(ident), params={"purgeRequested": "true" if purge else "false"},
                       errors={404: _table_or_namespace})
+
+
+def vended_properties(body: dict, table_location: str) -> dict[str, str]:
+    """What a ``LoadTableResult`` vends for its table's FileIO: its ``config``, and over it the ``config`` of the
+    ``storage-credentials`` entry whose ``prefix`` is the longest one the table's location starts with."""
+    out = {str(k): str(v) for k, v in (body.get("config") or {}).items()}
+    credentials = [c for c in body.get("storage-credentials") or []
+                   if isinstance(c, dict) and table_location.startswith(str(c.get("prefix", "")))]
+    if credentials:
+        best = max(credentials, key=lambda c: len(str(c.get("prefix", ""))))
+        out.update({str(k): str(v) for k, v in (best.get("config") or {}).items()})
+    return out
 
 
 def _table_or_namespace(kind: str) -> type:

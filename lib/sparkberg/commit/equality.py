@@ -30,7 +30,7 @@ def upsert(table, df, key_columns, request: CommitRequest) -> None:
     streaming writers upsert: the deletes apply only to rows committed before, so the new rows stay)."""
     deletes = equality_deletes(table, df, key_columns)
     with request.written(table.io, lambda: [d.file_path for _, d in deletes]):
-        added = write_files(table.spark, table.metadata, df)
+        added = write_files(table.spark, table.metadata, df, io=table.io)
         with request.written(table.io, lambda: [f.file_path for f in added]):
             commit_changes(table, Changes("overwrite", added, deletes, set()), request)
 
@@ -72,7 +72,7 @@ def equality_deletes(table, df, key_columns) -> list:
     narrowed = replace(m, schemas=tuple(s if s.schema_id != schema.schema_id else delete_schema
                                         for s in m.schemas))
     data = df.select(*[present[f.name.lower()] for f in delete_schema.fields]).dropDuplicates()
-    files = write_files(table.spark, narrowed, data, ordering=UNSORTED, distribution="hash")
+    files = write_files(table.spark, narrowed, data, ordering=UNSORTED, distribution="hash", io=table.io)
     ids = tuple(f.field_id for f in key_fields)
     return [(spec.spec_id, replace(f, content=EQUALITY_DELETES, equality_ids=ids, sort_order_id=None))
             for f in files]

@@ -407,7 +407,8 @@ class MergeBuilder:
             unmatched = np.ones(rows.num_rows, bool)
             unmatched[source_rows] = False
             part(np.flatnonzero(unmatched), None)
-        added = write_on_driver(rl.m, [b for p in parts for b in p.to_batches()], rl.lineage_fields) \
+        added = write_on_driver(rl.m, [b for p in parts for b in p.to_batches()], rl.lineage_fields,
+                                io=rl.table.io) \
             if parts else []
         changed: dict[str, np.ndarray] = {}
         if self.matched and pairs.num_rows:  # (each file's positions: its run of the sorted pairs)
@@ -545,7 +546,7 @@ class MergeBuilder:
         if merges_on_read(rl.m, "merge"):
             new_rows = self._rows(pairs, unmatched, orphans, cols, lineage, src_cols, None)
             added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge",
-                                position_delta=True) if new_rows is not None else []
+                                position_delta=True, io=rl.table.io) if new_rows is not None else []
             with rl.request.written(rl.table.io, lambda: [f.file_path for f in added]):
                 # (no job asks first whether any row changed: with none, the delete writer writes nothing)
                 may_change = rl.tasks and (self.matched or self.by_source)
@@ -562,7 +563,7 @@ class MergeBuilder:
         kept = rl.read(rewritten, cols + lineage + ["_file", "_pos"], None) \
             .join(changed, ["_file", "_pos"], "left_anti").select(*cols, *lineage) if rewritten else None
         new_rows = self._rows(pairs, unmatched, orphans, cols, lineage, src_cols, kept)
-        added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge") \
+        added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge", io=rl.table.io) \
             if new_rows is not None else []
         removed = removal_of(rewritten)
         if not added and not removed:

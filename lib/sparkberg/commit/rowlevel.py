@@ -324,7 +324,7 @@ class RowLevel:
         return _partition_by_id(self.plan.layout, task["spec_id"], task["partition"])
 
     def read(self, tasks, columns, filter):
-        return read_tasks(self.spark, self.m, self.schema, tasks, self.plan.layout, columns, filter)
+        return read_tasks(self.spark, self.m, self.schema, tasks, self.plan.layout, columns, filter, self.table.io)
 
     def rewritten_in_place(self, files: list, assigned: Iterable[str] = ()) -> bool:
         """Whether the rows of ``files`` rewritten by copy-on-write (``assigned``: the columns an update sets)
@@ -384,7 +384,7 @@ class RowLevel:
         by_path = {t["file_path"]: t for t in tasks}
         targets = self.delete_targets(tasks, merge_position_files=True)
         writer = DeleteWriter(targets, dv=m.format_version >= 3, write_id=uuid.uuid4().hex[:16],
-                              compression=compression(m.properties))
+                              compression=compression(m.properties), io=self.table.io)
         if isinstance(matched, dict):  # (a partition's files one after another, as the writer groups them)
             written = writer.write((p, matched[p]) for p in sorted(matched, key=lambda p: (targets[p]["dir"], p)))
         else:
@@ -516,7 +516,7 @@ def delete_rows(table, filter: str | Column, request: CommitRequest) -> bool:
             if rewrite:
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage, ~condition(filter))
                 added_data = write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete",
-                                         in_place=rl.rewritten_in_place(rewrite))
+                                         in_place=rl.rewritten_in_place(rewrite), io=rl.table.io)
                 removed |= removal_of(rewrite)
     if not removed and not added_deletes:
         return False
@@ -527,7 +527,7 @@ def delete_rows(table, filter: str | Column, request: CommitRequest) -> bool:
 def overwrite(table, df, filter: str | None, request: CommitRequest, distribution_mode: str | None = None) -> None:
     """Replace the rows matching ``filter`` (all rows when None) with the rows of ``df``, in one commit."""
     rl = RowLevel(table, request, filter)
-    added = write_files(rl.spark, rl.m, df, distribution=distribution_mode)
+    added = write_files(rl.spark, rl.m, df, distribution=distribution_mode, io=rl.table.io)
     removed = set(rl.removed)
     with request.written(table.io, lambda: [f.file_path for f in added]):
         if rl.partial and filter is not None:
@@ -537,7 +537,7 @@ def overwrite(table, df, filter: str | None, request: CommitRequest, distributio
                 keep = rl.read(rewrite, [f.name for f in rl.schema.fields] + rl.lineage,
                                F.expr(f"NOT coalesce(({filter}), false)"))
                 added += write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete",
-                                     in_place=rl.rewritten_in_place(rewrite))
+                                     in_place=rl.rewritten_in_place(rewrite), io=rl.table.io)
                 removed |= removal_of(rewrite)
     rl.commit("overwrite", added, [], removed)
 
@@ -545,7 +545,7 @@ def overwrite(table, df, filter: str | None, request: CommitRequest, distributio
 def dynamic_overwrite(table, df, request: CommitRequest, distribution_mode: str | None = None) -> None:
     """Replace every partition (of the default spec) that ``df`` has rows for with those rows."""
     rl = RowLevel(table, request, None)
-    added = write_files(rl.spark, rl.m, df, distribution=distribution_mode)
+    added = write_files(rl.spark, rl.m, df, distribution=distribution_mode, io=rl.table.io)
     spec_id = rl.m.default_spec_id
     if not rl.m.default_spec.fields:
         parts = None  # unpartitioned: the whole table is one partition
@@ -594,7 +594,7 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
             if rows == 0:
                 return
             added_data = write_files(rl.spark, rl.m, picked_rows(updated(matched), rows, tasks), extra_fields=extra,
-                                     command="update", position_delta=True)
+                                     command="update", position_delta=True, io=rl.table.io)
             with request.written(table.io, lambda: [f.file_path for f in added_data]):
                 added_deletes, removed = rl.delete_positions(matched, tasks)
         finally:
@@ -614,7 +614,7 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
         out += [F.col("_row_id"), F.when(cond, F.lit(None).cast("bigint"))
                 .otherwise(F.col("_last_updated_sequence_number")).alias("_last_updated_sequence_number")]
     added = write_files(rl.spark, rl.m, rows.select(*out), extra_fields=extra, command="update",
-                        in_place=rl.rewritten_in_place(rewrite, set_by_name))
+                        in_place=rl.rewritten_in_place(rewrite, set_by_name), io=rl.table.io)
     rl.commit("overwrite", added, [], removal_of(rewrite), command="update")
 
 

@@ -1,19 +1,26 @@
-"""FileIO: the few operations table metadata needs, for local paths and for any pyarrow filesystem.
+"""FileIO: the few operations table metadata needs, for local paths and object stores.
 
-Locations are URIs as they appear in metadata (``file:/x``, ``file:///x``, ``s3://b/x``,
-``hdfs://nn/x``) or plain local paths. ``create`` never overwrites: on the local file system it
-writes a temporary file and links it into place, which fails atomically if the target exists —
-the commit primitive of the file-system catalog.
+Locations are URIs as they appear in metadata (``file:/x``, ``file:///x``, ``s3://b/x``, ``s3a://b/x``,
+``gs://b/x``, ``abfss://c@a.dfs.core.windows.net/x``, ``hdfs://nn/x``) or plain local paths. A catalog's or table's
+FileIO (:class:`TableFileIO`) serves them all, configured by Iceberg's FileIO properties
+(:mod:`sparkberg.io.stores`). ``create`` never overwrites: on the local file system it writes a temporary file
+and links it into place, on an object store it is the store's conditional create; both fail atomically if the
+target exists, the commit primitive of the file-system catalog.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import uuid
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import urlparse
 
-from sparkberg.errors import CommitStateUnknownException, FileAlreadyExistsError, MissingFileError, SparkbergError
+from sparkberg import redact
+from sparkberg.errors import (
+    CommitStateUnknownException, FileAlreadyExistsError, MissingFileError, SparkbergError, StorageError,
+)
+from sparkberg.io import stores
 
 
 def to_local_path(location: str) -> str | None:
@@ -34,6 +41,10 @@ class FileIO:
 
     # whether ``create`` is atomic: of two writers creating one path, exactly one succeeds
     atomic_create = False
+
+    def atomic_create_at(self, location: str) -> bool:
+        """Whether ``create`` at ``location`` is atomic (:attr:`atomic_create` unless the store decides)."""
+        return self.atomic_create
 
     def read(self, location: str) -> bytes:
         raise NotImplementedError
@@ -169,70 +180,266 @@ class LocalFileIO(FileIO):
         shutil.rmtree(self._p(location), ignore_errors=True)
 
 
-class PyArrowFileIO(FileIO):
-    """Object stores and HDFS through ``pyarrow.fs``; ``create`` checks then writes (not atomic on
-    object stores, which is why the SQL catalog, not the file-system catalog, suits them)."""
+class ObjectStoreFileIO(FileIO):
+    """Object stores (S3 and S3-compatible stores, GCS, Azure) and HDFS, configured by Iceberg's FileIO properties
+    (:mod:`sparkberg.io.stores`): one client per store and account, made on first use in each process. Picklable
+    (the properties travel with it to the executors: no environment variable or Hadoop configuration is needed
+    there); its ``repr`` names the properties' keys, never their values. ``create`` is the store's conditional
+    create, atomic where the store has one (S3, GCS, Azure); on HDFS a check then a write."""
 
-    def __init__(self, location: str):
-        from pyarrow import fs
-        self._fs, _ = fs.FileSystem.from_uri(location)
-        self._scheme = urlparse(location).scheme
+    def __init__(self, properties: dict[str, str] | None = None):
+        self._properties = stores.fileio_properties(properties)
+        self._clients: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
 
-    def _p(self, location: str) -> str:
-        p = urlparse(location)
-        return f"{p.netloc}{p.path}" if self._scheme not in ("hdfs", "viewfs") else p.path
+    def __getstate__(self) -> dict:
+        return {"properties": self._properties}
 
-    def read(self, location):
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["properties"])
+
+    def __repr__(self) -> str:
+        return f"ObjectStoreFileIO(properties={sorted(self._properties)})"
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The FileIO properties it was configured with (credentials among them: for the one call that needs
+        them, never to show)."""
+        return dict(self._properties)
+
+    def atomic_create_at(self, location: str) -> bool:
+        return stores.where(location).store != stores.HDFS
+
+    def _client(self, kind: str, at: "stores.Where", location: str):
+        key = (kind, at.store, at.authority, at.bucket if kind == "obstore" else "")
+        client = self._clients.get(key)
+        if client is None:
+            with self._lock:
+                client = self._clients.get(key)
+                if client is None:
+                    make = stores.pyarrow_filesystem if kind == "pyarrow" else stores.obstore_store
+                    client = make(self._properties, at, location) if kind == "pyarrow" else \
+                        make(self._properties, at)
+                    self._clients[key] = client
+        return client
+
+    def _fs(self, location: str):
+        at = stores.where(location)
+        return self._client("pyarrow", at, location), at.path
+
+    @contextlib.contextmanager
+    def _errors(self, location: str) -> Iterator[None]:
+        """A store's refusal as a :class:`StorageError` naming the location (credentials masked)."""
         try:
-            with self._fs.open_input_stream(self._p(location)) as f:
-                return f.read()
+            yield
         except FileNotFoundError:
             raise MissingFileError(f"file {location} does not exist", location) from None
+        except (OSError, RuntimeError) as e:
+            if isinstance(e, FileExistsError):
+                raise
+            raise StorageError(redact.text(f"{location}: {e}")) from None
+
+    def open_input(self, location: str):
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            return fs_.open_input_file(p)
+
+    def open_output(self, location: str):
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            return fs_.open_output_stream(p)
+
+    def read(self, location):
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            with fs_.open_input_stream(p) as f:
+                return f.read()
+
+    def read_range(self, location, offset, length):
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            with fs_.open_input_file(p) as f:
+                return f.read_at(length, offset)
 
     def exists(self, location):
         from pyarrow import fs
-        return self._fs.get_file_info(self._p(location)).type != fs.FileType.NotFound
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            return fs_.get_file_info(p).type != fs.FileType.NotFound
 
     def size(self, location):
-        return self._fs.get_file_info(self._p(location)).size
+        from pyarrow import fs
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            info = fs_.get_file_info(p)
+        if info.type == fs.FileType.NotFound:
+            raise MissingFileError(f"file {location} does not exist", location)
+        return info.size
 
     def makedirs(self, location):
-        self._fs.create_dir(self._p(location), recursive=True)
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            fs_.create_dir(p, recursive=True)
 
     def create(self, location, data):
-        if self.exists(location):
-            raise FileAlreadyExistsError(f"file already exists: {location}")
-        self.write(location, data)
+        at = stores.where(location)
+        store = self._client("obstore", at, location) if at.store != stores.HDFS else None
+        if store is None:  # (HDFS: no conditional create; a check, then the write)
+            if self.exists(location):
+                raise FileAlreadyExistsError(f"file already exists: {location}")
+            self.write(location, data)
+            return
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+        try:
+            obstore.put(store, at.key, data, mode="create")
+        except (AlreadyExistsError, PreconditionError):
+            raise FileAlreadyExistsError(f"file already exists: {location}") from None
+        except Exception as e:  # noqa: BLE001 - the store's refusal, named (obstore's errors are its own classes)
+            raise StorageError(redact.text(f"{location}: {e}")) from None
 
     def write(self, location, data):
-        with self._fs.open_output_stream(self._p(location)) as f:
+        with self.open_output(location) as f:
             f.write(data)
 
     def delete(self, location):
+        fs_, p = self._fs(location)
         try:
-            self._fs.delete_file(self._p(location))
-        except FileNotFoundError:
+            with self._errors(location):
+                fs_.delete_file(p)
+        except MissingFileError:
             pass
 
     def list(self, location):
         from pyarrow import fs
-        sel = fs.FileSelector(self._p(location), allow_not_found=True)
-        return iter(sorted(info.base_name for info in self._fs.get_file_info(sel)))
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            found = fs_.get_file_info(fs.FileSelector(p, allow_not_found=True))
+        return iter(sorted(info.base_name for info in found))
 
     def list_files(self, location, recursive=True):
         from pyarrow import fs
-        sel = fs.FileSelector(self._p(location), allow_not_found=True, recursive=recursive)
-        prefix = location.split("://", 1)[0] + "://"
-        for info in self._fs.get_file_info(sel):
+        fs_, p = self._fs(location)
+        root = location.rstrip("/")
+        base = p.rstrip("/")
+        with self._errors(location):
+            found = fs_.get_file_info(fs.FileSelector(p, allow_not_found=True, recursive=recursive))
+        for info in found:
             if info.type == fs.FileType.File:
-                yield prefix + info.path, int(info.mtime.timestamp() * 1000) if info.mtime is not None else 0
+                # (the location as the table names it, its scheme and authority kept: s3a:// stays s3a://)
+                rel = info.path[len(base):] if info.path.startswith(base) else "/" + info.path
+                yield root + rel, int(info.mtime.timestamp() * 1000) if info.mtime is not None else 0
 
     def is_dir(self, location):
         from pyarrow import fs
-        return self._fs.get_file_info(self._p(location)).type == fs.FileType.Directory
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            return fs_.get_file_info(p).type == fs.FileType.Directory
 
     def delete_dir(self, location):
-        self._fs.delete_dir(self._p(location))
+        fs_, p = self._fs(location)
+        with self._errors(location):
+            fs_.delete_dir(p)
+
+
+class TableFileIO(FileIO):
+    """The FileIO of a catalog or a table: local locations by :class:`LocalFileIO`, every other by one
+    :class:`ObjectStoreFileIO` configured by the FileIO properties (the catalog's, then the table's, then what
+    the catalog vends for the table). Picklable, for the executors."""
+
+    def __init__(self, properties: dict[str, str] | None = None):
+        self._local = LocalFileIO()
+        self._stores = ObjectStoreFileIO(properties)
+
+    def __getstate__(self) -> dict:
+        return {"properties": self._stores.properties}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["properties"])
+
+    def __repr__(self) -> str:
+        return f"TableFileIO(properties={sorted(self._stores.properties)})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TableFileIO) and other.properties == self.properties
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.properties)))
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The FileIO properties it was configured with (credentials among them: never to show)."""
+        return self._stores.properties
+
+    def with_properties(self, properties: dict[str, Any] | None) -> "TableFileIO":
+        """This FileIO with ``properties``' FileIO properties over its own (a table's over its catalog's); itself
+        when they change nothing."""
+        more = stores.fileio_properties(properties)
+        if all(self.properties.get(k) == v for k, v in more.items()):
+            return self
+        return TableFileIO({**self.properties, **more})
+
+    def _io(self, location: str) -> FileIO:
+        return self._local if to_local_path(location) is not None else self._stores
+
+    def atomic_create_at(self, location: str) -> bool:
+        io = self._io(location)
+        return io.atomic_create if io is self._local else self._stores.atomic_create_at(location)
+
+    def open_input(self, location: str):
+        """A seekable file to read (pyarrow's, or a local file object)."""
+        io = self._io(location)
+        if io is self._local:
+            try:
+                return open(LocalFileIO._p(location), "rb")
+            except FileNotFoundError:
+                raise MissingFileError(f"file {location} does not exist", location) from None
+        return self._stores.open_input(location)
+
+    def open_output(self, location: str):
+        """A stream to write a new file to (replacing one of that name)."""
+        io = self._io(location)
+        if io is self._local:
+            path = LocalFileIO._p(location)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return open(path, "wb")
+        return self._stores.open_output(location)
+
+    def read(self, location):
+        return self._io(location).read(location)
+
+    def read_range(self, location, offset, length):
+        return self._io(location).read_range(location, offset, length)
+
+    def exists(self, location):
+        return self._io(location).exists(location)
+
+    def create(self, location, data):
+        return self._io(location).create(location, data)
+
+    def write(self, location, data):
+        return self._io(location).write(location, data)
+
+    def delete(self, location):
+        return self._io(location).delete(location)
+
+    def size(self, location):
+        return self._io(location).size(location)
+
+    def list(self, location):
+        return self._io(location).list(location)
+
+    def list_files(self, location, recursive=True):
+        return self._io(location).list_files(location, recursive)
+
+    def delete_dir(self, location):
+        return self._io(location).delete_dir(location)
+
+    def is_dir(self, location):
+        return self._io(location).is_dir(location)
+
+    def makedirs(self, location):
+        return self._io(location).makedirs(location)
 
 
 def normalize_location(location: str) -> str:
@@ -242,11 +449,12 @@ def normalize_location(location: str) -> str:
     return "file://" + os.path.abspath(location)
 
 
-def file_io_for(location: str) -> FileIO:
-    """The FileIO for a location: local for ``file:`` and plain paths, pyarrow.fs otherwise."""
-    if to_local_path(location) is not None:
-        return LocalFileIO()
-    return PyArrowFileIO(location)
+def file_io_for(location: str | None = None, properties: dict[str, Any] | None = None) -> TableFileIO:
+    """The FileIO configured by ``properties`` (Iceberg's FileIO properties, :mod:`sparkberg.io.stores`), which
+    serves every location: local files, object stores, HDFS. (``location`` is checked to name a known scheme.)"""
+    if location is not None:
+        stores.store_of(location)
+    return TableFileIO(properties)
 
 
 def delete_named(named: Iterable[tuple[FileIO, Callable[[], Iterable[str]]]]) -> None:

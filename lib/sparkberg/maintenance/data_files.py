@@ -290,18 +290,19 @@ class _Run:
         with job_description(rl.spark, described):
             if self.ordering is not None:
                 return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
-                                   ordering=self.ordering, distribution="range", num_partitions=files * s.per_file)
+                                   ordering=self.ordering, distribution="range", num_partitions=files * s.per_file,
+                                   io=rl.table.io)
             if group.one_partition:  # one partition already: as many tasks as files, no shuffle
                 return write_files(rl.spark, m, rows.coalesce(files), extra_fields=rl.lineage_fields,
-                                   properties=props, distribution="none")
+                                   properties=props, distribution="none", io=rl.table.io)
             whole = unsplit_file_bytes(rl.spark) if group.files_apart else 0
             if group.files_apart and all(t["file_size_in_bytes"] <= whole for t in group.tasks):
                 # each partition's rows are one file, which one task reads whole: written by the task that reads
                 # them, its writer computing their partition (no key stage, no shuffle), a file a partition
                 return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
-                                   distribution="none")
+                                   distribution="none", io=rl.table.io)
             return write_files(rl.spark, m, rows, extra_fields=rl.lineage_fields, properties=props,
-                               distribution="hash")
+                               distribution="hash", io=rl.table.io)
 
     def on_driver(self, group: Group, props: dict[str, str]) -> list | None:
         """The new data files of a binpack group of at most ``DRIVER_REWRITE_BYTES`` on a table without a sort
@@ -322,7 +323,7 @@ class _Run:
             return None
         identity = identity_values(m, rl.schema, group.tasks, rl.plan.layout)
         return write_on_driver(m, reader.read(group.tasks, delete_cache(rl.spark), identity), rl.lineage_fields,
-                               props)
+                               props, io=rl.table.io)
 
     def commit(self, done: list[tuple[Group, list]]) -> None:
         """One ``replace`` snapshot of finished groups."""

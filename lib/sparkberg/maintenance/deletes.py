@@ -89,7 +89,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
     targets = rl.delete_targets(chosen_tasks, merge_position_files=False)  # (their positions are the rows)
     writer = DeleteWriter(targets, dv=dv, write_id=uuid.uuid4().hex[:16],
                           compression=compression(m.properties),
-                          partition_scoped=not dv)
+                          partition_scoped=not dv, io=rl.table.io)
     dirs = local_dataframe(spark, [(p, t["dir"]) for p, t in targets.items()], "_file string, _dir string")
     rewritten_bytes = sum(deletes.get((p, None), (0, None))[0] for p in chosen_files) + sum(dangling.values())
     if dry_run:  # it would write one file per directory (v2) or data file (v3) left with positions

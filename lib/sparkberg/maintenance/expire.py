@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 from typing import Any, Iterable, Iterator
-from urllib.parse import urlparse
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -19,7 +18,7 @@ from pyspark.sql import functions as F
 
 from sparkberg.arrays import batch_of_columns
 from sparkberg.errors import ValidationError
-from sparkberg.io.fileio import FileIO, file_io_for
+from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.session import session_time_zone
@@ -76,7 +75,7 @@ def expire_snapshots(table, older_than: Any = None, retain_last: int | None = No
     counts = dict.fromkeys(COUNTS, 0)
     if clean_expired_files and len(after.snapshots) < len(base.snapshots):
         files = expired_files(spark, table.io, base, after)
-        counts.update(_counted(files) if dry_run else _deleted(files))
+        counts.update(_counted(files) if dry_run else _deleted(files, table.io))
     return local_dataframe(spark, [tuple(counts[k] for k in COUNTS)],
                            ", ".join(f"{c} bigint" for c in COUNTS.values()))
 
@@ -95,7 +94,7 @@ def expired_files(spark: Any, io: FileIO, before: TableMetadata, after: TableMet
             for m in (listed[s.snapshot_id] if s.snapshot_id in listed else snapshot_manifests(io, s))}
     dropped = [m for p, m in old.items() if p not in kept]
     layout = PartitionLayout(before)
-    decoder = EntryDecoder(layout, columns=["file_path", "content"])
+    decoder = EntryDecoder(layout, columns=["file_path", "content"], io=io)
     candidates = _content(spark, dropped, decoder)
     live = _content(spark, list(kept.values()), decoder).select("path")
     content = candidates.join(live, "path", "left_anti")
@@ -122,22 +121,25 @@ def _counted(files: DataFrame) -> dict[str, int]:
     return {r["kind"]: r["n"] for r in files.groupBy("kind").agg(F.count("*").alias("n")).collect()}
 
 
-def _delete_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Delete each file of the batches (on an executor); one row per kind with the number deleted."""
-    counts: dict[str, int] = {}
-    ios: dict[tuple[str, str], FileIO] = {}
-    for batch in batches:
-        for path, kind in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            url = urlparse(path)
-            io = ios.get((url.scheme, url.netloc)) or ios.setdefault((url.scheme, url.netloc), file_io_for(path))
-            io.delete(path)
-            counts[kind] = counts.get(kind, 0) + 1
-    yield batch_of_columns({"kind": list(counts), "n": list(counts.values())},
-                           pa.schema([("kind", pa.string()), ("n", pa.int64())]))
+class _Deleter:
+    """Deletes each file of its batches with the table's FileIO (on an executor); one row per kind with the number
+    deleted. Picklable."""
+
+    def __init__(self, io: FileIO):
+        self.io = io
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        counts: dict[str, int] = {}
+        for batch in batches:
+            for path, kind in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                self.io.delete(path)
+                counts[kind] = counts.get(kind, 0) + 1
+        yield batch_of_columns({"kind": list(counts), "n": list(counts.values())},
+                               pa.schema([("kind", pa.string()), ("n", pa.int64())]))
 
 
-def _deleted(files: DataFrame) -> dict[str, int]:
+def _deleted(files: DataFrame, io: FileIO) -> dict[str, int]:
     out: dict[str, int] = {}
-    for r in map_in_arrow(files, _delete_batches, "kind string, n bigint").collect():
+    for r in map_in_arrow(files, _Deleter(io), "kind string, n bigint").collect():
         out[r["kind"]] = out.get(r["kind"], 0) + r["n"]
     return out

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from sparkberg.arrays import strings
 from sparkberg.errors import ValidationError
-from sparkberg.io.fileio import FileIO, file_io_for, normalize_location
+from sparkberg.io.fileio import FileIO, normalize_location
 from sparkberg.maintenance.expire import FILES_DDL, _deleted, _manifests, to_millis
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
@@ -77,11 +77,11 @@ def remove_orphan_files(table, older_than: Any = None, location: str | None = No
     if (w_scheme, w_auth) != (r_scheme, r_auth) or not (w_path == r_path or w_path.startswith(r_path + "/")):
         raise ValidationError(f"location {location} is not inside the table's location {root}")
     hidden_ok = _partition_names(metadata)
-    listed = _listing(spark, where, older_ms, hidden_ok)
+    listed = _listing(spark, table.io, where, older_ms, hidden_ok)
     valid = _referenced(spark, table.io, metadata, table.metadata_location)
     orphans = _orphans(listed, valid, schemes, authorities, prefix_mismatch_mode)
     if not dry_run and orphans:
-        _deleted(local_dataframe(spark, [(p, "orphan") for p in orphans], FILES_DDL))
+        _deleted(local_dataframe(spark, [(p, "orphan") for p in orphans], FILES_DDL), table.io)
     return local_dataframe(spark, [(p,) for p in orphans], "orphan_file_location string")
 
 
@@ -96,10 +96,10 @@ def _hidden(relative: str, partition_names: frozenset[str]) -> bool:
     return False
 
 
-def _listing(spark: Any, where: str, older_ms: int, partition_names: frozenset[str]) -> DataFrame:
+def _listing(spark: Any, io: FileIO, where: str, older_ms: int, partition_names: frozenset[str]) -> DataFrame:
     """(location) of the files under ``where`` older than ``older_ms`` and not hidden: each directory directly
-    under ``where`` listed by a task of its own on the executors, the files directly under it on the driver."""
-    io = file_io_for(where)
+    under ``where`` listed by a task of its own on the executors (with the table's FileIO ``io``), the files
+    directly under it on the driver."""
     dirs = [f"{where}/{name}" for name in io.list(where)]
     dirs = [d for d in dirs if io.is_dir(d)]
     base = _bare(where)
@@ -116,7 +116,7 @@ def _listing(spark: Any, where: str, older_ms: int, partition_names: frozenset[s
 
     def list_dirs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            found = [p for i in batch.column(0).to_pylist() for p in kept(file_io_for(dirs[i]).list_files(dirs[i]))]
+            found = [p for i in batch.column(0).to_pylist() for p in kept(io.list_files(dirs[i]))]
             yield pa.RecordBatch.from_arrays([strings(found)], names=["location"])
     listed = local_dataframe(spark, [(p,) for p in kept(io.list_files(where, recursive=False))], "location string")
     if dirs:  # (a range of as many partitions as directories: a task each, without a shuffle to spread them)
@@ -133,7 +133,7 @@ def _bare(location: str) -> str:
 def _referenced(spark: Any, io: FileIO, metadata: TableMetadata, metadata_location: str) -> DataFrame:
     """Every file the table references (see the module docstring) as (location)."""
     manifests = _manifests(io, metadata)
-    decoder = EntryDecoder(PartitionLayout(metadata), columns=["file_path"])
+    decoder = EntryDecoder(PartitionLayout(metadata), columns=["file_path"], io=io)
     content = entries_df(spark, list(manifests.values()), decoder).select(F.col("file_path").alias("location")) \
         if manifests else local_dataframe(spark, [], "location string")
     root = metadata.location.rstrip("/")

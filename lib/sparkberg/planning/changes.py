@@ -160,6 +160,7 @@ class _Loader:
         self.mode = planning_mode(metadata, DATA_PLANNING_MODE)
 
     def load(self, decoder: EntryDecoder, manifests: list[ManifestFile]) -> pa.Table:
+        decoder.io = self.io  # (the executors read the manifests with the table's FileIO)
         local = self.spark is None or not manifests or self.mode == "local" or \
             (self.mode == "auto" and _small_enough(self.metadata, manifests))
         if local:

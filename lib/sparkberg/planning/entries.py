@@ -214,8 +214,10 @@ class EntryDecoder:
                  partition_filters: dict[int, Bound] | None = None, metrics_filter: Any = None,
                  with_path_bounds: bool = False, columns: Sequence[str] | None = None,
                  eq_types: dict[int, T.IcebergType] | None = None, cache: ManifestCache | None = None,
-                 metrics_columns: int | None = None):
+                 metrics_columns: int | None = None, io: FileIO | None = None):
         self.layout = layout
+        # the table's FileIO: the executors read the manifests with the table's properties (its credentials)
+        self.io = io if io is not None else file_io_for()
         self.cache = cache  # decoded manifests kept between scans (:mod:`sparkberg.avro.cache`), when enabled
         self.with_metrics = with_metrics
         self.with_path_bounds = with_path_bounds  # position delete files' file_path range (delete pruning)
@@ -486,7 +488,7 @@ class EntryDecoder:
         return strings(lower), strings(upper)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return coalesced(self.load_many(group) for group in manifest_groups(manifests_of(batches)))
+        return coalesced(self.load_many(group) for group in manifest_groups(manifests_of(batches, self.io)))
 
 
 # metrics maps are read by key (:meth:`EntryDecoder._keys_read`) for tables of at least this many columns, and
@@ -543,19 +545,13 @@ def coalesced(tables: Iterator[pa.Table], min_rows: int = 8192) -> Iterator[pa.R
         yield from pa.concat_tables(pending).combine_chunks().to_batches()
 
 
-def manifests_of(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[ManifestFile, int, FileIO]]:
-    """(manifest, ordinal, FileIO to read it) of each row of a :func:`manifests_df` batch (executors)."""
-    io_by_scheme: dict[str, FileIO] = {}
+def manifests_of(batches: Iterator[pa.RecordBatch], io: FileIO) -> Iterator[tuple[ManifestFile, int, FileIO]]:
+    """(manifest, ordinal, ``io``: the table's FileIO, which reads it) of each row of a :func:`manifests_df` batch
+    (executors)."""
     for batch in batches:
         for r in batch.to_pylist():
             mf = ManifestFile(**{k: r[k] for k in _MANIFEST_COLUMNS if k in r})
-            yield mf, r["_manifest_ordinal"], io_for(mf.manifest_path, io_by_scheme)
-
-
-def io_for(path: str, io_by_scheme: dict[str, FileIO]) -> FileIO:
-    """A FileIO that reads ``path``, one per scheme (kept in ``io_by_scheme``) on the executors."""
-    scheme = path.split("://", 1)[0] if "://" in path else "file"
-    return io_by_scheme.get(scheme) or io_by_scheme.setdefault(scheme, file_io_for(path))
+            yield mf, r["_manifest_ordinal"], io
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.deletes import DELETE_STRUCT, DeleteMatcher, eq_columns
 from sparkberg.planning.entries import (
-    EntryDecoder, PartitionLayout, coalesced, entries_df, io_for, known_entries, manifest_groups, manifests_df,
+    EntryDecoder, PartitionLayout, coalesced, entries_df, known_entries, manifest_groups, manifests_df,
     manifests_of, physical_spark_type, snapshot_manifest_table,
 )
 from sparkberg.spark.frames import arrow_dataframe, collect_arrow, counted_dataframe, map_in_arrow
@@ -220,9 +220,9 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
         return EntryDecoder(layout, with_metrics=False, partition_filters=filters, metrics_filter=metrics,
                             columns=DATA_ENTRY_COLUMNS, eq_types={i: schema_eq_types[i] for i in eq_ids
                                                                   if i in schema_eq_types}, cache=cache,
-                            metrics_columns=metrics_columns)
+                            metrics_columns=metrics_columns, io=io)
     delete_decoder = EntryDecoder(layout, with_metrics=False, partition_filters=filters, with_path_bounds=True,
-                                  columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types, cache=cache)
+                                  columns=DELETE_ENTRY_COLUMNS, eq_types=schema_eq_types, cache=cache, io=io)
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned}
     mode = planning_mode(metadata, DATA_PLANNING_MODE, mode)
     delete_mode = planning_mode(metadata, DELETE_PLANNING_MODE)
@@ -280,7 +280,7 @@ class TaskDecoder:
                                     schema=self.schema)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return coalesced(self.table(group) for group in manifest_groups(manifests_of(batches)))
+        return coalesced(self.table(group) for group in manifest_groups(manifests_of(batches, self.decoder.io)))
 
 
 class ScopedTaskDecoder(TaskDecoder):
@@ -299,13 +299,12 @@ class ScopedTaskDecoder(TaskDecoder):
         self.scoped = scoped
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        manifests = list(manifests_of(batches))  # (a few rows: the task's data manifests)
+        manifests = list(manifests_of(batches, self.decoder.io))  # (a few rows: the task's data manifests)
         needed = sorted({i for _, ordinal, _ in manifests for i in self.scoped[ordinal]})
-        ios: dict = {}
         counts = [known_entries(self.delete_manifests[i]) for i in needed] + [known_entries(m) for m, _, _ in manifests]
         expect(None if None in counts else sum(counts))
         deletes = self.delete_decoder.load_many(
-            (self.delete_manifests[i], i, io_for(self.delete_manifests[i].manifest_path, ios)) for i in needed)
+            (self.delete_manifests[i], i, self.decoder.io) for i in needed)
         self.matcher = DeleteMatcher(deletes, self.unpartitioned)
         return coalesced(self.table(group) for group in manifest_groups(manifests))
 

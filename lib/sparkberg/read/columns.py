@@ -18,7 +18,8 @@ from pyspark.sql import types as ST
 
 from sparkberg.arrays import strings
 from sparkberg.errors import NotSupportedError, ValidationError
-from sparkberg.io.fileio import to_local_path
+from sparkberg.io.fileio import FileIO, to_local_path
+from sparkberg.io.stores import HDFS, LOCAL, store_of
 from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, ArrowFileReader, path_key, read_with_arrow
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
@@ -468,11 +469,13 @@ def check_formats(files: Sequence[tuple[str, str]], what: str) -> None:
 
 def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str,
                parquet=None, mapping: dict[int, list[str]] | None = None,
-               file_ids: FileIds | None = None, keys: bool | str = True) -> DataFrame:
+               file_ids: FileIds | None = None, keys: bool | str = True, io: FileIO | None = None) -> DataFrame:
     """The rows of ``files`` ((format, path) pairs; Parquet, ORC or Avro) with ``fields`` matched by field id,
     plus ``_key`` (the path as a join key) and ``_pos`` (the row's position in its file), as ``keys`` asks
     (:func:`_key_columns`). ``parquet`` reads the Parquet paths when the caller needs more than a plain
-    field-id read."""
+    field-id read. Parquet files on an object store are read by sparkberg's Arrow reader with ``io`` (the table's
+    FileIO: its credentials reach the executors), which a pip-installed PySpark's Hadoop file systems cannot
+    open (:func:`spark_reads`)."""
     spark_schema = ST.StructType([to_spark_read_field(f) for f in fields])
     check_formats(files, what)
     by_format: dict[str, list[str]] = defaultdict(list)
@@ -480,16 +483,23 @@ def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str
         by_format[fmt.lower()].append(path)
     parts = []
     for fmt, paths in sorted(by_format.items()):
-        if fmt == "parquet":
+        if fmt == "parquet" and all(spark_reads(p) for p in paths):
             parts.append(parquet(paths) if parquet is not None else _parquet(spark, spark_schema, paths))
         else:
-            part = read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping)
+            part = read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping, io)
             if file_ids is not None:
                 part = _with_file_ids(spark, part, file_ids)
             elif keys is not True:  # (the columns of a Parquet read with these keys)
                 part = part.drop(*{"_key", "_pos"} - set(_key_columns(keys, None)))
             parts.append(part)
     return union_all(parts)
+
+
+def spark_reads(path: str) -> bool:
+    """Whether Spark's own Parquet reader reads ``path``: local files and HDFS, which every Spark serves; not an
+    object store's, which a pip-installed PySpark has no Hadoop connector for and which it could not open with a
+    table's own (or vended) credentials anyway."""
+    return store_of(path) in (LOCAL, HDFS)
 
 
 def union_all(parts: Sequence[DataFrame]) -> DataFrame:

@@ -170,10 +170,11 @@ class ArrowFileReader:
 
     def __init__(self, fmt: str, fields: Sequence[T.NestedField], arrow_schema: pa.Schema,
                  mapping: dict[int, list[str]] | None = None, batch_rows: int = 65536,
-                 constants: dict[int, Any] | None = None):
+                 constants: dict[int, Any] | None = None, io: Any = None):
         if fmt not in (*ARROW_READ_FORMATS, "parquet"):
             raise NotSupportedError(f"reading {fmt} files is not supported")
         self.fmt, self.fields, self.mapping, self.batch_rows = fmt, list(fields), mapping or {}, batch_rows
+        self.io = io  # (the table's FileIO, which opens files on object stores with the table's credentials)
         # (field id -> the value a column the file lacks holds: its identity partition value, spec "Column
         # Projection"; before the field's default)
         self.constants = constants or {}
@@ -196,6 +197,8 @@ class ArrowFileReader:
         try:
             if local is not None:
                 return open(local, "rb")
+            if self.io is not None:
+                return self.io.open_input(path)
             fs, p = pa.fs.FileSystem.from_uri(path)
             return fs.open_input_file(p)
         except FileNotFoundError:
@@ -285,11 +288,12 @@ class ArrowFileReader:
 
 
 def read_with_arrow(spark, fmt: str, fields: Sequence[T.NestedField], spark_fields: Sequence, paths: Sequence[str],
-                    mapping: dict[int, list[str]] | None = None):
-    """A DataFrame of the rows of ORC or Avro files ``paths``: ``spark_fields`` (the Spark fields of ``fields``)
-    plus ``_key`` and ``_pos``, decoded on the executors."""
+                    mapping: dict[int, list[str]] | None = None, io: Any = None):
+    """A DataFrame of the rows of files ``paths`` (ORC, Avro, or Parquet on an object store Spark's reader does
+    not serve): ``spark_fields`` (the Spark fields of ``fields``) plus ``_key`` and ``_pos``, decoded on the
+    executors, opened by ``io`` (the table's FileIO) where it is given."""
     from pyspark.sql import types as ST
     out = ST.StructType(list(spark_fields) + [ST.StructField("_key", ST.StringType()),
                                               ST.StructField("_pos", ST.LongType())])
-    reader = ArrowFileReader(fmt, fields, arrow_schema(out), mapping)
+    reader = ArrowFileReader(fmt, fields, arrow_schema(out), mapping, io=io)
     return map_in_arrow(local_dataframe(spark, [(p,) for p in paths], "file_path string"), reader, out)

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.errors import ValidationError
+from sparkberg.io.fileio import FileIO
 from sparkberg.expressions.sql import referenced_names
 from sparkberg.planning.entries import PartitionLayout, physical_spark_type
 from sparkberg.planning.scan import partition_column
@@ -71,8 +72,9 @@ def identity_values(metadata: TableMetadata, schema: T.Schema, tasks: list, layo
 
 
 def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, layout: PartitionLayout,
-               columns: Sequence[str] | None, filter: str | Column | None) -> DataFrame:
-    """Rows of the given scan tasks (collected rows of the plan), projected to ``columns``."""
+               columns: Sequence[str] | None, filter: str | Column | None, io: FileIO | None = None) -> DataFrame:
+    """Rows of the given scan tasks (collected rows of the plan), projected to ``columns``; ``io``: the table's
+    FileIO, which reads data files on object stores."""
     ensure_session_conf(spark)
     tuning = ReadTuning.of(spark)
     check_readable(schema)
@@ -111,7 +113,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
                           parquet=lambda paths: read_data_parquet(spark, metadata, schema, spark_schema, paths,
                                                               keys=keys, file_ids=file_ids, row_filter=row_filter,
                                                               identity=identity),
-                          mapping=mapping, file_ids=file_ids, keys=keys)
+                          mapping=mapping, file_ids=file_ids, keys=keys, io=io)
 
     # the columns of an unmatched read, in order: the read schema's, and _pos when wanted
     plain_columns = spark_schema.fieldNames() + (["_pos"] if "_pos" in wanted else [])

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.errors import ValidationError
+from sparkberg.io.fileio import FileIO
 from sparkberg.identifiers import split_dotted
 from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.executors import executor_errors
@@ -325,10 +326,12 @@ def distribution_mode(spark, metadata: TableMetadata, command: str = "write", po
 def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
                 properties: dict[str, str] | None = None, ordering: Ordering | None = None,
                 distribution: str | None = None, num_partitions: int | None = None,
-                command: str = "write", position_delta: bool = False, in_place: bool = False) -> list[DataFile]:
+                command: str = "write", position_delta: bool = False, in_place: bool = False,
+                io: FileIO | None = None) -> list[DataFile]:
     """Write ``df`` as data files for the table's default spec; returns their manifest descriptions.
     ``extra_fields`` are metadata columns to write too (the v3 row-lineage columns of rewritten rows);
-    ``properties`` replace the table's write properties (a compaction's target file size).
+    ``properties`` replace the table's write properties (a compaction's target file size); ``io`` is the
+    table's FileIO, which the write tasks write with.
 
     ``ordering`` is the table's sort order unless given (:data:`UNSORTED`: none), ``distribution`` what
     :func:`distribution_mode` says of ``command`` unless given. ``distribution`` is how rows reach the write
@@ -388,7 +391,7 @@ def write_files(spark, metadata: TableMetadata, df: DataFrame, extra_fields=(),
         if by:
             clustered_input, in_writer = False, KeyColumns(schema, keys[:nparts])
     writer = FileWriter(schema, spec, data_location, dict(properties or metadata.properties), write_id,
-                        sort_order_id=ordering.order_id, key_columns=in_writer, clustered=clustered_input)
+                        sort_order_id=ordering.order_id, key_columns=in_writer, clustered=clustered_input, io=io)
     with executor_errors(spark):
         written = map_in_arrow(clustered, writer, RESULT_SCHEMA).collect()
     return [data_file_from_json(r["data_file"], spec, table_schema) for r in written]
@@ -410,7 +413,7 @@ def _written_schema(metadata: TableMetadata, extra_fields) -> tuple[T.Schema, An
 
 
 def write_on_driver(metadata: TableMetadata, batches: Iterable[pa.RecordBatch], extra_fields=(),
-                    properties: dict[str, str] | None = None) -> list[DataFile]:
+                    properties: dict[str, str] | None = None, io: FileIO | None = None) -> list[DataFile]:
     """``batches`` (rows of the table's columns and ``extra_fields``, in the types a read gives them) written by
     this process as data files for the table's default spec, by the writer the executors run: a file open for
     each partition met (Iceberg Java's fanout writer), rolled at the target size; for a table whose rows need no
@@ -418,7 +421,7 @@ def write_on_driver(metadata: TableMetadata, batches: Iterable[pa.RecordBatch], 
     schema, spec = _written_schema(metadata, extra_fields)
     keys = KeyColumns(schema, spec_keys(spec, PARTITION_PREFIX)) if spec.fields else None
     writer = FileWriter(schema, spec, data_location_of(metadata), dict(properties or metadata.properties),
-                        uuid.uuid4().hex[:16], key_columns=keys)
+                        uuid.uuid4().hex[:16], key_columns=keys, io=io)
     return [data_file_from_json(text, spec, metadata.current_schema)
             for out in writer(iter(batches)) for text in out.column(0).to_pylist()]
 

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sparkberg.arrays import from_numpy, int_values, strings
-from sparkberg.io.fileio import file_io_for, to_local_path
+from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import POSITION_DELETES, DataFile
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
@@ -33,15 +33,13 @@ POS_SCHEMA = pa.schema([
 RESULT_DDL = "delete_file string"
 
 
-def _open_out(path: str):
+def _open_out(path: str, io: FileIO):
     local = to_local_path(path)
     if local is not None:
         import os
         os.makedirs(os.path.dirname(local), exist_ok=True)
         return pa.OSFile(local, "wb")
-    from pyarrow import fs
-    filesystem, p = fs.FileSystem.from_uri(path)
-    return filesystem.open_output_stream(p)
+    return io.open_output(path)
 
 
 class DeleteWriter:
@@ -52,8 +50,9 @@ class DeleteWriter:
     deletes to merge for DVs: a list of (puffin path, offset, length) and position delete file paths)."""
 
     def __init__(self, targets: dict[str, dict], dv: bool, write_id: str, compression: str = "zstd",
-                 partition_scoped: bool = False):
+                 partition_scoped: bool = False, io: FileIO | None = None):
         self.targets = targets
+        self.io = io if io is not None else file_io_for()  # (the table's: the tasks write with its credentials)
         self.dv = dv
         self.write_id = write_id
         self.compression = compression
@@ -97,7 +96,8 @@ class DeleteWriter:
         for data_file, positions in by_file:
             target = self.targets[data_file]
             if self.dv:
-                blobs.append((data_file, np.union1d(positions, _previous_positions(data_file, target, position_files))))
+                blobs.append((data_file, np.union1d(positions, _previous_positions(data_file, target, position_files,
+                                                                                   self.io))))
             elif self.partition_scoped:
                 if runs and self.targets[runs[0][0]]["dir"] != target["dir"]:
                     flush_partition()
@@ -120,7 +120,7 @@ class DeleteWriter:
         files = strings([f for f, _ in runs]).take(from_numpy(which, pa.int32()))
         positions = from_numpy(np.concatenate([ps for _, ps in runs]).astype(np.int64), pa.int64())
         count = len(positions)
-        sink = _open_out(path)
+        sink = _open_out(path, self.io)
         table = pa.Table.from_arrays([files, positions], schema=POS_SCHEMA)
         pq.write_table(table, sink, compression=self.compression)
         size = sink.tell()
@@ -142,7 +142,7 @@ class DeleteWriter:
         path = f"{first['dir']}/{self.write_id}-{uuid.uuid4().hex[:12]}-dvs.puffin"
         payloads = [(dv_blob_metadata(f, len(p)), serialize_dv(p)) for f, p in blobs]
         data, footer = write_puffin(payloads)
-        sink = _open_out(path)
+        sink = _open_out(path, self.io)
         sink.write(data)
         sink.close()
         out = []
@@ -155,18 +155,22 @@ class DeleteWriter:
         return out
 
 
-def _previous_positions(data_file: str, target: dict, position_files: dict) -> np.ndarray:
+def _previous_positions(data_file: str, target: dict, position_files: dict, io: FileIO) -> np.ndarray:
     """Positions already deleted in a data file: its current DV and any position delete files (a v2 file names
     the data files of its partition, so ``position_files`` keeps the (path, position) columns of each one read,
     by path, for the next data file it names)."""
     out = [np.zeros(0, dtype=np.int64)]
     key = strings([data_file])[0] if target.get("position_files") else None
     for puffin, offset, length in target.get("dvs", ()):
-        out.append(dv_position_array(file_io_for(puffin).read_range(puffin, offset, length), puffin))
+        out.append(dv_position_array(io.read_range(puffin, offset, length), puffin))
     for path in target.get("position_files", ()):
         if path not in position_files:
             local = to_local_path(path)
-            table = pq.read_table(local if local is not None else path, columns=None)
+            if local is not None:
+                table = pq.read_table(local, columns=None)
+            else:
+                with io.open_input(path) as f:
+                    table = pq.read_table(f, columns=None)
             names = {f.metadata.get(b"PARQUET:field_id") if f.metadata else None: f.name for f in table.schema}
             position_files[path] = (table.column(names.get(_PATH_ID.encode(), "file_path")),
                                     table.column(names.get(_POS_ID.encode(), "pos")))

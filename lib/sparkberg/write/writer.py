@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from sparkberg.arrays import float_values, from_numpy, strings, true_mask, valid_mask
 from sparkberg.errors import NotSupportedError, ValidationError
-from sparkberg.io.fileio import to_local_path
+from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.partitioning import PartitionSpec
@@ -215,8 +215,9 @@ class FileWriter:
     def __init__(self, schema: T.Schema, spec: PartitionSpec, data_location: str, properties: dict[str, str],
                  write_id: str, sort_order_id: int = 0,
                  key_columns: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
-                 clustered: bool = False):
+                 clustered: bool = False, io: FileIO | None = None):
         self.schema = schema
+        self.io = io if io is not None else file_io_for()  # (the table's: the tasks write with its credentials)
         self.sort_order_id = sort_order_id
         self.spec = spec
         self.data_location = data_location.rstrip("/")
@@ -354,9 +355,7 @@ class _OpenFile:
             os.makedirs(os.path.dirname(local), exist_ok=True)
             self.sink = pa.OSFile(local, "wb")
         else:
-            from pyarrow import fs
-            filesystem, p = fs.FileSystem.from_uri(self.path)
-            self.sink = filesystem.open_output_stream(p)
+            self.sink = w.io.open_output(self.path)
         self.footer: list = []  # (the footer as written, which the writer hands back as it closes the file)
         self.writer = pq.ParquetWriter(self.sink, w.arrow_schema, compression=w.compression,
                                        write_statistics=True, metadata_collector=self.footer)
@@ -427,14 +426,12 @@ class _OpenFile:
                            "sort_order_id": self.w.sort_order_id})
 
 
-def read_footer(path: str):
-    """The Parquet footer of the file at ``path`` (a local path or a URI pyarrow's file systems open)."""
+def read_footer(path: str, io: FileIO | None = None):
+    """The Parquet footer of the file at ``path`` (a local path, or a location ``io`` opens)."""
     local = to_local_path(path)
     if local is not None:
         return pq.read_metadata(local)
-    from pyarrow import fs
-    filesystem, p = fs.FileSystem.from_uri(path)
-    with filesystem.open_input_file(p) as f:
+    with (io if io is not None else file_io_for()).open_input(path) as f:
         return pq.read_metadata(f)
 
 
