@@ -6,28 +6,23 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
+
+from pgserver import _free_port as free_port
 
 ACCESS_KEY = "AKIASPARKBERGTEST"
 SECRET_KEY = "sparkberg-s3-secret-do-not-leak"
 REGION = "us-east-1"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class S3Server:
     """A running moto server: ``endpoint`` its URL; :meth:`bucket` makes a bucket; :meth:`stop` ends it."""
 
     def __init__(self):
-        self.port = _free_port()
+        self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -85,3 +80,14 @@ def no_aws_environment(tmp: str):
             else:
                 os.environ[k] = v
         os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def started(tmp: str):
+    """A server, with no AWS variable or file around it while it runs (:func:`no_aws_environment`)."""
+    with no_aws_environment(tmp):
+        server = S3Server()
+        try:
+            yield server
+        finally:
+            server.stop()

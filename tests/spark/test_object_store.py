@@ -10,17 +10,15 @@ import pytest
 import sparkberg
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from s3server import SECRET_KEY, S3Server, no_aws_environment  # noqa: E402
+from s3server import SECRET_KEY, started  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    with no_aws_environment(str(tmp_path_factory.mktemp("no-aws"))):
-        server = S3Server()
+    with started(str(tmp_path_factory.mktemp("no-aws"))) as server:
         yield server
-        server.stop()
 
 
 def test_writes_plans_metadata_tables_and_maintenance_on_s3(spark, s3, tmp_path):

@@ -3,22 +3,10 @@ the store assignment policy does not write, a missing table in a query, a syntax
 a stream whose schema does not fit. Each check changes nothing in the table."""
 import pytest
 
-import sparkberg
 from sparkberg.errors import NoSuchTableError, SqlSyntaxError, ValidationError
+from test_sql_statements import cat, sql  # noqa: F401 - the fixtures: a SQL catalog, and sparkberg.sql on it
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def cat(spark, tmp_path):
-    c = sparkberg.catalog(spark, f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh", name="cat")
-    c.create_namespace("db")
-    return c
-
-
-@pytest.fixture
-def sql(spark, cat):
-    return lambda text: sparkberg.sql(spark, text, catalog=cat)
 
 
 def test_changes_names_a_string_id_and_an_unknown_snapshot(spark, cat):

@@ -25,16 +25,14 @@ from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import DataFile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from s3server import SECRET_KEY, S3Server, no_aws_environment  # noqa: E402
+from s3server import SECRET_KEY, no_aws_environment, started  # noqa: E402
 from test_catalog_reliability import ARROW, RETRIES, SCHEMA  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    with no_aws_environment(str(tmp_path_factory.mktemp("no-aws"))):
-        server = S3Server()
+    with started(str(tmp_path_factory.mktemp("no-aws"))) as server:
         yield server
-        server.stop()
 
 
 @pytest.fixture

@@ -132,24 +132,41 @@ def _azure_key(properties: dict[str, str], account: str) -> str | None:
     return properties.get("adls.account-key")
 
 
+@dataclass(frozen=True)
+class _S3:
+    """An S3 client's settings from the properties, for either library's client."""
+
+    region: str | None
+    access_key: str | None
+    secret_key: str | None
+    session_token: str | None
+    endpoint: tuple[str, str] | None  # (scheme, host[:port])
+    path_style: bool | None
+
+    @classmethod
+    def of(cls, properties: dict[str, str]) -> "_S3":
+        endpoint = properties.get("s3.endpoint")
+        return cls(properties.get("s3.region") or properties.get("client.region"),
+                   properties.get("s3.access-key-id"), properties.get("s3.secret-access-key"),
+                   properties.get("s3.session-token"), _endpoint(endpoint, "s3.endpoint") if endpoint else None,
+                   _flag(properties, "s3.path-style-access"))
+
+
 def pyarrow_filesystem(properties: dict[str, str], at: Where, location: str):
     """The ``pyarrow.fs`` client of the store ``at`` names, configured by ``properties``."""
     from pyarrow import fs
     if at.store == S3:
+        c = _S3.of(properties)
         kwargs: dict[str, Any] = {
-            "region": properties.get("s3.region") or properties.get("client.region"),
+            "region": c.region, "access_key": c.access_key, "secret_key": c.secret_key,
+            "session_token": c.session_token,
             "connect_timeout": _seconds(properties, "s3.connect-timeout", CONNECT_TIMEOUT_S),
             "request_timeout": _seconds(properties, "s3.request-timeout", REQUEST_TIMEOUT_S),
         }
-        if properties.get("s3.access-key-id") or properties.get("s3.secret-access-key"):
-            kwargs.update(access_key=properties.get("s3.access-key-id"),
-                          secret_key=properties.get("s3.secret-access-key"),
-                          session_token=properties.get("s3.session-token"))
-        endpoint = properties.get("s3.endpoint")
-        if endpoint:
-            kwargs["scheme"], kwargs["endpoint_override"] = _endpoint(endpoint, "s3.endpoint")
-        if _flag(properties, "s3.path-style-access") is False and endpoint:
-            kwargs["force_virtual_addressing"] = True  # (with an endpoint, pyarrow addresses buckets by path)
+        if c.endpoint:
+            kwargs["scheme"], kwargs["endpoint_override"] = c.endpoint
+            # (with an endpoint, pyarrow addresses buckets by path unless told to use virtual hosts)
+            kwargs["force_virtual_addressing"] = c.path_style is False
         return fs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None})
     if at.store == GCS:
         kwargs = {"project_id": properties.get("gcs.project-id")}
@@ -183,17 +200,12 @@ def obstore_store(properties: dict[str, str], at: Where):
     without one (HDFS)."""
     import obstore.store as stores  # (only where a commit creates a file on an object store)
     if at.store == S3:
-        config: dict[str, Any] = {"region": properties.get("s3.region") or properties.get("client.region")
-                                  or "us-east-1"}
-        if properties.get("s3.access-key-id") or properties.get("s3.secret-access-key"):
-            config.update(access_key_id=properties.get("s3.access-key-id"),
-                          secret_access_key=properties.get("s3.secret-access-key"),
-                          token=properties.get("s3.session-token"))
-        endpoint = properties.get("s3.endpoint")
-        if endpoint:
-            scheme, host = _endpoint(endpoint, "s3.endpoint")
-            config["endpoint"] = f"{scheme}://{host}"
-            config["virtual_hosted_style_request"] = _flag(properties, "s3.path-style-access") is False
+        c = _S3.of(properties)
+        config: dict[str, Any] = {"region": c.region or "us-east-1", "access_key_id": c.access_key,
+                                  "secret_access_key": c.secret_key, "token": c.session_token}
+        if c.endpoint:
+            config["endpoint"] = f"{c.endpoint[0]}://{c.endpoint[1]}"
+            config["virtual_hosted_style_request"] = c.path_style is False
         return stores.S3Store(at.bucket, config={k: v for k, v in config.items() if v is not None},
                               client_options={"allow_http": True, "connect_timeout": f"{CONNECT_TIMEOUT_S}s"})
     if at.store == GCS:
