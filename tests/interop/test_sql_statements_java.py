@@ -87,7 +87,6 @@ SCRIPT = [
     ("CALL {c}.system.fast_forward(table => 'sq.t', branch => 'audit', to => 'main')", "rows"),
     ("ALTER TABLE {c}.sq.t DROP BRANCH audit", "none"),
     ("CALL {c}.system.rewrite_data_files(table => 'sq.t', options => map('rewrite-all', 'true'))", "columns"),
-    ("SELECT count(*) FROM {c}.sq.t.delete_files", "rows"),  # (v2 position deletes stay: 16)
     ("CALL {c}.system.rewrite_position_delete_files(table => 'sq.t', options => map('rewrite-all', 'true'))",
      "columns"),
     ("CALL {c}.system.rewrite_manifests('sq.t')", "columns"),
