@@ -42,7 +42,7 @@ from sparkberg.commit.manifests import merge_settings
 from sparkberg.commit.producer import write_snapshot_list
 from sparkberg.commit.target import MAIN
 from sparkberg.errors import ValidationError
-from sparkberg.io.fileio import deleted_on_failure, file_io_for
+from sparkberg.io.fileio import FileIO, deleted_on_failure
 from sparkberg.planning.entries import manifests_df, manifests_of, snapshot_manifests
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spec import updates as U
@@ -157,14 +157,15 @@ class _Entries:
     """The live entries of each manifest (executors; picklable), as EXISTING entries with what they inherit
     written out, encoded in the table's manifest schema, with their partition's sort key."""
 
-    def __init__(self, metadata: TableMetadata):
+    def __init__(self, metadata: TableMetadata, io: FileIO):
         self.version = metadata.format_version
         self.specs = metadata.specs_by_id
         self.schema = metadata.current_schema
+        self.io = io  # (the table's FileIO, which reads the manifests on the executors)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         formats: dict[int, EntryFormat] = {}
-        for mf, _, io_ in manifests_of(batches):
+        for mf, _, io_ in manifests_of(batches, self.io):
             fmt = formats.get(mf.partition_spec_id)
             if fmt is None:
                 fmt = formats[mf.partition_spec_id] = EntryFormat(self.version, self.specs[mf.partition_spec_id],
@@ -177,16 +178,17 @@ class _Entries:
 class _Writer:
     """Writes a task's entries (sorted by content, spec and partition) as manifests (executors; picklable)."""
 
-    def __init__(self, metadata: TableMetadata, snapshot_id: int, entries_per_manifest: int):
+    def __init__(self, metadata: TableMetadata, snapshot_id: int, entries_per_manifest: int, io: FileIO):
         self.specs = metadata.specs_by_id
         self.schema = metadata.current_schema
         self.version = metadata.format_version
         self.directory = f"{metadata.location.rstrip('/')}/metadata"
         self.snapshot_id = snapshot_id
         self.entries_per_manifest = entries_per_manifest  # (rolls a task's manifest over at the target size)
+        self.io = io  # (the table's FileIO, which writes the new manifests on the executors)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        io_ = file_io_for(self.directory)
+        io_ = self.io
         out: list[bytes] = []
         group: list[dict] = []
         current: tuple | None = None
@@ -245,10 +247,10 @@ def rewrite_manifests(table, spec_id: int | None = None, dry_run: bool = False) 
     snapshot_id = new_snapshot_id({s.snapshot_id for s in start.snapshots})
     entries = sum((m.existing_files_count or 0) + (m.added_files_count or 0) for m in chosen)
     per_manifest = max(1, math.ceil(entries * target / max(1, sum(m.manifest_length for m in chosen))))
-    entries_rows = map_in_arrow(manifests_df(spark, chosen), _Entries(start), _ENTRIES_DDL) \
+    entries_rows = map_in_arrow(manifests_df(spark, chosen), _Entries(start, table.io), _ENTRIES_DDL) \
         .repartitionByRange(sum(counts[k] for k in groups), "content", "spec_id", "key") \
         .sortWithinPartitions("content", "spec_id", "key")
-    written = map_in_arrow(entries_rows, _Writer(start, snapshot_id, per_manifest), "manifest binary")
+    written = map_in_arrow(entries_rows, _Writer(start, snapshot_id, per_manifest, table.io), "manifest binary")
     new = [pickle.loads(r["manifest"]) for r in written.collect()]
     with deleted_on_failure(table.io, lambda: [m.manifest_path for m in new]):
         table.commit_metadata(lambda base, n: _replace(table, base, n, snapshot_id, chosen, new))
