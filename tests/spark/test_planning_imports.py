@@ -85,10 +85,8 @@ else:  # the decoder a distributed plan's tasks run, called here on all the data
     scan.ScanPlan = lambda *args, **kwargs: None
     scan.plan(None, t.metadata, t.io, snap, mode="distributed")
     assert type(made["tasks"]).__name__ == "ScopedTaskDecoder", made["tasks"]
-    scan.manifests_of = lambda given: given
-    ios = {}
-    rows = sum(b.num_rows for b in made["tasks"]([(m, i, entries.io_for(m.manifest_path, ios))
-                                                for i, m in enumerate(made["manifests"])]))
+    scan.manifests_of = lambda given, io: given
+    rows = sum(b.num_rows for b in made["tasks"]([(m, i, t.io) for i, m in enumerate(made["manifests"])]))
 print(json.dumps({"rows": rows, "reference": decode._reference_entries, "compiled": compiled.loaded(),
                   "deletes": deletes, "total": total}))
 """
