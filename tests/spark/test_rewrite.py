@@ -63,8 +63,8 @@ def test_rewrite_compacts_and_folds_deletes(spark, warehouse, monkeypatch, versi
                       "rewritten_bytes_count": result["rewritten_bytes_count"], "failed_data_files_count": 0,
                       "removed_delete_files_count": result["removed_delete_files_count"]}
     assert result["rewritten_bytes_count"] > 0
-    # (as Java's rewrite: a v3 file's deletion vector goes with it; v2 position delete files stay, dangling, until
-    # remove-dangling-deletes, and are not counted)
+    # (as Java's rewrite: a file's delete files go with it; only deletion vectors are counted, a v2 position
+    # delete file naming one file is not)
     assert (result["removed_delete_files_count"] > 0) == (version == 3)
     assert rows(t) == before
     snap = t.metadata.current_snapshot
@@ -72,11 +72,9 @@ def test_rewrite_compacts_and_folds_deletes(spark, warehouse, monkeypatch, versi
     assert snap.summary["deleted-data-files"] == "12" and snap.summary["added-data-files"] == "2"
     assert int(snap.summary["total-records"]) == len(before)
     entries = live(t)
-    assert [c for c, _ in entries if c == 0] == [0, 0]
-    assert {c for c, _ in entries} == ({0} if version == 3 else {0, 1})  # (v3: each DV went with its data file)
-    data = [e for c, e in entries if c == 0]
-    assert {e.sequence_number for e in data} == {start_seq}  # the starting sequence number
-    assert {e.file_sequence_number for e in data} == {snap.sequence_number}
+    assert [c for c, _ in entries] == [0, 0]  # every delete file went with its data file
+    assert {e.sequence_number for _, e in entries} == {start_seq}  # the starting sequence number
+    assert {e.file_sequence_number for _, e in entries} == {snap.sequence_number}
     if version == 3:
         assert rows(t, lineage) == ids_before
         assert len({r[1] for r in ids_before}) == len(ids_before)

@@ -202,7 +202,7 @@ def test_remove_dangling_deletes(spark, warehouse):
     t.append(spark.sql("SELECT id, IF(id % 2 = 0, 'even', 'odd') AS cat FROM range(0, 20)"))
     t.append(spark.sql("SELECT id, IF(id % 2 = 0, 'even', 'odd') AS cat FROM range(20, 40)"))
     t.append(spark.sql("SELECT id, CAST(NULL AS STRING) AS cat FROM range(40, 44)"))
-    t.delete("id IN (1, 21, 2)")  # position deletes, each naming its one data file: they stay when it is rewritten
+    t.delete("id IN (1, 21, 2)")  # position deletes, each naming its one data file: they go with it
     t.delete_by_keys(spark.sql("SELECT 3L AS id, 'odd' AS cat UNION ALL SELECT 41L, NULL"), ["id"])
     t.append(spark.sql("SELECT 101L AS id, 'odd' AS cat"))
     before = rows(t, ("id", "cat"))
@@ -212,13 +212,14 @@ def test_remove_dangling_deletes(spark, warehouse):
     opts = {"rewrite-all": "true", "remove-dangling-deletes": "true"}
     # the rewritten 'odd' files keep the starting sequence number, which is above the 'odd' equality delete's:
     # it can no longer apply to anything. The null partition's still applies (a null-safe partition match)
-    # (as Java's: without remove-dangling-deletes a rewrite removes no v2 delete file, only v3 deletion vectors)
+    # (as Java's rewrite counts: the two position delete files go with the files they name, uncounted; the
+    # equality delete remove-dangling-deletes finds is counted)
     assert result(t.rewrite_data_files(filter="cat = 'odd'", options={"rewrite-all": "true"}, dry_run=True))[
         "removed_delete_files_count"] == 0
     assert result(t.rewrite_data_files(filter="cat = 'odd'", options=opts, dry_run=True))[
-        "removed_delete_files_count"] == 3
+        "removed_delete_files_count"] == 1
     out = result(t.rewrite_data_files(filter="cat = 'odd'", options=opts))
-    assert out["rewritten_data_files_count"] == 3 and out["removed_delete_files_count"] == 3
+    assert out["rewritten_data_files_count"] == 3 and out["removed_delete_files_count"] == 1
     assert rows(t, ("id", "cat")) == before
     left = t.metadata_table("delete_files").collect()
     assert len(left) == 2 and {r["file_path"] for r in left} < deletes

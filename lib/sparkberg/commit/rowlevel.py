@@ -67,9 +67,8 @@ def file_scoped_deletes(task) -> set:
 
 
 def deletion_vectors_of(task) -> set:
-    """The deletion vectors of this data file: what a rewrite of the file removes with it, as Iceberg Java's
-    ``RewriteFileGroup.danglingDVs`` (a v2 position delete file naming it stays, dangling, for
-    ``remove-dangling-deletes``)."""
+    """The deletion vectors of this data file (:func:`file_scoped_deletes` of the Puffin format): those of the
+    delete files a rewrite removes with it that Iceberg Java's rewrite counts (``RewriteFileGroup.danglingDVs``)."""
     return {(d["file_path"], d["content_offset"]) for d in task["deletes"]
             if d["content"] == 1 and d["referenced_data_file"] == task["file_path"]
             and str(d["file_format"]).lower() == "puffin"}

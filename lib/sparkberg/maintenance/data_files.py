@@ -48,7 +48,8 @@ from pyspark.sql import functions as F
 from sparkberg.commit.manifests import pack
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.request import MAIN_REQUEST
-from sparkberg.commit.rowlevel import RowLevel, deletion_vectors_of, no_new_deletes_check
+from sparkberg.commit.rowlevel import RowLevel, deletion_vectors_of, file_scoped_deletes, no_new_deletes_check, \
+    removal_of
 from sparkberg.errors import (
     CommitFailedException, CommitStateUnknownException, NotSupportedError, SparkbergError, ValidationError,
 )
@@ -254,9 +255,10 @@ def rewrite_data_files(table, filter: str | None = None, strategy: str | None = 
     groups = plan_groups(rl, s)
     if dry_run:
         removed = {k for g in groups for t in g.tasks for k in deletion_vectors_of(t)}
-        if s.remove_dangling:
+        if s.remove_dangling:  # (less the file-scoped deletes the rewrite's commit removes, uncounted)
             seq = rl.m.current_snapshot.sequence_number if s.starting_sequence else rl.m.last_sequence_number + 1
-            removed |= set(dangling_delete_files(table, groups, seq))
+            gone = {k for g in groups for t in g.tasks for k in file_scoped_deletes(t)}
+            removed |= set(dangling_delete_files(table, groups, seq)) - gone
         return local_dataframe(spark, [(sum(len(g.tasks) for g in groups),
                                         sum(s.expected_files(g.size) for g in groups), sum(g.size for g in groups),
                                         0, len(removed))], RESULT)
@@ -330,9 +332,11 @@ class _Run:
         rl, m = self.rl, self.rl.m
         chosen = [t for g, _ in done for t in g.tasks]
         added = [f for _, files in done for f in files]
-        # (the rewritten files and their deletion vectors, as Java's rewrite removes them; v2 position delete files
-        # stay until remove-dangling-deletes removes them)
-        removed = {(t["file_path"], None) for t in chosen} | {k for t in chosen for k in deletion_vectors_of(t)}
+        # (the rewritten files with the delete files that concern them alone, as Java's rewrite removes them: it
+        # counts their deletion vectors, not a v2 position delete file naming one file; a delete file naming files of
+        # several stays until remove-dangling-deletes)
+        removed = removal_of(chosen)
+        counted = {k for t in chosen for k in deletion_vectors_of(t)}
         touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen}
         check = no_new_deletes_check(self.table, touched, MAIN_REQUEST, ignore_equality=self.s.starting_sequence)
         seq = self.start.current_snapshot.sequence_number if self.s.starting_sequence and m.format_version >= 2 \
@@ -344,7 +348,7 @@ class _Run:
         self.rewritten += len(chosen)
         self.added += len(added)
         self.rewritten_bytes += sum(t["file_size_in_bytes"] for t in chosen)
-        self.removed_deletes += len(removed) - len(chosen)
+        self.removed_deletes += len(counted)
 
     def execute(self, groups: list[Group]) -> None:
         """Write the groups, ``max-concurrent-file-group-rewrites`` at a time, and commit them."""
