@@ -516,7 +516,7 @@ class MetadataTables:
                 self.spark, [(d["referenced_data_file"], d["file_path"], d["content_offset"],
                               d["content_size_in_bytes"]) for d in dvs],
                 "data_file string, puffin_path string, content_offset bigint, content_size_in_bytes bigint")
-            positions = map_in_arrow(refs, DVDecoder(), "_del_file string, _del_pos bigint")
+            positions = map_in_arrow(refs, DVDecoder(io=self.io), "_del_file string, _del_pos bigint")
             info = local_dataframe(self.spark, [(d["referenced_data_file"], d["file_path"], d["spec_id"],
                                                  d["partition"], d["content_offset"], d["content_size_in_bytes"])
                                                 for d in dvs], info_ddl.replace("_del_key", "_del_file"))

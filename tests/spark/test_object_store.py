@@ -51,3 +51,31 @@ def test_writes_plans_metadata_tables_and_maintenance_on_s3(spark, s3, tmp_path)
     assert orphans == [stray]
     t.remove_orphan_files(older_than=int(time.time() * 1000))
     assert not t.io.exists(stray) and t.io.exists(files[0]["file_path"])
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_row_level_changes_time_travel_and_the_changelog_on_s3(spark, s3, tmp_path, version):
+    bucket = s3.bucket(f"mor-v{version}")
+    cat = sparkberg.catalog(spark, f"{bucket}/wh", properties=s3.properties())  # (a file-system catalog on S3)
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", "id bigint, v string", partition_by=["bucket(2, id)"],
+                         properties={"format-version": str(version), "write.delete.mode": "merge-on-read",
+                                     "write.update.mode": "merge-on-read", "write.merge.mode": "merge-on-read"})
+    t = t.append(spark.sql("SELECT id, 'a' AS v FROM range(20)"))
+    first = t.current_snapshot().snapshot_id
+    t = t.delete("id IN (1, 2, 3)")
+    t = t.update({"v": "'b'"}, "id >= 15")
+    src = spark.sql("SELECT 4L AS id, 'm' AS v UNION ALL SELECT 100L, 'n'")
+    t.merge(src, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    t = cat.load_table("db.t")
+    rows = {r.id: r.v for r in t.to_df().collect()}
+    expected = {i: "b" if i >= 15 else "a" for i in range(20) if i not in (1, 2, 3)}
+    expected.update({4: "m", 100: "n"})
+    assert rows == expected
+    assert {r["content"] for r in t.metadata_table("delete_files").collect()} == {1}
+    assert t.to_df(snapshot_id=first).count() == 20
+    changes = t.changes(first)
+    # (an update's old rows are deletes too, without compute_updates)
+    assert sorted(r.id for r in changes.where("_change_type = 'DELETE'").collect()) == [1, 2, 3, 4, 15, 16, 17, 18, 19]
+    assert t.rewrite_data_files(options={"rewrite-all": "true"}).first()["rewritten_data_files_count"] > 0
+    assert {r.id: r.v for r in cat.load_table("db.t").to_df().collect()} == expected

@@ -330,7 +330,7 @@ class MergeBuilder:
                 prune = p if prune is None else And(prune, p)
         rl = RowLevel(self.table, self.request, None, prune)
         read = {f.field_id: f for f, _, _ in keys}
-        reader = TaskReader(m, T.Schema(list(read.values()) + rl.lineage_fields[:1]))
+        reader = TaskReader(m, T.Schema(list(read.values()) + rl.lineage_fields[:1]), rl.table.io)
         try:
             reader.check(rl.tasks)
         except NotSupportedError:  # (an equality delete on a nested column: the DataFrame read applies it)

@@ -469,7 +469,7 @@ def matched_on_driver(rl: RowLevel, filter: str | Column) -> dict[str, np.ndarra
         return None
     if sum(t["record_count"] for t in rl.partial) * len(test.columns) > DRIVER_FILTER_VALUES:
         return None
-    reader = TaskReader(rl.m, T.Schema([rl.schema.as_struct.field_by_name(c) for c in test.columns]))
+    reader = TaskReader(rl.m, T.Schema([rl.schema.as_struct.field_by_name(c) for c in test.columns]), rl.table.io)
     try:
         reader.check(rl.partial)
     except NotSupportedError:  # (an equality delete on a nested column: the DataFrame read applies it)

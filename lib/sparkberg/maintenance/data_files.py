@@ -318,7 +318,7 @@ class _Run:
         if group.size > DRIVER_REWRITE_BYTES or self.ordering is not None or table_ordering(m) != UNSORTED or \
                 getattr(rl.spark, "_jsparkSession", None) is None:
             return None
-        reader = TaskReader(m, T.Schema(list(rl.schema.fields) + rl.lineage_fields))
+        reader = TaskReader(m, T.Schema(list(rl.schema.fields) + rl.lineage_fields), rl.table.io)
         try:
             reader.check(group.tasks)
         except NotSupportedError:

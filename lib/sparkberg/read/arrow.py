@@ -27,6 +27,7 @@ from pyspark.sql import types as ST
 
 from sparkberg.arrays import empty_table, from_bools, indices, row_codes, scalar
 from sparkberg.errors import NotSupportedError
+from sparkberg.io.fileio import FileIO
 from sparkberg.read.columns import check_formats, name_mapping
 from sparkberg.read.deletecache import DeleteCache
 from sparkberg.read.equality import task_equality_positions
@@ -52,7 +53,8 @@ class TaskReader:
     and its data sequence number; neither for a file without a first row id). Picklable: it is sent to the
     executors."""
 
-    def __init__(self, metadata: TableMetadata, schema: T.Schema):
+    def __init__(self, metadata: TableMetadata, schema: T.Schema, io: FileIO | None = None):
+        self.io = io  # (the table's FileIO: data and delete files open with the table's credentials)
         self.fields = list(schema.fields)
         self.arrow = arrow_schema(read_struct(schema))
         ids = [f.field_id for f in self.fields]
@@ -83,9 +85,8 @@ class TaskReader:
              identity: dict[str, dict[int, Any]] | None = None) -> Iterator[pa.RecordBatch]:
         """The rows of ``tasks``, in order, deleted rows removed; a column a file lacks holds its identity partition
         value (``identity``: path -> {field id: value}, :func:`~sparkberg.read.reader.identity_values`)."""
-        ios: dict[str, Any] = {}
         for task in tasks:
-            deleted = self.deleted(task, ios, cache)
+            deleted = self.deleted(task, cache)
             start = 0
             for batch in self.file(task, identity).read(task["file_path"]):
                 n = batch.num_rows
@@ -104,7 +105,7 @@ class TaskReader:
     def file(self, task: dict, identity: dict[str, dict[int, Any]] | None) -> ArrowFileReader:
         """The reader of ``task``'s data file, a column the file lacks holding its identity partition value."""
         return ArrowFileReader(task["file_format"].lower(), self.fields, self.arrow, self.mapping,
-                               constants=(identity or {}).get(task["file_path"]))
+                               constants=(identity or {}).get(task["file_path"]), io=self.io)
 
     def inherited(self, batch: pa.RecordBatch, task: dict, start: int) -> pa.RecordBatch:
         """``batch`` (rows ``start``... of ``task``'s file) with its row-lineage columns inherited where null."""
@@ -140,22 +141,22 @@ class TaskReader:
             start += batch.num_rows
         out = np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
         table = (pa.Table.from_batches(kept) if kept else empty_table(self.arrow)) if rows else None
-        deleted = self.deleted(task, {}, cache) if len(out) else None
+        deleted = self.deleted(task, cache) if len(out) else None
         if deleted is None:
             return out, table
         live = ~np.isin(out, deleted, assume_unique=True)
         return out[live], None if table is None else table.filter(from_bools(live))
 
-    def deleted(self, task: dict, ios: dict[str, Any], cache: DeleteCache | None) -> np.ndarray | None:
+    def deleted(self, task: dict, cache: DeleteCache | None) -> np.ndarray | None:
         """The positions of ``task``'s data file that its deletes delete (sorted), None when none apply."""
         if not task["deletes"]:
             return None
         parts = []
         sources = PositionSources.of([task], [0], None, ReadTuning())  # (its thresholds are not used here)
         if not sources.empty:
-            positions = DeletedPositions(sources.applies, sources.limits, cache)
+            positions = DeletedPositions(sources.applies, sources.limits, cache, self.io)
             for unit in sources.units():
-                parts.extend(positions.found(json.loads(unit), ios).get(0, []))
+                parts.extend(positions.found(json.loads(unit)).get(0, []))
         if any(d["content"] == 2 for d in task["deletes"]):
             parts.append(task_equality_positions(task, self.all_fields, self.mapping, cache))
         return np.unique(np.concatenate(parts)) if parts else None
@@ -184,13 +185,12 @@ class ChangeReader:
                 identity: dict[str, dict[int, Any]] | None = None) -> tuple[pa.Table, pa.Table]:
         """(deleted rows, inserted rows) of the snapshot whose tasks, as of its parent and as of itself, are
         ``before`` and ``after``."""
-        ios: dict[str, Any] = {}
         now = {t["file_path"]: t for t in after}
         was = {t["file_path"]: t for t in before}
         deleted, inserted = [], []
         for path in sorted(was.keys() & now.keys()):  # (kept files whose deletes changed)
-            gone = self.reader.deleted(was[path], ios, cache)
-            going = self.reader.deleted(now[path], ios, cache)
+            gone = self.reader.deleted(was[path], cache)
+            going = self.reader.deleted(now[path], cache)
             gone = np.zeros(0, np.int64) if gone is None else gone
             going = np.zeros(0, np.int64) if going is None else going
             deleted += self.rows_at(now[path], np.setdiff1d(going, gone), identity)

@@ -60,7 +60,7 @@ def read_appended(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id:
     snapshots = snapshots_between(metadata, start_snapshot_id, end_snapshot_id)
     tasks = appended_tasks(metadata, io, snapshots, bound, spark)
     return read_tasks(spark, metadata, metadata.current_schema, tasks.to_pylist(), PartitionLayout(metadata), columns,
-                      filter)
+                      filter, io)
 
 
 def changelog(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id: int | None = None,
@@ -112,14 +112,14 @@ def changelog(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id: int
         snapshots = changelog_snapshots(snapshots_between(metadata, start, end))
         changes = [snapshot_change(metadata, io, s, i, bound, spark) for i, s in enumerate(snapshots)]
     if not updates and not net_changes:
-        grouped = changes_by_partition(spark, metadata, schema, changes, read_columns)
+        grouped = changes_by_partition(spark, metadata, schema, changes, read_columns, io)
         if grouped is not None:
             maps = unorderable(grouped.schema, read_columns)
             if maps:
                 raise ValidationError(f"a changelog of a table with map columns ({', '.join(maps)}) needs "
                                       "identifier columns to compare rows by: give identifier_columns")
             return grouped if filter is None else grouped.where(filter)
-    raw = read_changes(spark, metadata, schema, changes, read_columns, filter)
+    raw = read_changes(spark, metadata, schema, changes, read_columns, filter, io)
     if not keys or not updates:
         maps = unorderable(raw.schema, read_columns)
         if maps:
@@ -132,7 +132,7 @@ def changelog(spark, metadata: TableMetadata, io: FileIO, start_snapshot_id: int
 
 
 def changes_by_partition(spark, metadata: TableMetadata, schema: T.Schema, changes: Sequence[SnapshotChange],
-                         columns: Sequence[str]) -> DataFrame | None:
+                         columns: Sequence[str], io: FileIO | None = None) -> DataFrame | None:
     """The changelog's rows, carryovers removed, read with no shuffle: a Spark task for each partition of each
     snapshot reads the files the snapshot changed in that partition (:class:`~sparkberg.read.arrow.ChangeReader`),
     where identical rows deleted and inserted cancel (a row and its carried-over copy are in one partition, having
@@ -140,7 +140,7 @@ def changes_by_partition(spark, metadata: TableMetadata, schema: T.Schema, chang
     :func:`read_changes` and :func:`remove_carryovers` do it with Spark's reader, a shuffle and a sort)."""
     if any(c not in {f.name for f in schema.fields} for c in columns):
         return None
-    reader = TaskReader(metadata, schema)
+    reader = TaskReader(metadata, schema, io)
     layout = PartitionLayout(metadata)
     groups = []
     for change in changes:
@@ -194,7 +194,7 @@ class _PartitionChanges:
 
 
 def read_changes(spark, metadata: TableMetadata, schema: T.Schema, changes: Sequence[SnapshotChange],
-                 columns: Sequence[str], filter: str | Column | None) -> DataFrame:
+                 columns: Sequence[str], filter: str | Column | None, io: FileIO | None = None) -> DataFrame:
     """The raw changelog: ``columns`` of every inserted and deleted row, then :data:`CHANGE_COLUMNS`."""
     layout = PartitionLayout(metadata)
     wanted = list(columns)
@@ -204,9 +204,9 @@ def read_changes(spark, metadata: TableMetadata, schema: T.Schema, changes: Sequ
         # each row's file and position, which cost the reader a join of its rows with their files)
         shared = set(change.before.column("file_path").to_pylist()) & set(change.after.column("file_path").to_pylist())
         read_columns = wanted + [c for c in _POSITION if c not in wanted] if shared else wanted
-        before = read_tasks(spark, metadata, schema, change.before.to_pylist(), layout, read_columns, filter) \
+        before = read_tasks(spark, metadata, schema, change.before.to_pylist(), layout, read_columns, filter, io) \
             if change.before.num_rows else None
-        after = read_tasks(spark, metadata, schema, change.after.to_pylist(), layout, read_columns, filter) \
+        after = read_tasks(spark, metadata, schema, change.after.to_pylist(), layout, read_columns, filter, io) \
             if change.after.num_rows else None
         if shared and before is not None and after is not None:
             deleted = before.join(after.select(*_POSITION), _POSITION, "left_anti")

@@ -542,14 +542,18 @@ def _default_column(schema: T.Schema, field_id: int, spark_type: ST.DataType) ->
     return F.lit(None).cast(spark_type) if f is None else _literal_default(f, spark_type)
 
 
-def _field_reader(fmt: str, fields: Sequence[T.NestedField], mapping: dict[int, list[str]] | None = None):
-    """An Arrow reader of ``fields`` (by field id, else by ``mapping``) from files of format ``fmt``."""
-    return ArrowFileReader(fmt, fields, arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields])), mapping)
+def _field_reader(fmt: str, fields: Sequence[T.NestedField], mapping: dict[int, list[str]] | None = None,
+                  io: FileIO | None = None):
+    """An Arrow reader of ``fields`` (by field id, else by ``mapping``) from files of format ``fmt``, opened by
+    ``io`` (the table's FileIO) where given."""
+    return ArrowFileReader(fmt, fields, arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields])), mapping,
+                           io=io)
 
 
-def delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField]) -> Iterator[pa.RecordBatch]:
-    """The rows of one delete file, ``fields`` read by field id."""
-    return _field_reader(fmt, fields).read(path)
+def delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], io: FileIO | None = None
+                     ) -> Iterator[pa.RecordBatch]:
+    """The rows of one delete file, ``fields`` read by field id (opened by ``io``, the table's FileIO)."""
+    return _field_reader(fmt, fields, io=io).read(path)
 
 
 def file_table(path: str, fmt: str, fields: Sequence[T.NestedField],

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.arrays import from_python, indices, int_values, scalar
-from sparkberg.io.fileio import file_io_for
+from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
 from sparkberg.read.deletecache import DeleteCache, delete_cache
@@ -38,14 +38,14 @@ class DVDecoder:
     ``_del_pos``) row per deleted position; with ``keys``, (data_file_id, ...) -> the deleted rows' keys
     (``_del_row``: ``data file id << 40 | pos``), as merge-on-read reads match them."""
 
-    def __init__(self, keys: bool = False):
+    def __init__(self, keys: bool = False, io: FileIO | None = None):
         self.keys = keys
+        self.io = io if io is not None else file_io_for()  # (the table's: its credentials reach the executors)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        ios: dict[str, Any] = {}
         for batch in batches:
             for r in batch.to_pylist():
-                positions = _dv_positions(ios, r["puffin_path"], r["content_offset"], r["content_size_in_bytes"])
+                positions = _dv_positions(self.io, r["puffin_path"], r["content_offset"], r["content_size_in_bytes"])
                 if self.keys:
                     yield pa.RecordBatch.from_arrays([indices(r["data_file_id"] * _ROW_KEY_SHIFT + positions)],
                                                      names=["_del_row"])
@@ -60,9 +60,10 @@ class PositionDeleteRows:
     rows naming any other file are dropped, as the spec's scan planning rules say. With a ``cache``
     (:mod:`sparkberg.read.deletecache`), a file decoded once is not read again by this process."""
 
-    def __init__(self, applies: dict[str, dict[str, int]], cache: DeleteCache | None = None):
+    def __init__(self, applies: dict[str, dict[str, int]], cache: DeleteCache | None = None, io: FileIO | None = None):
         self.applies = applies
         self.cache = cache
+        self.io = io if io is not None else file_io_for()  # (the table's: its credentials reach the executors)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -88,17 +89,17 @@ class PositionDeleteRows:
         names, each row's index into them (-1 when its path or position is null) and each row's position
         (read-only numpy arrays, kept by the cache)."""
         if self.cache is None:
-            return _decode_position_file(path, fmt)
-        return self.cache.get(("position deletes", path, fmt), lambda: _decode_position_file(path, fmt),
+            return _decode_position_file(path, fmt, self.io)
+        return self.cache.get(("position deletes", path, fmt), lambda: _decode_position_file(path, fmt, self.io),
                               lambda batches: sum(i.nbytes + p.nbytes + sum(len(n) for n in names)
                                                   for names, i, p in batches))
 
 
-def _decode_position_file(path: str, fmt: str) -> list[tuple[tuple[str, ...], Any, Any]]:
+def _decode_position_file(path: str, fmt: str, io: FileIO) -> list[tuple[tuple[str, ...], Any, Any]]:
     import numpy as np
     import pyarrow.compute as pc
     out = []
-    for rb in delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_FILE_POS]):
+    for rb in delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_FILE_POS], io):
         files = pc.dictionary_encode(rb.column(0))
         pos = rb.column(1)
         index, named = int_values(files.indices)
@@ -124,24 +125,24 @@ class DeletedPositions:
     SPARK_SCHEMA = ST.StructType([ST.StructField("_bm_file", ST.IntegerType()),
                                   ST.StructField("_bitmap", ST.ArrayType(ST.LongType()))])
 
-    def __init__(self, targets: dict[str, dict[str, int]], limits: dict[int, int], cache: DeleteCache | None = None):
-        self.rows = PositionDeleteRows(targets, cache)
+    def __init__(self, targets: dict[str, dict[str, int]], limits: dict[int, int], cache: DeleteCache | None = None,
+                 io: FileIO | None = None):
+        self.rows = PositionDeleteRows(targets, cache, io)
         self.limits = limits
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        ios: dict[str, Any] = {}
         for batch in batches:
             for text in batch.column(0).to_pylist():
-                bitmaps = self.unit(text, ios)
+                bitmaps = self.unit(text)
                 if bitmaps is not None:
                     yield bitmaps
 
-    def unit(self, text: str, ios: dict[str, Any]) -> pa.RecordBatch | None:
+    def unit(self, text: str) -> pa.RecordBatch | None:
         """The bitmaps of one unit (None when its sources delete no row of the files they apply to)."""
-        found = self.found(json.loads(text), ios)
+        found = self.found(json.loads(text))
         return self._bitmaps(found) if found else None
 
-    def found(self, unit: dict[str, list], ios: dict[str, Any]) -> dict[int, list]:
+    def found(self, unit: dict[str, list]) -> dict[int, list]:
         """The positions one unit's sources delete (``files``, ``dvs``), as arrays by data file id."""
         import numpy as np
         found: dict[int, list] = defaultdict(list)
@@ -154,16 +155,16 @@ class DeletedPositions:
                 for fid in np.unique(ids):
                     found[int(fid)].append(positions[ids == fid])
         for path, offset, size, fid in unit["dvs"]:
-            found[fid].append(self._dv(ios, path, offset, size))
+            found[fid].append(self._dv(path, offset, size))
         return found
 
-    def _dv(self, ios: dict[str, Any], path: str, offset: int, size: int):
+    def _dv(self, path: str, offset: int, size: int):
         cache = self.rows.cache
         if cache is None:
-            return _dv_positions(ios, path, offset, size)
+            return _dv_positions(self.rows.io, path, offset, size)
 
         def load():
-            positions = _dv_positions(ios, path, offset, size)
+            positions = _dv_positions(self.rows.io, path, offset, size)
             positions.flags.writeable = False
             return positions
         return cache.get(("deletion vector", path, offset, size), load, lambda positions: positions.nbytes)
@@ -171,9 +172,8 @@ class DeletedPositions:
     def on_driver(self, units: list[str], extra: dict[int, Any] | None = None) -> pa.Table:
         """The bitmaps of all ``units``, decoded by a thread per core (Arrow reads the files without the GIL),
         with the positions of ``extra`` (numpy arrays by data file id: the rows equality deletes delete)."""
-        ios: dict[str, Any] = {}
         found: dict[int, list] = defaultdict(list)
-        for part in by_threads(lambda text: self.found(json.loads(text), ios), units):
+        for part in by_threads(lambda text: self.found(json.loads(text)), units):
             for fid, positions in part.items():  # (units share no data file)
                 found[fid].extend(positions)
         for fid, positions in (extra or {}).items():
@@ -204,10 +204,8 @@ class DeletedPositions:
             from_python(offsets, pa.int32()), values)], schema=self.SCHEMA)
 
 
-def _dv_positions(ios: dict[str, Any], path: str, offset: int, size: int):
-    """The positions (numpy int64) of the DV at ``offset`` of a Puffin file; ``ios``: FileIOs by scheme."""
-    scheme = path.split("://", 1)[0] if "://" in path else "file"
-    io = ios.get(scheme) or ios.setdefault(scheme, file_io_for(path))
+def _dv_positions(io: FileIO, path: str, offset: int, size: int):
+    """The positions (numpy int64) of the DV at ``offset`` of a Puffin file, read by ``io`` (the table's FileIO)."""
     return dv_position_array(io.read_range(path, offset, size), path)
 
 
@@ -230,10 +228,12 @@ class PositionSources:
     derived: dict[int, Any]
     key: tuple
     tuning: ReadTuning
+    io: FileIO | None = None  # (the table's FileIO, which reads the delete files)
 
     @classmethod
-    def of(cls, tasks: list, ids: list[int], derived: dict[int, Any] | None, tuning: ReadTuning) -> PositionSources:
-        """The sources of ``tasks`` (``ids``: their data files' ids) and of ``derived``."""
+    def of(cls, tasks: list, ids: list[int], derived: dict[int, Any] | None, tuning: ReadTuning,
+           io: FileIO | None = None) -> PositionSources:
+        """The sources of ``tasks`` (``ids``: their data files' ids) and of ``derived``, read by ``io``."""
         applies: dict[str, dict[str, int]] = defaultdict(dict)
         formats: dict[str, str] = {}
         dvs = []
@@ -262,7 +262,7 @@ class PositionSources:
                tuple(sorted((i, t["file_path"], equality[i]) for i, t in zip(ids, tasks) if i in derived)))
         if applies:
             check_formats([(f, p) for p, f in formats.items()], "position delete")
-        return cls(dict(applies), formats, dvs, limits, total, derived, key, tuning)
+        return cls(dict(applies), formats, dvs, limits, total, derived, key, tuning, io)
 
     @property
     def empty(self) -> bool:
@@ -299,7 +299,7 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
     if src.as_bitmaps:
         units = src.units()
         cache = delete_cache(spark)
-        decoder = DeletedPositions(applies, src.limits, cache)
+        decoder = DeletedPositions(applies, src.limits, cache, src.io)
         if src.on_driver:  # cheaper here than as a Spark job
             return _bitmap_filter(rows, _kept(spark, cache, ("bitmaps", tuple(units)) + src.key,
                                               lambda: decoder.on_driver(units, derived), _bitmaps_frame))
@@ -318,11 +318,11 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
                                        "_del_row bigint"))
     if applies:
         files = local_dataframe(spark, sorted(formats.items()), "delete_file string, file_format string")
-        deleted.append(map_in_arrow(files, PositionDeleteRows(dict(applies)), "_del_row bigint"))
+        deleted.append(map_in_arrow(files, PositionDeleteRows(dict(applies), io=src.io), "_del_row bigint"))
     if dvs:
         refs = local_dataframe(spark, dvs, "data_file_id int, puffin_path string, content_offset bigint, "
                                            "content_size_in_bytes bigint")
-        deleted.append(map_in_arrow(refs, DVDecoder(keys=True), "_del_row bigint"))
+        deleted.append(map_in_arrow(refs, DVDecoder(keys=True, io=src.io), "_del_row bigint"))
     d = union_all(deleted)
     rows = rows.withColumn("_row", F.col("_file_id").cast("bigint") * _ROW_KEY_SHIFT + F.col("_pos"))
     return rows.join(maybe_broadcast(d, src.total, src.tuning), rows["_row"] == d["_del_row"], "left_anti").drop("_row")
@@ -384,7 +384,7 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
         return None
     units = src.units()
     cache = delete_cache(spark)
-    decoder = DeletedPositions(src.applies, src.limits, cache)
+    decoder = DeletedPositions(src.applies, src.limits, cache, src.io)
     slot_of = dict(zip(ids, slots.slots))
     key = (tuple(units), slots.shift, slots.bits) + src.key
     found = None

@@ -22,6 +22,7 @@ from sparkberg.planning.entries import PartitionLayout, physical_spark_type
 from sparkberg.planning.scan import partition_column
 from sparkberg.read.columns import (
     check_readable, empty_frame, ensure_session_conf, name_mapping, read_data_parquet, read_files, read_schema,
+    spark_reads,
 )
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.equality import apply_equality_deletes, equality_positions
@@ -130,7 +131,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     rows, columns_now = _rows_with_deletes(spark, read, tasks, ids.ids, derived, needs_info, plain_columns, tuning,
                                            lambda part, some, some_ids: apply_equality_deletes(
                                                spark, metadata, part, some, some_ids, schema, all_fields, hidden,
-                                               tuning))
+                                               tuning), io)
     plain = [t for t in tasks if not t["deletes"]]
     if plain:  # rows no delete applies to are matched to their file only for metadata columns
         part = read(plain, matched=needs_info)
@@ -182,7 +183,7 @@ def filtered(rows: DataFrame, filter: str | Column) -> DataFrame:
 
 def _rows_with_deletes(spark, read: Callable[..., DataFrame], tasks: list, ids: list[int], derived: dict | None,
                        needs_info: bool, plain_columns: list[str], tuning: ReadTuning,
-                       apply_equality: Callable[[DataFrame, list, list[int]], DataFrame]
+                       apply_equality: Callable[[DataFrame, list, list[int]], DataFrame], io: FileIO | None = None
                        ) -> tuple[DataFrame | None, list[str] | None]:
     """The rows of the tasks deletes apply to, the deletes applied (None when no delete applies), and their
     columns in order where known here. ``read(tasks, matched=..., row_filter=...)`` reads files; ``derived``: the
@@ -203,8 +204,9 @@ def _rows_with_deletes(spark, read: Callable[..., DataFrame], tasks: list, ids: 
     scan_filter, sources = None, None
     if not needs_info and derived is not None:  # (then every file with deletes is matched by position alone)
         some, some_ids = pick(lambda t: t["deletes"])
-        if some and all(t["file_format"].lower() == "parquet" for t in some):
-            sources = PositionSources.of(some, some_ids, derived, tuning)
+        # (a filter of Spark's own Parquet scan: not for files sparkberg's Arrow reader reads, on object stores)
+        if some and all(t["file_format"].lower() == "parquet" and spark_reads(t["file_path"]) for t in some):
+            sources = PositionSources.of(some, some_ids, derived, tuning, io)
             scan_filter = position_scan_filter(spark, some, some_ids, sources)
         if scan_filter is not None:
             return read(some, matched=False, row_filter=scan_filter), plain_columns
@@ -218,7 +220,7 @@ def _rows_with_deletes(spark, read: Callable[..., DataFrame], tasks: list, ids: 
             deleted_tasks, deleted_ids = deleted_tasks + some, deleted_ids + some_ids
     if deleted_tasks:  # position deletes once over both kinds (a delete file may apply to files of each)
         # (the sources the scan filter declined are those of the same files, in the same order)
-        sources = sources or PositionSources.of(deleted_tasks, deleted_ids, derived, tuning)
+        sources = sources or PositionSources.of(deleted_tasks, deleted_ids, derived, tuning, io)
         rows = apply_position_deletes(spark, rows, sources)
     return rows, columns_now
 

@@ -151,7 +151,7 @@ class SparkbergReader(DataSourceReader):
         with table._running("DATA-PLANNING"):
             scan = plan(None, table.metadata, table.io, table.current_snapshot(), bound, "local", table.name)
             tasks = scan.rows()
-        reader = TaskReader(table.metadata, schema)
+        reader = TaskReader(table.metadata, schema, table.io)
         reader.check(tasks)
         identity = identity_values(table.metadata, schema, tasks, scan.layout)
         # (what partitions() sets on self does not reach read(): each partition carries its reader)

@@ -213,7 +213,7 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
             return []
         table = self.table(refresh=False)
         schema = table.metadata.schema(int(self.options["schema-id"]))
-        reader = TaskReader(table.metadata, schema)
+        reader = TaskReader(table.metadata, schema, table.io)
         reader.check(tasks)
         identity = identity_values(table.metadata, schema, tasks, PartitionLayout(table.metadata))
         groups = split_tasks(tasks, int(self.options.get("parallelism", "1")))
@@ -224,7 +224,7 @@ class StreamReader(DataSourceStreamReader, _AvailableNow):
         """A partition a snapshot of the range that changed rows: its tasks as of its parent and as of itself."""
         table = self.table(refresh=False)
         schema = table.metadata.schema(int(self.options["schema-id"]))
-        reader = ChangeReader(TaskReader(table.metadata, schema))
+        reader = ChangeReader(TaskReader(table.metadata, schema, table.io))
         layout = PartitionLayout(table.metadata)
         out = []
         snapshots = [snap for snap, first in self.chain(start, end["snapshot_id"], refresh=False)
