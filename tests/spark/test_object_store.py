@@ -77,5 +77,32 @@ def test_row_level_changes_time_travel_and_the_changelog_on_s3(spark, s3, tmp_pa
     changes = t.changes(first)
     # (an update's old rows are deletes too, without compute_updates)
     assert sorted(r.id for r in changes.where("_change_type = 'DELETE'").collect()) == [1, 2, 3, 4, 15, 16, 17, 18, 19]
+    if version == 2:  # (position delete files, compacted)
+        out = t.rewrite_position_delete_files(options={"rewrite-all": "true"}).first()
+        assert out["rewritten_delete_files_count"] > 0
+        t = cat.load_table("db.t")
+    # equality deletes (an upsert's), read on the executors and on the driver with the table's credentials
+    t.upsert(spark.sql("SELECT 5L AS id, 'u' AS v"), ["id"])
+    expected[5] = "u"
+    t = cat.load_table("db.t")
+    assert {r["content"] for r in t.metadata_table("delete_files").collect()} >= {2}
+    assert {r.id: r.v for r in t.to_df().collect()} == expected
     assert t.rewrite_data_files(options={"rewrite-all": "true"}).first()["rewritten_data_files_count"] > 0
     assert {r.id: r.v for r in cat.load_table("db.t").to_df().collect()} == expected
+
+
+def test_add_files_from_s3(spark, s3, tmp_path):
+    bucket = s3.bucket("imports")
+    cat = sparkberg.catalog(spark, f"{bucket}/wh", properties=s3.properties())
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", "id bigint, v string")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    for name, ids in (("a", [1, 2]), ("b", [3])):
+        with t.io.open_output(f"{bucket}/landing/{name}.parquet") as f:
+            pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([str(i) for i in ids])}), f)
+    t.add_files(f"{bucket}/landing")
+    t = cat.load_table("db.t")
+    assert sorted(r.id for r in t.to_df().collect()) == [1, 2, 3]
+    assert {r["file_path"] for r in t.metadata_table("files").collect()} == \
+        {f"{bucket}/landing/a.parquet", f"{bucket}/landing/b.parquet"}

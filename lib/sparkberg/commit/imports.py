@@ -16,7 +16,7 @@ from sparkberg.commit.producer import fast_append
 from sparkberg.commit.request import CommitRequest
 from sparkberg.errors import ValidationError
 from sparkberg.evolution import mapping_of
-from sparkberg.io.fileio import file_io_for, normalize_location
+from sparkberg.io.fileio import FileIO, file_io_for, normalize_location
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.session import session_time_zone
 from sparkberg.spec.properties import NAME_MAPPING
@@ -28,9 +28,10 @@ def _hidden(path: str, root: str) -> bool:
     return any(part.startswith(("_", ".")) for part in path[len(root):].split("/") if part)
 
 
-def parquet_paths(given: Any) -> list[str]:
+def parquet_paths(given: Any, io: FileIO | None = None) -> list[str]:
     """The files ``given`` names (paths, or a DataFrame whose first column holds them), directories expanded to
-    the data files beneath them."""
+    the data files beneath them, listed by ``io`` (the table's FileIO)."""
+    io = io if io is not None else file_io_for()
     if hasattr(given, "columns") and hasattr(given, "collect"):
         given = [r[0] for r in given.select(given.columns[0]).collect()]
     if isinstance(given, str):
@@ -40,7 +41,6 @@ def parquet_paths(given: Any) -> list[str]:
         if not isinstance(raw, str) or not raw:
             raise ValidationError(f"add_files takes file or directory paths, got {raw!r}")
         location = normalize_location(raw)
-        io = file_io_for(location)
         if io.is_dir(location):
             out += sorted(p for p, _ in io.list_files(location) if not _hidden(p, location)
                           and not p.endswith(".crc"))
@@ -67,7 +67,7 @@ def _paths_of(mapping: list[dict], prefix: str = "") -> dict[str, int]:
 
 def add_files(table, given: Any, request: CommitRequest, check_duplicate_files: bool = True) -> int:
     """See :meth:`sparkberg.table.Table.add_files`; returns how many files were added."""
-    paths = parquet_paths(given)
+    paths = parquet_paths(given, table.io)
     if not paths:
         return 0
     spark = table.spark
@@ -89,7 +89,7 @@ def add_files(table, given: Any, request: CommitRequest, check_duplicate_files: 
     except (ValueError, TypeError, AttributeError) as e:
         raise ValidationError(f"table property {NAME_MAPPING} is not a valid name mapping: {e}") from None
     importer = FileImporter(m.current_schema, m.default_spec, mapping, dict(m.properties),
-                            session_time_zone(table.spark))
+                            session_time_zone(table.spark), table.io)
     rows = map_in_arrow(wanted.repartition(min(len(paths), 64)), importer, RESULT_DDL).collect()
     files = [data_file_from_json(r[0], m.default_spec, m.current_schema) for r in rows]
     fast_append(table, files, request)

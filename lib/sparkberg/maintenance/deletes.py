@@ -25,7 +25,7 @@ from sparkberg.avro.decode import manifest_entries
 from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.commit.request import MAIN_REQUEST
 from sparkberg.commit.rowlevel import RowLevel, no_new_deletes_check
-from sparkberg.io.fileio import deleted_on_failure
+from sparkberg.io.fileio import FileIO, deleted_on_failure
 from sparkberg.maintenance.data_files import dangling_delete_files
 from sparkberg.maintenance.options import Options
 from sparkberg.planning.entries import snapshot_manifests
@@ -46,12 +46,18 @@ def _options(options: dict[str, Any] | None) -> tuple[bool, int]:
     return opts.boolean("rewrite-all", False), opts.integer("min-input-files", 5, 1)
 
 
-def _positions(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(executors) the (file path, position) rows of the position delete files of (path, format) rows."""
-    for batch in batches:
-        for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            for rb in delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_FILE_POS]):
-                yield pa.RecordBatch.from_arrays([rb.column(0), rb.column(1)], names=["_file", "_pos"])
+class _Positions:
+    """(executors) the (file path, position) rows of the position delete files of (path, format) rows, read with
+    the table's FileIO. Picklable."""
+
+    def __init__(self, io: FileIO):
+        self.io = io
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path, fmt in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                for rb in delete_file_rows(path, fmt, [DELETE_FILE_PATH, DELETE_FILE_POS], self.io):
+                    yield pa.RecordBatch.from_arrays([rb.column(0), rb.column(1)], names=["_file", "_pos"])
 
 
 def rewrite_position_delete_files(table, filter: str | None = None, options: dict[str, Any] | None = None,
@@ -85,7 +91,7 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
     live = local_dataframe(spark, [(t["file_path"],) for t in chosen_tasks], "_file string")
     paths = local_dataframe(spark, sorted((p, d["file_format"]) for p, d in chosen_files.items()),
                             "path string, format string")
-    rows = map_in_arrow(paths, _positions, "_file string, _pos bigint").join(F.broadcast(live), "_file")
+    rows = map_in_arrow(paths, _Positions(table.io), "_file string, _pos bigint").join(F.broadcast(live), "_file")
     targets = rl.delete_targets(chosen_tasks, merge_position_files=False)  # (their positions are the rows)
     writer = DeleteWriter(targets, dv=dv, write_id=uuid.uuid4().hex[:16],
                           compression=compression(m.properties),

@@ -158,7 +158,7 @@ class TaskReader:
             for unit in sources.units():
                 parts.extend(positions.found(json.loads(unit)).get(0, []))
         if any(d["content"] == 2 for d in task["deletes"]):
-            parts.append(task_equality_positions(task, self.all_fields, self.mapping, cache))
+            parts.append(task_equality_positions(task, self.all_fields, self.mapping, cache, self.io))
         return np.unique(np.concatenate(parts)) if parts else None
 
 

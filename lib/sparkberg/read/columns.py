@@ -557,9 +557,10 @@ def delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], io: F
 
 
 def file_table(path: str, fmt: str, fields: Sequence[T.NestedField],
-                mapping: dict[int, list[str]] | None = None) -> pa.Table:
-    """The rows of one file, ``fields`` read by field id (else by ``mapping``), as one Arrow table."""
-    reader = _field_reader(fmt, fields, mapping)
+                mapping: dict[int, list[str]] | None = None, io: FileIO | None = None) -> pa.Table:
+    """The rows of one file, ``fields`` read by field id (else by ``mapping``), as one Arrow table (opened by
+    ``io``, the table's FileIO)."""
+    reader = _field_reader(fmt, fields, mapping, io)
     return pa.Table.from_batches(list(reader.read(path)), reader.data_schema)
 
 

@@ -17,9 +17,10 @@ from pyspark.sql import types as ST
 
 from sparkberg.arrays import empty_table, from_python, indices, int_values, scalar, true_mask
 from sparkberg.errors import ValidationError
+from sparkberg.io.fileio import FileIO
 from sparkberg.read.columns import (
     READ_FORMATS, check_formats, delete_file_rows, delete_row_count, file_table, maybe_broadcast, name_mapping,
-    read_data_parquet, union_all,
+    read_data_parquet, spark_reads, union_all,
 )
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileIds
@@ -36,9 +37,10 @@ class EqualityDeleteRows:
     field id), once for each id the file's rows are joined on (``applies``: delete file -> the ids of the data
     files the plan applies it to, or of their sets of delete files), as ``_del_fid``."""
 
-    def __init__(self, fields: Sequence[T.NestedField], applies: dict[str, list[int]]):
+    def __init__(self, fields: Sequence[T.NestedField], applies: dict[str, list[int]], io: FileIO | None = None):
         self.fields = list(fields)
         self.applies = applies
+        self.io = io  # (the table's FileIO: the delete files open with the table's credentials)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -47,7 +49,7 @@ class EqualityDeleteRows:
 
     def rows(self, path: str, fmt: str) -> Iterator[pa.RecordBatch]:
         """The rows of one delete file, a copy for each data file it applies to."""
-        for rb in delete_file_rows(path, fmt, self.fields):
+        for rb in delete_file_rows(path, fmt, self.fields, self.io):
             out = rb.schema.append(pa.field("_del_fid", pa.int32()))
             for fid in self.applies[path]:
                 yield pa.RecordBatch.from_arrays(list(rb.columns) + [pa.repeat(scalar(fid, pa.int32()), rb.num_rows)],
@@ -55,31 +57,33 @@ class EqualityDeleteRows:
 
 
 def _equality_rows_on_driver(fields: list[T.NestedField], applies: dict[str, set[int]], formats: dict[str, str],
-                             cache: DeleteCache | None) -> pa.Table:
+                             cache: DeleteCache | None, io: FileIO | None = None) -> pa.Table:
     """What :func:`_equality_delete_rows` gives, as an Arrow table made here: each file decoded by a thread per
     core (Arrow reads without the GIL), once per process with a ``cache``, its rows once for each id it is joined
     on."""
     columns = arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields]))  # (as delete_file_rows reads)
     schema = columns.append(pa.field("_del_fid", pa.int32()))
     paths = sorted(applies)
-    tables = by_threads(lambda path: _equality_file_rows(path, formats[path], fields, cache), paths)
+    tables = by_threads(lambda path: _equality_file_rows(path, formats[path], fields, cache, io), paths)
     parts = [table.append_column(schema.field("_del_fid"), pa.repeat(scalar(fid, pa.int32()), table.num_rows))
              for path, table in zip(paths, tables) for fid in sorted(applies[path])]
     return pa.concat_tables(parts).combine_chunks() if parts else empty_table(schema)
 
 
-def _equality_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], cache: DeleteCache | None) -> pa.Table:
+def _equality_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], cache: DeleteCache | None,
+                        io: FileIO | None = None) -> pa.Table:
     """The rows of one equality delete file (its ``fields``, by field id), decoded once per process with a
-    ``cache``."""
+    ``cache``, opened by ``io`` (the table's FileIO)."""
     def load() -> pa.Table:
-        return file_table(path, fmt, fields)
+        return file_table(path, fmt, fields, io=io)
     if cache is None:
         return load()
     return cache.get(("equality deletes", path, fmt, tuple(f.field_id for f in fields)), load, lambda t: t.nbytes)
 
 
 def apply_equality_deletes(spark, metadata: TableMetadata, rows: DataFrame, tasks: list, file_ids: list[int],
-                           schema: T.Schema, all_fields: dict, hidden: list, tuning: ReadTuning) -> DataFrame:
+                           schema: T.Schema, all_fields: dict, hidden: list, tuning: ReadTuning,
+                           io: FileIO | None = None) -> DataFrame:
     """Rows minus those that equality delete files delete: an anti-join per set of equality columns on the
     row's data file (the files each delete file applies to, by the plan) and its values of those columns
     (null-safe, as the spec's null equality; :func:`_equality_condition`), the deleted rows broadcast when few.
@@ -115,7 +119,7 @@ def apply_equality_deletes(spark, metadata: TableMetadata, rows: DataFrame, task
             for path in paths:
                 applies[path].add(set_of[fid] if shared else fid)
         total = sum(len(keys) * sizes[p] for p, keys in applies.items()) if None not in sizes.values() else None
-        eq = _equality_delete_rows(spark, metadata, fields, applies, formats, total, tuning)
+        eq = _equality_delete_rows(spark, metadata, fields, applies, formats, total, tuning, io)
         if shared:  # each row with the id of its file's set of delete files (null for files without any)
             pairs = pa.table({"_file_id": from_python(list(set_of), pa.int32()),
                               "_eq_set": from_python(list(set_of.values()), pa.int32())})
@@ -167,7 +171,7 @@ def _equality_condition(row_file: Column, row_cols: list[Column], del_file: Colu
 
 
 def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedField], applies: dict[str, set[int]],
-                          formats: dict[str, str], rows: int | None, tuning: ReadTuning) -> DataFrame:
+                          formats: dict[str, str], rows: int | None, tuning: ReadTuning, io: FileIO | None = None) -> DataFrame:
     """The rows of equality delete files (``fields``: their equality columns, as ``_eqd_<id>``), a copy for each
     id a file's rows are joined on (``_del_fid``: of the data files it applies to, or of their sets of delete
     files). Up to ``driver_delete_rows_max`` of them (``rows``, the copies counted), the files are decoded on
@@ -178,9 +182,9 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
     spark_fields = [to_spark_read_field(f) for f in fields]
     if rows is not None and rows <= tuning.driver_delete_rows_max:
         schema = ST.StructType(spark_fields + [ST.StructField("_del_fid", ST.IntegerType())])
-        return arrow_dataframe(spark, _equality_rows_on_driver(fields, applies, formats, delete_cache(spark)),
+        return arrow_dataframe(spark, _equality_rows_on_driver(fields, applies, formats, delete_cache(spark), io),
                                schema)
-    by_spark = read_by_spark(metadata, fields, formats)
+    by_spark = [p for p in read_by_spark(metadata, fields, formats) if spark_reads(p)]
     by_python = sorted(set(formats) - set(by_spark))
     parts = []
     if by_spark:
@@ -196,7 +200,8 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
     if by_python:
         out = ST.StructType(spark_fields + [ST.StructField("_del_fid", ST.IntegerType())])
         files = local_dataframe(spark, [(p, formats[p]) for p in by_python], "delete_file string, file_format string")
-        parts.append(map_in_arrow(files, EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}), out))
+        parts.append(map_in_arrow(files, EqualityDeleteRows(fields, {p: sorted(applies[p]) for p in by_python}, io),
+                                  out))
     return union_all(parts)
 
 
@@ -210,7 +215,8 @@ def read_by_spark(metadata: TableMetadata, fields: list[T.NestedField], formats:
 
 
 def equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int], all_fields: dict,
-                       cache: DeleteCache | None, tuning: ReadTuning) -> dict[int, Any] | None:
+                       cache: DeleteCache | None, tuning: ReadTuning, io: FileIO | None = None
+                       ) -> dict[int, Any] | None:
     """The positions (numpy int64) that equality deletes delete in each data file they apply to, by file id;
     None where Spark joins them instead (:func:`apply_equality_deletes`): too many rows (more data rows than
     ``equality_positions_rows_max``, more delete rows than ``driver_delete_rows_max``), or an equality column
@@ -243,7 +249,7 @@ def equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int]
         return None
     mapping = name_mapping(metadata)
     try:
-        found = by_threads(lambda it: task_equality_positions(it[1], all_fields, mapping, cache), eq_tasks)
+        found = by_threads(lambda it: task_equality_positions(it[1], all_fields, mapping, cache, io), eq_tasks)
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid, OSError):
         # a column type Arrow cannot match on, a file this process cannot open: Spark joins (and names a file
         # that it cannot read either)
@@ -252,7 +258,7 @@ def equality_positions(metadata: TableMetadata, tasks: list, file_ids: list[int]
 
 
 def task_equality_positions(task: dict, all_fields: dict[int, T.NestedField], mapping: dict[int, list[str]],
-                            cache: DeleteCache | None):
+                            cache: DeleteCache | None, io: FileIO | None = None):
     """The positions (read-only numpy int64) of the rows of a scan task's data file that the equality delete
     files the plan applies to it delete; with a ``cache``, found once per process for a data file and its
     delete files (which never change)."""
@@ -267,7 +273,7 @@ def task_equality_positions(task: dict, all_fields: dict[int, T.NestedField], ma
 
     def load():
         found = _equality_deleted_positions(task["file_path"], task["file_format"].lower(), sources, fields,
-                                            formats, mapping, cache)
+                                            formats, mapping, cache, io)
         found.flags.writeable = False
         return found
     if cache is None:
@@ -276,16 +282,17 @@ def task_equality_positions(task: dict, all_fields: dict[int, T.NestedField], ma
 
 
 def _equality_deleted_positions(path: str, fmt: str, sources: tuple, fields: dict[int, T.NestedField],
-                                formats: dict[str, str], mapping: dict[int, list[str]], cache: DeleteCache | None):
+                                formats: dict[str, str], mapping: dict[int, list[str]], cache: DeleteCache | None,
+                                io: FileIO | None = None):
     """The positions of the rows of one data file that its equality delete files delete (``sources``: per set
     of equality field ids, the delete files with those ids): rows equal to a delete row in every column of
     its set."""
     import numpy as np
-    data = file_table(path, fmt, [fields[i] for i in sorted({i for key, _ in sources for i in key})], mapping)
+    data = file_table(path, fmt, [fields[i] for i in sorted({i for key, _ in sources for i in key})], mapping, io)
     deleted = np.zeros(data.num_rows, bool)
     for key, paths in sources:
         key_fields = [fields[i] for i in key]
-        rows = pa.concat_tables([_equality_file_rows(p, formats[p], key_fields, cache) for p in paths])
+        rows = pa.concat_tables([_equality_file_rows(p, formats[p], key_fields, cache, io) for p in paths])
         deleted |= equal_rows(data.select([f.name for f in key_fields]), rows)
     return np.flatnonzero(deleted).astype(np.int64)
 

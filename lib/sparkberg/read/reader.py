@@ -124,14 +124,14 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
             rows = filtered(rows, filter)
         return rows if wanted == plain_columns else _select(rows, wanted)
     # equality deletes found here as the positions they delete, where they can be (None: joined by Spark)
-    derived = equality_positions(metadata, tasks, ids.ids, all_fields, delete_cache(spark), tuning) \
+    derived = equality_positions(metadata, tasks, ids.ids, all_fields, delete_cache(spark), tuning, io) \
         if has_deletes else {}
     if derived:
         tasks = _without_idle_deletes(tasks, ids.ids, derived)
     rows, columns_now = _rows_with_deletes(spark, read, tasks, ids.ids, derived, needs_info, plain_columns, tuning,
                                            lambda part, some, some_ids: apply_equality_deletes(
                                                spark, metadata, part, some, some_ids, schema, all_fields, hidden,
-                                               tuning), io)
+                                               tuning, io), io)
     plain = [t for t in tasks if not t["deletes"]]
     if plain:  # rows no delete applies to are matched to their file only for metadata columns
         part = read(plain, matched=needs_info)

@@ -27,7 +27,7 @@ from typing import Any
 from sparkberg.commit.properties import checked
 from sparkberg.commit.target import resolve
 from sparkberg.errors import NotSupportedError, SparkbergError, ValidationError
-from sparkberg.io.fileio import file_io_for, normalize_location
+from sparkberg.io.fileio import FileIO, normalize_location
 from sparkberg.spark.session import session_conf, spark_version
 from sparkberg.table import Table, catalog
 from sparkberg.spec.properties import ACCEPT_ANY_SCHEMA, boolean
@@ -69,7 +69,7 @@ def write_stream(table: Table, df: Any, checkpoint_location: str, trigger: dict[
         align(df, table.metadata.current_schema, store_assignment_policy(table.spark))
     properties = checked(snapshot_properties)
     checkpoint = normalize_location(checkpoint_location).rstrip("/")
-    claim(checkpoint, table)
+    claim(checkpoint, table)  # (with the table's FileIO: a checkpoint beside the table, on its store)
     batches = CommitBatch(table.catalog.config, str(table.identifier), checkpoint, output_mode, branch, properties)
     writer = df.writeStream.foreachBatch(batches).outputMode(output_mode) \
         .option("checkpointLocation", checkpoint_location)
@@ -83,7 +83,7 @@ def write_stream(table: Table, df: Any, checkpoint_location: str, trigger: dict[
 def claim(checkpoint: str, table: Table) -> None:
     """Leave the table's name and uuid in ``checkpoint`` (once), or a named error when it is another table's, or a
     checkpoint another kind of query wrote."""
-    io = file_io_for(checkpoint)
+    io = table.io
     mine = {"table": table.name, "table-uuid": table.metadata.table_uuid}
     marker = f"{checkpoint}/{MARKER}"
     if io.exists(marker):
@@ -114,10 +114,10 @@ class CommitBatch:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_table": None}
 
-    def query_id(self) -> str:
-        """The query's id, as its checkpoint keeps it across restarts."""
+    def query_id(self, io: FileIO) -> str:
+        """The query's id, as its checkpoint keeps it across restarts (read with ``io``, the table's FileIO)."""
         if self._query_id is None:
-            text = file_io_for(self.checkpoint).read(f"{self.checkpoint}/metadata").decode()
+            text = io.read(f"{self.checkpoint}/metadata").decode()
             self._query_id = json.loads(text.splitlines()[0])["id"]
         return self._query_id
 
@@ -131,9 +131,9 @@ class CommitBatch:
         return self._table
 
     def __call__(self, batch: Any, batch_id: int) -> None:
-        query_id = self.query_id()
         spark = batch.sparkSession  # (the query's own session, which Spark clones for it)
         table = self.table(spark)
+        query_id = self.query_id(table.io)
         named = "write.distribution-mode" in table.metadata.properties or session_conf(spark, DISTRIBUTION_CONF)
         mode = None if named else "none"  # (fanned out: see the module docstring)
         properties = {**self.properties, QUERY_ID: query_id, EPOCH_ID: str(batch_id)}

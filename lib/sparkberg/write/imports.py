@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from sparkberg.arrays import strings
 from sparkberg.errors import ValidationError
-from sparkberg.io.fileio import file_io_for
+from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.scalars import zone_of
@@ -74,8 +74,9 @@ class FileImporter:
     a timestamp with a zone in it without naming it."""
 
     def __init__(self, schema: T.Schema, spec: PartitionSpec, mapping: dict[str, int], properties: dict[str, str],
-                 time_zone: str = "UTC"):
+                 time_zone: str = "UTC", io: FileIO | None = None):
         self.schema, self.spec, self.mapping, self.properties = schema, spec, mapping, properties
+        self.io = io if io is not None else file_io_for()  # (the table's: the footers are read with its credentials)
         self.time_zone = time_zone
         self.leaves = _leaves(schema)
 
@@ -108,7 +109,7 @@ class FileImporter:
         return ids
 
     def describe(self, path: str) -> str:
-        meta = read_footer(path)
+        meta = read_footer(path, self.io)
         if meta is None:
             raise ValidationError(f"cannot add {path}: it is not a Parquet file")
         ids = self._ids(meta)
@@ -155,7 +156,7 @@ class FileImporter:
         partition = self._partition(path, {fid: (s.lower, s.upper) if bounded[fid] else (None, None)
                                            for fid, s in stats.items()})
         return json.dumps({"file_path": path, "record_count": meta.num_rows,
-                           "file_size_in_bytes": file_io_for(path).size(path),
+                           "file_size_in_bytes": self.io.size(path),
                            "partition": partition, "column_sizes": sizes, "value_counts": values,
                            "null_value_counts": nulls, "nan_value_counts": {}, "lower_bounds": lower,
                            "upper_bounds": upper, "split_offsets": sorted(offsets), "sort_order_id": 0})
