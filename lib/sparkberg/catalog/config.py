@@ -56,9 +56,10 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
     :func:`sparkberg.catalog`'s arguments."""
     props = dict(properties or {})
     type = type or props.get("type")  # (a type given in the properties is the catalog's type, as in Spark's conf)
-    if name is None and is_catalog_name(uri) and not os.path.isdir(uri):
+    from_conf = conf_properties(spark, uri) if spark is not None and name is None and is_catalog_name(uri) else {}
+    if from_conf or (name is None and is_catalog_name(uri) and not os.path.isdir(uri)):
         # a name, not a location: the catalog the Spark conf configures under it, or one the properties describe
-        from_conf = conf_properties(spark, uri) if spark is not None else {}
+        # (a bare word that is neither, nor a directory here, is an error, not a new warehouse)
         if not from_conf and type is None:
             raise ValidationError(
                 f"no catalog named {uri!r}: the Spark conf has no spark.sql.catalog.{uri}.* keys, and no catalog type "
