@@ -21,7 +21,7 @@ def s3(tmp_path_factory):
         yield server
 
 
-def test_writes_plans_metadata_tables_and_maintenance_on_s3(spark, s3, tmp_path):
+def test_writes_plans_metadata_tables_and_maintenance_on_s3(spark, s3, tmp_path, capsys):
     bucket = s3.bucket("lake")
     cat = sparkberg.catalog(spark, f"sqlite:///{tmp_path}/catalog.db", warehouse=f"{bucket}/wh",
                             properties=s3.properties())
@@ -38,6 +38,12 @@ def test_writes_plans_metadata_tables_and_maintenance_on_s3(spark, s3, tmp_path)
     # (read by sparkberg's Arrow reader on the executors: a pip-installed PySpark has no S3 file system)
     assert t.to_df().count() == 110 and t.to_df(filter="cat = 'odd'").count() == 60
     assert sorted(r.id for r in t.to_df(filter="id >= 105").collect()) == [105, 106, 107, 108, 109]
+    # (the secret in no repr, no plan string, no job description, no metadata file)
+    t.to_df(filter="id >= 105").explain(mode="extended")
+    shown = [repr(cat), repr(t), repr(t.io), str(t.io), capsys.readouterr().out,
+             spark.sparkContext.getLocalProperty("spark.job.description") or "",
+             t.io.read(t.metadata_location).decode()]
+    assert not [text for text in shown if SECRET_KEY in text]
     snapshots = t.metadata_table("snapshots").collect()
     assert [r["operation"] for r in snapshots] == ["append", "append"]
     assert t.metadata_table("files").count() == len(files)
