@@ -66,9 +66,10 @@ def _cannot_import(module: str, python: str) -> errors.WorkerEnvironmentError:
         "node, or ship it with --py-files / spark.submit.pyFiles or a packed environment in spark.archives.")
 
 
-# (interpreter, PYTHONPATH) -> None when its workers import sparkberg, else the error: checked once per process
-_WORKERS_CHECKED: dict[tuple[str, str], errors.WorkerEnvironmentError | None] = {}
-state.register("sparkberg.spark.executors._WORKERS_CHECKED", "one entry per worker interpreter a session named",
+# (context, worker interpreter, PYTHONPATH) -> None when the workers import sparkberg (or are not checked here),
+# else the error: found once per context and interpreter, so a Python stage pays a dictionary look-up
+_WORKERS_CHECKED: dict[tuple, errors.WorkerEnvironmentError | None] = {}
+state.register("sparkberg.spark.executors._WORKERS_CHECKED", "one entry per context and worker interpreter",
                _WORKERS_CHECKED.clear)
 _PROBE = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('sparkberg') else 3)"
 
@@ -77,34 +78,38 @@ def check_workers(spark: Any) -> None:
     """Before a Python stage: a :class:`~sparkberg.errors.WorkerEnvironmentError` now, and no job run, when the
     session's Python workers run on this machine (a ``local`` or ``local-cluster`` master) with an interpreter
     other than the driver's that cannot import sparkberg; otherwise the stage's first task would fail with it,
-    after the executor logged the task's whole stack. Asked once per interpreter per process (a start of that
+    after the executor logged the task's whole stack. Asked once per context and interpreter (a start of that
     interpreter, tens of milliseconds); not asked where the driver's own interpreter runs the workers, where
     sparkberg reaches them another way (``spark.submit.pyFiles``, ``spark.archives``, ``addPyFile``), on a
     cluster's other machines, or from a Spark Connect client (:func:`translate` names it there, after the task)."""
     try:
         sc = spark.sparkContext
-        master = str(sc.master)
     except Exception:  # noqa: BLE001 - Spark Connect: the workers are the server's
         return
-    if not master.startswith("local") or getattr(sc, "_python_includes", None) or \
-            session_conf(spark, "spark.submit.pyFiles") or session_conf(spark, "spark.archives"):
-        return
-    python = worker_python(spark)
-    key = (python, os.environ.get("PYTHONPATH", ""))
+    key = (id(sc), getattr(sc, "pythonExec", None), os.environ.get("PYTHONPATH", ""),
+           len(getattr(sc, "_python_includes", None) or ()))  # (a file added since is another answer)
     if key not in _WORKERS_CHECKED:
-        found = shutil.which(python)
-        if found is not None and os.path.abspath(found) == os.path.abspath(sys.executable):
-            _WORKERS_CHECKED[key] = None
-        else:
-            try:
-                done = subprocess.run([python, "-c", _PROBE], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_S)
-                failed = done.returncode != 0
-            except (OSError, subprocess.TimeoutExpired):  # (no such interpreter: Spark cannot start it either)
-                failed = True
-            _WORKERS_CHECKED[key] = _cannot_import("sparkberg", python) if failed else None
+        _WORKERS_CHECKED[key] = _probe_workers(spark, sc)
     if _WORKERS_CHECKED[key] is not None:
         raise _WORKERS_CHECKED[key]
+
+
+def _probe_workers(spark: Any, sc: Any) -> errors.WorkerEnvironmentError | None:
+    """:func:`check_workers`'s answer for one context and interpreter."""
+    if not str(sc.master).startswith("local") or getattr(sc, "_python_includes", None) or \
+            session_conf(spark, "spark.submit.pyFiles") or session_conf(spark, "spark.archives"):
+        return None
+    python = worker_python(spark)
+    found = shutil.which(python)
+    if found is not None and os.path.abspath(found) == os.path.abspath(sys.executable):
+        return None
+    try:
+        done = subprocess.run([python, "-c", _PROBE], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_S)
+        failed = done.returncode != 0
+    except (OSError, subprocess.TimeoutExpired):  # (no such interpreter: Spark cannot start it either)
+        failed = True
+    return _cannot_import("sparkberg", python) if failed else None
 
 
 PROBE_TIMEOUT_S = 30.0  # (an interpreter that does not start within it is taken as one that cannot run sparkberg)
