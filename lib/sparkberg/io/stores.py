@@ -110,26 +110,25 @@ def _endpoint(url: str, key: str) -> tuple[str, str]:
     return u.scheme or "https", u.netloc
 
 
+def _connection_string(properties: dict[str, str], account: str) -> dict[str, str]:
+    """The ``key=value`` parts of an account's ``adls.connection-string.<account>`` ({} when none)."""
+    text = properties.get(f"adls.connection-string.{account}") or ""
+    return dict(p.split("=", 1) for p in text.split(";") if "=" in p)
+
+
 def _azure_endpoint(properties: dict[str, str], account: str) -> tuple[str, str] | None:
-    """(scheme, authority) of an account's blob endpoint from its connection string, None for Azure's own."""
-    text = properties.get(f"adls.connection-string.{account}")
-    if not text:
-        return None
-    parts = dict(p.split("=", 1) for p in text.split(";") if "=" in p)
-    endpoint = parts.get("BlobEndpoint")
+    """(scheme, host[:port]) of an account's blob endpoint from its connection string, None for Azure's own (an
+    emulator's endpoint names the account in its path, which pyarrow's client adds itself)."""
+    endpoint = _connection_string(properties, account).get("BlobEndpoint")
     if endpoint is None:
         return None
     u = urlparse(endpoint)
-    return u.scheme or "https", u.netloc + u.path.rstrip("/")
+    return u.scheme or "https", u.netloc
 
 
 def _azure_key(properties: dict[str, str], account: str) -> str | None:
-    text = properties.get(f"adls.connection-string.{account}")
-    if text:
-        parts = dict(p.split("=", 1) for p in text.split(";") if "=" in p)
-        if parts.get("AccountKey"):
-            return parts["AccountKey"]
-    return properties.get("adls.account-key")
+    """An account's key: its connection string's, else ``adls.account-key``."""
+    return _connection_string(properties, account).get("AccountKey") or properties.get("adls.account-key")
 
 
 @dataclass(frozen=True)
@@ -227,9 +226,10 @@ def obstore_store(properties: dict[str, str], at: Where):
         sas = properties.get(f"adls.sas-token.{account}")
         if sas:
             config["sas_key"] = sas.lstrip("?")
-        endpoint = _azure_endpoint(properties, account)
+        endpoint = _connection_string(properties, account).get("BlobEndpoint")
         if endpoint is not None:
-            config["endpoint"] = f"{endpoint[0]}://{endpoint[1]}"
-            config["use_emulator"] = "127.0.0.1" in endpoint[1] or "localhost" in endpoint[1]
+            config["endpoint"] = endpoint.rstrip("/")
+            host = urlparse(endpoint).hostname or ""
+            config["use_emulator"] = host in ("127.0.0.1", "localhost")
         return stores.AzureStore(at.bucket, config=config, client_options={"allow_http": True})
     return None
