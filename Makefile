@@ -29,6 +29,9 @@ jvm_archive = $$(test -s $(1) && echo '-XX:SharedArchiveFile=$(1) -Xlog:cds*=off
 test_submit_opts = $(or $(SPARK_SUBMIT_OPTS),$(TEST_JVM_OPTS) $(call jvm_archive,$(TEST_JVM_ARCHIVE)))
 
 .PHONY: demo test test-spec interop bench docs notebooks clean postgres-server jdbc-drivers jvm-archives
+# Azure's storage emulator for the object store tests (tests/objectstores.py), from npm into the venv: Azurite 3.35,
+# the last that runs on Debian's Node.js 18 (3.36 and later ask for Node 22)
+AZURITE = $(VENV)/azurite/.installed
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,14 +48,20 @@ postgres-server:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
+$(AZURITE): $(VENV)/.installed
+	@command -v npm >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	npm install --prefix $(VENV)/azurite --no-audit --no-fund --omit=dev --loglevel=error azurite@3.35.0 >/dev/null
+	touch $@
+
 $(TEST_JVM_ARCHIVE): $(VENV)/.installed tests/jvm_archive.py
 	$(VENV)/bin/python tests/jvm_archive.py $@ $(TEST_JVM_OPTS)
 
-test: $(VENV)/.installed $(TEST_JVM_ARCHIVE) postgres-server
+test: $(VENV)/.installed $(TEST_JVM_ARCHIVE) postgres-server $(AZURITE)
 	SPARK_SUBMIT_OPTS="$(test_submit_opts)" \
 		$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) $(TEST_WORKERS) tests/spec tests/spark
 
-test-spec: $(VENV)/.installed postgres-server
+test-spec: $(VENV)/.installed postgres-server $(AZURITE)
 	$(VENV)/bin/python -m pytest $(PYTEST_FLAGS) tests/spec
 
 # Reference engines: Apache Iceberg 1.10.2 (Java, PySpark 3.5), PyIceberg 0.12, DuckDB 1.5.5

@@ -237,7 +237,7 @@ class ObjectStoreFileIO(FileIO):
         except (OSError, RuntimeError) as e:
             if isinstance(e, FileExistsError):
                 raise
-            raise StorageError(redact.text(f"{location}: {e}")) from None
+            raise _refusal(location, e) from None
 
     def open_input(self, location: str):
         fs_, p = self._fs(location)
@@ -296,7 +296,7 @@ class ObjectStoreFileIO(FileIO):
         except (AlreadyExistsError, PreconditionError):
             raise FileAlreadyExistsError(f"file already exists: {location}") from None
         except Exception as e:  # noqa: BLE001 - the store's refusal, named (obstore's errors are its own classes)
-            raise StorageError(redact.text(f"{location}: {e}")) from None
+            raise _refusal(location, e) from None
 
     def write(self, location, data):
         with self.open_output(location) as f:
@@ -340,6 +340,22 @@ class ObjectStoreFileIO(FileIO):
         fs_, p = self._fs(location)
         with self._errors(location):
             fs_.delete_dir(p)
+
+
+# how the clients say a store refused the caller: wrong or expired credentials, or a policy that denies the path
+# (pyarrow's "AWS Error ACCESS_DENIED", Azure's "AuthorizationFailure"/"AuthenticationFailed", GCS's 401/403 and
+# obstore's PermissionDeniedError/UnauthenticatedError)
+_DENIED = ("ACCESS_DENIED", "AccessDenied", "SignatureDoesNotMatch", "InvalidAccessKeyId", "ExpiredToken",
+           "AuthorizationFailure", "AuthenticationFailed", "AuthorizationPermissionMismatch", "PermissionDenied",
+           "Unauthenticated", "401 Unauthorized", "403 Forbidden")
+
+
+def _refusal(location: str, error: BaseException) -> StorageError:
+    """A store's refusal of ``location`` as a :class:`StorageError` naming it and its cause (secrets masked)."""
+    text = f"{type(error).__name__}: {error}" if type(error).__module__.startswith("obstore") else str(error)
+    cause = "access denied (wrong or expired credentials, or a policy that denies this location)" \
+        if any(word in text for word in _DENIED) else "the store refused or did not answer"
+    return StorageError(redact.text(f"{location}: {cause}: {text}"))
 
 
 class TableFileIO(FileIO):

@@ -37,6 +37,9 @@ PREFIXES = ("s3.", "client.", "gcs.", "adls.", "hdfs.")
 # seconds (the SDK's default waits minutes), and a request may take long for a large object
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 60.0
+# how long GCS's client retries a failing request before it gives up (pyarrow's default is 15 minutes, so an
+# endpoint that does not answer would hang a job that long; a transient error clears well within this)
+GCS_RETRY_LIMIT_S = 10.0
 
 
 def store_of(location: str) -> str:
@@ -168,7 +171,8 @@ def pyarrow_filesystem(properties: dict[str, str], at: Where, location: str):
             kwargs["force_virtual_addressing"] = c.path_style is False
         return fs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None})
     if at.store == GCS:
-        kwargs = {"project_id": properties.get("gcs.project-id")}
+        kwargs = {"project_id": properties.get("gcs.project-id"),
+                  "retry_time_limit": datetime.timedelta(seconds=GCS_RETRY_LIMIT_S)}
         token = properties.get("gcs.oauth2.token")
         if token:
             expires = properties.get("gcs.oauth2.token-expires-at")
@@ -228,8 +232,8 @@ def obstore_store(properties: dict[str, str], at: Where):
             config["sas_key"] = sas.lstrip("?")
         endpoint = _connection_string(properties, account).get("BlobEndpoint")
         if endpoint is not None:
+            # (the endpoint as given, an emulator's with its account in the path; not object_store's
+            # use_emulator, which ignores it for its own default of port 10000)
             config["endpoint"] = endpoint.rstrip("/")
-            host = urlparse(endpoint).hostname or ""
-            config["use_emulator"] = host in ("127.0.0.1", "localhost")
         return stores.AzureStore(at.bucket, config=config, client_options={"allow_http": True})
     return None
