@@ -3,7 +3,9 @@ workers), in a process of its own: what sparkberg runs on executors (the writer'
 merge-on-read deletes and updates, the changelog's tasks, the streaming sink and source) pickled and imported
 there. Prints one line per check; exits non-zero on the first failure.
 
-    python cluster_check.py WAREHOUSE"""
+    python cluster_check.py WAREHOUSE [S3_ROOT PROPERTIES_JSON_FILE]
+
+With an S3 root, a table on it too (object_store_check.py), its credentials only in the catalog's properties."""
 import os
 import sys
 
@@ -14,9 +16,10 @@ import pyarrow.parquet as pq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkberg  # noqa: E402
+from object_store_check import check as check_object_store  # noqa: E402
 
 
-def main(warehouse: str) -> int:
+def main(warehouse: str, s3_root: str | None = None, s3_properties: str | None = None) -> int:
     spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     cat = sparkberg.catalog(spark, os.path.join(warehouse, "wh"))
@@ -55,9 +58,14 @@ def main(warehouse: str) -> int:
     assert q.exception() is None
     assert sorted(r[0] for r in copy.refresh().to_df().collect()) == list(range(30))
     print("streams on a cluster ok")
+    if s3_root:
+        import json
+        with open(s3_properties) as f:
+            check_object_store(spark, s3_root, json.load(f))
+        print("a table on S3 on a cluster ok")
     spark.stop()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:]))

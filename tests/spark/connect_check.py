@@ -15,7 +15,8 @@ from sparkberg.io.fileio import to_local_path  # noqa: E402
 from sparkberg.sql.views import _source_supported  # noqa: E402
 
 
-def main(metadata: str, expected: int, warehouse: str) -> int:
+def main(metadata: str, expected: int, warehouse: str, s3_root: str | None = None,
+         s3_properties: str | None = None) -> int:
     spark = (SparkSession.builder.remote("local[2]").config("spark.sql.shuffle.partitions", "4")
              .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     assert "connect" in type(spark).__module__, type(spark)
@@ -166,9 +167,16 @@ def main(metadata: str, expected: int, warehouse: str) -> int:
     described = [r[0] for r in sparkberg.sql(spark, "DESCRIBE TABLE connsql.db.stmt").collect()]
     assert described[:2] == ["id", "v"] and "# Partitioning" in described, described
     print("SQL statements over connect ok")
+    if s3_root:
+        import json
+
+        from object_store_check import check as check_object_store
+        with open(s3_properties) as f:
+            check_object_store(spark, s3_root, json.load(f))
+        print("a table on S3 over connect ok")
     spark.stop()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3]))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), *sys.argv[3:]))
