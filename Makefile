@@ -70,6 +70,7 @@ $(IVENV)/.installed: setup.cfg pyproject.toml $(wildcard $(SHARED)/interop/setup
 	bash $(SHARED)/interop/setup-reference.sh $(IVENV)
 	# sparkberg and the test runner only: the test extras pin engines (PyIceberg, Spark Connect) for the main suite
 	$(IVENV)/bin/pip install -q -e '.[postgres]' "pytest>=8" "hypothesis>=6" "pytest-timeout>=2" "pyyaml>=6" \
+		"moto[server]>=5.2.5" "sqlalchemy>=2" \
 		"jsonschema>=4.18"
 	# DuckDB writes Iceberg only through a REST catalog, over HTTP: its httpfs extension, from PyPI like the others
 	$(IVENV)/bin/pip install -q "duckdb-extension-httpfs==1.5.5"

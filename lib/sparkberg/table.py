@@ -892,16 +892,19 @@ def catalog(spark: Any, uri: str, warehouse: str | None = None, name: str | None
 _METASTORE_NAME = re.compile(r"^(\d+)-[0-9a-fA-F-]+\.(?:gz\.)?metadata\.json(?:\.gz)?$")
 
 
-def load_table(spark: Any, path: str) -> Table:
-    """Load any Iceberg table read-only, by its directory or a metadata JSON file, written by anyone."""
+def load_table(spark: Any, path: str, properties: dict[str, str] | None = None) -> Table:
+    """Load any Iceberg table read-only, by its directory or a metadata JSON file, written by anyone;
+    ``properties`` configure its FileIO (``s3.*``, ``gcs.*``, ``adls.*``: :mod:`sparkberg.io.stores`), with the
+    table's own FileIO properties over them."""
     loc = normalize_location(path)
-    io = file_io_for(loc)
+    io = file_io_for(loc, properties)
     if loc.endswith(".json") or loc.endswith(".json.gz"):
         meta = read_metadata(io, loc)
-        return Table(None, meta, loc, io, None, spark)
+        return Table(None, meta, loc, io.with_properties(meta.properties), None, spark)
     current = FileSystemCatalog(loc.rsplit("/", 1)[0] or "/", io).current_version(loc)
     if current is not None:
-        return Table(None, read_metadata(io, current[1]), current[1], io, None, spark)
+        meta = read_metadata(io, current[1])
+        return Table(None, meta, current[1], io.with_properties(meta.properties), None, spark)
     # metastore-style names (<V>-<uuid>.metadata.json, as REST/SQL catalogs write): take the highest V
     mdir = loc + "/metadata"
     candidates = []
@@ -917,7 +920,7 @@ def load_table(spark: Any, path: str) -> Table:
     newest = [f"{mdir}/{n}" for v, n in candidates if v == version]
     metas = [(read_metadata(io, p), p) for p in newest]
     meta, mloc = max(metas, key=lambda x: x[0].last_updated_ms)
-    return Table(None, meta, mloc, io, None, spark)
+    return Table(None, meta, mloc, io.with_properties(meta.properties), None, spark)
 
 
 # (listed, never emptied: the SQL layer stays for the process's life)
