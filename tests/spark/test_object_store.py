@@ -190,3 +190,20 @@ def test_data_on_gcs_under_a_local_catalog(spark, gcs, tmp_path):
     assert paths and all(p.startswith(f"{root}/t/data/") for p in paths)
     assert sorted(r.id for r in t.to_df().collect()) == [i for i in range(50) if i % 10]
     assert t.to_df(filter="id >= 40").count() == 9  # (40 is deleted)
+
+
+def test_spark_s_own_reader_where_the_session_says_its_file_system_serves_the_scheme(spark, s3, tmp_path):
+    bucket = s3.bucket("by-spark")
+    cat = sparkberg.catalog(spark, f"{bucket}/wh", properties=s3.properties())
+    t = cat.create_table("db.t", "id bigint").append(spark.range(10))
+    key = "spark.sparkberg.read.spark-file-systems"
+    try:
+        spark.conf.set(key, "s3a, gs")  # (other schemes: sparkberg's reader still reads s3://)
+        assert t.to_df().count() == 10
+        # (this Spark has no Hadoop file system for s3://: a setting that says it has is named as the cause)
+        spark.conf.set(key, "s3")
+        with pytest.raises(sparkberg.StorageError, match="no Hadoop file system for scheme 's3'.*spark-file-systems"):
+            t.to_df().count()
+    finally:
+        spark.conf.unset(key)
+    assert t.to_df().count() == 10

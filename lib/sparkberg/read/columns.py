@@ -482,8 +482,10 @@ def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str
     for fmt, path in files:
         by_format[fmt.lower()].append(path)
     parts = []
+    schemes = ReadTuning.of(spark).spark_file_systems if any("://" in p and store_of(p) not in (LOCAL, HDFS)
+                                                             for _, p in files) else frozenset()
     for fmt, paths in sorted(by_format.items()):
-        if fmt == "parquet" and all(spark_reads(p) for p in paths):
+        if fmt == "parquet" and all(spark_reads(p, schemes) for p in paths):
             parts.append(parquet(paths) if parquet is not None else _parquet(spark, spark_schema, paths))
         else:
             part = read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping, io)
@@ -495,11 +497,12 @@ def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str
     return union_all(parts)
 
 
-def spark_reads(path: str) -> bool:
-    """Whether Spark's own Parquet reader reads ``path``: local files and HDFS, which every Spark serves; not an
-    object store's, which a pip-installed PySpark has no Hadoop connector for and which it could not open with a
-    table's own (or vended) credentials anyway."""
-    return store_of(path) in (LOCAL, HDFS)
+def spark_reads(path: str, schemes: frozenset[str] = frozenset()) -> bool:
+    """Whether Spark's own Parquet reader reads ``path``: local files and HDFS, which every Spark serves, and the
+    ``schemes`` the session says its Hadoop file systems serve (``spark.sparkberg.read.spark-file-systems``,
+    :class:`~sparkberg.spark.tuning.ReadTuning`); not another object store's, which a pip-installed PySpark has
+    no Hadoop connector for and which it could not open with a table's own (or vended) credentials anyway."""
+    return store_of(path) in (LOCAL, HDFS) or ("://" in path and path.split("://", 1)[0].lower() in schemes)
 
 
 def union_all(parts: Sequence[DataFrame]) -> DataFrame:

@@ -184,7 +184,7 @@ def _equality_delete_rows(spark, metadata: TableMetadata, fields: list[T.NestedF
         schema = ST.StructType(spark_fields + [ST.StructField("_del_fid", ST.IntegerType())])
         return arrow_dataframe(spark, _equality_rows_on_driver(fields, applies, formats, delete_cache(spark), io),
                                schema)
-    by_spark = [p for p in read_by_spark(metadata, fields, formats) if spark_reads(p)]
+    by_spark = [p for p in read_by_spark(metadata, fields, formats) if spark_reads(p, tuning.spark_file_systems)]
     by_python = sorted(set(formats) - set(by_spark))
     parts = []
     if by_spark:

@@ -205,7 +205,8 @@ def _rows_with_deletes(spark, read: Callable[..., DataFrame], tasks: list, ids: 
     if not needs_info and derived is not None:  # (then every file with deletes is matched by position alone)
         some, some_ids = pick(lambda t: t["deletes"])
         # (a filter of Spark's own Parquet scan: not for files sparkberg's Arrow reader reads, on object stores)
-        if some and all(t["file_format"].lower() == "parquet" and spark_reads(t["file_path"]) for t in some):
+        if some and all(t["file_format"].lower() == "parquet"
+                        and spark_reads(t["file_path"], tuning.spark_file_systems) for t in some):
             sources = PositionSources.of(some, some_ids, derived, tuning, io)
             scan_filter = position_scan_filter(spark, some, some_ids, sources)
         if scan_filter is not None:

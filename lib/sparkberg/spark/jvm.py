@@ -14,7 +14,7 @@ import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Sequence
 
-from sparkberg.errors import MissingFileError
+from sparkberg.errors import MissingFileError, StorageError
 from sparkberg.lru import LRU
 from sparkberg.spark.session import per_session, session_setting, spark_version
 from sparkberg.spark.types import parse_ddl
@@ -167,9 +167,14 @@ def read_parquet(spark, schema: StructType, files: list[str]) -> DataFrame:
                 df = _read_parquet_paths(spark.read.schema(schema).options(**PARQUET_READ_OPTIONS), files)
             except Exception as e:  # noqa: BLE001 - Spark's analysis error for a path that is gone, named as such
                 m = re.search(r"PATH_NOT_FOUND\].*?: (\S+?)\.?(?:\s|$)", str(e))
-                if m is None:
-                    raise
-                raise MissingFileError(f"file {m.group(1)} does not exist", m.group(1)) from None
+                if m is not None:
+                    raise MissingFileError(f"file {m.group(1)} does not exist", m.group(1)) from None
+                m = re.search(r'No FileSystem for scheme "?(\w+)', str(e))
+                if m is not None:  # (spark.sparkberg.read.spark-file-systems names a scheme this Spark lacks)
+                    raise StorageError(f"Spark has no Hadoop file system for scheme {m.group(1)!r} (reading "
+                                       f"{files[0]}): remove it from spark.sparkberg.read.spark-file-systems, and "
+                                       f"sparkberg reads those files itself") from None
+                raise
     if relations is not None:
         try:
             relations.put(key, df._jdf.queryExecution().analyzed().relation(), len(files))

@@ -35,6 +35,16 @@ Reads, per session (Spark conf keys, :class:`ReadTuning`), each the size up to w
   metadata columns) by an id Spark computes from the file's name (a slice of its hash, distinct for the read's
   files) for reads of up to this many files; beyond, by a join on the path. (For n files a slice is distinct with
   odds exp(-n^2 / 2^24), which fall fast past a few thousand, and hashing the names costs the driver ~20 us each.)
+
+Which reader reads a data file, per session:
+
+- ``spark.sparkberg.read.spark-file-systems`` (empty): the schemes besides local files and HDFS whose Parquet
+  files Spark's own reader reads, through the Hadoop file systems the cluster has for them (``s3a``, ``gs``,
+  ``abfss``, EMR's ``s3``), when those reach the table's files with the same credentials (EMR, Dataproc,
+  Databricks: an instance role, a cluster's service account). Files on an object store it does not name are read
+  by sparkberg's Arrow reader on the executors with the table's FileIO, which a pip-installed PySpark (no Hadoop
+  connector) needs and which carries a table's own or vended credentials. Spark's reader filters rows inside the
+  scan and needs no Python worker; sparkberg's reads any store with the catalog's credentials.
 """
 from __future__ import annotations
 
@@ -87,6 +97,7 @@ class ReadTuning:
     equality_positions_rows_max: int = 4_000_000
     scan_filter_slot_bits_max: int = 16
     name_ids_max_files: int = 8192
+    spark_file_systems: frozenset[str] = frozenset()
 
     @staticmethod
     def key(name: str) -> str:
@@ -100,6 +111,9 @@ class ReadTuning:
         for f in fields(cls):
             raw = session_conf(spark, cls.key(f.name))
             if raw is None:
+                continue
+            if f.name == "spark_file_systems":  # (schemes, separated by commas)
+                values[f.name] = frozenset(w.strip().lower() for w in raw.split(",") if w.strip())
                 continue
             try:
                 values[f.name] = int(raw)
