@@ -25,6 +25,7 @@ from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlparse
 
 from sparkberg.catalog.sql import SqlCatalog, sqlite_database
+from sparkberg.io.fileio import file_io_for
 from sparkberg.errors import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
     NoSuchTableError, SparkbergError, TableAlreadyExistsError, ValidationError,
@@ -113,19 +114,36 @@ def check_requirement(req: dict, base: TableMetadata | None) -> None:
         raise CommitFailedException(f"requirement failed: {req}")
 
 
+# the routes a server that vends credentials lists (the spec's original ones and the credentials endpoint)
+ENDPOINTS = [f"{method} /v1/{{prefix}}/{route}" for method, route in [
+    ("GET", "namespaces"), ("POST", "namespaces"), ("GET", "namespaces/{namespace}"),
+    ("DELETE", "namespaces/{namespace}"), ("POST", "namespaces/{namespace}/properties"),
+    ("GET", "namespaces/{namespace}/tables"), ("POST", "namespaces/{namespace}/tables"),
+    ("GET", "namespaces/{namespace}/tables/{table}"), ("POST", "namespaces/{namespace}/tables/{table}"),
+    ("DELETE", "namespaces/{namespace}/tables/{table}"), ("POST", "namespaces/{namespace}/register"),
+    ("POST", "tables/rename"), ("POST", "transactions/commit"),
+    ("GET", "namespaces/{namespace}/tables/{table}/credentials")]]
+
+
 class RestServer:
     """The server: ``uri`` is its endpoint; tables live under ``warehouse``, rows in ``<dir>/catalog.db``.
 
     ``token``: the bearer token every request must carry (None: no auth); ``client``: (id, secret) accepted by
     the OAuth2 endpoint, which hands out tokens valid ``token_ttl_s``; ``prefix``: sent by the config endpoint;
-    ``page_size``: listings answer that many items a page."""
+    ``page_size``: listings answer that many items a page. ``io_properties``: the FileIO properties of the
+    server's own catalog (its warehouse on an object store); ``vend(why)``: the storage credentials it vends with
+    each table (``why`` "load") and from the credentials endpoint (``why`` "credentials"), which its config then
+    lists among its ``endpoints``."""
 
     def __init__(self, directory: str, warehouse: str | None = None, token: str | None = None,
                  client: tuple[str, str] | None = None, token_ttl_s: int = 3600, prefix: str | None = None,
-                 page_size: int | None = None):
+                 page_size: int | None = None, io_properties: dict[str, str] | None = None,
+                 vend: Callable[[str], dict[str, str]] | None = None):
         os.makedirs(directory, exist_ok=True)
         self.warehouse = warehouse or "file://" + os.path.join(directory, "warehouse")
-        self.catalog = SqlCatalog("rest", sqlite_database(os.path.join(directory, "catalog.db")), self.warehouse)
+        self.catalog = SqlCatalog("rest", sqlite_database(os.path.join(directory, "catalog.db")), self.warehouse,
+                                  file_io_for(None, io_properties))
+        self.vend = vend
         self.tokens: dict[str, float] = {} if token is None else {token: float("inf")}
         self.auth = token is not None or client is not None
         self.client, self.token_ttl_s = client, token_ttl_s
@@ -203,8 +221,11 @@ class RestServer:
         if parts[:1] == ["v1"]:
             parts = parts[1:]
         if parts == ["config"]:
-            return 200, {"defaults": {"warehouse": self.warehouse},
-                         "overrides": {"prefix": self.prefix} if self.prefix else {}}
+            out = {"defaults": {"warehouse": self.warehouse},
+                   "overrides": {"prefix": self.prefix} if self.prefix else {}}
+            if self.vend is not None:
+                out["endpoints"] = ENDPOINTS
+            return 200, out
         if self.prefix:
             if parts[:1] != [self.prefix]:
                 raise HttpError(404, "NotFoundException", f"no such prefix: /{'/'.join(parts[:1])}")
@@ -254,6 +275,9 @@ class RestServer:
             return 200, self._page("identifiers", tables, query)
         if len(parts) == 5 and parts[2] == "tables" and parts[4] == "metrics":
             return 204, None  # (scan and commit reports, as Iceberg Java's client sends them: not kept)
+        if len(parts) == 5 and parts[2] == "tables" and parts[4] == "credentials" and self.vend is not None:
+            self.catalog.load(ns + (parts[3],))
+            return 200, {"storage-credentials": [{"prefix": self.warehouse, "config": self.vend("credentials")}]}
         if len(parts) != 4 or parts[2] != "tables":
             raise HttpError(404, "NotFoundException", f"no such route: /{'/'.join(parts)}")
         ident = ns + (parts[3],)
@@ -280,7 +304,11 @@ class RestServer:
 
     def _load_result(self, ident) -> dict:
         _, loc, meta = self.catalog.load(ident)
-        return {"metadata-location": loc, "metadata": meta.to_json(), "config": {}}
+        return {"metadata-location": loc, "metadata": meta.to_json(), "config": {}, **self._vended()}
+
+    def _vended(self) -> dict:
+        return {} if self.vend is None else \
+            {"storage-credentials": [{"prefix": self.warehouse, "config": self.vend("load")}]}
 
     def _create(self, ns: tuple, body: dict) -> dict:
         ident = ns + (body["name"],)
@@ -297,7 +325,7 @@ class RestServer:
         meta = U.new_table_metadata(schema, location, spec, order, props, version)
         if body.get("stage-create"):
             self.staged[ident] = meta
-            return {"metadata": meta.to_json(), "config": {}}
+            return {"metadata": meta.to_json(), "config": {}, **self._vended()}
         self.catalog.create(ident, meta)
         return self._load_result(ident)
 

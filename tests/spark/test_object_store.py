@@ -12,7 +12,8 @@ import sparkberg
 from sparkberg.io.fileio import file_io_for
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from objectstores import SECRET_KEY, SECRETS, AzureServer, GcsServer, started  # noqa: E402
+from objectstores import SECRET_KEY, SECRETS, AzureServer, GcsServer, S3Server, started  # noqa: E402
+from restserver import RestServer  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -207,3 +208,37 @@ def test_spark_s_own_reader_where_the_session_says_its_file_system_serves_the_sc
     finally:
         spark.conf.unset(key)
     assert t.to_df().count() == 10
+
+
+def test_vended_credentials_are_renewed_before_they_expire(spark, tmp_path):
+    # (moto's IAM emulation checks every request's keys: the REST server's own, and the client's it vends)
+    everything = ["arn:aws:s3:::vended", "arn:aws:s3:::vended/*"]
+    with started(str(tmp_path), S3Server, users={"server": everything, "client": everything},
+                 buckets=("vended",)) as s3:
+        asked = []
+
+        def vend(why: str) -> dict:
+            asked.append(why)
+            props = s3.properties("client")  # (an IAM user's keys: no session token in moto's emulation)
+            now_ms = int(time.time() * 1000)
+            if why == "load":  # (credentials a minute from expiry, which the store no longer takes)
+                return {**props, "s3.secret-access-key": "about-to-expire",
+                        "s3.session-token-expires-at-ms": str(now_ms + 60_000)}
+            return {**props, "s3.session-token-expires-at-ms": str(now_ms + 3_600_000)}
+        server = RestServer(str(tmp_path / "rest"), warehouse="s3://vended/wh", io_properties=s3.properties("server"),
+                            vend=vend)
+        try:
+            cat = sparkberg.catalog(spark, server.uri)  # (no storage property: the server vends them)
+            cat.create_namespace("db")
+            t = cat.create_table("db.t", "id bigint", properties={"format-version": "2",
+                                                                  "write.delete.mode": "merge-on-read"})
+            t = t.append(spark.range(20))
+            t = t.delete("id < 5")
+            again = cat.load_table("db.t")
+            assert again.to_df().count() == 15 and sorted(r.id for r in again.to_df().collect())[0] == 5
+            assert "about-to-expire" not in repr(again.io) and "credentials" in repr(again.io)
+            renewals = [r for r in server.requests if r.endswith("/credentials")]
+            assert renewals and asked.count("credentials") == len(renewals)
+            assert not server.violations
+        finally:
+            server.close()

@@ -28,10 +28,11 @@ import requests
 from sparkberg.catalog.base import Identifier, parse_identifier, parse_namespace
 from sparkberg.errors import (
     CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
-    NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, RestCatalogError, TableAlreadyExistsError,
-    ValidationError,
+    NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, RestCatalogError, StorageError,
+    TableAlreadyExistsError, ValidationError,
 )
 from sparkberg.io.fileio import file_io_for
+from sparkberg.io.stores import expires_at_ms
 from sparkberg import redact
 from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import TableMetadata
@@ -208,6 +209,8 @@ class RestCatalog:
         self._prefix = f"v1/{prefix.strip('/')}/" if prefix else "v1/"
         self.warehouse = merged.get("warehouse") or warehouse or ""
         self.properties = merged
+        # (the routes the server says it serves; a server that lists none serves the spec's original ones)
+        self._endpoints = set(config.get("endpoints") or [])
         # (the FileIO of the merged configuration: the warehouse may be a name the server resolves, not a location)
         self.io = file_io_for(None, merged)
 
@@ -361,7 +364,21 @@ class RestCatalog:
         vended with the table's last load (``config``, the ``storage-credentials`` of the longest prefix of the
         table's location) over those."""
         ident = parse_identifier(identifier)
-        return self.io.with_properties({**metadata.properties, **self._vended.get(ident, {})})
+        vended = self._vended.get(ident, {})
+        io = self.io.with_properties({**metadata.properties, **vended})
+        if expires_at_ms(vended) is None or \
+                str(self.properties.get("client.refresh-credentials-enabled", "true")).lower() == "false":
+            return io
+        # credentials that expire are fetched again before they do: from the credentials endpoint where the server
+        # lists it (or vends its path, as Iceberg Java's client reads it), else by loading the table again
+        path = vended.get("client.refresh-credentials-endpoint")
+        if path is None:
+            listed = CREDENTIALS_ENDPOINT in self._endpoints
+            path = f"{self._table(ident)}/credentials" if listed else self._table(ident)
+        shown = f"{self.uri}/{path.lstrip('/')}"
+        url = path if "://" in path else f"{self._base}/{path.lstrip('/')}"
+        return io.with_renewal(VendedCredentials(url, shown, {**self._headers, **self._auth.header()},
+                                                 metadata.location))
 
     def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
         """(identifier, metadata location, metadata) of the table's current version."""
@@ -422,6 +439,39 @@ class RestCatalog:
         ident = parse_identifier(identifier)
         self._request("DELETE", self._table(ident), params={"purgeRequested": "true" if purge else "false"},
                       errors={404: _table_or_namespace})
+
+
+CREDENTIALS_ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
+
+
+class VendedCredentials:
+    """Fetches a table's vended storage credentials again (the REST spec's ``loadCredentials``, or the table's
+    load), for its FileIO when they are about to expire. Picklable: it travels with the FileIO to the executors,
+    with the catalog's headers of when the table was loaded; its ``repr`` names the endpoint, never a header."""
+
+    def __init__(self, url: str, shown: str, headers: dict[str, str], location: str):
+        self._url, self._shown, self._headers, self._location = url, shown, headers, location
+
+    def __repr__(self) -> str:
+        return f"VendedCredentials({self._shown})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VendedCredentials) and (other._url, other._location) == (self._url, self._location)
+
+    def __hash__(self) -> int:
+        return hash((self._url, self._location))
+
+    def __call__(self) -> dict[str, str]:
+        """The FileIO properties the server vends for the table now."""
+        try:
+            r = requests.get(self._url, headers=self._headers, timeout=TIMEOUT_S)
+        except requests.RequestException as e:
+            raise StorageError(redact.text(f"cannot renew the credentials of {self._location} at {self._shown}: "
+                                           f"{e}")) from None
+        if r.status_code != 200:
+            raise StorageError(redact.text(f"cannot renew the credentials of {self._location}: {self._shown} -> "
+                                           f"HTTP {r.status_code}: {_message(r)}"))
+        return vended_properties(r.json(), self._location)
 
 
 def vended_properties(body: dict, table_location: str) -> dict[str, str]:

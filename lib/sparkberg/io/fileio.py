@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import uuid
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import urlparse
@@ -187,16 +188,33 @@ class ObjectStoreFileIO(FileIO):
     there); its ``repr`` names the properties' keys, never their values. ``create`` is the store's conditional
     create, atomic where the store has one (S3, GCS, Azure); on HDFS a check then a write."""
 
-    def __init__(self, properties: dict[str, str] | None = None):
+    def __init__(self, properties: dict[str, str] | None = None,
+                 renew: Callable[[], dict[str, str]] | None = None):
         self._properties = stores.fileio_properties(properties)
+        self._renew = renew
+        self._renewed_at = 0.0
         self._clients: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict:
-        return {"properties": self._properties}
+        return {"properties": self._properties, "renew": self._renew}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["properties"])
+        self.__init__(state["properties"], state.get("renew"))
+
+    def _renewed(self) -> None:
+        """Vended credentials that expire within :data:`~sparkberg.io.stores.RENEW_AHEAD_S` fetched again (by
+        ``renew``, the catalog's), and the clients made anew with them."""
+        expires = stores.expires_at_ms(self._properties) if self._renew is not None else None
+        if expires is None or expires / 1000 - time.time() > stores.RENEW_AHEAD_S:
+            return
+        with self._lock:
+            if time.monotonic() - self._renewed_at < stores.RENEW_MIN_INTERVAL_S and self._renewed_at:
+                return
+            fresh = stores.fileio_properties(self._renew())
+            self._properties = {**self._properties, **fresh}
+            self._clients = {}
+            self._renewed_at = time.monotonic()
 
     def __repr__(self) -> str:
         return f"ObjectStoreFileIO(properties={sorted(self._properties)})"
@@ -211,6 +229,7 @@ class ObjectStoreFileIO(FileIO):
         return stores.where(location).store != stores.HDFS
 
     def _client(self, kind: str, at: "stores.Where", location: str):
+        self._renewed()
         key = (kind, at.store, at.authority, at.bucket if kind == "obstore" else "")
         client = self._clients.get(key)
         if client is None:
@@ -345,7 +364,8 @@ class ObjectStoreFileIO(FileIO):
 # how the clients say a store refused the caller: wrong or expired credentials, or a policy that denies the path
 # (pyarrow's "AWS Error ACCESS_DENIED", Azure's "AuthorizationFailure"/"AuthenticationFailed", GCS's 401/403 and
 # obstore's PermissionDeniedError/UnauthenticatedError)
-_DENIED = ("ACCESS_DENIED", "AccessDenied", "SignatureDoesNotMatch", "InvalidAccessKeyId", "ExpiredToken",
+_DENIED = ("ACCESS_DENIED", "AccessDenied", "SignatureDoesNotMatch", "SIGNATURE_DOES_NOT_MATCH",
+           "InvalidAccessKeyId", "INVALID_ACCESS_KEY_ID", "ExpiredToken", "EXPIRED_TOKEN", "InvalidToken",
            "AuthorizationFailure", "AuthenticationFailed", "AuthorizationPermissionMismatch", "PermissionDenied",
            "Unauthenticated", "401 Unauthorized", "403 Forbidden")
 
@@ -363,21 +383,25 @@ class TableFileIO(FileIO):
     :class:`ObjectStoreFileIO` configured by the FileIO properties (the catalog's, then the table's, then what
     the catalog vends for the table). Picklable, for the executors."""
 
-    def __init__(self, properties: dict[str, str] | None = None):
+    def __init__(self, properties: dict[str, str] | None = None,
+                 renew: Callable[[], dict[str, str]] | None = None):
         self._local = LocalFileIO()
-        self._stores = ObjectStoreFileIO(properties)
+        self._stores = ObjectStoreFileIO(properties, renew)
+        self._renew = renew
 
     def __getstate__(self) -> dict:
-        return {"properties": self._stores.properties}
+        return {"properties": self._stores.properties, "renew": self._renew}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["properties"])
+        self.__init__(state["properties"], state.get("renew"))
 
     def __repr__(self) -> str:
-        return f"TableFileIO(properties={sorted(self._stores.properties)})"
+        renew = f", renew={self._renew!r}" if self._renew is not None else ""
+        return f"TableFileIO(properties={sorted(self._stores.properties)}{renew})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TableFileIO) and other.properties == self.properties
+        return isinstance(other, TableFileIO) and other.properties == self.properties and \
+            other._renew == self._renew
 
     def __hash__(self) -> int:
         return hash(tuple(sorted(self.properties)))
@@ -393,7 +417,12 @@ class TableFileIO(FileIO):
         more = stores.fileio_properties(properties)
         if all(self.properties.get(k) == v for k, v in more.items()):
             return self
-        return TableFileIO({**self.properties, **more})
+        return TableFileIO({**self.properties, **more}, self._renew)
+
+    def with_renewal(self, renew: Callable[[], dict[str, str]] | None) -> "TableFileIO":
+        """This FileIO, fetching its credentials again with ``renew`` (a catalog's, picklable: it travels to the
+        executors) when they are about to expire (:func:`~sparkberg.io.stores.expires_at_ms`)."""
+        return TableFileIO(self.properties, renew)
 
     def _io(self, location: str) -> FileIO:
         return self._local if to_local_path(location) is not None else self._stores

@@ -37,6 +37,14 @@ PREFIXES = ("s3.", "client.", "gcs.", "adls.", "hdfs.")
 # seconds (the SDK's default waits minutes), and a request may take long for a large object
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 60.0
+# how long before vended credentials expire a FileIO fetches new ones (Iceberg Java's vended credentials providers
+# renew five minutes ahead), and how soon after a renewal it may renew again (a server that vends credentials
+# already close to expiry is not asked on every request)
+RENEW_AHEAD_S = 300.0
+RENEW_MIN_INTERVAL_S = 30.0
+# the properties that say when vended credentials expire (epoch millis; Azure's per account)
+EXPIRY_KEYS = ("s3.session-token-expires-at-ms", "gcs.oauth2.token-expires-at")
+EXPIRY_PREFIXES = ("adls.sas-token-expires-at-ms.",)
 # how long GCS's client retries a failing request before it gives up (pyarrow's default is 15 minutes, so an
 # endpoint that does not answer would hang a job that long; a transient error clears well within this)
 GCS_RETRY_LIMIT_S = 10.0
@@ -58,6 +66,15 @@ def store_of(location: str) -> str:
 def fileio_properties(properties: dict[str, Any] | None) -> dict[str, str]:
     """The properties of ``properties`` that configure a FileIO (:data:`PREFIXES`)."""
     return {k: str(v) for k, v in (properties or {}).items() if k.startswith(PREFIXES) and v is not None}
+
+
+def expires_at_ms(properties: dict[str, str]) -> int | None:
+    """When the first of the credentials in ``properties`` expires (epoch millis), None when none says."""
+    found = [v for k, v in properties.items() if k in EXPIRY_KEYS or k.startswith(EXPIRY_PREFIXES)]
+    try:
+        return min(int(v) for v in found) if found else None
+    except ValueError:
+        raise ValidationError(f"FileIO credential expiry must be epoch milliseconds, got {found!r}") from None
 
 
 @dataclass(frozen=True)
