@@ -3,8 +3,9 @@
     .venv-interop/bin/python tests/benchmarks/bench.py [--sizes 10,10000,100000,1000000] [--rows 10000000] [--repeats 3]
         [--deletes 100000,1000000] [--wide 100000x50] [--rowlevel-scale 40000000]
         [--scale 100000,1000000,10000000]
-        [--only planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,memory,cold,
-                scale]
+        [--object-store 100000,10000000,100000]
+        [--only planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,s3,memory,
+                cold,scale]
         [--json bench.json]
 
 - planning: synthetic tables of N data files (day x bucket[16], 1000 entries per manifest, one position
@@ -64,6 +65,11 @@
   each engine's snapshot removed, added or deleted by, and the driver's peak RSS (Python and JVM, reset before
   each run); then the MERGE on 3 days of a ``--rowlevel-scale``-row table (more days, partitions of the same
   size), whose time should follow the source, not the table.
+- s3: tables on S3 (moto's server on this machine, credentials in FileIO properties; ``--object-store``
+  FILES,ROWS,OBJECTS), the reference in the "java" column: planning a FILES-file table (metadata only, as above)
+  against PyIceberg's ``plan_files`` on the same table and against sparkberg's plan of the same table on local
+  disk; an append and a ``count(*), sum(x)`` read of ROWS rows against the same on local disk; the listing of
+  OBJECTS stray objects by ``remove_orphan_files(dry_run=True)`` against the same on local disk.
 - memory: peak RSS of the driver (the Python process and its JVM) planning the largest table, each engine in
   a fresh process.
 - cold: what a scheduled job pays: each operation in a new process (a new JVM, new Python workers), for each
@@ -157,7 +163,8 @@ def compiled_modules() -> None:
 
 # --- synthetic tables -------------------------------------------------------------------------------------
 def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: int = 1000, columns: int = 0,
-                         snapshots: int = 1, deleted: Callable[[int], bool] = lambda i: i % 100 == 0):
+                         snapshots: int = 1, deleted: Callable[[int], bool] = lambda i: i % 100 == 0,
+                         properties: dict[str, str] | None = None):
     """A v2 table of ``files`` data files, each ``deleted(i)`` one with a position delete file of its own, written
     as metadata only, in ``snapshots`` appends of as many manifests each (of ``per_manifest`` files).
     ``columns``: that many more bigint columns, and metrics of every column in each data file (sizes, counts,
@@ -168,7 +175,8 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
     from sparkberg.spec import updates as U
     from sparkberg.spec.snapshots import Snapshot
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
-    cat = sparkberg.catalog(spark, wh)  # (``spark`` may be None: a schema as a StructType needs no session)
+    # (``spark`` may be None: a schema as a StructType needs no session; ``properties``: the FileIO's)
+    cat = sparkberg.catalog(spark, wh, properties=properties)
     fields = [StructField("id", LongType()), StructField("ts", TimestampType()), StructField("v", StringType())]
     fields += [StructField(f"c{j}", LongType()) for j in range(columns)]
     t = cat.create_table(f"b.{name}", StructType(fields), partition_by=["day(ts)", "bucket(16, id)"])
@@ -926,6 +934,85 @@ def bench_streams(spark, wh, repeats, results):
     print(results[-1], flush=True)
 
 
+def _runs(fn, repeats: int, warmup: int = 1) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _object_store_row(results: list, benchmark: str, variant: str, ours: list[float], ref: list[float]) -> None:
+    o, r = statistics.median(ours), statistics.median(ref)
+    results.append({"benchmark": benchmark, "variant": variant, "sparkberg_s": o, "java_s": r, "ratio": o / r,
+                    "spread": f"{min(ours) / max(ref):.2f}-{max(ours) / min(ref):.2f} (runs: ours "
+                              f"{min(ours):.2f}-{max(ours):.2f} s, reference {min(ref):.2f}-{max(ref):.2f} s)"})
+    print(results[-1], flush=True)
+
+
+def bench_object_store(spark, wh: str, files: int, rows: int, orphans: int, repeats: int, results: list) -> None:
+    """Tables on S3 (moto's server on this machine, tests/objectstores.py), the reference in the "java" column:
+    planning a ``files``-file table (metadata only, as the planning rows) against PyIceberg's ``plan_files`` on
+    the same table and against sparkberg on local disk; an append and a ``count(*), sum(x)`` read of ``rows`` rows
+    on S3 against the same on local disk; listing ``orphans`` objects for orphan removal (dry run) on S3 against
+    the same on local disk."""
+    import concurrent.futures
+
+    import sparkberg
+    from pyiceberg.table import StaticTable
+    sys.path.insert(0, os.path.dirname(HERE))
+    from objectstores import started
+    with started(tempfile.mkdtemp(prefix="sparkberg-bench-no-cloud-")) as s3:
+        props = s3.properties()
+        bucket = s3.bucket("bench")
+        t0 = time.perf_counter()
+        on_s3 = build_planning_table(spark, f"{bucket}/wh", "s3plan", files, properties=props)
+        local = build_planning_table(spark, wh, "s3plan_local", files)
+        print(f"built {files}-file tables on S3 and on local disk in {time.perf_counter() - t0:.1f} s", flush=True)
+        ours = _runs(lambda: on_s3.plan_files().count(), repeats)
+        pyi = StaticTable.from_metadata(on_s3.metadata_location, properties=props)
+        theirs = _runs(lambda: len(list(pyi.scan().plan_files())), repeats)
+        _object_store_row(results, f"planning {files} files on S3", "full plan vs PyIceberg plan_files", ours,
+                          theirs)
+        _object_store_row(results, f"planning {files} files on S3", "vs sparkberg on local disk", ours,
+                          _runs(lambda: local.plan_files().count(), repeats))
+
+        src = spark.sql(f"SELECT id, CAST(id % 1000 AS double) AS x, concat('v', id) AS v FROM range({rows})").cache()
+        src.count()
+        cat_s3 = sparkberg.catalog(spark, f"{bucket}/rows", properties=props)
+        cat_local = sparkberg.catalog(spark, os.path.join(wh, "rows"))
+        times: dict[str, list[float]] = {"s3": [], "local": []}
+        tables = {}
+        for i in range(repeats):
+            for where, cat in (("s3", cat_s3), ("local", cat_local)):
+                t = cat.create_table(f"b.r{i}", "id bigint, x double, v string")
+                t1 = time.perf_counter()
+                tables[where] = t.append(src)
+                times[where].append(time.perf_counter() - t1)
+        src.unpersist()
+        _object_store_row(results, f"append {rows} rows on S3", "vs local disk", times["s3"], times["local"])
+        reads = {where: _runs(lambda t=t: t.to_df().selectExpr("count(*)", "sum(x)").collect(), repeats)
+                 for where, t in tables.items()}
+        _object_store_row(results, f"read {rows} rows on S3, count(*), sum(x)", "vs local disk", reads["s3"],
+                          reads["local"])
+
+        listing = {}
+        for where, t in (("s3", tables["s3"]), ("local", tables["local"])):
+            body = b"x"
+            with concurrent.futures.ThreadPoolExecutor(32) as pool:
+                list(pool.map(lambda k, t=t: t.io.write(f"{t.location}/data/stray/{k % 100}/o{k}.bin", body),
+                              range(orphans)))
+            time.sleep(1.1)  # (older than the cut, which may not be in the future)
+            cut = int(time.time() * 1000)
+            listing[where] = _runs(lambda t=t: t.remove_orphan_files(older_than=cut, dry_run=True).count(),
+                                   repeats, warmup=0)
+        _object_store_row(results, f"orphan listing, {orphans} objects on S3", "dry run vs local disk",
+                          listing["s3"], listing["local"])
+
+
 def bench_append(spark, wh, rows, repeats, results):
     import sparkberg
     cat = sparkberg.catalog(spark, wh)
@@ -1546,9 +1633,12 @@ def main() -> int:
     p.add_argument("--rowlevel", default=os.environ.get("BENCH_ROWLEVEL", ""),
                    help="the row-level runs to make, as words of their names, e.g. 'merge,v2,merge-on-read' "
                         "(default: all)")
+    p.add_argument("--object-store", default=os.environ.get("BENCH_OBJECT_STORE", "100000,10000000,100000"),
+                   help="FILES,ROWS,OBJECTS of the S3 rows: the table planned, the rows appended and read, the "
+                        "objects listed for orphans")
     p.add_argument("--only",
                    default="planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
-                           "memory,cold,scale")
+                           "s3,memory,cold,scale")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--maintenance-child", help=argparse.SUPPRESS)
@@ -1610,6 +1700,9 @@ def main() -> int:
         versions = tuple(v for v in (2, 3) if not words & {"v2", "v3"} or f"v{v}" in words)
         modes = tuple(m for m in MODES if not words & set(MODES) or m in words)
         bench_rowlevel(spark, wh, args.rows, args.rowlevel_scale, args.repeats, results, ops, versions, modes)
+    if "s3" in only:
+        files, rows, objects = (int(x) for x in args.object_store.split(","))
+        bench_object_store(spark, wh, files, rows, objects, args.repeats, results)
     cold = bench_cold_table(spark, args.rows) if "cold" in only else None
     spark.stop()
     # (after the session stops: its JVM, alive beside the child's, slowed the child's reads by 0.05-0.1 s each)
