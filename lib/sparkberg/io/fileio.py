@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import uuid
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import urlparse
 
 from sparkberg import redact
@@ -54,6 +54,10 @@ class FileIO:
         """``length`` bytes of a file from ``offset`` (a deletion vector in its Puffin file)."""
         return self.read(location)[offset:offset + length]
 
+    def read_all(self, locations: Sequence[str]) -> list[bytes]:
+        """The bytes of each of ``locations``, in order (an object store's side by side: :class:`TableFileIO`)."""
+        return [self.read(p) for p in locations]
+
     def exists(self, location: str) -> bool:
         raise NotImplementedError
 
@@ -81,6 +85,11 @@ class FileIO:
         raise NotImplementedError
 
     def delete_dir(self, location: str) -> None:
+        raise NotImplementedError
+
+    def list_level(self, location: str) -> tuple[list[tuple[str, int]], list[str]]:
+        """What is directly under a directory location, in one listing: (location, modification time in epoch
+        millis) of its files, and the locations of its directories; nothing if it does not exist."""
         raise NotImplementedError
 
     def is_dir(self, location: str) -> bool:
@@ -175,6 +184,23 @@ class LocalFileIO(FileIO):
 
     def is_dir(self, location):
         return os.path.isdir(self._p(location))
+
+    def list_level(self, location):
+        files, dirs = [], []
+        try:
+            entries = list(os.scandir(self._p(location)))
+        except (FileNotFoundError, NotADirectoryError):
+            return files, dirs
+        root = location.rstrip("/")
+        for e in entries:
+            try:
+                if e.is_dir():
+                    dirs.append(f"{root}/{e.name}")
+                else:
+                    files.append((f"{root}/{e.name}", int(e.stat().st_mtime * 1000)))
+            except FileNotFoundError:  # (removed since the directory was read)
+                continue
+        return sorted(files), sorted(dirs)
 
     def delete_dir(self, location):
         import shutil
@@ -355,6 +381,21 @@ class ObjectStoreFileIO(FileIO):
         with self._errors(location):
             return fs_.get_file_info(p).type == fs.FileType.Directory
 
+    def list_level(self, location):
+        from pyarrow import fs
+        fs_, p = self._fs(location)
+        root, base = location.rstrip("/"), p.rstrip("/")
+        with self._errors(location):
+            found = fs_.get_file_info(fs.FileSelector(p, allow_not_found=True))
+        files, dirs = [], []
+        for info in found:
+            at = f"{root}{info.path[len(base):]}" if info.path.startswith(base) else f"{root}/{info.base_name}"
+            if info.type == fs.FileType.Directory:
+                dirs.append(at)
+            elif info.type == fs.FileType.File:
+                files.append((at, int(info.mtime.timestamp() * 1000) if info.mtime is not None else 0))
+        return sorted(files), sorted(dirs)
+
     def delete_dir(self, location):
         fs_, p = self._fs(location)
         with self._errors(location):
@@ -376,6 +417,11 @@ def _refusal(location: str, error: BaseException) -> StorageError:
     cause = "access denied (wrong or expired credentials, or a policy that denies this location)" \
         if any(word in text for word in _DENIED) else "the store refused or did not answer"
     return StorageError(redact.text(f"{location}: {cause}: {text}"))
+
+
+# requests to an object store in flight at once when many small objects are read (manifests, delete files): a
+# request's time is the store's latency, so threads, not cores, bound it
+IO_THREADS = 16
 
 
 class TableFileIO(FileIO):
@@ -453,6 +499,15 @@ class TableFileIO(FileIO):
     def read(self, location):
         return self._io(location).read(location)
 
+    def read_all(self, locations: Sequence[str]) -> list[bytes]:
+        """The bytes of each of ``locations``, in order: local files one after another, an object store's objects
+        :data:`IO_THREADS` requests at a time (each waits on the network, not on a core)."""
+        if len(locations) <= 1 or all(to_local_path(p) is not None for p in locations):
+            return [self.read(p) for p in locations]
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=min(IO_THREADS, len(locations))) as pool:
+            return list(pool.map(self.read, locations))
+
     def read_range(self, location, offset, length):
         return self._io(location).read_range(location, offset, length)
 
@@ -482,6 +537,9 @@ class TableFileIO(FileIO):
 
     def is_dir(self, location):
         return self._io(location).is_dir(location)
+
+    def list_level(self, location):
+        return self._io(location).list_level(location)
 
     def makedirs(self, location):
         return self._io(location).makedirs(location)

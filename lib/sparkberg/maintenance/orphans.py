@@ -34,6 +34,12 @@ OLDER_THAN_DEFAULT_MS = 3 * 24 * 60 * 60 * 1000
 EQUAL_SCHEMES = {"s3n": "s3", "s3a": "s3", "": "file"}
 MISMATCH_MODES = ("error", "ignore", "delete")
 MAX_LISTING_TASKS = 200  # (directories under the listed location beyond this share tasks)
+# the listing's directories are found on the driver level by level, up to this many levels down, until there are
+# LISTING_DIRS of them to hand to tasks: on an object store one prefix is listed a page of 1,000 objects at a time,
+# so a table whose files sit under one directory (data/) must be spread over its subdirectories (Iceberg Java's
+# action lists three levels on the driver likewise)
+LISTING_LEVELS = 3
+LISTING_DIRS = 16
 _URI = re.compile(r"^(?:([a-zA-Z][a-zA-Z0-9+.-]*):)?(?://([^/]*))?(.*)$")
 
 
@@ -97,11 +103,9 @@ def _hidden(relative: str, partition_names: frozenset[str]) -> bool:
 
 
 def _listing(spark: Any, io: FileIO, where: str, older_ms: int, partition_names: frozenset[str]) -> DataFrame:
-    """(location) of the files under ``where`` older than ``older_ms`` and not hidden: each directory directly
-    under ``where`` listed by a task of its own on the executors (with the table's FileIO ``io``), the files
-    directly under it on the driver."""
-    dirs = [f"{where}/{name}" for name in io.list(where)]
-    dirs = [d for d in dirs if io.is_dir(d)]
+    """(location) of the files under ``where`` older than ``older_ms`` and not hidden: the directories down to
+    :data:`LISTING_LEVELS` levels listed on the driver until there are :data:`LISTING_DIRS` of them, each of those
+    then listed by a task of its own on the executors (with the table's FileIO ``io``)."""
     base = _bare(where)
 
     def kept(files: Iterator[tuple[str, int]]) -> list[str]:
@@ -114,11 +118,23 @@ def _listing(spark: Any, io: FileIO, where: str, older_ms: int, partition_names:
                     out.append(path)
         return out
 
+    on_driver: list[tuple[str, int]] = []
+    dirs = [where]
+    for _ in range(LISTING_LEVELS):
+        deeper = []
+        for d in dirs:
+            files, below = io.list_level(d)
+            on_driver += files
+            deeper += below
+        dirs = deeper
+        if len(dirs) >= LISTING_DIRS:
+            break
+
     def list_dirs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             found = [p for i in batch.column(0).to_pylist() for p in kept(io.list_files(dirs[i]))]
             yield pa.RecordBatch.from_arrays([strings(found)], names=["location"])
-    listed = local_dataframe(spark, [(p,) for p in kept(io.list_files(where, recursive=False))], "location string")
+    listed = local_dataframe(spark, [(p,) for p in kept(on_driver)], "location string")
     if dirs:  # (a range of as many partitions as directories: a task each, without a shuffle to spread them)
         tasks = spark.range(0, len(dirs), 1, min(len(dirs), MAX_LISTING_TASKS))
         listed = listed.unionByName(map_in_arrow(tasks, list_dirs, "location string"))

@@ -298,7 +298,7 @@ class EntryDecoder:
             if batch:
                 todo, batch = batch, []
                 units.append(lambda: [self._cached_batch(todo) if self.cache is not None else self._decode_batch(
-                    [(mf, ordinal, io.read(mf.manifest_path)) for mf, ordinal, io in todo])])
+                    [(mf, ordinal, data) for (mf, ordinal, _), data in zip(todo, _read_all(todo))])])
 
         entries = size = 0
         for mf, ordinal, io in manifests:
@@ -495,6 +495,14 @@ class EntryDecoder:
 # four times as many as the keys read: below, the compiled decoder's keyed reading costs more than reading the
 # maps whole (README, "Benchmarks")
 KEYED_MIN_COLUMNS = 8
+
+
+def _read_all(manifests: list[tuple[ManifestFile, int, FileIO]]) -> list[bytes]:
+    """The bytes of each manifest, those of one FileIO read side by side (:meth:`FileIO.read_all`)."""
+    io = manifests[0][2]
+    if any(other is not io for _, _, other in manifests):
+        return [other.read(mf.manifest_path) for mf, _, other in manifests]
+    return io.read_all([mf.manifest_path for mf, _, _ in manifests])
 
 
 def _entry_count(mf: ManifestFile) -> int:
