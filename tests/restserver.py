@@ -15,8 +15,11 @@ Test infrastructure, not a product: Iceberg Java's own server (make interop) is 
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import re
 import secrets
 import threading
 import time
@@ -125,6 +128,20 @@ ENDPOINTS = [f"{method} /v1/{{prefix}}/{route}" for method, route in [
     ("GET", "namespaces/{namespace}/tables/{table}/credentials")]]
 
 
+def _listed(endpoints: list[str], method: str, path: str, prefix: str | None) -> bool:
+    """Whether the route of ``method path`` is among ``endpoints`` (the config and token routes always are)."""
+    parts = [unquote(p) for p in path.strip("/").split("/")][1:]  # (after v1)
+    if parts in (["config"], ["oauth", "tokens"]):
+        return True
+    if prefix:
+        parts = parts[1:]
+    names = {"namespaces": "{namespace}", "tables": "{table}", "views": "{view}"}
+    out: list[str] = []
+    for part in parts:
+        out.append(names[out[-1]] if out and out[-1] in names and part != "rename" else part)
+    return f"{method} /v1/{{prefix}}/{'/'.join(out)}" in endpoints
+
+
 class RestServer:
     """The server: ``uri`` is its endpoint; tables live under ``warehouse``, rows in ``<dir>/catalog.db``.
 
@@ -133,17 +150,22 @@ class RestServer:
     ``page_size``: listings answer that many items a page. ``io_properties``: the FileIO properties of the
     server's own catalog (its warehouse on an object store); ``vend(why)``: the storage credentials it vends with
     each table (``why`` "load") and from the credentials endpoint (``why`` "credentials"), which its config then
-    lists among its ``endpoints``."""
+    lists among its ``endpoints``. ``sigv4``: (access key, secret key, region, service) whose AWS Signature
+    Version 4 every request must carry, recomputed here by botocore from what arrived; ``endpoints``: the routes
+    its config lists (it then answers 404 to any other)."""
 
     def __init__(self, directory: str, warehouse: str | None = None, token: str | None = None,
                  client: tuple[str, str] | None = None, token_ttl_s: int = 3600, prefix: str | None = None,
                  page_size: int | None = None, io_properties: dict[str, str] | None = None,
-                 vend: Callable[[str], dict[str, str]] | None = None):
+                 vend: Callable[[str], dict[str, str]] | None = None,
+                 sigv4: tuple[str, str, str, str] | None = None, endpoints: list[str] | None = None):
         os.makedirs(directory, exist_ok=True)
         self.warehouse = warehouse or "file://" + os.path.join(directory, "warehouse")
         self.catalog = SqlCatalog("rest", sqlite_database(os.path.join(directory, "catalog.db")), self.warehouse,
                                   file_io_for(None, io_properties))
         self.vend = vend
+        self.sigv4, self.signed = sigv4, 0
+        self.endpoints = endpoints
         self.tokens: dict[str, float] = {} if token is None else {token: float("inf")}
         self.auth = token is not None or client is not None
         self.client, self.token_ttl_s = client, token_ttl_s
@@ -182,6 +204,10 @@ class RestServer:
                 status, out = 200, self._token({k: v[0] for k, v in parse_qs(raw.decode()).items()})
             else:
                 self.headers_seen.append(dict(headers))
+                if self.sigv4 is not None:
+                    self._verify_sigv4(method, path, query, raw, headers)
+                if self.endpoints is not None and not _listed(self.endpoints, method, path, self.prefix):
+                    raise HttpError(404, "NotFoundException", f"route not offered: {method} {path}")
                 self._authorized(headers)
                 status, out = self.route(method, [unquote(p) for p in path.strip("/").split("/")], body or {},
                                          query)
@@ -209,6 +235,29 @@ class RestServer:
         return {"access_token": token, "token_type": "bearer", "expires_in": self.token_ttl_s,
                 "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}
 
+    def _verify_sigv4(self, method: str, path: str, query: dict, raw: bytes, headers) -> None:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        access, secret, region, service = self.sigv4
+        m = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request, "
+                         r"SignedHeaders=([^,]+), Signature=([0-9a-f]{64})", headers.get("Authorization") or "")
+        if m is None or m.group(1) != access or (m.group(2), m.group(3)) != (region, service):
+            raise HttpError(403, "ForbiddenException", "no SigV4 signature of the expected key, region and service")
+        if headers.get("x-amz-content-sha256") != hashlib.sha256(raw).hexdigest():
+            raise HttpError(403, "ForbiddenException", "x-amz-content-sha256 is not the body's SHA-256")
+        names = m.group(4).split(";")
+        if not {"host", "x-amz-date", "x-amz-content-sha256"} <= set(names):
+            raise HttpError(403, "ForbiddenException", f"signed headers {names} leave out what must be signed")
+        request = AWSRequest(method=method, url=f"http://{headers['Host']}{path}", data=raw,
+                             params={k: v[0] for k, v in query.items()}, headers={n: headers[n] for n in names})
+        request.context["timestamp"] = headers["X-Amz-Date"]
+        auth = SigV4Auth(Credentials(access, secret), service, region)
+        expected = auth.signature(auth.string_to_sign(request, auth.canonical_request(request)), request)
+        if not hmac.compare_digest(expected, m.group(5)):
+            raise HttpError(403, "ForbiddenException", "the SigV4 signature does not match the request")
+        self.signed += 1
+
     def _authorized(self, headers) -> None:
         if not self.auth:
             return
@@ -223,8 +272,8 @@ class RestServer:
         if parts == ["config"]:
             out = {"defaults": {"warehouse": self.warehouse},
                    "overrides": {"prefix": self.prefix} if self.prefix else {}}
-            if self.vend is not None:
-                out["endpoints"] = ENDPOINTS
+            if self.vend is not None or self.endpoints is not None:
+                out["endpoints"] = self.endpoints if self.endpoints is not None else ENDPOINTS
             return 200, out
         if self.prefix:
             if parts[:1] != [self.prefix]:

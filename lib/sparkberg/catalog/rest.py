@@ -21,14 +21,15 @@ import json
 import threading
 import time
 from typing import Any, Iterator, Sequence
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import requests
 
 from sparkberg.catalog.base import Identifier, parse_identifier, parse_namespace
+from sparkberg.catalog.sigv4 import SigV4Signer, sigv4_enabled
 from sparkberg.errors import (
     CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
-    NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, RestCatalogError, StorageError,
+    NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, NotSupportedError, RestCatalogError, StorageError,
     TableAlreadyExistsError, ValidationError,
 )
 from sparkberg.io.fileio import file_io_for
@@ -202,6 +203,8 @@ class RestCatalog:
                          **{k[len("header."):]: v for k, v in props.items() if k.startswith("header.")}}
         self._vended: dict[Identifier, dict[str, str]] = {}
         self._auth = _Auth(self._session, self._base, props)
+        self._signer = SigV4Signer(props) if sigv4_enabled(props) else None
+        self._endpoints: set[str] = set()
         self._prefix = "v1/"
         config = self._request("GET", "v1/config", params={"warehouse": warehouse} if warehouse else None)
         merged = {**(config.get("defaults") or {}), **props, **(config.get("overrides") or {})}
@@ -209,7 +212,8 @@ class RestCatalog:
         self._prefix = f"v1/{prefix.strip('/')}/" if prefix else "v1/"
         self.warehouse = merged.get("warehouse") or warehouse or ""
         self.properties = merged
-        # (the routes the server says it serves; a server that lists none serves the spec's original ones)
+        # (the routes the server says it serves: no other is called; a server that lists none serves the spec's
+        # original ones)
         self._endpoints = set(config.get("endpoints") or [])
         # (the FileIO of the merged configuration: the warehouse may be a name the server resolves, not a location)
         self.io = file_io_for(None, merged)
@@ -222,14 +226,17 @@ class RestCatalog:
                  errors: dict[int, Any] | None = None, commit: bool = False) -> dict:
         """One call; the JSON answer ({} for none). ``errors``: an exception class (or a function of the
         server's error type giving one) per status code, before the general mapping."""
-        url = f"{self._base}/{path}"
+        self._check_offered(method, path)
+        query = f"?{urlencode(params, quote_via=quote)}" if params else ""
+        url = f"{self._base}/{path}{query}"
         shown = f"{self.uri}/{path}"
-        data = None if body is None else json.dumps(body)
+        data = None if body is None else json.dumps(body).encode()
         for attempt in (0, 1):
             headers = {**self._headers, **self._auth.header()}
+            if self._signer is not None:
+                headers = self._signer.sign(method, url, headers, data)
             try:
-                r = self._session.request(method, url, data=data, params=params, headers=headers,
-                                          timeout=TIMEOUT_S)
+                r = self._session.request(method, url, data=data, headers=headers, timeout=TIMEOUT_S)
             except requests.ConnectionError as e:
                 if commit and not _never_sent(e):
                     raise CommitStateUnknownException(redact.text(
@@ -251,6 +258,17 @@ class RestCatalog:
                 raise RestCatalogError(f"REST catalog {self.uri}: {method} {path} -> HTTP {r.status_code} with a "
                                        f"body that is not JSON: {redact.text(r.text[:200])!r}") from None
         raise self._error(r, method, path, errors or {}, commit)
+
+    def _check_offered(self, method: str, path: str) -> None:
+        """A route the server's config does not list among its ``endpoints`` (when it lists any) is not called:
+        a named error says which."""
+        if not self._endpoints or not path.startswith(self._prefix) or path == "v1/config":
+            return
+        # (the spec's endpoint names always hold {prefix}, whether the server has one or not)
+        route = f"{method} /v1/{{prefix}}/{_route(path[len(self._prefix):])}"
+        if route not in self._endpoints:
+            raise NotSupportedError(f"REST catalog {self.uri} does not offer {route} (its config lists the "
+                                    f"endpoints it serves)")
 
     def _error(self, r: requests.Response, method: str, path: str, errors: dict[int, Any],
                commit: bool) -> Exception:
@@ -378,7 +396,7 @@ class RestCatalog:
         shown = f"{self.uri}/{path.lstrip('/')}"
         url = path if "://" in path else f"{self._base}/{path.lstrip('/')}"
         return io.with_renewal(VendedCredentials(url, shown, {**self._headers, **self._auth.header()},
-                                                 metadata.location))
+                                                 metadata.location, self._signer))
 
     def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
         """(identifier, metadata location, metadata) of the table's current version."""
@@ -444,13 +462,29 @@ class RestCatalog:
 CREDENTIALS_ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
 
 
+def _route(path: str) -> str:
+    """A request path below the prefix as the spec's route template: ``namespaces/a/tables/t`` is
+    ``namespaces/{namespace}/tables/{table}``."""
+    parts = path.strip("/").split("/")
+    names = {"namespaces": "{namespace}", "tables": "{table}", "views": "{view}"}
+    out = []
+    for k, part in enumerate(parts):
+        if k > 0 and out[k - 1] in names and part not in ("rename",):
+            out.append(names[parts[k - 1]])
+        else:
+            out.append(part)
+    return "/".join(out)
+
+
 class VendedCredentials:
     """Fetches a table's vended storage credentials again (the REST spec's ``loadCredentials``, or the table's
     load), for its FileIO when they are about to expire. Picklable: it travels with the FileIO to the executors,
     with the catalog's headers of when the table was loaded; its ``repr`` names the endpoint, never a header."""
 
-    def __init__(self, url: str, shown: str, headers: dict[str, str], location: str):
+    def __init__(self, url: str, shown: str, headers: dict[str, str], location: str,
+                 signer: SigV4Signer | None = None):
         self._url, self._shown, self._headers, self._location = url, shown, headers, location
+        self._signer = signer
 
     def __repr__(self) -> str:
         return f"VendedCredentials({self._shown})"
@@ -463,8 +497,9 @@ class VendedCredentials:
 
     def __call__(self) -> dict[str, str]:
         """The FileIO properties the server vends for the table now."""
+        headers = self._headers if self._signer is None else self._signer.sign("GET", self._url, self._headers, None)
         try:
-            r = requests.get(self._url, headers=self._headers, timeout=TIMEOUT_S)
+            r = requests.get(self._url, headers=headers, timeout=TIMEOUT_S)
         except requests.RequestException as e:
             raise StorageError(redact.text(f"cannot renew the credentials of {self._location} at {self._shown}: "
                                            f"{e}")) from None
