@@ -3,6 +3,7 @@ each backend (file system, SQL, REST) gives :class:`sparkberg.table.Catalog`."""
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Protocol, Sequence
 
@@ -132,3 +133,20 @@ def delete_dropped(io: FileIO, metadata: TableMetadata, dropped: Iterable[str]) 
     if boolean(metadata.properties, DELETE_AFTER_COMMIT):
         for old in dropped:
             io.delete(old)
+
+
+_METASTORE_VERSION = re.compile(r"^(\d+)-")
+
+
+def write_metastore_metadata(io: FileIO, metadata: TableMetadata, version: int) -> str:
+    """Write ``metadata`` as a metastore catalog's version ``version`` (SQL, Glue: Iceberg Java's
+    ``<location>/metadata/<version, 5 digits>-<uuid>.metadata.json``), never over another file; its location."""
+    location = f"{metadata.location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
+    io.create(location, metadata.to_json_bytes())
+    return location
+
+
+def metastore_version(metadata_location: str) -> int:
+    """The version in a metastore-style metadata file name (``00003-<uuid>.metadata.json``); -1 if none."""
+    m = _METASTORE_VERSION.match(metadata_location.rsplit("/", 1)[-1])
+    return int(m.group(1)) if m else -1

@@ -8,7 +8,9 @@ both.
   (``type`` ``jdbc``), with ``warehouse`` for new tables and ``name`` stored as ``catalog_name``;
 - ``http://...``, ``https://...`` (or ``type="rest"``): an Iceberg REST catalog, with ``token``, ``credential``,
   ``oauth2-server-uri``, ``scope`` and ``header.*`` in ``properties``;
-- a name with ``spark.sql.catalog.<name>.type`` (``hadoop``, ``jdbc``, ``rest``), ``.uri``, ``.warehouse``,
+- ``type="glue"``: AWS Glue (:mod:`sparkberg.catalog.glue`), with ``warehouse`` and ``glue.*`` properties;
+- a name with ``spark.sql.catalog.<name>.type`` (``hadoop``, ``jdbc``, ``rest``, ``glue``; or Iceberg Java's
+  ``.catalog-impl`` class), ``.uri``, ``.warehouse``,
   ``.jdbc.user``, ``.jdbc.password``, ``.token``, ``.credential``, ``.header.*`` ... in the Spark conf.
 """
 from __future__ import annotations
@@ -26,7 +28,10 @@ from sparkberg.spark.jvm import session_conf_entries
 SQL_SCHEMES = ("sqlite:", "jdbc:sqlite:", "postgresql:", "postgres:", "jdbc:postgresql:")
 CONF_PREFIX = "spark.sql.catalog."
 # the catalog types, as Iceberg's Spark conf names them (``sql``: PyIceberg's name of ``jdbc``)
-CATALOG_TYPES = ("hadoop", "jdbc", "sql", "rest")
+CATALOG_TYPES = ("hadoop", "jdbc", "sql", "rest", "glue")
+# Iceberg Java's catalog classes (``spark.sql.catalog.<name>.catalog-impl``), by the type each is
+CATALOG_IMPLS = {"org.apache.iceberg.hadoop.HadoopCatalog": "hadoop", "org.apache.iceberg.jdbc.JdbcCatalog": "jdbc",
+                 "org.apache.iceberg.rest.RESTCatalog": "rest", "org.apache.iceberg.aws.glue.GlueCatalog": "glue"}
 DEFAULT_NAME = "default"
 
 
@@ -55,7 +60,7 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
     """(backend, what to call the catalog, the arguments that open it again without a session) for
     :func:`sparkberg.catalog`'s arguments."""
     props = dict(properties or {})
-    type = type or props.get("type")  # (a type given in the properties is the catalog's type, as in Spark's conf)
+    type = type or props.get("type") or _impl_type(props)  # (the properties' type is the catalog's, as in Spark's conf)
     from_conf = conf_properties(spark, uri) if spark is not None and name is None and is_catalog_name(uri) else {}
     if from_conf or (name is None and is_catalog_name(uri) and not os.path.isdir(uri)):
         # a name, not a location: the catalog the Spark conf configures under it, or one the properties describe
@@ -67,7 +72,7 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
                 f"(./{uri}, /data/{uri}, file:///data/{uri})")
         name, props = uri, {**from_conf, **props}
         conf_uri = str(props.get("uri", ""))
-        type = type or props.get("type", "jdbc" if conf_uri.startswith(SQL_SCHEMES) else
+        type = type or _impl_type(props) or props.get("type", "jdbc" if conf_uri.startswith(SQL_SCHEMES) else
                                  "rest" if conf_uri.startswith(("http:", "https:")) else "hadoop")
         uri = props.get("uri") or props.get("warehouse") or ""
         warehouse = warehouse or props.get("warehouse")
@@ -93,6 +98,14 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
                   "properties": props}
         return SqlCatalog(name or DEFAULT_NAME, db, location, io), f"{name or DEFAULT_NAME} ({redact.uri(uri)})", \
             config
+    if kind == "glue":
+        from sparkberg.catalog.glue import GlueCatalog  # (boto3: only where a Glue catalog is opened)
+        where = warehouse or (uri if "://" in uri else None)  # (a location given as the URI is the warehouse)
+        location = normalize_location(where) if where else None
+        catalog = GlueCatalog(name or DEFAULT_NAME, location, file_io_for(location, props), props)
+        config = {"type": "glue", "uri": uri, "warehouse": location, "name": name or DEFAULT_NAME,
+                  "properties": props}
+        return catalog, f"{name or DEFAULT_NAME} (Glue)", config
     if kind == "rest":
         # (imported here, not with this module: its HTTP client, requests, is about two fifths of the time
         # `import sparkberg` takes, which every process that opens no REST catalog need not pay)
@@ -102,6 +115,16 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
                   "properties": props}
         return catalog, f"{name or DEFAULT_NAME} ({catalog.uri})", config
     raise ValidationError(f"unknown catalog type {kind!r}: sparkberg opens {', '.join(CATALOG_TYPES)} catalogs")
+
+
+def _impl_type(props: dict[str, Any]) -> str | None:
+    """The type of the Iceberg Java class ``catalog-impl`` names; an unknown class is a named error."""
+    impl = props.get("catalog-impl")
+    if impl is None:
+        return None
+    if impl not in CATALOG_IMPLS:
+        raise ValidationError(f"catalog-impl {impl!r}: sparkberg opens {', '.join(sorted(CATALOG_IMPLS))}")
+    return CATALOG_IMPLS[impl]
 
 
 def is_catalog_name(uri: str) -> bool:

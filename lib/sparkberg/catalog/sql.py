@@ -25,13 +25,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import uuid
 from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import unquote
 
 from sparkberg import redact
 from sparkberg.catalog.base import (
-    Identifier, delete_dropped, parse_identifier, parse_namespace, read_metadata, with_metadata_log,
+    Identifier, delete_dropped, metastore_version, parse_identifier, parse_namespace, read_metadata,
+    with_metadata_log, write_metastore_metadata,
 )
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.errors import (
@@ -47,7 +47,6 @@ NAMESPACE_PROPERTIES = "iceberg_namespace_properties"
 TABLE_TYPE = "TABLE"
 EXISTS_PROPERTY = "exists"
 SQLITE_BUSY_TIMEOUT_S = 60.0
-_VERSION = re.compile(r"^(\d+)-")
 _CREATE_TABLES = (f"CREATE TABLE {TABLES} (catalog_name VARCHAR(255) NOT NULL, table_namespace VARCHAR(255) NOT "
                   "NULL, table_name VARCHAR(255) NOT NULL, metadata_location VARCHAR(1000), "
                   "previous_metadata_location VARCHAR(1000), iceberg_type VARCHAR(5), "
@@ -335,7 +334,7 @@ class SqlCatalog:
         ident = parse_identifier(identifier)
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"table {ident} already exists")
-        location = self._write(metadata, 0)
+        location = write_metastore_metadata(self.io, metadata, 0)
         try:
             self._insert(ident, location)
         except BaseException:
@@ -371,7 +370,7 @@ class SqlCatalog:
         if base is None:
             base = read_metadata(self.io, base_location)
         new, dropped = with_metadata_log(base, base_location, new)
-        location = self._write(new, _version_of(base_location) + 1)
+        location = write_metastore_metadata(self.io, new, metastore_version(base_location) + 1)
         try:
             changed = self.db.execute(
                 f"UPDATE {TABLES} SET metadata_location = ?, previous_metadata_location = ? WHERE catalog_name = ? "
@@ -395,11 +394,6 @@ class SqlCatalog:
             raise CommitFailedException(f"table {ident} changed: based on {base_location}, current is {current}")
         delete_dropped(self.io, new, dropped)
         return location, new
-
-    def _write(self, metadata: TableMetadata, version: int) -> str:
-        location = f"{metadata.location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
-        self.io.create(location, metadata.to_json_bytes())
-        return location
 
     def rename(self, source, target) -> None:
         """Rename a table (its files stay where they are)."""
@@ -436,8 +430,3 @@ def _like_prefix(namespace: str) -> str:
     """A LIKE pattern for the namespaces below ``namespace`` (``!`` escapes the pattern characters)."""
     return re.sub(r"([!%_])", r"!\1", namespace) + ".%"
 
-
-def _version_of(metadata_location: str) -> int:
-    """The version in a metastore-style metadata file name (``00003-<uuid>.metadata.json``); -1 if none."""
-    m = _VERSION.match(metadata_location.rsplit("/", 1)[-1])
-    return int(m.group(1)) if m else -1

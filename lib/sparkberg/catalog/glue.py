@@ -1,0 +1,389 @@
+"""The AWS Glue Data Catalog as an Iceberg catalog, as Iceberg Java's ``GlueCatalog`` and PyIceberg's keep it.
+
+A namespace is a Glue database (one level); a table is a Glue table whose parameters name its current metadata
+file: ``table_type`` ``ICEBERG``, ``metadata_location``, ``previous_metadata_location``; its storage descriptor
+holds its location and its current schema's columns as Glue shows them to Athena (Hive type names, with each
+column's Iceberg field id, optionality and docs). A commit writes the next metadata file
+(``<location>/metadata/<version>-<uuid>.metadata.json``), then updates the Glue table with the ``VersionId`` it
+read, which Glue refuses once another writer updated the table (``ConcurrentModificationException``): a lost race,
+retried as any catalog's (``commit.retry.*``), so writers from sparkberg, Iceberg Java and PyIceberg lose nothing.
+
+Properties (Iceberg's names): ``warehouse`` (new tables go to ``<warehouse>/<database>.db/<table>`` unless their
+database has a location), ``glue.region`` (else ``client.region``), ``glue.endpoint``, ``glue.id`` (the catalog's
+account), ``glue.skip-archive`` (default true: Glue keeps no copy of each version), credentials
+``glue.access-key-id``, ``glue.secret-access-key``, ``glue.session-token`` (else ``client.*`` of the same names,
+else AWS's default chain); and the FileIO's (``s3.*``...). Needs boto3 (the ``aws`` extra).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from sparkberg import redact
+from sparkberg.catalog.base import (
+    Identifier, parse_identifier, parse_namespace, read_metadata, with_metadata_log, delete_dropped,
+    write_metastore_metadata, metastore_version,
+)
+from sparkberg.catalog.purge import referenced_files
+from sparkberg.errors import (
+    CatalogDatabaseError, CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, NotSupportedError,
+    TableAlreadyExistsError, ValidationError,
+)
+from sparkberg.io.fileio import FileIO
+from sparkberg.spec import types as T
+from sparkberg.spec.metadata import TableMetadata
+
+ICEBERG = "ICEBERG"
+TABLE_TYPE = "table_type"
+METADATA_LOCATION = "metadata_location"
+PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
+# the database parameter and the namespace property a database's location goes by
+LOCATION = "location"
+CONNECT_TIMEOUT_S = 5
+READ_TIMEOUT_S = 60
+
+
+def hive_type(t: T.IcebergType) -> str:
+    """An Iceberg type as a Glue (Hive) column type, as Iceberg Java's ``IcebergToGlueConverter`` names it."""
+    if isinstance(t, T.StructType):
+        return "struct<" + ",".join(f"{f.name}:{hive_type(f.field_type)}" for f in t.fields) + ">"
+    if isinstance(t, T.ListType):
+        return f"array<{hive_type(t.element_type)}>"
+    if isinstance(t, T.MapType):
+        return f"map<{hive_type(t.key_type)},{hive_type(t.value_type)}>"
+    if isinstance(t, T.DecimalType):
+        return f"decimal({t.precision},{t.scale})"
+    name = str(t)
+    return {"boolean": "boolean", "int": "int", "long": "bigint", "float": "float", "double": "double",
+            "date": "date", "time": "string", "timestamp": "timestamp", "timestamptz": "timestamp",
+            "timestamp_ns": "timestamp", "timestamptz_ns": "timestamp", "string": "string", "uuid": "string",
+            "binary": "binary"}.get(name, "binary" if name.startswith("fixed") else "string")
+
+
+def glue_columns(metadata: TableMetadata) -> list[dict[str, Any]]:
+    """The current schema's columns as a Glue storage descriptor lists them."""
+    out = []
+    for f in metadata.current_schema.fields:
+        column = {"Name": f.name, "Type": hive_type(f.field_type),
+                  "Parameters": {"iceberg.field.id": str(f.field_id),
+                                 "iceberg.field.optional": str(not f.required).lower(),
+                                 "iceberg.field.current": "true"}}
+        if f.doc:
+            column["Comment"] = f.doc
+        out.append(column)
+    return out
+
+
+class GlueCatalog:
+    """A catalog kept in AWS Glue (see the module docstring)."""
+
+    def __init__(self, name: str, warehouse: str | None, io: FileIO, properties: dict[str, str] | None = None):
+        props = dict(properties or {})
+        self.name = name
+        self.warehouse = warehouse.rstrip("/") if warehouse else None
+        self.io = io
+        self._catalog_id = props.get("glue.id")
+        self._skip_archive = str(props.get("glue.skip-archive", "true")).lower() == "true"
+        self._client = _client(props)
+        self._errors = self._client.exceptions
+
+    def __repr__(self) -> str:
+        return f"GlueCatalog({self.name!r})"
+
+    # --- calls ----------------------------------------------------------------------------------------
+    def _call(self, operation: str, **kwargs) -> dict:
+        """One Glue call (with the catalog's account id); AWS's refusals as sparkberg's errors."""
+        if self._catalog_id:
+            kwargs["CatalogId"] = self._catalog_id
+        try:
+            return getattr(self._client, operation)(**kwargs)
+        except self._errors.EntityNotFoundException as e:
+            raise _NotFound(str(e)) from None
+        except self._errors.AlreadyExistsException as e:
+            raise _Exists(str(e)) from None
+        except self._errors.ConcurrentModificationException as e:
+            raise CommitFailedException(f"Glue table changed: {e}") from None
+        except self._errors.AccessDeniedException as e:
+            raise NotAuthorizedError(redact.text(f"Glue refused {operation}: {e}")) from None
+        except Exception as e:  # noqa: BLE001 - botocore's connection and client errors, named
+            if type(e).__name__ == "ClientError" and "ConcurrentModification" in str(e):
+                raise CommitFailedException(f"Glue table changed: {e}") from None
+            if type(e).__name__ in ("ClientError",) and any(
+                    w in str(e) for w in ("UnrecognizedClient", "InvalidSignature", "AccessDenied",
+                                          "ExpiredToken", "SignatureDoesNotMatch")):
+                raise NotAuthorizedError(redact.text(f"Glue refused {operation}: {e}")) from None
+            raise CatalogDatabaseError(redact.text(f"Glue catalog {self.name}: {operation} failed: {e}")) from None
+
+    # --- namespaces -----------------------------------------------------------------------------------
+    @staticmethod
+    def _database(namespace) -> str:
+        ns = parse_namespace(namespace)
+        if len(ns) != 1:
+            raise ValidationError(f"Glue namespaces have one level (a database), got {'.'.join(ns)!r}")
+        return ns[0]
+
+    def create_namespace(self, namespace, properties: dict[str, str] | None = None) -> None:
+        props = {k: str(v) for k, v in (properties or {}).items()}
+        database: dict[str, Any] = {"Name": self._database(namespace), "Parameters": props}
+        if LOCATION in props:
+            database["LocationUri"] = props[LOCATION]
+        if "comment" in props:
+            database["Description"] = props["comment"]
+        try:
+            self._call("create_database", DatabaseInput=database)
+        except _Exists:
+            raise NamespaceAlreadyExistsError(f"namespace {database['Name']} already exists") from None
+
+    def _get_database(self, namespace) -> dict:
+        name = self._database(namespace)
+        try:
+            return self._call("get_database", Name=name)["Database"]
+        except _NotFound:
+            raise NoSuchNamespaceError(f"namespace {name} does not exist") from None
+
+    def namespace_exists(self, namespace) -> bool:
+        try:
+            self._get_database(namespace)
+            return True
+        except NoSuchNamespaceError:
+            return False
+
+    def list_namespaces(self, parent=()) -> list[tuple[str, ...]]:
+        if parent and parse_namespace(parent):
+            self._get_database(parent)
+            return []  # (Glue's databases have no children)
+        return sorted((d["Name"],) for page in self._pages("get_databases") for d in page["DatabaseList"])
+
+    def _pages(self, operation: str, **kwargs) -> Iterator[dict]:
+        token = None
+        while True:
+            page = self._call(operation, **kwargs, **({"NextToken": token} if token else {}))
+            yield page
+            token = page.get("NextToken")
+            if not token:
+                return
+
+    def load_namespace_properties(self, namespace) -> dict[str, str]:
+        database = self._get_database(namespace)
+        props = dict(database.get("Parameters") or {})
+        if database.get("LocationUri"):
+            props[LOCATION] = database["LocationUri"]
+        if database.get("Description"):
+            props["comment"] = database["Description"]
+        return props
+
+    def update_namespace_properties(self, namespace, updates: dict[str, str] | None = None,
+                                    removals: Sequence[str] = ()) -> None:
+        """Set ``updates`` and remove ``removals`` (one Glue update)."""
+        updates = {k: str(v) for k, v in (updates or {}).items()}
+        overlap = set(updates) & set(removals)
+        if overlap:
+            raise ValidationError(f"properties both set and removed: {sorted(overlap)}")
+        props = {k: v for k, v in self.load_namespace_properties(namespace).items() if k not in removals}
+        props.update(updates)
+        name = self._database(namespace)
+        database: dict[str, Any] = {"Name": name, "Parameters": {k: v for k, v in props.items()
+                                                                 if k not in (LOCATION, "comment")}}
+        if LOCATION in props:
+            database["LocationUri"] = props[LOCATION]
+        if "comment" in props:
+            database["Description"] = props["comment"]
+        self._call("update_database", Name=name, DatabaseInput=database)
+
+    def drop_namespace(self, namespace) -> None:
+        name = self._database(namespace)
+        self._get_database(name)
+        if self.list_tables(name):
+            raise NamespaceNotEmptyError(f"namespace {name} is not empty")
+        self._call("delete_database", Name=name)
+
+    # --- tables ---------------------------------------------------------------------------------------
+    def _glue_tables(self, database: str) -> Iterator[dict]:
+        for page in self._pages("get_tables", DatabaseName=database):
+            yield from page["TableList"]
+
+    def list_tables(self, namespace) -> list[Identifier]:
+        name = self._database(namespace)
+        self._get_database(name)
+        return [Identifier((name,), n) for n in sorted(t["Name"] for t in self._glue_tables(name) if _is_iceberg(t))]
+
+    def tables(self) -> Iterator[Identifier]:
+        for (ns,) in self.list_namespaces():
+            yield from self.list_tables(ns)
+
+    def _get_table(self, ident: Identifier) -> dict:
+        try:
+            table = self._call("get_table", DatabaseName=self._database(ident.namespace), Name=ident.name)["Table"]
+        except _NotFound:
+            raise NoSuchTableError(f"table {ident} does not exist in catalog {self.name}") from None
+        if not _is_iceberg(table):
+            raise NoSuchTableError(f"Glue table {ident} is not an Iceberg table (table_type "
+                                   f"{(table.get('Parameters') or {}).get(TABLE_TYPE)!r})")
+        return table
+
+    def table_exists(self, identifier) -> bool:
+        try:
+            self._get_table(parse_identifier(identifier))
+            return True
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return False
+
+    def default_table_location(self, identifier) -> str:
+        ident = parse_identifier(identifier)
+        database = self._get_database(ident.namespace)
+        if database.get("LocationUri"):
+            return f"{database['LocationUri'].rstrip('/')}/{ident.name}"
+        if self.warehouse is None:
+            raise ValidationError(f"Glue catalog {self.name!r} has no warehouse for new tables and database "
+                                  f"{ident.namespace[0]} no location: give warehouse=..., or a location")
+        return f"{self.warehouse}/{ident.namespace[0]}.db/{ident.name}"
+
+    def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
+        """(identifier, metadata location, metadata) of the table's current version."""
+        ident = parse_identifier(identifier)
+        location = self._get_table(ident)["Parameters"][METADATA_LOCATION]
+        return ident, location, read_metadata(self.io, location)
+
+    def _table_input(self, ident: Identifier, metadata: TableMetadata, location: str, previous: str | None,
+                     parameters: dict[str, str] | None = None) -> dict[str, Any]:
+        params = {**(parameters or {}), TABLE_TYPE: ICEBERG, METADATA_LOCATION: location}
+        if previous is not None:
+            params[PREVIOUS_METADATA_LOCATION] = previous
+        else:
+            params.pop(PREVIOUS_METADATA_LOCATION, None)
+        out: dict[str, Any] = {"Name": ident.name, "TableType": "EXTERNAL_TABLE", "Parameters": params,
+                               "StorageDescriptor": {"Location": metadata.location,
+                                                     "Columns": glue_columns(metadata)}}
+        if metadata.properties.get("comment"):
+            out["Description"] = metadata.properties["comment"]
+        return out
+
+    def create(self, identifier, metadata: TableMetadata) -> tuple[Identifier, str, TableMetadata]:
+        """Write the first metadata file of a new table and create its Glue table; fails if the table exists
+        (the file is then deleted)."""
+        ident = parse_identifier(identifier)
+        database = self._database(ident.namespace)
+        self._get_database(database)
+        location = write_metastore_metadata(self.io, metadata, 0)
+        try:
+            self._call("create_table", DatabaseName=database,
+                       TableInput=self._table_input(ident, metadata, location, None))
+        except _Exists:
+            self.io.delete(location)
+            raise TableAlreadyExistsError(f"table {ident} already exists") from None
+        except BaseException:
+            self.io.delete(location)
+            raise
+        return ident, location, metadata
+
+    def register(self, identifier, metadata_location: str) -> tuple[Identifier, str, TableMetadata]:
+        """Add a table whose metadata file exists already (written by any engine)."""
+        ident = parse_identifier(identifier)
+        metadata = read_metadata(self.io, metadata_location)
+        try:
+            self._call("create_table", DatabaseName=self._database(ident.namespace),
+                       TableInput=self._table_input(ident, metadata, metadata_location, None))
+        except _Exists:
+            raise TableAlreadyExistsError(f"table {ident} already exists") from None
+        return ident, metadata_location, metadata
+
+    def commit(self, identifier, base_location: str, new: TableMetadata, base: TableMetadata | None = None
+               ) -> tuple[str, TableMetadata]:
+        """Swap in ``new`` as the version after ``base_location``: the Glue table is updated only if it still
+        names ``base_location`` and no other update came between (its ``VersionId``)."""
+        ident = parse_identifier(identifier)
+        table = self._get_table(ident)
+        current = table["Parameters"].get(METADATA_LOCATION)
+        if current != base_location:
+            raise CommitFailedException(f"table {ident} changed: based on {base_location}, current is {current}")
+        if base is None:
+            base = read_metadata(self.io, base_location)
+        new, dropped = with_metadata_log(base, base_location, new)
+        location = write_metastore_metadata(self.io, new, metastore_version(base_location) + 1)
+        update = {"DatabaseName": self._database(ident.namespace), "SkipArchive": self._skip_archive,
+                  "TableInput": self._table_input(ident, new, location, base_location, table.get("Parameters")),
+                  "VersionId": table.get("VersionId")}
+        if update["VersionId"] is None:
+            update.pop("VersionId")
+        try:
+            self._call("update_table", **update)
+        except CommitFailedException:
+            self.io.delete(location)
+            raise
+        except CatalogDatabaseError as e:  # (the request may have landed: the table tells)
+            try:
+                landed = self._get_table(ident)["Parameters"].get(METADATA_LOCATION) == location
+            except Exception:  # noqa: BLE001 - Glue unreachable still: unknown
+                raise CommitStateUnknownException(f"commit of table {ident} may or may not have landed ({e}); its "
+                                                  f"new metadata file {location} is kept") from None
+            if not landed:
+                self.io.delete(location)
+                raise CommitFailedException(f"commit of table {ident} failed: {e}") from None
+        delete_dropped(self.io, new, dropped)
+        return location, new
+
+    def rename(self, source, target) -> None:
+        """Rename a table: Glue has none, so (as Iceberg Java does) the table is created under the new name and
+        the old one deleted; its files stay where they are."""
+        src, dst = parse_identifier(source), parse_identifier(target)
+        table = self._get_table(src)
+        self._get_database(dst.namespace)
+        location = table["Parameters"][METADATA_LOCATION]
+        metadata = read_metadata(self.io, location)
+        try:
+            self._call("create_table", DatabaseName=self._database(dst.namespace),
+                       TableInput=self._table_input(dst, metadata, location,
+                                                    table["Parameters"].get(PREVIOUS_METADATA_LOCATION),
+                                                    table.get("Parameters")))
+        except _Exists:
+            raise TableAlreadyExistsError(f"table {dst} already exists") from None
+        try:
+            self._call("delete_table", DatabaseName=self._database(src.namespace), Name=src.name)
+        except BaseException:
+            self._call("delete_table", DatabaseName=self._database(dst.namespace), Name=dst.name)
+            raise
+
+    def drop(self, identifier, purge: bool = False) -> None:
+        """Delete the Glue table; with ``purge`` also every file its metadata references."""
+        ident, location, metadata = self.load(identifier)
+        try:
+            self._call("delete_table", DatabaseName=self._database(ident.namespace), Name=ident.name)
+        except _NotFound:
+            raise NoSuchTableError(f"table {ident} does not exist in catalog {self.name}") from None
+        if purge:
+            for f in referenced_files(self.io, metadata):
+                self.io.delete(f)
+            self.io.delete(location)
+
+
+class _NotFound(Exception):
+    pass
+
+
+class _Exists(Exception):
+    pass
+
+
+def _is_iceberg(table: dict) -> bool:
+    return str((table.get("Parameters") or {}).get(TABLE_TYPE, "")).upper() == ICEBERG
+
+
+def _client(props: dict[str, str]):
+    """Glue's client from the properties (credentials, region, endpoint), timing out within seconds."""
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        raise NotSupportedError("the Glue catalog needs boto3: pip install 'sparkberg[aws]'") from None
+
+    def prop(name: str) -> str | None:
+        return props.get(f"glue.{name}") or props.get(f"client.{name}")
+    region = prop("region")
+    if not region:
+        raise ValidationError("the Glue catalog needs a region: glue.region or client.region")
+    session = boto3.session.Session(aws_access_key_id=prop("access-key-id"),
+                                    aws_secret_access_key=prop("secret-access-key"),
+                                    aws_session_token=prop("session-token"), region_name=region)
+    return session.client("glue", endpoint_url=props.get("glue.endpoint"),
+                          config=Config(connect_timeout=CONNECT_TIMEOUT_S, read_timeout=READ_TIMEOUT_S,
+                                        retries={"max_attempts": 3, "mode": "standard"}))
