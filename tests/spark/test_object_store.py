@@ -242,3 +242,34 @@ def test_vended_credentials_are_renewed_before_they_expire(spark, tmp_path):
             assert not server.violations
         finally:
             server.close()
+
+
+def test_copy_on_write_overwrite_sql_statements_and_a_stream_on_s3(spark, s3, tmp_path):
+    bucket = s3.bucket("cow")
+    cat = sparkberg.catalog(spark, f"{bucket}/wh", properties=s3.properties())
+    # Iceberg's Spark SQL statements on an S3 table (copy-on-write: data files rewritten on S3)
+    sparkberg.sql(spark, """CREATE TABLE db.t (id bigint, v string) USING iceberg PARTITIONED BY (bucket(2, id));
+                            INSERT INTO db.t SELECT id, 'a' FROM range(0, 10);
+                            DELETE FROM db.t WHERE id < 2;
+                            UPDATE db.t SET v = 'u' WHERE id = 5""", catalog=cat)
+    spark.sql("SELECT * FROM VALUES (6L, 'm'), (50L, 'n') AS s(id, v)").createOrReplaceTempView("cow_src")
+    sparkberg.sql(spark, "MERGE INTO db.t t USING cow_src s ON t.id = s.id "
+                         "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *", catalog=cat)
+    got = {r.id: r.v for r in sparkberg.sql(spark, "SELECT * FROM db.t", catalog=cat).collect()}
+    assert got == {**{i: "a" for i in range(2, 10)}, 5: "u", 6: "m", 50: "n"}
+    t = cat.load_table("db.t")
+    assert t.metadata_table("delete_files").count() == 0  # (copy-on-write)
+    assert [r["operation"] for r in sparkberg.sql(spark, "SELECT operation FROM db.t.snapshots ORDER BY "
+                                                         "committed_at", catalog=cat).collect()][-1] == "overwrite"
+    # an overwrite by filter
+    t = t.overwrite(spark.sql("SELECT 7L AS id, 'o' AS v"), filter="id >= 7")
+    assert sorted(r.id for r in t.to_df().collect()) == [2, 3, 4, 5, 6, 7]
+    # a stream into the S3 table (its checkpoint and claim on the local disk beside the job)
+    src = tmp_path / "src"
+    src.mkdir()
+    spark.range(100, 103).selectExpr("id", "'s' AS v").write.parquet(str(src / "one"))
+    stream = spark.readStream.schema("id bigint, v string").parquet(str(src / "one"))
+    q = t.write_stream(stream, str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    q.awaitTermination()
+    assert q.exception() is None
+    assert sorted(r.id for r in cat.load_table("db.t").to_df().collect()) == [2, 3, 4, 5, 6, 7, 100, 101, 102]
