@@ -12,6 +12,7 @@ A :class:`Table` holds one metadata version; metadata changes are commits of pur
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
@@ -35,6 +36,7 @@ from sparkberg.inspect import MetadataTables
 from sparkberg.io.fileio import FileIO, deleted_on_failure, file_io_for, normalize_location, to_local_path
 from sparkberg.evolution import EvolutionMixin
 from sparkberg.maintenance import data_files, deletes, expire, manifests, orphans
+from sparkberg.planning.counts import exact_count
 from sparkberg.planning.entries import referenced_by
 from sparkberg.planning.scan import plan
 from sparkberg.read.changes import changelog, read_appended
@@ -51,6 +53,8 @@ from sparkberg.spec.types import Schema
 from sparkberg.spark.types import schema_from, to_spark_schema
 from sparkberg.write.dataframe import MERGE_SCHEMA_CONF, write_files
 from sparkberg import state
+
+_LOG = logging.getLogger(__name__)
 
 
 class Table(RefsMixin, EvolutionMixin):
@@ -225,6 +229,28 @@ class Table(RefsMixin, EvolutionMixin):
         with self._running(None, snap):
             return plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), planning,
                         self.name).files()
+
+    def count(self, filter: str | None = None, snapshot_id: int | None = None, ref: str | None = None) -> int:
+        """The number of rows (deletes applied) that match ``filter`` (a Spark SQL expression), exactly: from the
+        manifests alone where they hold the answer (record counts less deletion vectors' cardinalities and
+        file-scoped position deletes', the filter decided by partition values), else by reading the rows
+        (:mod:`sparkberg.planning.counts`). The result is the same either way; a log line at INFO says which."""
+        snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
+        if snap is None:
+            return 0
+        if filter is not None and not isinstance(filter, str):
+            raise ValidationError(f"count's filter is a Spark SQL expression (a string), got {type(filter).__name__}")
+        with self._running("COUNT", snap):
+            p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), None, self.name)
+            must = TRUE if filter is None else bind(translate_filter(
+                filter, schema, lambda: session_time_zone(self.spark), strengthen=True), schema)
+            exact = exact_count(p.arrow(), p.layout, self._metadata, schema, must)
+        if exact is not None:
+            _LOG.info("count of %s at snapshot %s: from its manifests", self.name, snap.snapshot_id)
+            return exact
+        _LOG.info("count of %s at snapshot %s: by reading its rows (deletes or a filter the manifests cannot "
+                  "decide)", self.name, snap.snapshot_id)
+        return self.to_df(filter=filter, snapshot_id=snap.snapshot_id).count()
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
               ref: str | None = None, columns: Sequence[str] | None = None, planning: str | None = None,
