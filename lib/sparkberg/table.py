@@ -22,7 +22,7 @@ from sparkberg.catalog.config import open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.commit import equality, imports, merge, producer, rowlevel
 from sparkberg.commit.properties import current_snapshot_properties
-from sparkberg.commit.request import APP_ID, VERSION, CommitRequest, Idempotency, Staging
+from sparkberg.commit.request import APP_ID, MAIN_REQUEST, VERSION, CommitRequest, Idempotency, Staging
 from sparkberg.commit.retry import RetryPolicy, retrying
 from sparkberg.commit.target import read_branch, resolve
 from sparkberg.commit.transaction import Transaction
@@ -35,7 +35,7 @@ from sparkberg.expressions.sql import translate_filter
 from sparkberg.inspect import MetadataTables
 from sparkberg.io.fileio import FileIO, deleted_on_failure, file_io_for, normalize_location, to_local_path
 from sparkberg.evolution import EvolutionMixin
-from sparkberg.maintenance import data_files, deletes, expire, manifests, orphans
+from sparkberg.maintenance import data_files, deletes, doctor, expire, manifests, orphans
 from sparkberg.planning.counts import exact_count
 from sparkberg.planning.entries import referenced_by
 from sparkberg.planning.scan import plan
@@ -43,6 +43,7 @@ from sparkberg.read.changes import changelog, read_appended
 from sparkberg.read.reader import read_tasks
 from sparkberg.refs import RefsMixin
 from sparkberg.spark.executors import executor_errors
+from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import job_description, session_conf, session_time_zone
 from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
@@ -549,6 +550,32 @@ class Table(RefsMixin, EvolutionMixin):
         self._writable("rewrite_manifests")
         with self._running("REWRITE-MANIFESTS"):
             return manifests.rewrite_manifests(self, spec_id, dry_run)
+
+    def check(self, level: str = "metadata"):
+        """The table's integrity findings as a DataFrame (``rule``, ``severity``, ``location``, ``snapshot_id``,
+        ``detail``, ``spec_section``; empty for a healthy table). ``level``: ``metadata`` (refs, the metadata log,
+        manifest lists and manifests, sequence numbers, summary totals, row lineage, partition values),
+        ``files`` (also every referenced file's existence and size and each deletion vector's cardinality, on the
+        executors) or ``data`` (also Parquet footers' row counts). See :mod:`sparkberg.maintenance.doctor`."""
+        with self._running("CHECK"):
+            found = doctor.check(self._metadata, self.metadata_location, self.io, self.spark, level)
+        return local_dataframe(self.spark, [f.row() for f in found], doctor.FINDINGS_DDL)
+
+    def repair(self, dry_run: bool = True):
+        """Remove the current snapshot's references to data and delete files that no longer exist (and the delete
+        files scoped to such a data file alone), as one snapshot (``delete``, or ``overwrite`` when only delete
+        files go) whose summary names how many; never deletes a file. Returns what it removes (or, with
+        ``dry_run``, the default, would remove): ``file_path``, ``content``, ``content_offset``."""
+        with self._running("REPAIR"):
+            found = doctor.check(self._metadata, self.metadata_location, self.io, self.spark, "files")
+            keys = doctor.removals(self._metadata, self.io, found)
+            if keys and not dry_run:
+                operation = "delete" if any(content == 0 for _, _, content in keys) else "overwrite"
+                producer.commit_changes(self, producer.Changes(
+                    operation, removed={(path, offset) for path, offset, _ in keys},
+                    summary={"sparkberg.repair.removed-missing-files": str(len(keys))}), MAIN_REQUEST)
+        return local_dataframe(self.spark, [(p, c, o) for p, o, c in keys],
+                               "file_path string, content int, content_offset bigint")
 
     def remove_orphan_files(self, older_than: Any = None, location: str | None = None, dry_run: bool = False,
                             equal_schemes: dict[str, str] | None = None,

@@ -85,3 +85,17 @@ def test_sparkberg_reads_and_writes_what_pyiceberg_writes_on_s3(java, s3, tmp_pa
     expected += Counter([(200, "sb")])
     expected -= Counter([(100, "late")])
     assert _pyiceberg_rows(pc.load_table("db.t").metadata_location, s3.properties()) == expected
+
+
+def test_the_doctor_finds_nothing_wrong_in_pyiceberg_s_and_duckdb_readable_tables_on_s3(java, s3, tmp_path):
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+    bucket = s3.bucket("doctor")
+    uri = f"sqlite:///{tmp_path}/pyi.db"
+    pc = SqlCatalog("pyi", uri=uri, warehouse=f"{bucket}/wh", **s3.properties())
+    pc.create_namespace("db")
+    pt = pc.create_table("db.t", pa.schema([pa.field("id", pa.int64())]), properties={"format-version": "2"})
+    pt.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+    pt.delete("id < 3")
+    t = sparkberg.catalog(java, uri, name="pyi", properties=s3.properties()).load_table("db.t")
+    assert t.check("data").collect() == []

@@ -130,7 +130,10 @@ class LocalFileIO(FileIO):
         return os.path.exists(self._p(location))
 
     def size(self, location):
-        return os.path.getsize(self._p(location))
+        try:
+            return os.path.getsize(self._p(location))
+        except FileNotFoundError:
+            raise MissingFileError(f"file {location} does not exist", location) from None
 
     def makedirs(self, location):
         os.makedirs(self._p(location), exist_ok=True)

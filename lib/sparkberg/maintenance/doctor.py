@@ -1,0 +1,316 @@
+"""The table doctor: integrity checks of a table's metadata and files against the spec, and a safe repair.
+
+:func:`check` returns findings, each naming the rule it breaks, its severity, the location and snapshot
+concerned, what was found, and the spec section the rule comes from. Levels, each including the ones before:
+
+- ``metadata`` (refs to missing snapshots are refused when the metadata is read): the metadata log's files exist; every snapshot's manifest list
+  and every manifest it lists exist and parse; no manifest or entry carries a sequence number above its
+  snapshot's; each snapshot's summary totals (data files, delete files, records, position and equality deletes)
+  equal what its manifests hold; a deletion vector's data file is live in its snapshot; on v3, the row id
+  ranges of the current snapshot's data files do not overlap and lie below the table's ``next-row-id``;
+  identity partition values agree with their files' column bounds.
+- ``files``: every data file, delete file and statistics file a snapshot references exists with the size its
+  metadata records, and each deletion vector's cardinality equals its entry's record count: checked on the
+  executors, a task per batch of files, with the table's FileIO.
+- ``data``: each Parquet data file's footer holds the row count its entry records.
+
+A table written by Iceberg Java, PyIceberg, DuckDB or sparkberg that keeps the spec gets no finding.
+
+:func:`repair` removes, in one snapshot, the references to data and delete files that no longer exist (a
+``delete`` of data files, or an ``overwrite`` when delete files go too), its summary naming how many; it never
+deletes a file. A dry run (the default) shows what it would remove.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from sparkberg.avro.decode import manifest_entries
+from sparkberg.errors import InvalidMetadataError, MissingFileError, SparkbergError, ValidationError
+from sparkberg.io.fileio import FileIO
+from sparkberg.planning.entries import snapshot_manifests
+from sparkberg.spec.manifests import DATA, DELETED, MANIFEST_DATA, ManifestEntry, ManifestFile
+from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.snapshots import Snapshot
+from sparkberg.spec.values import from_bytes
+
+LEVELS = ("metadata", "files", "data")
+FINDINGS_DDL = ("rule string, severity string, location string, snapshot_id bigint, detail string, "
+                "spec_section string")
+# rule: (severity, the spec section it comes from)
+RULES = {
+    "metadata-log-missing": ("warning", "Table Metadata Fields (metadata-log)"),
+    "manifest-list-missing": ("error", "Manifest Lists"),
+    "manifest-list-unreadable": ("error", "Manifest Lists"),
+    "manifest-missing": ("error", "Manifests"),
+    "manifest-unreadable": ("error", "Manifests"),
+    "sequence-number": ("error", "Sequence Numbers"),
+    "summary-totals": ("warning", "Snapshots (summary)"),
+    "dv-dangling": ("error", "Deletion Vectors"),
+    "row-lineage-overlap": ("error", "Row Lineage"),
+    "row-lineage-next-row-id": ("error", "Row Lineage"),
+    "partition-value": ("error", "Partitioning"),
+    "file-missing": ("error", "Manifests (file_path)"),
+    "file-size": ("error", "Manifests (file_size_in_bytes)"),
+    "statistics-missing": ("warning", "Table Statistics"),
+    "dv-cardinality": ("error", "Deletion Vectors"),
+    "row-count": ("error", "Manifests (record_count)"),
+}
+# the summary totals checked, and how a snapshot's live entries give each
+_TOTALS = ("total-data-files", "total-delete-files", "total-records", "total-position-deletes",
+           "total-equality-deletes")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One broken rule (:data:`RULES`)."""
+
+    rule: str
+    location: str
+    snapshot_id: int | None
+    detail: str
+
+    def row(self) -> tuple:
+        severity, section = RULES[self.rule]
+        return self.rule, severity, self.location, self.snapshot_id, self.detail, section
+
+
+def check(metadata: TableMetadata, metadata_location: str, io: FileIO, spark: Any, level: str = "metadata"
+          ) -> list[Finding]:
+    """The findings of the checks of ``level`` (see the module docstring), in the order they were made."""
+    if level not in LEVELS:
+        raise ValidationError(f"check level must be one of {', '.join(LEVELS)}, got {level!r}")
+    found: list[Finding] = []
+    # (a ref to a snapshot the table lacks is refused when the metadata is read: InvalidMetadataError names it)
+    for entry in metadata.metadata_log:
+        if not io.exists(entry.metadata_file):
+            found.append(Finding("metadata-log-missing", entry.metadata_file, None,
+                                 "the metadata log names a file that does not exist"))
+    live = _live_entries(metadata, io, found)
+    for snap in metadata.snapshots:
+        if snap.snapshot_id in live:
+            found += _snapshot_findings(metadata, snap, live[snap.snapshot_id])
+    current = metadata.current_snapshot
+    if current is not None and current.snapshot_id in live:
+        found += _lineage_findings(metadata, current, live[current.snapshot_id])
+        found += _partition_findings(metadata, current, live[current.snapshot_id])
+    if level in ("files", "data"):
+        found += _file_findings(spark, io, metadata, live, level == "data")
+    return found
+
+
+def _live_entries(metadata: TableMetadata, io: FileIO, found: list[Finding]
+                  ) -> dict[int, list[tuple[ManifestFile, ManifestEntry]]]:
+    """Each snapshot's live entries with their manifests (each manifest decoded once); snapshots whose
+    manifest list or a manifest cannot be read are left out, with a finding."""
+    decoded: dict[str, list[ManifestEntry] | None] = {}
+    out = {}
+    for snap in metadata.snapshots:
+        if not snap.manifest_list:
+            continue
+        try:
+            manifests = snapshot_manifests(io, snap)
+        except MissingFileError:
+            found.append(Finding("manifest-list-missing", snap.manifest_list, snap.snapshot_id,
+                                 "the snapshot's manifest list does not exist"))
+            continue
+        except (InvalidMetadataError, SparkbergError) as e:
+            found.append(Finding("manifest-list-unreadable", snap.manifest_list, snap.snapshot_id, str(e)))
+            continue
+        entries, whole = [], True
+        for mf in manifests:
+            if snap.sequence_number is not None and mf.sequence_number is not None and \
+                    mf.sequence_number > snap.sequence_number:
+                found.append(Finding("sequence-number", mf.manifest_path, snap.snapshot_id,
+                                     f"manifest sequence number {mf.sequence_number} is above its snapshot's "
+                                     f"{snap.sequence_number}"))
+            if mf.manifest_path not in decoded:
+                try:
+                    decoded[mf.manifest_path] = manifest_entries(io.read(mf.manifest_path), mf)
+                except MissingFileError:
+                    decoded[mf.manifest_path] = None
+                    found.append(Finding("manifest-missing", mf.manifest_path, snap.snapshot_id,
+                                         "a manifest the snapshot lists does not exist"))
+                except (InvalidMetadataError, SparkbergError) as e:
+                    decoded[mf.manifest_path] = None
+                    found.append(Finding("manifest-unreadable", mf.manifest_path, snap.snapshot_id, str(e)))
+            got = decoded[mf.manifest_path]
+            if got is None:
+                whole = False
+                continue
+            entries += [(mf, e) for e in got if e.status != DELETED]
+        if whole:
+            out[snap.snapshot_id] = entries
+    return out
+
+
+def _snapshot_findings(metadata: TableMetadata, snap: Snapshot, entries: list[tuple[ManifestFile, ManifestEntry]]
+                       ) -> list[Finding]:
+    found = []
+    data = [e.data_file for mf, e in entries if mf.content == MANIFEST_DATA]
+    deletes = [e.data_file for mf, e in entries if mf.content != MANIFEST_DATA]
+    for mf, e in entries:
+        if snap.sequence_number is not None and e.sequence_number is not None and \
+                e.sequence_number > snap.sequence_number:
+            found.append(Finding("sequence-number", e.data_file.file_path, snap.snapshot_id,
+                                 f"data sequence number {e.sequence_number} is above its snapshot's "
+                                 f"{snap.sequence_number}"))
+    actual = {"total-data-files": len(data), "total-delete-files": len(deletes),
+              "total-records": sum(d.record_count for d in data),
+              "total-position-deletes": sum(d.record_count for d in deletes if d.content == 1),
+              "total-equality-deletes": sum(d.record_count for d in deletes if d.content == 2)}
+    summary = snap.summary or {}
+    for key in _TOTALS:
+        if key in summary and str(summary[key]).lstrip("-").isdigit() and int(summary[key]) != actual[key]:
+            found.append(Finding("summary-totals", snap.manifest_list or "", snap.snapshot_id,
+                                 f"summary {key} is {summary[key]}, its manifests hold {actual[key]}"))
+    live_data = {d.file_path for d in data}
+    for d in deletes:
+        if d.content == 1 and d.content_offset is not None and d.referenced_data_file not in live_data:
+            found.append(Finding("dv-dangling", d.file_path, snap.snapshot_id,
+                                 f"the deletion vector at offset {d.content_offset} names data file "
+                                 f"{d.referenced_data_file}, which is not live in the snapshot"))
+    return found
+
+
+def _lineage_findings(metadata: TableMetadata, snap: Snapshot, entries) -> list[Finding]:
+    if metadata.format_version < 3:
+        return []
+    ranges = sorted((e.data_file.first_row_id, e.data_file.first_row_id + e.data_file.record_count,
+                     e.data_file.file_path) for mf, e in entries
+                    if mf.content == MANIFEST_DATA and e.data_file.first_row_id is not None)
+    found = []
+    for (lo, hi, path), (lo2, _, path2) in zip(ranges, ranges[1:]):
+        if lo2 < hi:
+            found.append(Finding("row-lineage-overlap", path2, snap.snapshot_id,
+                                 f"row ids from {lo2} overlap those of {path} ({lo} to {hi - 1})"))
+    if ranges and metadata.next_row_id is not None and max(hi for _, hi, _ in ranges) > metadata.next_row_id:
+        top = max(ranges, key=lambda r: r[1])
+        found.append(Finding("row-lineage-next-row-id", top[2], snap.snapshot_id,
+                             f"row ids up to {top[1] - 1} are assigned, the table's next-row-id is "
+                             f"{metadata.next_row_id}"))
+    return found
+
+
+def _partition_findings(metadata: TableMetadata, snap: Snapshot, entries) -> list[Finding]:
+    """Identity partition values outside their files' column bounds (where the bounds are recorded)."""
+    found = []
+    schema = metadata.current_schema
+    types = {f.field_id: f.field_type for f in schema.index_by_id().values()}
+    for mf, e in entries:
+        d = e.data_file
+        if d.content != DATA or not d.lower_bounds or not d.upper_bounds:
+            continue
+        spec = metadata.spec(mf.partition_spec_id)
+        for pf in spec.fields:
+            if str(pf.transform) != "identity" or pf.source_id not in types:
+                continue
+            value, t = d.partition.get(pf.field_id), types[pf.source_id]
+            lo, hi = d.lower_bounds.get(pf.source_id), d.upper_bounds.get(pf.source_id)
+            if value is None or lo is None or hi is None or str(t) not in _ORDERED:
+                continue
+            low, high = from_bytes(t, lo), from_bytes(t, hi)
+            if not low <= value <= high:
+                found.append(Finding("partition-value", d.file_path, snap.snapshot_id,
+                                     f"partition {pf.name}={value!r} is outside the file's bounds of "
+                                     f"column {pf.source_id} ({low!r} to {high!r})"))
+    return found
+
+
+# the types whose bounds are exact (strings and binaries may be truncated)
+_ORDERED = {"int", "long", "date", "timestamp", "timestamptz", "boolean"}
+
+
+def _file_findings(spark, io: FileIO, metadata: TableMetadata, live: dict, footers: bool) -> list[Finding]:
+    """The ``files`` level (and ``data``'s footers): every referenced file's existence and size, and each
+    deletion vector's cardinality, checked on the executors."""
+    from sparkberg.spark.frames import local_dataframe, map_in_arrow
+    seen: dict[tuple, tuple] = {}
+    # (a file many snapshots reference is checked once, and named with the newest of them)
+    for snapshot_id, entries in reversed(list(live.items())):
+        for mf, e in entries:
+            d = e.data_file
+            key = (d.file_path, d.content_offset)
+            if key not in seen:
+                seen[key] = (d.file_path, d.file_size_in_bytes, d.content, d.content_offset,
+                             d.content_size_in_bytes, d.record_count, d.file_format.lower(), snapshot_id)
+    for st in (*metadata.statistics, *metadata.partition_statistics):
+        if (st.statistics_path, None) not in seen:
+            seen[(st.statistics_path, None)] = (st.statistics_path, st.file_size_in_bytes, -1, None, None, None,
+                                                "puffin", st.snapshot_id)
+    if not seen:
+        return []
+    files = local_dataframe(spark, list(seen.values()),
+                            "path string, size bigint, content int, offset bigint, length bigint, records bigint, "
+                            "format string, snapshot_id bigint")
+    rows = map_in_arrow(files.repartition(max(1, min(200, len(seen) // 500))),
+                        _FileChecker(io, footers), FINDINGS_DDL).collect()
+    return [Finding(r["rule"], r["location"], r["snapshot_id"], r["detail"]) for r in rows]
+
+
+class _FileChecker:
+    """Checks files on an executor (picklable: the table's FileIO travels with it)."""
+
+    def __init__(self, io: FileIO, footers: bool):
+        self.io, self.footers = io, footers
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            out = [f.row() for row in batch.to_pylist() for f in self._check(row)]
+            yield pa.RecordBatch.from_pylist([dict(zip(("rule", "severity", "location", "snapshot_id", "detail",
+                                                        "spec_section"), r)) for r in out],
+                                             schema=_FINDINGS_ARROW)
+
+    def _check(self, r: dict) -> list[Finding]:
+        path, snap = r["path"], r["snapshot_id"]
+        try:
+            size = self.io.size(path)
+        except MissingFileError:
+            rule = "statistics-missing" if r["content"] == -1 else "file-missing"
+            return [Finding(rule, path, snap, "the file does not exist")]
+        found = []
+        if r["size"] is not None and size != r["size"]:
+            found.append(Finding("file-size", path, snap, f"the file has {size} bytes, its metadata records "
+                                                          f"{r['size']}"))
+        if r["offset"] is not None and r["length"] is not None:
+            from sparkberg.spec.puffin import deserialize_dv
+            try:
+                cardinality = sum(len(bm) for _, bm in
+                                  deserialize_dv(self.io.read_range(path, r["offset"], r["length"]), path))
+            except SparkbergError as e:
+                cardinality = None
+                found.append(Finding("dv-cardinality", path, snap, f"the deletion vector does not read: {e}"))
+            if cardinality is not None and cardinality != r["records"]:
+                found.append(Finding("dv-cardinality", path, snap,
+                                     f"the deletion vector at offset {r['offset']} holds {cardinality} positions, "
+                                     f"its entry records {r['records']}"))
+        if self.footers and r["content"] == DATA and r["format"] == "parquet":
+            import pyarrow.parquet as pq
+            with self.io.open_input(path) as f:
+                rows = pq.ParquetFile(f).metadata.num_rows
+            if rows != r["records"]:
+                found.append(Finding("row-count", path, snap, f"the file's footer holds {rows} rows, its entry "
+                                                              f"records {r['records']}"))
+        return found
+
+
+_FINDINGS_ARROW = pa.schema([("rule", pa.string()), ("severity", pa.string()), ("location", pa.string()),
+                             ("snapshot_id", pa.int64()), ("detail", pa.string()), ("spec_section", pa.string())])
+
+
+def removals(metadata: TableMetadata, io: FileIO, findings: list[Finding]) -> list[tuple[str, int | None, int]]:
+    """(path, content offset, content) of the current snapshot's files that :func:`repair` removes: the data and
+    delete files ``findings`` say no longer exist, and the delete files scoped to a removed data file alone (they
+    would dangle)."""
+    current = metadata.current_snapshot
+    gone = {f.location for f in findings if f.rule == "file-missing"}
+    if current is None or not gone:
+        return []
+    live = [e.data_file for mf in snapshot_manifests(io, current)
+            for e in manifest_entries(io.read(mf.manifest_path), mf) if e.status != DELETED]
+    data_gone = {d.file_path for d in live if d.content == DATA and d.file_path in gone}
+    out = {(d.file_path, d.content_offset, d.content) for d in live
+           if d.file_path in gone or (d.content != DATA and d.referenced_data_file in data_gone)}
+    return sorted(out, key=lambda k: (k[0], k[1] or -1))
