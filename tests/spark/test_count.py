@@ -86,3 +86,22 @@ def test_count_from_manifests_with_deletion_vectors_and_file_scoped_deletes(spar
         assert t.count(snapshot_id=first) == 900
     with pytest.raises(sparkberg.ValidationError, match="string"):
         t.count(filter=object())
+
+
+def test_sql_count_star_is_answered_from_the_manifests(spark, warehouse, caplog):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.s", "id bigint, p int", partition_by=["p"], properties={
+        "format-version": "3", "write.delete.mode": "merge-on-read"})
+    t.append(spark.sql("SELECT id, CAST(id % 3 AS INT) AS p FROM range(30)")).delete("id < 5")
+    cases = {"SELECT count(*) FROM db.s": ("count(1)", 25, True),
+             "SELECT count(1) AS n FROM db.s WHERE p = 1": ("n", 8, True),
+             "SELECT COUNT(*) FROM db.s s WHERE s.id > 20": ("count(1)", 9, False)}
+    for text, (column, n, from_manifests) in cases.items():
+        with caplog.at_level(logging.INFO, logger="sparkberg.table"):
+            caplog.clear()
+            df = sparkberg.sql(spark, text, catalog=cat)
+            assert df.columns == [column] and df.collect()[0][0] == n, text
+            assert ("from its manifests" in caplog.text) == from_manifests, text
+    # (anything more than a count of one table's rows is Spark's query, as before)
+    grouped = sparkberg.sql(spark, "SELECT p, count(*) FROM db.s GROUP BY p ORDER BY p", catalog=cat).collect()
+    assert [tuple(r) for r in grouped] == [(0, 8), (1, 8), (2, 9)]

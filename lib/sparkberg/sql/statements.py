@@ -122,6 +122,9 @@ def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
     any other statement of Spark's unchanged, unless it names a sparkberg table (then it is not supported)."""
     temporary_view = isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "VIEW" and \
         tree.find(exp.TemporaryProperty) is not None
+    counted = _count(names, tree)
+    if counted is not None:
+        return counted
     if isinstance(tree, exp.Query) or temporary_view:
         rewritten, replaced = rewrite_query(names, tree)
         return names.spark.sql(rewritten.sql(dialect="spark") if replaced else statement.text)
@@ -130,6 +133,41 @@ def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
         if found is not None:
             raise unsupported(statement, f"{statement.text.split(None, 1)[0].upper()} on table {found.label}")
     return names.spark.sql(statement.text)
+
+
+# the clauses that make a query more than a count of one table's rows
+_NOT_A_COUNT = ("joins", "group", "having", "order", "limit", "offset", "distinct", "with", "laterals", "windows",
+                "qualify", "pivots", "sort", "cluster", "distribute")
+
+
+def _count(names: Names, tree: exp.Expr) -> Any:
+    """``SELECT count(*) FROM ns.t [WHERE ...]`` over one sparkberg table (its current snapshot, no join, grouping
+    or subquery) answered by :meth:`~sparkberg.Table.count`: from the manifests where they hold the answer; None
+    for any other statement."""
+    if not isinstance(tree, exp.Select) or len(tree.expressions) != 1 or \
+            any(tree.args.get(k) for k in _NOT_A_COUNT):
+        return None
+    item = tree.expressions[0]
+    counted = item.this if isinstance(item, exp.Alias) else item
+    if not isinstance(counted, exp.Count) or counted.args.get("big_int") is False or \
+            not (isinstance(counted.this, exp.Star) or (isinstance(counted.this, exp.Literal)
+                                                       and counted.this.is_number)):
+        return None
+    source_ = tree.args.get("from_")
+    node = source_.this if source_ is not None else None
+    if not isinstance(node, exp.Table) or node.args.get("version") or node.args.get("joins"):
+        return None
+    found = names.resolve(parts_of(node))
+    if found is None or found.metadata_table is not None or found.ref is not None:
+        return None
+    where = tree.args.get("where")
+    if where is not None and where.find(exp.Subquery, exp.Select):
+        return None
+    qualifiers = {q.lower() for q in (node.name, node.alias) if q}
+    text = None if where is None else _unqualified(where.this, qualifiers).sql(dialect="spark")
+    name = item.alias if isinstance(item, exp.Alias) else "count(1)"
+    from sparkberg.spark.frames import local_dataframe
+    return local_dataframe(names.spark, [(found.table.count(text),)], f"`{name}` bigint")
 
 
 # --- writes ------------------------------------------------------------------------------------------------------
