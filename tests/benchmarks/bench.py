@@ -31,7 +31,9 @@
 - streams: the streaming sink against Iceberg Java's (``writeStream.format("iceberg")``): Parquet files streamed
   into a partitioned table a file a micro-batch, 40 of 1000 rows and 4 of 1M rows (rows/s, commits/s), and the
   end-to-end latency of a 1-second trigger (a file dropped until the table's snapshot holds it).
-- reads: ROWS rows without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
+- reads: an exact ``count(*)`` of the tables without deletes and with deletion vectors: ``Table.count()`` (from the
+  manifests) against Java's ``SELECT count(*)`` (which reads the rows of a table with delete files). And ROWS rows
+  without deletes, with position deletes (v2), deletion vectors (v3) and equality deletes,
   about 5% of rows deleted, each read by both engines as ``count(*), sum(x)`` and as every column of every
   row written to Spark's ``noop`` sink, in rounds over all tables and both engines (two untimed,
   ``READ_WARMUP``, then ``READ_ROUNDS``), medians; the merge-on-read overhead is each read over the
@@ -658,6 +660,14 @@ def bench_reads(spark, wh, rows, repeats, results):
                             "sparkberg_s": ours_s, "java_s": java_s, "ratio": ours_s / java_s,
                             "mor_overhead": ours_s / base["ours"], "java_mor_overhead": java_s / base["java"]})
             print(results[-1], flush=True)
+    # an exact count: sparkberg's from the manifests (record counts less the deletion vectors' cardinalities)
+    # against Java's count(*), which reads the rows of a table with delete files
+    for name in ("none", "dv"):
+        ours_runs = _runs(lambda: tables[name].count(), max(repeats, READ_ROUNDS))
+        java_runs = _runs(lambda: spark.sql(f"SELECT count(*) FROM ref.b.read_{name}").collect(),
+                          max(repeats, READ_ROUNDS))
+        assert tables[name].count() == spark.sql(f"SELECT count(*) FROM ref.b.read_{name}").collect()[0][0]
+        _spread_row(results, f"count(*) of {rows} rows", labels[name], ours_runs, java_runs)
 
 
 def read_round(reads: dict, r: int, times: dict[str, list[float]]) -> None:
@@ -945,7 +955,8 @@ def _runs(fn, repeats: int, warmup: int = 1) -> list[float]:
     return out
 
 
-def _object_store_row(results: list, benchmark: str, variant: str, ours: list[float], ref: list[float]) -> None:
+def _spread_row(results: list, benchmark: str, variant: str, ours: list[float], ref: list[float]) -> None:
+    """A result row of the medians of two sets of runs, the reference's in the "java" column, with the spread."""
     o, r = statistics.median(ours), statistics.median(ref)
     results.append({"benchmark": benchmark, "variant": variant, "sparkberg_s": o, "java_s": r, "ratio": o / r,
                     "spread": f"{min(ours) / max(ref):.2f}-{max(ours) / min(ref):.2f} (runs: ours "
@@ -975,9 +986,9 @@ def bench_object_store(spark, wh: str, files: int, rows: int, orphans: int, repe
         ours = _runs(lambda: on_s3.plan_files().count(), repeats)
         pyi = StaticTable.from_metadata(on_s3.metadata_location, properties=props)
         theirs = _runs(lambda: len(list(pyi.scan().plan_files())), repeats)
-        _object_store_row(results, f"planning {files} files on S3", "full plan vs PyIceberg plan_files", ours,
+        _spread_row(results, f"planning {files} files on S3", "full plan vs PyIceberg plan_files", ours,
                           theirs)
-        _object_store_row(results, f"planning {files} files on S3", "vs sparkberg on local disk", ours,
+        _spread_row(results, f"planning {files} files on S3", "vs sparkberg on local disk", ours,
                           _runs(lambda: local.plan_files().count(), repeats))
 
         src = spark.sql(f"SELECT id, CAST(id % 1000 AS double) AS x, concat('v', id) AS v FROM range({rows})").cache()
@@ -993,10 +1004,10 @@ def bench_object_store(spark, wh: str, files: int, rows: int, orphans: int, repe
                 tables[where] = t.append(src)
                 times[where].append(time.perf_counter() - t1)
         src.unpersist()
-        _object_store_row(results, f"append {rows} rows on S3", "vs local disk", times["s3"], times["local"])
+        _spread_row(results, f"append {rows} rows on S3", "vs local disk", times["s3"], times["local"])
         reads = {where: _runs(lambda t=t: t.to_df().selectExpr("count(*)", "sum(x)").collect(), repeats)
                  for where, t in tables.items()}
-        _object_store_row(results, f"read {rows} rows on S3, count(*), sum(x)", "vs local disk", reads["s3"],
+        _spread_row(results, f"read {rows} rows on S3, count(*), sum(x)", "vs local disk", reads["s3"],
                           reads["local"])
 
         listing = {}
@@ -1009,7 +1020,7 @@ def bench_object_store(spark, wh: str, files: int, rows: int, orphans: int, repe
             cut = int(time.time() * 1000)
             listing[where] = _runs(lambda t=t: t.remove_orphan_files(older_than=cut, dry_run=True).count(),
                                    repeats, warmup=0)
-        _object_store_row(results, f"orphan listing, {orphans} objects on S3", "dry run vs local disk",
+        _spread_row(results, f"orphan listing, {orphans} objects on S3", "dry run vs local disk",
                           listing["s3"], listing["local"])
 
 
