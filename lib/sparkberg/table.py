@@ -35,7 +35,7 @@ from sparkberg.expressions.sql import translate_filter
 from sparkberg.inspect import MetadataTables
 from sparkberg.io.fileio import FileIO, deleted_on_failure, file_io_for, normalize_location, to_local_path
 from sparkberg.evolution import EvolutionMixin
-from sparkberg.maintenance import data_files, deletes, doctor, expire, manifests, orphans
+from sparkberg.maintenance import data_files, deletes, expire, manifests, orphans
 from sparkberg.planning.counts import exact_count
 from sparkberg.planning.entries import referenced_by
 from sparkberg.planning.scan import plan
@@ -557,6 +557,7 @@ class Table(RefsMixin, EvolutionMixin):
         manifest lists and manifests, sequence numbers, summary totals, row lineage, partition values),
         ``files`` (also every referenced file's existence and size and each deletion vector's cardinality, on the
         executors) or ``data`` (also Parquet footers' row counts). See :mod:`sparkberg.maintenance.doctor`."""
+        from sparkberg.maintenance import doctor  # (only where a table is checked)
         with self._running("CHECK"):
             found = doctor.check(self._metadata, self.metadata_location, self.io, self.spark, level)
         return local_dataframe(self.spark, [f.row() for f in found], doctor.FINDINGS_DDL)
@@ -566,6 +567,7 @@ class Table(RefsMixin, EvolutionMixin):
         files scoped to such a data file alone), as one snapshot (``delete``, or ``overwrite`` when only delete
         files go) whose summary names how many; never deletes a file. Returns what it removes (or, with
         ``dry_run``, the default, would remove): ``file_path``, ``content``, ``content_offset``."""
+        from sparkberg.maintenance import doctor
         with self._running("REPAIR"):
             found = doctor.check(self._metadata, self.metadata_location, self.io, self.spark, "files")
             keys = doctor.removals(self._metadata, self.io, found)
