@@ -32,7 +32,7 @@ from sparkberg.read.arrow import TaskReader, read_struct
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.reader import identity_values
 from sparkberg.spark.frames import collect_arrow, local_dataframe
-from sparkberg.spark.session import session_time_zone
+from sparkberg.spark.session import is_classic, session_time_zone
 from sparkberg.spark.types import arrow_schema
 from sparkberg.spec import types as T
 from sparkberg.spec.properties import merges_on_read
@@ -284,7 +284,7 @@ class MergeBuilder:
         (a scheduled job) pays several seconds for each of the Spark path's jobs that this spares it. False, for
         Spark to merge, otherwise; the target's plan where only its size kept the merge from the driver."""
         spark = self.table.spark
-        if getattr(spark, "_jsparkSession", None) is None or not keys or self.by_source or \
+        if not is_classic(spark) or not keys or self.by_source or \
                 len(keys) != len(conjuncts(self.condition)) or any(null_safe for *_, null_safe in keys) or \
                 [(k, c, v) for k, c, v in self.matched] not in ([], [("update", None, None)], [("delete", None, None)]) \
                 or self.not_matched not in ([], [(None, None)]):

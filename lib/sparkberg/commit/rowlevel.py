@@ -40,7 +40,7 @@ from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.fileids import xxh64
 from sparkberg.read.reader import identity_values, read_tasks
 from sparkberg.spark.frames import collect_arrow, map_in_arrow
-from sparkberg.spark.session import max_result_bytes, session_time_zone, unsplit_file_bytes
+from sparkberg.spark.session import is_classic, max_result_bytes, session_time_zone, unsplit_file_bytes
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
 from sparkberg.spec.properties import SERIALIZABLE, isolation_level, merges_on_read
@@ -462,7 +462,7 @@ def matched_on_driver(rl: RowLevel, filter: str | Column) -> dict[str, np.ndarra
     not. None, for Spark to find them, where the filter is not one :func:`row_filter` evaluates, where the files
     hold more than ``DRIVER_FILTER_VALUES`` of the values it reads, or on Spark Connect (the client is no
     cluster's driver)."""
-    if not isinstance(filter, str) or getattr(rl.spark, "_jsparkSession", None) is None:
+    if not isinstance(filter, str) or not is_classic(rl.spark):
         return None
     test = row_filter(filter, rl.schema, functools.partial(session_time_zone, rl.spark))
     if test is None or not test.columns:

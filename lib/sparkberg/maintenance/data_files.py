@@ -59,7 +59,7 @@ from sparkberg.read.arrow import TaskReader
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.reader import identity_values
 from sparkberg.spark.frames import local_dataframe
-from sparkberg.spark.session import job_description, unsplit_file_bytes
+from sparkberg.spark.session import is_classic, job_description, unsplit_file_bytes
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import sequence_applies
 from sparkberg.spec.properties import TARGET_FILE_SIZE, target_file_size
@@ -316,7 +316,7 @@ class _Run:
         cannot apply a delete (an equality delete on a nested column)."""
         rl, m = self.rl, self.rl.m
         if group.size > DRIVER_REWRITE_BYTES or self.ordering is not None or table_ordering(m) != UNSORTED or \
-                getattr(rl.spark, "_jsparkSession", None) is None:
+                not is_classic(rl.spark):
             return None
         reader = TaskReader(m, T.Schema(list(rl.schema.fields) + rl.lineage_fields), rl.table.io)
         try:

@@ -26,7 +26,7 @@ from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.fileids import FileSlots, name_slice
 from sparkberg.spark.frames import arrow_dataframe, local_dataframe, map_in_arrow, scalar_of
 from sparkberg.spark.jvm import array_literal, long_array_layout, long_arrays_layout
-from sparkberg.spark.session import per_session
+from sparkberg.spark.session import is_classic, per_session
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
 from sparkberg.spec.puffin import dv_position_array
@@ -388,7 +388,7 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
     slot_of = dict(zip(ids, slots.slots))
     key = (tuple(units), slots.shift, slots.bits) + src.key
     found = None
-    if getattr(spark, "_jsparkSession", None) is not None:  # (a classic session: its JVM makes literals)
+    if is_classic(spark):  # (its JVM makes literals)
         found = _kept(spark, cache, ("slots literals",) + key, lambda: decoder.on_driver(units, src.derived),
                       lambda spark, table: _scan_filter_literals(spark, table, slot_of, slots))
     if found is not None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from sparkberg.spark.executors import check_workers
 from sparkberg.spark.jvm import arrow_dataframe_35, map_in_arrow_classic, scalar_subquery_35
-from sparkberg.spark.session import spark_version
+from sparkberg.spark.session import is_classic, spark_version
 from sparkberg.spark.types import arrow_schema, parse_ddl
 from sparkberg import state
 
@@ -144,7 +144,7 @@ def _made_on_use(self, name: str) -> Any:
 
 def _classic_dataframe_class(spark) -> type | None:
     """The DataFrame class of a classic session (PySpark 3.5's or 4's), None for Spark Connect's."""
-    if getattr(spark, "_jsparkSession", None) is None:
+    if not is_classic(spark):
         return None
     try:
         from pyspark.sql.classic.dataframe import DataFrame as Classic  # PySpark 4

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Sequence
 
 from sparkberg.errors import MissingFileError, StorageError
 from sparkberg.lru import LRU
-from sparkberg.spark.session import per_session, session_setting, spark_version
+from sparkberg.spark.session import is_classic, per_session, session_setting, spark_version
 from sparkberg.spark.types import parse_ddl
 from sparkberg import state
 
@@ -33,7 +33,7 @@ def arrow_dataframe_35(spark, table: pa.Table, ddl: str | StructType) -> DataFra
     ``spark.sql.execution.arrow.localRelationThreshold`` into a local relation, converting every row on the driver
     right away (most of the cost of the DataFrame); from :data:`LAZY_ROWS` rows on, the threshold is 0
     while the DataFrame is made, so the rows are converted when it is read (its count was faster too)."""
-    if getattr(spark, "_jsparkSession", None) is None:
+    if not is_classic(spark):
         return None
     try:
         return _arrow_dataframe_35(spark, table, ddl)
@@ -108,7 +108,7 @@ def array_literal(spark, data: bytes, kind: ArrayType) -> Column | None:
     each query plan and run one more query (in a fresh process, a scheduled job's, its first of each). Spark's
     generated code refers to the value rather than writing it in. Classic sessions only: None over Spark
     Connect, on a JVM that is not little-endian, or where Spark's internals moved."""
-    if getattr(spark, "_jsparkSession", None) is None:
+    if not is_classic(spark):
         return None
     try:
         from pyspark.sql import Column as AnyColumn
@@ -264,7 +264,7 @@ class ParquetRelations:
     @classmethod
     def of(cls, spark) -> ParquetRelations | None:
         """The relations of a classic session (None for other sessions: Spark Connect)."""
-        if getattr(spark, "_jsparkSession", None) is None:
+        if not is_classic(spark):
             return None
         return per_session(spark, "parquet relations", cls)
 
@@ -291,7 +291,7 @@ def _listing_on_driver(spark, files: Sequence[str]):
     created (Spark Connect analyses later, on the server: left as it is)."""
     local = all(f.startswith("/") or f.startswith("file:") for f in files)
     with session_setting(spark, _LISTING_THRESHOLD, str(len(files) + 1),
-                         local and len(files) > 32 and hasattr(spark, "_jsparkSession")):
+                         local and len(files) > 32 and is_classic(spark)):
         yield
 
 

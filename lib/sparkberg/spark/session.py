@@ -42,6 +42,12 @@ def session_builder(app_name: str = "sparkberg", master: str | None = None, defa
     return b
 
 
+def is_classic(spark) -> bool:
+    """Whether ``spark`` is a classic session (a JVM in this process, reached by py4j), not a Spark Connect
+    client: the one place that asks (what only a classic session has is its py4j handle)."""
+    return getattr(spark, "_jsparkSession", None) is not None
+
+
 def session_conf(spark, key: str, default: str | None = None) -> str | None:
     """A session setting, or ``default`` when it is unset or there is no session (metadata-only use). (Read with a
     default, even None: Spark answers the read of an unset key without one by an exception, which costs a fresh JVM
