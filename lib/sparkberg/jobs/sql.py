@@ -16,6 +16,7 @@ import re
 import sys
 
 import sparkberg
+from sparkberg.errors import ValidationError
 from sparkberg.jobs.common import OK, USAGE, add_session_arguments, argument_parser, open_catalog, run, session
 from sparkberg.sql.statements import StatementFailedError, parse_script
 
@@ -23,10 +24,10 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
 def substitute(text: str, variables: dict[str, str]) -> str:
-    """``text`` with each ``${name}`` replaced by its value; a name with no value is a ValueError naming it."""
+    """``text`` with each ``${name}`` replaced by its value; a name with no value is a ValidationError naming it."""
     missing = sorted({m.group(1) for m in _VARIABLE.finditer(text) if m.group(1) not in variables})
     if missing:
-        raise ValueError(f"no value for {', '.join('${' + n + '}' for n in missing)}: give --var NAME=VALUE")
+        raise ValidationError(f"no value for {', '.join('${' + n + '}' for n in missing)}: give --var NAME=VALUE")
     return _VARIABLE.sub(lambda m: variables[m.group(1)], text)
 
 

@@ -57,7 +57,7 @@ def zone_of(name: str) -> _dt.tzinfo:
     try:
         return ZoneInfo(text)
     except (KeyError, ValueError, OSError):  # (ZoneInfoNotFoundError is a KeyError)
-        raise ValueError(f"unknown time zone {name!r}") from None
+        raise ValidationError(f"unknown time zone {name!r}") from None
 
 
 def datetime_to_micros(ts: _dt.datetime) -> int:
