@@ -79,3 +79,26 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("sparkberg figures")
         for line in FIGURES:
             terminalreporter.write_line(line)
+
+
+# Object store servers (tests/objectstores.py), one of each kind a test module uses, with no cloud variable or file
+# around them while they run
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    from objectstores import started
+    with started(str(tmp_path_factory.mktemp("no-cloud"))) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory):
+    from objectstores import GcsServer, started
+    with started(str(tmp_path_factory.mktemp("no-cloud")), GcsServer) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def azure(tmp_path_factory):
+    from objectstores import AzureServer, started
+    with started(str(tmp_path_factory.mktemp("no-cloud")), AzureServer) as server:
+        yield server

@@ -567,7 +567,7 @@ class Table(RefsMixin, EvolutionMixin):
         files scoped to such a data file alone), as one snapshot (``delete``, or ``overwrite`` when only delete
         files go) whose summary names how many; never deletes a file. Returns what it removes (or, with
         ``dry_run``, the default, would remove): ``file_path``, ``content``, ``content_offset``."""
-        from sparkberg.maintenance import doctor
+        from sparkberg.maintenance import doctor  # (only where a table is repaired)
         with self._running("REPAIR"):
             found = doctor.check(self._metadata, self.metadata_location, self.io, self.spark, "files")
             keys = doctor.removals(self._metadata, self.io, found)

@@ -58,3 +58,4 @@ def corpus(java, java_warehouse):
 def duck():
     from reference import duckdb_with_iceberg
     return duckdb_with_iceberg()
+

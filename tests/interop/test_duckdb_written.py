@@ -2,7 +2,6 @@
 test serves one (tests/restserver.py) over a warehouse directory; DuckDB creates, inserts, deletes and updates
 (merge-on-read position deletes), and sparkberg reads every snapshot as DuckDB and Iceberg Java (through the same
 REST catalog) do."""
-import glob
 import os
 import sys
 from collections import Counter
@@ -16,19 +15,12 @@ pytestmark = pytest.mark.interop
 
 @pytest.fixture(scope="module")
 def duck_tables(tmp_path_factory):
-    import duckdb
-
-    from reference import duckdb_with_iceberg
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from restserver import RestServer
     warehouse = str(tmp_path_factory.mktemp("duck-wh"))
     rest = RestServer(str(tmp_path_factory.mktemp("duck-rest")), warehouse="file://" + warehouse)
-    con = duckdb_with_iceberg()
-    site = os.path.dirname(os.path.dirname(duckdb.__file__))
-    httpfs = glob.glob(os.path.join(site, "duckdb_extension_httpfs", "extensions", "*", "httpfs.duckdb_extension"))
-    if not httpfs:
-        pytest.fail("duckdb-extension-httpfs is not installed in the interop venv (make interop installs it)")
-    con.execute(f"LOAD '{httpfs[0]}'")
+    from duckdbs import duckdb_with_httpfs
+    con = duckdb_with_httpfs()
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"ATTACH 'wh' AS w (TYPE iceberg, ENDPOINT '{rest.uri}', AUTHORIZATION_TYPE 'none')")
     con.execute("CREATE SCHEMA w.db")

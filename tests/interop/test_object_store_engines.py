@@ -2,7 +2,6 @@
 sparkberg writes there (merge-on-read deletes included) they read exactly, and sparkberg reads what PyIceberg
 writes; a table whose metadata names ``s3a://`` locations reads in every engine. Each engine gets the server's
 endpoint and keys from its own configuration (FileIO properties, a DuckDB secret), none from the environment."""
-import glob
 import os
 import sys
 from collections import Counter
@@ -12,28 +11,16 @@ import pytest
 import sparkberg
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from objectstores import ACCESS_KEY, REGION, SECRET_KEY, started  # noqa: E402
+from objectstores import ACCESS_KEY, REGION, SECRET_KEY  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with started(str(tmp_path_factory.mktemp("no-cloud"))) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def duck_s3(s3):
     """DuckDB with its iceberg and httpfs extensions and a secret for the server."""
-    import duckdb
-    from reference import duckdb_with_iceberg
-    con = duckdb_with_iceberg()
-    site = os.path.dirname(os.path.dirname(duckdb.__file__))
-    httpfs = glob.glob(os.path.join(site, "duckdb_extension_httpfs", "extensions", "*", "httpfs.duckdb_extension"))
-    if not httpfs:
-        pytest.fail("duckdb-extension-httpfs is not installed in the interop venv (make interop installs it)")
-    con.execute(f"LOAD '{httpfs[0]}'")
+    from duckdbs import duckdb_with_httpfs
+    con = duckdb_with_httpfs()
     con.execute(f"CREATE SECRET lake (TYPE s3, KEY_ID '{ACCESS_KEY}', SECRET '{SECRET_KEY}', REGION '{REGION}', "
                 f"ENDPOINT '127.0.0.1:{s3.port}', URL_STYLE 'path', USE_SSL false)")
     con.execute("SET TimeZone = 'UTC'")

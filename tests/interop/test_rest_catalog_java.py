@@ -2,7 +2,6 @@
 ``JdbcCatalog`` on PostgreSQL), shared by sparkberg's client, Iceberg Java's ``RESTCatalog`` (through its Spark
 catalog), PyIceberg's ``RestCatalog`` and DuckDB: what one creates and commits, the others list, load, read and
 commit on top of, in both directions."""
-import glob
 import os
 import sys
 import uuid
@@ -43,14 +42,8 @@ def pyiceberg_catalog(server):
 
 
 def duckdb_attached(server):
-    import duckdb
-
-    from reference import duckdb_with_iceberg
-    con = duckdb_with_iceberg()
-    site = os.path.dirname(os.path.dirname(duckdb.__file__))
-    httpfs = glob.glob(os.path.join(site, "duckdb_extension_httpfs", "extensions", "*", "httpfs.duckdb_extension"))
-    assert httpfs, "duckdb-extension-httpfs is not installed in the interop venv (make interop installs it)"
-    con.execute(f"LOAD '{httpfs[0]}'")
+    from duckdbs import duckdb_with_httpfs
+    con = duckdb_with_httpfs()
     con.execute(f"ATTACH '' AS r (TYPE iceberg, ENDPOINT '{server.uri}', AUTHORIZATION_TYPE 'none')")
     return con
 

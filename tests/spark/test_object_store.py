@@ -12,28 +12,10 @@ import sparkberg
 from sparkberg.io.fileio import file_io_for
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from objectstores import SECRET_KEY, SECRETS, AzureServer, GcsServer, S3Server, started  # noqa: E402
+from objectstores import SECRET_KEY, SECRETS, S3Server, started  # noqa: E402
 from restserver import RestServer  # noqa: E402
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with started(str(tmp_path_factory.mktemp("no-cloud"))) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def azure(tmp_path_factory):
-    with started(str(tmp_path_factory.mktemp("no-cloud")), AzureServer) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def gcs(tmp_path_factory):
-    with started(str(tmp_path_factory.mktemp("no-cloud")), GcsServer) as server:
-        yield server
 
 
 def _shown_secrets(texts: dict[str, str]) -> list[str]:

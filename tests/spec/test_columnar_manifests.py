@@ -12,6 +12,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from sparkberg.avro.columnar import map_get, read_manifest_columns
 from sparkberg.avro.manifest import write_manifest
+from sparkberg.io.fileio import FileIO
 from sparkberg.spec.manifests import (
     ADDED, DATA, DELETED, EQUALITY_DELETES, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile,
     ManifestEntry, ManifestFile,
@@ -271,7 +272,7 @@ def _check_cached_manifests(tmp_path_factory, decoder, rows, version, expr):
         assert io.reads == reads
 
 
-class _Files:
+class _Files(FileIO):
     """A FileIO over paths held in memory."""
 
     def __init__(self, files: dict[str, bytes]):

@@ -28,7 +28,7 @@ from sparkberg.spec.manifests import DataFile
 from sparkberg.table import Catalog
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from objectstores import ACCESS_KEY, REGION, SECRET_KEY, no_cloud_environment, started  # noqa: E402
+from objectstores import ACCESS_KEY, REGION, SECRET_KEY, no_cloud_environment  # noqa: E402
 from test_catalog_reliability import ARROW, RETRIES  # noqa: E402
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True, doc="the key"),
@@ -37,19 +37,13 @@ SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True, doc="the key"),
                    T.NestedField(5, "at", T.TIMESTAMPTZ, False)])
 
 
-@pytest.fixture(scope="module")
-def aws(tmp_path_factory):
-    with started(str(tmp_path_factory.mktemp("no-cloud"))) as server:
-        yield server
-
-
-def _properties(aws) -> dict:
-    return {**aws.properties(), "type": "glue", "glue.endpoint": aws.endpoint, "glue.region": REGION,
+def _properties(s3) -> dict:
+    return {**s3.properties(), "type": "glue", "glue.endpoint": s3.endpoint, "glue.region": REGION,
             "glue.access-key-id": ACCESS_KEY, "glue.secret-access-key": SECRET_KEY}
 
 
-def _catalog(aws, warehouse: str) -> Catalog:
-    backend, description, config = open_backend(None, "glue", warehouse, properties=_properties(aws))
+def _catalog(s3, warehouse: str) -> Catalog:
+    backend, description, config = open_backend(None, "glue", warehouse, properties=_properties(s3))
     return Catalog(None, backend, description, config)
 
 
@@ -65,15 +59,15 @@ def _rows(table) -> list[int]:
     return sorted(i for path in plan for i in pq.read_table(table.io.open_input(path)).column("id").to_pylist())
 
 
-def _glue(aws):
+def _glue(s3):
     import boto3
-    return boto3.client("glue", endpoint_url=aws.endpoint, region_name=REGION, aws_access_key_id=ACCESS_KEY,
+    return boto3.client("glue", endpoint_url=s3.endpoint, region_name=REGION, aws_access_key_id=ACCESS_KEY,
                         aws_secret_access_key=SECRET_KEY)
 
 
-def test_namespaces_tables_and_commits_in_glue(aws):
-    bucket = aws.bucket(f"glue-{uuid.uuid4().hex[:8]}")
-    cat = _catalog(aws, f"{bucket}/wh")
+def test_namespaces_tables_and_commits_in_glue(s3):
+    bucket = s3.bucket(f"glue-{uuid.uuid4().hex[:8]}")
+    cat = _catalog(s3, f"{bucket}/wh")
     cat.create_namespace("db", {"owner": "etl"})
     with pytest.raises(NamespaceAlreadyExistsError):
         cat.create_namespace("db")
@@ -90,7 +84,7 @@ def test_namespaces_tables_and_commits_in_glue(aws):
     t = cat.load_table("db.t")
     assert _rows(t) == [1, 2, 3] and "/metadata/00002-" in t.metadata_location
     # the Glue table as Iceberg Java and PyIceberg write it, and its columns as Athena reads them
-    glue = _glue(aws).get_table(DatabaseName="db", Name="t")["Table"]
+    glue = _glue(s3).get_table(DatabaseName="db", Name="t")["Table"]
     params = glue["Parameters"]
     assert params["table_type"] == "ICEBERG" and params["metadata_location"] == t.metadata_location
     assert "/metadata/00001-" in params["previous_metadata_location"]
@@ -117,22 +111,22 @@ def test_namespaces_tables_and_commits_in_glue(aws):
         cat.create_table("db.t", SCHEMA)
 
 
-def _appender(aws_props: dict, warehouse: str, k: int, n: int, tmp: str) -> None:
+def _appender(s3_props: dict, warehouse: str, k: int, n: int, tmp: str) -> None:
     with no_cloud_environment(tmp):
-        backend, description, config = open_backend(None, "glue", warehouse, properties=aws_props)
+        backend, description, config = open_backend(None, "glue", warehouse, properties=s3_props)
         table = Catalog(None, backend, description, config).load_table("db.t")
         for i in range(n):
             fast_append(table, [_data_file(table, [1000 * k + i])], MAIN_REQUEST)
 
 
-def test_writer_processes_lose_nothing_through_glue(aws, tmp_path, report):
-    bucket = aws.bucket(f"glue-{uuid.uuid4().hex[:8]}")
-    cat = _catalog(aws, f"{bucket}/wh")
+def test_writer_processes_lose_nothing_through_glue(s3, tmp_path, report):
+    bucket = s3.bucket(f"glue-{uuid.uuid4().hex[:8]}")
+    cat = _catalog(s3, f"{bucket}/wh")
     cat.create_namespace("db")
     cat.create_table("db.t", SCHEMA, properties=RETRIES)
     ctx = multiprocessing.get_context("spawn")
     start = time.monotonic()
-    procs = [ctx.Process(target=_appender, args=(_properties(aws), f"{bucket}/wh", k, 5, str(tmp_path)))
+    procs = [ctx.Process(target=_appender, args=(_properties(s3), f"{bucket}/wh", k, 5, str(tmp_path)))
              for k in range(3)]
     for p in procs:
         p.start()
@@ -147,14 +141,14 @@ def test_writer_processes_lose_nothing_through_glue(aws, tmp_path, report):
            f"{time.monotonic() - start:.1f} s")
 
 
-def test_pyiceberg_s_glue_catalog_shares_the_tables(aws):
+def test_pyiceberg_s_glue_catalog_shares_the_tables(s3):
     from pyiceberg.catalog.glue import GlueCatalog as PyGlue
-    bucket = aws.bucket(f"glue-{uuid.uuid4().hex[:8]}")
-    cat = _catalog(aws, f"{bucket}/wh")
+    bucket = s3.bucket(f"glue-{uuid.uuid4().hex[:8]}")
+    cat = _catalog(s3, f"{bucket}/wh")
     cat.create_namespace("shared")
     t = cat.create_table("shared.t", T.Schema([T.NestedField(1, "id", T.LONG, True)]))
     fast_append(t, [_data_file(t, [1, 2])], MAIN_REQUEST)
-    props = {k: v for k, v in _properties(aws).items() if k != "type"}
+    props = {k: v for k, v in _properties(s3).items() if k != "type"}
     pyi = PyGlue("glue", **props, warehouse=f"{bucket}/wh")
     pt = pyi.load_table("shared.t")
     assert sorted(pt.scan().to_arrow().column("id").to_pylist()) == [1, 2]
@@ -168,8 +162,8 @@ def test_pyiceberg_s_glue_catalog_shares_the_tables(aws):
     assert cat.load_table("shared.theirs").snapshots() == []
 
 
-def test_a_silent_glue_endpoint_is_a_named_error_within_seconds(aws):
-    props = {**_properties(aws), "glue.endpoint": "http://127.0.0.1:9"}
+def test_a_silent_glue_endpoint_is_a_named_error_within_seconds(s3):
+    props = {**_properties(s3), "glue.endpoint": "http://127.0.0.1:9"}
     start = time.monotonic()
     with pytest.raises(CatalogDatabaseError) as e:
         sparkberg.catalog(None, "glue", warehouse="s3://x/wh", properties=props).list_namespaces()

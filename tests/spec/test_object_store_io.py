@@ -27,27 +27,9 @@ from sparkberg.spec.manifests import DataFile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from objectstores import (  # noqa: E402
-    AZURE_KEY, GCS_TOKEN, SECRET_KEY, AzureServer, GcsServer, S3Server, no_cloud_environment, started,
+    AZURE_KEY, GCS_TOKEN, SECRET_KEY, S3Server, no_cloud_environment, started,
 )
 from test_catalog_reliability import ARROW, RETRIES, SCHEMA  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with started(str(tmp_path_factory.mktemp("no-cloud"))) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def gcs(tmp_path_factory):
-    with started(str(tmp_path_factory.mktemp("no-cloud")), GcsServer) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def azure(tmp_path_factory):
-    with started(str(tmp_path_factory.mktemp("no-cloud")), AzureServer) as server:
-        yield server
 
 
 @pytest.fixture

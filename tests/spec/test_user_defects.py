@@ -15,8 +15,8 @@ from sparkberg.sql.parsing import in_sql_words, parse, split
 def test_an_unknown_catalog_name_or_type_is_named_and_makes_no_directory(tmp_path, monkeypatch):
     # (item 11: a type in the properties counts; a bare name that no conf configures is not a new ./name warehouse)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValidationError, match="unknown catalog type 'glue'"):
-        open_backend(None, "glue", properties={"type": "glue", "warehouse": "s3://b/wh"})
+    with pytest.raises(ValidationError, match="unknown catalog type 'nessie'"):
+        open_backend(None, "nessie", properties={"type": "nessie", "warehouse": "s3://b/wh"})
     with pytest.raises(ValidationError, match="no catalog named 'lake'.*give its location \\(./lake"):
         open_backend(None, "lake")
     with pytest.raises(ValidationError, match="unknown catalog type 'nessie'"):

@@ -31,8 +31,10 @@ from sparkberg.avro.decode import manifest_entries
 from sparkberg.errors import InvalidMetadataError, MissingFileError, SparkbergError, ValidationError
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import snapshot_manifests
+from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spec.manifests import DATA, DELETED, MANIFEST_DATA, ManifestEntry, ManifestFile
 from sparkberg.spec.metadata import TableMetadata
+from sparkberg.spec.puffin import deserialize_dv
 from sparkberg.spec.snapshots import Snapshot
 from sparkberg.spec.values import from_bytes
 
@@ -226,7 +228,6 @@ _ORDERED = {"int", "long", "date", "timestamp", "timestamptz", "boolean"}
 def _file_findings(spark, io: FileIO, metadata: TableMetadata, live: dict, footers: bool) -> list[Finding]:
     """The ``files`` level (and ``data``'s footers): every referenced file's existence and size, and each
     deletion vector's cardinality, checked on the executors."""
-    from sparkberg.spark.frames import local_dataframe, map_in_arrow
     seen: dict[tuple, tuple] = {}
     # (a file many snapshots reference is checked once, and named with the newest of them)
     for snapshot_id, entries in reversed(list(live.items())):
@@ -275,7 +276,6 @@ class _FileChecker:
             found.append(Finding("file-size", path, snap, f"the file has {size} bytes, its metadata records "
                                                           f"{r['size']}"))
         if r["offset"] is not None and r["length"] is not None:
-            from sparkberg.spec.puffin import deserialize_dv
             try:
                 cardinality = sum(len(bm) for _, bm in
                                   deserialize_dv(self.io.read_range(path, r["offset"], r["length"]), path))

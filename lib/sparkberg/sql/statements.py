@@ -20,6 +20,7 @@ from sqlglot import exp
 from pyspark.sql import functions as F
 
 from sparkberg.errors import StatementFailedError, ValidationError
+from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import session_conf
 from sparkberg.sql import ddl, procedures
 from sparkberg.sql.names import Names, empty, parts_of, rewrite_query, source
@@ -166,7 +167,6 @@ def _count(names: Names, tree: exp.Expr) -> Any:
     qualifiers = {q.lower() for q in (node.name, node.alias) if q}
     text = None if where is None else _unqualified(where.this, qualifiers).sql(dialect="spark")
     name = item.alias if isinstance(item, exp.Alias) else "count(1)"
-    from sparkberg.spark.frames import local_dataframe
     return local_dataframe(names.spark, [(found.table.count(text),)], f"`{name}` bigint")
 
 
