@@ -124,3 +124,28 @@ def test_the_doctor_command(spark, warehouse, tmp_path):
     assert bad.returncode == 1, bad.stderr[-2000:]
     rows = [json.loads(line) for line in bad.stdout.splitlines() if line.startswith("{")]
     assert [r["rule"] for r in rows] == ["file-missing"]
+
+
+def _data_files(t):
+    from sparkberg.avro.decode import manifest_entries
+    from sparkberg.planning.entries import snapshot_manifests
+    return [e.data_file for mf in snapshot_manifests(t.io, t.current_snapshot())
+            for e in manifest_entries(t.io.read(mf.manifest_path), mf) if e.status != 2 and e.data_file.content == 0]
+
+
+@pytest.mark.parametrize("corruption", ["partition-value", "row-lineage-overlap"])
+def test_a_file_committed_with_a_wrong_partition_or_row_ids_is_found(spark, warehouse, corruption):
+    from sparkberg.commit.producer import fast_append
+    from sparkberg.commit.request import MAIN_REQUEST
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.t", "id bigint, p int", partition_by=["p"], properties={"format-version": "3"})
+    t = t.append(spark.sql("SELECT id, CAST(id % 2 AS INT) AS p FROM range(20)"))
+    d = next(f for f in _data_files(t) if f.partition[1000] == 1)
+    if corruption == "partition-value":  # (the file's rows all have p = 1; its entry says 3)
+        bad = dataclasses.replace(d, partition={1000: 3}, first_row_id=None)
+    else:  # (a second entry claiming the row ids of the first)
+        bad = dataclasses.replace(d, first_row_id=d.first_row_id)
+    fast_append(t, [bad], MAIN_REQUEST)
+    t = cat.load_table("db.t")
+    found = [(r["rule"], r["location"]) for r in t.check().collect()]
+    assert found == [(corruption, d.file_path)]
