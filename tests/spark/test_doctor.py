@@ -149,3 +149,27 @@ def test_a_file_committed_with_a_wrong_partition_or_row_ids_is_found(spark, ware
     t = cat.load_table("db.t")
     found = [(r["rule"], r["location"]) for r in t.check().collect()]
     assert found == [(corruption, d.file_path)]
+
+
+@pytest.mark.parametrize("corruption", ["dv-cardinality", "dv-dangling"])
+def test_a_deletion_vector_entry_that_lies_is_found(spark, warehouse, corruption):
+    from sparkberg.avro.decode import manifest_entries
+    from sparkberg.commit.producer import Changes, commit_changes
+    from sparkberg.commit.request import MAIN_REQUEST
+    from sparkberg.planning.entries import snapshot_manifests
+    cat, t = _table(spark, warehouse)
+    dv = next(e.data_file for mf in snapshot_manifests(t.io, t.current_snapshot())
+              for e in manifest_entries(t.io.read(mf.manifest_path), mf)
+              if e.status != 2 and e.data_file.content == 1)
+    spec_id = 0
+    if corruption == "dv-cardinality":  # (the entry says one position more than its blob holds)
+        lie = dataclasses.replace(dv, record_count=dv.record_count + 1)
+    else:  # (the entry names a data file the table does not have)
+        lie = dataclasses.replace(dv, referenced_data_file=f"{t.location}/data/nowhere.parquet")
+    commit_changes(t, Changes("overwrite", added_deletes=[(spec_id, lie)], removed={(dv.file_path, dv.content_offset)}),
+                   MAIN_REQUEST)
+    t = cat.load_table("db.t")
+    level = "files" if corruption == "dv-cardinality" else "metadata"
+    found = [(r["rule"], r["location"]) for r in t.check(level).collect()
+             if r["snapshot_id"] == t.current_snapshot().snapshot_id]
+    assert found == [(corruption, dv.file_path)]
