@@ -506,3 +506,22 @@ def test_the_sql_job(spark, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 3 and "statement 2 failed" in err
     assert sparkberg.catalog(spark, wh).load_table("db.job").to_df().count() == 2
+
+
+def test_a_default_catalog_only_sparkberg_serves(spark, tmp_path):
+    # (a Spark conf written for Iceberg Java, its jar gone: spark.sql.defaultCatalog names a catalog Spark has no
+    # plugin for, which made Spark refuse every query with CATALOG_NOT_FOUND)
+    keys = {"spark.sql.catalog.lakedc.type": "hadoop", "spark.sql.catalog.lakedc.warehouse": str(tmp_path / "wh"),
+            "spark.sql.defaultCatalog": "lakedc"}
+    try:
+        for k, v in keys.items():
+            spark.conf.set(k, v)
+        sparkberg.sql(spark, """CREATE TABLE db.t (id bigint, v string) USING iceberg;
+                                INSERT INTO db.t VALUES (1, 'a'), (2, 'b');
+                                UPDATE db.t SET v = 'u' WHERE id = 1""")
+        assert sorted(tuple(r) for r in sparkberg.sql(spark, "SELECT * FROM db.t").collect()) == [(1, "u"), (2, "b")]
+        assert sparkberg.sql(spark, "SELECT count(*) FROM lakedc.db.t WHERE id > 1").collect()[0][0] == 1
+        assert spark.conf.get("spark.sql.defaultCatalog") == "lakedc"  # (as it was, after each call)
+    finally:
+        for k in keys:
+            spark.conf.unset(k)

@@ -13,7 +13,8 @@ script, the first statement that fails stops it: the error says which statement 
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 from sqlglot import exp
 
@@ -21,9 +22,10 @@ from pyspark.sql import functions as F
 
 from sparkberg.errors import StatementFailedError, ValidationError
 from sparkberg.spark.frames import local_dataframe
-from sparkberg.spark.session import session_conf
+from sparkberg.catalog.config import conf_properties
+from sparkberg.spark.session import session_conf, session_setting
 from sparkberg.sql import ddl, procedures
-from sparkberg.sql.names import Names, empty, parts_of, rewrite_query, source
+from sparkberg.sql.names import DEFAULT_CATALOG_CONF, Names, empty, parts_of, rewrite_query, source
 from sparkberg.sql.parsing import (
     Extension, SqlSyntaxError, Statement, parse, parse_extension, split, unsupported,
 )
@@ -41,16 +43,31 @@ def run(spark: Any, text: str, catalog: Catalog | None = None) -> Any:
     statements, parsed = parse_script(text)
     names = Names(spark, catalog)
     result = None
-    for statement, prepared in zip(statements, parsed):
-        try:
-            result = execute(names, statement, prepared)
-        except Exception as e:  # noqa: BLE001 - any failure stops the script, named
-            if len(statements) == 1:
-                raise
-            raise StatementFailedError(statement.number, statement.summary, e) from e
-        finally:
-            names.forget()
+    with _spark_s_own_current_catalog(spark):
+        for statement, prepared in zip(statements, parsed):
+            try:
+                result = execute(names, statement, prepared)
+            except Exception as e:  # noqa: BLE001 - any failure stops the script, named
+                if len(statements) == 1:
+                    raise
+                raise StatementFailedError(statement.number, statement.summary, e) from e
+            finally:
+                names.forget()
     return result
+
+
+@contextlib.contextmanager
+def _spark_s_own_current_catalog(spark: Any) -> Iterator[None]:
+    """Spark's session catalog as its current catalog while the statements run, when ``spark.sql.defaultCatalog``
+    names a catalog only sparkberg serves (``spark.sql.catalog.<name>.type`` and the like, with no plugin class for
+    Spark to load, as a Spark conf written for Iceberg Java has once its jar is gone): Spark resolves every query
+    through its current catalog and would refuse each with CATALOG_NOT_FOUND. (A classic session analyses a query
+    when it is made; Spark Connect analyses the DataFrame a query returns when it is read, under the conf then.)"""
+    name = session_conf(spark, DEFAULT_CATALOG_CONF)
+    ours = bool(name) and name.lower() != "spark_catalog" and session_conf(spark, f"spark.sql.catalog.{name}") is None \
+        and bool(conf_properties(spark, name))
+    with session_setting(spark, DEFAULT_CATALOG_CONF, "spark_catalog", when=ours):
+        yield
 
 
 def parse_script(text: str) -> tuple[list[Statement], list[tuple]]:
