@@ -227,7 +227,8 @@ class RestCatalog:
         """One call; the JSON answer ({} for none). ``errors``: an exception class (or a function of the
         server's error type giving one) per status code, before the general mapping."""
         self._check_offered(method, path)
-        query = f"?{urlencode(params, quote_via=quote)}" if params else ""
+        # (every reserved character encoded, "/" too, as SigV4's canonical query string has them)
+        query = f"?{urlencode(params, quote_via=lambda v, *_: quote(v, safe='-_.~'))}" if params else ""
         url = f"{self._base}/{path}{query}"
         shown = f"{self.uri}/{path}"
         data = None if body is None else json.dumps(body).encode()
