@@ -173,3 +173,24 @@ def test_a_deletion_vector_entry_that_lies_is_found(spark, warehouse, corruption
     found = [(r["rule"], r["location"]) for r in t.check(level).collect()
              if r["snapshot_id"] == t.current_snapshot().snapshot_id]
     assert found == [(corruption, dv.file_path)]
+
+
+def test_an_unreadable_manifest_and_a_footer_that_disagrees(spark, warehouse):
+    cat, t = _table(spark, warehouse)
+    # a data file replaced by one of other rows (its size changes too: both are said, at level data)
+    d = t.plan_files().collect()[0]
+    local = d["file_path"].replace("file://", "")
+    spark.range(d["record_count"] + 5).selectExpr("id", "CAST(1 AS INT) AS p", "'x' AS v").coalesce(1) \
+        .write.mode("overwrite").parquet(str(local) + ".tmp")
+    written = next(f for f in os.listdir(local + ".tmp") if f.endswith(".parquet"))
+    os.replace(os.path.join(local + ".tmp", written), local)
+    found = {r["rule"] for r in t.check("data").collect() if r["location"] == d["file_path"]}
+    assert found == {"file-size", "row-count"}
+    # a manifest overwritten with bytes that are not Avro
+    first = t.snapshots()[0]
+    from sparkberg.planning.entries import snapshot_manifests
+    manifest = snapshot_manifests(t.io, first)[0].manifest_path
+    with open(manifest.replace("file://", ""), "wb") as f:
+        f.write(b"not an avro file")
+    rules = {(r["rule"], r["location"]) for r in t.check().collect()}
+    assert ("manifest-unreadable", manifest) in rules and {r for r, _ in rules} == {"manifest-unreadable"}
