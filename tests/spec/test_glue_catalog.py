@@ -4,7 +4,6 @@ created, loaded, committed, listed, renamed, registered, dropped and purged; the
 columns as Iceberg Java and PyIceberg write them; writers of several processes losing nothing; PyIceberg's
 GlueCatalog sharing the tables; an endpoint that does not answer named within seconds. No Spark: data files are
 written with pyarrow through the table's FileIO and appended by the commit path the DataFrame API uses."""
-import multiprocessing
 import os
 import sys
 import time
@@ -29,7 +28,7 @@ from sparkberg.table import Catalog
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from objectstores import ACCESS_KEY, REGION, SECRET_KEY, no_cloud_environment  # noqa: E402
-from test_catalog_reliability import ARROW, RETRIES  # noqa: E402
+from test_catalog_reliability import ARROW, RETRIES, run_writers  # noqa: E402
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True, doc="the key"),
                    T.NestedField(2, "tags", T.ListType(3, T.STRING, False), False),
@@ -124,21 +123,13 @@ def test_writer_processes_lose_nothing_through_glue(s3, tmp_path, report):
     cat = _catalog(s3, f"{bucket}/wh")
     cat.create_namespace("db")
     cat.create_table("db.t", SCHEMA, properties=RETRIES)
-    ctx = multiprocessing.get_context("spawn")
-    start = time.monotonic()
-    procs = [ctx.Process(target=_appender, args=(_properties(s3), f"{bucket}/wh", k, 5, str(tmp_path)))
-             for k in range(3)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(600)
-    assert [p.exitcode for p in procs] == [0, 0, 0]
+    seconds = run_writers(_appender, [(_properties(s3), f"{bucket}/wh", k, 5, str(tmp_path)) for k in range(3)])
     table = cat.load_table("db.t")
     snapshots = table.snapshots()
     assert len(snapshots) == 15 and len({s.parent_snapshot_id for s in snapshots}) == 15
     assert _rows(table) == sorted(1000 * k + i for k in range(3) for i in range(5))
     report(f"Glue catalog (moto, VersionId checked): 3 processes x 5 appends -> 15 snapshots, linear, "
-           f"{time.monotonic() - start:.1f} s")
+           f"{seconds:.1f} s")
 
 
 def test_pyiceberg_s_glue_catalog_shares_the_tables(s3):

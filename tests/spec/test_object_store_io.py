@@ -3,9 +3,8 @@ tests/objectstores.py), configured only by FileIO properties (every provider's v
 conditional creates, listings and deletes; ``s3``, ``s3a`` and ``s3n`` as one store; a store's refusal (a missing
 bucket, wrong credentials, a denied prefix, no server) as a named error within seconds that shows no secret; and
 the file-system catalog committing on S3 and Azure with the store's conditional create, writers of several
-processes losing nothing. No Spark: data files are written with pyarrow through the table's FileIO and appended by the commit path
-the DataFrame API uses."""
-import multiprocessing
+processes losing nothing. No Spark: data files are written with pyarrow through the table's FileIO and appended by
+the commit path the DataFrame API uses."""
 import os
 import pickle
 import sys
@@ -29,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from objectstores import (  # noqa: E402
     AZURE_KEY, GCS_TOKEN, SECRET_KEY, S3Server, no_cloud_environment, started,
 )
-from test_catalog_reliability import ARROW, RETRIES, SCHEMA  # noqa: E402
+from test_catalog_reliability import ARROW, RETRIES, SCHEMA, run_writers  # noqa: E402
 
 
 @pytest.fixture
@@ -229,15 +228,7 @@ def test_the_file_system_catalog_commits_on_object_stores_and_racing_writers_los
     cat.create_namespace("db")
     cat._backend.create("db.t", U.new_table_metadata(SCHEMA, cat._backend.default_table_location("db.t"),
                                                       properties=RETRIES))
-    ctx = multiprocessing.get_context("spawn")
-    start = time.monotonic()
-    procs = [ctx.Process(target=_appender, args=(warehouse, props, k, 5, str(tmp_path)))
-             for k in range(3)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(600)
-    assert [p.exitcode for p in procs] == [0, 0, 0]
+    seconds = run_writers(_appender, [(warehouse, props, k, 5, str(tmp_path)) for k in range(3)])
     table = cat.load_table("db.t")
     assert isinstance(table.io, TableFileIO) and table.metadata.location.startswith(warehouse.split("/")[0])
     snapshots = table.snapshots()
@@ -248,5 +239,4 @@ def test_the_file_system_catalog_commits_on_object_stores_and_racing_writers_los
     versions = sorted(n for n in table.io.list(f"{table.metadata.location}/metadata") if n.endswith(".json"))
     assert versions == sorted(f"v{v}.metadata.json" for v in range(1, 17))
     report(f"file-system catalog on {store} ({'moto' if store == 's3' else 'Azurite'}): 3 processes x 5 appends -> "
-           f"15 snapshots, linear, "
-           f"{time.monotonic() - start:.1f} s")
+           f"15 snapshots, linear, {seconds:.1f} s")

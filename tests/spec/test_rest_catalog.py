@@ -4,7 +4,6 @@ paging, a prefix, errors mapped to sparkberg's exceptions, 409s retried, 5xx on 
 commit-state-unknown with the writer's files kept, and writer processes that lose no commit. Every request and
 response is checked against the REST catalog's OpenAPI document. No Spark: data files are written with pyarrow
 and committed by the commit path the DataFrame API uses."""
-import multiprocessing
 import os
 import sys
 import time
@@ -23,7 +22,7 @@ from sparkberg.table import Catalog
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from restserver import RestServer  # noqa: E402
-from test_catalog_reliability import RETRIES, SCHEMA, _data_file, _rows  # noqa: E402  (tables without Spark)
+from test_catalog_reliability import RETRIES, SCHEMA, _data_file, _rows, run_writers  # noqa: E402  (no Spark)
 
 
 @pytest.fixture
@@ -300,15 +299,7 @@ def _appender(uri: str, k: int, n: int) -> None:
 def test_writer_processes_lose_no_commit(server, report):
     cat = catalog(server)
     _new_table(cat)
-    ctx = multiprocessing.get_context("spawn")
-    start = time.monotonic()
-    procs = [ctx.Process(target=_appender, args=(server.uri, k, 10)) for k in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(600)
-    seconds = time.monotonic() - start
-    assert [p.exitcode for p in procs] == [0] * 4
+    seconds = run_writers(_appender, [(server.uri, k, 10) for k in range(4)])
     table = cat.load_table("db.t")
     snapshots = table.metadata.snapshots
     parents = [s.parent_snapshot_id for s in snapshots]
