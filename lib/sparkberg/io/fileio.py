@@ -79,9 +79,9 @@ class FileIO:
         """Names of the entries directly under a directory location (empty if it does not exist)."""
         raise NotImplementedError
 
-    def list_files(self, location: str, recursive: bool = True) -> Iterator[tuple[str, int]]:
-        """(location, modification time in epoch millis) of every file under a directory location, at any depth
-        (``recursive=False``: directly under it); none if it does not exist."""
+    def list_files(self, location: str) -> Iterator[tuple[str, int]]:
+        """(location, modification time in epoch millis) of every file under a directory location, at any depth;
+        none if it does not exist (:meth:`list_level`: one level)."""
         raise NotImplementedError
 
     def delete_dir(self, location: str) -> None:
@@ -174,7 +174,7 @@ class LocalFileIO(FileIO):
             return iter(())
         return iter(sorted(os.listdir(p)))
 
-    def list_files(self, location, recursive=True):
+    def list_files(self, location):
         for d, _, files in os.walk(self._p(location)):
             for f in files:
                 path = os.path.join(d, f)
@@ -182,8 +182,6 @@ class LocalFileIO(FileIO):
                     yield "file://" + path, int(os.stat(path).st_mtime * 1000)
                 except FileNotFoundError:  # (removed since the directory was read)
                     continue
-            if not recursive:
-                return
 
     def is_dir(self, location):
         return os.path.isdir(self._p(location))
@@ -221,6 +219,7 @@ class ObjectStoreFileIO(FileIO):
                  renew: Callable[[], dict[str, str]] | None = None):
         self._properties = stores.fileio_properties(properties)
         self._renew = renew
+        self._expires_ms = stores.expires_at_ms(self._properties) if renew is not None else None
         self._renewed_at = 0.0
         self._clients: dict[tuple, Any] = {}
         self._lock = threading.Lock()
@@ -234,14 +233,14 @@ class ObjectStoreFileIO(FileIO):
     def _renewed(self) -> None:
         """Vended credentials that expire within :data:`~sparkberg.io.stores.RENEW_AHEAD_S` fetched again (by
         ``renew``, the catalog's), and the clients made anew with them."""
-        expires = stores.expires_at_ms(self._properties) if self._renew is not None else None
-        if expires is None or expires / 1000 - time.time() > stores.RENEW_AHEAD_S:
+        if self._expires_ms is None or self._expires_ms / 1000 - time.time() > stores.RENEW_AHEAD_S:
             return
         with self._lock:
             if time.monotonic() - self._renewed_at < stores.RENEW_MIN_INTERVAL_S and self._renewed_at:
                 return
             fresh = stores.fileio_properties(self._renew())
             self._properties = {**self._properties, **fresh}
+            self._expires_ms = stores.expires_at_ms(self._properties)
             self._clients = {}
             self._renewed_at = time.monotonic()
 
@@ -365,18 +364,21 @@ class ObjectStoreFileIO(FileIO):
             found = fs_.get_file_info(fs.FileSelector(p, allow_not_found=True))
         return iter(sorted(info.base_name for info in found))
 
-    def list_files(self, location, recursive=True):
+    def _listing(self, location: str, recursive: bool) -> Iterator[tuple[Any, str, int]]:
+        """(pyarrow's file info, the entry's location as the table names it, its modification time in epoch millis)
+        of each entry under ``location``: its scheme and authority kept (s3a:// stays s3a://)."""
         from pyarrow import fs
         fs_, p = self._fs(location)
-        root = location.rstrip("/")
-        base = p.rstrip("/")
+        root, base = location.rstrip("/"), p.rstrip("/")
         with self._errors(location):
             found = fs_.get_file_info(fs.FileSelector(p, allow_not_found=True, recursive=recursive))
         for info in found:
-            if info.type == fs.FileType.File:
-                # (the location as the table names it, its scheme and authority kept: s3a:// stays s3a://)
-                rel = info.path[len(base):] if info.path.startswith(base) else "/" + info.path
-                yield root + rel, int(info.mtime.timestamp() * 1000) if info.mtime is not None else 0
+            rel = info.path[len(base):] if info.path.startswith(base) else "/" + info.path
+            yield info, root + rel, int(info.mtime.timestamp() * 1000) if info.mtime is not None else 0
+
+    def list_files(self, location):
+        from pyarrow import fs
+        return ((at, ms) for info, at, ms in self._listing(location, True) if info.type == fs.FileType.File)
 
     def is_dir(self, location):
         from pyarrow import fs
@@ -386,17 +388,12 @@ class ObjectStoreFileIO(FileIO):
 
     def list_level(self, location):
         from pyarrow import fs
-        fs_, p = self._fs(location)
-        root, base = location.rstrip("/"), p.rstrip("/")
-        with self._errors(location):
-            found = fs_.get_file_info(fs.FileSelector(p, allow_not_found=True))
         files, dirs = [], []
-        for info in found:
-            at = f"{root}{info.path[len(base):]}" if info.path.startswith(base) else f"{root}/{info.base_name}"
+        for info, at, ms in self._listing(location, False):
             if info.type == fs.FileType.Directory:
                 dirs.append(at)
             elif info.type == fs.FileType.File:
-                files.append((at, int(info.mtime.timestamp() * 1000) if info.mtime is not None else 0))
+                files.append((at, ms))
         return sorted(files), sorted(dirs)
 
     def delete_dir(self, location):
@@ -436,7 +433,6 @@ class TableFileIO(FileIO):
                  renew: Callable[[], dict[str, str]] | None = None):
         self._local = LocalFileIO()
         self._stores = ObjectStoreFileIO(properties, renew)
-        self._renew = renew
 
     def __getstate__(self) -> dict:
         return {"properties": self._stores.properties, "renew": self._renew}
@@ -459,6 +455,10 @@ class TableFileIO(FileIO):
     def properties(self) -> dict[str, str]:
         """The FileIO properties it was configured with (credentials among them: never to show)."""
         return self._stores.properties
+
+    @property
+    def _renew(self) -> Callable[[], dict[str, str]] | None:
+        return self._stores._renew
 
     def with_properties(self, properties: dict[str, Any] | None) -> "TableFileIO":
         """This FileIO with ``properties``' FileIO properties over its own (a table's over its catalog's); itself
@@ -532,8 +532,8 @@ class TableFileIO(FileIO):
     def list(self, location):
         return self._io(location).list(location)
 
-    def list_files(self, location, recursive=True):
-        return self._io(location).list_files(location, recursive)
+    def list_files(self, location):
+        return self._io(location).list_files(location)
 
     def delete_dir(self, location):
         return self._io(location).delete_dir(location)
