@@ -28,6 +28,7 @@ from sparkberg.read.columns import read_files
 from sparkberg.read.formats import path_key
 from sparkberg.read.positions import DVDecoder
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
+from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field, to_spark_type
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import MANIFEST_DATA, ManifestFile
@@ -507,7 +508,8 @@ class MetadataTables:
         parts = []
         if files:
             rows = read_files(self.spark, [DELETE_FILE_PATH, DELETE_FILE_POS, row_field],
-                              [(d["file_format"], d["file_path"]) for d in files], "position delete")
+                              [(d["file_format"], d["file_path"]) for d in files], "position delete", io=self.io,
+                              spark_schemes=ReadTuning.of(self.spark).spark_file_systems)
             info = local_dataframe(self.spark, [(path_key(d["file_path"]), d["file_path"], d["spec_id"],
                                                  d["partition"], None, None) for d in files], info_ddl)
             parts.append(rows.withColumnRenamed("_key", "_del_key").drop("_pos").join(F.broadcast(info), "_del_key"))

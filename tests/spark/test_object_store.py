@@ -101,6 +101,8 @@ def test_row_level_changes_time_travel_and_the_changelog_on_s3(spark, s3, tmp_pa
     expected.update({4: "m", 100: "n"})
     assert rows == expected
     assert {r["content"] for r in t.metadata_table("delete_files").collect()} == {1}
+    # (the deleted rows, read from the delete files or DVs on S3 with the table's credentials)
+    assert t.metadata_table("position_deletes").count() == 3 + 5 + 1
     assert t.to_df(snapshot_id=first).count() == 20
     changes = t.changes(first)
     # (an update's old rows are deletes too, without compute_updates)

@@ -467,25 +467,24 @@ def check_formats(files: Sequence[tuple[str, str]], what: str) -> None:
                                 f"Parquet, ORC and Avro are")
 
 
-def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str,
-               parquet=None, mapping: dict[int, list[str]] | None = None,
-               file_ids: FileIds | None = None, keys: bool | str = True, io: FileIO | None = None) -> DataFrame:
+def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str, *,
+               io: FileIO, spark_schemes: frozenset[str], parquet=None, mapping: dict[int, list[str]] | None = None,
+               file_ids: FileIds | None = None, keys: bool | str = True) -> DataFrame:
     """The rows of ``files`` ((format, path) pairs; Parquet, ORC or Avro) with ``fields`` matched by field id,
     plus ``_key`` (the path as a join key) and ``_pos`` (the row's position in its file), as ``keys`` asks
     (:func:`_key_columns`). ``parquet`` reads the Parquet paths when the caller needs more than a plain
     field-id read. Parquet files on an object store are read by sparkberg's Arrow reader with ``io`` (the table's
     FileIO: its credentials reach the executors), which a pip-installed PySpark's Hadoop file systems cannot
-    open (:func:`spark_reads`)."""
+    open, unless their scheme is among ``spark_schemes`` (the session's setting, :class:`ReadTuning`;
+    :func:`spark_reads`)."""
     spark_schema = ST.StructType([to_spark_read_field(f) for f in fields])
     check_formats(files, what)
     by_format: dict[str, list[str]] = defaultdict(list)
     for fmt, path in files:
         by_format[fmt.lower()].append(path)
     parts = []
-    schemes = ReadTuning.of(spark).spark_file_systems if any("://" in p and store_of(p) not in (LOCAL, HDFS)
-                                                             for _, p in files) else frozenset()
     for fmt, paths in sorted(by_format.items()):
-        if fmt == "parquet" and all(spark_reads(p, schemes) for p in paths):
+        if fmt == "parquet" and all(spark_reads(p, spark_schemes) for p in paths):
             parts.append(parquet(paths) if parquet is not None else _parquet(spark, spark_schema, paths))
         else:
             part = read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping, io)

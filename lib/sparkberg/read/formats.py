@@ -25,7 +25,7 @@ import pyarrow as pa
 from sparkberg.arrays import from_python, indices, scalar
 from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
-from sparkberg.io.fileio import to_local_path
+from sparkberg.io.fileio import file_io_for
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.types import arrow_schema
 from sparkberg.spec import types as T
@@ -174,7 +174,8 @@ class ArrowFileReader:
         if fmt not in (*ARROW_READ_FORMATS, "parquet"):
             raise NotSupportedError(f"reading {fmt} files is not supported")
         self.fmt, self.fields, self.mapping, self.batch_rows = fmt, list(fields), mapping or {}, batch_rows
-        self.io = io  # (the table's FileIO, which opens files on object stores with the table's credentials)
+        # (the table's FileIO, which opens files on object stores with the table's credentials)
+        self.io = io if io is not None else file_io_for()
         # (field id -> the value a column the file lacks holds: its identity partition value, spec "Column
         # Projection"; before the field's default)
         self.constants = constants or {}
@@ -193,14 +194,8 @@ class ArrowFileReader:
                     yield pa.RecordBatch.from_arrays(cols, schema=self.schema)
 
     def _open(self, path: str):
-        local = to_local_path(path)
         try:
-            if local is not None:
-                return open(local, "rb")
-            if self.io is not None:
-                return self.io.open_input(path)
-            fs, p = pa.fs.FileSystem.from_uri(path)
-            return fs.open_input_file(p)
+            return self.io.open_input(path)
         except FileNotFoundError:
             raise MissingFileError(f"file {path} does not exist", path) from None
 

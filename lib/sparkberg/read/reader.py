@@ -114,7 +114,8 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
                           parquet=lambda paths: read_data_parquet(spark, metadata, schema, spark_schema, paths,
                                                               keys=keys, file_ids=file_ids, row_filter=row_filter,
                                                               identity=identity),
-                          mapping=mapping, file_ids=file_ids, keys=keys, io=io)
+                          mapping=mapping, file_ids=file_ids, keys=keys, io=io,
+                          spark_schemes=tuning.spark_file_systems)
 
     # the columns of an unmatched read, in order: the read schema's, and _pos when wanted
     plain_columns = spark_schema.fieldNames() + (["_pos"] if "_pos" in wanted else [])
