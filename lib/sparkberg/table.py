@@ -246,12 +246,13 @@ class Table(RefsMixin, EvolutionMixin):
             must = TRUE if filter is None else bind(translate_filter(
                 filter, schema, lambda: session_time_zone(self.spark), strengthen=True), schema)
             exact = exact_count(p.arrow(), p.layout, self._metadata, schema, must)
-        if exact is not None:
-            _LOG.info("count of %s at snapshot %s: from its manifests", self.name, snap.snapshot_id)
-            return exact
-        _LOG.info("count of %s at snapshot %s: by reading its rows (deletes or a filter the manifests cannot "
-                  "decide)", self.name, snap.snapshot_id)
-        return self.to_df(filter=filter, snapshot_id=snap.snapshot_id).count()
+            if exact is not None:
+                _LOG.info("count of %s at snapshot %s: from its manifests", self.name, snap.snapshot_id)
+                return exact
+            _LOG.info("count of %s at snapshot %s: by reading its rows (deletes or a filter the manifests cannot "
+                      "decide)", self.name, snap.snapshot_id)
+            # (the rows of the plan just made, as to_df would read them)
+            return read_tasks(self.spark, self._metadata, schema, p.rows(), p.layout, None, filter, self.io).count()
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
               ref: str | None = None, columns: Sequence[str] | None = None, planning: str | None = None,
@@ -569,8 +570,7 @@ class Table(RefsMixin, EvolutionMixin):
         ``dry_run``, the default, would remove): ``file_path``, ``content``, ``content_offset``."""
         from sparkberg.maintenance import doctor  # (only where a table is repaired)
         with self._running("REPAIR"):
-            found = doctor.check(self._metadata, self.metadata_location, self.io, self.spark, "files")
-            keys = doctor.removals(self._metadata, self.io, found)
+            _, keys = doctor.repair_plan(self._metadata, self.io, self.spark)
             if keys and not dry_run:
                 operation = "delete" if any(content == 0 for _, _, content in keys) else "overwrite"
                 producer.commit_changes(self, producer.Changes(

@@ -3,10 +3,10 @@
 :func:`check` returns findings, each naming the rule it breaks, its severity, the location and snapshot
 concerned, what was found, and the spec section the rule comes from. Levels, each including the ones before:
 
-- ``metadata`` (refs to missing snapshots are refused when the metadata is read): the metadata log's files exist; every snapshot's manifest list
-  and every manifest it lists exist and parse; no manifest or entry carries a sequence number above its
-  snapshot's; each snapshot's summary totals (data files, delete files, records, position and equality deletes)
-  equal what its manifests hold; a deletion vector's data file is live in its snapshot; on v3, the row id
+- ``metadata`` (refs to missing snapshots are refused when the metadata is read): the metadata log's files
+  exist; every snapshot's manifest list and every manifest it lists exist and parse; no manifest or entry
+  carries a sequence number above its snapshot's; each snapshot's summary totals (data files, delete files,
+  records, position and equality deletes) equal what its manifests hold; a deletion vector's data file is live in its snapshot; on v3, the row id
   ranges of the current snapshot's data files do not overlap and lie below the table's ``next-row-id``;
   identity partition values agree with their files' column bounds.
 - ``files``: every data file, delete file and statistics file a snapshot references exists with the size its
@@ -82,6 +82,29 @@ class Finding:
 def check(metadata: TableMetadata, metadata_location: str, io: FileIO, spark: Any, level: str = "metadata"
           ) -> list[Finding]:
     """The findings of the checks of ``level`` (see the module docstring), in the order they were made."""
+    return _examined(metadata, io, spark, level)[0]
+
+
+def repair_plan(metadata: TableMetadata, io: FileIO, spark: Any
+                ) -> tuple[list[Finding], list[tuple[str, int | None, int]]]:
+    """The ``files`` level's findings, and (path, content offset, content) of the current snapshot's files that
+    :func:`repair` removes: the data and delete files those findings say no longer exist, and the delete files
+    scoped to a removed data file alone (they would dangle)."""
+    found, live = _examined(metadata, io, spark, "files")
+    current = metadata.current_snapshot
+    gone = {f.location for f in found if f.rule == "file-missing"}
+    if current is None or not gone or current.snapshot_id not in live:
+        return found, []
+    files = [e.data_file for _, e in live[current.snapshot_id]]
+    data_gone = {d.file_path for d in files if d.content == DATA and d.file_path in gone}
+    out = {(d.file_path, d.content_offset, d.content) for d in files
+           if d.file_path in gone or (d.content != DATA and d.referenced_data_file in data_gone)}
+    return found, sorted(out, key=lambda k: (k[0], k[1] or -1))
+
+
+def _examined(metadata: TableMetadata, io: FileIO, spark: Any, level: str
+              ) -> tuple[list[Finding], dict[int, list[tuple[ManifestFile, ManifestEntry]]]]:
+    """The findings of ``level``, and each snapshot's live entries as read for them."""
     if level not in LEVELS:
         raise ValidationError(f"check level must be one of {', '.join(LEVELS)}, got {level!r}")
     found: list[Finding] = []
@@ -100,7 +123,7 @@ def check(metadata: TableMetadata, metadata_location: str, io: FileIO, spark: An
         found += _partition_findings(metadata, current, live[current.snapshot_id])
     if level in ("files", "data"):
         found += _file_findings(spark, io, metadata, live, level == "data")
-    return found
+    return found, live
 
 
 def _live_entries(metadata: TableMetadata, io: FileIO, found: list[Finding]
@@ -298,19 +321,3 @@ class _FileChecker:
 
 _FINDINGS_ARROW = pa.schema([("rule", pa.string()), ("severity", pa.string()), ("location", pa.string()),
                              ("snapshot_id", pa.int64()), ("detail", pa.string()), ("spec_section", pa.string())])
-
-
-def removals(metadata: TableMetadata, io: FileIO, findings: list[Finding]) -> list[tuple[str, int | None, int]]:
-    """(path, content offset, content) of the current snapshot's files that :func:`repair` removes: the data and
-    delete files ``findings`` say no longer exist, and the delete files scoped to a removed data file alone (they
-    would dangle)."""
-    current = metadata.current_snapshot
-    gone = {f.location for f in findings if f.rule == "file-missing"}
-    if current is None or not gone:
-        return []
-    live = [e.data_file for mf in snapshot_manifests(io, current)
-            for e in manifest_entries(io.read(mf.manifest_path), mf) if e.status != DELETED]
-    data_gone = {d.file_path for d in live if d.content == DATA and d.file_path in gone}
-    out = {(d.file_path, d.content_offset, d.content) for d in live
-           if d.file_path in gone or (d.content != DATA and d.referenced_data_file in data_gone)}
-    return sorted(out, key=lambda k: (k[0], k[1] or -1))
