@@ -6,9 +6,9 @@ concerned, what was found, and the spec section the rule comes from. Levels, eac
 - ``metadata`` (refs to missing snapshots are refused when the metadata is read): the metadata log's files
   exist; every snapshot's manifest list and every manifest it lists exist and parse; no manifest or entry
   carries a sequence number above its snapshot's; each snapshot's summary totals (data files, delete files,
-  records, position and equality deletes) equal what its manifests hold; a deletion vector's data file is live in its snapshot; on v3, the row id
-  ranges of the current snapshot's data files do not overlap and lie below the table's ``next-row-id``;
-  identity partition values agree with their files' column bounds.
+  records, position and equality deletes) equal what its manifests hold; a deletion vector's data file is live
+  in its snapshot; on v3, the row id ranges of the current snapshot's data files do not overlap and lie below
+  the table's ``next-row-id``; identity partition values agree with their files' column bounds.
 - ``files``: every data file, delete file and statistics file a snapshot references exists with the size its
   metadata records, and each deletion vector's cardinality equals its entry's record count: checked on the
   executors, a task per batch of files, with the table's FileIO.
