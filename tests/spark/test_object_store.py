@@ -138,9 +138,11 @@ def test_add_files_from_s3(spark, s3, tmp_path):
         {f"{bucket}/landing/a.parquet", f"{bucket}/landing/b.parquet"}
 
 
-def test_a_merge_on_read_table_on_azure(spark, azure, tmp_path):
-    root = azure.container("lake")
-    cat = sparkberg.catalog(spark, f"{root}/wh", properties=azure.properties())  # (a file-system catalog on Azure)
+@pytest.mark.parametrize("store", ["gcs", "azure"])
+def test_a_merge_on_read_table_on_gcs_and_azure(request, spark, store):
+    server = request.getfixturevalue(store)
+    root = server.container("lake") if store == "azure" else server.bucket("lake")
+    cat = sparkberg.catalog(spark, f"{root}/wh", properties=server.properties())  # (a file-system catalog there)
     cat.create_namespace("db")
     t = cat.create_table("db.t", "id bigint, v string", partition_by=["bucket(2, id)"],
                          properties={"format-version": "3", "write.delete.mode": "merge-on-read",
@@ -159,9 +161,8 @@ def test_a_merge_on_read_table_on_azure(spark, azure, tmp_path):
 
 
 def test_data_on_gcs_under_a_local_catalog(spark, gcs, tmp_path):
-    # (metadata on the local disk, data and delete files on GCS through write.data.path: the commit's conditional
-    # create, which fake-gcs-server does not serve, is not on this path)
-    root = gcs.bucket("lake")
+    # (metadata on the local disk, data and delete files on GCS through write.data.path)
+    root = gcs.bucket("data-lake")
     cat = sparkberg.catalog(spark, f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"),
                             properties=gcs.properties())
     cat.create_namespace("db")
