@@ -8,13 +8,13 @@ import pytest
 
 from sparkberg.avro.manifest import read_manifest, read_manifest_list, write_manifest, write_manifest_list
 from sparkberg.spec.manifests import DATA, DELETED, MANIFEST_DELETES, POSITION_DELETES, inherit
-from sparkberg.io.fileio import LocalFileIO
+from sparkberg.io.fileio import file_io_for
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.puffin import dv_positions, read_blob, read_footer, serialize_dv
 from sparkberg.spec.types import Schema
 
 pytestmark = pytest.mark.interop
-IO = LocalFileIO()
+IO = file_io_for()
 
 
 def metadata_files(warehouse, name):
@@ -214,8 +214,8 @@ def test_columnar_decoding_of_java_manifests_equals_the_reference_decoder(corpus
     m = TableMetadata.from_bytes(IO.read(metadata_files(java_warehouse, name)[-1]))
     layout = PartitionLayout(m)
     eq_types = {f.field_id: f.field_type for f in m.current_schema.fields if f.field_type.is_primitive}
-    decoders = [EntryDecoder(layout, with_metrics=True, include_deleted=True),
-                EntryDecoder(layout, with_path_bounds=True, eq_types=eq_types)]
+    decoders = [EntryDecoder(layout, with_metrics=True, include_deleted=True, io=file_io_for()),
+                EntryDecoder(layout, with_path_bounds=True, eq_types=eq_types, io=file_io_for())]
 
     def normalized(rows):
         return [{k: ("NaN" if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in rows]

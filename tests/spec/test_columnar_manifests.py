@@ -12,7 +12,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from sparkberg.avro.columnar import map_get, read_manifest_columns
 from sparkberg.avro.manifest import write_manifest
-from sparkberg.io.fileio import FileIO
+from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.spec.manifests import (
     ADDED, DATA, DELETED, EQUALITY_DELETES, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile,
     ManifestEntry, ManifestFile,
@@ -121,7 +121,8 @@ def _decoders(expr: str | None, **kw):
     types = {f.field_id: f.field_type for f in SCHEMA.index_by_id().values()}
     metrics = MetricsFilter(bound, types) if bound is not None else None
     kw.setdefault("metrics_columns", len(SCHEMA.fields))  # (maps read by key, as a wide table's)
-    return EntryDecoder(PartitionLayout(METADATA), partition_filters=filters, metrics_filter=metrics, **kw)
+    return EntryDecoder(PartitionLayout(METADATA), partition_filters=filters, metrics_filter=metrics, io=file_io_for(),
+                        **kw)
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
@@ -210,7 +211,7 @@ def test_columnar_decoding_reads_first_row_ids_of_the_spec_example():
     meta = U.new_table_metadata(SCHEMA, "file:///wh/t", spec, format_version=3, fresh_ids=False)
     data = write_manifest(es, format_version=3, spec=spec, schema=SCHEMA)
     mf = ManifestFile("added1", len(data), 0, 1, sequence_number=2, first_row_id=1000)
-    got = EntryDecoder(PartitionLayout(meta)).decode_table(mf, 0, data)
+    got = EntryDecoder(PartitionLayout(meta), io=file_io_for()).decode_table(mf, 0, data)
     assert got.column("first_row_id").to_pylist() == [800, 1000, 1050]
     assert got.column("sequence_number").to_pylist() == [1, 2, 2]
 

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from sparkberg.io.fileio import file_io_for
 from sparkberg.spec.puffin import dv_blob_metadata, dv_positions, read_blob, read_footer, serialize_dv, write_puffin
 from sparkberg.write.deletes import POS_SCHEMA, DeleteWriter
 
@@ -48,7 +49,7 @@ def test_dvs_one_per_data_file_merged_with_earlier_deletes(tmp_path, sizes):
     targets = _targets(tmp_path, ["/w/a.parquet", "/w/b.parquet", "/w/c.parquet"], **{
         "/w/a.parquet": {"dvs": [(str(tmp_path / "old.puffin"), blob.offset, blob.length)]},
         "/w/c.parquet": {"position_files": [str(tmp_path / "old-deletes.parquet")]}})
-    got = _results(DeleteWriter(targets, dv=True, write_id="w1"), _batches(ROWS, sizes))
+    got = _results(DeleteWriter(targets, dv=True, write_id="w1", io=file_io_for()), _batches(ROWS, sizes))
     assert len({d["file_path"] for d in got}) == 1  # one Puffin file for the task
     puffin = (tmp_path / "d" / got[0]["file_path"].rsplit("/", 1)[1]).read_bytes()
     want = {"/w/a.parquet": [0, 1, 5, 9], "/w/b.parquet": [0, 2 ** 33 + 4], "/w/c.parquet": [3, 7]}
@@ -65,7 +66,7 @@ def test_dvs_one_per_data_file_merged_with_earlier_deletes(tmp_path, sizes):
 @pytest.mark.parametrize("sizes", [[7], [3, 4], [1] * 7])
 def test_position_delete_files_one_per_data_file(tmp_path, sizes):
     targets = _targets(tmp_path, ["/w/a.parquet", "/w/b.parquet", "/w/c.parquet"])
-    got = _results(DeleteWriter(targets, dv=False, write_id="w1"), _batches(ROWS, sizes))
+    got = _results(DeleteWriter(targets, dv=False, write_id="w1", io=file_io_for()), _batches(ROWS, sizes))
     want = {"/w/a.parquet": [1, 5, 9], "/w/b.parquet": [0, 2 ** 33 + 4], "/w/c.parquet": [7]}
     assert {d["referenced_data_file"] for d in got} == set(want)
     for d in got:
@@ -79,7 +80,8 @@ def test_position_delete_files_one_per_data_file(tmp_path, sizes):
 def test_position_delete_files_one_per_partition(tmp_path):
     dirs = {"/w/a.parquet": "p=1", "/w/b.parquet": "p=1", "/w/c.parquet": "p=2"}
     targets = _targets(tmp_path, list(dirs), dirs)
-    got = _results(DeleteWriter(targets, dv=False, write_id="w1", partition_scoped=True), _batches(ROWS, [3, 4]))
+    got = _results(DeleteWriter(targets, dv=False, write_id="w1", io=file_io_for(), partition_scoped=True),
+                   _batches(ROWS, [3, 4]))
     assert sorted((d["file_path"].split("/")[-2], d["record_count"], d["referenced_data_file"]) for d in got) == \
         [("p=1", 5, None), ("p=2", 1, "/w/c.parquet")]
     first = next(d for d in got if "/p=1/" in d["file_path"])
@@ -108,7 +110,7 @@ def test_a_position_delete_file_naming_several_data_files_is_read_once(tmp_path,
     monkeypatch.setattr(deletes.pq, "read_table", lambda path, **kw: (reads.append(path), real(path, **kw))[1])
     targets = _targets(tmp_path, ["/w/a.parquet", "/w/b.parquet"],
                        **{f: {"position_files": [old]} for f in ("/w/a.parquet", "/w/b.parquet")})
-    got = _results(DeleteWriter(targets, dv=True, write_id="w1"),
+    got = _results(DeleteWriter(targets, dv=True, write_id="w1", io=file_io_for()),
                    _batches([("/w/a.parquet", 1), ("/w/b.parquet", 0)], [1, 1]))
     assert reads == [old]
     puffin = (tmp_path / "d" / got[0]["file_path"].rsplit("/", 1)[1]).read_bytes()

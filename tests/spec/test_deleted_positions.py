@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from sparkberg.io.fileio import file_io_for
 from sparkberg.read.fileids import ID_BITS, FileIds, FileSlots, file_name, xxh64
 from sparkberg.read.positions import DeletedPositions, _by_slot, _position_delete_units
 from sparkberg.spark.tuning import ReadTuning
@@ -84,7 +85,7 @@ def test_bitmaps_of_position_delete_files_and_dvs(tmp_path):
     puffin = tmp_path / "dv.puffin"
     puffin.write_bytes(b"PFA1" + blob)
     decoder = DeletedPositions({one: {"file:/w/a.parquet": 3}, two: {"file:/w/a.parquet": 3}},
-                               {3: 100, 8: 10000, 11: 2})
+                               {3: 100, 8: 10000, 11: 2}, io=file_io_for())
     unit = json.dumps({"files": [[one, "parquet"], [two, "parquet"]], "dvs": [[str(puffin), 4, len(blob), 8]]})
     empty = json.dumps({"files": [], "dvs": [[str(puffin), 4, len(blob), 11]]})  # all past file 11's 2 rows
     out = {}
@@ -104,7 +105,7 @@ def test_bitmaps_of_interleaved_unsorted_positions(tmp_path):
     one = str(tmp_path / "one.parquet")
     a, b = "file:/w/a.parquet", "file:/w/b.parquet"
     pq.write_table(pa.table([[b, a, b, a, a, a], [9, 65, 1, 5, 65, 2]], schema=schema), one)
-    decoder = DeletedPositions({one: {a: 3, b: 5}}, {3: 100, 5: 100})
+    decoder = DeletedPositions({one: {a: 3, b: 5}}, {3: 100, 5: 100}, io=file_io_for())
     unit = json.dumps({"files": [[one, "parquet"]], "dvs": []})
     executors = {fid: _bits(words) for rb in decoder(iter([pa.record_batch([pa.array([unit])], names=["unit"])]))
                  for fid, words in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist())}
@@ -135,20 +136,20 @@ def test_decoded_deletes_are_kept_between_reads(tmp_path, monkeypatch):
     puffin.write_bytes(b"PFA1" + blob)
     unit = json.dumps({"files": [[one, "parquet"]], "dvs": [[str(puffin), 4, len(blob), 9]]})
     cache = DeleteCache(1 << 20)
-    first = _bitmaps_of(DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}, cache), [unit])
+    first = _bitmaps_of(DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}, cache, io=file_io_for()), [unit])
     assert first == {3: {3, 70}, 9: {1, 2, 200}}
 
     def unread(*args):
         raise AssertionError("decoded again")
     monkeypatch.setattr(positions, "delete_file_rows", unread)
     monkeypatch.setattr(positions, "_dv_positions", unread)
-    again = _bitmaps_of(DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}, cache), [unit])
+    again = _bitmaps_of(DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}, cache, io=file_io_for()), [unit])
     assert again == first
     # the same file applied to both data files, from the kept rows (a null path or position deletes nothing)
-    both = _bitmaps_of(DeletedPositions({one: {a: 3, b: 4}}, {3: 100, 4: 100, 9: 300}, cache), [unit])
+    both = _bitmaps_of(DeletedPositions({one: {a: 3, b: 4}}, {3: 100, 4: 100, 9: 300}, cache, io=file_io_for()), [unit])
     assert both == {3: {3, 70}, 4: {4}, 9: {1, 2, 200}}
     with pytest.raises(AssertionError, match="decoded again"):  # without the cache, every read decodes
-        DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}).on_driver([unit])
+        DeletedPositions({one: {a: 3}}, {3: 100, 9: 300}, io=file_io_for()).on_driver([unit])
 
 
 def test_delete_cache_is_bounded():

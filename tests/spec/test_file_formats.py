@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.orc as orc
 import pytest
 
+from sparkberg.io.fileio import file_io_for
 from sparkberg.read.formats import ArrowFileReader, conform
 from sparkberg.spec import types as T
 
@@ -51,7 +52,7 @@ def _avro_file(tmp_path):
 
 def test_avro_columns_are_found_by_field_id(tmp_path):
     path, u = _avro_file(tmp_path)
-    reader = ArrowFileReader("avro", SCHEMA, ARROW)
+    reader = ArrowFileReader("avro", SCHEMA, ARROW, io=file_io_for())
     out = pa.Table.from_batches(list(reader(iter([pa.record_batch([pa.array([path])], names=["p"])]))))
     assert out.schema == ARROW
     assert out.to_pylist() == [
@@ -95,7 +96,7 @@ def test_orc_file_with_iceberg_ids_reads_renamed_and_missing_columns(tmp_path):
     fields = SCHEMA[:2] + [SCHEMA[-1]]
     arrow = pa.schema([ARROW.field("id"), ARROW.field("label"), ARROW.field("added"), ARROW.field("_key"),
                        ARROW.field("_pos")])
-    got = pa.Table.from_batches(list(ArrowFileReader("orc", fields, arrow, {2: ["name"]})(
+    got = pa.Table.from_batches(list(ArrowFileReader("orc", fields, arrow, {2: ["name"]}, io=file_io_for())(
         iter([pa.record_batch([pa.array([path])], names=["p"])])))).to_pylist()
     # pyarrow may drop the attributes when writing; then the name mapping finds "name"
     assert got == [{"id": 5, "label": "p", "added": 42, "_key": path, "_pos": 0},
@@ -105,7 +106,7 @@ def test_orc_file_with_iceberg_ids_reads_renamed_and_missing_columns(tmp_path):
 def test_unknown_format_is_named():
     from sparkberg.errors import NotSupportedError
     with pytest.raises(NotSupportedError, match="lance"):
-        ArrowFileReader("lance", SCHEMA, ARROW)
+        ArrowFileReader("lance", SCHEMA, ARROW, io=file_io_for())
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "orc", "avro"])
@@ -132,7 +133,7 @@ def test_position_delete_rows_keep_only_the_data_files_the_plan_applies_them_to(
         table = pa.table([pa.array(paths), pa.array(positions, pa.int64())], schema=pa.schema([
             pa.field("file_path", pa.string(), False, meta[0]), pa.field("pos", pa.int64(), False, meta[1])]))
         (pq.write_table if fmt == "parquet" else orc.write_table)(table, path)
-    decoder = PositionDeleteRows({path: {files[0]: 0, files[1]: 5}})
+    decoder = PositionDeleteRows({path: {files[0]: 0, files[1]: 5}}, None, file_io_for())
     out = [k for b in decoder([pa.record_batch([pa.array([path]), pa.array([fmt])], names=["p", "f"])])
            for k in b.column(0).to_pylist()]
     assert sorted(out) == sorted([0, 7, 9] + [5 * 2 ** 40 + 3, 5 * 2 ** 40 + 2 ** 33])

@@ -6,6 +6,7 @@ import random
 import pyarrow as pa
 import pytest
 
+from sparkberg.io.fileio import file_io_for
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec
 from sparkberg.spec.transforms import parse_transform
@@ -66,7 +67,7 @@ def test_nan_and_null_partition_values_each_make_one_file(tmp_path):
     xs = [1.0, float("nan"), float("nan"), float("nan"), None, None]
     batch = pa.RecordBatch.from_arrays([pa.array(xs, pa.float64()), pa.array(xs, pa.float64())],
                                        names=["x", f"{PARTITION_PREFIX}0"])
-    writer = FileWriter(schema, spec, str(tmp_path), {}, "w")
+    writer = FileWriter(schema, spec, str(tmp_path), {}, "w", io=file_io_for())
     files = [json.loads(r) for b in writer(iter([batch.slice(0, 3), batch.slice(3)]))
              for r in b.column(0).to_pylist()]
     assert [f["record_count"] for f in files] == [1, 3, 2]

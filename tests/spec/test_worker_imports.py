@@ -18,6 +18,7 @@ LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib")
 
 CHILD = WATCH + r"""
 import pyarrow as pa
+from sparkberg.io.fileio import file_io_for
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionField, PartitionSpec
 from sparkberg.spec.transforms import parse_transform
@@ -38,14 +39,14 @@ spec = PartitionSpec(0, fields)
 keys = spec_keys(spec, PARTITION_PREFIX)
 with_keys = list(KeyColumns(schema, keys, ZOrder(["id", "x", "v"]))(iter([batch])))
 table = pa.Table.from_batches(with_keys)
-written = list(FileWriter(schema, spec, out + "/data", {}, "w")(iter(table.sort_by([(k[0], "ascending") for k in keys])
-                                                                     .to_batches())))
+writer = FileWriter(schema, spec, out + "/data", {}, "w", io=file_io_for())
+written = list(writer(iter(table.sort_by([(k[0], "ascending") for k in keys]).to_batches())))
 files = [json.loads(r) for b in written for r in b.column(0).to_pylist()]
 runs = pa.ipc.open_file(sys.argv[3]).get_batch(0)
 targets = {p: {"spec_id": 0, "partition": {}, "dir": out + "/deletes", "dvs": [], "position_files": []}
            for p in runs.column(0).to_pylist()}
-dvs = list(DeleteWriter(targets, dv=True, write_id="w")(iter([runs])))
-positions = list(DeleteWriter(targets, dv=False, write_id="w", partition_scoped=True)(iter([runs])))
+dvs = list(DeleteWriter(targets, dv=True, write_id="w", io=file_io_for())(iter([runs])))
+positions = list(DeleteWriter(targets, dv=False, write_id="w", partition_scoped=True, io=file_io_for())(iter([runs])))
 print(json.dumps({"pandas": first[0] if first else None, "files": len(files), "dvs": sum(b.num_rows for b in dvs),
                   "position_files": sum(b.num_rows for b in positions)}))
 """

@@ -16,7 +16,7 @@ from sparkberg.commit.producer import fast_append
 from sparkberg.commit.request import CommitRequest
 from sparkberg.errors import ValidationError
 from sparkberg.evolution import mapping_of
-from sparkberg.io.fileio import FileIO, file_io_for, normalize_location
+from sparkberg.io.fileio import FileIO, normalize_location
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.session import session_time_zone
 from sparkberg.spec.properties import NAME_MAPPING
@@ -28,10 +28,9 @@ def _hidden(path: str, root: str) -> bool:
     return any(part.startswith(("_", ".")) for part in path[len(root):].split("/") if part)
 
 
-def parquet_paths(given: Any, io: FileIO | None = None) -> list[str]:
+def parquet_paths(given: Any, io: FileIO) -> list[str]:
     """The files ``given`` names (paths, or a DataFrame whose first column holds them), directories expanded to
     the data files beneath them, listed by ``io`` (the table's FileIO)."""
-    io = io if io is not None else file_io_for()
     if hasattr(given, "columns") and hasattr(given, "collect"):
         given = [r[0] for r in given.select(given.columns[0]).collect()]
     if isinstance(given, str):

@@ -146,7 +146,8 @@ def _own_manifests(io: FileIO, snapshot: Snapshot, content: int) -> list[Manifes
 def _decoder(layout: PartitionLayout, columns: tuple[str, ...], filters: dict[int, Bound] | None = None,
              metrics: Any = None, path_bounds: bool = False) -> EntryDecoder:
     return EntryDecoder(layout, include_deleted=True, partition_filters=filters, metrics_filter=metrics,
-                        with_path_bounds=path_bounds, columns=tuple(dict.fromkeys(columns + CHANGE_COLUMNS)))
+                        with_path_bounds=path_bounds, columns=tuple(dict.fromkeys(columns + CHANGE_COLUMNS)),
+                        io=None)  # (the loader gives it the table's: :meth:`_Loader.load`)
 
 
 class _Loader:

@@ -30,7 +30,7 @@ from sparkberg.avro.manifest import manifest_file_from_manifest
 from sparkberg.errors import SparkbergError
 from sparkberg.expressions.evaluators import walk_mask
 from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, test_predicate
-from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
+from sparkberg.io.fileio import FileIO, to_local_path
 from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, eq_stats, path_bounds
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spec import types as T
@@ -214,10 +214,10 @@ class EntryDecoder:
                  partition_filters: dict[int, Bound] | None = None, metrics_filter: Any = None,
                  with_path_bounds: bool = False, columns: Sequence[str] | None = None,
                  eq_types: dict[int, T.IcebergType] | None = None, cache: ManifestCache | None = None,
-                 metrics_columns: int | None = None, io: FileIO | None = None):
+                 metrics_columns: int | None = None, *, io: FileIO | None):
         self.layout = layout
         # the table's FileIO: the executors read the manifests with the table's properties (its credentials)
-        self.io = io if io is not None else file_io_for()
+        self.io = io  # (None: a decoder for its schema alone, which reads nothing)
         self.cache = cache  # decoded manifests kept between scans (:mod:`sparkberg.avro.cache`), when enabled
         self.with_metrics = with_metrics
         self.with_path_bounds = with_path_bounds  # position delete files' file_path range (delete pruning)

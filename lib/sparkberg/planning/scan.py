@@ -444,7 +444,7 @@ def typed_partition(layout: PartitionLayout, column) -> pa.StructArray:
 def _tasks_arrow_schema(layout: PartitionLayout):
     """The plan's columns as Arrow types, taken from the canonical entries schema."""
     import pyarrow as pa
-    entry = EntryDecoder(layout).schema
+    entry = EntryDecoder(layout, io=None).schema
     delete = pa.struct([entry.field(c) for c in DELETE_STRUCT])
     return pa.schema([entry.field("sequence_number").with_name("data_sequence_number") if c == "data_sequence_number"
                       else pa.field("deletes", pa.list_(delete)) if c == "deletes" else entry.field(c)

@@ -154,7 +154,7 @@ class TaskReader:
         parts = []
         sources = PositionSources.of([task], [0], None, ReadTuning())  # (its thresholds are not used here)
         if not sources.empty:
-            positions = DeletedPositions(sources.applies, sources.limits, cache, self.io)
+            positions = DeletedPositions(sources.applies, sources.limits, cache, io=self.io)
             for unit in sources.units():
                 parts.extend(positions.found(json.loads(unit)).get(0, []))
         if any(d["content"] == 2 for d in task["deletes"]):

@@ -25,7 +25,6 @@ import pyarrow as pa
 from sparkberg.arrays import from_python, indices, scalar
 from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
-from sparkberg.io.fileio import file_io_for
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.types import arrow_schema
 from sparkberg.spec import types as T
@@ -170,12 +169,12 @@ class ArrowFileReader:
 
     def __init__(self, fmt: str, fields: Sequence[T.NestedField], arrow_schema: pa.Schema,
                  mapping: dict[int, list[str]] | None = None, batch_rows: int = 65536,
-                 constants: dict[int, Any] | None = None, io: Any = None):
+                 constants: dict[int, Any] | None = None, *, io: Any):
         if fmt not in (*ARROW_READ_FORMATS, "parquet"):
             raise NotSupportedError(f"reading {fmt} files is not supported")
         self.fmt, self.fields, self.mapping, self.batch_rows = fmt, list(fields), mapping or {}, batch_rows
         # (the table's FileIO, which opens files on object stores with the table's credentials)
-        self.io = io if io is not None else file_io_for()
+        self.io = io
         # (field id -> the value a column the file lacks holds: its identity partition value, spec "Column
         # Projection"; before the field's default)
         self.constants = constants or {}

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.arrays import from_python, indices, int_values, scalar
-from sparkberg.io.fileio import FileIO, file_io_for
+from sparkberg.io.fileio import FileIO
 from sparkberg.lru import LRU
 from sparkberg.read.columns import check_formats, delete_file_rows, delete_row_count, maybe_broadcast, union_all
 from sparkberg.read.deletecache import DeleteCache, delete_cache
@@ -38,9 +38,9 @@ class DVDecoder:
     ``_del_pos``) row per deleted position; with ``keys``, (data_file_id, ...) -> the deleted rows' keys
     (``_del_row``: ``data file id << 40 | pos``), as merge-on-read reads match them."""
 
-    def __init__(self, keys: bool = False, io: FileIO | None = None):
+    def __init__(self, keys: bool = False, *, io: FileIO):
         self.keys = keys
-        self.io = io if io is not None else file_io_for()  # (the table's: its credentials reach the executors)
+        self.io = io  # (the table's: its credentials reach the executors)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -60,10 +60,10 @@ class PositionDeleteRows:
     rows naming any other file are dropped, as the spec's scan planning rules say. With a ``cache``
     (:mod:`sparkberg.read.deletecache`), a file decoded once is not read again by this process."""
 
-    def __init__(self, applies: dict[str, dict[str, int]], cache: DeleteCache | None = None, io: FileIO | None = None):
+    def __init__(self, applies: dict[str, dict[str, int]], cache: DeleteCache | None, io: FileIO):
         self.applies = applies
         self.cache = cache
-        self.io = io if io is not None else file_io_for()  # (the table's: its credentials reach the executors)
+        self.io = io  # (the table's: its credentials reach the executors)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -126,7 +126,7 @@ class DeletedPositions:
                                   ST.StructField("_bitmap", ST.ArrayType(ST.LongType()))])
 
     def __init__(self, targets: dict[str, dict[str, int]], limits: dict[int, int], cache: DeleteCache | None = None,
-                 io: FileIO | None = None):
+                 *, io: FileIO):
         self.rows = PositionDeleteRows(targets, cache, io)
         self.limits = limits
 
@@ -299,7 +299,7 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
     if src.as_bitmaps:
         units = src.units()
         cache = delete_cache(spark)
-        decoder = DeletedPositions(applies, src.limits, cache, src.io)
+        decoder = DeletedPositions(applies, src.limits, cache, io=src.io)
         if src.on_driver:  # cheaper here than as a Spark job
             return _bitmap_filter(rows, _kept(spark, cache, ("bitmaps", tuple(units)) + src.key,
                                               lambda: decoder.on_driver(units, derived), _bitmaps_frame))
@@ -384,7 +384,7 @@ def position_scan_filter(spark, tasks: list, ids: list[int], src: PositionSource
         return None
     units = src.units()
     cache = delete_cache(spark)
-    decoder = DeletedPositions(src.applies, src.limits, cache, src.io)
+    decoder = DeletedPositions(src.applies, src.limits, cache, io=src.io)
     slot_of = dict(zip(ids, slots.slots))
     key = (tuple(units), slots.shift, slots.bits) + src.key
     found = None

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sparkberg.arrays import from_numpy, int_values, strings
-from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
+from sparkberg.io.fileio import FileIO, to_local_path
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import POSITION_DELETES, DataFile
 from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
@@ -50,9 +50,9 @@ class DeleteWriter:
     deletes to merge for DVs: a list of (puffin path, offset, length) and position delete file paths)."""
 
     def __init__(self, targets: dict[str, dict], dv: bool, write_id: str, compression: str = "zstd",
-                 partition_scoped: bool = False, io: FileIO | None = None):
+                 partition_scoped: bool = False, *, io: FileIO):
         self.targets = targets
-        self.io = io if io is not None else file_io_for()  # (the table's: the tasks write with its credentials)
+        self.io = io  # (the table's: the tasks write with its credentials)
         self.dv = dv
         self.write_id = write_id
         self.compression = compression

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from sparkberg.arrays import strings
 from sparkberg.errors import ValidationError
-from sparkberg.io.fileio import FileIO, file_io_for
+from sparkberg.io.fileio import FileIO
 from sparkberg.spec import types as T
 from sparkberg.spec.partitioning import PartitionSpec
 from sparkberg.spec.scalars import zone_of
@@ -74,9 +74,9 @@ class FileImporter:
     a timestamp with a zone in it without naming it."""
 
     def __init__(self, schema: T.Schema, spec: PartitionSpec, mapping: dict[str, int], properties: dict[str, str],
-                 time_zone: str = "UTC", io: FileIO | None = None):
+                 time_zone: str, io: FileIO):
         self.schema, self.spec, self.mapping, self.properties = schema, spec, mapping, properties
-        self.io = io if io is not None else file_io_for()  # (the table's: the footers are read with its credentials)
+        self.io = io  # (the table's: the footers are read with its credentials)
         self.time_zone = time_zone
         self.leaves = _leaves(schema)
 

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from sparkberg.arrays import float_values, from_numpy, strings, true_mask, valid_mask
 from sparkberg.errors import NotSupportedError, ValidationError
-from sparkberg.io.fileio import FileIO, file_io_for, to_local_path
+from sparkberg.io.fileio import FileIO, to_local_path
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import DataFile
 from sparkberg.spec.partitioning import PartitionSpec
@@ -215,9 +215,9 @@ class FileWriter:
     def __init__(self, schema: T.Schema, spec: PartitionSpec, data_location: str, properties: dict[str, str],
                  write_id: str, sort_order_id: int = 0,
                  key_columns: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
-                 clustered: bool = False, io: FileIO | None = None):
+                 clustered: bool = False, *, io: FileIO):
         self.schema = schema
-        self.io = io if io is not None else file_io_for()  # (the table's: the tasks write with its credentials)
+        self.io = io  # (the table's: the tasks write with its credentials)
         self.sort_order_id = sort_order_id
         self.spec = spec
         self.data_location = data_location.rstrip("/")
@@ -426,12 +426,12 @@ class _OpenFile:
                            "sort_order_id": self.w.sort_order_id})
 
 
-def read_footer(path: str, io: FileIO | None = None):
+def read_footer(path: str, io: FileIO):
     """The Parquet footer of the file at ``path`` (a local path, or a location ``io`` opens)."""
     local = to_local_path(path)
     if local is not None:
         return pq.read_metadata(local)
-    with (io if io is not None else file_io_for()).open_input(path) as f:
+    with io.open_input(path) as f:
         return pq.read_metadata(f)
 
 
