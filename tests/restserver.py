@@ -40,6 +40,7 @@ from sparkberg.spec.snapshots import PartitionStatisticsFile, Snapshot, Statisti
 from sparkberg.spec.types import Schema
 
 import openapi_check
+from commits import pending
 
 STRUCTURAL = {"assign-uuid", "upgrade-format-version", "add-schema", "set-current-schema", "add-spec",
               "set-default-spec", "add-sort-order", "set-default-sort-order", "set-location"}
@@ -405,7 +406,7 @@ class RestServer:
         if base is None:
             raise NoSuchTableError(f"table {'.'.join(ident)} does not exist")
         new = U.apply_all([parse_update(u, base) for u in body.get("updates") or []], base)
-        new_loc, meta = self.catalog.commit(ident, loc, new, base)
+        new_loc, meta = self.catalog.commit(ident, loc, pending(base, new))
         return {"metadata-location": new_loc, "metadata": meta.to_json()}
 
 

@@ -3,15 +3,16 @@ them): each one metadata commit, asserted against the state it was planned on, s
 same kind is a conflict rather than a silent overwrite."""
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from typing import Any, Iterable
 
-from sparkberg.errors import CommitFailedException, ValidationError
-from sparkberg.spark.types import parse_type, schema_from, to_spark_schema
+from sparkberg.commit.pending import MetadataChange
+from sparkberg.spark.types import parse_type, schema_from
 from sparkberg.spec import types as I, updates as U
+from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.partitioning import build_sort_order, partition_field
 from sparkberg.spec.properties import NAME_MAPPING
-from sparkberg.spec.schema_update import ROOT, SchemaUpdate
+from sparkberg.spec.schema_update import SchemaUpdate, mapping_updated
 from sparkberg.spec.spec_update import SpecUpdate
 from sparkberg.spec.transforms import VoidTransform
 
@@ -42,25 +43,27 @@ class EvolutionMixin:
             updates = [U.AddSchema(schema, u.last_column_id), U.SetCurrentSchema(U.LAST_ADDED)]
             raw = base.properties.get(NAME_MAPPING)
             if raw:
-                updates.append(U.SetProperties({NAME_MAPPING: _mapping_updated(raw, u, schema)}))
-            self.commit_updates(updates, [U.AssertCurrentSchemaId(base.current_schema_id),
-                                          U.AssertLastAssignedFieldId(base.last_column_id)])
+                updates.append(U.SetProperties({NAME_MAPPING: mapping_updated(raw, u, schema)}))
+            self._commit(MetadataChange("update-schema", tuple(updates), (
+                U.AssertCurrentSchemaId(base.current_schema_id), U.AssertLastAssignedFieldId(base.last_column_id))))
         return SchemaUpdate(base.current_schema, base.last_column_id, base.format_version, base.default_spec,
                             base.sort_order(), parse, on_commit=commit)
 
-    def _merged(self, incoming: Any) -> "EvolutionMixin":
-        """The table to write ``incoming`` (a Spark schema) through with its schema merged in: the table itself
-        when the schema already holds it, else a view whose current schema is the union
-        (:class:`WithSchema`), added to the table by the write's own commit."""
+    def _merged(self, incoming: Any) -> "SchemaMerge | None":
+        """The schema merge a write of ``incoming`` (a Spark schema) makes: None when the schema already holds it,
+        else the updates that make the union current (committed with the write's snapshot)."""
         u = self.update_schema()
         schema = u.union_by_name(incoming).apply()
         base = self._metadata
         if schema.fields == base.current_schema.fields:
-            return self
+            return None
         raw = base.properties.get(NAME_MAPPING)
-        updates = [U.AddSchema(schema, u.last_column_id), U.SetCurrentSchema(U.LAST_ADDED)] + (
-            [U.SetProperties({NAME_MAPPING: _mapping_updated(raw, u, schema)})] if raw else [])
-        return WithSchema(self, updates)
+        updates = (U.AddSchema(schema, u.last_column_id), U.SetCurrentSchema(U.LAST_ADDED)) + (
+            (U.SetProperties({NAME_MAPPING: mapping_updated(raw, u, schema)}),) if raw else ())
+        # (a concurrent schema change is a conflict: the data was written for the union of this schema)
+        requirements = (U.AssertCurrentSchemaId(base.current_schema_id),
+                        U.AssertLastAssignedFieldId(base.last_column_id))
+        return SchemaMerge(updates, requirements, U.apply_all(updates, base))
 
     def add_columns(self, columns: Any) -> "EvolutionMixin":
         """Add columns (Spark StructType or DDL) at the end of the schema, with new ids (a shortcut of
@@ -84,9 +87,9 @@ class EvolutionMixin:
         base = self._metadata
 
         def commit(u: SpecUpdate) -> None:
-            self.commit_updates([U.AddPartitionSpec(u.apply()), U.SetDefaultSpec(U.LAST_ADDED)],
-                                [U.AssertDefaultSpecId(base.default_spec_id),
-                                 U.AssertLastAssignedPartitionId(base.last_partition_id)])
+            self._commit(MetadataChange("update-spec", (U.AddPartitionSpec(u.apply()), U.SetDefaultSpec(U.LAST_ADDED)),
+                                        (U.AssertDefaultSpecId(base.default_spec_id),
+                                         U.AssertLastAssignedPartitionId(base.last_partition_id))))
         u = SpecUpdate(base.default_spec, tuple(base.partition_specs), base.current_schema, base.last_partition_id,
                        base.format_version, on_commit=commit)
         if partition_by is None:
@@ -112,89 +115,21 @@ class EvolutionMixin:
         them, unless ``write.distribution-mode`` says otherwise) and record its id on the files."""
         base = self._metadata
         order = build_sort_order(base.current_schema, list(fields))
-        return self.commit_updates([U.AddSortOrder(order), U.SetDefaultSortOrder(U.LAST_ADDED)],
-                                   [U.AssertCurrentSchemaId(base.current_schema_id),
-                                    U.AssertDefaultSortOrderId(base.default_sort_order_id)])
+        self._commit(MetadataChange("replace-sort-order", (U.AddSortOrder(order), U.SetDefaultSortOrder(U.LAST_ADDED)),
+                                    (U.AssertCurrentSchemaId(base.current_schema_id),
+                                     U.AssertDefaultSortOrderId(base.default_sort_order_id))))
+        return self
 
 
-class WithSchema:
-    """A table as a write that merges its data's schema sees it: ``metadata`` has the merged schema current, and its
-    commits add that schema to the freshest base before building on it, so the schema and the data land in one
-    commit (Iceberg Java commits the schema first, on its own). A concurrent schema change is a conflict."""
+@dataclass(frozen=True)
+class SchemaMerge:
+    """A write's schema merge: the ``updates`` that add the union of the table's schema and the data's and make
+    it current (and extend the name mapping), what they ``require`` of each base (the schema they merged into
+    still current), and the table's ``metadata`` with them applied, on which the write plans."""
 
-    def __init__(self, table: Any, updates: list):
-        self._table, self._updates = table, updates  # (the schema added and made current, the name mapping's)
-        self.metadata = U.apply_all(updates, table.metadata)
-        self._from_schema_id = table.metadata.current_schema_id
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._table, name)
-
-    def schema(self, schema_id: int | None = None) -> I.Schema:
-        """The merged schema (or another of the table's)."""
-        return self.metadata.schema(schema_id)
-
-    def spark_schema(self):
-        """The merged schema as a Spark StructType."""
-        return to_spark_schema(self.metadata.current_schema)
-
-    def commit_metadata(self, build) -> None:
-        """The table's commit, with the merged schema added first to every base it builds on."""
-        schema = self.metadata.current_schema
-
-        def with_schema(base, n: int):
-            if base.current_schema_id != self._from_schema_id:
-                raise CommitFailedException(f"conflict: the schema of table {self._table.name} changed while a write "
-                                            "merged its data's columns into it")
-            evolved = U.apply_all(self._updates, base)
-            if evolved.current_schema_id != schema.schema_id:  # (the data files were written for that id)
-                raise CommitFailedException(f"conflict: table {self._table.name} gained schemas while a write "
-                                            "merged its data's columns into it")
-            return build(evolved, n)
-        self._table.commit_metadata(with_schema)
-        self.metadata = self._table.metadata
+    updates: tuple[U.TableUpdate, ...]
+    requirements: tuple[U.TableRequirement, ...]
+    metadata: TableMetadata
 
 
-def mapping_of(fields: Iterable[I.NestedField]) -> list[dict]:
-    """The name mapping (spec Appendix C) of ``fields``: each by its id and current name, nested ones beneath."""
-    out = []
-    for f in fields:
-        entry: dict = {"field-id": f.field_id, "names": [f.name]}
-        nested = mapping_of(I.children(f.field_type))
-        if nested:
-            entry["fields"] = nested
-        out.append(entry)
-    return out
-
-
-def _mapping_updated(raw: str, u: SchemaUpdate, schema: I.Schema) -> str:
-    """The name mapping ``raw`` (spec Appendix C) with renamed columns given their new names too (files written
-    before keep the old ones) and added columns mapped by their names, as Iceberg Java's ``MappingUtil.update``."""
-    try:
-        mapping = json.loads(raw)
-    except ValueError as e:
-        raise ValidationError(f"table property {NAME_MAPPING} is not valid JSON: {e}") from None
-    renamed = u.renamed()
-    by_id: dict[int, dict] = {}
-
-    def visit(entries: list) -> None:
-        for e in entries:
-            if "field-id" in e:
-                by_id[e["field-id"]] = e
-                if e["field-id"] in renamed and renamed[e["field-id"]] not in e.setdefault("names", []):
-                    e["names"].append(renamed[e["field-id"]])
-            visit(e.get("fields") or [])
-    visit(mapping)
-
-    for parent_id, added in u.adds.items():
-        if parent_id == ROOT:
-            siblings = mapping
-        elif parent_id in by_id:
-            siblings = by_id[parent_id].setdefault("fields", [])
-        else:
-            continue  # (a struct the mapping does not describe)
-        siblings += mapping_of([schema.find_field(f.field_id) for f in added])
-    return json.dumps(mapping)
-
-
-__all__ = ["EvolutionMixin", "WithSchema", "mapping_of", "NAME_MAPPING"]
+__all__ = ["EvolutionMixin", "SchemaMerge"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Callable
 
 from sparkberg.commit.cherrypick import cherry_pick, publish_wap
-from sparkberg.commit.target import MAIN
+from sparkberg.commit.pending import PlannedChange
+from sparkberg.operations.target import MAIN
 from sparkberg.errors import ValidationError
 from sparkberg.spec import updates as U
 from sparkberg.spec.metadata import TableMetadata
@@ -57,8 +58,7 @@ class RefsMixin:
 
     def _manage(self, plan: Callable[[TableMetadata], list]) -> "RefsMixin":
         """Commit the updates ``plan`` makes of the freshest metadata (re-planned on every try)."""
-        self._writable()
-        self.commit_metadata(lambda base, n: (U.apply_all(plan(base), base), []))
+        self._commit(PlannedChange("manage-snapshots", plan))
         return self
 
     def _create(self, name: str, kind: str, snapshot_id: int | None, min_snapshots_to_keep: int | None,
@@ -201,13 +201,13 @@ class RefsMixin:
         fast-forward when main's head is its parent; otherwise an append or a dynamic overwrite is replayed in a
         new snapshot carrying ``source-snapshot-id`` (and ``published-wap-id`` for a staged one), with Java's
         checks (:mod:`sparkberg.commit.cherrypick`)."""
-        cherry_pick(self, snapshot_id)
+        self._commit(cherry_pick(self.refresh().metadata, self.io, self.name, snapshot_id))
         return self
 
     def publish_wap(self, wap_id: str) -> "RefsMixin":
         """Cherry-pick the snapshot staged with WAP id ``wap_id`` into main (Iceberg's ``publish_changes``); an
         unknown or already published id is an error."""
-        publish_wap(self, wap_id)
+        self._commit(publish_wap(self.refresh().metadata, self.io, self.name, wap_id))
         return self
 
 

@@ -12,29 +12,33 @@ A :class:`Table` holds one metadata version; metadata changes are commits of pur
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from sparkberg.catalog.base import CatalogBackend, Identifier, parse_identifier, read_metadata
 from sparkberg.catalog.config import open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
-from sparkberg.commit import equality, imports, merge, producer, rowlevel
-from sparkberg.commit.properties import current_snapshot_properties
-from sparkberg.commit.request import APP_ID, MAIN_REQUEST, VERSION, CommitRequest, Idempotency, Staging
-from sparkberg.commit.retry import RetryPolicy, retrying
-from sparkberg.commit.target import read_branch, resolve
+from sparkberg.commit import committer
+from sparkberg.commit.pending import Change, MetadataChange, PendingCommit
+from sparkberg.commit.producer import SnapshotChange
 from sparkberg.commit.transaction import Transaction
+from sparkberg.operations import equality, imports, merge, rowlevel
+from sparkberg.operations.changes import Changes
+from sparkberg.operations.properties import current_snapshot_properties
+from sparkberg.operations.request import APP_ID, MAIN_REQUEST, VERSION, CommitRequest, Idempotency, Staging
+from sparkberg.operations.target import read_branch, resolve
 from sparkberg.errors import (
     AlreadyCommittedError, CommitStateUnknownException, InvalidMetadataError, MissingFileError, NoSuchTableError,
-    NotSupportedError, SparkbergError, TableUUIDMismatchError, ValidationError,
+    NotSupportedError, SparkbergError, ValidationError,
 )
 from sparkberg.expressions.predicates import TRUE, bind
 from sparkberg.expressions.sql import translate_filter
 from sparkberg.inspect import MetadataTables
-from sparkberg.io.fileio import FileIO, deleted_on_failure, file_io_for, normalize_location, to_local_path
-from sparkberg.evolution import EvolutionMixin
+from sparkberg.io.fileio import FileIO, file_io_for, normalize_location, to_local_path
+from sparkberg.evolution import EvolutionMixin, SchemaMerge
 from sparkberg.maintenance import data_files, deletes, expire, manifests, orphans
 from sparkberg.planning.counts import exact_count
 from sparkberg.planning.entries import referenced_by
@@ -137,10 +141,7 @@ class Table(RefsMixin, EvolutionMixin):
             self._metadata, self.metadata_location = t._metadata, t.metadata_location
             return self
         _, loc, meta = self.catalog.load_table_metadata(self.identifier)
-        if meta.table_uuid != self._metadata.table_uuid:
-            # (spec: a refreshed table whose table-uuid changed is an error; the table was dropped and re-created)
-            raise TableUUIDMismatchError(f"table {self.name} is no longer the table loaded: its table-uuid changed "
-                                         f"from {self._metadata.table_uuid} to {meta.table_uuid} ({loc})")
+        committer.same_table(self._metadata, meta, self.name, loc)
         self._metadata, self.metadata_location = meta, loc
         # (the table's FileIO as its properties, and what the catalog vends for it now, configure it: a reload
         # renews vended credentials)
@@ -323,7 +324,7 @@ class Table(RefsMixin, EvolutionMixin):
     # Spark's ``snapshot-property.*`` options: a job's batch id), ``branch`` (commit to that existing branch
     # instead of main, planned from its head) and ``wap_id`` (stage the snapshot for write-audit-publish; needs
     # ``write.wap.enabled``). With ``write.wap.enabled``, the ``spark.wap.id`` and ``spark.wap.branch`` session
-    # confs apply as in Iceberg's Spark integration (:mod:`sparkberg.commit.target`). Those that take data take
+    # confs apply as in Iceberg's Spark integration (:mod:`sparkberg.operations.target`). Those that take data take
     # ``merge_schema``: the data's columns the table lacks are added (``union_by_name``: nested ones too, narrower
     # types widened) in the write's own commit; by default, when the table property
     # ``write.spark.accept-any-schema`` or the session conf ``spark.sql.iceberg.merge-schema`` is true.
@@ -332,12 +333,12 @@ class Table(RefsMixin, EvolutionMixin):
     # and the table's ``write.distribution-mode``; :func:`~sparkberg.write.dataframe.distribution_mode`).
     # ``append``, ``overwrite``, ``dynamic_overwrite``, ``upsert`` and ``merge`` take ``idempotency=(app_id,
     # version)``: the write commits only if no snapshot of its target's ancestry records ``app_id`` with a version
-    # as large or larger (:mod:`sparkberg.commit.request`), else writes nothing; it then returns a
+    # as large or larger (:mod:`sparkberg.operations.request`), else writes nothing; it then returns a
     # :class:`WriteOutcome` that says which.
     def _write(self, label: str, snapshot_properties: dict[str, str] | None, branch: str | None,
                wap_id: str | None, data: Any = None, merge_schema: bool | None = None,
                idempotency: tuple[str, int] | None = None) -> "_Write":
-        """One write, checked now: its :class:`~sparkberg.commit.request.CommitRequest` (target, the snapshot
+        """One write, checked now: its :class:`~sparkberg.operations.request.CommitRequest` (target, the snapshot
         properties of the call and of the user's enclosing ``snapshot_properties`` blocks, the transaction's
         staging, the idempotency key) and its merged schema."""
         self._writable()
@@ -347,8 +348,8 @@ class Table(RefsMixin, EvolutionMixin):
         if merge_schema is None:
             merge_schema = boolean(self._metadata.properties, ACCEPT_ANY_SCHEMA) or \
                 (session_conf(self.spark, MERGE_SCHEMA_CONF) or "").strip().lower() == "true"
-        through = self._merged(data.schema) if merge_schema and data is not None else self
-        return _Write(self, label, request, through)
+        merged = self._merged(data.schema) if merge_schema and data is not None else None
+        return _Write(self, label, request, merged)
 
     def _staging(self) -> Staging | None:
         """Where a write's files wait for a later commit: the transaction's, in its block; else none (a write
@@ -364,12 +365,12 @@ class Table(RefsMixin, EvolutionMixin):
                distribution_mode: str | None = None) -> "Table | WriteOutcome":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
-        def body(table, request: CommitRequest) -> None:
-            files = write_files(self.spark, table.metadata, df, distribution=distribution_mode, io=table.io)
-            if files:
-                with request.written(self.io, lambda: [f.file_path for f in files]):
-                    producer.fast_append(table, files, request)
-        return self._write("WRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency).run(body)
+        write = self._write("WRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency)
+        if write.wanted:
+            with write.running():
+                files = write_files(self.spark, write.view.metadata, df, distribution=distribution_mode, io=self.io)
+                write.commit(Changes("append", added_data=files) if files else None)
+        return write.outcome()
 
     def delete(self, filter: Any, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                wap_id: str | None = None) -> "Table":
@@ -377,8 +378,11 @@ class Table(RefsMixin, EvolutionMixin):
         ``write.delete.mode`` (position delete files on v2, deletion vectors on v3). ``filter`` is Spark SQL, whose
         conjuncts prune the files read, ``col IN (SELECT ...)`` ones by the subquery's values (a semi-join: the
         subquery runs once more for that), or a Column, applied exactly but pruning nothing."""
-        return self._write("DELETE", snapshot_properties, branch, wap_id).run(
-            lambda table, request: rowlevel.delete_rows(table, filter, request))
+        write = self._write("DELETE", snapshot_properties, branch, wap_id)
+        if write.wanted:
+            with write.running():
+                write.commit(rowlevel.delete_rows(write.view, filter, write.request))
+        return write.outcome()
 
     def overwrite(self, df, filter: str | None = None, snapshot_properties: dict[str, str] | None = None,
                   branch: str | None = None, wap_id: str | None = None, merge_schema: bool | None = None,
@@ -386,16 +390,22 @@ class Table(RefsMixin, EvolutionMixin):
                   distribution_mode: str | None = None) -> "Table | WriteOutcome":
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
-        return self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency).run(
-            lambda table, request: rowlevel.overwrite(table, df, filter, request, distribution_mode))
+        write = self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency)
+        if write.wanted:
+            with write.running():
+                write.commit(rowlevel.overwrite(write.view, df, filter, write.request, distribution_mode))
+        return write.outcome()
 
     def dynamic_overwrite(self, df, snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
                           wap_id: str | None = None, merge_schema: bool | None = None,
                           idempotency: tuple[str, int] | None = None,
                           distribution_mode: str | None = None) -> "Table | WriteOutcome":
         """Replace each partition (of the default spec) that ``df`` has rows for with those rows, in one commit."""
-        return self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency).run(
-            lambda table, request: rowlevel.dynamic_overwrite(table, df, request, distribution_mode))
+        write = self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency)
+        if write.wanted:
+            with write.running():
+                write.commit(rowlevel.dynamic_overwrite(write.view, df, write.request, distribution_mode))
+        return write.outcome()
 
     def update(self, set: dict[str, str], filter: Any = None,
                snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
@@ -405,15 +415,21 @@ class Table(RefsMixin, EvolutionMixin):
         v3 rows keep their ``_row_id``."""
         if not set:
             raise ValidationError("update needs at least one column to set")
-        return self._write("UPDATE", snapshot_properties, branch, wap_id).run(
-            lambda table, request: rowlevel.update(table, dict(set), filter, request))
+        write = self._write("UPDATE", snapshot_properties, branch, wap_id)
+        if write.wanted:
+            with write.running():
+                write.commit(rowlevel.update(write.view, dict(set), filter, write.request))
+        return write.outcome()
 
     def delete_by_keys(self, df, key_columns, snapshot_properties: dict[str, str] | None = None,
                        branch: str | None = None, wap_id: str | None = None) -> "Table":
         """Delete the rows whose ``key_columns`` equal those of a row of ``df`` (null-safe), without reading
         the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
-        return self._write("DELETE", snapshot_properties, branch, wap_id).run(
-            lambda table, request: equality.delete_by_keys(table, df, key_columns, request))
+        write = self._write("DELETE", snapshot_properties, branch, wap_id)
+        if write.wanted:
+            with write.running():
+                write.commit(equality.delete_by_keys(write.view, df, key_columns))
+        return write.outcome()
 
     def upsert(self, df, key_columns: str | Sequence[str], mode: str = "equality-deletes",
                snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
@@ -431,8 +447,11 @@ class Table(RefsMixin, EvolutionMixin):
             return self if outcome is None else outcome
         if mode != "equality-deletes":
             raise ValidationError(f"upsert mode must be 'equality-deletes' or 'merge', got {mode!r}")
-        return self._write("UPSERT", snapshot_properties, branch, wap_id, idempotency=idempotency).run(
-            lambda table, request: equality.upsert(table, df, keys, request))
+        write = self._write("UPSERT", snapshot_properties, branch, wap_id, idempotency=idempotency)
+        if write.wanted:
+            with write.running():
+                write.commit(equality.upsert(write.view, df, keys))
+        return write.outcome()
 
     def merge(self, source, condition, target_alias: str = "t", source_alias: str = "s",
               snapshot_properties: dict[str, str] | None = None, branch: str | None = None,
@@ -449,10 +468,13 @@ class Table(RefsMixin, EvolutionMixin):
                   snapshot_properties: dict[str, str] | None = None, branch: str | None = None) -> "Table":
         """Append existing Parquet files (paths of files or directories, or a DataFrame of paths) without
         rewriting them, in one commit: metrics from their footers, partition values from Hive-style directories
-        or from the data (:mod:`sparkberg.commit.imports`); a file already in the table is an error unless
+        or from the data (:mod:`sparkberg.operations.imports`); a file already in the table is an error unless
         ``check_duplicate_files`` is False."""
-        return self._write("ADD FILES", snapshot_properties, branch, None).run(
-            lambda table, request: imports.add_files(table, files, request, check_duplicate_files))
+        write = self._write("ADD FILES", snapshot_properties, branch, None)
+        if write.wanted:
+            with write.running():
+                write.commit(imports.add_files(write.view, files, check_duplicate_files))
+        return write.outcome()
 
     # --- streams ------------------------------------------------------------------------------------
     def write_stream(self, df, checkpoint_location: str, *, trigger: dict[str, Any] | None = None,
@@ -512,7 +534,7 @@ class Table(RefsMixin, EvolutionMixin):
         Returns a one-row DataFrame with the procedure's columns (``rewritten_data_files_count``, ...)."""
         self._writable("rewrite_data_files")
         with self._running("REWRITE"):
-            return data_files.rewrite_data_files(self, filter, strategy, sort_order, options, dry_run)
+            return data_files.rewrite_data_files(self, self._commit, filter, strategy, sort_order, options, dry_run)
 
     def expire_snapshots(self, older_than: Any = None, retain_last: int | None = None,
                          snapshot_ids: Iterable[int] | None = None, clean_expired_files: bool = True,
@@ -527,7 +549,8 @@ class Table(RefsMixin, EvolutionMixin):
         Returns a one-row DataFrame with the procedure's columns (``deleted_data_files_count``, ...)."""
         self._writable("expire_snapshots")
         with self._running("EXPIRE"):
-            return expire.expire_snapshots(self, older_than, retain_last, snapshot_ids, clean_expired_files, dry_run)
+            return expire.expire_snapshots(self, self._commit, older_than, retain_last, snapshot_ids,
+                                           clean_expired_files, dry_run)
 
     def rewrite_position_delete_files(self, filter: str | None = None, options: dict[str, Any] | None = None,
                                       dry_run: bool = False):
@@ -540,7 +563,7 @@ class Table(RefsMixin, EvolutionMixin):
         counts are the real run's (added bytes 0: not known before writing)."""
         self._writable("rewrite_position_delete_files")
         with self._running("REWRITE-DELETES"):
-            return deletes.rewrite_position_delete_files(self, filter, options, dry_run)
+            return deletes.rewrite_position_delete_files(self, self._commit, filter, options, dry_run)
 
     def rewrite_manifests(self, spec_id: int | None = None, dry_run: bool = False):
         """Rewrite the current snapshot's manifests (of ``spec_id``, or all) clustered by partition at
@@ -550,7 +573,7 @@ class Table(RefsMixin, EvolutionMixin):
         nothing written or committed; the manifests it would rewrite, and add as planned."""
         self._writable("rewrite_manifests")
         with self._running("REWRITE-MANIFESTS"):
-            return manifests.rewrite_manifests(self, spec_id, dry_run)
+            return manifests.rewrite_manifests(self, self._commit, spec_id, dry_run)
 
     def check(self, level: str = "metadata"):
         """The table's integrity findings as a DataFrame (``rule``, ``severity``, ``location``, ``snapshot_id``,
@@ -573,9 +596,9 @@ class Table(RefsMixin, EvolutionMixin):
             _, keys = doctor.repair_plan(self._metadata, self.io, self.spark)
             if keys and not dry_run:
                 operation = "delete" if any(content == 0 for _, _, content in keys) else "overwrite"
-                producer.commit_changes(self, producer.Changes(
+                self._commit(SnapshotChange(self._metadata, self.io, Changes(
                     operation, removed={(path, offset) for path, offset, _ in keys},
-                    summary={"sparkberg.repair.removed-missing-files": str(len(keys))}), MAIN_REQUEST)
+                    summary={"sparkberg.repair.removed-missing-files": str(len(keys))}), MAIN_REQUEST))
         return local_dataframe(self.spark, [(p, c, o) for p, o, c in keys],
                                "file_path string, content int, content_offset bigint")
 
@@ -603,38 +626,19 @@ class Table(RefsMixin, EvolutionMixin):
                                     "transaction; run it on the table")
 
     # --- metadata commits ------------------------------------------------------------------------
-    def commit_updates(self, updates: Sequence[U.TableUpdate],
-                       requirements: Sequence[U.TableRequirement] = ()) -> "Table":
-        """Atomically apply metadata updates; on a lost race, refresh, re-check requirements and retry
-        per ``commit.retry.*``. A commit that cannot succeed raises CommitFailedException and leaves
-        the table as it was."""
-
-        def build(base: TableMetadata, n: int) -> tuple[TableMetadata, list[str]]:
-            for r in requirements:
-                r.check(base)
-            return U.apply_all(updates, base), []
-
-        self.commit_metadata(build)
-        return self
-
-    def commit_metadata(self, build: Callable[[TableMetadata, int], tuple[TableMetadata, Sequence[str]]]) -> None:
-        """One atomic commit, the one way every change to the table is committed: ``build(base, attempt)`` makes
-        the new metadata from the freshest base (attempt 0, 1, ...) and returns it with the files it wrote for
-        it; the catalog swaps it in. A lost race deletes those files, refreshes and builds again per
-        ``commit.retry.*`` (:mod:`sparkberg.commit.retry`); a commit that cannot succeed leaves the table as it
-        was."""
+    def _commit(self, change: Change) -> PendingCommit:
+        """Hand ``change`` to the one committer (:mod:`sparkberg.commit.committer`: built on the current version,
+        retried on a lost race per ``commit.retry.*``), or, in a transaction's block, stage it there; the table
+        then holds the new version. Returns the try that was committed (or staged)."""
         self._writable()
         if self._transaction is not None:  # (staged now, committed with the transaction's other changes)
-            self._metadata = self._transaction.stage(build)
-            return
-
-        def attempt(n: int) -> None:
-            base = self._metadata
-            new, written = build(base, n)
-            with deleted_on_failure(self.io, lambda: written):
-                loc, meta = self.catalog.commit_table(self.identifier, self.metadata_location, new, base)
-            self._committed(meta, loc)
-        retrying(RetryPolicy.of(self._metadata.properties), attempt, self.refresh)
+            pending = self._transaction.stage(change)
+            self._metadata = pending.metadata
+            return pending
+        done = committer.commit(change, self.catalog, self.identifier, self.name, self.io, self._metadata,
+                                self.metadata_location)
+        self._committed(done.metadata, done.location)
+        return done.pending
 
     def _committed(self, metadata: TableMetadata, metadata_location: str) -> None:
         """Take the metadata this table's commit just wrote, then tell the SQL layer (its views follow)."""
@@ -658,11 +662,13 @@ class Table(RefsMixin, EvolutionMixin):
 
     @contextlib.contextmanager
     def _transacting(self) -> Iterator["Table"]:
-        tx = Transaction(self)
+        tx = Transaction(self.name, self._metadata, self.io)
         staged = Table(self.identifier, self._metadata, self.metadata_location, self.io, self.catalog, self.spark, tx)
         try:
             yield staged
-            tx.commit()
+            tx.open = False
+            if tx.staged:
+                self._commit(tx.change())
         except CommitStateUnknownException:
             raise  # (the files may be the table's now)
         except BaseException:
@@ -676,20 +682,24 @@ class Table(RefsMixin, EvolutionMixin):
     def set_properties(self, properties: dict[str, str] | None = None, **kwargs: str) -> "Table":
         """Set table properties (one commit)."""
         props = dict(properties or {}, **kwargs)
-        return self.commit_updates([U.SetProperties(props)])
+        self._commit(MetadataChange("set-properties", (U.SetProperties(props),)))
+        return self
 
     def remove_properties(self, *keys: str) -> "Table":
         """Remove table properties (one commit); missing keys are ignored."""
-        return self.commit_updates([U.RemoveProperties(tuple(keys))])
+        self._commit(MetadataChange("remove-properties", (U.RemoveProperties(tuple(keys)),)))
+        return self
 
     def upgrade_format_version(self, format_version: int) -> "Table":
         """Upgrade the table's format version (v1->v2->v3, never down), per the spec's upgrade rules."""
-        return self.commit_updates([U.UpgradeFormatVersion(int(format_version))])
+        self._commit(MetadataChange("upgrade-format-version", (U.UpgradeFormatVersion(int(format_version)),)))
+        return self
 
     def set_location(self, location: str) -> "Table":
         """Set the table's base location (``ALTER TABLE ... SET LOCATION``): new files go under it; existing files
         stay where they are and are still read. One metadata commit."""
-        return self.commit_updates([U.SetLocation(location)])
+        self._commit(MetadataChange("set-location", (U.SetLocation(location),)))
+        return self
 
     def replace(self, schema: Any, partition_by: Iterable[str] | None = None,
                 properties: dict[str, str] | None = None, sort_by: Iterable[str] | None = None) -> "Table":
@@ -702,7 +712,8 @@ class Table(RefsMixin, EvolutionMixin):
         s = schema_from(self.spark, schema)
         updates = U.replacement(base, s, build_partition_spec(s, partition_by), build_sort_order(s, sort_by),
                                 properties)
-        return self.commit_updates(updates, [U.AssertTableUUID(base.table_uuid)])
+        self._commit(MetadataChange("replace", tuple(updates), (U.AssertTableUUID(base.table_uuid),)))
+        return self
 
 
 @dataclass(frozen=True)
@@ -720,27 +731,47 @@ class WriteOutcome:
 
 
 class _Write:
-    """A write of ``table``, checked: its ``request``, the table it writes ``through`` (a schema-merging view, or
-    the table), and, with an idempotency key, the snapshot that already records it (checked now, on the table
-    as loaded, and again by each try of the commit)."""
+    """A write of ``table``, checked: its ``request``; the table as the write plans on it (``view``: with a merged
+    schema (``merged``), a read-only table whose current schema is the union, which the write's snapshot adds to the
+    table in its own commit); and, with an idempotency key, the snapshot that already records it (checked now, on
+    the table as loaded, and again by each try of the commit)."""
 
-    def __init__(self, table: Table, label: str, request: CommitRequest, through: Any):
-        self.table, self.label, self.request, self.through = table, label, request, through
+    def __init__(self, table: Table, label: str, request: CommitRequest, merged: "SchemaMerge | None"):
+        self.table, self.label, self.request, self.merged = table, label, request, merged
+        self.view = table if merged is None else Table(table.identifier, merged.metadata, table.metadata_location,
+                                                       table.io, None, table.spark)
         self.head = request.target.head(table.metadata)
         key = request.idempotency
         recorded = None if key is None else key.recorded(table.metadata, request.target)
         self.recorded_id: int | None = None if recorded is None else recorded.snapshot_id
 
-    def run(self, body: Callable[[Any, CommitRequest], None]) -> "Table | WriteOutcome":
-        """``body(table, request)`` plans, writes and commits the write, in the write's block (job label, executor
-        errors), unless its key is found recorded, before or by a try of the commit; returns :meth:`outcome`."""
-        if self.recorded_id is None:
-            with self.table._running(self.label, self.head, self.request.target.describe()):
-                try:
-                    body(self.through, self.request)
-                except AlreadyCommittedError as e:  # (a transaction's replay raises it out of its own commit)
-                    self.recorded_id = e.snapshot_id
-        return self.outcome()
+    @property
+    def wanted(self) -> bool:
+        """Whether the write is to be made: not when its idempotency key is already recorded."""
+        return self.recorded_id is None
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """The write's block (its job label, executor errors named); a try of its commit that finds its key
+        recorded (:class:`~sparkberg.errors.AlreadyCommittedError`) ends it as skipped."""
+        with self.table._running(self.label, self.head, self.request.target.describe()):
+            try:
+                yield
+            except AlreadyCommittedError as e:
+                self.recorded_id = e.snapshot_id
+
+    def commit(self, changes: Changes | None) -> None:
+        """Commit the write's ``changes`` (none: it found nothing to change) as one snapshot, with the merged
+        schema's updates first."""
+        if changes is None:
+            return
+        if self.merged is not None:
+            changes = dataclasses.replace(
+                changes, updates=(*self.merged.updates, *changes.updates),
+                requirements=(*self.merged.requirements, *changes.requirements),
+                conflict=f"the schema of table {self.table.name} changed while a write merged its data's columns "
+                         "into it")
+        self.table._commit(SnapshotChange(self.view.metadata, self.table.io, changes, self.request))
 
     def outcome(self) -> "Table | WriteOutcome":
         """What the write returns: the table, or with an idempotency key, the :class:`WriteOutcome`."""
@@ -898,12 +929,12 @@ class Catalog:
         """(identifier, metadata location, metadata) of a table's current version."""
         return self._backend.load(identifier)
 
-    def commit_table(self, identifier: Identifier, base_location: str, new: TableMetadata, base: TableMetadata
+    def commit_table(self, identifier: Identifier, base_location: str, pending: PendingCommit
                      ) -> tuple[str, TableMetadata]:
-        """Swap a table's metadata from ``base`` (at ``base_location``) to ``new`` atomically: the new location and
-        metadata, or CommitFailedException when another commit came first (:meth:`Table.commit_metadata` is the
-        one caller, with its retry)."""
-        return self._backend.commit(identifier, base_location, new, base)
+        """Commit ``pending`` (built on the table's version at ``base_location``) atomically: the new location and
+        metadata, or CommitFailedException when another commit came first (:mod:`sparkberg.commit.committer` is
+        the one caller, with its retry)."""
+        return self._backend.commit(identifier, base_location, pending)
 
     def register_views(self, spark: Any = None, namespace: str | Sequence[str] | None = None,
                        qualified: bool = False) -> list[str]:

@@ -177,6 +177,8 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
     from sparkberg.spec import updates as U
     from sparkberg.spec.snapshots import Snapshot
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+    sys.path.insert(0, os.path.dirname(HERE))
+    from commits import commit_updates
     # (``spark`` may be None: a schema as a StructType needs no session; ``properties``: the FileIO's)
     cat = sparkberg.catalog(spark, wh, properties=properties)
     fields = [StructField("id", LongType()), StructField("ts", TimestampType()), StructField("v", StringType())]
@@ -244,7 +246,7 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
                    "total-files-size": str(total * 100_000 + total_deletes * 2_000),
                    "total-position-deletes": str(total_deletes * 10), "total-equality-deletes": "0"}
         snap = Snapshot(sid, now - (snapshots - k) * 1000, parent, seq, lst, None, summary, 0)
-        t.commit_updates([U.AddSnapshot(snap), U.SetSnapshotRef("main", sid)])
+        commit_updates(t, [U.AddSnapshot(snap), U.SetSnapshotRef("main", sid)])
         parent = sid
     return t
 

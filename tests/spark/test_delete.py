@@ -111,8 +111,8 @@ def test_concurrent_deletes_on_the_same_file_conflict_under_any_isolation(spark,
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_deletes_for_a_data_file_removed_concurrently_are_a_conflict(spark, warehouse, version):
-    from sparkberg.commit.request import MAIN_REQUEST
-    from sparkberg.commit.producer import Changes, commit_changes
+    from sparkberg.operations.request import MAIN_REQUEST
+    from commits import Changes, commit_changes
     cat, t = make(spark, warehouse, version, "merge-on-read")
     stale = cat.load_table("db.t")  # planned before the file is removed
     even = t.plan_files(filter="cat = 'even'").first()["file_path"]
@@ -176,7 +176,7 @@ def test_delete_files_written_on_the_driver_and_on_the_executors_agree(spark, wa
     # few candidate rows: the positions are collected and written on the driver; with a bound of 0, on the
     # executors. A DELETE, an UPDATE and a MERGE, the second over deletes already there (merged into the new DV on
     # v3), give the same rows and the same positions per data file either way
-    import sparkberg.commit.rowlevel as rowlevel
+    import sparkberg.operations.rowlevel as rowlevel
     ran = []
     real = rowlevel.positions_on_driver
     monkeypatch.setattr(rowlevel, "positions_on_driver", lambda *a: ran.append(real(*a)) or ran[-1])

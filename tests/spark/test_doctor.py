@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import sparkberg
+from commits import pending
 from sparkberg.catalog.base import Identifier
 
 pytestmark = pytest.mark.spark
@@ -46,8 +47,8 @@ def test_a_healthy_table_has_no_finding_at_any_level(spark, warehouse, version):
 def _commit_metadata(cat, t, load=True, **changes):
     """Commit a copy of the table's metadata with ``changes`` (a corruption no writer would make)."""
     backend = cat._backend
-    backend.commit(Identifier(("db",), "t"), t.metadata_location, dataclasses.replace(t.metadata, **changes),
-                   t.metadata)
+    backend.commit(Identifier(("db",), "t"), t.metadata_location,
+                   pending(t.metadata, dataclasses.replace(t.metadata, **changes)))
     return cat.load_table("db.t") if load else None
 
 
@@ -135,8 +136,8 @@ def _data_files(t):
 
 @pytest.mark.parametrize("corruption", ["partition-value", "row-lineage-overlap"])
 def test_a_file_committed_with_a_wrong_partition_or_row_ids_is_found(spark, warehouse, corruption):
-    from sparkberg.commit.producer import fast_append
-    from sparkberg.commit.request import MAIN_REQUEST
+    from commits import fast_append
+    from sparkberg.operations.request import MAIN_REQUEST
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table("db.t", "id bigint, p int", partition_by=["p"], properties={"format-version": "3"})
     t = t.append(spark.sql("SELECT id, CAST(id % 2 AS INT) AS p FROM range(20)"))
@@ -154,8 +155,8 @@ def test_a_file_committed_with_a_wrong_partition_or_row_ids_is_found(spark, ware
 @pytest.mark.parametrize("corruption", ["dv-cardinality", "dv-dangling"])
 def test_a_deletion_vector_entry_that_lies_is_found(spark, warehouse, corruption):
     from sparkberg.avro.decode import manifest_entries
-    from sparkberg.commit.producer import Changes, commit_changes
-    from sparkberg.commit.request import MAIN_REQUEST
+    from commits import Changes, commit_changes
+    from sparkberg.operations.request import MAIN_REQUEST
     from sparkberg.planning.entries import snapshot_manifests
     cat, t = _table(spark, warehouse)
     dv = next(e.data_file for mf in snapshot_manifests(t.io, t.current_snapshot())

@@ -7,6 +7,7 @@ import time
 import pytest
 
 import sparkberg
+from commits import commit_updates
 from sparkberg.errors import ValidationError
 
 COLUMNS = ["deleted_data_files_count", "deleted_position_delete_files_count", "deleted_equality_delete_files_count",
@@ -95,12 +96,12 @@ def test_refs_keep_what_they_reach_and_old_refs_go(spark, history):
     from sparkberg.spec import updates as U
     cat, t = history
     first = t.metadata.snapshots[0].snapshot_id
-    t.commit_updates([U.SetSnapshotRef("v1", first, "tag")])
+    commit_updates(t, [U.SetSnapshotRef("v1", first, "tag")])
     result = counts(t.expire_snapshots(older_than=int(time.time() * 1000)))
     assert [s.snapshot_id for s in t.metadata.snapshots] == [first, t.current_snapshot().snapshot_id]
     assert result[0] == 0 and result[4] == 3  # (the tag keeps the files the delete rewrote: the first append's)
     assert sorted(r[0] for r in t.to_df(ref="v1").select("id").collect()) == list(range(10))
-    t.commit_updates([U.SetSnapshotRef("v1", first, "tag", max_ref_age_ms=1)])
+    commit_updates(t, [U.SetSnapshotRef("v1", first, "tag", max_ref_age_ms=1)])
     assert counts(t.expire_snapshots(older_than=int(time.time() * 1000)))[0] == 2
     assert "v1" not in t.metadata.refs and len(t.metadata.snapshots) == 1
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import sparkberg
-from sparkberg.commit.request import APP_ID, VERSION
+from sparkberg.operations.request import APP_ID, VERSION
 from sparkberg.errors import AlreadyCommittedError, ValidationError
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -6,7 +6,7 @@ committed, for a target row two source rows match; and any other MERGE goes to S
 import pytest
 
 import sparkberg
-import sparkberg.commit.merge as merge
+import sparkberg.operations.merge as merge
 from sparkberg.errors import ValidationError
 
 pytestmark = pytest.mark.spark

@@ -345,8 +345,8 @@ def test_parquet_and_avro_data_files_read_together(spark, warehouse, tmp_path, d
     import fastavro
 
     from sparkberg.spec.manifests import DataFile
-    from sparkberg.commit.request import MAIN_REQUEST
-    from sparkberg.commit.producer import fast_append
+    from sparkberg.operations.request import MAIN_REQUEST
+    from commits import fast_append
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table(f"db.mixed_formats_{int(delete)}", "id bigint, v string",
                          properties={"format-version": "2", "write.delete.mode": "merge-on-read"})

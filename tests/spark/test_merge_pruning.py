@@ -4,7 +4,7 @@ UPDATE prune the same way by the subquery of a ``col IN (SELECT ...)`` conjunct;
 import pytest
 
 import sparkberg
-from sparkberg.commit import merge as merge_module, rowlevel
+from sparkberg.operations import merge as merge_module, rowlevel
 
 pytestmark = pytest.mark.spark
 

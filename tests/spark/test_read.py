@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 import sparkberg
+from commits import commit_updates
 from sparkberg.errors import ValidationError
 
 pytestmark = pytest.mark.spark
@@ -260,7 +261,7 @@ def test_initial_defaults_fill_columns_and_nested_fields_older_files_lack(spark,
             T.NestedField(next_id + 2, "w", T.STRING, initial_default="dflt")]), m.field_type.value_required))
     new = T.Schema([schema.find_field("id"), grow(s, T.NestedField(next_id, "b", T.LONG, initial_default=7)), new_l,
                     new_m, T.NestedField(next_id + 3, "c", T.DATE, initial_default=19000)], 1)
-    t = t.commit_updates([U.AddSchema(new, next_id + 3), U.SetCurrentSchema(U.LAST_ADDED)])
+    t = commit_updates(t, [U.AddSchema(new, next_id + 3), U.SetCurrentSchema(U.LAST_ADDED)])
     t.append(spark.sql("SELECT 3 AS id, named_struct('a', 30, 'b', CAST(NULL AS bigint)) AS s, "
                        "array(named_struct('x', 4, 'y', 40)) AS l, map('q', named_struct('v', 6, 'w', 'mine')) AS m, "
                        "CAST(NULL AS date) AS c"))

@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 import sparkberg
-from sparkberg.commit.request import MAIN_REQUEST
-from sparkberg.commit.rowlevel import RowLevel
+from sparkberg.operations.request import MAIN_REQUEST
+from sparkberg.operations.rowlevel import RowLevel
 
 pytestmark = pytest.mark.spark
 

@@ -4,8 +4,8 @@ checked."""
 import pytest
 
 import sparkberg
-from sparkberg.commit.request import MAIN_REQUEST
-from sparkberg.commit.producer import Changes, commit_changes
+from sparkberg.operations.request import MAIN_REQUEST
+from commits import Changes, commit_changes
 from sparkberg.errors import ValidationError
 
 

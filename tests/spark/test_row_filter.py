@@ -87,7 +87,7 @@ def test_a_filter_not_evaluated_exactly_is_left_to_spark(rows, text):
 def test_a_delete_found_on_the_driver_deletes_what_spark_finds(spark, warehouse, monkeypatch, version, mode):
     # the same deletes, over the deletes already there (a DV or position deletes, equality deletes), found on the
     # driver and by Spark (a bound of 0 values): the same rows are left, in the same files
-    import sparkberg.commit.rowlevel as rowlevel
+    import sparkberg.operations.rowlevel as rowlevel
     ran = []
     real = rowlevel.matched_on_driver
     monkeypatch.setattr(rowlevel, "matched_on_driver", lambda *a: ran.append(real(*a)) or ran[-1])

@@ -92,8 +92,8 @@ def test_merge_pairs_keep_the_target_columns_only_updates_read(spark, warehouse,
     # update that keeps target columns, all of them. Either way a target row two source rows match is found
     # (keys Spark casts to one value, nulls matched by <=>, a key tuple whose columns repeat), and SET * keeps
     # the updated rows' ids
-    import sparkberg.commit.merge as merge_module
-    from sparkberg.commit.merge import MergeBuilder
+    import sparkberg.operations.merge as merge_module
+    from sparkberg.operations.merge import MergeBuilder
     cat, t = table(spark, warehouse, version, mode)
     t.append(spark.sql("SELECT CAST(NULL AS BIGINT) AS id, 'odd' AS cat, 0 AS n"))
     kept = []
@@ -215,7 +215,7 @@ def test_a_merge_that_only_deletes(spark, warehouse, version, mode):
 
 
 def test_rows_picked_from_a_scan_are_rebalanced_before_they_are_written(spark):
-    from sparkberg.commit.rowlevel import picked_rows
+    from sparkberg.operations.rowlevel import picked_rows
     scan = spark.range(0, 1000, 1, 8)  # (the rows picked, in a scan's 8 tasks)
     files = [{"record_count": 600}, {"record_count": 400}]
 

@@ -3,7 +3,7 @@ computes itself is a named error that commits nothing."""
 import pytest
 
 import sparkberg
-from sparkberg.commit.properties import snapshot_properties
+from sparkberg.operations.properties import snapshot_properties
 from sparkberg.errors import ValidationError
 
 pytestmark = pytest.mark.spark

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sparkberg
-from sparkberg.commit.request import APP_ID, VERSION
+from sparkberg.operations.request import APP_ID, VERSION
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.sql.streaming import EPOCH_ID, QUERY_ID
 

@@ -12,6 +12,7 @@ from sparkberg.errors import (
 )
 from sparkberg.spec import types as T
 from sparkberg.spec import updates as U
+from commits import pending
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True)])
 
@@ -62,19 +63,19 @@ def test_path_tricks_are_rejected(cat, ident):
 def test_commits_advance_versions_and_log(cat):
     ident, loc, meta = make(cat)
     new = U.apply_all([U.SetProperties({"a": "1"})], meta)
-    loc2, written = cat.commit(ident, loc, new, meta)
+    loc2, written = cat.commit(ident, loc, pending(meta, new))
     assert loc2.endswith("/v2.metadata.json")
     assert written.metadata_log[-1].metadata_file == loc
     _, current, loaded = cat.load("db.t")
     assert current == loc2 and loaded.properties["a"] == "1"
     with pytest.raises(CommitFailedException, match="changed"):
-        cat.commit(ident, loc, U.apply_all([U.SetProperties({"b": "1"})], meta), meta)
+        cat.commit(ident, loc, pending(meta, U.apply_all([U.SetProperties({"b": "1"})], meta)))
     assert cat.load("db.t")[2] == loaded  # the failed commit changed nothing
 
 
 def test_missing_hint_finds_newest_version(cat, tmp_path):
     ident, loc, meta = make(cat)
-    cat.commit(ident, loc, U.apply_all([U.SetProperties({"a": "1"})], meta), meta)
+    cat.commit(ident, loc, pending(meta, U.apply_all([U.SetProperties({"a": "1"})], meta)))
     hint = tmp_path / "wh" / "db" / "t" / "metadata" / "version-hint.text"
     hint.write_text("1")  # stale hint, as after a writer crashed between file and hint
     assert cat.load("db.t")[1].endswith("v2.metadata.json")
@@ -91,7 +92,7 @@ def test_racing_writers_one_wins(cat):
         new = U.apply_all([U.SetProperties({"writer": str(i)})], meta)
         barrier.wait()
         try:
-            cat.commit(ident, loc, new, meta)
+            cat.commit(ident, loc, pending(meta, new))
             results.append(("ok", i))
         except CommitFailedException:
             results.append(("lost", i))
@@ -122,10 +123,10 @@ def test_previous_versions_max_and_delete_after_commit(cat, tmp_path):
     ident, loc, meta = make(cat)
     meta2 = U.apply_all([U.SetProperties({"write.metadata.previous-versions-max": "2",
                                           "write.metadata.delete-after-commit.enabled": "true"})], meta)
-    loc, meta = cat.commit(ident, loc, meta2, meta)
+    loc, meta = cat.commit(ident, loc, pending(meta, meta2))
     for i in range(4):
         nxt = U.apply_all([U.SetProperties({"i": str(i)})], meta)
-        loc, meta = cat.commit(ident, loc, nxt, meta)
+        loc, meta = cat.commit(ident, loc, pending(meta, nxt))
     assert len(meta.metadata_log) == 2
     names = sorted(os.listdir(tmp_path / "wh" / "db" / "t" / "metadata"))
     assert names == ["v4.metadata.json", "v5.metadata.json", "v6.metadata.json", "version-hint.text"]

@@ -45,8 +45,8 @@ def _data_file(table, ids: list[int]) -> DataFile:
 
 
 def _appender(database: str, warehouse: str, k: int, n: int) -> None:
-    from sparkberg.commit.request import MAIN_REQUEST
-    from sparkberg.commit.producer import fast_append
+    from sparkberg.operations.request import MAIN_REQUEST
+    from commits import fast_append
     table = _table(database, warehouse)
     for i in range(n):
         fast_append(table, [_data_file(table, [1000 * k + i])], MAIN_REQUEST)
@@ -104,8 +104,8 @@ def _killed_writer(database: str, warehouse: str, step: int) -> None:
     ``step``-th metadata file creation (1: the manifest, 2: the manifest list, 3: the metadata file) or, at step
     -1, right after the catalog swap."""
     from sparkberg.catalog import sql
-    from sparkberg.commit.request import MAIN_REQUEST
-    from sparkberg.commit.producer import fast_append
+    from sparkberg.operations.request import MAIN_REQUEST
+    from commits import fast_append
     table = _table(database, warehouse)
     created = []
     real_create = LocalFileIO.create

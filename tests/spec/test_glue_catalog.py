@@ -15,8 +15,8 @@ import pytest
 
 import sparkberg
 from sparkberg.catalog.config import open_backend
-from sparkberg.commit.producer import fast_append
-from sparkberg.commit.request import MAIN_REQUEST
+from commits import fast_append
+from sparkberg.operations.request import MAIN_REQUEST
 from sparkberg.errors import (
     CatalogDatabaseError, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
     NoSuchTableError, TableAlreadyExistsError,

@@ -1,5 +1,5 @@
 """Imports point downward only (errors/redact/identifiers/zipimports/threads/lru/state < spec <
-expressions/avro/io < spark < planning/read/write < commit/catalog/refs/evolution < maintenance < table/inspect <
+expressions/avro/io < spark < planning/read/write < operations < commit/catalog/refs/evolution < maintenance < table/inspect <
 sql < __init__ < jobs), function-local ones included; modules import each other without cycles, within a layer too
 and through function-local imports; an import inside a function says why it is there; spec/, expressions/, avro/
 never import pyspark."""
@@ -11,7 +11,7 @@ import pytest
 LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "sparkberg")
 LAYERS = [
     {"errors", "redact", "identifiers", "zipimports", "threads", "lru", "arrays", "state"}, {"spec"}, {"expressions", "avro", "io"}, {"spark"},
-    {"planning", "read", "write"},
+    {"planning", "read", "write"}, {"operations"},
     {"commit", "catalog", "refs", "evolution"}, {"maintenance"}, {"table", "inspect"}, {"sql"}, {"__init__"},
     {"jobs"},
 ]
@@ -155,7 +155,7 @@ WORKER_MODULES = ["sparkberg.write.deletes", "sparkberg.write.writer", "sparkber
                   "sparkberg.read.positions", "sparkberg.read.equality", "sparkberg.read.formats",
                   "sparkberg.read.columns", "sparkberg.read.changes", "sparkberg.planning.entries",
                   "sparkberg.planning.scan",
-                  "sparkberg.commit.rowlevel", "sparkberg.commit.imports", "sparkberg.maintenance.expire",
+                  "sparkberg.operations.rowlevel", "sparkberg.operations.imports", "sparkberg.maintenance.expire",
                   "sparkberg.maintenance.manifests", "sparkberg.maintenance.orphans", "sparkberg.maintenance.deletes"]
 
 

@@ -210,8 +210,8 @@ def _catalog(warehouse: str, properties: dict):
 
 
 def _appender(warehouse: str, properties: dict, k: int, n: int, tmp: str) -> None:
-    from sparkberg.commit.producer import fast_append
-    from sparkberg.commit.request import MAIN_REQUEST
+    from commits import fast_append
+    from sparkberg.operations.request import MAIN_REQUEST
     with no_cloud_environment(tmp):
         table = _catalog(warehouse, properties).load_table("db.t")
         for i in range(n):

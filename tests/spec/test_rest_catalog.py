@@ -11,8 +11,9 @@ import time
 import pytest
 
 from sparkberg.catalog.rest import NotAuthorizedError, RestCatalog, RestCatalogError
-from sparkberg.commit.request import MAIN_REQUEST
-from sparkberg.commit.producer import fast_append
+from sparkberg.operations.request import MAIN_REQUEST
+from commits import fast_append
+from sparkberg.commit.pending import stated
 from sparkberg.errors import (
     CommitStateUnknownException, InvalidIdentifierError, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
     NoSuchNamespaceError, NoSuchTableError, NotSupportedError, TableAlreadyExistsError, TableUUIDMismatchError,
@@ -108,14 +109,10 @@ def test_a_commit_sends_updates_and_requirements_the_server_checks(server):
     stale = cat.load_table("db.t")
     fast_append(t, [_data_file(t, [2])], MAIN_REQUEST)
     stale_meta = stale.metadata
-    new = U.apply_all([U.SetProperties({"k": "v"})], stale_meta)
-    updates = U.changes(stale_meta, new)
-    assert updates == [U.SetProperties({"k": "v"})]
-    assert U.requirements_for(stale_meta, updates) == [U.AssertTableUUID(stale_meta.table_uuid)]
-    snap_updates = U.changes(t.metadata, U.apply_all([U.SetSnapshotRef("audit", t.current_snapshot().snapshot_id)],
-                                                     t.metadata))
-    assert U.requirements_for(t.metadata, snap_updates) == [U.AssertTableUUID(t.metadata.table_uuid),
-                                                           U.AssertRefSnapshotId("audit", None)]
+    assert stated(stale_meta, [U.SetProperties({"k": "v"})]) == (U.AssertTableUUID(stale_meta.table_uuid),)
+    snap_updates = [U.SetSnapshotRef("audit", t.current_snapshot().snapshot_id)]
+    assert stated(t.metadata, snap_updates) == (U.AssertTableUUID(t.metadata.table_uuid),
+                                                U.AssertRefSnapshotId("audit", None))
 
 
 def test_writers_holding_the_same_table_get_a_409_refresh_and_retry(server):

@@ -20,6 +20,7 @@ from sparkberg.errors import (
 from sparkberg.io.fileio import LocalFileIO
 from sparkberg.spec import types as T
 from sparkberg.spec import updates as U
+from commits import pending
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True)])
 
@@ -68,7 +69,7 @@ def make(cat, ident="db.t", version=2, location=None):
 def commit_property(cat, ident, key, value):
     """One commit on top of the table's current version."""
     _, loc, meta = cat.load(ident)
-    return cat.commit(ident, loc, U.apply_all([U.SetProperties({key: value})], meta), meta)
+    return cat.commit(ident, loc, pending(meta, U.apply_all([U.SetProperties({key: value})], meta)))
 
 
 def test_the_database_has_iceberg_javas_jdbc_catalog_layout(cat, database, tmp_path):
@@ -171,7 +172,7 @@ def test_a_stale_commit_fails_and_leaves_no_file(cat, tmp_path):
     commit_property(cat, "db.t", "winner", "1")
     before = sorted(os.listdir(tmp_path / "wh" / "db" / "t" / "metadata"))
     with pytest.raises(CommitFailedException, match="changed"):
-        cat.commit("db.t", base_loc, U.apply_all([U.SetProperties({"loser": "1"})], base), base)
+        cat.commit("db.t", base_loc, pending(base, U.apply_all([U.SetProperties({"loser": "1"})], base)))
     assert sorted(os.listdir(tmp_path / "wh" / "db" / "t" / "metadata")) == before
     assert "loser" not in cat.load("db.t")[2].properties
 
@@ -273,7 +274,7 @@ def test_the_file_system_catalog_commits_only_where_creation_is_atomic(tmp_path)
     store = FileSystemCatalog("file://" + str(tmp_path / "wh"), CheckThenWrite())
     _, loc, meta = store.load("db.t")  # reading works
     with pytest.raises(NotSupportedError, match="no atomic create-if-absent.*SQL catalog"):
-        store.commit("db.t", loc, U.apply_all([U.SetProperties({"k": "v"})], meta), meta)
+        store.commit("db.t", loc, pending(meta, U.apply_all([U.SetProperties({"k": "v"})], meta)))
     with pytest.raises(NotSupportedError):
         make(store, "db.u")
     assert sorted(os.listdir(tmp_path / "wh" / "db" / "t" / "metadata")) == ["v1.metadata.json",
@@ -315,6 +316,6 @@ def test_an_error_after_the_swap_was_sent_is_told_apart(cat, tmp_path, monkeypat
     monkeypatch.setattr(sql.Database, "execute", lost)
     monkeypatch.setattr(sql.Database, "query", lost)
     with pytest.raises(CommitStateUnknownException, match="kept") as e:
-        cat.commit("db.t", base_loc, U.apply_all([U.SetProperties({"b": "1"})], base), base)
+        cat.commit("db.t", base_loc, pending(base, U.apply_all([U.SetProperties({"b": "1"})], base)))
     kept = str(e.value).split("metadata file ")[1].split(" is kept")[0]
     assert os.path.exists(kept[len("file://"):])

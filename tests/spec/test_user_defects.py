@@ -6,7 +6,7 @@ import pytest
 
 from sparkberg.catalog.base import parse_identifier, parse_namespace
 from sparkberg.catalog.config import open_backend
-from sparkberg.commit.request import Idempotency
+from sparkberg.operations.request import Idempotency
 from sparkberg.errors import InvalidIdentifierError, SqlSyntaxError, ValidationError
 from sparkberg.planning.changes import snapshot_id_argument
 from sparkberg.sql.parsing import in_sql_words, parse, split

@@ -90,7 +90,7 @@ def test_writing_data_and_delete_files_imports_no_pandas(tmp_path):
 
 MATCHING = WATCH + r"""
 import pyarrow as pa
-from sparkberg.commit.merge import _inner_pairs
+from sparkberg.operations.merge import _inner_pairs
 from sparkberg.read.arrow import _without_carryovers
 from sparkberg.read.equality import equal_rows
 

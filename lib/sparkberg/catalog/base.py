@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Protocol, Sequence
 
+from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import InvalidIdentifierError, InvalidMetadataError, NoSuchTableError
 from sparkberg.identifiers import split_dotted
 from sparkberg.io.fileio import FileIO
@@ -47,10 +48,9 @@ class CatalogBackend(Protocol):
     def register(self, identifier, metadata_location: str) -> tuple["Identifier", str, TableMetadata]:
         """Add an existing table by its metadata file."""
 
-    def commit(self, identifier, base_location: str, new: TableMetadata, base: TableMetadata | None = None
-               ) -> tuple[str, TableMetadata]:
-        """Swap in ``new`` after ``base_location`` atomically: (its location, the metadata as stored), or
-        CommitFailedException when another commit came first."""
+    def commit(self, identifier, base_location: str, pending: PendingCommit) -> tuple[str, TableMetadata]:
+        """Commit ``pending`` (built on the version at ``base_location``) atomically: (the new version's location,
+        its metadata as stored), or CommitFailedException when another commit came first."""
 
     def rename(self, source, target) -> None: ...
     def drop(self, identifier, purge: bool = False) -> None: ...

@@ -17,6 +17,7 @@ from sparkberg.catalog.base import (
     Identifier, delete_dropped, parse_identifier, parse_namespace, read_metadata, with_metadata_log,
 )
 from sparkberg.catalog.purge import referenced_files
+from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
     NoSuchTableError, NotSupportedError, TableAlreadyExistsError, ValidationError,
@@ -186,9 +187,8 @@ class FileSystemCatalog:
     def rename(self, source, target) -> None:
         raise NotSupportedError("the file-system catalog cannot rename tables (as Iceberg's HadoopCatalog)")
 
-    def commit(self, identifier, base_location: str, new: TableMetadata, base: TableMetadata | None = None
-               ) -> tuple[str, TableMetadata]:
-        """Swap in ``new`` as the version after ``base_location``; CommitFailedException if another
+    def commit(self, identifier, base_location: str, pending: PendingCommit) -> tuple[str, TableMetadata]:
+        """Write ``pending``'s metadata as the version after ``base_location``; CommitFailedException if another
         writer committed first. Returns the new metadata location and the metadata as written."""
         ident = parse_identifier(identifier)
         self._check_atomic(ident)
@@ -200,9 +200,7 @@ class FileSystemCatalog:
         if current_location != base_location:
             raise CommitFailedException(f"table {ident} changed: based on {base_location}, current is "
                                         f"{current_location}")
-        if base is None:
-            base = read_metadata(self.io, base_location)
-        new, dropped = with_metadata_log(base, base_location, new)
+        new, dropped = with_metadata_log(pending.base, base_location, pending.metadata)
         new_location = self._write_version(ident, loc, version + 1, new)
         delete_dropped(self.io, new, dropped)
         return new_location, new

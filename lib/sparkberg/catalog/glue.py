@@ -24,6 +24,7 @@ from sparkberg.catalog.base import (
     write_metastore_metadata, metastore_version,
 )
 from sparkberg.catalog.purge import referenced_files
+from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CatalogDatabaseError, CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError,
     NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, NotSupportedError,
@@ -287,18 +288,15 @@ class GlueCatalog:
             raise TableAlreadyExistsError(f"table {ident} already exists") from None
         return ident, metadata_location, metadata
 
-    def commit(self, identifier, base_location: str, new: TableMetadata, base: TableMetadata | None = None
-               ) -> tuple[str, TableMetadata]:
-        """Swap in ``new`` as the version after ``base_location``: the Glue table is updated only if it still
-        names ``base_location`` and no other update came between (its ``VersionId``)."""
+    def commit(self, identifier, base_location: str, pending: PendingCommit) -> tuple[str, TableMetadata]:
+        """Swap in ``pending``'s metadata as the version after ``base_location``: the Glue table is updated only if
+        it still names ``base_location`` and no other update came between (its ``VersionId``)."""
         ident = parse_identifier(identifier)
         table = self._get_table(ident)
         current = table["Parameters"].get(METADATA_LOCATION)
         if current != base_location:
             raise CommitFailedException(f"table {ident} changed: based on {base_location}, current is {current}")
-        if base is None:
-            base = read_metadata(self.io, base_location)
-        new, dropped = with_metadata_log(base, base_location, new)
+        new, dropped = with_metadata_log(pending.base, base_location, pending.metadata)
         location = write_metastore_metadata(self.io, new, metastore_version(base_location) + 1)
         update = {"DatabaseName": self._database(ident.namespace), "SkipArchive": self._skip_archive,
                   "TableInput": self._table_input(ident, new, location, base_location, table.get("Parameters")),

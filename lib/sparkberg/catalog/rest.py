@@ -1,9 +1,9 @@
 """The Iceberg REST catalog client (``../shared/spec/iceberg-rest-catalog-open-api.yaml``).
 
 The server keeps the tables: it writes each table's metadata files and swaps the current one atomically. A
-commit sends the changes a writer made to the metadata it started from (:func:`~sparkberg.spec.updates.changes`)
-with the requirements that must still hold (:func:`~sparkberg.spec.updates.requirements_for`, as Iceberg
-Java's ``UpdateRequirements``); the server answers with the new metadata. A 409 is a lost race
+commit sends the updates a change states and the requirements it states of the version it was built on
+(:class:`~sparkberg.commit.pending.PendingCommit`, as Iceberg Java's ``UpdateTableRequest``); the server answers
+with the new metadata. A 409 is a lost race
 (:class:`~sparkberg.errors.CommitFailedException`: the table refreshes and retries per ``commit.retry.*``); a
 5xx or a lost connection after the request went out leaves the outcome unknown
 (:class:`~sparkberg.errors.CommitStateUnknownException`: the writer's files are kept).
@@ -27,6 +27,7 @@ import requests
 
 from sparkberg.catalog.base import Identifier, parse_identifier, parse_namespace
 from sparkberg.catalog.sigv4 import SigV4Signer, sigv4_enabled
+from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
     NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, NotSupportedError, RestCatalogError, StorageError,
@@ -429,17 +430,14 @@ class RestCatalog:
                             errors={409: TableAlreadyExistsError, 404: NoSuchNamespaceError})
         return self._loaded(ident, out)
 
-    def commit(self, identifier, base_location: str, new: TableMetadata, base: TableMetadata | None = None
-               ) -> tuple[str, TableMetadata]:
-        """Send the changes from ``base`` to ``new`` with their requirements; returns the new metadata location
-        and metadata as the server wrote them."""
+    def commit(self, identifier, base_location: str, pending: PendingCommit) -> tuple[str, TableMetadata]:
+        """Send ``pending``'s updates with the requirements it states; returns the new metadata location and
+        metadata as the server wrote them."""
         ident = parse_identifier(identifier)
-        if base is None:
-            _, _, base = self.load(ident)
-        updates = U.changes(base, new)
+        version = pending.metadata.format_version
         body = {"identifier": {"namespace": list(ident.namespace), "name": ident.name},
-                "requirements": [requirement_json(r) for r in U.requirements_for(base, updates)],
-                "updates": [update_json(u, new.format_version) for u in updates]}
+                "requirements": [requirement_json(r) for r in pending.requirements],
+                "updates": [update_json(u, version) for u in pending.updates]}
         out = self._request("POST", self._table(ident), body,
                             errors={409: CommitFailedException, 404: _table_or_namespace}, commit=True)
         _, location, metadata = self._loaded(ident, out)

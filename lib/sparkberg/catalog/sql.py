@@ -34,6 +34,7 @@ from sparkberg.catalog.base import (
     with_metadata_log, write_metastore_metadata,
 )
 from sparkberg.catalog.purge import referenced_files
+from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CatalogDatabaseError, CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError,
     NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, SparkbergError, TableAlreadyExistsError,
@@ -362,14 +363,11 @@ class SqlCatalog:
         self._insert(ident, metadata_location)
         return ident, metadata_location, metadata
 
-    def commit(self, identifier, base_location: str, new: TableMetadata, base: TableMetadata | None = None
-               ) -> tuple[str, TableMetadata]:
-        """Swap in ``new`` as the version after ``base_location`` (compare-and-swap on the row); returns the new
-        metadata location and the metadata as written."""
+    def commit(self, identifier, base_location: str, pending: PendingCommit) -> tuple[str, TableMetadata]:
+        """Swap in ``pending``'s metadata as the version after ``base_location`` (compare-and-swap on the row);
+        returns the new metadata location and the metadata as written."""
         ident = parse_identifier(identifier)
-        if base is None:
-            base = read_metadata(self.io, base_location)
-        new, dropped = with_metadata_log(base, base_location, new)
+        new, dropped = with_metadata_log(pending.base, base_location, pending.metadata)
         location = write_metastore_metadata(self.io, new, metastore_version(base_location) + 1)
         try:
             changed = self.db.execute(

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sparkberg.commit.producer import Changes, commit_changes
-from sparkberg.commit.request import MAIN_REQUEST
-from sparkberg.commit.target import MAIN, PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID, STAGED_WAP_ID
+from sparkberg.commit.pending import Change, PlannedChange
+from sparkberg.commit.producer import SnapshotChange
 from sparkberg.errors import ValidationError
+from sparkberg.io.fileio import FileIO
+from sparkberg.operations.changes import Changes
+from sparkberg.operations.request import MAIN_REQUEST
+from sparkberg.operations.target import MAIN, PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID, STAGED_WAP_ID
 from sparkberg.planning.entries import own_entries
-from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, DataFile
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
@@ -55,19 +57,17 @@ def _check_not_picked(base: TableMetadata, snapshot_id: int) -> None:
                                   f"snapshot {s.snapshot_id}")
 
 
-def cherry_pick(table, snapshot_id: int) -> None:
-    """See :meth:`sparkberg.table.Table.cherry_pick`."""
-    table._writable()
-    start = table.refresh().metadata
+def cherry_pick(start: TableMetadata, io: FileIO, name: str, snapshot_id: int) -> Change:
+    """The change that picks ``snapshot_id`` onto main of table ``name`` (``start``: its freshest metadata, ``io``
+    its FileIO); see :meth:`sparkberg.table.Table.cherry_pick`."""
     snap = start.snapshot_by_id(snapshot_id) if isinstance(snapshot_id, int) else None
     if snap is None:
-        raise ValidationError(f"cannot cherry-pick unknown snapshot {snapshot_id!r} of table {table.name}")
+        raise ValidationError(f"cannot cherry-pick unknown snapshot {snapshot_id!r} of table {name}")
     overwrite = snap.operation == "overwrite" and (snap.summary or {}).get("replace-partitions") == "true"
     if snap.operation == "append" or overwrite:
         _check_not_published(start, snap)
     if snap.parent_snapshot_id == start.current_snapshot_id:
-        _fast_forward(table, snap)
-        return
+        return _fast_forward(snap)
     if snap.operation != "append" and not overwrite:
         raise ValidationError(f"cannot cherry-pick snapshot {snapshot_id}: its operation {snap.operation!r} is not an "
                               "append or a dynamic overwrite, and main's head is not its parent (no fast-forward)")
@@ -76,7 +76,6 @@ def cherry_pick(table, snapshot_id: int) -> None:
         raise ValidationError(f"cannot cherry-pick overwrite {snapshot_id}: its parent {snap.parent_snapshot_id} is "
                               "not an ancestor of main's head")
     _check_not_picked(start, snapshot_id)
-    io = table.io
     added = _own_entries(io, snap, ADDED)
     removed = {(d.file_path, None) for _, d in _own_entries(io, snap, DELETED)} if overwrite else set()
     replaced = {_key(spec_id, d) for spec_id, d in added} if overwrite else set()
@@ -107,28 +106,29 @@ def cherry_pick(table, snapshot_id: int) -> None:
     if spec_ids - {start.default_spec_id}:
         raise ValidationError(f"cannot cherry-pick snapshot {snapshot_id}: it wrote files of partition spec "
                               f"{sorted(spec_ids)} and the table's default spec is now {start.default_spec_id}")
-    commit_changes(table, Changes(snap.operation, [replace(d, first_row_id=None) for _, d in added], [], removed,
-                                  set(), validate, summary=summary), MAIN_REQUEST)
+    # (the picked files are the table's already: the change wrote none of them, and deletes none if it fails)
+    return SnapshotChange(start, io, Changes(snap.operation, [replace(d, first_row_id=None) for _, d in added], [],
+                                             removed, set(), validate, summary=summary, written=[]), MAIN_REQUEST)
 
 
-def _fast_forward(table, snap: Snapshot) -> None:
+def _fast_forward(snap: Snapshot) -> Change:
     def plan(base: TableMetadata) -> list:
         if snap.parent_snapshot_id != base.current_snapshot_id:
             raise ValidationError(f"cannot cherry-pick snapshot {snap.snapshot_id}: main moved meanwhile; try again")
         return [MAIN.move(base, snap.snapshot_id)]
-    table.commit_metadata(lambda base, n: (U.apply_all(plan(base), base), []))
+    return PlannedChange("cherry-pick", plan)
 
 
-def publish_wap(table, wap_id: str) -> int:
-    """See :meth:`sparkberg.table.Table.publish_wap`; returns the staged snapshot's id."""
+def publish_wap(start: TableMetadata, io: FileIO, name: str, wap_id: str) -> Change:
+    """The change that publishes WAP id ``wap_id`` of table ``name`` (see :meth:`sparkberg.table.Table.publish_wap`):
+    its staged snapshot cherry-picked."""
     if not isinstance(wap_id, str) or not wap_id:
         raise ValidationError(f"publish_wap needs a WAP id, got {wap_id!r}")
-    staged = [s for s in table.refresh().metadata.snapshots if (s.summary or {}).get(STAGED_WAP_ID) == wap_id]
+    staged = [s for s in start.snapshots if (s.summary or {}).get(STAGED_WAP_ID) == wap_id]
     if not staged:
-        raise ValidationError(f"cannot publish unknown WAP id {wap_id!r}: no snapshot of table {table.name} was "
+        raise ValidationError(f"cannot publish unknown WAP id {wap_id!r}: no snapshot of table {name} was "
                               "staged with it")
-    cherry_pick(table, staged[0].snapshot_id)
-    return staged[0].snapshot_id
+    return cherry_pick(start, io, name, staged[0].snapshot_id)
 
 
 __all__ = ["cherry_pick", "publish_wap"]

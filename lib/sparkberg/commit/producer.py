@@ -1,35 +1,35 @@
-"""The snapshot producer: one atomic commit of added data files, added delete files and removed files.
+"""The snapshot producer: an operation's :class:`~sparkberg.operations.changes.Changes` (added data files, added
+delete files, removed files) as the change of one snapshot (:class:`SnapshotChange`).
 
-New files go into new manifests, written once. Each attempt reads the freshest base, re-validates (the files
-to remove must still be live: a concurrent commit that removed them is a conflict, spec "Commit Conflict
-Resolution and Retry"; the caller may add its own isolation check), rewrites only the manifests that hold
-removed files (removed entries become DELETED, the rest EXISTING with their sequence numbers and row ids
-written out), merges manifests per ``commit.manifest-merge.*`` (:mod:`sparkberg.commit.manifests`), writes
-a manifest list and swaps the metadata. Lost races retry per ``commit.retry.*``; a
-commit that cannot succeed deletes every file it wrote and leaves the table as it was. A commit whose outcome is
-unknown (:class:`~sparkberg.errors.CommitStateUnknownException`) deletes nothing: its files may be the table's
-now (:func:`~sparkberg.io.fileio.deleted_on_failure`).
+New files go into new manifests, written once. Each try, on the freshest base the committer gives it
+(:mod:`sparkberg.commit.committer`), re-validates (the files to remove must still be live: a concurrent commit that
+removed them is a conflict, spec "Commit Conflict Resolution and Retry"; the operation may add its own isolation
+check), rewrites only the manifests that hold removed files (removed entries become DELETED, the rest EXISTING
+with their sequence numbers and row ids written out), merges manifests per ``commit.manifest-merge.*``
+(:mod:`sparkberg.commit.manifests`) and writes a manifest list; its :class:`~sparkberg.commit.pending.PendingCommit`
+adds the snapshot and moves the target branch to it, requiring the branch still at the head it built on.
 """
 from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, replace
 
 from sparkberg.arrays import from_bools, int_values
 from sparkberg.avro.copies import EntryFormat, copies
 from sparkberg.avro.decode import compiled_for, manifest_columns, manifest_entries
 from sparkberg.avro.manifest import manifest_file_for, write_encoded_manifest, write_manifest, write_manifest_list
 from sparkberg.commit.manifests import merge_manifests
-from sparkberg.commit.request import Committable, CommitRequest
-from sparkberg.commit.target import Target
+from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import CommitFailedException, SparkbergError
-from sparkberg.io.fileio import FileIO
+from sparkberg.io.fileio import FileIO, deleted_on_failure
+from sparkberg.operations.changes import Changes, file_key
+from sparkberg.operations.request import CommitRequest
+from sparkberg.operations.target import Target
 from sparkberg.planning.entries import known_entries, snapshot_manifests
 from sparkberg.spec import updates as U
 from sparkberg.spec.manifests import (
-    ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
+    ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, DataFile, ManifestEntry,
     ManifestFile,
 )
 from sparkberg.spec.metadata import TableMetadata
@@ -71,31 +71,6 @@ def write_snapshot_list(io: FileIO, directory: str, manifests: list[ManifestFile
                                         parent_snapshot_id=parent_snapshot_id, sequence_number=seq,
                                         first_row_id=first_row_id))
     return manifests, path, first_row_id, added_rows
-
-
-def fast_append(table: Committable, files: Sequence[DataFile], request: CommitRequest) -> Snapshot:
-    """Commit ``files`` (written for the table's default spec) as one append snapshot, as ``request`` says. Appends
-    have no conflict to validate (spec "Commit Conflict Resolution and Retry"): a lost race is simply retried."""
-    return commit_changes(table, Changes("append", added_data=list(files)), request)
-
-
-def file_key(d: DataFile) -> tuple[str, int | None]:
-    """Identity of a tracked file: its path, and for deletion vectors the blob offset in the Puffin file."""
-    return d.file_path, d.content_offset
-
-
-@dataclass
-class Changes:
-    """What one snapshot changes. ``added_deletes`` pairs each delete file with its partition spec id."""
-
-    operation: str
-    added_data: list[DataFile] = field(default_factory=list)
-    added_deletes: list[tuple[int, DataFile]] = field(default_factory=list)
-    removed: set[tuple[str, int | None]] = field(default_factory=set)
-    required: set[str] = field(default_factory=set)  # data files that must still be live (deletes target them)
-    validate: Callable[[TableMetadata, TableMetadata], None] | None = None  # (start, current) -> raise on conflict
-    data_sequence_number: int | None = None  # rewrites: added rows keep the starting snapshot's (Java's default)
-    summary: dict[str, str] = field(default_factory=dict)  # summary fields of the operation (replace-partitions...)
 
 
 def _summary(head: Snapshot | None, c: Changes, removed: list[DataFile], target: Target,
@@ -150,43 +125,73 @@ def _summary(head: Snapshot | None, c: Changes, removed: list[DataFile], target:
     return s
 
 
-def commit_changes(table: Committable, c: Changes, request: CommitRequest) -> Snapshot:
-    """Commit ``c`` as one snapshot on the request's target (:mod:`sparkberg.commit.target`), its summary carrying
-    the request's snapshot properties; see the module docstring for the protocol."""
-    start = table.metadata
-    target, properties = request.target, request.summary()
-    target.head_id(start)  # (a missing branch fails before anything is written)
-    if start.format_version == 1 and c.added_deletes:
-        raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
-    writer = _ManifestWriter(table.io, f"{start.location}/metadata", start.current_schema, start.format_version,
-                             new_snapshot_id({s.snapshot_id for s in start.snapshots}))
-    permanent: list[str] = []  # the new files' manifests, written once for every try
-    with request.written(table.io, lambda: permanent):
-        new_manifests = _added_manifests(c, start, writer, permanent)
-    last: dict[str, Any] = {}  # what the latest try made
+class SnapshotChange:
+    """``changes`` (an operation's, planned on ``start``) as the change of one snapshot on the request's target
+    (:mod:`sparkberg.operations.target`), its summary carrying the request's snapshot properties. Made here, once: the
+    manifests of the files it adds. Each try (:meth:`on`) checks the base for conflicts, rewrites the manifests
+    that hold removed files, merges manifests, and writes a manifest list; see the module docstring."""
 
-    def build(base: TableMetadata, n: int) -> tuple[TableMetadata, list[str]]:
-        """One try on the freshest base: the new metadata and the files written for it (deleted, when the
-        try fails before it returns, by this function; after, by the table)."""
+    def __init__(self, start: TableMetadata, io: FileIO, changes: Changes, request: CommitRequest):
+        request.target.head_id(start)  # (a missing branch fails before anything is written)
+        if start.format_version == 1 and changes.added_deletes:
+            raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
+        self.start, self.io, self.changes, self.request = start, io, changes, request
+        self._writer = _ManifestWriter(io, f"{start.location}/metadata", start.current_schema, start.format_version,
+                                       new_snapshot_id({s.snapshot_id for s in start.snapshots}))
+        self._manifests: list[str] = []  # the new files' manifests, written once for every try
+        with deleted_on_failure(io, lambda: changes.written + self._manifests):
+            self._new = _added_manifests(changes, start, self._writer, self._manifests)
+        self._listed: dict[str, set[str]] = {}  # each try's manifest list -> the manifests it lists
+
+    def __repr__(self) -> str:
+        c = self.changes
+        return (f"SnapshotChange({c.operation}{self.request.target.describe()}: {len(c.added_data)} data files and "
+                f"{len(c.added_deletes)} delete files added, {len(c.removed)} removed)")
+
+    @property
+    def operation(self) -> str:
+        """The snapshot's operation."""
+        return self.changes.operation
+
+    def files(self) -> list[str]:
+        """The operation's data and delete files and the new manifests."""
+        return self.changes.written + self._manifests
+
+    def on(self, base: TableMetadata, attempt: int) -> PendingCommit:
+        """Try ``attempt`` on ``base``: the snapshot as a child of the target's head there, with the changes'
+        metadata updates first; it requires of the base what they do, and the target branch at that head."""
+        c, request, target = self.changes, self.request, self.request.target
         request.check_not_committed(base)
+        for r in c.requirements:
+            try:
+                r.check(base)
+            except CommitFailedException as e:
+                raise CommitFailedException(f"conflict: {c.conflict} ({e})") from None
+        evolved = U.apply_all(c.updates, base) if c.updates else base
+        if c.updates and evolved.current_schema_id != self._writer.schema.schema_id:
+            raise CommitFailedException(f"conflict: {c.conflict} (the files were written for schema "
+                                        f"{self._writer.schema.schema_id}, it would be {evolved.current_schema_id})")
         if c.validate is not None:
-            c.validate(start, base)
-        attempt_files: list[str] = []
-        with request.written(table.io, lambda: attempt_files):
-            new_meta, snap, manifests, list_path = _attempt(table, c, base, n, writer, new_manifests, attempt_files,
-                                                            target, properties)
-        last.update(snap=snap, manifests=manifests, list_path=list_path, attempt_files=attempt_files)
-        return new_meta, attempt_files
+            c.validate(self.start, evolved)
+        requirements = list(c.requirements)
+        if target.wap_id is None:  # (a staged snapshot moves no ref)
+            ref = base.refs.get(target.branch)
+            requirements.append(U.AssertRefSnapshotId(target.branch, None if ref is None else ref.snapshot_id))
+        written: list[str] = []
+        with deleted_on_failure(self.io, lambda: written):
+            snap, manifests = _attempt(self.io, c, evolved, attempt, self._writer, self._new, written, target,
+                                       request.summary())
+            pending = PendingCommit.of(c.operation, base, [*c.updates, *target.updates(evolved, snap)],
+                                       requirements, written, snap)
+        self._listed[snap.manifest_list] = {m.manifest_path for m in manifests}
+        return pending
 
-    with request.written(table.io, lambda: permanent):
-        table.commit_metadata(build)
-    # new manifests folded into merged ones are referenced by nothing (in a transaction: once the replay that
-    # commits it is known)
-    def unreferenced() -> list[str]:
-        referenced = {m.manifest_path for m in last["manifests"]} | {last["list_path"]}
-        return [p for p in permanent + last["attempt_files"] if p not in referenced]
-    request.made_obsolete(table.io, unreferenced)
-    return last["snap"]
+    def committed(self, pending: PendingCommit) -> None:
+        """The new manifests that merging folded into others, and the files of the committed try its snapshot does
+        not list, are referenced by nothing: deleted (in a transaction, once its commit is done)."""
+        listed = self._listed[pending.snapshot.manifest_list] | {pending.snapshot.manifest_list}
+        self.request.made_obsolete(self.io, lambda: [p for p in self._manifests + list(pending.written)
+                                                     if p not in listed])
 
 
 @dataclass(frozen=True)
@@ -227,16 +232,16 @@ def _added_manifests(c: Changes, start: TableMetadata, writer: _ManifestWriter, 
     return out
 
 
-def _attempt(table, c: Changes, base: TableMetadata, n: int, writer: _ManifestWriter,
+def _attempt(io: FileIO, c: Changes, base: TableMetadata, n: int, writer: _ManifestWriter,
              new_manifests: list[tuple[ManifestFile, list[ManifestEntry]]], written: list[str], target: Target,
-             properties: dict[str, str]) -> tuple[TableMetadata, Snapshot, list[ManifestFile], str]:
-    """Try ``n`` of the commit on ``base``, as a child of ``target``'s head: (the new metadata, its snapshot, the
-    snapshot's manifests, its manifest list's path); every file it writes is added to ``written``."""
+             properties: dict[str, str]) -> tuple[Snapshot, list[ManifestFile]]:
+    """Try ``n`` of the commit on ``base``, as a child of ``target``'s head: (its snapshot, the snapshot's
+    manifests); every file it writes is added to ``written``."""
     v, schema, snapshot_id = writer.version, writer.schema, writer.snapshot_id
     seq = base.last_sequence_number + 1 if v >= 2 else 0
     head = target.head(base)
     parent_id = None if head is None else head.snapshot_id
-    manifests, removed = _carry_over(table, base, head, c.removed, snapshot_id, seq, v, schema, written, c.required)
+    manifests, removed = _carry_over(io, base, head, c.removed, snapshot_id, seq, v, schema, written, c.required)
     fresh = [manifest_file_for(entries, path=mf.manifest_path, length=mf.manifest_length,
                                spec=base.spec(mf.partition_spec_id), schema=schema, added_snapshot_id=snapshot_id,
                                content=mf.content, sequence_number=seq)
@@ -252,16 +257,14 @@ def _attempt(table, c: Changes, base: TableMetadata, n: int, writer: _ManifestWr
                     manifest_list=list_path, summary=_summary(head, c, removed, target, properties),
                     schema_id=schema.schema_id,
                     first_row_id=first_row_id, added_rows=added_rows)
-    new_meta = U.apply_all(target.updates(base, snap), base)
-    return new_meta, snap, manifests, list_path
+    return snap, manifests
 
 
-def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys: set, snapshot_id: int, seq: int,
+def _carry_over(io: FileIO, base: TableMetadata, head: Snapshot | None, removed_keys: set, snapshot_id: int, seq: int,
                 v: int, schema, written: list[str], required: set[str] = frozenset()
                 ) -> tuple[list[ManifestFile], list[DataFile]]:
     """The manifests of ``head`` (the snapshot the commit builds on), with those holding files to remove
     rewritten; fails (conflict) when a file to remove is no longer live."""
-    io = table.io
     kept: list[ManifestFile] = []
     removed: list[DataFile] = []
     found: set = set()
@@ -310,8 +313,8 @@ def _carry_over(table, base: TableMetadata, head: Snapshot | None, removed_keys:
         raise CommitFailedException(f"conflict: data file {sorted(gone)[0]} was removed by a concurrent commit")
     missing = removed_keys - found
     if missing:
-        raise CommitFailedException(f"conflict: {len(missing)} file(s) to remove are no longer in table "
-                                    f"{table.name}, e.g. {sorted(missing)[0][0]}")
+        raise CommitFailedException(f"conflict: {len(missing)} file(s) to remove are no longer in the table, e.g. "
+                                    f"{sorted(missing)[0][0]}")
     return kept, removed
 
 
@@ -347,4 +350,4 @@ def _rewritten(fmt: EntryFormat | None, mf: ManifestFile, data: bytes, entries: 
     return write_encoded_manifest(records, format_version=version, spec=spec, schema=schema, content=mf.content)
 
 
-__all__ = ["Changes", "commit_changes", "file_key", "POSITION_DELETES"]
+__all__ = ["SnapshotChange", "write_snapshot_list", "assign_first_row_ids", "SUMMARY_TOTALS"]

@@ -9,7 +9,7 @@ no ordering comparison, ``-0.0`` sorts before ``0.0``), so the rows are the ones
 
 :func:`row_filter` is the other use: a filter made only of the predicates translated exactly, evaluated over
 Arrow batches of the rows with Spark's semantics, where a small operation finds its rows on the driver instead of
-in a Spark job (:func:`sparkberg.commit.rowlevel.matched_on_driver`).
+in a Spark job (:func:`sparkberg.operations.rowlevel.matched_on_driver`).
 """
 from __future__ import annotations
 

@@ -575,7 +575,7 @@ def deleted_on_failure(io: FileIO, paths: Callable[[], Iterable[str]]) -> Iterat
     """Delete the files ``paths()`` names (called when the block fails) if the block raises, then raise; except
     when a commit's outcome is unknown (CommitStateUnknownException): the files may be the table's now, and
     are kept. (A write of a transaction keeps them at risk after the block too:
-    :meth:`sparkberg.commit.request.CommitRequest.written`.)"""
+    :meth:`sparkberg.operations.request.CommitRequest.written`.)"""
     try:
         yield
     except CommitStateUnknownException:

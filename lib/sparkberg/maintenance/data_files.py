@@ -46,15 +46,16 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from sparkberg.commit.manifests import pack
-from sparkberg.commit.producer import Changes, commit_changes
-from sparkberg.commit.request import MAIN_REQUEST
-from sparkberg.commit.rowlevel import RowLevel, deletion_vectors_of, file_scoped_deletes, no_new_deletes_check, \
+from sparkberg.commit.pending import Commit
+from sparkberg.commit.producer import SnapshotChange
+from sparkberg.operations.rowlevel import RowLevel, deletion_vectors_of, file_scoped_deletes, NoNewDeletes, \
     removal_of
 from sparkberg.errors import (
     CommitFailedException, CommitStateUnknownException, NotSupportedError, SparkbergError, ValidationError,
 )
-from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.maintenance.options import Options
+from sparkberg.operations.changes import Changes
+from sparkberg.operations.request import MAIN_REQUEST
 from sparkberg.read.arrow import TaskReader
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.reader import identity_values
@@ -241,9 +242,11 @@ def _ordering(table, strategy: str | None, sort_order: str | None, options: dict
     return "zorder", Ordering(zorder=ZOrder(columns, z.var_length_bytes, z.max_output_bytes))
 
 
-def rewrite_data_files(table, filter: str | None = None, strategy: str | None = None, sort_order: str | None = None,
-                       options: dict[str, Any] | None = None, dry_run: bool = False) -> DataFrame:
-    """See :meth:`sparkberg.table.Table.rewrite_data_files` and the module docstring."""
+def rewrite_data_files(table, commit: Commit, filter: str | None = None, strategy: str | None = None,
+                       sort_order: str | None = None, options: dict[str, Any] | None = None,
+                       dry_run: bool = False) -> DataFrame:
+    """See :meth:`sparkberg.table.Table.rewrite_data_files` and the module docstring (``commit``: the table's
+    committer, which a rewrite with partial progress calls as its groups finish)."""
     strategy, ordering = _ordering(table, strategy, sort_order, options)
     known = {"binpack": BINPACK_OPTIONS, "sort": SORT_OPTIONS, "zorder": ZORDER_OPTIONS}[strategy]
     opts = Options(f"{ACTION} ({strategy})", options, known)
@@ -262,10 +265,10 @@ def rewrite_data_files(table, filter: str | None = None, strategy: str | None = 
         return local_dataframe(spark, [(sum(len(g.tasks) for g in groups),
                                         sum(s.expected_files(g.size) for g in groups), sum(g.size for g in groups),
                                         0, len(removed))], RESULT)
-    run = _Run(table, rl, s, ordering)
+    run = _Run(table, commit, rl, s, ordering)
     run.execute(groups)
     if s.remove_dangling:
-        run.removed_deletes += remove_dangling_delete_files(table)
+        run.removed_deletes += remove_dangling_delete_files(table, commit)
     return local_dataframe(spark, [(run.rewritten, run.added, run.rewritten_bytes, run.failed,
                                     run.removed_deletes)], RESULT)
 
@@ -273,8 +276,8 @@ def rewrite_data_files(table, filter: str | None = None, strategy: str | None = 
 class _Run:
     """One rewrite: groups written concurrently, committed all at once or (partial progress) as they finish."""
 
-    def __init__(self, table, rl: RowLevel, s: Settings, ordering: Ordering | None):
-        self.table, self.rl, self.s, self.ordering = table, rl, s, ordering
+    def __init__(self, table, commit: Commit, rl: RowLevel, s: Settings, ordering: Ordering | None):
+        self.table, self.commit_change, self.rl, self.s, self.ordering = table, commit, rl, s, ordering
         self.start = rl.m  # what was planned: validations look for conflicts since this snapshot
         self.rewritten = self.added = self.rewritten_bytes = self.failed = self.removed_deletes = 0
 
@@ -338,13 +341,11 @@ class _Run:
         removed = removal_of(chosen)
         counted = {k for t in chosen for k in deletion_vectors_of(t)}
         touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen}
-        check = no_new_deletes_check(self.table, touched, MAIN_REQUEST, ignore_equality=self.s.starting_sequence)
+        check = NoNewDeletes(self.table.io, touched, MAIN_REQUEST, ignore_equality=self.s.starting_sequence)
         seq = self.start.current_snapshot.sequence_number if self.s.starting_sequence and m.format_version >= 2 \
             else None
-        with deleted_on_failure(self.table.io, lambda: [f.file_path for f in added]):
-            commit_changes(self.table, Changes("replace", added, [], removed, set(),
-                                               lambda _start, current: check(self.start, current),
-                                               data_sequence_number=seq), MAIN_REQUEST)
+        self.commit_change(SnapshotChange(self.start, self.table.io, Changes(
+            "replace", added, [], removed, set(), check, data_sequence_number=seq), MAIN_REQUEST))
         self.rewritten += len(chosen)
         self.added += len(added)
         self.rewritten_bytes += sum(t["file_size_in_bytes"] for t in chosen)
@@ -479,7 +480,7 @@ def dangling_delete_files(table, rewritten: list[Group] = (), seq: int | None = 
     return sorted((r[0], r[1]) for r in found)
 
 
-def remove_dangling_delete_files(table) -> int:
+def remove_dangling_delete_files(table, commit: Commit) -> int:
     """Remove :func:`dangling_delete_files` in one ``replace`` snapshot; skipped (0) when the table changed
     meanwhile, as Java skips it: a concurrent rewrite may have added files the deletes still apply to."""
     start = table.refresh().metadata
@@ -493,7 +494,8 @@ def remove_dangling_delete_files(table) -> int:
         if current.current_snapshot_id != start.current_snapshot_id:
             raise CommitFailedException("the table changed while dangling deletes were found")
     try:
-        commit_changes(table, Changes("replace", [], [], set(dangling), set(), unchanged), MAIN_REQUEST)
+        commit(SnapshotChange(start, table.io, Changes("replace", [], [], set(dangling), set(), unchanged),
+                              MAIN_REQUEST))
     except CommitFailedException as e:
         log.warning("rewrite_data_files %s: dangling delete files left: %s", table.name, e)
         return 0

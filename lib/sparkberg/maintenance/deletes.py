@@ -22,12 +22,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from sparkberg.avro.decode import manifest_entries
-from sparkberg.commit.producer import Changes, commit_changes
-from sparkberg.commit.request import MAIN_REQUEST
-from sparkberg.commit.rowlevel import RowLevel, no_new_deletes_check
-from sparkberg.io.fileio import FileIO, deleted_on_failure
+from sparkberg.commit.pending import Commit
+from sparkberg.commit.producer import SnapshotChange
+from sparkberg.io.fileio import FileIO
 from sparkberg.maintenance.data_files import dangling_delete_files
 from sparkberg.maintenance.options import Options
+from sparkberg.operations.changes import Changes
+from sparkberg.operations.request import MAIN_REQUEST
+from sparkberg.operations.rowlevel import RowLevel, NoNewDeletes
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.read.columns import delete_file_rows
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
@@ -60,9 +62,9 @@ class _Positions:
                     yield pa.RecordBatch.from_arrays([rb.column(0), rb.column(1)], names=["_file", "_pos"])
 
 
-def rewrite_position_delete_files(table, filter: str | None = None, options: dict[str, Any] | None = None,
-                                  dry_run: bool = False) -> DataFrame:
-    """See :meth:`sparkberg.table.Table.rewrite_position_delete_files`."""
+def rewrite_position_delete_files(table, commit: Commit, filter: str | None = None,
+                                  options: dict[str, Any] | None = None, dry_run: bool = False) -> DataFrame:
+    """See :meth:`sparkberg.table.Table.rewrite_position_delete_files` (``commit``: the table's committer)."""
     spark = table.spark
     rewrite_all, min_files = _options(options)
     table.refresh()
@@ -115,9 +117,8 @@ def rewrite_position_delete_files(table, filter: str | None = None, options: dic
         removed |= {(d["file_path"], d["content_offset"]) for t in chosen_tasks if t["file_path"] in renewed
                     for d in t["deletes"] if d["file_format"] == "puffin"}
     touched = {t["file_path"]: (t["spec_id"], rl.partition(t)) for t in chosen_tasks}
-    with deleted_on_failure(table.io, lambda: sorted({d.file_path for _, d in added})):
-        commit_changes(table, Changes("replace", [], added, removed, set(),
-                                      no_new_deletes_check(table, touched, MAIN_REQUEST)), MAIN_REQUEST)
+    commit(SnapshotChange(m, table.io, Changes("replace", [], added, removed, set(),
+                                               NoNewDeletes(table.io, touched, MAIN_REQUEST)), MAIN_REQUEST))
     added_bytes = sum({d.file_path: d.file_size_in_bytes for _, d in added}.values())
     return local_dataframe(spark, [(len(removed), len(added),  # (delete files, as Java counts them: each DV one)
                                     rewritten_bytes, added_bytes)], RESULT)

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from sparkberg.arrays import batch_of_columns
+from sparkberg.commit.pending import Commit, PlannedChange
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
@@ -50,28 +51,22 @@ def to_millis(spark: Any, when: Any) -> int | None:
     raise ValidationError(f"older_than must be epoch millis or a datetime, got {type(when).__name__}: {when!r}")
 
 
-def expire_snapshots(table, older_than: Any = None, retain_last: int | None = None,
+def expire_snapshots(table, commit: Commit, older_than: Any = None, retain_last: int | None = None,
                      snapshot_ids: Iterable[int] | None = None, clean_expired_files: bool = True,
                      dry_run: bool = False) -> DataFrame:
-    """See :meth:`sparkberg.table.Table.expire_snapshots`."""
+    """See :meth:`sparkberg.table.Table.expire_snapshots` (``commit``: the table's committer)."""
     spark = table.spark
     older_ms = to_millis(spark, older_than)
     ids = list(snapshot_ids or ())
     now = now_ms()
-    table.refresh()
-    before: dict[str, TableMetadata] = {}
-
-    def build(base: TableMetadata, n: int) -> tuple[TableMetadata, list[str]]:
-        before["base"] = base
-        return U.apply_all(expiry(base, now, older_ms, retain_last, ids), base), []
-
-    updates = expiry(table.metadata, now, older_ms, retain_last, ids)  # (bad input named before any write)
+    base = table.refresh().metadata
+    updates = expiry(base, now, older_ms, retain_last, ids)  # (bad input named before any write)
     if dry_run or not updates:
-        base = table.metadata
         after = U.apply_all(updates, base)
     else:
-        table.commit_metadata(build)  # (a lost race recomputes the expiry on the new base)
-        base, after = before["base"], table.metadata
+        # (planned again on each try: a lost race expires what the newer version holds)
+        done = commit(PlannedChange("expire-snapshots", lambda m: expiry(m, now, older_ms, retain_last, ids)))
+        base, after = done.base, done.metadata
     counts = dict.fromkeys(COUNTS, 0)
     if clean_expired_files and len(after.snapshots) < len(base.snapshots):
         files = expired_files(spark, table.io, base, after)

@@ -23,7 +23,7 @@ import pickle
 import struct
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Iterator, Sequence
 
@@ -39,10 +39,11 @@ from sparkberg.avro.decode import manifest_entries
 from sparkberg.avro.manifest import entry_record, manifest_file_of, partition_fields, write_encoded_manifest
 from sparkberg.avro.types import from_avro_value
 from sparkberg.commit.manifests import merge_settings
+from sparkberg.commit.pending import Commit, PendingCommit
 from sparkberg.commit.producer import write_snapshot_list
-from sparkberg.commit.target import MAIN
 from sparkberg.errors import ValidationError
-from sparkberg.io.fileio import FileIO, deleted_on_failure
+from sparkberg.io.fileio import FileIO
+from sparkberg.operations.target import MAIN
 from sparkberg.planning.entries import manifests_df, manifests_of, snapshot_manifests
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spec import updates as U
@@ -51,7 +52,7 @@ from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.types import BOOLEAN, STRING
 from sparkberg.spec.values import to_bytes
 from sparkberg.spec.scalars import decimal_unscaled
-from sparkberg.spec.snapshots import Snapshot, new_snapshot_id
+from sparkberg.spec.snapshots import MAIN_BRANCH, Snapshot, new_snapshot_id
 
 RESULT_DDL = "rewritten_manifests_count int, added_manifests_count int"
 _ENTRIES_DDL = ("content int, spec_id int, key binary, entry binary, partition binary, records bigint, "
@@ -222,8 +223,8 @@ class _Writer:
             first_row_id=min(ids) if self.version >= 3 and content == MANIFEST_DATA and None not in ids else None)
 
 
-def rewrite_manifests(table, spec_id: int | None = None, dry_run: bool = False) -> DataFrame:
-    """See :meth:`sparkberg.table.Table.rewrite_manifests`."""
+def rewrite_manifests(table, commit: Commit, spec_id: int | None = None, dry_run: bool = False) -> DataFrame:
+    """See :meth:`sparkberg.table.Table.rewrite_manifests` (``commit``: the table's committer)."""
     spark = table.spark
     table.refresh()
     start = table.metadata
@@ -252,19 +253,43 @@ def rewrite_manifests(table, spec_id: int | None = None, dry_run: bool = False) 
         .sortWithinPartitions("content", "spec_id", "key")
     written = map_in_arrow(entries_rows, _Writer(start, snapshot_id, per_manifest, table.io), "manifest binary")
     new = [pickle.loads(r["manifest"]) for r in written.collect()]
-    with deleted_on_failure(table.io, lambda: [m.manifest_path for m in new]):
-        table.commit_metadata(lambda base, n: _replace(table, base, n, snapshot_id, chosen, new))
+    commit(ManifestReplacement(table.name, table.io, snapshot_id, tuple(chosen), tuple(new)))
     return local_dataframe(spark, [(len(chosen), len(new))], RESULT_DDL)
 
 
-def _replace(table, base: TableMetadata, n: int, snapshot_id: int, rewritten: list[ManifestFile],
-             new: list[ManifestFile]) -> tuple[TableMetadata, list[str]]:
+@dataclass(frozen=True)
+class ManifestReplacement:
+    """The ``replace`` snapshot of a manifest rewrite of table ``name``: the ``new`` manifests in place of the
+    ``rewritten`` ones, every other current manifest kept."""
+
+    name: str
+    io: FileIO
+    snapshot_id: int
+    rewritten: tuple[ManifestFile, ...]
+    new: tuple[ManifestFile, ...]
+    operation = "replace"
+
+    def files(self) -> list[str]:
+        """The new manifests."""
+        return [m.manifest_path for m in self.new]
+
+    def committed(self, pending: PendingCommit) -> None:
+        """Nothing to let go: the rewritten manifests go with the snapshots that list them, at their expiry."""
+
+    def on(self, base: TableMetadata, n: int) -> PendingCommit:
+        """The snapshot on ``base``, main's current one; a rewritten manifest a concurrent commit replaced is an
+        error."""
+        return _replace(self, base, n)
+
+
+def _replace(r: ManifestReplacement, base: TableMetadata, n: int) -> PendingCommit:
     """The ``replace`` snapshot on ``base``: the new manifests and every current one not rewritten."""
-    current = snapshot_manifests(table.io, base.current_snapshot)
+    snapshot_id, rewritten, new = r.snapshot_id, r.rewritten, r.new
+    current = snapshot_manifests(r.io, base.current_snapshot)
     paths = {m.manifest_path for m in current}
     gone = [m.manifest_path for m in rewritten if m.manifest_path not in paths]
     if gone:
-        raise ValidationError(f"cannot rewrite the manifests of table {table.name}: {len(gone)} of them were "
+        raise ValidationError(f"cannot rewrite the manifests of table {r.name}: {len(gone)} of them were "
                               f"replaced by a concurrent commit (e.g. {gone[0]}); nothing committed")
     v = base.format_version
     seq = base.last_sequence_number + 1 if v >= 2 else 0
@@ -272,7 +297,7 @@ def _replace(table, base: TableMetadata, n: int, snapshot_id: int, rewritten: li
     manifests = [replace(m, sequence_number=seq, added_snapshot_id=snapshot_id) for m in new] + \
         [m for m in current if m.manifest_path not in done]
     manifests, list_path, first_row_id, added_rows = write_snapshot_list(
-        table.io, f"{base.location.rstrip('/')}/metadata", manifests, base, snapshot_id, seq, n,
+        r.io, f"{base.location.rstrip('/')}/metadata", manifests, base, snapshot_id, seq, n,
         base.current_snapshot_id)
     previous = base.current_snapshot.summary
     summary = {"operation": "replace", "manifests-created": str(len(new)),
@@ -284,6 +309,7 @@ def _replace(table, base: TableMetadata, n: int, snapshot_id: int, rewritten: li
                     parent_snapshot_id=base.current_snapshot_id, sequence_number=seq if v >= 2 else None,
                     manifest_list=list_path, summary=summary, schema_id=base.current_schema_id,
                     first_row_id=first_row_id, added_rows=added_rows)
-    return U.apply_all(MAIN.updates(base, snap), base), [list_path]
+    return PendingCommit.of("replace", base, MAIN.updates(base, snap),
+                            [U.AssertRefSnapshotId(MAIN_BRANCH, base.current_snapshot_id)], [list_path], snap)
 
 

@@ -11,11 +11,13 @@ list, a map or an optional struct).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from sparkberg.errors import ValidationError
 from sparkberg.spec import types as T
+from sparkberg.spec.properties import NAME_MAPPING
 from sparkberg.spec.partitioning import PartitionSpec, SortOrder
 from sparkberg.spec.values import from_python
 
@@ -405,4 +407,46 @@ def _rebuild(update: SchemaUpdate, t: T.IcebergType, owner_id: int) -> T.Iceberg
     return t
 
 
-__all__ = ["SchemaUpdate", "CommitsOnce"]
+def mapping_of(fields: Iterable[T.NestedField]) -> list[dict]:
+    """The name mapping (spec Appendix C) of ``fields``: each by its id and current name, nested ones beneath."""
+    out = []
+    for f in fields:
+        entry: dict = {"field-id": f.field_id, "names": [f.name]}
+        nested = mapping_of(T.children(f.field_type))
+        if nested:
+            entry["fields"] = nested
+        out.append(entry)
+    return out
+
+
+def mapping_updated(raw: str, u: SchemaUpdate, schema: T.Schema) -> str:
+    """The name mapping ``raw`` (spec Appendix C) with renamed columns given their new names too (files written
+    before keep the old ones) and added columns mapped by their names, as Iceberg Java's ``MappingUtil.update``."""
+    try:
+        mapping = json.loads(raw)
+    except ValueError as e:
+        raise ValidationError(f"table property {NAME_MAPPING} is not valid JSON: {e}") from None
+    renamed = u.renamed()
+    by_id: dict[int, dict] = {}
+
+    def visit(entries: list) -> None:
+        for e in entries:
+            if "field-id" in e:
+                by_id[e["field-id"]] = e
+                if e["field-id"] in renamed and renamed[e["field-id"]] not in e.setdefault("names", []):
+                    e["names"].append(renamed[e["field-id"]])
+            visit(e.get("fields") or [])
+    visit(mapping)
+
+    for parent_id, added in u.adds.items():
+        if parent_id == ROOT:
+            siblings = mapping
+        elif parent_id in by_id:
+            siblings = by_id[parent_id].setdefault("fields", [])
+        else:
+            continue  # (a struct the mapping does not describe)
+        siblings += mapping_of([schema.find_field(f.field_id) for f in added])
+    return json.dumps(mapping)
+
+
+__all__ = ["SchemaUpdate", "CommitsOnce", "mapping_of", "mapping_updated"]

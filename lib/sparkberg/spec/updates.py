@@ -493,62 +493,7 @@ TableRequirement = Union[AssertTableUUID, AssertRefSnapshotId, AssertCurrentSche
                          AssertDefaultSpecId, AssertLastAssignedPartitionId, AssertDefaultSortOrderId]
 
 
-# --- a commit as updates -------------------------------------------------------------------------------
-
-def changes(base: TableMetadata, new: TableMetadata) -> list[TableUpdate]:
-    """The updates that turn ``base`` into ``new`` (a commit built on ``base``), in the order a catalog applies
-    them: what a catalog that takes updates rather than metadata files (REST) is sent. The metadata log, the
-    snapshot log, ``last-updated-ms`` and the sequence and row-id counters follow from the updates."""
-    out: list[TableUpdate] = []
-    if new.format_version != base.format_version:
-        out.append(UpgradeFormatVersion(new.format_version))
-    # (a schema, spec or order this commit adds and makes current is named LAST_ADDED, as Iceberg Java sends it:
-    # the catalog assigns the id)
-    def current(added: list[int], now: int) -> int:
-        return LAST_ADDED if added and added[-1] == now else now
-    old_schemas = {s.schema_id for s in base.schemas}
-    schemas = [s for s in new.schemas if s.schema_id not in old_schemas]
-    out += [AddSchema(s, new.last_column_id) for s in schemas]
-    if new.current_schema_id != base.current_schema_id:
-        out.append(SetCurrentSchema(current([s.schema_id for s in schemas], new.current_schema_id)))
-    old_specs = {s.spec_id for s in base.partition_specs}
-    specs = [s for s in new.partition_specs if s.spec_id not in old_specs]
-    out += [AddPartitionSpec(s) for s in specs]
-    if new.default_spec_id != base.default_spec_id:
-        out.append(SetDefaultSpec(current([s.spec_id for s in specs], new.default_spec_id)))
-    old_orders = {o.order_id for o in base.sort_orders}
-    orders = [o for o in new.sort_orders if o.order_id not in old_orders]
-    out += [AddSortOrder(o) for o in orders]
-    if new.default_sort_order_id != base.default_sort_order_id:
-        out.append(SetDefaultSortOrder(current([o.order_id for o in orders], new.default_sort_order_id)))
-    if new.location != base.location:
-        out.append(SetLocation(new.location))
-    changed = {k: v for k, v in new.properties.items() if base.properties.get(k) != v}
-    if changed:
-        out.append(SetProperties(changed))
-    removed = tuple(k for k in base.properties if k not in new.properties)
-    if removed:
-        out.append(RemoveProperties(removed))
-    old_snapshots = {s.snapshot_id for s in base.snapshots}
-    out += [AddSnapshot(s) for s in new.snapshots if s.snapshot_id not in old_snapshots]
-    out += [RemoveSnapshotRef(name) for name in base.refs if name not in new.refs]
-    for name, ref in new.refs.items():
-        if base.refs.get(name) != ref:
-            out.append(SetSnapshotRef(name, ref.snapshot_id, ref.type, ref.min_snapshots_to_keep,
-                                      ref.max_snapshot_age_ms, ref.max_ref_age_ms))
-    kept = {s.snapshot_id for s in new.snapshots}
-    gone = tuple(s.snapshot_id for s in base.snapshots if s.snapshot_id not in kept)
-    if gone:
-        out.append(RemoveSnapshots(gone))
-    for old, now, add, remove in ((base.statistics, new.statistics, SetStatistics, RemoveStatistics),
-                                  (base.partition_statistics, new.partition_statistics, SetPartitionStatistics,
-                                   RemovePartitionStatistics)):
-        before = {f.snapshot_id: f for f in old}
-        after = {f.snapshot_id: f for f in now}
-        out += [add(f) for sid, f in after.items() if before.get(sid) != f]
-        out += [remove(sid) for sid in before if sid not in after]
-    return out
-
+# --- what a commit requires ----------------------------------------------------------------------------
 
 def requirements_for(base: TableMetadata, updates: Iterable[TableUpdate]) -> list[TableRequirement]:
     """What must still hold of the catalog's current metadata for ``updates`` (built on ``base``) to apply, as

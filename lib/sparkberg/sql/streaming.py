@@ -5,7 +5,7 @@ each micro-batch as an idempotent write, the source a Python streaming data sour
 The sink's exactly-once rests on two facts. Spark runs a micro-batch again, with the same id and the same rows,
 when the query restarts from its checkpoint before the batch's end was recorded (the batch's offsets are logged
 before it runs; a deterministic source replays them). And each batch is committed with the idempotency key
-(query id, batch id) (:mod:`sparkberg.commit.request`): the query id is the one the checkpoint keeps across
+(query id, batch id) (:mod:`sparkberg.operations.request`): the query id is the one the checkpoint keeps across
 restarts (its ``metadata`` file), so a batch committed before a crash is found recorded when it runs again, and
 written nothing. The snapshot also records Iceberg Java's sink properties ``spark.sql.streaming.queryId`` and
 ``spark.sql.streaming.epochId``.
@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sparkberg.commit.properties import checked
-from sparkberg.commit.target import resolve
+from sparkberg.operations.properties import checked
+from sparkberg.operations.target import resolve
 from sparkberg.errors import NotSupportedError, SparkbergError, ValidationError
 from sparkberg.io.fileio import FileIO, normalize_location
 from sparkberg.spark.session import session_conf, spark_version

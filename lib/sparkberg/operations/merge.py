@@ -12,6 +12,7 @@ and the source's keys (:meth:`MergeBuilder._pruning`).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -22,12 +23,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.arrays import indices, int_values, row_codes, scalar, true_mask
-from sparkberg.commit.request import CommitRequest
-from sparkberg.commit.rowlevel import (
+from sparkberg.operations.request import CommitRequest
+from sparkberg.operations.rowlevel import (
     DRIVER_FILTER_VALUES, MAX_KEY_VALUES, RowLevel, key_predicate, removal_of, values_predicate)
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.expressions.predicates import And
 from sparkberg.expressions.sql import conjuncts, translate_filter
+from sparkberg.io.fileio import deleted_on_failure
+from sparkberg.operations.changes import Changes
 from sparkberg.read.arrow import TaskReader, read_struct
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.reader import identity_values
@@ -124,14 +127,21 @@ def _matched_twice(file: str, position: int, key: list[tuple[str, Any]]) -> Vali
                            "source keys unique")
 
 
+@dataclass(frozen=True)
+class _Done:
+    """A merge run on the driver: what it changes (None: nothing)."""
+
+    changes: Changes | None
+
+
 class MergeBuilder:
     """Collects MERGE clauses; :meth:`execute` runs them as one commit."""
 
     def __init__(self, table, writing: Any, source, condition: str | Column,
                  target_alias: str = "t", source_alias: str = "s"):
         self.table = table
-        # the write the merge is (``Table._write``): its ``run(body)`` calls ``body(table to write through, commit
-        # request)`` in the write's block, unless its idempotency key is already recorded
+        # the write the merge is (``Table._write``): the table as the merge plans on it (``view``), its request, and
+        # the commit of what the merge changes, in the write's block, unless its idempotency key is already recorded
         self.writing = writing
         self.request: CommitRequest | None = None
         self.source = source
@@ -189,37 +199,37 @@ class MergeBuilder:
         if not self.matched and not self.not_matched and not self.by_source:
             raise ValidationError("merge needs at least one when_matched, when_not_matched or "
                                   "when_not_matched_by_source clause")
-        table = self.table
-
-        def body(through, request: CommitRequest) -> None:
-            self.table, self.request = through, request  # (with a merged schema, the table is its view)
-            self._execute()
-        outcome = self.writing.run(body)
+        table, write = self.table, self.writing
+        if write.wanted:
+            with write.running():
+                self.table, self.request = write.view, write.request  # (with a merged schema, the table's view)
+                write.commit(self._execute())
+        outcome = write.outcome()
         return None if outcome is table else outcome
 
-    def _execute(self) -> None:
+    def _execute(self) -> Changes | None:
+        """What the merge changes (None: nothing)."""
         # The source is read by several jobs (the pruning's, the join, the not-matched rows): cached, each row with
         # an id so its not-matched rows are those of no matched pair
         src = self.source.withColumn("_src_id", F.monotonically_increasing_id()).cache()
         try:
             target_only, keys = self._on_clause()
             done = not target_only and self._on_driver(src, keys)
-            if done is True:
-                return
+            if isinstance(done, _Done):
+                return done.changes
             if done:  # (planned for the driver, whose bound the files exceed)
-                self._merge(src, done)
-                return
+                return self._merge(src, done)
             # (filled now, by the job that also finds each key's range and estimates its distinct values: the join
             # sees the source's true size, and broadcasts it when small)
             found = src.agg(F.count(F.lit(1)), *[f(F.col(f"`{s_col}`")) for _, s_col, _ in keys
                                                  for f in (F.min, F.max, F.approx_count_distinct)]).collect()[0][1:]
             ranges = {s_col: (found[3 * i], found[3 * i + 1], found[3 * i + 2]) for i, (_, s_col, _) in enumerate(keys)}
             target_filter, prune = self._pruning(src, target_only, keys, ranges)
-            self._merge(src, RowLevel(self.table, self.request, target_filter, prune))
+            return self._merge(src, RowLevel(self.table, self.request, target_filter, prune))
         finally:
             src.unpersist()
 
-    def _merge(self, src, rl: RowLevel) -> None:
+    def _merge(self, src, rl: RowLevel) -> Changes | None:
         """The merge as three sets of rows, each computed once: the matched (target, source) pairs, from an inner
         join (broadcast by Spark when the source is small, so the target is streamed past it, not shuffled);
         the source rows of no pair; and, only with ``when_not_matched_by_source`` clauses, the target rows of no
@@ -270,12 +280,12 @@ class MergeBuilder:
                     orphan = F.when(hit, F.lit(f"B{i}" if kind == "update" else "D")).otherwise(orphan)
                 at = pairs.select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos"))
                 orphans = tgt.join(at, ["_file", "_pos"], "left_anti").alias(ta).withColumn("_action", orphan)
-            self._commit(rl, pairs, unmatched, orphans, cols, lineage, src_cols)
+            return self._changes(rl, pairs, unmatched, orphans, cols, lineage, src_cols)
         finally:
             pairs.unpersist()
 
-    def _on_driver(self, src, keys: list[tuple[Any, str, bool]]) -> bool | RowLevel:
-        """The merge done on the driver, True, for a merge whose ON clause only equates target and source columns
+    def _on_driver(self, src, keys: list[tuple[Any, str, bool]]) -> "bool | RowLevel | _Done":
+        """The merge done on the driver, :class:`_Done` with what it changes, for a merge whose ON clause only equates target and source columns
         (integers, or strings) and whose clauses are each unconditional and at most one of a kind, ``update_all``
         or delete, ``insert_all``, on a merge-on-read table without a sort order: the source's rows (at most
         ``DRIVER_MERGE_ROWS``, of the target's column types or integers they widen to) collected, the pruned target
@@ -351,8 +361,7 @@ class MergeBuilder:
         cache = delete_cache(spark)
         hits = by_threads(lambda t: reader.matched_rows(t, cache, identity, matches), rl.tasks)
         pairs = self._driver_pairs(rl, keys, key_types, rows, hits, at)
-        self._driver_commit(rl, rows, pairs, cols)
-        return True
+        return _Done(self._driver_changes(rl, rows, pairs, cols))
 
     @staticmethod
     def _driver_pairs(rl: RowLevel, keys, key_types, rows: pa.Table, hits: list, at: dict[int, int]) -> pa.Table:
@@ -376,8 +385,8 @@ class MergeBuilder:
                                    [rows.column(n).cast(t) for n, t in zip(names, key_types)])
         return target_rows.drop_columns(names).take(indices(left)).append_column("_src", indices(right))
 
-    def _driver_commit(self, rl: RowLevel, rows: pa.Table, pairs: pa.Table, cols: list[str]) -> None:
-        """The rows and deletes of :meth:`_on_driver`'s ``pairs`` written, and committed."""
+    def _driver_changes(self, rl: RowLevel, rows: pa.Table, pairs: pa.Table, cols: list[str]) -> Changes | None:
+        """The rows and deletes of :meth:`_on_driver`'s ``pairs`` written: what they change."""
         files, positions = (int_values(pairs.column(c))[0] for c in ("_file", "_pos"))
         order = np.lexsort((positions, files))  # (the pairs by file and position)
         files, positions = files[order], positions[order]
@@ -415,12 +424,12 @@ class MergeBuilder:
             starts = np.flatnonzero(np.diff(files)) + 1
             for i, at in zip(files[np.r_[0, starts]], np.split(positions, starts)):
                 changed[rl.tasks[i]["file_path"]] = np.unique(at)
-        with rl.request.written(rl.table.io, lambda: [f.file_path for f in added]):
+        with deleted_on_failure(rl.table.io, lambda: [f.file_path for f in added]):
             added_deletes, removed = rl.delete_positions(changed, rl.tasks) if changed else ([], set())
         if not added and not added_deletes:
-            return
-        rl.commit("overwrite", added, added_deletes, removed,
-                  required={d.referenced_data_file for _, d in added_deletes}, command="merge")
+            return None
+        return rl.changes("overwrite", added, added_deletes, removed,
+                          required={d.referenced_data_file for _, d in added_deletes}, command="merge")
 
     @staticmethod
     def _target(rl: RowLevel, cols: list[str], lineage: list[str]):
@@ -534,7 +543,7 @@ class MergeBuilder:
             out = out.unionByName(p)
         return out
 
-    def _commit(self, rl: RowLevel, pairs, unmatched, orphans, cols, lineage, src_cols) -> None:
+    def _changes(self, rl: RowLevel, pairs, unmatched, orphans, cols, lineage, src_cols) -> Changes | None:
         ta = self.ta
         changed = pairs.filter(F.col("_action").startswith("U") | (F.col("_action") == "D")) \
             .select(F.col(f"{ta}._file").alias("_file"), F.col(f"{ta}._pos").alias("_pos"))
@@ -547,16 +556,14 @@ class MergeBuilder:
             new_rows = self._rows(pairs, unmatched, orphans, cols, lineage, src_cols, None)
             added = write_files(rl.spark, rl.m, new_rows, extra_fields=extra, command="merge",
                                 position_delta=True, io=rl.table.io) if new_rows is not None else []
-            with rl.request.written(rl.table.io, lambda: [f.file_path for f in added]):
+            with deleted_on_failure(rl.table.io, lambda: [f.file_path for f in added]):
                 # (no job asks first whether any row changed: with none, the delete writer writes nothing)
                 may_change = rl.tasks and (self.matched or self.by_source)
                 added_deletes, removed = rl.delete_positions(changed, rl.tasks) if may_change else ([], set())
             if not added and not added_deletes:
-                return
-            rl.commit("overwrite", added, added_deletes, removed,
-                      required={d.referenced_data_file for _, d in added_deletes},
-                      command="merge")
-            return
+                return None
+            return rl.changes("overwrite", added, added_deletes, removed,
+                              required={d.referenced_data_file for _, d in added_deletes}, command="merge")
         # copy-on-write: the files with a changed row are rewritten, their other rows read again and kept
         hit = {r[0] for r in changed.select("_file").distinct().collect()}
         rewritten = [t for t in rl.tasks if t["file_path"] in hit]
@@ -567,5 +574,5 @@ class MergeBuilder:
             if new_rows is not None else []
         removed = removal_of(rewritten)
         if not added and not removed:
-            return
-        rl.commit("overwrite", added, [], removed, command="merge")
+            return None
+        return rl.changes("overwrite", added, [], removed, command="merge")

@@ -6,7 +6,7 @@ moves no ref: it carries its WAP id in ``wap.id`` until :meth:`~sparkberg.table.
 Which target a write has follows Iceberg's Spark integration (``SparkWriteConf.branch``): ``branch=`` on the
 write; with ``write.wap.enabled``, the ``spark.wap.branch`` session conf (a branch created from main's head by the
 first write to it) or a WAP id (``wap_id=`` or ``spark.wap.id``), never both. A write resolves its target once and
-hands it down in its :class:`~sparkberg.commit.request.CommitRequest`, so planning, validation and the producer
+hands it down in its :class:`~sparkberg.operations.request.CommitRequest`, so planning, validation and the producer
 agree on it.
 """
 from __future__ import annotations

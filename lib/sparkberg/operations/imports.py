@@ -1,9 +1,9 @@
 """``add_files``: existing Parquet files appended to a table without rewriting them (Iceberg's ``add_files``
 procedure; PyIceberg's ``add_files``). Directories are listed (hidden and ``_``-prefixed names skipped, as Hive and
 Spark skip them); each file's footer is read on the executors (:mod:`sparkberg.write.imports`); one append
-commits them. A table without a name mapping gets one from its current schema first, so that files without field
-ids read by name (Java sets it the same way, in its own commit); a file already in the table is an error unless
-``check_duplicate_files=False``.
+commits them. A table without a name mapping gets one from its current schema in that commit, so that files
+without field ids read by name (Java sets it the same way, in a commit of its own before); a file already in the
+table is an error unless ``check_duplicate_files=False``.
 """
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from sparkberg.commit.producer import fast_append
-from sparkberg.commit.request import CommitRequest
 from sparkberg.errors import ValidationError
-from sparkberg.evolution import mapping_of
 from sparkberg.io.fileio import FileIO, normalize_location
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
+from sparkberg.operations.changes import Changes
 from sparkberg.spark.session import session_time_zone
+from sparkberg.spec import updates as U
 from sparkberg.spec.properties import NAME_MAPPING
+from sparkberg.spec.schema_update import mapping_of
 from sparkberg.write.imports import RESULT_DDL, FileImporter
 from sparkberg.write.writer import data_file_from_json
 
@@ -64,11 +64,11 @@ def _paths_of(mapping: list[dict], prefix: str = "") -> dict[str, int]:
     return out
 
 
-def add_files(table, given: Any, request: CommitRequest, check_duplicate_files: bool = True) -> int:
-    """See :meth:`sparkberg.table.Table.add_files`; returns how many files were added."""
+def add_files(table, given: Any, check_duplicate_files: bool = True) -> Changes | None:
+    """What :meth:`sparkberg.table.Table.add_files` changes (None: no file to add)."""
     paths = parquet_paths(given, table.io)
     if not paths:
-        return 0
+        return None
     spark = table.spark
     wanted = local_dataframe(spark, [(p,) for p in paths], "file_path string")
     if check_duplicate_files and table.metadata.current_snapshot is not None:
@@ -79,10 +79,10 @@ def add_files(table, given: Any, request: CommitRequest, check_duplicate_files: 
                                   "(check_duplicate_files=False adds it again)")
     m = table.metadata
     raw = m.properties.get(NAME_MAPPING)
-    if raw is None:
-        table.set_properties({NAME_MAPPING: json.dumps(mapping_of(m.current_schema.fields))})
-        m = table.metadata
-        raw = m.properties[NAME_MAPPING]
+    updates = ()
+    if raw is None:  # (set in the append's own commit)
+        raw = json.dumps(mapping_of(m.current_schema.fields))
+        updates = (U.SetProperties({NAME_MAPPING: raw}),)
     try:
         mapping = _paths_of(json.loads(raw))
     except (ValueError, TypeError, AttributeError) as e:
@@ -91,8 +91,8 @@ def add_files(table, given: Any, request: CommitRequest, check_duplicate_files: 
                             session_time_zone(table.spark), table.io)
     rows = map_in_arrow(wanted.repartition(min(len(paths), 64)), importer, RESULT_DDL).collect()
     files = [data_file_from_json(r[0], m.default_spec, m.current_schema) for r in rows]
-    fast_append(table, files, request)
-    return len(files)
+    # (the files are the user's until the commit: none is deleted when it fails)
+    return Changes("append", added_data=files, updates=updates, written=[])
 
 
 __all__ = ["add_files", "parquet_paths"]

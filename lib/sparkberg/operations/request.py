@@ -1,14 +1,11 @@
 """What a write tells the commit it makes, handed down in the open from the table call to the snapshot producer.
 
 A write (``Table.append``, ``delete``, ``merge``...) resolves once, before it plans, where it commits (its
-:class:`~sparkberg.commit.target.Target`), the snapshot properties its summary records, and, inside a transaction,
-the transaction's :class:`Staging`; the :class:`CommitRequest` it builds goes to every function that plans,
-validates or commits for it. A transaction's commit replays the builds of its writes after their calls have
-returned: each build holds its request, and the request's staging tells the replayed conflict checks which
-snapshots are the transaction's own.
-
-What the commit layer needs of a table is :class:`Committable`: its metadata, FileIO and name, and the one way to
-commit (``commit_metadata``), which a table, a transaction and a schema-merging write each give.
+:class:`~sparkberg.operations.target.Target`), the snapshot properties its summary records, and, inside a
+transaction, the transaction's :class:`Staging`; the :class:`CommitRequest` it builds goes to every function that
+plans or validates for it, and with its changes to the committer. A transaction's commit builds its changes again
+on a newer base after their calls have returned: each change holds its request, and the request's staging tells
+the conflict checks which snapshots are the transaction's own.
 
 A write with an :class:`Idempotency` key (``append(df, idempotency=("nightly-load", 42))``, Delta's ``txnAppId`` and
 ``txnVersion``) commits only if no snapshot in its target's ancestry records the same application id with that
@@ -21,38 +18,17 @@ forgets it, as it forgets everything else the snapshot knew.
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import Callable, Iterable, Mapping
 
-from sparkberg.commit.properties import checked
-from sparkberg.commit.target import MAIN, STAGED_WAP_ID, Target
+from sparkberg.operations.properties import checked
+from sparkberg.operations.target import MAIN, STAGED_WAP_ID, Target
 from sparkberg.errors import AlreadyCommittedError, ValidationError
-from sparkberg.io.fileio import FileIO, delete_named, deleted_on_failure
+from sparkberg.io.fileio import FileIO, delete_named
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.snapshots import Snapshot
 
-Build = Callable[[TableMetadata, int], "tuple[TableMetadata, Sequence[str]]"]
 Paths = Callable[[], Iterable[str]]
-
-
-class Committable(Protocol):
-    """A table as the commit layer uses it."""
-
-    @property
-    def metadata(self) -> TableMetadata:
-        """The metadata the next commit builds on."""
-
-    @property
-    def io(self) -> FileIO:
-        """Where the table's files are read and written."""
-
-    @property
-    def name(self) -> str:
-        """How messages name the table."""
-
-    def commit_metadata(self, build: Build) -> None:
-        """Swap in ``build(base, attempt)``'s metadata atomically, building again on a lost race."""
 
 
 class Staging:
@@ -168,16 +144,6 @@ class CommitRequest:
         """The snapshots of the transaction being replayed (none for a write of its own, or before the replay)."""
         return frozenset() if self.staging is None else self.staging.own_snapshot_ids
 
-    @contextlib.contextmanager
-    def written(self, io: FileIO, paths: Paths) -> Iterator[None]:
-        """The block writes the files ``paths()`` names: deleted if it raises
-        (:func:`~sparkberg.io.fileio.deleted_on_failure`); in a transaction, kept after it until the
-        transaction's commit is done, and deleted if that fails."""
-        with deleted_on_failure(io, paths):
-            yield
-        if self.staging is not None:
-            self.staging.kept.append((io, paths))
-
     def made_obsolete(self, io: FileIO, paths: Paths) -> None:
         """The files ``paths()`` names are referenced by nothing now the commit is done: deleted now, or in a
         transaction once its commit is (a replay of this commit may need them until then)."""
@@ -189,4 +155,4 @@ class CommitRequest:
 
 MAIN_REQUEST = CommitRequest()  # (main's head, no snapshot properties: maintenance and ref operations)
 
-__all__ = ["Committable", "CommitRequest", "Idempotency", "Staging", "MAIN_REQUEST", "Build", "APP_ID", "VERSION"]
+__all__ = ["CommitRequest", "Idempotency", "Staging", "MAIN_REQUEST", "APP_ID", "VERSION"]

@@ -6,33 +6,30 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sparkberg.commit.producer import Changes, commit_changes
 from sparkberg.errors import ValidationError
-from sparkberg.commit.request import CommitRequest
+from sparkberg.io.fileio import deleted_on_failure
+from sparkberg.operations.changes import Changes
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import EQUALITY_DELETES
 from sparkberg.spec.metadata import TableMetadata
 from sparkberg.write.dataframe import UNSORTED, write_files
 
 
-def delete_by_keys(table, df, key_columns, request: CommitRequest) -> None:
-    """See :meth:`sparkberg.table.Table.delete_by_keys`."""
+def delete_by_keys(table, df, key_columns) -> Changes | None:
+    """What :meth:`sparkberg.table.Table.delete_by_keys` changes (None: ``df`` has no row)."""
     deletes = equality_deletes(table, df, key_columns)
-    if not deletes:
-        return
-    with request.written(table.io, lambda: [d.file_path for _, d in deletes]):
-        commit_changes(table, Changes("delete", [], deletes, set()), request)
+    return Changes("delete", [], deletes, set()) if deletes else None
 
 
-def upsert(table, df, key_columns, request: CommitRequest) -> None:
-    """Replace the rows whose keys a row of ``df`` has with the rows of ``df``, and insert the others, without
-    reading the table: equality deletes of ``df``'s keys and ``df``'s rows, in one commit (Iceberg's row delta, as
-    streaming writers upsert: the deletes apply only to rows committed before, so the new rows stay)."""
+def upsert(table, df, key_columns) -> Changes:
+    """What replacing the rows whose keys a row of ``df`` has with the rows of ``df``, and inserting the others,
+    changes, without reading the table: equality deletes of ``df``'s keys and ``df``'s rows, in one snapshot
+    (Iceberg's row delta, as streaming writers upsert: the deletes apply only to rows committed before, so the new
+    rows stay)."""
     deletes = equality_deletes(table, df, key_columns)
-    with request.written(table.io, lambda: [d.file_path for _, d in deletes]):
+    with deleted_on_failure(table.io, lambda: [d.file_path for _, d in deletes]):
         added = write_files(table.spark, table.metadata, df, io=table.io)
-        with request.written(table.io, lambda: [f.file_path for f in added]):
-            commit_changes(table, Changes("overwrite", added, deletes, set()), request)
+    return Changes("overwrite", added, deletes, set())
 
 
 def equality_deletes(table, df, key_columns) -> list:

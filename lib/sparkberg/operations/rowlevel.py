@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
@@ -26,13 +27,14 @@ from pyspark.sql import functions as F
 
 from sparkberg.arrays import int_values
 from sparkberg.avro.decode import manifest_entries
-from sparkberg.commit.producer import Changes, commit_changes
-from sparkberg.commit.request import Committable, CommitRequest
 from sparkberg.errors import CommitFailedException, NotSupportedError, ValidationError
 from sparkberg.expressions.evaluators import metrics_may_match, metrics_must_match
 from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate, and_, bind, row_evaluator
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
 from sparkberg.expressions.sql import conjuncts, row_filter, translate_filter
+from sparkberg.io.fileio import FileIO, deleted_on_failure
+from sparkberg.operations.changes import AllOf, Changes
+from sparkberg.operations.request import CommitRequest
 from sparkberg.planning.entries import own_entries, snapshot_manifests
 from sparkberg.planning.scan import plan
 from sparkberg.read.arrow import TaskReader
@@ -44,6 +46,7 @@ from sparkberg.spark.session import is_classic, max_result_bytes, session_time_z
 from sparkberg.spec import types as T
 from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
 from sparkberg.spec.properties import SERIALIZABLE, isolation_level, merges_on_read
+from sparkberg.spec.metadata import TableMetadata
 from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
 from sparkberg.spec.properties import compression, data_location
 from sparkberg.threads import by_threads
@@ -85,7 +88,7 @@ def removal_of(tasks) -> set:
 
 
 def committed_since(request: CommitRequest, start, current) -> list:
-    """The snapshots others committed to the request's target (:mod:`sparkberg.commit.target`) after ``start`` was
+    """The snapshots others committed to the request's target (:mod:`sparkberg.operations.target`) after ``start`` was
     read, newest first, as ``current`` has them; when a transaction replays its commits, its own snapshots are not
     others'."""
     target = request.target
@@ -104,49 +107,61 @@ def committed_since(request: CommitRequest, start, current) -> list:
     return out
 
 
-def serializable_check(table: Committable, filter_bound, request: CommitRequest):
-    """A validation that fails when files a filter may match were added after the operation started."""
-    def check(start, current):
-        if filter_bound is None:
+@dataclass(frozen=True)
+class SerializableCheck:
+    """Serializable isolation's check of a newer base: files a filter (``bound``) may match were not added by
+    others' commits since the operation's start."""
+
+    io: FileIO
+    bound: Predicate | None
+    request: CommitRequest
+
+    def __call__(self, start: TableMetadata, current: TableMetadata) -> None:
+        if self.bound is None:
             return
         schema = current.current_schema
         types = {f.field_id: f.field_type for s in current.schemas for f in s.index_by_id().values()}
         projections = {}
-        for snap in committed_since(request, start, current):
+        for snap in committed_since(self.request, start, current):
             if snap.operation == "replace":
                 continue
-            for mf, e in own_entries(table.io, snap, MANIFEST_DATA, ADDED):
+            for mf, e in own_entries(self.io, snap, MANIFEST_DATA, ADDED):
                 if mf.partition_spec_id not in projections:
                     projections[mf.partition_spec_id] = row_evaluator(inclusive_projection(
-                        filter_bound, current.spec(mf.partition_spec_id), schema))
+                        self.bound, current.spec(mf.partition_spec_id), schema))
                 d = e.data_file
                 if projections[mf.partition_spec_id](d.partition) and metrics_may_match(
-                        filter_bound, types, d.record_count, d.value_counts, d.null_value_counts,
+                        self.bound, types, d.record_count, d.value_counts, d.null_value_counts,
                         d.nan_value_counts, d.lower_bounds, d.upper_bounds):
                     raise CommitFailedException(
                         f"conflict: snapshot {snap.snapshot_id} added {d.file_path}, which may hold "
                         "rows the delete filter matches (serializable isolation)")
-    return check
 
 
-def no_new_deletes_check(table: Committable, touched: dict[str, tuple[int, dict]], request: CommitRequest,
-                         ignore_equality: bool = False):
-    """A validation that fails when a commit after the operation started added delete files that may apply to
-    data files it rewrites or adds deletes for (``touched``: path -> (spec id, partition by field id)): their
-    deletes would be lost or doubled. Both isolation levels check this, as Iceberg does. Rewrites that keep
-    the starting sequence number let equality deletes through (they still apply to the new files)."""
-    def check(start, current):
-        if not touched:
+@dataclass(frozen=True)
+class NoNewDeletes:
+    """The check of a newer base that both isolation levels make, as Iceberg does: no commit since the operation's
+    start added delete files that may apply to data files it rewrites or adds deletes for (``touched``: path ->
+    (spec id, partition by field id)), whose deletes would be lost or doubled. Rewrites that keep the starting
+    sequence number let equality deletes through (``ignore_equality``: they still apply to the new files)."""
+
+    io: FileIO
+    touched: dict
+    request: CommitRequest
+    ignore_equality: bool = False
+
+    def __call__(self, start: TableMetadata, current: TableMetadata) -> None:
+        if not self.touched:
             return
         unpartitioned = {s.spec_id for s in current.partition_specs if s.is_unpartitioned}
-        partitions = {(spec_id, tuple(sorted(p.items()))) for spec_id, p in touched.values()}
-        for snap in committed_since(request, start, current):
-            for mf, e in own_entries(table.io, snap, MANIFEST_DELETES, ADDED):
+        partitions = {(spec_id, tuple(sorted(p.items()))) for spec_id, p in self.touched.values()}
+        for snap in committed_since(self.request, start, current):
+            for mf, e in own_entries(self.io, snap, MANIFEST_DELETES, ADDED):
                 d = e.data_file
-                if d.content == 2 and ignore_equality:
+                if d.content == 2 and self.ignore_equality:
                     continue
                 if d.referenced_data_file is not None:
-                    hit = d.referenced_data_file in touched
+                    hit = d.referenced_data_file in self.touched
                 elif d.content == 2 and mf.partition_spec_id in unpartitioned:
                     hit = True
                 else:
@@ -155,16 +170,7 @@ def no_new_deletes_check(table: Committable, touched: dict[str, tuple[int, dict]
                     raise CommitFailedException(
                         f"conflict: snapshot {snap.snapshot_id} added delete file {d.file_path} for data "
                         "files this operation rewrites or deletes from")
-    return check
 
-
-def _both(*checks):
-    checks = [c for c in checks if c is not None]
-
-    def check(start, current):
-        for c in checks:
-            c(start, current)
-    return check
 
 
 # a key with at most this many distinct values prunes by the values (an IN list the metrics evaluator tests per file);
@@ -399,19 +405,18 @@ class RowLevel:
                 removed |= file_scoped_deletes(by_path[d.referenced_data_file])
         return added, removed
 
-    def commit(self, op: str, added_data, added_deletes, removed, required=frozenset(), command: str = "delete",
-               summary: dict[str, str] | None = None):
-        """Commit the operation (a row-level ``command``, whose ``write.<command>.isolation-level`` applies)."""
+    def changes(self, op: str, added_data, added_deletes, removed, required=frozenset(), command: str = "delete",
+                summary: dict[str, str] | None = None) -> Changes:
+        """What the operation changes (a row-level ``command``, whose ``write.<command>.isolation-level`` sets how
+        a newer base is checked)."""
         isolation = isolation_level(self.m.properties, command)
         by_path = {t["file_path"]: t for t in self.tasks}
         touched = {p: (by_path[p]["spec_id"], self.partition(by_path[p]))
                    for p in {k[0] for k in removed} | set(required) if p in by_path}
-        validate = _both(serializable_check(self.table, self.weak, self.request) if isolation == SERIALIZABLE
-                         else None, no_new_deletes_check(self.table, touched, self.request))
-        with self.request.written(self.table.io, lambda: [f.file_path for f in added_data] +
-                                  sorted({d.file_path for _, d in added_deletes})):
-            commit_changes(self.table, Changes(op, list(added_data), list(added_deletes), set(removed),
-                                               set(required), validate, summary=dict(summary or {})), self.request)
+        validate = AllOf((SerializableCheck(self.table.io, self.weak, self.request) if isolation == SERIALIZABLE
+                          else None, NoNewDeletes(self.table.io, touched, self.request)))
+        return Changes(op, list(added_data), list(added_deletes), set(removed), set(required), validate,
+                       summary=dict(summary or {}))
 
 
 # what a row of (its file's path hash, its position) costs a collect, and the share of spark.driver.maxResultSize
@@ -489,15 +494,15 @@ def picked_rows(df: DataFrame, rows: int, tasks: list) -> DataFrame:
     return df if rows >= sum(t["record_count"] for t in tasks) else df.hint("rebalance")
 
 
-def delete_rows(table, filter: str | Column, request: CommitRequest) -> bool:
-    """Delete the rows matching a filter (Spark SQL or a Column) in one commit (``write.delete.mode``); False when
+def delete_rows(table, filter: str | Column, request: CommitRequest) -> Changes | None:
+    """What deleting the rows matching a filter (Spark SQL or a Column) changes (``write.delete.mode``); None when
     nothing matched."""
     if not isinstance(filter, Column) and (not isinstance(filter, str) or not filter.strip()):
         raise ValidationError("delete needs a filter (a Spark SQL boolean expression or a Column); use 'true' to "
                               "delete all")
     rl = RowLevel(table, request, filter)
     if not rl.tasks:
-        return False
+        return None
     rl.whole_by_metrics()  # (every file proven whole: a metadata-only delete, as Java makes it)
     removed = set(rl.removed)
     added_data, added_deletes, required = [], [], set()
@@ -518,17 +523,17 @@ def delete_rows(table, filter: str | Column, request: CommitRequest) -> bool:
                                          in_place=rl.rewritten_in_place(rewrite), io=rl.table.io)
                 removed |= removal_of(rewrite)
     if not removed and not added_deletes:
-        return False
-    rl.commit("overwrite" if added_data else "delete", added_data, added_deletes, removed, required)
-    return True
+        return None
+    return rl.changes("overwrite" if added_data else "delete", added_data, added_deletes, removed, required)
 
 
-def overwrite(table, df, filter: str | None, request: CommitRequest, distribution_mode: str | None = None) -> None:
-    """Replace the rows matching ``filter`` (all rows when None) with the rows of ``df``, in one commit."""
+def overwrite(table, df, filter: str | None, request: CommitRequest, distribution_mode: str | None = None
+              ) -> Changes:
+    """What replacing the rows matching ``filter`` (all rows when None) with the rows of ``df`` changes."""
     rl = RowLevel(table, request, filter)
     added = write_files(rl.spark, rl.m, df, distribution=distribution_mode, io=rl.table.io)
     removed = set(rl.removed)
-    with request.written(table.io, lambda: [f.file_path for f in added]):
+    with deleted_on_failure(table.io, lambda: [f.file_path for f in added]):
         if rl.partial and filter is not None:
             hit = {r[0] for r in rl.read(rl.partial, ["_file"], filter).distinct().collect()}
             rewrite = [t for t in rl.partial if t["file_path"] in hit]
@@ -538,11 +543,11 @@ def overwrite(table, df, filter: str | None, request: CommitRequest, distributio
                 added += write_files(rl.spark, rl.m, keep, extra_fields=rl.lineage_fields, command="delete",
                                      in_place=rl.rewritten_in_place(rewrite), io=rl.table.io)
                 removed |= removal_of(rewrite)
-    rl.commit("overwrite", added, [], removed)
+    return rl.changes("overwrite", added, [], removed)
 
 
-def dynamic_overwrite(table, df, request: CommitRequest, distribution_mode: str | None = None) -> None:
-    """Replace every partition (of the default spec) that ``df`` has rows for with those rows."""
+def dynamic_overwrite(table, df, request: CommitRequest, distribution_mode: str | None = None) -> Changes:
+    """What replacing every partition (of the default spec) that ``df`` has rows for with those rows changes."""
     rl = RowLevel(table, request, None)
     added = write_files(rl.spark, rl.m, df, distribution=distribution_mode, io=rl.table.io)
     spec_id = rl.m.default_spec_id
@@ -558,12 +563,14 @@ def dynamic_overwrite(table, df, request: CommitRequest, distribution_mode: str 
     if rl.tasks:
         removed |= rl.delete_files_in(replaced)
     # (Java's ReplacePartitions marks its snapshots so: cherry-picking one replays it on the partitions it names)
-    rl.commit("overwrite", added, [], removed, command="update", summary={"replace-partitions": "true"})
+    return rl.changes("overwrite", added, [], removed, command="update", summary={"replace-partitions": "true"})
 
 
-def update(table, assignments: dict[str, str], filter: str | Column | None, request: CommitRequest) -> None:
-    """Set columns to Spark SQL expressions on the rows matching ``filter``: copy-on-write or merge-on-read per
-    ``write.update.mode``. Updated rows keep their v3 ``_row_id`` and get the new sequence number."""
+def update(table, assignments: dict[str, str], filter: str | Column | None, request: CommitRequest
+           ) -> Changes | None:
+    """What setting columns to Spark SQL expressions on the rows matching ``filter`` changes (None: no row
+    matched): copy-on-write or merge-on-read per ``write.update.mode``. Updated rows keep their v3 ``_row_id`` and
+    get the new sequence number."""
     rl = RowLevel(table, request, filter)
     spark_schema = rl.table.spark_schema()
     # (checked against the table's columns before anything is read: a field the table lacks, or a value the
@@ -573,7 +580,7 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
     cond = F.lit(True) if filter is None else condition(filter)
     tasks = rl.tasks
     if not tasks:
-        return
+        return None
     cols = [f.name for f in rl.schema.fields]
     extra = rl.lineage_fields
 
@@ -591,21 +598,19 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
         try:
             rows = matched.count()  # (fills the cache)
             if rows == 0:
-                return
+                return None
             added_data = write_files(rl.spark, rl.m, picked_rows(updated(matched), rows, tasks), extra_fields=extra,
                                      command="update", position_delta=True, io=rl.table.io)
-            with request.written(table.io, lambda: [f.file_path for f in added_data]):
+            with deleted_on_failure(table.io, lambda: [f.file_path for f in added_data]):
                 added_deletes, removed = rl.delete_positions(matched, tasks)
         finally:
             matched.unpersist()
-        rl.commit("overwrite", added_data, added_deletes, removed,
-                  required={d.referenced_data_file for _, d in added_deletes},
-                  command="update")
-        return
+        return rl.changes("overwrite", added_data, added_deletes, removed,
+                          required={d.referenced_data_file for _, d in added_deletes}, command="update")
     hit = {r[0] for r in rl.read(tasks, ["_file"], cond).distinct().collect()}
     rewrite = [t for t in tasks if t["file_path"] in hit]
     if not rewrite:
-        return
+        return None
     rows = rl.read(rewrite, cols + rl.lineage, None)
     out = [F.when(cond, assigned(c)).otherwise(F.col(f"`{c}`")).alias(c) if c in set_by_name
            else F.col(f"`{c}`") for c in cols]
@@ -614,7 +619,7 @@ def update(table, assignments: dict[str, str], filter: str | Column | None, requ
                 .otherwise(F.col("_last_updated_sequence_number")).alias("_last_updated_sequence_number")]
     added = write_files(rl.spark, rl.m, rows.select(*out), extra_fields=extra, command="update",
                         in_place=rl.rewritten_in_place(rewrite, set_by_name), io=rl.table.io)
-    rl.commit("overwrite", added, [], removal_of(rewrite), command="update")
+    return rl.changes("overwrite", added, [], removal_of(rewrite), command="update")
 
 
 __all__ = ["delete_rows", "overwrite", "dynamic_overwrite", "update", "key_predicate", "values_predicate",

@@ -2,7 +2,7 @@
 ``snapshot-property.*`` write options): a write's ``snapshot_properties=``, and those of the user's enclosing
 ``with snapshot_properties({...}):`` blocks (as Iceberg Java's ``CommitMetadata.withCommitProperties``, a
 thread's ambient setting). The block's properties are read once, where a write builds its
-:class:`~sparkberg.commit.request.CommitRequest` (``Table._write``), and travel in the request from there: nothing
+:class:`~sparkberg.operations.request.CommitRequest` (``Table._write``), and travel in the request from there: nothing
 in the commit path reads the block."""
 from __future__ import annotations
 
