@@ -5,6 +5,7 @@ import os
 import pytest
 
 import sparkberg
+from sparkberg.spark import tuning
 from sparkberg.errors import CommitFailedException, ValidationError
 
 pytestmark = pytest.mark.spark
@@ -183,7 +184,7 @@ def test_delete_files_written_on_the_driver_and_on_the_executors_agree(spark, wa
     results = []
     for where in ("driver", "executors"):
         if where == "executors":
-            monkeypatch.setattr(rowlevel, "_DRIVER_SHARE", 1 << 62)
+            monkeypatch.setattr(tuning, "DRIVER_POSITIONS_SHARE", 1 << 62)
         cat = sparkberg.catalog(spark, f"{warehouse}/{where}")
         t = cat.create_table("db.t", "id bigint, cat string, v string", partition_by=["cat"],
                              properties={"format-version": str(version), "write.delete.mode": "merge-on-read",

@@ -6,6 +6,7 @@ committed, for a target row two source rows match; and any other MERGE goes to S
 import pytest
 
 import sparkberg
+from sparkberg.spark import tuning
 import sparkberg.operations.merge as merge
 from sparkberg.errors import ValidationError
 
@@ -61,7 +62,7 @@ def test_a_merge_on_the_driver_leaves_what_spark_leaves(spark, warehouse, monkey
     results = {}
     for where in ("driver", "spark"):
         if where == "spark":
-            monkeypatch.setattr(merge, "DRIVER_MERGE_ROWS", -1)
+            monkeypatch.setattr(tuning, "DRIVER_MERGE_ROWS", -1)
         cat = sparkberg.catalog(spark, f"{warehouse}/{where}")
         t = _table(cat, "db.t", spark, version, key)
         base = t.metadata.current_snapshot_id

@@ -6,8 +6,8 @@ import os
 import pytest
 
 import sparkberg
+from sparkberg.spark import tuning
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
-from sparkberg.maintenance import data_files
 from sparkberg.spec.manifests import inherit
 from sparkberg.errors import CommitFailedException, ValidationError
 
@@ -47,7 +47,7 @@ def test_rewrite_compacts_and_folds_deletes(spark, warehouse, monkeypatch, versi
     # small groups are read and written on the driver, with no Spark job; larger ones by Spark: either way the
     # same rows, row lineage, files and sequence numbers
     if where == "spark":
-        monkeypatch.setattr(data_files, "DRIVER_REWRITE_BYTES", -1)
+        monkeypatch.setattr(tuning, "DRIVER_REWRITE_BYTES", -1)
     cat, t = make(spark, warehouse, version)
     t.delete("id % 7 = 0")
     lineage = ("id", "_row_id", "_last_updated_sequence_number")
@@ -102,7 +102,7 @@ def _rewrite_jobs(spark, call, stages: bool = False) -> list:
 
 @pytest.mark.parametrize("partial", [False, True])
 def test_small_groups_are_rewritten_in_one_job_unless_each_commits_alone(spark, warehouse, monkeypatch, partial):
-    monkeypatch.setattr(data_files, "DRIVER_REWRITE_BYTES", -1)  # (the jobs of groups too large for the driver)
+    monkeypatch.setattr(tuning, "DRIVER_REWRITE_BYTES", -1)  # (the jobs of groups too large for the driver)
     # four partitions of three small files: each partition's group makes one file; together in one job (each
     # partition's rows one task, one file), except with partial progress, whose groups each succeed or fail alone
     cat = sparkberg.catalog(spark, warehouse)
@@ -128,7 +128,7 @@ def test_small_groups_are_rewritten_in_one_job_unless_each_commits_alone(spark, 
 
 @pytest.mark.parametrize("case", ["a file a partition", "two files a partition", "files a task may split"])
 def test_small_groups_of_one_file_are_written_where_they_are_read(spark, warehouse, monkeypatch, case):
-    monkeypatch.setattr(data_files, "DRIVER_REWRITE_BYTES", -1)  # (the jobs of groups too large for the driver)
+    monkeypatch.setattr(tuning, "DRIVER_REWRITE_BYTES", -1)  # (the jobs of groups too large for the driver)
     # groups put together whose partitions are each one file that no task splits: each task writes the
     # partitions of the files it reads (one stage, no shuffle); otherwise the rows are hashed to their partitions
     cat = sparkberg.catalog(spark, warehouse)

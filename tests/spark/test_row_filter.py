@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 import sparkberg
+from sparkberg.spark import tuning
 from sparkberg.expressions.sql import row_filter
 from sparkberg.planning.scan import plan
 from sparkberg.read.arrow import TaskReader
@@ -94,7 +95,7 @@ def test_a_delete_found_on_the_driver_deletes_what_spark_finds(spark, warehouse,
     results = []
     for where in ("driver", "spark"):
         if where == "spark":
-            monkeypatch.setattr(rowlevel, "DRIVER_FILTER_VALUES", 0)
+            monkeypatch.setattr(tuning, "DRIVER_FILTER_VALUES", 0)
         cat = sparkberg.catalog(spark, f"{warehouse}/{where}")
         t = cat.create_table("db.t", "id bigint, cat string, v string, x double", partition_by=["cat"],
                              properties={"format-version": str(version), "write.delete.mode": mode})

@@ -2,6 +2,7 @@
 import pytest
 
 import sparkberg
+from sparkberg.spark import tuning
 from sparkberg.errors import ValidationError
 
 pytestmark = pytest.mark.spark
@@ -92,7 +93,6 @@ def test_merge_pairs_keep_the_target_columns_only_updates_read(spark, warehouse,
     # update that keeps target columns, all of them. Either way a target row two source rows match is found
     # (keys Spark casts to one value, nulls matched by <=>, a key tuple whose columns repeat), and SET * keeps
     # the updated rows' ids
-    import sparkberg.operations.merge as merge_module
     from sparkberg.operations.merge import MergeBuilder
     cat, t = table(spark, warehouse, version, mode)
     t.append(spark.sql("SELECT CAST(NULL AS BIGINT) AS id, 'odd' AS cat, 0 AS n"))
@@ -116,7 +116,7 @@ def test_merge_pairs_keep_the_target_columns_only_updates_read(spark, warehouse,
         if version == 3 else None
     # (the pairs are the Spark path's: an UPDATE SET * on keys alone of a merge-on-read table otherwise runs on the
     # driver, test_merge_on_driver.py)
-    monkeypatch.setattr(merge_module, "DRIVER_MERGE_ROWS", -1)
+    monkeypatch.setattr(tuning, "DRIVER_MERGE_ROWS", -1)
     unique = spark.sql("SELECT 1L AS id, 'odd' AS cat, 5 AS n UNION ALL SELECT 1L, 'even', 6 UNION ALL "
                        "SELECT 2L, 'odd', 7 UNION ALL SELECT 2L, 'even', 8 UNION ALL SELECT 20L, 'even', 9")
     t.merge(unique, "t.id = s.id AND t.cat = s.cat").when_matched_update_all().when_not_matched_insert_all() \

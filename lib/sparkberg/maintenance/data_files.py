@@ -59,6 +59,7 @@ from sparkberg.operations.request import MAIN_REQUEST
 from sparkberg.read.arrow import TaskReader
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.reader import identity_values
+from sparkberg.spark import tuning
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import is_classic, job_description, unsplit_file_bytes
 from sparkberg.spec import types as T
@@ -69,12 +70,6 @@ from sparkberg.write.dataframe import UNSORTED, table_ordering, write_files, wri
 from sparkberg.write.ordering import Ordering, ZOrder, parse_ordering
 
 log = logging.getLogger(__name__)
-
-# the largest file group (bytes of its data files) a rewrite reads and writes on the driver (_Run.on_driver): up to
-# it, doing so there costs less than a Spark job's, warm as in a fresh process, on the bench machine; one thread
-# reads and writes it, so it stays well below where the two cross there (about 64 MiB), for clusters whose jobs
-# run on many more cores (the figures are in docs/contributing/benchmarks.md)
-DRIVER_REWRITE_BYTES = 16 << 20
 
 RESULT = ("rewritten_data_files_count int, added_data_files_count int, rewritten_bytes_count bigint, "
           "failed_data_files_count int, removed_delete_files_count int")
@@ -310,7 +305,7 @@ class _Run:
                                distribution="hash", io=rl.table.io)
 
     def on_driver(self, group: Group, props: dict[str, str]) -> list | None:
-        """The new data files of a binpack group of at most ``DRIVER_REWRITE_BYTES`` on a table without a sort
+        """The new data files of a binpack group of at most ``tuning.DRIVER_REWRITE_BYTES`` on a table without a sort
         order, rewritten by the driver: its files read into Arrow with their deletes applied and their row lineage
         kept (:class:`~sparkberg.read.arrow.TaskReader`), written by the writer the executors run
         (:func:`~sparkberg.write.dataframe.write_on_driver`), with no Spark job: a scheduled job's fresh process
@@ -318,7 +313,7 @@ class _Run:
         larger or sorted groups, on Spark Connect (the client is no cluster's driver), and where the Arrow read
         cannot apply a delete (an equality delete on a nested column)."""
         rl, m = self.rl, self.rl.m
-        if group.size > DRIVER_REWRITE_BYTES or self.ordering is not None or table_ordering(m) != UNSORTED or \
+        if group.size > tuning.DRIVER_REWRITE_BYTES or self.ordering is not None or table_ordering(m) != UNSORTED or \
                 not is_classic(rl.spark):
             return None
         reader = TaskReader(m, T.Schema(list(rl.schema.fields) + rl.lineage_fields), rl.table.io)

@@ -36,8 +36,9 @@ class Changes:
 
     ``updates``: metadata updates committed with the snapshot, applied to each base first (a merged schema, a name
     mapping); ``requirements``: what each base must hold for them (a schema merge's: the schema it merged into is
-    still current), and ``conflict``: how a base that does not is named (``the schema of table t changed ...``). ``written``: the files the operation wrote for it, deleted if it is never committed (by
-    default, the files it adds; none when it adds files the table holds already)."""
+    still current), and ``conflict``: how a base that does not is named (``the schema of table t changed ...``).
+    ``written``: the files the operation wrote for it, deleted if it is never committed (by default, the files it
+    adds; none when it adds files the table holds already)."""
 
     operation: str
     added_data: list[DataFile] = field(default_factory=list)

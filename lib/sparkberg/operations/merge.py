@@ -25,7 +25,7 @@ from pyspark.sql import types as ST
 from sparkberg.arrays import indices, int_values, row_codes, scalar, true_mask
 from sparkberg.operations.request import CommitRequest
 from sparkberg.operations.rowlevel import (
-    DRIVER_FILTER_VALUES, MAX_KEY_VALUES, RowLevel, key_predicate, removal_of, values_predicate)
+    MAX_KEY_VALUES, RowLevel, key_predicate, removal_of, values_predicate)
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.expressions.predicates import And
 from sparkberg.expressions.sql import conjuncts, translate_filter
@@ -34,6 +34,7 @@ from sparkberg.operations.changes import Changes
 from sparkberg.read.arrow import TaskReader, read_struct
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.reader import identity_values
+from sparkberg.spark import tuning
 from sparkberg.spark.frames import collect_arrow, local_dataframe
 from sparkberg.spark.session import is_classic, session_time_zone
 from sparkberg.spark.types import arrow_schema
@@ -44,11 +45,6 @@ from sparkberg.write.dataframe import (
     UNSORTED, assignments as assigned_values, store_assignment_policy, table_ordering, write_files, write_on_driver,
 )
 
-
-# the most source rows a MERGE takes to the driver (MergeBuilder._on_driver): up to it, collecting them and writing
-# the new rows there costs less than the Spark path's jobs, warm as in a fresh process, on the bench machine (the
-# figures are in docs/contributing/benchmarks.md); it bounds what the driver holds of the source
-DRIVER_MERGE_ROWS = 1_000_000
 
 # the primitive types whose values the driver does not take from a collected source (Spark's Arrow has no type for
 # them, or gives another than a read does)
@@ -285,12 +281,12 @@ class MergeBuilder:
             pairs.unpersist()
 
     def _on_driver(self, src, keys: list[tuple[Any, str, bool]]) -> "bool | RowLevel | _Done":
-        """The merge done on the driver, :class:`_Done` with what it changes, for a merge whose ON clause only equates target and source columns
-        (integers, or strings) and whose clauses are each unconditional and at most one of a kind, ``update_all``
-        or delete, ``insert_all``, on a merge-on-read table without a sort order: the source's rows (at most
-        ``DRIVER_MERGE_ROWS``, of the target's column types or integers they widen to) collected, the pruned target
-        files' keys read by the driver's threads (at most ``DRIVER_FILTER_VALUES`` values) and joined with them,
-        the new rows and the deletion vectors or position deletes written by this process: a fresh process
+        """The merge done on the driver, :class:`_Done` with what it changes, for a merge whose ON clause only
+        equates target and source columns (integers, or strings) and whose clauses are each unconditional and at
+        most one of a kind, ``update_all`` or delete, ``insert_all``, on a merge-on-read table without a sort order:
+        the source's rows (at most ``tuning.DRIVER_MERGE_ROWS``, of the target's column types or integers they widen
+        to) collected, the pruned target files' keys read by the driver's threads (at most
+        ``tuning.DRIVER_FILTER_VALUES`` values) and joined with them, the new rows and the deletion vectors or position deletes written by this process: a fresh process
         (a scheduled job) pays several seconds for each of the Spark path's jobs that this spares it. False, for
         Spark to merge, otherwise; the target's plan where only its size kept the merge from the driver."""
         spark = self.table.spark
@@ -324,12 +320,12 @@ class MergeBuilder:
                    for f in picked + [source[s_col.lower()] for _, s_col, _ in keys]]
         try:
             rows = collect_arrow(src.select(*[c.alias(f.name) for c, f in zip(columns, fields)])
-                                 .limit(DRIVER_MERGE_ROWS + 1), arrow_schema(ST.StructType(fields)))
+                                 .limit(tuning.DRIVER_MERGE_ROWS + 1), arrow_schema(ST.StructType(fields)))
         except Exception as e:  # noqa: BLE001 - rows too wide for the driver: the Spark path takes them
             if "maxResultSize" not in str(e):
                 raise
             return False
-        if rows.num_rows > DRIVER_MERGE_ROWS:
+        if rows.num_rows > tuning.DRIVER_MERGE_ROWS:
             return False
         found = [pc.unique(pc.drop_null(rows.column(f"_key{i}").cast(t))) for i, t in enumerate(key_types)]
         prune = None
@@ -345,8 +341,8 @@ class MergeBuilder:
             reader.check(rl.tasks)
         except NotSupportedError:  # (an equality delete on a nested column: the DataFrame read applies it)
             return rl
-        if sum(t["record_count"] for t in rl.tasks) * len(read) > DRIVER_FILTER_VALUES or any(
-                t == pa.large_string() and len(v) * len(rl.tasks) > DRIVER_FILTER_VALUES
+        if sum(t["record_count"] for t in rl.tasks) * len(read) > tuning.DRIVER_FILTER_VALUES or any(
+                t == pa.large_string() and len(v) * len(rl.tasks) > tuning.DRIVER_FILTER_VALUES
                 for t, v in zip(key_types, found)):
             return rl
         at = {fid: i for i, fid in enumerate(read)}

@@ -41,6 +41,7 @@ from sparkberg.read.arrow import TaskReader
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.fileids import xxh64
 from sparkberg.read.reader import identity_values, read_tasks
+from sparkberg.spark import tuning
 from sparkberg.spark.frames import collect_arrow, map_in_arrow
 from sparkberg.spark.session import is_classic, max_result_bytes, session_time_zone, unsplit_file_bytes
 from sparkberg.spec import types as T
@@ -419,12 +420,6 @@ class RowLevel:
                        summary=dict(summary or {}))
 
 
-# what a row of (its file's path hash, its position) costs a collect, and the share of spark.driver.maxResultSize
-# the rows an operation could match may take for their delete files to be written on the driver
-_POSITION_BYTES = 16
-_DRIVER_SHARE = 4
-
-
 def positions_on_driver(spark, matched: DataFrame, tasks: list, write: Callable[[Iterable], list[str]]
                         ) -> list[str] | None:
     """``write`` (:meth:`DeleteWriter.write`) over the positions of ``matched`` (``_file``, ``_pos``) by data file,
@@ -435,7 +430,8 @@ def positions_on_driver(spark, matched: DataFrame, tasks: list, write: Callable[
     Arrow (Spark Connect 3.5: row by row): the executors write them."""
     if not (hasattr(matched, "toArrow") or hasattr(matched, "_collect_as_arrow")):
         return None
-    if sum(t["record_count"] for t in tasks) * _POSITION_BYTES > max_result_bytes(spark) // _DRIVER_SHARE:
+    if sum(t["record_count"] for t in tasks) * tuning.POSITION_BYTES > \
+            max_result_bytes(spark) // tuning.DRIVER_POSITIONS_SHARE:
         return None
     path_of = {}
     for t in tasks:  # (Spark's xxhash64 of a string: XXH64 of its UTF-8 bytes, seed 42, as a signed long)
@@ -452,27 +448,20 @@ def positions_on_driver(spark, matched: DataFrame, tasks: list, write: Callable[
                  for start, end, (h,) in key_runs([got.column("_file").combine_chunks()], got.num_rows))
 
 
-# the most values (rows times the columns its filter reads) a DELETE tests on the driver (matched_on_driver): up
-# to it, reading those columns there costs less than a Spark job's scan of them, warm as in a fresh process, on
-# the bench machine; it bounds the driver's time and the positions it holds (8 bytes each). The figures are in
-# docs/contributing/benchmarks.md
-DRIVER_FILTER_VALUES = 16_000_000
-
-
 def matched_on_driver(rl: RowLevel, filter: str | Column) -> dict[str, np.ndarray] | None:
     """The positions of the rows of ``rl``'s partly matched files that ``filter`` matches (data file -> sorted
     positions, files without a match left out), found on the driver: each file's columns the filter reads, read
     by the driver's threads into Arrow and tested as Spark tests them (:func:`row_filter`), its deleted rows left
     out. A fresh process (a scheduled job) pays for its first Spark job's scan several seconds that this read does
     not. None, for Spark to find them, where the filter is not one :func:`row_filter` evaluates, where the files
-    hold more than ``DRIVER_FILTER_VALUES`` of the values it reads, or on Spark Connect (the client is no
+    hold more than ``tuning.DRIVER_FILTER_VALUES`` of the values it reads, or on Spark Connect (the client is no
     cluster's driver)."""
     if not isinstance(filter, str) or not is_classic(rl.spark):
         return None
     test = row_filter(filter, rl.schema, functools.partial(session_time_zone, rl.spark))
     if test is None or not test.columns:
         return None
-    if sum(t["record_count"] for t in rl.partial) * len(test.columns) > DRIVER_FILTER_VALUES:
+    if sum(t["record_count"] for t in rl.partial) * len(test.columns) > tuning.DRIVER_FILTER_VALUES:
         return None
     reader = TaskReader(rl.m, T.Schema([rl.schema.as_struct.field_by_name(c) for c in test.columns]), rl.table.io)
     try:

@@ -45,6 +45,25 @@ Which reader reads a data file, per session:
   by sparkberg's Arrow reader on the executors with the table's FileIO, which a pip-installed PySpark (no Hadoop
   connector) needs and which carries a table's own or vended credentials. Spark's reader filters rows inside the
   scan and needs no Python worker; sparkberg's reads any store with the catalog's credentials.
+
+Driver or cluster, per operation (module constants; each bound is where the driver's work, warm as in a fresh
+process, stops costing less than the Spark job it replaces on the bench machine, set lower where the driver's one
+thread meets a cluster of many cores; the figures are in docs/contributing/benchmarks.md, "Where the thresholds
+and caches come from"):
+
+- :data:`DRIVER_FILTER_VALUES` (16M): a DELETE tests its filter on the driver (``matched_on_driver``) when the
+  files it may touch hold up to this many values of the columns the filter reads; a MERGE on the driver reads
+  its target's keys under the same bound.
+- :data:`DRIVER_POSITIONS_SHARE` (4): a DELETE, UPDATE or MERGE writes its delete files on the driver
+  (``positions_on_driver``) when every row it could match, as a 16-byte (path hash, position) pair, fits
+  ``spark.driver.maxResultSize`` divided by this.
+- :data:`DRIVER_MERGE_ROWS` (1M): a MERGE of unconditional clauses on keys runs on the driver
+  (``MergeBuilder._on_driver``) for a source of up to this many rows.
+- :data:`DRIVER_REWRITE_BYTES` (16 MiB): a compaction rewrites a binpack file group of up to this many bytes on
+  the driver (``_Run.on_driver``).
+
+The fallbacks PySpark 3.5 needs where 4.x has an API (an Arrow relation made lazily, a scalar subquery from a
+one-row relation) are in :mod:`sparkberg.spark.jvm`, named ``*_35``.
 """
 from __future__ import annotations
 
@@ -53,6 +72,12 @@ from dataclasses import dataclass, fields
 from sparkberg.errors import ValidationError
 from sparkberg.spark.session import session_conf
 from sparkberg.spec.metadata import TableMetadata
+
+DRIVER_FILTER_VALUES = 16_000_000
+DRIVER_POSITIONS_SHARE = 4
+POSITION_BYTES = 16  # what a (path hash, position) pair costs a collect
+DRIVER_MERGE_ROWS = 1_000_000
+DRIVER_REWRITE_BYTES = 16 << 20
 
 DATA_PLANNING_MODE = "read.data-planning-mode"
 DELETE_PLANNING_MODE = "read.delete-planning-mode"
