@@ -33,11 +33,11 @@ from sparkberg.errors import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
     NoSuchTableError, SparkbergError, TableAlreadyExistsError, ValidationError,
 )
-from sparkberg.spec import updates as U
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.partitioning import PartitionSpec, SortOrder
-from sparkberg.spec.snapshots import PartitionStatisticsFile, Snapshot, StatisticsFile
-from sparkberg.spec.types import Schema
+from sparkberg.format import updates as U
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.partitioning import PartitionSpec, SortOrder
+from sparkberg.format.snapshots import PartitionStatisticsFile, Snapshot, StatisticsFile
+from sparkberg.format.types import Schema
 
 import openapi_check
 from commits import pending
@@ -174,6 +174,7 @@ class RestServer:
         self.staged: dict[tuple, TableMetadata] = {}  # stage-create: created by the assert-create commit
         self.faults: list[tuple[int, bool]] = []  # (status, applied first) for the next commits
         self.requests: list[str] = []
+        self.commits: list[dict] = []  # the body of every table commit, as sent
         self.token_requests = 0
         self.rejected = 0  # requests answered 401
         self.headers_seen: list[dict] = []
@@ -390,6 +391,7 @@ class RestServer:
         return 200, self._commit(ident, body)
 
     def _commit(self, ident: tuple, body: dict) -> dict:
+        self.commits.append(body)
         try:
             _, loc, base = self.catalog.load(ident)
         except NoSuchTableError:

@@ -8,13 +8,13 @@ from typing import Any, Iterable
 
 from sparkberg.commit.pending import MetadataChange
 from sparkberg.spark.types import parse_type, schema_from
-from sparkberg.spec import types as I, updates as U
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.partitioning import build_sort_order, partition_field
-from sparkberg.spec.properties import NAME_MAPPING
-from sparkberg.spec.schema_update import SchemaUpdate, mapping_updated
-from sparkberg.spec.spec_update import SpecUpdate
-from sparkberg.spec.transforms import VoidTransform
+from sparkberg.format import types as I, updates as U
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.partitioning import build_sort_order, partition_field
+from sparkberg.format.properties import NAME_MAPPING
+from sparkberg.format.schema_update import SchemaUpdate, mapping_updated
+from sparkberg.format.spec_update import SpecUpdate
+from sparkberg.format.transforms import VoidTransform
 
 
 
@@ -22,7 +22,7 @@ class EvolutionMixin:
     """The evolution calls of :class:`sparkberg.table.Table`."""
 
     def update_schema(self) -> SchemaUpdate:
-        """A schema update (:class:`~sparkberg.spec.schema_update.SchemaUpdate`) of the current schema, committed
+        """A schema update (:class:`~sparkberg.format.schema_update.SchemaUpdate`) of the current schema, committed
         once by ``commit()`` or at the end of a ``with`` block:
 
             with t.update_schema() as u:
@@ -75,7 +75,7 @@ class EvolutionMixin:
         return self
 
     def update_spec(self, partition_by: Iterable[str] | None = None) -> SpecUpdate | "EvolutionMixin":
-        """Partition evolution. Without arguments, a builder (:class:`~sparkberg.spec.spec_update.SpecUpdate`)
+        """Partition evolution. Without arguments, a builder (:class:`~sparkberg.format.spec_update.SpecUpdate`)
         committed once by ``commit()`` or at the end of a ``with`` block:
 
             with t.update_spec() as u:

@@ -30,12 +30,12 @@ from sparkberg.read.positions import DVDecoder
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field, to_spark_type
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import MANIFEST_DATA, ManifestFile
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS, DELETE_FILE_ROW_ID, DELETE_FILE_ROW_NAME
-from sparkberg.spec.snapshots import Snapshot
-from sparkberg.spec.values import from_bytes
+from sparkberg.format import types as T
+from sparkberg.format.manifests import MANIFEST_DATA, ManifestFile
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS, DELETE_FILE_ROW_ID, DELETE_FILE_ROW_NAME
+from sparkberg.format.snapshots import Snapshot
+from sparkberg.format.values import from_bytes
 
 METADATA_TABLES = ("entries", "files", "data_files", "delete_files", "manifests", "history",
                    "metadata_log_entries", "snapshots", "refs", "partitions", "all_data_files", "all_delete_files",

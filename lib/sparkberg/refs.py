@@ -13,9 +13,9 @@ from sparkberg.commit.cherrypick import cherry_pick, publish_wap
 from sparkberg.commit.pending import PlannedChange
 from sparkberg.operations.target import MAIN
 from sparkberg.errors import ValidationError
-from sparkberg.spec import updates as U
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import BRANCH, MAIN_BRANCH, TAG, Snapshot
+from sparkberg.format import updates as U
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import BRANCH, MAIN_BRANCH, TAG, Snapshot
 
 
 def _retention(name: str, min_snapshots_to_keep: int | None, max_snapshot_age_ms: int | None,

@@ -7,7 +7,7 @@
     t = sparkberg.load_table(spark, "/path/to/table")   # read-only, any Iceberg table
 
 A :class:`Table` holds one metadata version; metadata changes are commits of pure updates
-(:mod:`sparkberg.spec.updates`) that retry on conflict per ``commit.retry.*``.
+(:mod:`sparkberg.format.updates`) that retry on conflict per ``commit.retry.*``.
 """
 from __future__ import annotations
 
@@ -49,12 +49,12 @@ from sparkberg.refs import RefsMixin
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import job_description, session_conf, session_time_zone
-from sparkberg.spec import updates as U
-from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
-from sparkberg.spec.partitioning import PartitionSpec, SortOrder, build_partition_spec, build_sort_order
-from sparkberg.spec.properties import ACCEPT_ANY_SCHEMA, boolean
-from sparkberg.spec.snapshots import Snapshot
-from sparkberg.spec.types import Schema
+from sparkberg.format import updates as U
+from sparkberg.format.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
+from sparkberg.format.partitioning import PartitionSpec, SortOrder, build_partition_spec, build_sort_order
+from sparkberg.format.properties import ACCEPT_ANY_SCHEMA, boolean
+from sparkberg.format.snapshots import Snapshot
+from sparkberg.format.types import Schema
 from sparkberg.spark.types import schema_from, to_spark_schema
 from sparkberg.write.dataframe import MERGE_SCHEMA_CONF, write_files
 from sparkberg import state
@@ -540,7 +540,7 @@ class Table(RefsMixin, EvolutionMixin):
                          snapshot_ids: Iterable[int] | None = None, clean_expired_files: bool = True,
                          dry_run: bool = False):
         """Expire snapshots as the spec's retention policy and Iceberg Java's ``expire_snapshots`` do
-        (:mod:`sparkberg.spec.retention`): ``older_than`` epoch millis or a datetime (naive: the session time
+        (:mod:`sparkberg.format.retention`): ``older_than`` epoch millis or a datetime (naive: the session time
         zone), default now minus ``history.expire.max-snapshot-age-ms``; ``retain_last`` default
         ``history.expire.min-snapshots-to-keep``; ``snapshot_ids`` expired even from the middle of history; refs
         past their ``max-ref-age-ms`` removed; a branch's own retention settings apply over the call's. One

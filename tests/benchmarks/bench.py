@@ -173,9 +173,9 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
     bounds, as Iceberg's writers keep them for up to 100 columns): a wide table's manifests."""
     import sparkberg
     from sparkberg.avro.manifest import manifest_file_for, write_manifest, write_manifest_list
-    from sparkberg.spec.manifests import ADDED, MANIFEST_DELETES, DataFile, ManifestEntry
-    from sparkberg.spec import updates as U
-    from sparkberg.spec.snapshots import Snapshot
+    from sparkberg.format.manifests import ADDED, MANIFEST_DELETES, DataFile, ManifestEntry
+    from sparkberg.format import updates as U
+    from sparkberg.format.snapshots import Snapshot
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
     sys.path.insert(0, os.path.dirname(HERE))
     from commits import commit_updates

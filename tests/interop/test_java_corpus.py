@@ -7,11 +7,11 @@ import os
 import pytest
 
 from sparkberg.avro.manifest import read_manifest, read_manifest_list, write_manifest, write_manifest_list
-from sparkberg.spec.manifests import DATA, DELETED, MANIFEST_DELETES, POSITION_DELETES, inherit
+from sparkberg.format.manifests import DATA, DELETED, MANIFEST_DELETES, POSITION_DELETES, inherit
 from sparkberg.io.fileio import file_io_for
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.puffin import dv_positions, read_blob, read_footer, serialize_dv
-from sparkberg.spec.types import Schema
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.puffin import dv_positions, read_blob, read_footer, serialize_dv
+from sparkberg.format.types import Schema
 
 pytestmark = pytest.mark.interop
 IO = file_io_for()

@@ -119,7 +119,7 @@ def test_pyiceberg_reads_the_same_table(tables, key):
 
 
 def _pyiceberg_type(t):
-    from sparkberg.spec import types as T
+    from sparkberg.format import types as T
     if isinstance(t, T.DecimalType):
         return f"decimal({t.precision}, {t.scale})"
     if isinstance(t, T.StructType):

@@ -228,7 +228,7 @@ def test_engines_read_sparkberg_uuid_columns_and_buckets(java, java_warehouse, d
 
     from pyiceberg.table import StaticTable
 
-    from sparkberg.spec import types as T
+    from sparkberg.format import types as T
     cat = sparkberg.catalog(java, java_warehouse)
     t = cat.create_table("sbw.uuids", T.Schema((T.NestedField(1, "id", T.LONG), T.NestedField(2, "u", T.UUID))),
                          partition_by=["bucket(4, u)"])

@@ -10,7 +10,7 @@ import pytest
 
 import sparkberg
 from sparkberg.errors import ValidationError
-from sparkberg.spec.values import from_bytes
+from sparkberg.format.values import from_bytes
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,7 @@ from sparkberg.errors import (
     CommitFailedException, InvalidIdentifierError, NoSuchTableError, SparkbergError, TableAlreadyExistsError,
     ValidationError,
 )
-from sparkberg.spec import types as T
+from sparkberg.format import types as T
 
 pytestmark = pytest.mark.spark
 

@@ -8,8 +8,8 @@ from pyspark.sql import functions as F
 import sparkberg
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.values import from_bytes
+from sparkberg.format import types as T
+from sparkberg.format.values import from_bytes
 
 pytestmark = pytest.mark.spark
 DDL = ("id bigint NOT NULL, i int, d date, ts timestamp, tsn timestamp_ntz, s string, b binary, dec decimal(10,2), "
@@ -70,7 +70,7 @@ def test_append_roundtrip_every_transform(spark, warehouse, version):
         assert sorted(ids) == list(range(70))
     # partition values agree with the scalar transforms, file by file
     for r in again.to_df(columns=["id", "_partition"]).collect():
-        from sparkberg.spec.transforms import BucketTransform
+        from sparkberg.format.transforms import BucketTransform
         assert r["_partition"]["id_bucket"] == BucketTransform(8).apply(T.LONG)(r["id"])
 
 
@@ -175,7 +175,7 @@ def test_uuid_columns_round_trip_and_partition(spark, warehouse, partition):
     t.delete("id = 5")  # copy-on-write rewrites uuid columns too
     assert sorted(tuple(r) for r in t.to_df().collect()) == sorted(v for v in values if v[0] != 5)
     if partition.startswith("bucket"):
-        from sparkberg.spec.transforms import BucketTransform
+        from sparkberg.format.transforms import BucketTransform
         bucket = BucketTransform(4).apply(T.UUID)
         for r in t.to_df(columns=["u", "_partition"]).collect():
             if r["u"] is not None:

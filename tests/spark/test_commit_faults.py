@@ -33,7 +33,7 @@ def fail_metadata_create(original):
 STEPS = {
     "after data files": lambda mp, mod: mp.setattr(f"{mod}.write_manifest", boom),
     "after manifests": lambda mp, mod: mp.setattr(f"{mod}.write_manifest_list", boom),
-    "after the manifest list": lambda mp, mod: mp.setattr("sparkberg.spec.updates.apply_all", boom),
+    "after the manifest list": lambda mp, mod: mp.setattr("sparkberg.format.updates.apply_all", boom),
     "writing the metadata file": lambda mp, mod: mp.setattr(LocalFileIO, "create",
                                                            fail_metadata_create(LocalFileIO.create)),
     "at the catalog swap": lambda mp, mod: mp.setattr(FileSystemCatalog, "commit", boom),

@@ -93,7 +93,7 @@ def by_content(files_df):
 
 
 def test_refs_keep_what_they_reach_and_old_refs_go(spark, history):
-    from sparkberg.spec import updates as U
+    from sparkberg.format import updates as U
     cat, t = history
     first = t.metadata.snapshots[0].snapshot_id
     commit_updates(t, [U.SetSnapshotRef("v1", first, "tag")])

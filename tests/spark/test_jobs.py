@@ -191,7 +191,7 @@ def test_metadata_commands_start_no_jvm_and_fit_a_terminal(warehouse, events):
         f.write("#!/bin/sh\necho 'a JVM was started' >&2\nexit 97\n")
     os.chmod(os.path.join(shim, "java"), 0o755)
     no_java = {**env(), "PATH": f"{shim}:{os.environ['PATH']}", "JAVA_HOME": shim}
-    from sparkberg.spec import types as T
+    from sparkberg.format import types as T
     sparkberg.catalog(None, warehouse).create_table("db.empty", T.Schema((T.NestedField(1, "id", T.LONG),)))
     for command in (["list"], ["list", "db"], ["describe", "db.events"], ["snapshots", "db.events"],
                     ["history", "db.events"], ["refs", "db.events"], ["manifests", "db.events"],

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 
 import sparkberg
-from sparkberg.spec import types as T
-from sparkberg.spec.transforms import parse_transform
+from sparkberg.format import types as T
+from sparkberg.format.transforms import parse_transform
 from sparkberg.write.arrow_transforms import apply_transform
 from sparkberg.write.jvm_keys import SEED_ZERO, key_sql
 

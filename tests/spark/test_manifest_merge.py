@@ -7,7 +7,7 @@ import pytest
 
 import sparkberg
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
-from sparkberg.spec.manifests import ADDED, DELETED, EXISTING, inherit
+from sparkberg.format.manifests import ADDED, DELETED, EXISTING, inherit
 from sparkberg.commit.manifests import pack_end
 from sparkberg.read.formats import path_key
 

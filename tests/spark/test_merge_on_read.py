@@ -344,7 +344,7 @@ def test_parquet_and_avro_data_files_read_together(spark, warehouse, tmp_path, d
 
     import fastavro
 
-    from sparkberg.spec.manifests import DataFile
+    from sparkberg.format.manifests import DataFile
     from sparkberg.operations.request import MAIN_REQUEST
     from commits import fast_append
     cat = sparkberg.catalog(spark, warehouse)

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import sparkberg
-from sparkberg.spec.schema_update import mapping_of
+from sparkberg.format.schema_update import mapping_of
 from sparkberg.errors import CommitFailedException, ValidationError
 
 pytestmark = pytest.mark.spark

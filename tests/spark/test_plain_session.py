@@ -13,7 +13,7 @@ import pytest
 import sparkberg
 from sparkberg.errors import MissingFileError, ValidationError, WorkerEnvironmentError
 from sparkberg.inspect import METADATA_TABLES
-from sparkberg.spec import types as T
+from sparkberg.format import types as T
 
 pytestmark = pytest.mark.spark
 

@@ -240,8 +240,8 @@ def test_paths_with_spaces_percent_plus_and_accents(spark, tmp_path, version):
 def test_initial_defaults_fill_columns_and_nested_fields_older_files_lack(spark, warehouse):
     """v3 ``initial-default`` (spec "Default values"): a column or nested field added with one reads as that value
     in files written before it existed; files written after keep what they hold, nulls included."""
-    from sparkberg.spec import types as T
-    from sparkberg.spec import updates as U
+    from sparkberg.format import types as T
+    from sparkberg.format import updates as U
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table("db.defaults", "id bigint, s struct<a: int>, l array<struct<x: int>>, "
                          "m map<string, struct<v: int>>", properties={"format-version": "3"})

@@ -87,3 +87,47 @@ def test_the_command_line_opens_a_rest_catalog(spark, tmp_path):
         assert srv.violations == []
     finally:
         srv.close()
+
+
+def test_each_commit_sends_the_updates_and_requirements_its_change_states(spark, server):
+    # (the REST catalog sends what a change states, as Iceberg Java's UpdateTableRequest: its updates and what it
+    # requires of the version it was built on; nothing is derived by comparing metadata)
+    cat = sparkberg.catalog(spark, server.uri, properties={"token": "t0ken"})
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", "id bigint", properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    uuid = t.metadata.table_uuid
+    sent = []
+
+    def commit(call):
+        before = len(server.commits)
+        call()
+        (body,) = server.commits[before:]
+        sent.append(([u["action"] for u in body["updates"]],
+                     [{k: v for k, v in r.items() if k != "uuid" or v != uuid} for r in body["requirements"]]))
+    commit(lambda: t.append(spark.range(10)))
+    first = t.current_snapshot().snapshot_id
+    commit(lambda: t.delete("id < 3"))
+    commit(lambda: t.set_properties({"owner": "etl"}))
+    commit(lambda: t.add_columns("v string"))
+    commit(lambda: t.create_branch("audit"))
+    with t.transaction() as tx:
+        tx.set_properties({"stage": "1"})
+        tx.append(spark.range(10, 12).selectExpr("id", "'x' AS v"))
+    (body,) = server.commits[-1:]
+    uuid_only = {"type": "assert-table-uuid"}
+    assert sent == [
+        (["add-snapshot", "set-snapshot-ref"], [uuid_only, {"type": "assert-ref-snapshot-id", "ref": "main",
+                                                            "snapshot-id": None}]),
+        (["add-snapshot", "set-snapshot-ref"], [uuid_only, {"type": "assert-ref-snapshot-id", "ref": "main",
+                                                            "snapshot-id": first}]),
+        (["set-properties"], [uuid_only]),
+        (["add-schema", "set-current-schema"], [uuid_only, {"type": "assert-last-assigned-field-id",
+                                                            "last-assigned-field-id": 1},
+                                                {"type": "assert-current-schema-id", "current-schema-id": 0}]),
+        (["set-snapshot-ref"], [uuid_only, {"type": "assert-ref-snapshot-id", "ref": "audit", "snapshot-id": None}]),
+    ]
+    # a transaction: its changes' updates in order, and what they require of the version it began on
+    assert [u["action"] for u in body["updates"]] == ["set-properties", "add-snapshot", "set-snapshot-ref"]
+    head = cat.load_table("db.t").snapshots()[-2].snapshot_id
+    assert {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": head} in body["requirements"]
+    assert sorted(ids(cat.load_table("db.t"))) == [3, 4, 5, 6, 7, 8, 9, 10, 11]

@@ -8,7 +8,7 @@ import pytest
 import sparkberg
 from sparkberg.spark import tuning
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
-from sparkberg.spec.manifests import inherit
+from sparkberg.format.manifests import inherit
 from sparkberg.errors import CommitFailedException, ValidationError
 
 pytestmark = pytest.mark.spark

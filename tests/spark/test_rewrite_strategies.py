@@ -8,9 +8,9 @@ import pytest
 
 import sparkberg
 from sparkberg.errors import ValidationError
-from sparkberg.spec.values import from_bytes
-from sparkberg.spec import types as T
-from sparkberg.spec.transforms import parse_transform
+from sparkberg.format.values import from_bytes
+from sparkberg.format import types as T
+from sparkberg.format.transforms import parse_transform
 
 pytestmark = pytest.mark.spark
 

@@ -6,11 +6,11 @@ from decimal import Decimal
 import pyarrow as pa
 from hypothesis import given, settings, strategies as st
 
-from sparkberg.spec import types as T
-from sparkberg.spec.transforms import (
+from sparkberg.format import types as T
+from sparkberg.format.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, TruncateTransform, YearTransform,
 )
-from sparkberg.spec.scalars import date_to_days, datetime_to_micros
+from sparkberg.format.scalars import date_to_days, datetime_to_micros
 from sparkberg.write.arrow_transforms import apply_transform, murmur3_longs
 from sparkberg.write.writer import truncate_upper_binary, truncate_upper_string
 
@@ -43,7 +43,7 @@ def test_vectorized_transforms_match_scalar(data):
 @given(st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), max_size=50))
 def test_numpy_murmur3_matches_mmh3(values):
     import numpy as np
-    from sparkberg.spec.transforms import hash_long
+    from sparkberg.format.transforms import hash_long
     assert murmur3_longs(np.array(values, dtype=np.int64)).tolist() == [hash_long(v) for v in values]
 
 

@@ -11,16 +11,16 @@ from hypothesis import given, settings, strategies as st
 from sparkberg.avro.manifest import (
     manifest_file_for, read_manifest, read_manifest_list, write_manifest, write_manifest_list,
 )
-from sparkberg.spec.manifests import (
+from sparkberg.format.manifests import (
     ADDED, DATA, DELETED, EQUALITY_DELETES, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile,
     ManifestEntry, ManifestFile, inherit,
 )
 from sparkberg.avro.schemas import manifest_entry_schema, manifest_list_schema
 from sparkberg.errors import InvalidMetadataError, ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.transforms import BucketTransform, DayTransform, IdentityTransform, TruncateTransform
-from sparkberg.spec.values import from_bytes
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.transforms import BucketTransform, DayTransform, IdentityTransform, TruncateTransform
+from sparkberg.format.values import from_bytes
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True), T.NestedField(2, "ts", T.TIMESTAMP),
                    T.NestedField(3, "amt", T.DecimalType(9, 2)), T.NestedField(4, "u", T.UUID),

@@ -15,9 +15,9 @@ import pytest
 from sparkberg.catalog.sql import SqlCatalog, database_for
 from sparkberg.io.fileio import LocalFileIO
 from sparkberg.planning.reference import reference_plan
-from sparkberg.spec import types as T
-from sparkberg.spec import updates as U
-from sparkberg.spec.manifests import DataFile
+from sparkberg.format import types as T
+from sparkberg.format import updates as U
+from sparkberg.format.manifests import DataFile
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True)])
 ARROW = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"1"})])

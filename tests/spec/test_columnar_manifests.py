@@ -13,7 +13,7 @@ from hypothesis import example, given, settings, strategies as st
 from sparkberg.avro.columnar import map_get, read_manifest_columns
 from sparkberg.avro.manifest import write_manifest
 from sparkberg.io.fileio import FileIO, file_io_for
-from sparkberg.spec.manifests import (
+from sparkberg.format.manifests import (
     ADDED, DATA, DELETED, EQUALITY_DELETES, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile,
     ManifestEntry, ManifestFile,
 )
@@ -22,14 +22,14 @@ from sparkberg.expressions.sql import translate_filter
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout
 from sparkberg.planning.reference import reference_entries
 from sparkberg.planning.scan import MetricsFilter, _partition_filters
-from sparkberg.spec import types as T
-from sparkberg.spec import updates as U
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.transforms import (
+from sparkberg.format import types as T
+from sparkberg.format import updates as U
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, TruncateTransform,
     VoidTransform, YearTransform,
 )
-from sparkberg.spec.values import to_bytes
+from sparkberg.format.values import to_bytes
 
 
 SCHEMA = T.Schema([

@@ -4,13 +4,13 @@ so a delete manifest whose partition summaries cannot overlap a data manifest's 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkberg.spec.manifests import MANIFEST_DATA, MANIFEST_DELETES, FieldSummary, ManifestFile
+from sparkberg.format.manifests import MANIFEST_DATA, MANIFEST_DELETES, FieldSummary, ManifestFile
 from sparkberg.planning.scan import overlapping_delete_manifests
-from sparkberg.spec import types as T
-from sparkberg.spec import updates as U
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.transforms import BucketTransform, IdentityTransform, TruncateTransform
-from sparkberg.spec.values import to_bytes
+from sparkberg.format import types as T
+from sparkberg.format import updates as U
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.transforms import BucketTransform, IdentityTransform, TruncateTransform
+from sparkberg.format.values import to_bytes
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True), T.NestedField(2, "d", T.DATE),
                    T.NestedField(3, "s", T.STRING)])

@@ -7,8 +7,8 @@ import pytest
 
 from sparkberg.planning.deletes import eq_delete_may_apply, in_path_bounds, path_bounds, sortable_key
 from sparkberg.planning.reference import DeleteIndex
-from sparkberg.spec import types as T
-from sparkberg.spec.values import to_bytes
+from sparkberg.format import types as T
+from sparkberg.format.values import to_bytes
 
 
 def delete(path, content=1, fmt="parquet", ref=None, eq=None):
@@ -316,7 +316,7 @@ def test_the_sequence_number_rule_is_the_specs_for_scalars_and_arrays():
     equality delete only to those strictly below; the one function takes ints and numpy arrays alike."""
     import numpy as np
     from sparkberg.errors import InvalidMetadataError
-    from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, sequence_applies
+    from sparkberg.format.manifests import EQUALITY_DELETES, POSITION_DELETES, sequence_applies
     assert [bool(sequence_applies(POSITION_DELETES, d, 5)) for d in (4, 5, 6)] == [True, True, False]
     assert [bool(sequence_applies(EQUALITY_DELETES, d, 5)) for d in (4, 5, 6)] == [True, False, False]
     content = np.array([1, 1, 2, 2, 0])

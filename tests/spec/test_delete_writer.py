@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sparkberg.io.fileio import file_io_for
-from sparkberg.spec.puffin import dv_blob_metadata, dv_positions, read_blob, read_footer, serialize_dv, write_puffin
+from sparkberg.format.puffin import dv_blob_metadata, dv_positions, read_blob, read_footer, serialize_dv, write_puffin
 from sparkberg.write.deletes import POS_SCHEMA, DeleteWriter
 
 

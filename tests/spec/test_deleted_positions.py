@@ -11,7 +11,7 @@ from sparkberg.io.fileio import file_io_for
 from sparkberg.read.fileids import ID_BITS, FileIds, FileSlots, file_name, xxh64
 from sparkberg.read.positions import DeletedPositions, _by_slot, _position_delete_units
 from sparkberg.spark.tuning import ReadTuning
-from sparkberg.spec.puffin import serialize_dv
+from sparkberg.format.puffin import serialize_dv
 
 
 @pytest.mark.parametrize("data, seed, expected", [

@@ -9,7 +9,7 @@ import pytest
 
 from sparkberg.io.fileio import file_io_for
 from sparkberg.read.formats import ArrowFileReader, conform
-from sparkberg.spec import types as T
+from sparkberg.format import types as T
 
 SCHEMA = [
     T.NestedField(1, "id", T.LONG, True),

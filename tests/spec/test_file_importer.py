@@ -2,7 +2,7 @@
 import pytest
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
+from sparkberg.format import types as T
 from sparkberg.write.imports import _from_text
 
 

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 
 from sparkberg.io.fileio import file_io_for
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.transforms import parse_transform
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.transforms import parse_transform
 from sparkberg.write.writer import PARTITION_PREFIX, FileWriter, key_runs
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate
 from sparkberg.expressions.sql import translate_filter
-from sparkberg.spec import types as T
+from sparkberg.format import types as T
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG), T.NestedField(2, "tz", T.TIMESTAMPTZ),
                    T.NestedField(3, "ntz", T.TIMESTAMP)])

@@ -22,8 +22,8 @@ from sparkberg.errors import (
     NoSuchTableError, TableAlreadyExistsError,
 )
 from sparkberg.planning.reference import reference_plan
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import DataFile
+from sparkberg.format import types as T
+from sparkberg.format.manifests import DataFile
 from sparkberg.table import Catalog
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -8,16 +8,16 @@ from hypothesis import given, settings, strategies as st
 from sparkberg.avro.columnar import ManifestListColumns
 from sparkberg.avro.decode import manifest_list
 from sparkberg.avro.manifest import write_manifest_list
-from sparkberg.spec.manifests import FieldSummary, ManifestFile
+from sparkberg.format.manifests import FieldSummary, ManifestFile
 from sparkberg.expressions.evaluators import manifest_mask, manifest_may_match
 from sparkberg.expressions.predicates import And, BoundPredicate, Not, Or
 from sparkberg.planning.scan import _partition_filters, prune_manifests
 from sparkberg.expressions.predicates import bind
 from sparkberg.expressions.sql import translate_filter
-from sparkberg.spec import types as T
-from sparkberg.spec import updates as U
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.transforms import IdentityTransform
+from sparkberg.format import types as T
+from sparkberg.format import updates as U
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.transforms import IdentityTransform
 
 SCHEMA = T.Schema([T.NestedField(1, "i", T.INT), T.NestedField(2, "l", T.LONG), T.NestedField(3, "d", T.DATE),
                    T.NestedField(4, "s", T.STRING)])

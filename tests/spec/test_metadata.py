@@ -8,10 +8,10 @@ import os
 import pytest
 
 from sparkberg.errors import InvalidMetadataError, UnsupportedFormatVersionError
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import BRANCH, TAG, SnapshotRef
-from sparkberg.spec.transforms import BucketTransform, DayTransform
-from sparkberg.spec import types as T
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import BRANCH, TAG, SnapshotRef
+from sparkberg.format.transforms import BucketTransform, DayTransform
+from sparkberg.format import types as T
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 

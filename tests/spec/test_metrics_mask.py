@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from sparkberg.expressions.evaluators import metrics_mask, metrics_may_match
 from sparkberg.expressions.predicates import And, BoundPredicate, Not, Or
-from sparkberg.spec import types as T
+from sparkberg.format import types as T
 
 TYPES = {1: T.LONG, 2: T.INT, 3: T.TIMESTAMPTZ, 4: T.DATE}
 values = st.integers(-5, 5)

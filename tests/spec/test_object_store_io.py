@@ -21,8 +21,8 @@ from sparkberg.errors import FileAlreadyExistsError, MissingFileError, StorageEr
 from sparkberg.io.fileio import TableFileIO, file_io_for
 from sparkberg.io.stores import S3, fileio_properties, store_of, where
 from sparkberg.planning.reference import reference_plan
-from sparkberg.spec import updates as U
-from sparkberg.spec.manifests import DataFile
+from sparkberg.format import updates as U
+from sparkberg.format.manifests import DataFile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from objectstores import (  # noqa: E402

@@ -11,13 +11,13 @@ from sparkberg.errors import ValidationError
 from sparkberg.expressions import (
     FALSE, TRUE, BoundPredicate, Not, Predicate, and_, bind, evaluate, inclusive_projection, or_, strict_projection,
 )
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.transforms import (
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, TruncateTransform, VoidTransform,
     YearTransform,
 )
-from sparkberg.spec.scalars import date_to_days, datetime_to_micros
+from sparkberg.format.scalars import date_to_days, datetime_to_micros
 
 SCHEMA = T.Schema([
     T.NestedField(1, "id", T.LONG), T.NestedField(2, "s", T.STRING), T.NestedField(3, "d", T.DATE),

@@ -3,7 +3,7 @@ not take (a misspelt mode no longer falls back to copy-on-write)."""
 import pytest
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import properties as P
+from sparkberg.format import properties as P
 
 
 def test_row_level_modes_and_isolation_levels():
@@ -27,8 +27,8 @@ def test_booleans():
 
 
 def test_write_properties_and_their_defaults():
-    from sparkberg.spec.types import LONG, NestedField, Schema
-    from sparkberg.spec.updates import new_table_metadata
+    from sparkberg.format.types import LONG, NestedField, Schema
+    from sparkberg.format.updates import new_table_metadata
     schema = Schema([NestedField(1, "id", LONG, False)], schema_id=0)
     assert P.data_location(new_table_metadata(schema, "file:///w/t")) == "file:///w/t/data"
     assert P.data_location(new_table_metadata(schema, "file:///w/t", properties={P.DATA_PATH: "s3://b/d"})) == \

@@ -12,7 +12,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from sparkberg.errors import InvalidMetadataError
-from sparkberg.spec.puffin import (
+from sparkberg.format.puffin import (
     DELETION_VECTOR_V1, DV_MAGIC, MAGIC, PuffinBlobMetadata, deserialize_dv, dv_blob_metadata, dv_position_array,
     dv_positions,
     read_blob, read_footer, serialize_dv, serialize_positions, write_puffin,

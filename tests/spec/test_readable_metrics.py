@@ -15,9 +15,9 @@ from hypothesis import given, settings, strategies as st
 
 from sparkberg.errors import ValidationError
 from sparkberg.inspect import MetadataDecoder
-from sparkberg.spec import types as T
-from sparkberg.spec import updates as U
-from sparkberg.spec.partitioning import UNPARTITIONED
+from sparkberg.format import types as T
+from sparkberg.format import updates as U
+from sparkberg.format.partitioning import UNPARTITIONED
 from sparkberg.planning.entries import PartitionLayout
 
 SCHEMA = T.Schema([

@@ -18,7 +18,7 @@ from sparkberg.errors import (
     CommitStateUnknownException, InvalidIdentifierError, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
     NoSuchNamespaceError, NoSuchTableError, NotSupportedError, TableAlreadyExistsError, TableUUIDMismatchError,
 )
-from sparkberg.spec import updates as U
+from sparkberg.format import updates as U
 from sparkberg.table import Catalog
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

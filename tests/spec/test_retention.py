@@ -4,10 +4,10 @@ ids, and bad input named."""
 import pytest
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec import updates as U
-from sparkberg.spec.retention import expiry
-from sparkberg.spec.snapshots import Snapshot
+from sparkberg.format import types as T
+from sparkberg.format import updates as U
+from sparkberg.format.retention import expiry
+from sparkberg.format.snapshots import Snapshot
 
 DAY = 24 * 3600 * 1000
 NOW = 100 * DAY

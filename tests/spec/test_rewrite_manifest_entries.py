@@ -13,13 +13,13 @@ import pytest
 from sparkberg.avro.manifest import read_manifest, write_encoded_manifest, write_manifest
 from sparkberg.avro.copies import EntryFormat
 from sparkberg.maintenance.manifests import _copied, _encoded, sort_key
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import (
+from sparkberg.format import types as T
+from sparkberg.format.manifests import (
     ADDED, DATA, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, POSITION_DELETES, DataFile, ManifestEntry,
     ManifestFile, inherit,
 )
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.transforms import BucketTransform, DayTransform, IdentityTransform, TruncateTransform
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.transforms import BucketTransform, DayTransform, IdentityTransform, TruncateTransform
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True), T.NestedField(2, "ts", T.TIMESTAMP),
                    T.NestedField(3, "amt", T.DecimalType(9, 2)), T.NestedField(4, "u", T.UUID),

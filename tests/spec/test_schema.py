@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.types import Schema, parse_type
+from sparkberg.format import types as T
+from sparkberg.format.types import Schema, parse_type
 
 TYPE_STRINGS = [
     "unknown", "boolean", "int", "long", "float", "double", "date", "time", "timestamp", "timestamptz",
@@ -144,7 +144,7 @@ def _types():
 @given(st.lists(st.tuples(st.text("abcdef", min_size=1, max_size=5), _types(), st.booleans(),
                           st.none() | st.text(max_size=10)), min_size=1, max_size=5, unique_by=lambda x: x[0]))
 def test_schema_json_roundtrip(fields):
-    from sparkberg.spec.updates import assign_fresh_ids
+    from sparkberg.format.updates import assign_fresh_ids
     schema = assign_fresh_ids(Schema([T.NestedField(0, n, t, r and t != T.UNKNOWN, doc) for n, t, r, doc in fields]))
     assert len(schema.index_by_id()) == schema.highest_field_id()  # ids are 1..n, unique
     text = json.dumps(schema.to_json())

@@ -3,10 +3,10 @@ structs, lists and maps: the builder applies them all at once to the schema as i
 import pytest
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
-from sparkberg.spec.schema_update import SchemaUpdate
-from sparkberg.spec.transforms import parse_transform
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from sparkberg.format.schema_update import SchemaUpdate
+from sparkberg.format.transforms import parse_transform
 
 PRIMITIVES = {"int": T.INT, "bigint": T.LONG, "long": T.LONG, "float": T.FLOAT, "double": T.DOUBLE,
               "string": T.STRING, "date": T.DATE, "timestamp_ntz": T.TIMESTAMP, "decimal(9,2)": T.DecimalType(9, 2),

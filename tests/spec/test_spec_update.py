@@ -3,10 +3,10 @@ reused or assigned, Java's names for evolved fields, v1's void fields, and each 
 import pytest
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.spec_update import SpecUpdate, evolved_name
-from sparkberg.spec.transforms import parse_transform
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.spec_update import SpecUpdate, evolved_name
+from sparkberg.format.transforms import parse_transform
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG), T.NestedField(2, "ts", T.TIMESTAMP),
                    T.NestedField(3, "s", T.STRING), T.NestedField(4, "region", T.STRING)])

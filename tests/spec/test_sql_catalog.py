@@ -18,8 +18,8 @@ from sparkberg.errors import (
     NoSuchNamespaceError, NoSuchTableError, NotSupportedError, TableAlreadyExistsError, ValidationError,
 )
 from sparkberg.io.fileio import LocalFileIO
-from sparkberg.spec import types as T
-from sparkberg.spec import updates as U
+from sparkberg.format import types as T
+from sparkberg.format import updates as U
 from commits import pending
 
 SCHEMA = T.Schema([T.NestedField(1, "id", T.LONG, True)])

@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 
 from sparkberg.expressions.evaluators import metrics_may_match, metrics_must_match
 from sparkberg.expressions.predicates import And, BoundPredicate, Not, Or
-from sparkberg.spec import types as T
+from sparkberg.format import types as T
 
 TYPES = {1: T.LONG, 2: T.INT}
 values = st.integers(-4, 4)

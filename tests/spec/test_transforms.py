@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, strategies as st
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.transforms import (
+from sparkberg.format import types as T
+from sparkberg.format.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, TruncateTransform,
     UnknownTransform, VoidTransform, YearTransform, hash_value, parse_transform, parse_transform_call,
 )
-from sparkberg.spec.values import from_python
-from sparkberg.spec.scalars import date_to_days, datetime_to_micros, time_to_micros
+from sparkberg.format.values import from_python
+from sparkberg.format.scalars import date_to_days, datetime_to_micros, time_to_micros
 
 UTC = dt.timezone.utc
 PST = dt.timezone(dt.timedelta(hours=-8))
@@ -189,7 +189,7 @@ def test_truncate_wraps_at_the_integer_edge_like_java():
 
 def test_a_partition_type_follows_the_schema_it_is_asked_about():
     # spec "Partitioning": a partition field's type is its transform's result on its source column's type
-    from sparkberg.spec.partitioning import PartitionField, PartitionSpec
+    from sparkberg.format.partitioning import PartitionField, PartitionSpec
     spec = PartitionSpec(0, [PartitionField(1, 1000, parse_transform("bucket[4]"), "id_bucket"),
                              PartitionField(2, 1001, parse_transform("identity"), "x")])
     v1 = T.Schema([T.NestedField(1, "id", T.LONG, True), T.NestedField(2, "x", T.INT, False)], 0)

@@ -3,11 +3,11 @@ Includes the spec's row-lineage example (first-row-id 1000, 375 rows assigned ->
 import pytest
 
 from sparkberg.errors import CommitFailedException, ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec import updates as U
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
-from sparkberg.spec.snapshots import Snapshot
-from sparkberg.spec.transforms import BucketTransform, DayTransform, IdentityTransform
+from sparkberg.format import types as T
+from sparkberg.format import updates as U
+from sparkberg.format.partitioning import PartitionField, PartitionSpec, SortField, SortOrder
+from sparkberg.format.snapshots import Snapshot
+from sparkberg.format.transforms import BucketTransform, DayTransform, IdentityTransform
 
 SCHEMA = T.Schema([
     T.NestedField(10, "id", T.LONG, True),
@@ -196,7 +196,7 @@ def test_last_updated_never_goes_back():
 def test_the_requirements_a_commit_states_of_its_base():
     # what a REST catalog is sent with a commit's updates: what the server's current metadata must still hold for
     # them to apply (all of it holds on the base they were made on)
-    from sparkberg.spec.snapshots import StatisticsFile
+    from sparkberg.format.snapshots import StatisticsFile
     base = U.apply_all([U.AddSnapshot(snap(1, None, 1)), U.SetSnapshotRef("main", 1),
                         U.SetSnapshotRef("old-tag", 1, "tag"), U.SetProperties({"keep": "1", "drop": "2"})], new())
     s = base.current_schema

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.values import from_bytes, to_bytes
-from sparkberg.spec.scalars import date_to_days, datetime_to_micros, time_to_micros
-from sparkberg.spec.types import from_json_value, to_json_value
+from sparkberg.format import types as T
+from sparkberg.format.values import from_bytes, to_bytes
+from sparkberg.format.scalars import date_to_days, datetime_to_micros, time_to_micros
+from sparkberg.format.types import from_json_value, to_json_value
 
 BINARY_CASES = [
     ("boolean-false", T.BOOLEAN, False, b"\x00"),
@@ -153,11 +153,11 @@ def test_double_roundtrip(f):
 ])
 def test_zone_of_reads_the_names_a_spark_session_time_zone_takes(name, offset_minutes):
     import datetime as dt
-    from sparkberg.spec.scalars import zone_of
+    from sparkberg.format.scalars import zone_of
     assert zone_of(name).utcoffset(dt.datetime(2024, 1, 1)) == dt.timedelta(minutes=offset_minutes)
 
 
 def test_zone_of_an_unknown_zone_is_a_value_error():
-    from sparkberg.spec.scalars import zone_of
+    from sparkberg.format.scalars import zone_of
     with pytest.raises(ValueError, match="unknown time zone 'Nowhere/Else'"):
         zone_of("Nowhere/Else")

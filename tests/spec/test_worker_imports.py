@@ -19,9 +19,9 @@ LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib")
 CHILD = WATCH + r"""
 import pyarrow as pa
 from sparkberg.io.fileio import file_io_for
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.transforms import parse_transform
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.transforms import parse_transform
 from sparkberg.write.deletes import DeleteWriter
 from sparkberg.write.ordering import KeyColumns, ZOrder, spec_keys
 from sparkberg.write.writer import PARTITION_PREFIX, FileWriter

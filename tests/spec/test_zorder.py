@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import SortField
-from sparkberg.spec.transforms import IdentityTransform
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import SortField
+from sparkberg.format.transforms import IdentityTransform
 from sparkberg.write.ordering import ordered_bytes, parse_ordering, z_values
 
 

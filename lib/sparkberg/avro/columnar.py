@@ -24,7 +24,7 @@ from sparkberg.arrays import from_bools, from_numpy, from_python, indices, int_v
 from sparkberg.avro import compiled
 from sparkberg.avro.compiled import Unsupported
 from sparkberg.avro.schemas import field_ids, non_null
-from sparkberg.spec.manifests import FieldSummary, Manifest, ManifestFile
+from sparkberg.format.manifests import FieldSummary, Manifest, ManifestFile
 from sparkberg import state
 
 # data_file field id -> the canonical column name (spec names; v1 manifests hold a subset)
@@ -431,7 +431,7 @@ _MANIFEST_FILE_FIELDS = {
 
 class ManifestListColumns:
     """A manifest list's entries as columns: what planning prunes by (spec ids, contents, partition field
-    summaries) as arrays, :class:`~sparkberg.spec.manifests.ManifestFile` objects built only for the entries
+    summaries) as arrays, :class:`~sparkberg.format.manifests.ManifestFile` objects built only for the entries
     asked for (:meth:`manifests`). Never changes once read."""
 
     def __init__(self, n: int, paths: pa.Array, ints: dict[str, tuple[np.ndarray, np.ndarray]],

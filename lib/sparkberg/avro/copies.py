@@ -21,9 +21,9 @@ import numpy as np
 from sparkberg.avro import compiled
 from sparkberg.avro.manifest import avro_long, manifest_avro_schema, partition_fields
 from sparkberg.avro.schemas import non_null
-from sparkberg.spec.manifests import ManifestFile, inherit_columns
-from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.types import Schema
+from sparkberg.format.manifests import ManifestFile, inherit_columns
+from sparkberg.format.partitioning import PartitionSpec
+from sparkberg.format.types import Schema
 
 
 class EntryFormat:

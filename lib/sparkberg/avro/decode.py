@@ -10,7 +10,7 @@ what planning does with them afterwards (inheritance, pruning, delete matching) 
 
 Writers and commit validations need every field of an entry, to carry it into a new manifest as it was: they
 read :func:`manifest_entries`, the model's objects with the values they inherit filled in by the same rules
-(:func:`~sparkberg.spec.manifests.inherit`, over :func:`~sparkberg.spec.manifests.inherit_columns`).
+(:func:`~sparkberg.format.manifests.inherit`, over :func:`~sparkberg.format.manifests.inherit_columns`).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from sparkberg.avro.columnar import (
 )
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
 from sparkberg.avro.schemas import manifest_list_names
-from sparkberg.spec.manifests import ManifestEntry, ManifestFile, inherit
+from sparkberg.format.manifests import ManifestEntry, ManifestFile, inherit
 
 # Compiled code is the faster decoder at every size once loaded, but loading it (importing numba, its kernels
 # from numba's disk cache, their first call) costs a fresh process about half a second: as long as the reference

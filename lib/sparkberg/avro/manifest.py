@@ -1,7 +1,7 @@
 """Manifest lists and manifests of format versions 1-3, read and written with fastavro.
 
 Reading maps every field by its Avro ``field-id`` (names differ between writers and versions)
-into the model of :mod:`sparkberg.spec.manifests`; values absent in a version take the spec's read defaults
+into the model of :mod:`sparkberg.format.manifests`; values absent in a version take the spec's read defaults
 ("sequence_number: v2+, 0 for v1"). This is the reference decoder: planning decodes manifests through
 :mod:`sparkberg.avro.decode`, which uses compiled code where it applies and this module otherwise. Entries
 already encoded (the manifest rewrite carries them so) are put in a container by :func:`avro_container`, which
@@ -23,14 +23,14 @@ from sparkberg.avro.schemas import (
 )
 from sparkberg.avro.types import from_avro_value, make_compatible_name, partition_record, to_avro_value
 from sparkberg.errors import InvalidMetadataError, ValidationError
-from sparkberg.spec.manifests import (
+from sparkberg.format.manifests import (
     ADDED, DATA, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, DataFile, FieldSummary, Manifest, ManifestEntry,
     ManifestFile,
 )
-from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.types import UUID, DecimalType, Schema, StructType
-from sparkberg.spec.values import is_nan, to_bytes
-from sparkberg.spec.scalars import date_to_days, datetime_to_micros, time_to_micros
+from sparkberg.format.partitioning import PartitionSpec
+from sparkberg.format.types import UUID, DecimalType, Schema, StructType
+from sparkberg.format.values import is_nan, to_bytes
+from sparkberg.format.scalars import date_to_days, datetime_to_micros, time_to_micros
 from sparkberg import state
 
 V1_BLOCK_SIZE = 64 * 1024 * 1024  # what Java writes in the deprecated v1 block_size_in_bytes

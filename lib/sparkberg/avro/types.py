@@ -1,5 +1,5 @@
 """Iceberg types as Avro schemas (spec Appendix A, "Avro"), and Avro values back to the
-in-memory value form of :mod:`sparkberg.spec.types`.
+in-memory value form of :mod:`sparkberg.format.types`.
 """
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import uuid as _uuid
 from typing import Any
 
 from sparkberg.errors import NotSupportedError
-from sparkberg.spec.types import (
+from sparkberg.format.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMP_NS, TIMESTAMPTZ,
     TIMESTAMPTZ_NS, UUID, DecimalType, FixedType, IcebergType, StructType,
 )
-from sparkberg.spec.scalars import decimal_unscaled, unscaled_to_decimal
+from sparkberg.format.scalars import decimal_unscaled, unscaled_to_decimal
 
 _SIMPLE = {
     BOOLEAN: "boolean", INT: "int", LONG: "long", FLOAT: "float", DOUBLE: "double", STRING: "string",

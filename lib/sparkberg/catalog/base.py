@@ -11,9 +11,9 @@ from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import InvalidIdentifierError, InvalidMetadataError, NoSuchTableError
 from sparkberg.identifiers import split_dotted
 from sparkberg.io.fileio import FileIO
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.properties import DELETE_AFTER_COMMIT, boolean
-from sparkberg.spec.snapshots import MetadataLogEntry
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.properties import DELETE_AFTER_COMMIT, boolean
+from sparkberg.format.snapshots import MetadataLogEntry
 
 PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100

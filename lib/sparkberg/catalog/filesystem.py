@@ -23,7 +23,7 @@ from sparkberg.errors import (
     NoSuchTableError, NotSupportedError, TableAlreadyExistsError, ValidationError,
 )
 from sparkberg.io.fileio import FileAlreadyExistsError, FileIO, file_io_for
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format.metadata import TableMetadata
 
 VERSION_HINT = "version-hint.text"
 _VERSION_RE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json(\.gz)?$")

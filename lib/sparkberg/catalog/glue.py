@@ -31,8 +31,8 @@ from sparkberg.errors import (
     TableAlreadyExistsError, ValidationError,
 )
 from sparkberg.io.fileio import FileIO
-from sparkberg.spec import types as T
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format import types as T
+from sparkberg.format.metadata import TableMetadata
 
 ICEBERG = "ICEBERG"
 TABLE_TYPE = "table_type"

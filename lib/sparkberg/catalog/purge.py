@@ -5,7 +5,7 @@ from typing import Iterator
 
 from sparkberg.avro.manifest import read_manifest, read_manifest_list
 from sparkberg.io.fileio import FileIO
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format.metadata import TableMetadata
 
 
 def referenced_files(io: FileIO, metadata: TableMetadata) -> list[str]:

@@ -36,8 +36,8 @@ from sparkberg.errors import (
 from sparkberg.io.fileio import file_io_for
 from sparkberg.io.stores import expires_at_ms
 from sparkberg import redact
-from sparkberg.spec import updates as U
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format import updates as U
+from sparkberg.format.metadata import TableMetadata
 
 NAMESPACE_SEPARATOR = "\x1f"  # joins a namespace's levels in a URL path (the spec's default)
 DEFAULT_SCOPE = "catalog"

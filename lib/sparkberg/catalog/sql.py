@@ -41,7 +41,7 @@ from sparkberg.errors import (
     ValidationError,
 )
 from sparkberg.io.fileio import FileIO, file_io_for
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format.metadata import TableMetadata
 
 TABLES = "iceberg_tables"
 NAMESPACE_PROPERTIES = "iceberg_namespace_properties"

@@ -23,9 +23,9 @@ from sparkberg.operations.changes import Changes
 from sparkberg.operations.request import MAIN_REQUEST
 from sparkberg.operations.target import MAIN, PUBLISHED_WAP_ID, SOURCE_SNAPSHOT_ID, STAGED_WAP_ID
 from sparkberg.planning.entries import own_entries
-from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, DataFile
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import Snapshot
+from sparkberg.format.manifests import ADDED, DELETED, MANIFEST_DATA, DataFile
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import Snapshot
 
 
 def _own_entries(io, snap: Snapshot, status: int) -> list[tuple[int, DataFile]]:

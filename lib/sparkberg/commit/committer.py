@@ -18,7 +18,7 @@ from sparkberg.commit.pending import Change, PendingCommit
 from sparkberg.commit.retry import RetryPolicy, retrying
 from sparkberg.errors import TableUUIDMismatchError
 from sparkberg.io.fileio import FileIO, deleted_on_failure
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format.metadata import TableMetadata
 
 
 class Catalog(Protocol):

@@ -16,7 +16,7 @@ from typing import Callable, Sequence, TypeVar
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO
-from sparkberg.spec.manifests import ADDED, DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile, inherit
+from sparkberg.format.manifests import ADDED, DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile, inherit
 
 MERGE_ENABLED = "commit.manifest-merge.enabled"
 MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"

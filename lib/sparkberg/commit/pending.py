@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
 from sparkberg.errors import CommitFailedException
-from sparkberg.spec import updates as U
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import Snapshot
+from sparkberg.format import updates as U
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import Snapshot
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class PendingCommit:
 def stated(base: TableMetadata, updates: Sequence[U.TableUpdate],
            requirements: Sequence[U.TableRequirement] = ()) -> tuple[U.TableRequirement, ...]:
     """What a try of ``updates`` on ``base`` requires: the same table, ``requirements`` (the change's own), and
-    what the updates themselves ask (:func:`~sparkberg.spec.updates.requirements_for`: every ref they move where
+    what the updates themselves ask (:func:`~sparkberg.format.updates.requirements_for`: every ref they move where
     ``base`` had it, the ids their schema, spec and sort order changes were assigned from), each once."""
     out: list[U.TableRequirement] = []
     seen: set = set()

@@ -27,15 +27,15 @@ from sparkberg.operations.changes import Changes, file_key
 from sparkberg.operations.request import CommitRequest
 from sparkberg.operations.target import Target
 from sparkberg.planning.entries import known_entries, snapshot_manifests
-from sparkberg.spec import updates as U
-from sparkberg.spec.manifests import (
+from sparkberg.format import updates as U
+from sparkberg.format.manifests import (
     ADDED, DELETED, EXISTING, MANIFEST_DATA, MANIFEST_DELETES, DataFile, ManifestEntry,
     ManifestFile,
 )
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.snapshots import Snapshot, new_snapshot_id
-from sparkberg.spec.types import Schema
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.partitioning import PartitionSpec
+from sparkberg.format.snapshots import Snapshot, new_snapshot_id
+from sparkberg.format.types import Schema
 
 
 SUMMARY_TOTALS = ("total-records", "total-files-size", "total-data-files", "total-delete-files",

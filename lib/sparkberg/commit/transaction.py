@@ -25,7 +25,7 @@ from sparkberg.commit.pending import Change, PendingCommit, holds
 from sparkberg.errors import SparkbergError
 from sparkberg.io.fileio import FileIO, deleted_on_failure
 from sparkberg.operations.request import Staging
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format.metadata import TableMetadata
 
 
 class Transaction:

@@ -13,8 +13,8 @@ from typing import Any, Callable, Sequence
 
 from sparkberg.arrays import binary_offsets, int_values, valid_mask
 from sparkberg.expressions.predicates import Bound, BoundPredicate, Fold, rewrite_not, tester, visit
-from sparkberg.spec import types as T
-from sparkberg.spec.values import from_bytes
+from sparkberg.format import types as T
+from sparkberg.format.values import from_bytes
 
 IN_PREDICATE_LIMIT = 200
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, TypeVar, Union
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.values import from_python
-from sparkberg.spec.types import from_json_value
+from sparkberg.format import types as T
+from sparkberg.format.values import from_python
+from sparkberg.format.types import from_json_value
 
 UNARY = ("is_null", "not_null", "is_nan", "not_nan")
 LITERAL = ("lt", "lt_eq", "gt", "gt_eq", "eq", "not_eq", "starts_with", "not_starts_with")

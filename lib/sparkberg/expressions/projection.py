@@ -17,12 +17,12 @@ from typing import Any, Callable
 from sparkberg.expressions.predicates import (
     FALSE, TRUE, Bound, BoundPredicate, Expression, Rebuild, and_, or_, rewrite_not, visit,
 )
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec
-from sparkberg.spec.transforms import (
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionField, PartitionSpec
+from sparkberg.format.transforms import (
     BucketTransform, IdentityTransform, TruncateTransform, VoidTransform, _TimeTransform,
 )
-from sparkberg.spec.scalars import decimal_unscaled, unscaled_to_decimal
+from sparkberg.format.scalars import decimal_unscaled, unscaled_to_decimal
 
 
 def inclusive_projection(expr: Expression, spec: PartitionSpec, schema: T.Schema) -> Bound:

@@ -25,8 +25,8 @@ from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import (
     FALSE, TRUE, Expression, Predicate, and_, convert_literal, not_, or_, rewrite_not,
 )
-from sparkberg.spec import types as T
-from sparkberg.spec.scalars import datetime_to_micros, zone_of
+from sparkberg.format import types as T
+from sparkberg.format.scalars import datetime_to_micros, zone_of
 
 _TOKEN = re.compile(r"""
     (?P<ws>\s+)

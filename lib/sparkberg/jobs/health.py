@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame
 
 from sparkberg.errors import ValidationError
 from sparkberg.jobs.common import OK, add_session_arguments, argument_parser, open_catalog, progress, run, session
-from sparkberg.spec.properties import target_file_size
+from sparkberg.format.properties import target_file_size
 
 HEALTH_VIEWS = ("small_files", "deletes", "manifests", "snapshot_growth", "row_lineage")
 DEFAULT_SMALL_FILE_BYTES = 32 * 1024 * 1024

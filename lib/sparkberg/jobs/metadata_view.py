@@ -15,9 +15,9 @@ from typing import Any, Callable, Sequence
 from sparkberg.avro.decode import manifest_entries
 from sparkberg.inspect import history_rows, manifest_row, partition_key_fields, refs_rows, snapshot_rows
 from sparkberg.planning.entries import PartitionLayout, snapshot_manifests
-from sparkberg.spec.manifests import DELETED
-from sparkberg.spec.snapshots import Snapshot
-from sparkberg.spec.values import to_python
+from sparkberg.format.manifests import DELETED
+from sparkberg.format.snapshots import Snapshot
+from sparkberg.format.values import to_python
 
 # the most files a snapshot may list for ``files`` and ``partitions`` to be read here rather than by Spark: the
 # reference decoder reads ~50k entries a second, so this keeps an answer under a few seconds

@@ -62,10 +62,10 @@ from sparkberg.read.reader import identity_values
 from sparkberg.spark import tuning
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import is_classic, job_description, unsplit_file_bytes
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import sequence_applies
-from sparkberg.spec.properties import TARGET_FILE_SIZE, target_file_size
-from sparkberg.spec.transforms import IdentityTransform
+from sparkberg.format import types as T
+from sparkberg.format.manifests import sequence_applies
+from sparkberg.format.properties import TARGET_FILE_SIZE, target_file_size
+from sparkberg.format.transforms import IdentityTransform
 from sparkberg.write.dataframe import UNSORTED, table_ordering, write_files, write_on_driver
 from sparkberg.write.ordering import Ordering, ZOrder, parse_ordering
 

@@ -33,9 +33,9 @@ from sparkberg.operations.rowlevel import RowLevel, NoNewDeletes
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.read.columns import delete_file_rows
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
-from sparkberg.spec.manifests import DELETED, MANIFEST_DELETES, POSITION_DELETES
-from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
-from sparkberg.spec.properties import compression
+from sparkberg.format.manifests import DELETED, MANIFEST_DELETES, POSITION_DELETES
+from sparkberg.format.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
+from sparkberg.format.properties import compression
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json
 
 OPTIONS = ("rewrite-all", "min-input-files")

@@ -32,11 +32,11 @@ from sparkberg.errors import InvalidMetadataError, MissingFileError, SparkbergEr
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import snapshot_manifests
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
-from sparkberg.spec.manifests import DATA, DELETED, MANIFEST_DATA, ManifestEntry, ManifestFile
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.puffin import deserialize_dv
-from sparkberg.spec.snapshots import Snapshot
-from sparkberg.spec.values import from_bytes
+from sparkberg.format.manifests import DATA, DELETED, MANIFEST_DATA, ManifestEntry, ManifestFile
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.puffin import deserialize_dv
+from sparkberg.format.snapshots import Snapshot
+from sparkberg.format.values import from_bytes
 
 LEVELS = ("metadata", "files", "data")
 FINDINGS_DDL = ("rule string, severity string, location string, snapshot_id bigint, detail string, "

@@ -1,5 +1,5 @@
 """Snapshot expiry: the metadata commit that drops what the retention policy no longer keeps
-(:mod:`sparkberg.spec.retention`), then the files only the expired snapshots reached, found and deleted by Spark.
+(:mod:`sparkberg.format.retention`), then the files only the expired snapshots reached, found and deleted by Spark.
 
 The files to delete are computed after the commit, as Iceberg Java's ``ExpireSnapshotsSparkAction`` does: the
 live entries of the manifests the expired snapshots reached and no kept snapshot does (decoded on the executors),
@@ -23,11 +23,11 @@ from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.session import session_time_zone
-from sparkberg.spec import updates as U
-from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, ManifestFile
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.retention import expiry
-from sparkberg.spec.updates import now_ms
+from sparkberg.format import updates as U
+from sparkberg.format.manifests import EQUALITY_DELETES, POSITION_DELETES, ManifestFile
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.retention import expiry
+from sparkberg.format.updates import now_ms
 
 # the procedure's columns (Iceberg Java's expire_snapshots), by the kind of file each counts
 COUNTS = {"data": "deleted_data_files_count", "position": "deleted_position_delete_files_count",

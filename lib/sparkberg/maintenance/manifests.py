@@ -46,13 +46,13 @@ from sparkberg.io.fileio import FileIO
 from sparkberg.operations.target import MAIN
 from sparkberg.planning.entries import manifests_df, manifests_of, snapshot_manifests
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
-from sparkberg.spec import updates as U
-from sparkberg.spec.manifests import DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.types import BOOLEAN, STRING
-from sparkberg.spec.values import to_bytes
-from sparkberg.spec.scalars import decimal_unscaled
-from sparkberg.spec.snapshots import MAIN_BRANCH, Snapshot, new_snapshot_id
+from sparkberg.format import updates as U
+from sparkberg.format.manifests import DELETED, EXISTING, MANIFEST_DATA, ManifestEntry, ManifestFile
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.types import BOOLEAN, STRING
+from sparkberg.format.values import to_bytes
+from sparkberg.format.scalars import decimal_unscaled
+from sparkberg.format.snapshots import MAIN_BRANCH, Snapshot, new_snapshot_id
 
 RESULT_DDL = "rewritten_manifests_count int, added_manifests_count int"
 _ENTRIES_DDL = ("content int, spec_id int, key binary, entry binary, partition binary, records bigint, "

@@ -26,8 +26,8 @@ from sparkberg.io.fileio import FileIO, normalize_location
 from sparkberg.maintenance.expire import FILES_DDL, _deleted, _manifests, to_millis
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.updates import now_ms
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.updates import now_ms
 
 OLDER_THAN_DEFAULT_MS = 3 * 24 * 60 * 60 * 1000
 # schemes that name the same store, as Iceberg Java's defaults (``equal_schemes`` adds to them)

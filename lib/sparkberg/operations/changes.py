@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from sparkberg.spec import updates as U
-from sparkberg.spec.manifests import DataFile
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format import updates as U
+from sparkberg.format.manifests import DataFile
+from sparkberg.format.metadata import TableMetadata
 
 # a conflict check of a newer base: (the metadata the operation planned on, the base a try builds on) -> raises
 # CommitFailedException (or a ValidationError) on a conflict

@@ -9,9 +9,9 @@ from dataclasses import replace
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import deleted_on_failure
 from sparkberg.operations.changes import Changes
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import EQUALITY_DELETES
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format import types as T
+from sparkberg.format.manifests import EQUALITY_DELETES
+from sparkberg.format.metadata import TableMetadata
 from sparkberg.write.dataframe import UNSORTED, write_files
 
 

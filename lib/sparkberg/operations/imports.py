@@ -17,9 +17,9 @@ from sparkberg.io.fileio import FileIO, normalize_location
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.operations.changes import Changes
 from sparkberg.spark.session import session_time_zone
-from sparkberg.spec import updates as U
-from sparkberg.spec.properties import NAME_MAPPING
-from sparkberg.spec.schema_update import mapping_of
+from sparkberg.format import updates as U
+from sparkberg.format.properties import NAME_MAPPING
+from sparkberg.format.schema_update import mapping_of
 from sparkberg.write.imports import RESULT_DDL, FileImporter
 from sparkberg.write.writer import data_file_from_json
 

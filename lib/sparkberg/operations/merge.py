@@ -38,8 +38,8 @@ from sparkberg.spark import tuning
 from sparkberg.spark.frames import collect_arrow, local_dataframe
 from sparkberg.spark.session import is_classic, session_time_zone
 from sparkberg.spark.types import arrow_schema
-from sparkberg.spec import types as T
-from sparkberg.spec.properties import merges_on_read
+from sparkberg.format import types as T
+from sparkberg.format.properties import merges_on_read
 from sparkberg.threads import by_threads
 from sparkberg.write.dataframe import (
     UNSORTED, assignments as assigned_values, store_assignment_policy, table_ordering, write_files, write_on_driver,

@@ -25,8 +25,8 @@ from sparkberg.operations.properties import checked
 from sparkberg.operations.target import MAIN, STAGED_WAP_ID, Target
 from sparkberg.errors import AlreadyCommittedError, ValidationError
 from sparkberg.io.fileio import FileIO, delete_named
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import Snapshot
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import Snapshot
 
 Paths = Callable[[], Iterable[str]]
 

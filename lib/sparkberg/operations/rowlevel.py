@@ -44,12 +44,12 @@ from sparkberg.read.reader import identity_values, read_tasks
 from sparkberg.spark import tuning
 from sparkberg.spark.frames import collect_arrow, map_in_arrow
 from sparkberg.spark.session import is_classic, max_result_bytes, session_time_zone, unsplit_file_bytes
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
-from sparkberg.spec.properties import SERIALIZABLE, isolation_level, merges_on_read
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
-from sparkberg.spec.properties import compression, data_location
+from sparkberg.format import types as T
+from sparkberg.format.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
+from sparkberg.format.properties import SERIALIZABLE, isolation_level, merges_on_read
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID
+from sparkberg.format.properties import compression, data_location
 from sparkberg.threads import by_threads
 from sparkberg.write.dataframe import assignments as assigned_values, store_assignment_policy, write_files
 from sparkberg.write.deletes import RESULT_DDL, DeleteWriter, delete_file_from_json, partition_json

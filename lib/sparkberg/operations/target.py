@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from sparkberg.errors import ValidationError
 from sparkberg.spark.session import session_conf
-from sparkberg.spec import updates as U
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.properties import WAP_ENABLED, boolean
-from sparkberg.spec.snapshots import BRANCH, MAIN_BRANCH, Snapshot
+from sparkberg.format import updates as U
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.properties import WAP_ENABLED, boolean
+from sparkberg.format.snapshots import BRANCH, MAIN_BRANCH, Snapshot
 
 STAGED_WAP_ID = "wap.id"
 PUBLISHED_WAP_ID = "published-wap-id"

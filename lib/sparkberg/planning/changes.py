@@ -41,10 +41,10 @@ from sparkberg.planning.scan import (
 from sparkberg.spark.frames import collect_arrow
 from sparkberg.spark.session import job_description
 from sparkberg.spark.tuning import DATA_PLANNING_MODE, planning_mode
-from sparkberg.spec.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import Snapshot
-from sparkberg.spec.values import from_bytes
+from sparkberg.format.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import Snapshot
+from sparkberg.format.values import from_bytes
 from sparkberg.threads import DRIVER_THREADS
 
 APPEND, REPLACE = "append", "replace"

@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 from sparkberg.expressions.predicates import TRUE, Bound, evaluate
 from sparkberg.expressions.projection import strict_projection
 from sparkberg.planning.entries import PartitionLayout
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.types import Schema
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.types import Schema
 
 
 def exact_count(tasks: pa.Table, layout: PartitionLayout, metadata: TableMetadata, schema: Schema,

@@ -35,10 +35,10 @@ from sparkberg.arrays import (
     from_numpy, indices, int_values, scalar, strings, true_mask, valid_mask, value_codes,
 )
 from sparkberg.expressions.evaluators import INTEGRAL_TYPES
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import EQUALITY_DELETES, POSITION_DELETES, sequence_applies
-from sparkberg.spec.metadata_columns import DELETE_FILE_PATH
-from sparkberg.spec.values import from_bytes
+from sparkberg.format import types as T
+from sparkberg.format.manifests import EQUALITY_DELETES, POSITION_DELETES, sequence_applies
+from sparkberg.format.metadata_columns import DELETE_FILE_PATH
+from sparkberg.format.values import from_bytes
 
 DELETE_FILE_PATH_ID = DELETE_FILE_PATH.field_id
 

@@ -33,10 +33,10 @@ from sparkberg.expressions.predicates import TRUE, AlwaysTrue, Bound, test_predi
 from sparkberg.io.fileio import FileIO, to_local_path
 from sparkberg.planning.deletes import DELETE_FILE_PATH_ID, eq_stats, path_bounds
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import DELETED, ManifestFile, inherit_columns
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import Snapshot
+from sparkberg.format import types as T
+from sparkberg.format.manifests import DELETED, ManifestFile, inherit_columns
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import Snapshot
 from sparkberg.threads import by_threads
 
 # Arrow/Spark types of partition values in their physical form

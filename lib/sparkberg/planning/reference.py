@@ -15,9 +15,9 @@ from sparkberg.expressions.projection import inclusive_projection
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.deletes import EqStats, delete_sort_key, eq_columns, eq_delete_may_apply, eq_stats, in_path_bounds, path_bounds
 from sparkberg.planning.entries import EntryDecoder, snapshot_manifests
-from sparkberg.spec.manifests import DELETED, MANIFEST_DATA, ManifestFile, inherit
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import Snapshot
+from sparkberg.format.manifests import DELETED, MANIFEST_DATA, ManifestFile, inherit
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import Snapshot
 
 
 def reference_plan(metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, bound: Bound = TRUE
@@ -118,7 +118,7 @@ def partition_key(partition: dict) -> tuple:
 
 def reference_entries(decoder: EntryDecoder, mf: ManifestFile, manifest_ordinal: int, data: bytes) -> list[dict]:
     """What ``decoder`` makes of a manifest (its bytes), row at a time from the reference decoder's objects:
-    inheritance by :func:`~sparkberg.spec.manifests.inherit`, pruning by the scalar evaluators. The oracle the
+    inheritance by :func:`~sparkberg.format.manifests.inherit`, pruning by the scalar evaluators. The oracle the
     columnar entries are compared against."""
     m = read_manifest(data, mf.manifest_path, with_metrics=decoder.with_metrics or decoder.with_path_bounds or
                       bool(decoder.eq_types) or

@@ -38,10 +38,10 @@ from sparkberg.spark.tuning import (
     LOCAL_MAX_DELETE_ENTRIES_DEFAULT, LOCAL_MAX_FILES, LOCAL_MAX_FILES_DEFAULT, SCOPED_PAIRS_MAX,
     SCOPED_PAIRS_MAX_DEFAULT, int_property, planning_mode,
 )
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import Snapshot
+from sparkberg.format import types as T
+from sparkberg.format.manifests import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import Snapshot
 from sparkberg.threads import DRIVER_THREADS
 
 PLAN_COLUMNS = ("file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",

@@ -35,9 +35,9 @@ from sparkberg.read.formats import ArrowFileReader
 from sparkberg.read.positions import DeletedPositions, PositionSources
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field
-from sparkberg.spec import types as T
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
+from sparkberg.format import types as T
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.metadata_columns import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 
 
 def read_struct(schema: T.Schema) -> ST.StructType:

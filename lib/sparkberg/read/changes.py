@@ -44,8 +44,8 @@ from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.reader import identity_values, read_tasks
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.session import default_parallelism
-from sparkberg.spec import types as T
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format import types as T
+from sparkberg.format.metadata import TableMetadata
 
 CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID = "_change_type", "_change_ordinal", "_commit_snapshot_id"
 INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER = "INSERT", "DELETE", "UPDATE_BEFORE", "UPDATE_AFTER"

@@ -26,11 +26,11 @@ from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.jvm import read_parquet
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import FIELD_ID_KEY, arrow_schema, to_spark_read_field
-from sparkberg.spec import types as T
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.properties import NAME_MAPPING
-from sparkberg.spec.types import UNSUPPORTED_DATA_TYPE_NAMES
-from sparkberg.spec.values import to_python
+from sparkberg.format import types as T
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.properties import NAME_MAPPING
+from sparkberg.format.types import UNSUPPORTED_DATA_TYPE_NAMES
+from sparkberg.format.values import to_python
 
 
 SPARK_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true",

@@ -27,8 +27,8 @@ from sparkberg.read.fileids import FileIds
 from sparkberg.spark.frames import arrow_dataframe, local_dataframe, map_in_arrow
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field
-from sparkberg.spec import types as T
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format import types as T
+from sparkberg.format.metadata import TableMetadata
 from sparkberg.threads import by_threads
 
 

@@ -27,7 +27,7 @@ from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.types import arrow_schema
-from sparkberg.spec import types as T
+from sparkberg.format import types as T
 
 ORC_ID = b"iceberg.id"
 PARQUET_ID = b"PARQUET:field_id"

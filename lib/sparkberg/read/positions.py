@@ -28,8 +28,8 @@ from sparkberg.spark.frames import arrow_dataframe, local_dataframe, map_in_arro
 from sparkberg.spark.jvm import array_literal, long_array_layout, long_arrays_layout
 from sparkberg.spark.session import is_classic, per_session
 from sparkberg.spark.tuning import ReadTuning
-from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
-from sparkberg.spec.puffin import dv_position_array
+from sparkberg.format.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
+from sparkberg.format.puffin import dv_position_array
 from sparkberg.threads import by_threads
 
 

@@ -31,10 +31,10 @@ from sparkberg.read.positions import PositionSources, apply_position_deletes, po
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import to_spark_read_field, to_spark_type
-from sparkberg.spec import types as T
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.values import to_python
-from sparkberg.spec.metadata_columns import (
+from sparkberg.format import types as T
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.values import to_python
+from sparkberg.format.metadata_columns import (
     FILE_PATH, LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, PARTITION_NAME, READ_COLUMNS, ROW_ID, ROW_POSITION,
     SPEC_ID,
 )

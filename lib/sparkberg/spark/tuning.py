@@ -71,7 +71,7 @@ from dataclasses import dataclass, fields
 
 from sparkberg.errors import ValidationError
 from sparkberg.spark.session import session_conf
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format.metadata import TableMetadata
 
 DRIVER_FILTER_VALUES = 16_000_000
 DRIVER_POSITIONS_SHARE = 4

@@ -11,7 +11,7 @@ from typing import Any
 from pyspark.sql import types as T
 
 from sparkberg.errors import NotSupportedError, ValidationError
-from sparkberg.spec import types as I
+from sparkberg.format import types as I
 
 
 def _spark_time_type():

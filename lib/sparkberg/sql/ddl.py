@@ -15,9 +15,9 @@ from sqlglot import exp
 
 from sparkberg.errors import NoSuchTableError, TableAlreadyExistsError, ValidationError
 from sparkberg.spark.types import to_spark_type
-from sparkberg.spec import transforms as X
-from sparkberg.spec.partitioning import PartitionSpec, SortOrder
-from sparkberg.spec.types import Schema
+from sparkberg.format import transforms as X
+from sparkberg.format.partitioning import PartitionSpec, SortOrder
+from sparkberg.format.types import Schema
 from sparkberg.sql.names import Names, Resolved, catalog_name, empty, parts_of, source
 from sparkberg.sql.parsing import Extension, Statement, unsupported
 from sparkberg.table import Table

@@ -419,7 +419,7 @@ def _field_list(c: Cursor) -> list[str]:
 
 def _transform(c: Cursor) -> str:
     """A partition or sort term: ``col``, ``days(ts)``, ``bucket(16, id)``, ``truncate(4, s)``: its text, which
-    :func:`sparkberg.spec.transforms.parse_transform_call` reads."""
+    :func:`sparkberg.format.transforms.parse_transform_call` reads."""
     start = c.i
     c.name("a column or a transform")
     if c.accept_symbol(TokenType.L_PAREN):

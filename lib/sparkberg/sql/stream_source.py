@@ -44,7 +44,7 @@ from sparkberg.read.changes import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_
 from sparkberg.read.reader import identity_values
 from sparkberg.spark.jvm import as_active
 from sparkberg.spark.session import default_parallelism, per_session
-from sparkberg.spec.snapshots import Snapshot
+from sparkberg.format.snapshots import Snapshot
 from sparkberg.sql.source import CONFIG_OPTION, split_tasks
 from sparkberg.table import Table, catalog
 

@@ -30,7 +30,7 @@ from sparkberg.errors import NotSupportedError, SparkbergError, ValidationError
 from sparkberg.io.fileio import FileIO, normalize_location
 from sparkberg.spark.session import session_conf, spark_version
 from sparkberg.table import Table, catalog
-from sparkberg.spec.properties import ACCEPT_ANY_SCHEMA, boolean
+from sparkberg.format.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.write.dataframe import DISTRIBUTION_CONF, MERGE_SCHEMA_CONF, align, store_assignment_policy
 
 QUERY_ID = "spark.sql.streaming.queryId"

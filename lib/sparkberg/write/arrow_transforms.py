@@ -1,7 +1,7 @@
 """Partition transforms over Arrow arrays, vectorized with numpy (bucket hashes integers with a numpy
 murmur3; strings, bytes and decimals hash per value with mmh3). Values come out in Iceberg's physical form
 (int days for ``day``, int ordinals for year/month/hour). Tested against the scalar transforms of
-:mod:`sparkberg.spec.transforms`, which are the reference.
+:mod:`sparkberg.format.transforms`, which are the reference.
 """
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkberg.arrays import from_numpy, from_python, int_values, strings
-from sparkberg.spec import types as T
-from sparkberg.spec.transforms import (
+from sparkberg.format import types as T
+from sparkberg.format.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, Transform, TruncateTransform,
     VoidTransform, YearTransform, hash_value,
 )
-from sparkberg.spec.scalars import MICROS_PER_DAY, NANOS_PER_MICRO
+from sparkberg.format.scalars import MICROS_PER_DAY, NANOS_PER_MICRO
 
 _C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
 

@@ -20,11 +20,11 @@ from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.frames import map_in_arrow
 from sparkberg.spark.session import session_conf
 from sparkberg.spark.types import to_spark_type
-from sparkberg.spec.properties import data_location as data_location_of
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import DataFile
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.values import to_python
+from sparkberg.format.properties import data_location as data_location_of
+from sparkberg.format import types as T
+from sparkberg.format.manifests import DataFile
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.values import to_python
 from sparkberg.write.jvm_keys import key_columns
 from sparkberg.write.ordering import ZORDER_COLUMN, KeyColumns, Ordering, sort_keys, spec_keys
 from sparkberg.write.writer import PARTITION_PREFIX, RESULT_DDL, FileWriter, data_file_from_json

@@ -16,12 +16,12 @@ import pyarrow.parquet as pq
 
 from sparkberg.arrays import from_numpy, int_values, strings
 from sparkberg.io.fileio import FileIO, to_local_path
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import POSITION_DELETES, DataFile
-from sparkberg.spec.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
-from sparkberg.spec.puffin import dv_blob_metadata, dv_position_array, serialize_dv, write_puffin
-from sparkberg.spec.values import to_bytes
-from sparkberg.spec.types import from_json_value, to_json_value
+from sparkberg.format import types as T
+from sparkberg.format.manifests import POSITION_DELETES, DataFile
+from sparkberg.format.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS
+from sparkberg.format.puffin import dv_blob_metadata, dv_position_array, serialize_dv, write_puffin
+from sparkberg.format.values import to_bytes
+from sparkberg.format.types import from_json_value, to_json_value
 from sparkberg.write.writer import key_runs
 
 _PATH_ID, _POS_ID = str(DELETE_FILE_PATH.field_id), str(DELETE_FILE_POS.field_id)

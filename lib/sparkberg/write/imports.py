@@ -24,10 +24,10 @@ import pyarrow as pa
 from sparkberg.arrays import strings
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.scalars import zone_of
-from sparkberg.spec.types import from_json_value, to_json_value
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionSpec
+from sparkberg.format.scalars import zone_of
+from sparkberg.format.types import from_json_value, to_json_value
 from sparkberg.write.writer import ColumnStats, metrics_mode, read_footer
 
 RESULT_DDL = "data_file string"

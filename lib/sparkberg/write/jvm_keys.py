@@ -23,8 +23,8 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from sparkberg.spec import types as T
-from sparkberg.spec.transforms import (
+from sparkberg.format import types as T
+from sparkberg.format.transforms import (
     BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform, Transform, YearTransform,
 )
 

@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 
 from sparkberg.arrays import binary_offsets, float_values, int_values, valid_mask
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionSpec, SortOrder, build_sort_order
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionSpec, SortOrder, build_sort_order
 from sparkberg.write.arrow_transforms import apply_transform
 from sparkberg.write.writer import uuids_from_strings
 

@@ -20,12 +20,12 @@ import pyarrow.parquet as pq
 from sparkberg.arrays import float_values, from_numpy, strings, true_mask, valid_mask
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import FileIO, to_local_path
-from sparkberg.spec import types as T
-from sparkberg.spec.manifests import DataFile
-from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.properties import compression, target_file_size
-from sparkberg.spec.values import to_bytes
-from sparkberg.spec.types import from_json_value, to_json_value
+from sparkberg.format import types as T
+from sparkberg.format.manifests import DataFile
+from sparkberg.format.partitioning import PartitionSpec
+from sparkberg.format.properties import compression, target_file_size
+from sparkberg.format.values import to_bytes
+from sparkberg.format.types import from_json_value, to_json_value
 from sparkberg.write.arrow_transforms import physical
 
 METRICS_DEFAULT = ("write.metadata.metrics.default", "truncate(16)")

@@ -1,4 +1,4 @@
-"""Python scalars and the in-memory form of Iceberg values (see :mod:`sparkberg.spec.types`), without types:
+"""Python scalars and the in-memory form of Iceberg values (see :mod:`sparkberg.format.types`), without types:
 the epoch, days and microseconds, time zone names, exact decimals, and timestamps as Appendix D's JSON writes them.
 """
 from __future__ import annotations

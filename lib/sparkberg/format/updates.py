@@ -13,15 +13,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Union
 
 from sparkberg.errors import CommitFailedException, ValidationError
-from sparkberg.spec.metadata import DEFAULT_FORMAT_VERSION, SUPPORTED_FORMAT_VERSIONS, TableMetadata
-from sparkberg.spec.partitioning import (
+from sparkberg.format.metadata import DEFAULT_FORMAT_VERSION, SUPPORTED_FORMAT_VERSIONS, TableMetadata
+from sparkberg.format.partitioning import (
     PARTITION_DATA_ID_START, PartitionField, PartitionSpec, SortOrder, UNSORTED,
 )
-from sparkberg.spec.properties import COMPRESSION, DEFAULT_COMPRESSION
-from sparkberg.spec.snapshots import (
+from sparkberg.format.properties import COMPRESSION, DEFAULT_COMPRESSION
+from sparkberg.format.snapshots import (
     BRANCH, MAIN_BRANCH, TAG, PartitionStatisticsFile, Snapshot, SnapshotLogEntry, SnapshotRef, StatisticsFile,
 )
-from sparkberg.spec.types import (
+from sparkberg.format.types import (
     IcebergType, ListType, MapType, Schema, StructType, type_min_format_version,
 )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec.metadata import TableMetadata
+from sparkberg.format.metadata import TableMetadata
 
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
 SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"

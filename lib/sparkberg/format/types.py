@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from sparkberg.errors import NotSupportedError, ValidationError
-from sparkberg.spec.scalars import (
+from sparkberg.format.scalars import (
     date_to_days, days_to_date, decimal_unscaled, format_timestamp, micros_to_time, parse_timestamp, time_to_micros,
     unscaled_to_decimal,
 )

@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Iterable
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec.metadata import TableMetadata
-from sparkberg.spec.snapshots import BRANCH, MAIN_BRANCH
-from sparkberg.spec.updates import RemoveSnapshotRef, RemoveSnapshots, TableUpdate
+from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.snapshots import BRANCH, MAIN_BRANCH
+from sparkberg.format.updates import RemoveSnapshotRef, RemoveSnapshots, TableUpdate
 
 MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
 MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 60 * 60 * 1000

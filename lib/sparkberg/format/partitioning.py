@@ -11,8 +11,8 @@ from typing import Any, Iterable
 from urllib.parse import quote
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec.transforms import Transform, parse_transform, parse_transform_call
-from sparkberg.spec.types import INT, STRING, NestedField, Schema, StructType
+from sparkberg.format.transforms import Transform, parse_transform, parse_transform_call
+from sparkberg.format.types import INT, STRING, NestedField, Schema, StructType
 
 PARTITION_DATA_ID_START = 1000
 UNPARTITIONED_SPEC_ID = 0

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.partitioning import PartitionField, PartitionSpec, parse_transform_call
-from sparkberg.spec.schema_update import CommitsOnce
-from sparkberg.spec.transforms import Transform, VoidTransform
+from sparkberg.format import types as T
+from sparkberg.format.partitioning import PartitionField, PartitionSpec, parse_transform_call
+from sparkberg.format.schema_update import CommitsOnce
+from sparkberg.format.transforms import Transform, VoidTransform
 
 _TIME = ("year", "month", "day", "hour")
 

@@ -14,8 +14,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from sparkberg.errors import InvalidMetadataError
-from sparkberg.spec.partitioning import PartitionSpec
-from sparkberg.spec.types import Schema
+from sparkberg.format.partitioning import PartitionSpec
+from sparkberg.format.types import Schema
 
 # manifest entry status
 EXISTING, ADDED, DELETED = 0, 1, 2

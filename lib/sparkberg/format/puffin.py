@@ -17,7 +17,7 @@ import numpy as np
 from pyroaring import BitMap, BitMap64
 
 from sparkberg.errors import InvalidMetadataError, NotSupportedError
-from sparkberg.spec.metadata_columns import ROW_POSITION
+from sparkberg.format.metadata_columns import ROW_POSITION
 
 MAGIC = b"PFA1"
 FOOTER_STRUCT_LEN = 12  # payload size (4) + flags (4) + magic (4)

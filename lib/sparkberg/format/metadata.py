@@ -4,7 +4,7 @@
 versions (plus the early v3 draft's ``row-lineage`` flag, read and preserved) and writes the JSON
 each version asks for. Reading is lenient where the spec asks it (v1 ``schema``/``partition-spec``,
 ``current-snapshot-id: -1``); anything malformed raises :class:`InvalidMetadataError` naming the
-file and the field. Changes are made with :mod:`sparkberg.spec.updates`, never in place.
+file and the field. Changes are made with :mod:`sparkberg.format.updates`, never in place.
 """
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterator
 
 from sparkberg.errors import InvalidMetadataError, UnsupportedFormatVersionError, ValidationError
-from sparkberg.spec.partitioning import PartitionSpec, SortOrder, UNSORTED
-from sparkberg.spec.snapshots import (
+from sparkberg.format.partitioning import PartitionSpec, SortOrder, UNSORTED
+from sparkberg.format.snapshots import (
     BRANCH, MAIN_BRANCH, EncryptionKey, MetadataLogEntry, PartitionStatisticsFile, Snapshot, SnapshotLogEntry,
     SnapshotRef, StatisticsFile,
 )
-from sparkberg.spec.types import Schema
+from sparkberg.format.types import Schema
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
 DEFAULT_FORMAT_VERSION = 2
@@ -37,7 +37,7 @@ _KNOWN_KEYS = frozenset({
 
 @dataclass(frozen=True)
 class TableMetadata:
-    """The state of a table at one metadata version. Read-only; see :mod:`sparkberg.spec.updates`."""
+    """The state of a table at one metadata version. Read-only; see :mod:`sparkberg.format.updates`."""
 
     format_version: int
     table_uuid: str | None

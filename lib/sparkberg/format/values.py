@@ -1,7 +1,7 @@
 """Binary single-value serialization (spec Appendix D: bounds, partition summaries), and conversions between the
-in-memory value form (see :mod:`sparkberg.spec.types`) and Python's datetime/decimal/uuid objects. JSON
-single values (defaults, partition values in REST and metadata) are :func:`sparkberg.spec.types.to_json_value`
-and :func:`~sparkberg.spec.types.from_json_value`: a field's defaults are part of a schema's JSON.
+in-memory value form (see :mod:`sparkberg.format.types`) and Python's datetime/decimal/uuid objects. JSON
+single values (defaults, partition values in REST and metadata) are :func:`sparkberg.format.types.to_json_value`
+and :func:`~sparkberg.format.types.from_json_value`: a field's defaults are part of a schema's JSON.
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import uuid as _uuid
 from typing import Any
 
 from sparkberg.errors import NotSupportedError, ValidationError
-from sparkberg.spec.scalars import (
+from sparkberg.format.scalars import (
     NANOS_PER_MICRO, date_to_days, datetime_to_micros, decimal_unscaled, days_to_date, micros_to_datetime,
     micros_to_time, time_to_micros, unscaled_to_decimal,
 )
-from sparkberg.spec.types import (
+from sparkberg.format.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMP_NS, TIMESTAMPTZ,
     TIMESTAMPTZ_NS, UUID, DecimalType, FixedType, GeographyType, GeometryType, IcebergType,
 )

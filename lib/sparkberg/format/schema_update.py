@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec import types as T
-from sparkberg.spec.properties import NAME_MAPPING
-from sparkberg.spec.partitioning import PartitionSpec, SortOrder
-from sparkberg.spec.values import from_python
+from sparkberg.format import types as T
+from sparkberg.format.properties import NAME_MAPPING
+from sparkberg.format.partitioning import PartitionSpec, SortOrder
+from sparkberg.format.values import from_python
 
 ROOT = -1  # the parent id of top-level columns
 _V3_PROMOTIONS = {(T.DATE, T.TIMESTAMP), (T.DATE, T.TIMESTAMP_NS)}

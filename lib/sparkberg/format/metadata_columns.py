@@ -6,7 +6,7 @@ means the same column, whatever its name in a file.
 """
 from __future__ import annotations
 
-from sparkberg.spec.types import BOOLEAN, INT, LONG, STRING, NestedField
+from sparkberg.format.types import BOOLEAN, INT, LONG, STRING, NestedField
 
 # metadata columns of a read (``t.to_df(columns=[...])``)
 FILE_PATH = NestedField(2147483646, "_file", STRING, True)

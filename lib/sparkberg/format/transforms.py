@@ -2,7 +2,7 @@
 
 Each transform is an immutable value parsed from its JSON name (``bucket[16]``, ``truncate[4]``,
 ``day``...). ``transform.apply(source_type)`` returns a scalar function over in-memory values
-(see :mod:`sparkberg.spec.types`); it is the reference the Spark Column versions are tested against.
+(see :mod:`sparkberg.format.types`); it is the reference the Spark Column versions are tested against.
 Transforms this library does not know parse as :class:`UnknownTransform`, which readers ignore
 when filtering (required by v3) and writers refuse.
 """
@@ -19,13 +19,13 @@ from typing import Any, Callable
 import mmh3
 
 from sparkberg.errors import ValidationError
-from sparkberg.spec.types import (
+from sparkberg.format.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMP_NS, TIMESTAMPTZ,
     TIMESTAMPTZ_NS, UUID, DecimalType, FixedType, GeographyType, GeometryType, IcebergType, PrimitiveType,
 )
-from sparkberg.spec.values import int_to_min_bytes
-from sparkberg.spec.scalars import EPOCH_DATE, MICROS_PER_DAY, NANOS_PER_MICRO, decimal_unscaled, unscaled_to_decimal
-from sparkberg.spec.types import to_json_value
+from sparkberg.format.values import int_to_min_bytes
+from sparkberg.format.scalars import EPOCH_DATE, MICROS_PER_DAY, NANOS_PER_MICRO, decimal_unscaled, unscaled_to_decimal
+from sparkberg.format.types import to_json_value
 
 _TIMESTAMPS = (TIMESTAMP, TIMESTAMPTZ, TIMESTAMP_NS, TIMESTAMPTZ_NS)
 _NANO_TIMESTAMPS = (TIMESTAMP_NS, TIMESTAMPTZ_NS)
