@@ -35,7 +35,7 @@ from sparkberg.errors import (
     NotSupportedError, SparkbergError, ValidationError,
 )
 from sparkberg.expressions.predicates import TRUE, bind
-from sparkberg.expressions.sql import translate_filter
+from sparkberg.expressions.sql import Filter, translate_filter
 from sparkberg.inspect import MetadataTables
 from sparkberg.io.fileio import FileIO, file_io_for, normalize_location, to_local_path
 from sparkberg.evolution import EvolutionMixin, SchemaMerge
@@ -206,7 +206,7 @@ class Table(RefsMixin, EvolutionMixin):
     def _bound_filter(self, filter: Any, schema: Schema):
         if filter is None:
             return TRUE
-        if not isinstance(filter, str):
+        if not isinstance(filter, (str, Filter)):
             return TRUE  # a Column filter is applied exactly but prunes nothing
         return bind(translate_filter(filter, schema, lambda: session_time_zone(self.spark)), schema)
 
@@ -240,8 +240,10 @@ class Table(RefsMixin, EvolutionMixin):
         snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
         if snap is None:
             return 0
-        if filter is not None and not isinstance(filter, str):
+        if filter is not None and not isinstance(filter, (str, Filter)):
             raise ValidationError(f"count's filter is a Spark SQL expression (a string), got {type(filter).__name__}")
+        if filter is not None:
+            filter = Filter.of(filter)  # (parsed once: the plan's pruning and the exact count's test read it)
         with self._running("COUNT", snap):
             p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), None, self.name)
             must = TRUE if filter is None else bind(translate_filter(

@@ -61,7 +61,7 @@ def rows(spark, tmp_path_factory):
     t = cat.create_table("db.rows", src.schema)
     t.append(src)
     tasks = plan(spark, t.metadata, t.io, t.metadata.current_snapshot, mode="local").rows()
-    read = pa.Table.from_batches(list(TaskReader(t.metadata, t.metadata.current_schema).read(tasks, None)))
+    read = pa.Table.from_batches(list(TaskReader(t.metadata, t.metadata.current_schema, t.io).read(tasks, None)))
     found = src.orderBy("k").selectExpr(*[f"coalesce({text}, false)" for text in EVALUATED]).collect()
     spark_says = {text: [r[i] for r in found] for i, text in enumerate(EVALUATED)}
     return t.metadata.current_schema, read.sort_by("k"), spark_says

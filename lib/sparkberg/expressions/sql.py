@@ -33,7 +33,7 @@ _TOKEN = re.compile(r"""
   | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:BD|bd|[LlDdFfSsYy])?)
   | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*")
   | (?P<bq>`(?:[^`]|``)+`)
-  | (?P<op><=>|<=|>=|<>|!=|==|=|<|>|\(|\)|,|\.|\*|\+|-|/|%)
+  | (?P<op><=>|<=|>=|<>|!=|==|=|<|>|\(|\)|,|\.|\*|\+|-|/|%|!)
   | (?P<id>[A-Za-z_][A-Za-z_0-9]*)
 """, re.X)
 # a number in a string literal as Spark and Python read it alike: ASCII digits, a point, an exponent
@@ -42,26 +42,56 @@ _KEYWORDS = {"and", "or", "not", "is", "null", "in", "between", "like", "true", 
              "timestamp_ntz", "timestamp_ltz", "x"}
 
 
+# A condition's parse tree, as the translations read it: columns (dotted names), literals, what they do not read
+# (``Opaque``: a function, arithmetic, a subquery), and the nodes the translations know: ``and``/``or``/``not``
+# (operands), ``cmp`` (op, left, right), ``isnull`` (operand, negated), ``isbool`` (operand, value, negated), ``in``
+# (operand, items, negated), ``between`` (operand, low, high, negated), ``like`` (operand, pattern, negated),
+# ``isnan`` (column). This module's parser makes it from a filter string; the SQL statements' parser from a
+# statement's WHERE (:mod:`sparkberg.sql.filters`).
 @dataclass
-class _Col:
+class Col:
     name: str
 
 
 @dataclass
-class _Lit:
+class Lit:
     value: Any
     kind: str  # number, string, date, timestamp, timestamp_ntz, bool, null, binary
 
 
 @dataclass
-class _Opaque:
+class Opaque:
     pass
 
 
 @dataclass
-class _Node:
+class Node:
     kind: str
     args: tuple
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A Spark SQL condition parsed once: ``text``, what Spark evaluates over the rows, and ``tree``, what the
+    translations into Iceberg predicates and row tests read (None where no parser read it: a syntax this module's
+    parser does not take, which Spark reports when it applies the filter). A filter string is parsed here
+    (:meth:`of`); a SQL statement's WHERE arrives with the tree of the statement's own parse."""
+
+    text: str
+    tree: Any = None
+
+    @classmethod
+    def of(cls, condition: "str | Filter") -> "Filter":
+        """``condition`` parsed (a :class:`Filter` as it is)."""
+        if isinstance(condition, Filter):
+            return condition
+        try:
+            return cls(condition, _Parser(condition).parse())
+        except ValidationError:
+            return cls(condition)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -121,20 +151,20 @@ class _Parser:
         e = self.and_()
         while self.kw("or"):
             self.take()
-            e = _Node("or", (e, self.and_()))
+            e = Node("or", (e, self.and_()))
         return e
 
     def and_(self):
         e = self.not_()
         while self.kw("and"):
             self.take()
-            e = _Node("and", (e, self.not_()))
+            e = Node("and", (e, self.not_()))
         return e
 
     def not_(self):
         if self.kw("not") or (self.peek() and self.peek()[1] == "!"):
             self.take()
-            return _Node("not", (self.not_(),))
+            return Node("not", (self.not_(),))
         return self.predicate()
 
     def predicate(self):
@@ -145,7 +175,7 @@ class _Parser:
         if t[0] == "op" and t[1] in ("=", "==", "<>", "!=", "<", "<=", ">", ">=", "<=>"):
             self.take()
             right = self.operand()
-            return _Node("cmp", (t[1], left, right))
+            return Node("cmp", (t[1], left, right))
         negate = False
         if self.kw("is"):
             self.take()
@@ -154,10 +184,10 @@ class _Parser:
                 negate = True
             if self.kw("null"):
                 self.take()
-                return _Node("isnull", (left, negate))
+                return Node("isnull", (left, negate))
             if self.kw("true") or self.kw("false"):
                 val = self.take()[1].lower() == "true"
-                return _Node("isbool", (left, val, negate))
+                return Node("isbool", (left, val, negate))
             raise ValidationError(f"unsupported IS expression in filter {self.text!r}")
         if self.kw("not") and (self.kw("in", 1) or self.kw("between", 1) or self.kw("like", 1)):
             self.take()
@@ -170,16 +200,16 @@ class _Parser:
                 self.take()
                 items.append(self.operand())
             self.expect(")")
-            return _Node("in", (left, tuple(items), negate))
+            return Node("in", (left, tuple(items), negate))
         if self.kw("between"):
             self.take()
             lo = self.operand()
             self.expect("and")
             hi = self.operand()
-            return _Node("between", (left, lo, hi, negate))
+            return Node("between", (left, lo, hi, negate))
         if self.kw("like"):
             self.take()
-            return _Node("like", (left, self.operand(), negate))
+            return Node("like", (left, self.operand(), negate))
         return left
 
     def operand(self):
@@ -189,7 +219,7 @@ class _Parser:
         while self.peek() and self.peek()[0] == "op" and self.peek()[1] in ("+", "-", "*", "/", "%"):
             self.take()
             self.atom()
-            node = _Opaque()
+            node = Opaque()
         return node
 
     def atom(self):
@@ -200,13 +230,13 @@ class _Parser:
             return e
         if kind == "op" and text == "-":
             inner = self.atom()
-            if isinstance(inner, _Lit) and inner.kind == "number":
-                return _Lit(_negate(inner.value), "number")
-            return _Opaque()
+            if isinstance(inner, Lit) and inner.kind == "number":
+                return Lit(_negate(inner.value), "number")
+            return Opaque()
         if kind == "num":
-            return _Lit(_number(text), "number")
+            return Lit(number_value(text), "number")
         if kind == "str":
-            return _Lit(_unquote(text), "string")
+            return Lit(_unquote(text), "string")
         if kind == "bq":
             name = text[1:-1].replace("``", "`")
             return self._dotted(name)
@@ -215,14 +245,14 @@ class _Parser:
             nxt = self.peek()
             if low in ("date", "timestamp", "timestamp_ntz", "timestamp_ltz") and nxt and nxt[0] == "str":
                 self.take()
-                return _Lit(_unquote(nxt[1]), {"timestamp_ltz": "timestamp"}.get(low, low))
+                return Lit(_unquote(nxt[1]), {"timestamp_ltz": "timestamp"}.get(low, low))
             if low == "x" and nxt and nxt[0] == "str":
                 self.take()
-                return _Lit(bytes.fromhex(_unquote(nxt[1])), "binary")
+                return Lit(bytes.fromhex(_unquote(nxt[1])), "binary")
             if low in ("true", "false"):
-                return _Lit(low == "true", "bool")
+                return Lit(low == "true", "bool")
             if low == "null":
-                return _Lit(None, "null")
+                return Lit(None, "null")
             if nxt and nxt[1] == "(":  # a function call
                 self.take()
                 args = []
@@ -232,9 +262,9 @@ class _Parser:
                         self.take()
                         args.append(self.or_())
                 self.expect(")")
-                if low == "isnan" and len(args) == 1 and isinstance(args[0], _Col):
-                    return _Node("isnan", (args[0],))
-                return _Opaque()
+                if low == "isnan" and len(args) == 1 and isinstance(args[0], Col):
+                    return Node("isnan", (args[0],))
+                return Opaque()
             return self._dotted(text)
         raise ValidationError(f"unexpected {text!r} in filter {self.text!r}")
 
@@ -244,10 +274,12 @@ class _Parser:
             self.take()
             kind, text = self.take()
             parts.append(text[1:-1].replace("``", "`") if kind == "bq" else text)
-        return _Col(".".join(parts))
+        return Col(".".join(parts))
 
 
-def _number(text: str) -> Any:
+def number_value(text: str) -> Any:
+    """The value of a Spark SQL number literal as the parser reads it (``10``, ``10L``, ``1.5``, ``1.5D``, ``1e3``,
+    ``1.5BD``)."""
     t = text.rstrip("LlDdFfSsYy")
     if text[-2:].lower() == "bd":
         return Decimal(text[:-2])
@@ -264,16 +296,16 @@ def _negate(v: Any) -> Any:
 
 def _column_first(op: str, left, right) -> tuple[str, Any, Any]:
     """A comparison with its literal on the right (``5 < x`` is ``x > 5``)."""
-    if isinstance(left, _Lit) and isinstance(right, _Col):
+    if isinstance(left, Lit) and isinstance(right, Col):
         return {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op), right, left
     return op, left, right
 
 
-def _between_as_and(node: _Node) -> _Node:
+def _between_as_and(node: Node) -> Node:
     """``x [NOT] BETWEEN lo AND hi`` as Spark reads it: ``[NOT] (x >= lo AND x <= hi)``."""
     col, lo, hi, negate = node.args
-    both = _Node("and", (_Node("cmp", (">=", col, lo)), _Node("cmp", ("<=", col, hi))))
-    return _Node("not", (both,)) if negate else both
+    both = Node("and", (Node("cmp", (">=", col, lo)), Node("cmp", ("<=", col, hi))))
+    return Node("not", (both,)) if negate else both
 
 
 def _like_prefix(pattern: str) -> tuple[str | None, bool]:
@@ -298,13 +330,13 @@ class _Translator:
         return self.time_zone() if callable(self.time_zone) else self.time_zone
 
     def field(self, node) -> T.NestedField | None:
-        if isinstance(node, _Col):
+        if isinstance(node, Col):
             f = self.by_name.get(node.name.lower())
             if f is not None and f.field_type.is_primitive:
                 return f
         return None
 
-    def literal(self, f: T.NestedField, lit: _Lit) -> Any:
+    def literal(self, f: T.NestedField, lit: Lit) -> Any:
         """The literal as a value of the column's type the way Spark would compare them, or raise."""
         t = f.field_type
         if lit.kind == "null":
@@ -348,7 +380,7 @@ class _Translator:
             return convert_literal(t, text)
         return convert_literal(t, lit.value)
 
-    def _micros(self, lit: _Lit, zoned: bool) -> int:
+    def _micros(self, lit: Lit, zoned: bool) -> int:
         text = lit.value.strip().replace("T", " ")
         if text.endswith("Z"):
             text = text[:-1] + "+00:00"
@@ -363,7 +395,7 @@ class _Translator:
         """A weakening of ``node`` (``positive``) or a strengthening; ``negated``: ``node`` is under an odd number
         of NOTs, which turn a row's FALSE into TRUE and leave its NULL NULL."""
         unknown = TRUE if positive else FALSE
-        if isinstance(node, _Node):
+        if isinstance(node, Node):
             k, a = node.kind, node.args
             if k == "and":
                 return and_(self.translate(a[0], positive, negated), self.translate(a[1], positive, negated))
@@ -373,7 +405,7 @@ class _Translator:
                 return rewrite_not(not_(self.translate(a[0], not positive, not negated)))
             if k == "between":  # (either comparison may be one it cannot translate)
                 return self.translate(_between_as_and(node), positive, negated)
-            if k == "in" and negated and any(isinstance(i, _Lit) and i.kind == "null" for i in a[1]):
+            if k == "in" and negated and any(isinstance(i, Lit) and i.kind == "null" for i in a[1]):
                 # (a value the list lacks makes it NULL, never FALSE: no negation of its translation holds)
                 return unknown
             try:
@@ -381,13 +413,13 @@ class _Translator:
             except (ValueError, ValidationError, ArithmeticError, KeyError):
                 return unknown
             return unknown if exact is None else exact
-        if isinstance(node, _Col):
+        if isinstance(node, Col):
             f = self.field(node)
             if f is not None and f.field_type == T.BOOLEAN:
                 return Predicate("eq", node.name, True)
         return unknown
 
-    def predicate(self, node: _Node) -> Expression | None:
+    def predicate(self, node: Node) -> Expression | None:
         """The exact translation of one predicate, or None."""
         k, a = node.kind, node.args
         if k == "isnull":
@@ -402,7 +434,7 @@ class _Translator:
         if k == "cmp":
             op, left, right = _column_first(*a)
             f = self.field(left)
-            if f is None or not isinstance(right, _Lit):
+            if f is None or not isinstance(right, Lit):
                 return None
             if op == "<=>" and right.kind == "null":
                 return Predicate("is_null", left.name)
@@ -413,10 +445,10 @@ class _Translator:
         if k == "in":
             col, items, negate = a
             f = self.field(col)
-            if f is None or not all(isinstance(i, _Lit) for i in items):
+            if f is None or not all(isinstance(i, Lit) for i in items):
                 return None
             if any(i.kind == "null" for i in items):
-                return None if negate else self.predicate(_Node("in", (col, tuple(i for i in items if i.kind !=
+                return None if negate else self.predicate(Node("in", (col, tuple(i for i in items if i.kind !=
                                                                                  "null"), False)))
             values = [self.literal(f, i) for i in items]
             if f.field_type in (T.FLOAT, T.DOUBLE) and any(v != v for v in values):
@@ -425,7 +457,7 @@ class _Translator:
         if k == "like":
             col, pat, negate = a
             f = self.field(col)
-            if f is None or f.field_type != T.STRING or not isinstance(pat, _Lit) or pat.kind != "string":
+            if f is None or f.field_type != T.STRING or not isinstance(pat, Lit) or pat.kind != "string":
                 return None
             body, whole = _like_prefix(pat.value)
             if body is None:
@@ -473,20 +505,14 @@ def conjuncts(text: str) -> list[str]:
     return [c for c in out if c]
 
 
-def parse_filter(text: str):
-    """The parse tree of a Spark SQL boolean expression (raises ValidationError on syntax it cannot read)."""
-    return _Parser(text).parse()
-
-
-def translate_filter(text: str, schema: T.Schema, time_zone: str | Callable[[], str] = "UTC",
+def translate_filter(condition: "str | Filter", schema: T.Schema, time_zone: str | Callable[[], str] = "UTC",
                      strengthen: bool = False) -> Expression:
-    """An unbound Iceberg expression implied by the Spark SQL filter ``text`` (for pruning); with
+    """An unbound Iceberg expression implied by the Spark SQL filter ``condition`` (for pruning); with
     ``strengthen``, one that implies it instead (for deciding that every row of a file matches). ``time_zone``
     (the zone of timestamp literals without one) may be a function that reads it, called only for such a
     literal (reading the session's costs a call into the JVM)."""
-    try:
-        tree = parse_filter(text)
-    except ValidationError:
+    tree = Filter.of(condition).tree
+    if tree is None:
         return FALSE if strengthen else TRUE  # Spark reports the syntax error when it applies the filter
     return _Translator(schema, time_zone).translate(tree, not strengthen)
 
@@ -523,14 +549,14 @@ class RowFilter:
         return true_mask(self._test({name: batch.column(name) for name in self.columns}))
 
 
-def row_filter(text: str, schema: T.Schema, time_zone: str | Callable[[], str] = "UTC") -> RowFilter | None:
-    """``text`` as a :class:`RowFilter` over ``schema``'s top-level columns (named as the schema names them), or
+def row_filter(condition: "str | Filter", schema: T.Schema, time_zone: str | Callable[[], str] = "UTC"
+               ) -> RowFilter | None:
+    """``condition`` as a :class:`RowFilter` over ``schema``'s top-level columns (named as the schema names them), or
     None where a part of it is not one this module evaluates exactly: a function, arithmetic, another column, a
     nested field, a type outside ``_ROW_TYPES``, a literal the translator does not take, a NaN literal, LIKE
     beyond a prefix, IS TRUE/FALSE. Spark then applies the filter (and reports what is wrong with it)."""
-    try:
-        tree = parse_filter(text)
-    except ValidationError:
+    tree = Filter.of(condition).tree
+    if tree is None:
         return None
     fields = {f.name: f for f in schema.fields if f.field_type in _ROW_TYPES}
     used: dict[str, None] = {}
@@ -552,7 +578,7 @@ class _RowCompiler:
         self.translator, self.fields, self.used = translator, fields, used
 
     def column(self, node) -> tuple[T.NestedField, Callable[[dict], Any]]:
-        if not isinstance(node, _Col) or node.name not in self.fields:
+        if not isinstance(node, Col) or node.name not in self.fields:
             raise _Unsupported
         f = self.fields[node.name]
         self.used[f.name] = None
@@ -560,7 +586,7 @@ class _RowCompiler:
         return f, (lambda c: c[f.name]) if cast is None else (lambda c: c[f.name].cast(cast))
 
     def value(self, f: T.NestedField, lit) -> Any:
-        if not isinstance(lit, _Lit) or lit.kind == "null":
+        if not isinstance(lit, Lit) or lit.kind == "null":
             raise _Unsupported
         v = self.translator.literal(f, lit)
         if f.field_type == T.DOUBLE and v != v:
@@ -569,12 +595,12 @@ class _RowCompiler:
 
     def compile(self, node) -> Callable[[dict], Any]:
         pc, scalar = self.pc, self.arrays.scalar
-        if isinstance(node, _Col):
+        if isinstance(node, Col):
             f, col = self.column(node)
             if f.field_type != T.BOOLEAN:
                 raise _Unsupported
             return col
-        if not isinstance(node, _Node):
+        if not isinstance(node, Node):
             raise _Unsupported
         k, a = node.kind, node.args
         if k in ("and", "or"):
@@ -607,7 +633,7 @@ class _RowCompiler:
         pc, scalar = self.pc, self.arrays.scalar
         op, left, right = _column_first(op, left, right)
         f, col = self.column(left)
-        if op == "<=>" and isinstance(right, _Lit) and right.kind == "null":
+        if op == "<=>" and isinstance(right, Lit) and right.kind == "null":
             return lambda c: pc.is_null(col(c))
         v = scalar(self.value(f, right))  # (typed as pa.scalar would type it, made without pandas)
         fn = getattr(pc, _ARROW_CMP[op])
@@ -623,7 +649,7 @@ class _RowCompiler:
         pa, pc, arrays = self.pa, self.pc, self.arrays
         from_bools, from_python, scalar = arrays.from_bools, arrays.from_python, arrays.scalar
         f, col = self.column(node)
-        if not items or not all(isinstance(i, _Lit) for i in items):
+        if not items or not all(isinstance(i, Lit) for i in items):
             raise _Unsupported
         values = [self.value(f, i) for i in items if i.kind != "null"]
         has_null = len(values) < len(items)
@@ -648,7 +674,7 @@ class _RowCompiler:
     def like(self, node, pattern, negate: bool) -> Callable[[dict], Any]:
         pc, scalar = self.pc, self.arrays.scalar
         f, col = self.column(node)
-        if f.field_type != T.STRING or not isinstance(pattern, _Lit) or pattern.kind != "string":
+        if f.field_type != T.STRING or not isinstance(pattern, Lit) or pattern.kind != "string":
             raise _Unsupported
         body, whole = _like_prefix(pattern.value)
         if body is None:

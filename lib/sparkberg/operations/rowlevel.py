@@ -31,7 +31,7 @@ from sparkberg.errors import CommitFailedException, NotSupportedError, Validatio
 from sparkberg.expressions.evaluators import metrics_may_match, metrics_must_match
 from sparkberg.expressions.predicates import FALSE, TRUE, And, Predicate, and_, bind, row_evaluator
 from sparkberg.expressions.projection import inclusive_projection, strict_projection
-from sparkberg.expressions.sql import conjuncts, row_filter, translate_filter
+from sparkberg.expressions.sql import Filter, conjuncts, row_filter, translate_filter
 from sparkberg.io.fileio import FileIO, deleted_on_failure
 from sparkberg.operations.changes import AllOf, Changes
 from sparkberg.operations.request import CommitRequest
@@ -220,12 +220,12 @@ def values_predicate(field: T.NestedField, schema: T.Schema, found: list | None,
 _SEMI_JOIN = re.compile(r"^\(?\s*`?(\w+)`?\s+IN\s*\(\s*(SELECT\b.*)\)\s*\)?$", re.I | re.S)
 
 
-def semi_join_pruning(spark, filter: str, schema):
+def semi_join_pruning(spark, filter: str | Filter, schema):
     """A bound predicate from the conjuncts ``col IN (SELECT ...)`` of a SQL filter: each subquery is run and its
     values (or their range) prune the files of ``col`` (:func:`key_predicate`); None when there are none. A subquery
     that does not run on its own (a correlated one) prunes nothing; the filter still applies it to the rows."""
     out = None
-    for c in conjuncts(filter):
+    for c in conjuncts(str(filter)):
         m = _SEMI_JOIN.match(c)
         if not m:
             continue
@@ -242,7 +242,7 @@ def semi_join_pruning(spark, filter: str, schema):
     return out
 
 
-def condition(filter: str | Column) -> Column:
+def condition(filter: str | Filter | Column) -> Column:
     """A row-level operation's filter as a Column that is false where the filter is null."""
     return F.coalesce(filter if isinstance(filter, Column) else F.expr(f"({filter})"), F.lit(False))
 
@@ -251,15 +251,15 @@ class RowLevel:
     """The files of the request's target head a filter may touch, split into whole-file matches and the rest; the
     operation commits through :meth:`commit` as ``request`` says."""
 
-    def __init__(self, table, request: CommitRequest, filter: str | Column | None, prune=None):
+    def __init__(self, table, request: CommitRequest, filter: str | Filter | Column | None, prune=None):
         self.table = table
         self.request = request
         self.m = m = table.metadata
         self.spark = table.spark
         self.schema = schema = m.current_schema
-        self.filter = filter
         tz = functools.partial(session_time_zone, self.spark)  # (read only for a literal without a zone)
-        text = filter if isinstance(filter, str) else None
+        text = Filter.of(filter) if isinstance(filter, (str, Filter)) else None  # (parsed once, for all below)
+        self.filter = filter if text is None else text
         self.weak = TRUE if text is None else bind(translate_filter(text, schema, tz), schema)
         if text is not None:
             semi = semi_join_pruning(self.spark, text, schema)
@@ -448,7 +448,7 @@ def positions_on_driver(spark, matched: DataFrame, tasks: list, write: Callable[
                  for start, end, (h,) in key_runs([got.column("_file").combine_chunks()], got.num_rows))
 
 
-def matched_on_driver(rl: RowLevel, filter: str | Column) -> dict[str, np.ndarray] | None:
+def matched_on_driver(rl: RowLevel, filter: str | Filter | Column) -> dict[str, np.ndarray] | None:
     """The positions of the rows of ``rl``'s partly matched files that ``filter`` matches (data file -> sorted
     positions, files without a match left out), found on the driver: each file's columns the filter reads, read
     by the driver's threads into Arrow and tested as Spark tests them (:func:`row_filter`), its deleted rows left
@@ -456,7 +456,7 @@ def matched_on_driver(rl: RowLevel, filter: str | Column) -> dict[str, np.ndarra
     not. None, for Spark to find them, where the filter is not one :func:`row_filter` evaluates, where the files
     hold more than ``tuning.DRIVER_FILTER_VALUES`` of the values it reads, or on Spark Connect (the client is no
     cluster's driver)."""
-    if not isinstance(filter, str) or not is_classic(rl.spark):
+    if not isinstance(filter, (str, Filter)) or not is_classic(rl.spark):
         return None
     test = row_filter(filter, rl.schema, functools.partial(session_time_zone, rl.spark))
     if test is None or not test.columns:
@@ -483,13 +483,14 @@ def picked_rows(df: DataFrame, rows: int, tasks: list) -> DataFrame:
     return df if rows >= sum(t["record_count"] for t in tasks) else df.hint("rebalance")
 
 
-def delete_rows(table, filter: str | Column, request: CommitRequest) -> Changes | None:
+def delete_rows(table, filter: str | Filter | Column, request: CommitRequest) -> Changes | None:
     """What deleting the rows matching a filter (Spark SQL or a Column) changes (``write.delete.mode``); None when
     nothing matched."""
-    if not isinstance(filter, Column) and (not isinstance(filter, str) or not filter.strip()):
+    if not isinstance(filter, Column) and (not isinstance(filter, (str, Filter)) or not str(filter).strip()):
         raise ValidationError("delete needs a filter (a Spark SQL boolean expression or a Column); use 'true' to "
                               "delete all")
     rl = RowLevel(table, request, filter)
+    filter = rl.filter  # (parsed)
     if not rl.tasks:
         return None
     rl.whole_by_metrics()  # (every file proven whole: a metadata-only delete, as Java makes it)
@@ -516,7 +517,7 @@ def delete_rows(table, filter: str | Column, request: CommitRequest) -> Changes 
     return rl.changes("overwrite" if added_data else "delete", added_data, added_deletes, removed, required)
 
 
-def overwrite(table, df, filter: str | None, request: CommitRequest, distribution_mode: str | None = None
+def overwrite(table, df, filter: str | Filter | None, request: CommitRequest, distribution_mode: str | None = None
               ) -> Changes:
     """What replacing the rows matching ``filter`` (all rows when None) with the rows of ``df`` changes."""
     rl = RowLevel(table, request, filter)
@@ -555,7 +556,7 @@ def dynamic_overwrite(table, df, request: CommitRequest, distribution_mode: str 
     return rl.changes("overwrite", added, [], removed, command="update", summary={"replace-partitions": "true"})
 
 
-def update(table, assignments: dict[str, str], filter: str | Column | None, request: CommitRequest
+def update(table, assignments: dict[str, str], filter: str | Filter | Column | None, request: CommitRequest
            ) -> Changes | None:
     """What setting columns to Spark SQL expressions on the rows matching ``filter`` changes (None: no row
     matched): copy-on-write or merge-on-read per ``write.update.mode``. Updated rows keep their v3 ``_row_id`` and

@@ -53,7 +53,7 @@ class TaskReader:
     and its data sequence number; neither for a file without a first row id). Picklable: it is sent to the
     executors."""
 
-    def __init__(self, metadata: TableMetadata, schema: T.Schema, io: FileIO | None = None):
+    def __init__(self, metadata: TableMetadata, schema: T.Schema, io: FileIO):
         self.io = io  # (the table's FileIO: data and delete files open with the table's credentials)
         self.fields = list(schema.fields)
         self.arrow = arrow_schema(read_struct(schema))

@@ -544,22 +544,22 @@ def _default_column(schema: T.Schema, field_id: int, spark_type: ST.DataType) ->
     return F.lit(None).cast(spark_type) if f is None else _literal_default(f, spark_type)
 
 
-def _field_reader(fmt: str, fields: Sequence[T.NestedField], mapping: dict[int, list[str]] | None = None,
-                  io: FileIO | None = None):
+def _field_reader(fmt: str, fields: Sequence[T.NestedField], mapping: dict[int, list[str]] | None,
+                  io: FileIO):
     """An Arrow reader of ``fields`` (by field id, else by ``mapping``) from files of format ``fmt``, opened by
-    ``io`` (the table's FileIO) where given."""
+    ``io`` (the table's FileIO)."""
     return ArrowFileReader(fmt, fields, arrow_schema(ST.StructType([to_spark_read_field(f) for f in fields])), mapping,
                            io=io)
 
 
-def delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], io: FileIO | None = None
+def delete_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], io: FileIO
                      ) -> Iterator[pa.RecordBatch]:
     """The rows of one delete file, ``fields`` read by field id (opened by ``io``, the table's FileIO)."""
-    return _field_reader(fmt, fields, io=io).read(path)
+    return _field_reader(fmt, fields, None, io).read(path)
 
 
 def file_table(path: str, fmt: str, fields: Sequence[T.NestedField],
-                mapping: dict[int, list[str]] | None = None, io: FileIO | None = None) -> pa.Table:
+                mapping: dict[int, list[str]] | None, io: FileIO) -> pa.Table:
     """The rows of one file, ``fields`` read by field id (else by ``mapping``), as one Arrow table (opened by
     ``io``, the table's FileIO)."""
     reader = _field_reader(fmt, fields, mapping, io)

@@ -75,7 +75,7 @@ def _equality_file_rows(path: str, fmt: str, fields: Sequence[T.NestedField], ca
     """The rows of one equality delete file (its ``fields``, by field id), decoded once per process with a
     ``cache``, opened by ``io`` (the table's FileIO)."""
     def load() -> pa.Table:
-        return file_table(path, fmt, fields, io=io)
+        return file_table(path, fmt, fields, None, io)
     if cache is None:
         return load()
     return cache.get(("equality deletes", path, fmt, tuple(f.field_id for f in fields)), load, lambda t: t.nbytes)

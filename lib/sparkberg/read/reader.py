@@ -17,7 +17,7 @@ from pyspark.sql import types as ST
 
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO
-from sparkberg.expressions.sql import referenced_names
+from sparkberg.expressions.sql import Filter, referenced_names
 from sparkberg.planning.entries import PartitionLayout, physical_spark_type
 from sparkberg.planning.scan import partition_column
 from sparkberg.read.columns import (
@@ -73,9 +73,12 @@ def identity_values(metadata: TableMetadata, schema: T.Schema, tasks: list, layo
 
 
 def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, layout: PartitionLayout,
-               columns: Sequence[str] | None, filter: str | Column | None, io: FileIO | None = None) -> DataFrame:
+               columns: Sequence[str] | None, filter: str | Filter | Column | None, io: FileIO | None = None
+               ) -> DataFrame:
     """Rows of the given scan tasks (collected rows of the plan), projected to ``columns``; ``io``: the table's
     FileIO, which reads data files on object stores."""
+    if isinstance(filter, Filter):  # (Spark evaluates its text)
+        filter = filter.text
     ensure_session_conf(spark)
     tuning = ReadTuning.of(spark)
     check_readable(schema)

@@ -21,10 +21,12 @@ from sqlglot import exp
 from pyspark.sql import functions as F
 
 from sparkberg.errors import StatementFailedError, ValidationError
+from sparkberg.expressions.sql import Filter
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.catalog.config import conf_properties
 from sparkberg.spark.session import session_conf, session_setting
 from sparkberg.sql import ddl, procedures
+from sparkberg.sql.filters import filter_of
 from sparkberg.sql.names import DEFAULT_CATALOG_CONF, Names, empty, parts_of, rewrite_query, source
 from sparkberg.sql.parsing import (
     Extension, SqlSyntaxError, Statement, parse, parse_extension, split, unsupported,
@@ -182,9 +184,9 @@ def _count(names: Names, tree: exp.Expr) -> Any:
     if where is not None and where.find(exp.Subquery, exp.Select):
         return None
     qualifiers = {q.lower() for q in (node.name, node.alias) if q}
-    text = None if where is None else _unqualified(where.this, qualifiers).sql(dialect="spark")
+    condition = None if where is None else filter_of(_unqualified(where.this, qualifiers))
     name = item.alias if isinstance(item, exp.Alias) else "count(1)"
-    return local_dataframe(names.spark, [(found.table.count(text),)], f"`{name}` bigint")
+    return local_dataframe(names.spark, [(found.table.count(condition),)], f"`{name}` bigint")
 
 
 # --- writes ------------------------------------------------------------------------------------------------------
@@ -220,11 +222,12 @@ def _unqualified(node: exp.Expr, qualifiers: set[str]) -> exp.Expr:
     return node.copy().transform(strip)
 
 
-def _condition(names: Names, node: exp.Expr, qualifiers: set[str]) -> str:
-    """A filter or value of a DELETE or UPDATE as Spark SQL: the target's qualifiers dropped, and the sparkberg tables
-    its subqueries read (``id IN (SELECT id FROM ns.staging)``) replaced by views of them."""
+def _condition(names: Names, node: exp.Expr, qualifiers: set[str]) -> Filter:
+    """The condition of a DELETE, UPDATE or REPLACE WHERE as a filter (its Spark SQL text, and its tree from this
+    parse: :mod:`sparkberg.sql.filters`): the target's qualifiers dropped, and the sparkberg tables its subqueries
+    read (``id IN (SELECT id FROM ns.staging)``) replaced by views of them."""
     rewritten, _ = rewrite_query(names, _unqualified(node, qualifiers))
-    return rewritten.sql(dialect="spark")
+    return filter_of(rewritten)
 
 
 def insert(names: Names, statement: Statement, tree: exp.Insert) -> Any:
