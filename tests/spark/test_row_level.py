@@ -97,8 +97,8 @@ def test_merge_pairs_keep_the_target_columns_only_updates_read(spark, warehouse,
     cat, t = table(spark, warehouse, version, mode)
     t.append(spark.sql("SELECT CAST(NULL AS BIGINT) AS id, 'odd' AS cat, 0 AS n"))
     kept = []
-    real = MergeBuilder._commit
-    monkeypatch.setattr(MergeBuilder, "_commit", lambda self, rl, pairs, *rest:
+    real = MergeBuilder._changes
+    monkeypatch.setattr(MergeBuilder, "_changes", lambda self, rl, pairs, *rest:
                         kept.append(pairs.columns) or real(self, rl, pairs, *rest))
     before = cat.load_table("db.t").metadata
     for source, condition in (

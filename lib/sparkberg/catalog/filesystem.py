@@ -20,7 +20,7 @@ from sparkberg.catalog.purge import referenced_files
 from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
-    NoSuchTableError, NotSupportedError, TableAlreadyExistsError, ValidationError,
+    NoSuchTableError, NotSupportedError, StorageError, TableAlreadyExistsError, ValidationError,
 )
 from sparkberg.io.fileio import FileAlreadyExistsError, FileIO, file_io_for
 from sparkberg.format.metadata import TableMetadata
@@ -71,7 +71,9 @@ class FileSystemCatalog:
         hint = None
         try:
             hint = int(self.io.read(_join(mdir, VERSION_HINT)).decode("utf-8").strip())
-        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        except (FileNotFoundError, ValueError, UnicodeDecodeError, StorageError):
+            # (the hint only saves a listing: one being rewritten as it is read, which an object store answers
+            # with a range that no longer fits (Azure's 416), is no hint)
             hint = None
         if hint is not None:
             version = hint

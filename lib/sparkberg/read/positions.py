@@ -318,7 +318,7 @@ def apply_position_deletes(spark, rows: DataFrame, src: PositionSources) -> Data
                                        "_del_row bigint"))
     if applies:
         files = local_dataframe(spark, sorted(formats.items()), "delete_file string, file_format string")
-        deleted.append(map_in_arrow(files, PositionDeleteRows(dict(applies), io=src.io), "_del_row bigint"))
+        deleted.append(map_in_arrow(files, PositionDeleteRows(dict(applies), None, src.io), "_del_row bigint"))
     if dvs:
         refs = local_dataframe(spark, dvs, "data_file_id int, puffin_path string, content_offset bigint, "
                                            "content_size_in_bytes bigint")

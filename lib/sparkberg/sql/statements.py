@@ -223,9 +223,10 @@ def _unqualified(node: exp.Expr, qualifiers: set[str]) -> exp.Expr:
 
 
 def _condition(names: Names, node: exp.Expr, qualifiers: set[str]) -> Filter:
-    """The condition of a DELETE, UPDATE or REPLACE WHERE as a filter (its Spark SQL text, and its tree from this
-    parse: :mod:`sparkberg.sql.filters`): the target's qualifiers dropped, and the sparkberg tables its subqueries
-    read (``id IN (SELECT id FROM ns.staging)``) replaced by views of them."""
+    """The condition of a DELETE, UPDATE or REPLACE WHERE (or an UPDATE's value: its ``text``) as a filter (its
+    Spark SQL text, and its tree from this parse: :mod:`sparkberg.sql.filters`): the target's qualifiers dropped,
+    and the sparkberg tables its subqueries read (``id IN (SELECT id FROM ns.staging)``) replaced by views of
+    them."""
     rewritten, _ = rewrite_query(names, _unqualified(node, qualifiers))
     return filter_of(rewritten)
 
@@ -304,7 +305,7 @@ def update(names: Names, statement: Statement, tree: exp.Update) -> Any:
     qualifiers = _qualifiers(tree.this, alias)
     where = tree.args.get("where")
     assignments = {_unqualified(e.this, qualifiers).sql(dialect="spark").replace("`", ""):
-                   _condition(names, e.expression, qualifiers) for e in tree.expressions}
+                   _condition(names, e.expression, qualifiers).text for e in tree.expressions}
     condition = None if where is None else _condition(names, where.this, qualifiers)
     table.update(assignments, condition, branch=branch)
     return empty(names)
