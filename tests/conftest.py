@@ -98,6 +98,15 @@ def gcs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def hive_metastore():
+    """A Hive Metastore (tests/hiveserver.py) for the module's tests."""
+    from hiveserver import HiveMetastore
+    server = HiveMetastore()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
 def azure(tmp_path_factory):
     from objectstores import AzureServer, started
     with started(str(tmp_path_factory.mktemp("no-cloud")), AzureServer) as server:

@@ -9,7 +9,9 @@ both.
 - ``http://...``, ``https://...`` (or ``type="rest"``): an Iceberg REST catalog, with ``token``, ``credential``,
   ``oauth2-server-uri``, ``scope`` and ``header.*`` in ``properties``;
 - ``type="glue"``: AWS Glue (:mod:`sparkberg.catalog.glue`), with ``warehouse`` and ``glue.*`` properties;
-- a name with ``spark.sql.catalog.<name>.type`` (``hadoop``, ``jdbc``, ``rest``, ``glue``; or Iceberg Java's
+- ``thrift://host:port`` (or ``type="hive"``): a Hive Metastore (:mod:`sparkberg.catalog.hive`), with
+  ``warehouse``;
+- a name with ``spark.sql.catalog.<name>.type`` (``hadoop``, ``jdbc``, ``rest``, ``glue``, ``hive``; or Iceberg Java's
   ``.catalog-impl`` class), ``.uri``, ``.warehouse``,
   ``.jdbc.user``, ``.jdbc.password``, ``.token``, ``.credential``, ``.header.*`` ... in the Spark conf.
 """
@@ -28,10 +30,11 @@ from sparkberg.spark.jvm import session_conf_entries
 SQL_SCHEMES = ("sqlite:", "jdbc:sqlite:", "postgresql:", "postgres:", "jdbc:postgresql:")
 CONF_PREFIX = "spark.sql.catalog."
 # the catalog types, as Iceberg's Spark conf names them (``sql``: PyIceberg's name of ``jdbc``)
-CATALOG_TYPES = ("hadoop", "jdbc", "sql", "rest", "glue")
+CATALOG_TYPES = ("hadoop", "jdbc", "sql", "rest", "glue", "hive")
 # Iceberg Java's catalog classes (``spark.sql.catalog.<name>.catalog-impl``), by the type each is
 CATALOG_IMPLS = {"org.apache.iceberg.hadoop.HadoopCatalog": "hadoop", "org.apache.iceberg.jdbc.JdbcCatalog": "jdbc",
-                 "org.apache.iceberg.rest.RESTCatalog": "rest", "org.apache.iceberg.aws.glue.GlueCatalog": "glue"}
+                 "org.apache.iceberg.rest.RESTCatalog": "rest", "org.apache.iceberg.aws.glue.GlueCatalog": "glue",
+                 "org.apache.iceberg.hive.HiveCatalog": "hive"}
 DEFAULT_NAME = "default"
 
 
@@ -73,11 +76,12 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
         name, props = uri, {**from_conf, **props}
         conf_uri = str(props.get("uri", ""))
         type = type or _impl_type(props) or props.get("type", "jdbc" if conf_uri.startswith(SQL_SCHEMES) else
-                                 "rest" if conf_uri.startswith(("http:", "https:")) else "hadoop")
+                                 "rest" if conf_uri.startswith(("http:", "https:")) else
+                                 "hive" if conf_uri.startswith("thrift:") else "hadoop")
         uri = props.get("uri") or props.get("warehouse") or ""
         warehouse = warehouse or props.get("warehouse")
     kind = (type or ("jdbc" if uri.startswith(SQL_SCHEMES) else "rest" if uri.startswith(("http:", "https:"))
-                     else "hadoop")).lower()
+                     else "hive" if uri.startswith("thrift:") else "hadoop")).lower()
     if kind not in CATALOG_TYPES:
         raise ValidationError(f"unknown catalog type {kind!r}: sparkberg opens {', '.join(CATALOG_TYPES)} catalogs")
     if kind == "hadoop":
@@ -106,6 +110,13 @@ def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str |
         config = {"type": "glue", "uri": uri, "warehouse": location, "name": name or DEFAULT_NAME,
                   "properties": props}
         return catalog, f"{name or DEFAULT_NAME} (Glue)", config
+    if kind == "hive":
+        from sparkberg.catalog.hive import HiveCatalog  # (only where a metastore is opened)
+        location = normalize_location(warehouse) if warehouse else None
+        catalog = HiveCatalog(name or DEFAULT_NAME, uri, location, file_io_for(location, props), props)
+        config = {"type": "hive", "uri": uri, "warehouse": location, "name": name or DEFAULT_NAME,
+                  "properties": props}
+        return catalog, f"{name or DEFAULT_NAME} (Hive Metastore {uri})", config
     if kind == "rest":
         # (imported here, not with this module: its HTTP client, requests, is about two fifths of the time
         # `import sparkberg` takes, which every process that opens no REST catalog need not pay)
