@@ -23,6 +23,7 @@ from sparkberg.catalog.base import (
     Identifier, parse_identifier, parse_namespace, read_metadata, with_metadata_log, delete_dropped,
     write_metastore_metadata, metastore_version,
 )
+from sparkberg.catalog.metastore import MetastoreCatalog
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
@@ -75,8 +76,10 @@ def glue_columns(metadata: TableMetadata) -> list[dict[str, Any]]:
     return out
 
 
-class GlueCatalog:
+class GlueCatalog(MetastoreCatalog):
     """A catalog kept in AWS Glue (see the module docstring)."""
+
+    kind = "Glue"
 
     def __init__(self, name: str, warehouse: str | None, io: FileIO, properties: dict[str, str] | None = None):
         props = dict(properties or {})
@@ -116,13 +119,6 @@ class GlueCatalog:
             raise CatalogDatabaseError(redact.text(f"Glue catalog {self.name}: {operation} failed: {e}")) from None
 
     # --- namespaces -----------------------------------------------------------------------------------
-    @staticmethod
-    def _database(namespace) -> str:
-        ns = parse_namespace(namespace)
-        if len(ns) != 1:
-            raise ValidationError(f"Glue namespaces have one level (a database), got {'.'.join(ns)!r}")
-        return ns[0]
-
     def create_namespace(self, namespace, properties: dict[str, str] | None = None) -> None:
         props = {k: str(v) for k, v in (properties or {}).items()}
         database: dict[str, Any] = {"Name": self._database(namespace), "Parameters": props}
@@ -141,13 +137,6 @@ class GlueCatalog:
             return self._call("get_database", Name=name)["Database"]
         except _NotFound:
             raise NoSuchNamespaceError(f"namespace {name} does not exist") from None
-
-    def namespace_exists(self, namespace) -> bool:
-        try:
-            self._get_database(namespace)
-            return True
-        except NoSuchNamespaceError:
-            return False
 
     def list_namespaces(self, parent=()) -> list[tuple[str, ...]]:
         if parent and parse_namespace(parent):
@@ -208,10 +197,6 @@ class GlueCatalog:
         self._get_database(name)
         return [Identifier((name,), n) for n in sorted(t["Name"] for t in self._glue_tables(name) if _is_iceberg(t))]
 
-    def tables(self) -> Iterator[Identifier]:
-        for (ns,) in self.list_namespaces():
-            yield from self.list_tables(ns)
-
     def _get_table(self, ident: Identifier) -> dict:
         try:
             table = self._call("get_table", DatabaseName=self._database(ident.namespace), Name=ident.name)["Table"]
@@ -222,22 +207,10 @@ class GlueCatalog:
                                    f"{(table.get('Parameters') or {}).get(TABLE_TYPE)!r})")
         return table
 
-    def table_exists(self, identifier) -> bool:
-        try:
-            self._get_table(parse_identifier(identifier))
-            return True
-        except (NoSuchTableError, NoSuchNamespaceError):
-            return False
-
-    def default_table_location(self, identifier) -> str:
-        ident = parse_identifier(identifier)
-        database = self._get_database(ident.namespace)
-        if database.get("LocationUri"):
-            return f"{database['LocationUri'].rstrip('/')}/{ident.name}"
-        if self.warehouse is None:
-            raise ValidationError(f"Glue catalog {self.name!r} has no warehouse for new tables and database "
-                                  f"{ident.namespace[0]} no location: give warehouse=..., or a location")
-        return f"{self.warehouse}/{ident.namespace[0]}.db/{ident.name}"
+    @staticmethod
+    def _database_location(database: dict) -> str | None:
+        """The database's own location (None when it has none)."""
+        return database.get("LocationUri") or None
 
     def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
         """(identifier, metadata location, metadata) of the table's current version."""

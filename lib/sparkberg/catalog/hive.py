@@ -23,7 +23,7 @@ import getpass
 import socket
 import threading
 import time
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from sparkberg.catalog.base import (
@@ -31,6 +31,7 @@ from sparkberg.catalog.base import (
     with_metadata_log, write_metastore_metadata,
 )
 from sparkberg.catalog.glue import ICEBERG, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION, TABLE_TYPE, hive_type
+from sparkberg.catalog.metastore import MetastoreCatalog
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.catalog.thrift import BOOL, I32, I64, LIST, MAP, STRING, STRUCT, Connection, ThriftError
 from sparkberg.commit.pending import PendingCommit
@@ -79,8 +80,10 @@ class MetastoreError(Exception):
         self.kind, self.message = kind, message
 
 
-class HiveCatalog:
+class HiveCatalog(MetastoreCatalog):
     """A catalog kept in a Hive Metastore (see the module docstring)."""
+
+    kind = "Hive"
 
     def __init__(self, name: str, uri: str, warehouse: str | None, io: FileIO,
                  properties: dict[str, str] | None = None):
@@ -142,13 +145,6 @@ class HiveCatalog:
         return result.get(0)
 
     # --- namespaces -----------------------------------------------------------------------------------
-    @staticmethod
-    def _database(namespace) -> str:
-        ns = parse_namespace(namespace)
-        if len(ns) != 1:
-            raise ValidationError(f"Hive namespaces have one level (a database), got {'.'.join(ns)!r}")
-        return ns[0]
-
     def create_namespace(self, namespace, properties: dict[str, str] | None = None) -> None:
         name = self._database(namespace)
         props = {k: str(v) for k, v in (properties or {}).items()}
@@ -169,13 +165,6 @@ class HiveCatalog:
             if e.kind == "NoSuchObjectException":
                 raise NoSuchNamespaceError(f"namespace {name} does not exist") from None
             raise CatalogDatabaseError(f"Hive catalog {self.name}: {e}") from None
-
-    def namespace_exists(self, namespace) -> bool:
-        try:
-            self._get_database(namespace)
-            return True
-        except NoSuchNamespaceError:
-            return False
 
     def list_namespaces(self, parent=()) -> list[tuple[str, ...]]:
         if parent and parse_namespace(parent):
@@ -228,10 +217,6 @@ class HiveCatalog:
                 continue  # (dropped meanwhile)
         return out
 
-    def tables(self) -> Iterator[Identifier]:
-        for (ns,) in self.list_namespaces():
-            yield from self.list_tables(ns)
-
     def _get_table(self, ident: Identifier) -> dict:
         try:
             table = self._call("get_table", [(1, STRING, self._database(ident.namespace)), (2, STRING, ident.name)])
@@ -244,22 +229,10 @@ class HiveCatalog:
                                    f"{(table.get(9) or {}).get(TABLE_TYPE)!r})")
         return table
 
-    def table_exists(self, identifier) -> bool:
-        try:
-            self._get_table(parse_identifier(identifier))
-            return True
-        except (NoSuchTableError, NoSuchNamespaceError):
-            return False
-
-    def default_table_location(self, identifier) -> str:
-        ident = parse_identifier(identifier)
-        database = self._get_database(ident.namespace)
-        if database.get(3):
-            return f"{str(database[3]).rstrip('/')}/{ident.name}"
-        if self.warehouse is None:
-            raise ValidationError(f"Hive catalog {self.name!r} has no warehouse for new tables and database "
-                                  f"{ident.namespace[0]} no location: give warehouse=..., or a location")
-        return f"{self.warehouse}/{ident.namespace[0]}.db/{ident.name}"
+    @staticmethod
+    def _database_location(database: dict) -> str | None:
+        """The database's own location (None when it has none)."""
+        return database.get(3) or None
 
     def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
         """(identifier, metadata location, metadata) of the table's current version."""
