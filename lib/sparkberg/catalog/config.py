@@ -25,7 +25,7 @@ from sparkberg.catalog.sql import SqlCatalog, database_for
 from sparkberg import redact
 from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import file_io_for, normalize_location
-from sparkberg.spark.jvm import session_conf_entries
+from sparkberg.spark.jvm import session_conf_entries_35
 
 SQL_SCHEMES = ("sqlite:", "jdbc:sqlite:", "postgresql:", "postgres:", "jdbc:postgresql:")
 CONF_PREFIX = "spark.sql.catalog."
@@ -50,12 +50,7 @@ def _session_conf_pairs(spark: Any, prefix: str) -> list[tuple[str, str]]:
     get_all = getattr(type(spark.conf), "getAll", None)
     if get_all is not None:  # PySpark 4: the session's SQL conf, classic and Connect
         return list(spark.conf.getAll.items())
-    entries = session_conf_entries(spark)
-    if entries is not None:  # classic PySpark 3.5: the session's SQL conf through the JVM (runtime keys too)
-        return entries
-    # Spark Connect 3.5: the keys from SET, the values one by one (SET shows secrets' values masked)
-    keys = [row[0] for row in spark.sql("SET").collect() if str(row[0]).startswith(prefix)]
-    return [(k, spark.conf.get(k)) for k in keys]
+    return session_conf_entries_35(spark, prefix)
 
 
 def open_backend(spark: Any, uri: str, warehouse: str | None = None, name: str | None = None,

@@ -1,8 +1,9 @@
 """The one module that reaches into the JVM through py4j (classic sessions only), where PySpark's public API
-lacks what sparkberg needs or costs a py4j call per item: an Arrow table handed to Spark 3.5 without pandas,
-an array literal made from bytes in Spark's own layout, Arrow stages (``mapInArrow``) made without importing
-pandas, a scalar subquery on Spark 3.5, Parquet reads whose resolved relations are kept, paths sent in one call,
-and the JVM's active session. Every function here falls back to the public API (or returns None for its
+lacks what sparkberg needs or costs a py4j call per item, and where PySpark 3.5's fallbacks are, named ``*_35``
+(what 4.x gives through its API: an Arrow relation without pandas, a scalar subquery, the session's conf
+entries): an array literal made from bytes in Spark's own layout, Arrow stages (``mapInArrow``) made without
+importing pandas, Parquet reads whose resolved relations are kept, paths sent in one call, and the JVM's active
+session. Every function here falls back to the public API (or returns None for its
 caller's other way) where Spark's internals moved, and does nothing JVM-side on Spark Connect, which has no JVM
 on the client.
 """
@@ -401,11 +402,13 @@ state.register("sparkberg.spark.jvm._jvm_handles", "per py4j gateway, gone with 
 state.register("sparkberg.spark.jvm._map_function", "one (a class)", _map_function.cache_clear)
 
 
-def session_conf_entries(spark) -> list[tuple[str, str]] | None:
-    """Every entry of a classic session's SQL conf, keys set at runtime included (what PySpark 3.5's
-    ``spark.conf`` cannot list: it has no ``getAll``); None on Spark Connect."""
+def session_conf_entries_35(spark, prefix: str) -> list[tuple[str, str]]:
+    """The entries of a PySpark 3.5 session's SQL conf (at least those under ``prefix``), keys set at runtime
+    included, which its ``spark.conf`` cannot list (it has no ``getAll``): a classic session's through the JVM;
+    over Spark Connect the keys ``SET`` lists, their values asked one by one (``SET`` shows secrets masked)."""
     session = getattr(spark, "_jsparkSession", None)
-    if session is None:
-        return None
-    entries = spark._jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(session.conf().getAll()).asJava()
-    return [(str(k), str(entries[k])) for k in entries.keySet()]
+    if session is not None:
+        entries = spark._jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(session.conf().getAll()).asJava()
+        return [(str(k), str(entries[k])) for k in entries.keySet()]
+    keys = [row[0] for row in spark.sql("SET").collect() if str(row[0]).startswith(prefix)]
+    return [(k, spark.conf.get(k)) for k in keys]
