@@ -132,14 +132,15 @@ class SnapshotChange:
     that hold removed files, merges manifests, and writes a manifest list; see the module docstring."""
 
     def __init__(self, start: TableMetadata, io: FileIO, changes: Changes, request: CommitRequest):
-        request.target.head_id(start)  # (a missing branch fails before anything is written)
-        if start.format_version == 1 and changes.added_deletes:
-            raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
         self.start, self.io, self.changes, self.request = start, io, changes, request
-        self._writer = _ManifestWriter(io, f"{start.location}/metadata", start.current_schema, start.format_version,
-                                       new_snapshot_id({s.snapshot_id for s in start.snapshots}))
         self._manifests: list[str] = []  # the new files' manifests, written once for every try
-        with deleted_on_failure(io, lambda: changes.written + self._manifests):
+        with deleted_on_failure(io, lambda: changes.written + self._manifests):  # (the operation's files too)
+            request.target.head_id(start)  # (a missing branch fails before anything is written)
+            if start.format_version == 1 and changes.added_deletes:
+                raise SparkbergError("v1 tables cannot hold delete files; upgrade the table to format version 2")
+            snapshot_id = new_snapshot_id({s.snapshot_id for s in start.snapshots})
+            self._writer = _ManifestWriter(io, f"{start.location}/metadata", start.current_schema,
+                                           start.format_version, snapshot_id)
             self._new = _added_manifests(changes, start, self._writer, self._manifests)
         self._listed: dict[str, set[str]] = {}  # each try's manifest list -> the manifests it lists
 

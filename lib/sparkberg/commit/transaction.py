@@ -52,7 +52,8 @@ class Transaction:
         """Stage ``change``: built now on the transaction's state, which becomes the try's metadata; its files are
         kept until the transaction's commit is done (deleted if it fails)."""
         self.check_open()
-        pending = change.on(self.metadata, 0)
+        with deleted_on_failure(self.io, change.files):  # (a change that cannot be staged keeps no file)
+            pending = change.on(self.metadata, 0)
         self.staging.kept += [(self.io, change.files), (self.io, lambda: pending.written)]
         self.changes.append(change)
         self.staged.append(pending)
