@@ -165,12 +165,7 @@ class GlueCatalog(MetastoreCatalog):
     def update_namespace_properties(self, namespace, updates: dict[str, str] | None = None,
                                     removals: Sequence[str] = ()) -> None:
         """Set ``updates`` and remove ``removals`` (one Glue update)."""
-        updates = {k: str(v) for k, v in (updates or {}).items()}
-        overlap = set(updates) & set(removals)
-        if overlap:
-            raise ValidationError(f"properties both set and removed: {sorted(overlap)}")
-        props = {k: v for k, v in self.load_namespace_properties(namespace).items() if k not in removals}
-        props.update(updates)
+        props = self._updated_properties(namespace, updates, removals)
         name = self._database(namespace)
         database: dict[str, Any] = {"Name": name, "Parameters": {k: v for k, v in props.items()
                                                                  if k not in (LOCATION, "comment")}}

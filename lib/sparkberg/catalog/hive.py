@@ -184,13 +184,8 @@ class HiveCatalog(MetastoreCatalog):
     def update_namespace_properties(self, namespace, updates: dict[str, str] | None = None,
                                     removals: Sequence[str] = ()) -> None:
         """Set ``updates`` and remove ``removals`` (one metastore call)."""
-        updates = {k: str(v) for k, v in (updates or {}).items()}
-        overlap = set(updates) & set(removals)
-        if overlap:
-            raise ValidationError(f"properties both set and removed: {sorted(overlap)}")
         name = self._database(namespace)
-        props = {k: v for k, v in self.load_namespace_properties(name).items() if k not in removals}
-        props.update(updates)
+        props = self._updated_properties(name, updates, removals)
         location, comment = props.pop(LOCATION, None), props.pop("comment", None)
         self._call("alter_database", [(1, STRING, name), (2, STRUCT, _database_struct(name, comment, location, props))])
 

@@ -38,6 +38,16 @@ class MetastoreCatalog:
         except (NoSuchTableError, NoSuchNamespaceError):
             return False
 
+    def _updated_properties(self, namespace, updates: dict[str, str] | None, removals) -> dict[str, str]:
+        """The namespace's properties with ``updates`` set and ``removals`` removed (a key in both is an error)."""
+        updates = {k: str(v) for k, v in (updates or {}).items()}
+        overlap = set(updates) & set(removals)
+        if overlap:
+            raise ValidationError(f"properties both set and removed: {sorted(overlap)}")
+        props = {k: v for k, v in self.load_namespace_properties(namespace).items() if k not in removals}
+        props.update(updates)
+        return props
+
     def tables(self) -> Iterator[Identifier]:
         for (ns,) in self.list_namespaces():
             yield from self.list_tables(ns)
