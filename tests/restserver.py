@@ -153,13 +153,17 @@ class RestServer:
     each table (``why`` "load") and from the credentials endpoint (``why`` "credentials"), which its config then
     lists among its ``endpoints``. ``sigv4``: (access key, secret key, region, service) whose AWS Signature
     Version 4 every request must carry, recomputed here by botocore from what arrived; ``endpoints``: the routes
-    its config lists (it then answers 404 to any other)."""
+    its config lists (it then answers 404 to any other). ``subjects``: the subject tokens (of any type but an
+    access token's) its token endpoint exchanges for access tokens; an access token it handed out (or ``token``)
+    it exchanges too, for a fresh one. ``table_token``: a token it vends in each table's ``config``, which it then
+    requires of every request on that table."""
 
     def __init__(self, directory: str, warehouse: str | None = None, token: str | None = None,
                  client: tuple[str, str] | None = None, token_ttl_s: int = 3600, prefix: str | None = None,
                  page_size: int | None = None, io_properties: dict[str, str] | None = None,
                  vend: Callable[[str], dict[str, str]] | None = None,
-                 sigv4: tuple[str, str, str, str] | None = None, endpoints: list[str] | None = None):
+                 sigv4: tuple[str, str, str, str] | None = None, endpoints: list[str] | None = None,
+                 subjects: dict[str, str] | None = None, table_token: str | None = None):
         os.makedirs(directory, exist_ok=True)
         self.warehouse = warehouse or "file://" + os.path.join(directory, "warehouse")
         self.catalog = SqlCatalog("rest", sqlite_database(os.path.join(directory, "catalog.db")), self.warehouse,
@@ -168,7 +172,12 @@ class RestServer:
         self.sigv4, self.signed = sigv4, 0
         self.endpoints = endpoints
         self.tokens: dict[str, float] = {} if token is None else {token: float("inf")}
-        self.auth = token is not None or client is not None
+        self.subjects = dict(subjects or {})
+        self.table_token = table_token
+        if table_token is not None:
+            self.tokens[table_token] = float("inf")
+        self.auth = token is not None or client is not None or bool(subjects)
+        self.exchanges: list[dict] = []  # the form of every token exchange
         self.client, self.token_ttl_s = client, token_ttl_s
         self.prefix, self.page_size = prefix, page_size
         self.staged: dict[tuple, TableMetadata] = {}  # stage-create: created by the assert-create commit
@@ -210,7 +219,7 @@ class RestServer:
                     self._verify_sigv4(method, path, query, raw, headers)
                 if self.endpoints is not None and not _listed(self.endpoints, method, path, self.prefix):
                     raise HttpError(404, "NotFoundException", f"route not offered: {method} {path}")
-                self._authorized(headers)
+                self._authorized(headers, method, path)
                 status, out = self.route(method, [unquote(p) for p in path.strip("/").split("/")], body or {},
                                          query)
         except HttpError as e:
@@ -229,7 +238,17 @@ class RestServer:
 
     def _token(self, form: dict) -> dict:
         self.token_requests += 1
-        if form.get("grant_type") != "client_credentials" or self.client is None or \
+        if form.get("grant_type") == "urn:ietf:params:oauth:grant-type:token-exchange":
+            self.exchanges.append(form)
+            subject, kind = form.get("subject_token"), form.get("subject_token_type")
+            if kind == "urn:ietf:params:oauth:token-type:access_token":
+                valid = self.tokens.get(subject, 0) >= time.monotonic()
+            else:
+                valid = self.subjects.get(subject) == kind
+            actor = form.get("actor_token")
+            if not valid or (actor is not None and self.tokens.get(actor, 0) < time.monotonic()):
+                raise HttpError(401, "invalid_grant", "the subject or actor token is not valid")
+        elif form.get("grant_type") != "client_credentials" or self.client is None or \
                 (form.get("client_id"), form.get("client_secret")) != self.client:
             raise HttpError(401, "invalid_client", "unknown client or secret")
         token = secrets.token_hex(16)
@@ -260,11 +279,17 @@ class RestServer:
             raise HttpError(403, "ForbiddenException", "the SigV4 signature does not match the request")
         self.signed += 1
 
-    def _authorized(self, headers) -> None:
-        if not self.auth:
-            return
+    def _authorized(self, headers, method: str, path: str) -> None:
         value = headers.get("Authorization") or ""
         token = value[len("Bearer "):] if value.startswith("Bearer ") else None
+        # (a table's commits and credentials, once loaded; its first load carries the catalog's token)
+        parts = path.strip("/").split("/")
+        on_table = parts[-1] == "credentials" or (method == "POST" and len(parts) >= 2 and parts[-2] == "tables"
+                                                       and parts[-1] != "rename")
+        if self.table_token is not None and on_table and token != self.table_token:
+            raise HttpError(401, "NotAuthorizedException", "not authorized: a table's requests carry its token")
+        if not self.auth:
+            return
         if token is None or self.tokens.get(token, 0) < time.monotonic():
             raise HttpError(401, "NotAuthorizedException", "not authorized: no valid bearer token")
 
@@ -355,7 +380,8 @@ class RestServer:
 
     def _load_result(self, ident) -> dict:
         _, loc, meta = self.catalog.load(ident)
-        return {"metadata-location": loc, "metadata": meta.to_json(), "config": {}, **self._vended()}
+        config = {} if self.table_token is None else {"token": self.table_token}
+        return {"metadata-location": loc, "metadata": meta.to_json(), "config": config, **self._vended()}
 
     def _vended(self) -> dict:
         return {} if self.vend is None else \

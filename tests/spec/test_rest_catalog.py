@@ -305,3 +305,82 @@ def test_writer_processes_lose_no_commit(server, report):
     conflicts = sum(1 for r in server.requests if r == "POST /v1/namespaces/db/tables/t") - 40
     report(f"rest catalog: 4 processes x 10 appends -> {len(snapshots)} snapshots, linear, {conflicts} commits "
            f"retried after a 409, {seconds:.1f} s")
+
+
+def _jwt(exp: float) -> str:
+    """An unsigned JWT whose only claim is its expiry (the client reads ``exp``; the server checks its own list)."""
+    import base64
+    import json
+    part = base64.urlsafe_b64encode(json.dumps({"exp": int(exp)}).encode()).rstrip(b"=").decode()
+    return f"eyJhbGciOiJub25lIn0.{part}.sig"
+
+
+def test_oauth2_token_renewed_by_exchange_before_it_expires(tmp_path, monkeypatch):
+    from sparkberg.catalog import rest
+    srv = RestServer(str(tmp_path / "server"), client=("spark", "pw"), token_ttl_s=3600)
+    try:
+        monkeypatch.setattr(rest, "TOKEN_REFRESH_MARGIN_S", 3599.9)
+        cat = catalog(srv, credential="spark:pw")
+        time.sleep(0.2)
+        cat.create_namespace("db")
+        # the token about to expire was exchanged for a fresh one: the subject is the old token, no secret sent
+        assert len(srv.exchanges) >= 1 and srv.rejected == 0
+        ex = srv.exchanges[0]
+        assert ex["subject_token_type"] == "urn:ietf:params:oauth:token-type:access_token"
+        assert ex["subject_token"] in srv.tokens and "client_secret" not in ex
+        # a server that refuses the exchange: the credential fetches a new token instead
+        before = srv.token_requests
+        srv.expire_tokens()
+        cat.list_namespaces()
+        assert srv.token_requests > before and srv.rejected >= 1
+        # token-exchange-enabled=false: renewal by the credential only
+        srv.exchanges.clear()
+        cat2 = catalog(srv, credential="spark:pw", **{"token-exchange-enabled": "false"})
+        time.sleep(0.2)
+        cat2.list_namespaces()
+        assert srv.exchanges == []
+        assert srv.violations == []
+    finally:
+        srv.close()
+
+
+def test_oauth2_jwt_token_renewed_and_subject_token_exchanged(tmp_path):
+    jwt = _jwt(time.time() + 30)  # (expires within the refresh margin: exchanged before the first call)
+    srv = RestServer(str(tmp_path / "server"), token=jwt,
+                     subjects={"id-token-of-alice": "urn:ietf:params:oauth:token-type:id_token"})
+    try:
+        cat = catalog(srv, token=jwt)
+        cat.create_namespace("db")
+        assert [e["subject_token"] for e in srv.exchanges] == [jwt] and srv.rejected == 0
+        # with token-refresh-enabled=false the token is used as given
+        srv.exchanges.clear()
+        catalog(srv, token=jwt, **{"token-refresh-enabled": "false"}).list_namespaces()
+        assert srv.exchanges == []
+        # an ID token exchanged for the catalog's access token, the given token acting
+        cat3 = catalog(srv, token=jwt, **{"urn:ietf:params:oauth:token-type:id_token": "id-token-of-alice"})
+        assert cat3.list_namespaces() == [("db",)]
+        ex = srv.exchanges[-1]
+        assert (ex["subject_token"], ex["subject_token_type"], ex["actor_token"]) == \
+            ("id-token-of-alice", "urn:ietf:params:oauth:token-type:id_token", jwt)
+        with pytest.raises(NotAuthorizedError, match="refused the token exchange") as e:
+            catalog(srv, **{"urn:ietf:params:oauth:token-type:id_token": "forged-id-token"})
+        assert "forged-id-token" not in str(e.value)
+        assert srv.violations == []
+    finally:
+        srv.close()
+
+
+def test_a_token_vended_with_a_table_carries_its_requests(tmp_path):
+    srv = RestServer(str(tmp_path / "server"), token="catalog-token", table_token="table-token")
+    try:
+        cat = catalog(srv, token="catalog-token")
+        cat.create_namespace("db")
+        t = _new_table(cat)
+        fast_append(t, [_data_file(t, [1, 2])], MAIN_REQUEST)  # (refused unless it carries the table's token)
+        assert _rows(cat.load_table("db.t")) == [1, 2]
+        commits = [h for h, r in zip(srv.headers_seen, [r for r in srv.requests if "oauth" not in r])
+                   if r.startswith("POST") and r.endswith("/tables/t")]
+        assert commits and all(h["Authorization"] == "Bearer table-token" for h in commits)
+        assert srv.rejected == 0 and srv.violations == []
+    finally:
+        srv.close()

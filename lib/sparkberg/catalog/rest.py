@@ -11,12 +11,14 @@ with the new metadata. A 409 is a lost race
 Configuration is Iceberg's (the keys of ``spark.sql.catalog.<name>.*``): ``uri``, ``warehouse`` (sent to the
 config endpoint, which answers with the defaults and overrides, the ``prefix`` among them), ``token`` (a bearer
 token), ``credential`` (``client_id:client_secret`` for OAuth2's client credentials grant at
-``oauth2-server-uri``, by default ``<uri>/v1/oauth/tokens``, with ``scope``, by default ``catalog``; the token is
-fetched again before it expires and once on a 401), and ``header.<name>`` (an HTTP header sent with every
-request).
+``oauth2-server-uri``, by default ``<uri>/v1/oauth/tokens``, with ``scope``, by default ``catalog``), a subject
+token to exchange (RFC 8693, under its token type's name: :class:`_Auth`), ``token-refresh-enabled`` and
+``token-exchange-enabled``, and ``header.<name>`` (an HTTP header sent with every request). A table's load may vend
+a ``token`` of its own, which that table's requests then carry.
 """
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -119,52 +121,137 @@ def requirement_json(r: U.TableRequirement) -> dict:
     raise ValidationError(f"no REST form for the commit requirement {r!r}")
 
 
+# the subject token types a catalog's properties may hold for an exchange, in Iceberg Java's order of preference
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+TOKEN_TYPES = ("urn:ietf:params:oauth:token-type:id_token", ACCESS_TOKEN_TYPE, "urn:ietf:params:oauth:token-type:jwt",
+               "urn:ietf:params:oauth:token-type:saml2", "urn:ietf:params:oauth:token-type:saml1")
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+
+
+def _jwt_expiry(token: str) -> float | None:
+    """When a JWT access token expires (its ``exp`` claim, epoch seconds); None for a token that is no JWT or
+    states no expiry."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        return float(claims["exp"]) if isinstance(claims, dict) and "exp" in claims else None
+    except (ValueError, TypeError):
+        return None
+
+
+def _true(properties: dict[str, str], key: str) -> bool:
+    return str(properties.get(key, "true")).lower() != "false"
+
+
 class _Auth:
-    """The ``Authorization`` header: a fixed bearer token, or OAuth2 client credentials exchanged for a token
-    that is fetched again before it expires (or when the server answers 401)."""
+    """The ``Authorization`` header of a catalog (or of one table, whose load vends a ``token``), as the REST
+    spec's OAuth2 section and Iceberg Java's client have it:
+
+    - ``token``: a bearer token, used as given;
+    - ``credential`` (``client_id:client_secret``): OAuth2's client credentials grant at ``oauth2-server-uri``;
+    - a subject token under its RFC 8693 type (``urn:ietf:params:oauth:token-type:id_token`` and the others of
+      :data:`TOKEN_TYPES`): exchanged for an access token (``token``, when given too, acts as the actor).
+
+    A token whose expiry is known (the token endpoint's ``expires_in``, or a JWT's ``exp``) is renewed before it
+    expires: exchanged for a fresh one (``token-exchange-enabled``), else (or when the exchange is refused) fetched
+    again from the credential or the subject token; ``token-refresh-enabled=false`` turns renewal off. A 401 fetches
+    a new token once."""
 
     def __init__(self, session: requests.Session, uri: str, properties: dict[str, str]):
         self._session = session
         self._token = properties.get("token")
         self._credential = properties.get("credential")
+        self._subject = next(((properties[t], t) for t in TOKEN_TYPES if properties.get(t)), None)
+        # (the token given beside a subject token acts in its exchanges; the token those give is the catalog's)
+        self._actor = self._token if self._subject else None
+        if self._subject:
+            self._token = None
         self._server = properties.get("oauth2-server-uri") or f"{uri}/v1/oauth/tokens"
         self._scope = properties.get("scope", DEFAULT_SCOPE)
+        self._refresh = _true(properties, "token-refresh-enabled")
+        self._exchange = _true(properties, "token-exchange-enabled")
         self._expires: float | None = None
+        if self._token is not None:
+            self._expires_at(_jwt_expiry(self._token))
         self._lock = threading.Lock()
+
+    def _expires_at(self, epoch_s: float | None) -> None:
+        self._expires = None if epoch_s is None else \
+            time.monotonic() + max(0.0, epoch_s - time.time() - TOKEN_REFRESH_MARGIN_S)
+
+    def for_token(self, token: str) -> "_Auth":
+        """The auth of a table whose load vended ``token``: that token, renewed as this catalog's is."""
+        out = object.__new__(_Auth)
+        out.__dict__.update(self.__dict__)
+        out._token, out._credential, out._subject, out._actor = token, None, None, None
+        out._expires_at(_jwt_expiry(token))
+        out._lock = threading.Lock()
+        return out
 
     def header(self) -> dict[str, str]:
         with self._lock:
-            if self._credential and (self._token is None or (
-                    self._expires is not None and time.monotonic() >= self._expires)):
+            if self._token is None and (self._credential or self._subject):
                 self._fetch()
+            elif self._refresh and self._expires is not None and time.monotonic() >= self._expires:
+                self._renew()
         return {"Authorization": f"Bearer {self._token}"} if self._token else {}
 
     def renew(self) -> bool:
-        """Fetch a new token after a 401 (False when there are no credentials to fetch one with)."""
-        if not self._credential:
+        """Fetch a new token after a 401 (False when there is nothing to fetch one with)."""
+        if not (self._credential or self._subject):
             return False
         with self._lock:
             self._fetch()
         return True
 
+    def _renew(self) -> None:
+        """A token about to expire: exchanged for a fresh one, else fetched again; kept (the server will say when
+        it no longer takes it) when neither can be had."""
+        if self._exchange:
+            try:
+                self._post({"grant_type": TOKEN_EXCHANGE, "subject_token": self._token,
+                            "subject_token_type": ACCESS_TOKEN_TYPE, "scope": self._scope},
+                           {"Authorization": f"Bearer {self._token}"})
+                return
+            except (NotAuthorizedError, RestCatalogError):
+                if not (self._credential or self._subject):
+                    raise
+        if self._credential or self._subject:
+            self._fetch()
+        else:
+            self._expires = None
+
     def _fetch(self) -> None:
-        client_id, _, secret = self._credential.rpartition(":")
-        form = {"grant_type": "client_credentials", "client_secret": secret, "scope": self._scope}
-        if client_id:
-            form["client_id"] = client_id
+        if self._credential:
+            client_id, _, secret = self._credential.rpartition(":")
+            form = {"grant_type": "client_credentials", "client_secret": secret, "scope": self._scope}
+            if client_id:
+                form["client_id"] = client_id
+            self._post(form, {})
+            return
+        subject, kind = self._subject
+        form = {"grant_type": TOKEN_EXCHANGE, "subject_token": subject, "subject_token_type": kind,
+                "scope": self._scope}
+        if self._actor:
+            form.update(actor_token=self._actor, actor_token_type=ACCESS_TOKEN_TYPE)
+        self._post(form, {"Authorization": f"Bearer {self._actor}"} if self._actor else {})
+
+    def _post(self, form: dict[str, str], headers: dict[str, str]) -> None:
         try:
-            r = self._session.post(self._server, data=form, timeout=TIMEOUT_S)
+            r = self._session.post(self._server, data=form, headers=headers, timeout=TIMEOUT_S)
         except requests.RequestException as e:
             raise RestCatalogError(redact.text(f"cannot reach the OAuth2 token endpoint {self._server}: {e}")) \
                 from None
         if r.status_code != 200:
-            raise NotAuthorizedError(redact.text(f"OAuth2 token endpoint {self._server} refused the credential "
+            what = "the token exchange" if form["grant_type"] == TOKEN_EXCHANGE else "the credential"
+            raise NotAuthorizedError(redact.text(f"OAuth2 token endpoint {self._server} refused {what} "
                                                  f"(HTTP {r.status_code}): {_message(r)}"))
         body = r.json()
         self._token = body["access_token"]
         expires_in = body.get("expires_in")
-        self._expires = None if expires_in is None else \
-            time.monotonic() + max(0.0, float(expires_in) - TOKEN_REFRESH_MARGIN_S)
+        self._expires_at(time.time() + float(expires_in) if expires_in is not None else _jwt_expiry(self._token))
 
 
 def _message(r: requests.Response) -> str:
@@ -204,6 +291,8 @@ class RestCatalog:
                          **{k[len("header."):]: v for k, v in props.items() if k.startswith("header.")}}
         self._vended: dict[Identifier, dict[str, str]] = {}
         self._auth = _Auth(self._session, self._base, props)
+        # (a table whose load vended a token: that table's further requests carry it, as the spec's config says)
+        self._table_auth: dict[Identifier, _Auth] = {}
         self._signer = SigV4Signer(props) if sigv4_enabled(props) else None
         self._endpoints: set[str] = set()
         self._prefix = "v1/"
@@ -224,9 +313,11 @@ class RestCatalog:
 
     # --- HTTP -----------------------------------------------------------------------------------------
     def _request(self, method: str, path: str, body: dict | None = None, params: dict | None = None,
-                 errors: dict[int, Any] | None = None, commit: bool = False) -> dict:
+                 errors: dict[int, Any] | None = None, commit: bool = False, auth: _Auth | None = None) -> dict:
         """One call; the JSON answer ({} for none). ``errors``: an exception class (or a function of the
-        server's error type giving one) per status code, before the general mapping."""
+        server's error type giving one) per status code, before the general mapping; ``auth``: a table's own
+        (else the catalog's)."""
+        auth = auth or self._auth
         self._check_offered(method, path)
         # (every reserved character encoded, "/" too, as SigV4's canonical query string has them)
         query = f"?{urlencode(params, quote_via=lambda v, *_: quote(v, safe='-_.~'))}" if params else ""
@@ -234,7 +325,7 @@ class RestCatalog:
         shown = f"{self.uri}/{path}"
         data = None if body is None else json.dumps(body).encode()
         for attempt in (0, 1):
-            headers = {**self._headers, **self._auth.header()}
+            headers = {**self._headers, **auth.header()}
             if self._signer is not None:
                 headers = self._signer.sign(method, url, headers, data)
             try:
@@ -250,7 +341,7 @@ class RestCatalog:
                         f"commit to {shown} timed out ({e}); it may or may not have landed")) from None
                 raise RestCatalogError(redact.text(f"REST catalog {self.uri} did not answer {method} {path}: {e}")) \
                     from None
-            if r.status_code == 401 and attempt == 0 and self._auth.renew():
+            if r.status_code == 401 and attempt == 0 and auth.renew():
                 continue
             break
         if r.status_code in (200, 201, 202, 204):
@@ -377,6 +468,11 @@ class RestCatalog:
         location = body.get("metadata-location")
         metadata = TableMetadata.from_json(body["metadata"], location or str(ident))
         self._vended[ident] = vended_properties(body, metadata.location)
+        token = (body.get("config") or {}).get("token")
+        if token:
+            self._table_auth[ident] = self._auth.for_token(str(token))
+        else:
+            self._table_auth.pop(ident, None)
         return ident, location, metadata
 
     def table_io(self, identifier: Identifier, metadata: TableMetadata):
@@ -397,13 +493,15 @@ class RestCatalog:
             path = f"{self._table(ident)}/credentials" if listed else self._table(ident)
         shown = f"{self.uri}/{path.lstrip('/')}"
         url = path if "://" in path else f"{self._base}/{path.lstrip('/')}"
-        return io.with_renewal(VendedCredentials(url, shown, {**self._headers, **self._auth.header()},
+        auth = self._table_auth.get(ident, self._auth)
+        return io.with_renewal(VendedCredentials(url, shown, {**self._headers, **auth.header()},
                                                  metadata.location, self._signer))
 
     def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
         """(identifier, metadata location, metadata) of the table's current version."""
         ident = parse_identifier(identifier)
-        return self._loaded(ident, self._request("GET", self._table(ident), errors={404: _table_or_namespace}))
+        return self._loaded(ident, self._request("GET", self._table(ident), errors={404: _table_or_namespace},
+                                                 auth=self._table_auth.get(ident)))
 
     def create(self, identifier, metadata: TableMetadata) -> tuple[Identifier, str, TableMetadata]:
         """Create the table ``metadata`` describes (schema, spec, sort order, properties, format version); the
@@ -439,7 +537,8 @@ class RestCatalog:
                 "requirements": [requirement_json(r) for r in pending.requirements],
                 "updates": [update_json(u, version) for u in pending.updates]}
         out = self._request("POST", self._table(ident), body,
-                            errors={409: CommitFailedException, 404: _table_or_namespace}, commit=True)
+                            errors={409: CommitFailedException, 404: _table_or_namespace}, commit=True,
+                            auth=self._table_auth.get(ident))
         _, location, metadata = self._loaded(ident, out)
         return location, metadata
 
@@ -455,7 +554,7 @@ class RestCatalog:
         """Drop the table; with ``purge`` the server also deletes its files."""
         ident = parse_identifier(identifier)
         self._request("DELETE", self._table(ident), params={"purgeRequested": "true" if purge else "false"},
-                      errors={404: _table_or_namespace})
+                      errors={404: _table_or_namespace}, auth=self._table_auth.pop(ident, None))
 
 
 CREDENTIALS_ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
