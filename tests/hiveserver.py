@@ -76,3 +76,45 @@ class HiveMetastore:
             self.proc.kill()
         if not keep:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_PARQUET_SD = ("org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+               "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+               "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe")
+_ORC_SD = ("org.apache.hadoop.hive.ql.io.orc.OrcInputFormat", "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+           "org.apache.hadoop.hive.ql.io.orc.OrcSerde")
+
+
+def create_plain_table(uri: str, database: str, name: str, columns: list[tuple[str, str]],
+                       partition_keys: list[tuple[str, str]], location: str,
+                       partitions: list[tuple[list[str], str]] = (), parameters: dict[str, str] | None = None,
+                       managed: bool = True, orc: bool = False) -> None:
+    """A plain (not Iceberg) Hive table stored as Parquet (or ORC), as Hive's ``CREATE TABLE ... STORED AS``
+    makes it, with ``partitions`` (values, location) added, through the metastore's own Thrift calls."""
+    from sparkberg.catalog.thrift import BOOL, I32, LIST, MAP, STRING, STRUCT, Connection
+    inp, out, serde = _ORC_SD if orc else _PARQUET_SD
+    host, port = uri[len("thrift://"):].split(":")
+    conn = Connection(host, int(port), 60)
+
+    def fields(cols):
+        return (STRUCT, [[(1, STRING, n), (2, STRING, t), (3, STRING, None)] for n, t in cols])
+
+    def sd(at: str) -> list:
+        return [(1, LIST, fields(columns)), (2, STRING, at), (3, STRING, inp), (4, STRING, out), (5, BOOL, False),
+                (6, I32, -1), (7, STRUCT, [(2, STRING, serde), (3, MAP, (STRING, STRING, {"serialization.format": "1"}))]),
+                (8, LIST, (STRING, [])), (9, LIST, (STRUCT, [])), (10, MAP, (STRING, STRING, {}))]
+    now = int(time.time())
+    params = {**(parameters or {}), **({} if managed else {"EXTERNAL": "TRUE"})}
+    table = [(1, STRING, name), (2, STRING, database), (3, STRING, "etl"), (4, I32, now), (5, I32, 0), (6, I32, 0),
+             (7, STRUCT, sd(location)), (8, LIST, fields(partition_keys)), (9, MAP, (STRING, STRING, params)),
+             (12, STRING, "MANAGED_TABLE" if managed else "EXTERNAL_TABLE")]
+    try:
+        result = conn.call("create_table", [(1, STRUCT, table)])
+        assert not set(result) - {0}, result
+        if partitions:
+            parts = [[(1, LIST, (STRING, list(values))), (2, STRING, database), (3, STRING, name), (4, I32, now),
+                      (5, I32, 0), (6, STRUCT, sd(at)), (7, MAP, (STRING, STRING, {}))] for values, at in partitions]
+            result = conn.call("add_partitions", [(1, LIST, (STRUCT, parts))])
+            assert not set(result) - {0}, result
+    finally:
+        conn.close()

@@ -39,7 +39,7 @@ from sparkberg.expressions.sql import Filter, translate_filter
 from sparkberg.inspect import MetadataTables
 from sparkberg.io.fileio import FileIO, file_io_for, normalize_location, to_local_path
 from sparkberg.evolution import EvolutionMixin, SchemaMerge
-from sparkberg.maintenance import data_files, deletes, expire, manifests, orphans
+from sparkberg.maintenance import data_files, deletes, expire, manifests, migrate, orphans
 from sparkberg.planning.counts import exact_count
 from sparkberg.planning.entries import referenced_by
 from sparkberg.planning.scan import plan
@@ -466,16 +466,36 @@ class Table(RefsMixin, EvolutionMixin):
         return merge.MergeBuilder(self, self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema,
                                                     idempotency), source, condition, target_alias, source_alias)
 
-    def add_files(self, files: Any, check_duplicate_files: bool = True,
-                  snapshot_properties: dict[str, str] | None = None, branch: str | None = None) -> "Table":
-        """Append existing Parquet files (paths of files or directories, or a DataFrame of paths) without
-        rewriting them, in one commit: metrics from their footers, partition values from Hive-style directories
-        or from the data (:mod:`sparkberg.operations.imports`); a file already in the table is an error unless
-        ``check_duplicate_files`` is False."""
+    def add_files(self, files: Any = None, check_duplicate_files: bool = True,
+                  snapshot_properties: dict[str, str] | None = None, branch: str | None = None, *,
+                  source_table: str | None = None, partition_filter: dict[str, Any] | None = None) -> "Table":
+        """Append existing Parquet files without rewriting them, in one commit: metrics from their footers
+        (:mod:`sparkberg.operations.imports`); a file already in the table is an error unless
+        ``check_duplicate_files`` is False. ``files``: paths of files or directories, or a DataFrame of paths,
+        partition values from Hive-style directories or from the data; or ``source_table``: a plain Parquet table
+        of this table's catalog (a Hive Metastore's or Glue's), its files with the partition values the metastore
+        keeps, only the partitions matching ``partition_filter`` (``{"region": "eu"}``)
+        (:mod:`sparkberg.maintenance.migrate`)."""
+        if (files is None) == (source_table is None):
+            raise ValidationError("add_files takes files or a source_table (one of them)")
+        partitions = None
+        if source_table is not None:
+            backend = migrate.metastore(self.catalog)
+            source = backend.hive_table(source_table)
+            migrate.check_partitioning(source, self.spec(), self.name)
+            partitions = migrate.source_files(backend, source, partition_filter)
+            files = list(partitions)
+        elif partition_filter:
+            raise ValidationError("add_files: partition_filter selects partitions of a source_table")
+        return self._add_files(files, check_duplicate_files, partitions, snapshot_properties, branch)
+
+    def _add_files(self, files: Any, check_duplicate_files: bool, partitions: dict[str, Any] | None,
+                   snapshot_properties: dict[str, str] | None = None, branch: str | None = None) -> "Table":
+        """:meth:`add_files` of ``files`` (``partitions``: each file's metastore partition values, or None)."""
         write = self._write("ADD FILES", snapshot_properties, branch, None)
         if write.wanted:
             with write.running():
-                write.commit(imports.add_files(write.view, files, check_duplicate_files))
+                write.commit(imports.add_files(write.view, files, check_duplicate_files, partitions))
         return write.outcome()
 
     # --- streams ------------------------------------------------------------------------------------
@@ -955,6 +975,23 @@ class Catalog:
         """Rename a table; its files stay where they are (the SQL catalog: the file-system catalog's tables are
         their directories)."""
         self._backend.rename(source, target)
+
+    def snapshot_table(self, source: str | Sequence[str], target: str | Sequence[str], location: str | None = None,
+                       properties: dict[str, str] | None = None) -> Table:
+        """A new Iceberg table ``target`` holding the files of the plain Parquet table ``source`` of this catalog
+        (a Hive Metastore's or Glue's) where they are, the source left as it was: to try Iceberg on a table's data
+        (Iceberg's ``snapshot``; :mod:`sparkberg.maintenance.migrate`). Its location is ``location`` or the
+        catalog's default; it has ``gc.enabled=false``, so that its maintenance never deletes the source's
+        files."""
+        return migrate.snapshot_table(self, source, target, location, properties)
+
+    def migrate_table(self, identifier: str | Sequence[str], properties: dict[str, str] | None = None,
+                      drop_backup: bool = False, backup_table_name: str | None = None) -> Table:
+        """Make the plain Parquet table ``identifier`` of this catalog (a Hive Metastore's or Glue's) an Iceberg
+        table of the same name and location, its files imported where they are (Iceberg's ``migrate``;
+        :mod:`sparkberg.maintenance.migrate`). The old definition is kept as ``<name>_BACKUP_`` (or
+        ``backup_table_name``) unless ``drop_backup``, and put back if the migration fails."""
+        return migrate.migrate_table(self, identifier, properties, drop_backup, backup_table_name)
 
     def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
         """Add an existing table to the catalog by its metadata file (SQL and REST catalogs)."""

@@ -374,6 +374,8 @@ def test_procedures(sql, cat, spark, tmp_path):
     assert spark.sql("SELECT * FROM pr_changes").columns[-3:] == ["_change_type", "_change_ordinal",
                                                                   "_commit_snapshot_id"]
     with pytest.raises(NotSupportedError, match="not supported"):
+        sql("CALL system.rewrite_table_path('db.pr', 's3://a', 's3://b')")
+    with pytest.raises(NotSupportedError, match="keeps no Hive tables"):  # (migrate: of a Hive or Glue catalog)
         sql("CALL system.migrate('db.pr')")
     with pytest.raises(ValidationError, match="has no argument 'snapshot'"):
         sql("CALL system.rollback_to_snapshot(table => 'db.pr', snapshot => 1)")

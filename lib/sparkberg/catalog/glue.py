@@ -23,7 +23,7 @@ from sparkberg.catalog.base import (
     Identifier, parse_identifier, parse_namespace, read_metadata, with_metadata_log, delete_dropped,
     write_metastore_metadata, metastore_version,
 )
-from sparkberg.catalog.metastore import MetastoreCatalog
+from sparkberg.catalog.metastore import Column, HivePartition, HiveTable, MetastoreCatalog
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
@@ -43,6 +43,8 @@ PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 LOCATION = "location"
 CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 60
+# the most partitions one BatchCreatePartition takes
+GLUE_PARTITION_BATCH = 100
 
 
 def hive_type(t: T.IcebergType) -> str:
@@ -309,6 +311,80 @@ class GlueCatalog(MetastoreCatalog):
             self._call("delete_table", DatabaseName=self._database(dst.namespace), Name=dst.name)
             raise
 
+    # --- plain Glue tables (what migrate, snapshot and add_files import) ---------------------------------
+    def _plain_table(self, ident: Identifier) -> dict:
+        try:
+            table = self._call("get_table", DatabaseName=self._database(ident.namespace), Name=ident.name)["Table"]
+        except _NotFound:
+            raise NoSuchTableError(f"table {ident} does not exist in catalog {self.name}") from None
+        if _is_iceberg(table):
+            raise ValidationError(f"table {ident} is an Iceberg table already")
+        if str(table.get("TableType") or "").upper() == "VIRTUAL_VIEW":
+            raise ValidationError(f"{ident} is a view, not a table")
+        return table
+
+    def hive_table(self, identifier) -> HiveTable:
+        """The plain (not Iceberg) Glue table ``identifier`` names; a named error for an Iceberg table or a view."""
+        ident = parse_identifier(identifier)
+        table = self._plain_table(ident)
+        sd = table.get("StorageDescriptor") or {}
+        params = dict(table.get("Parameters") or {})
+        storage = " ".join(str(x) for x in (sd.get("InputFormat"), (sd.get("SerdeInfo") or {}).get(
+            "SerializationLibrary"), params.get("spark.sql.sources.provider"), params.get("classification")) if x)
+        if table.get("Description") and "comment" not in params:
+            params["comment"] = table["Description"]
+        return HiveTable(ident, tuple(_columns(sd.get("Columns"))), tuple(_columns(table.get("PartitionKeys"))),
+                         sd.get("Location") or "", storage.lower(), params,
+                         str(table.get("TableType") or "").upper() == "MANAGED_TABLE")
+
+    def _glue_partitions(self, ident: Identifier) -> Iterator[dict]:
+        for page in self._pages("get_partitions", DatabaseName=self._database(ident.namespace),
+                                TableName=ident.name):
+            yield from page["Partitions"]
+
+    def hive_partitions(self, identifier) -> list[HivePartition]:
+        """Every partition of the plain Glue table ``identifier``: its values and its location."""
+        ident = parse_identifier(identifier)
+        keys = [c["Name"] for c in self._plain_table(ident).get("PartitionKeys") or []]
+        return [HivePartition(dict(zip(keys, p.get("Values") or [])),
+                              (p.get("StorageDescriptor") or {}).get("Location") or "")
+                for p in self._glue_partitions(ident)]
+
+    def move_hive_table(self, source, target, external: bool) -> None:
+        """Rename the plain Glue table ``source`` (with its partitions) to ``target``, its files left where they
+        are, as an external or a managed table: Glue has no rename, so the table and its partitions are created
+        under the new name and the old one deleted (Glue never deletes a table's files)."""
+        src, dst = parse_identifier(source), parse_identifier(target)
+        table = self._plain_table(src)
+        database = self._database(dst.namespace)
+        self._get_database(database)
+        keep = ("Description", "Owner", "Retention", "StorageDescriptor", "PartitionKeys", "Parameters")
+        table_input = {k: table[k] for k in keep if k in table}
+        table_input.update(Name=dst.name, TableType="EXTERNAL_TABLE" if external else "MANAGED_TABLE")
+        try:
+            self._call("create_table", DatabaseName=database, TableInput=table_input)
+        except _Exists:
+            raise TableAlreadyExistsError(f"table {dst} already exists") from None
+        try:
+            parts = [{k: p[k] for k in ("Values", "StorageDescriptor", "Parameters") if k in p}
+                     for p in self._glue_partitions(src)]
+            for i in range(0, len(parts), GLUE_PARTITION_BATCH):
+                out = self._call("batch_create_partition", DatabaseName=database, TableName=dst.name,
+                                 PartitionInputList=parts[i:i + GLUE_PARTITION_BATCH])
+                if out.get("Errors"):
+                    raise CatalogDatabaseError(f"Glue catalog {self.name}: cannot copy the partitions of {src} to "
+                                               f"{dst}: {out['Errors'][0]}")
+            self._call("delete_table", DatabaseName=self._database(src.namespace), Name=src.name)
+        except BaseException:
+            self._call("delete_table", DatabaseName=database, Name=dst.name)
+            raise
+
+    def drop_hive_table(self, identifier) -> None:
+        """Delete the plain Glue table ``identifier`` (Glue never deletes its files)."""
+        ident = parse_identifier(identifier)
+        self._plain_table(ident)
+        self._call("delete_table", DatabaseName=self._database(ident.namespace), Name=ident.name)
+
     def drop(self, identifier, purge: bool = False) -> None:
         """Delete the Glue table; with ``purge`` also every file its metadata references."""
         ident, location, metadata = self.load(identifier)
@@ -320,6 +396,10 @@ class GlueCatalog(MetastoreCatalog):
             for f in referenced_files(self.io, metadata):
                 self.io.delete(f)
             self.io.delete(location)
+
+
+def _columns(columns: list | None) -> list[Column]:
+    return [Column(c["Name"], c.get("Type") or "", c.get("Comment")) for c in columns or []]
 
 
 class _NotFound(Exception):

@@ -31,9 +31,9 @@ from sparkberg.catalog.base import (
     with_metadata_log, write_metastore_metadata,
 )
 from sparkberg.catalog.glue import ICEBERG, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION, TABLE_TYPE, hive_type
-from sparkberg.catalog.metastore import MetastoreCatalog
+from sparkberg.catalog.metastore import Column, HivePartition, HiveTable, MetastoreCatalog
 from sparkberg.catalog.purge import referenced_files
-from sparkberg.catalog.thrift import BOOL, I32, I64, LIST, MAP, STRING, STRUCT, Connection, ThriftError
+from sparkberg.catalog.thrift import BOOL, I16, I32, I64, LIST, MAP, STRING, STRUCT, Connection, ThriftError
 from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CatalogDatabaseError, CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError,
@@ -61,6 +61,7 @@ _DECLARED = {
     "get_all_databases": {1: "MetaException"},
     "get_all_tables": {1: "MetaException"},
     "get_table": {1: "MetaException", 2: "NoSuchObjectException"},
+    "get_partitions": {1: "NoSuchObjectException", 2: "MetaException"},
     "create_table": {1: "AlreadyExistsException", 2: "InvalidObjectException", 3: "MetaException",
                      4: "NoSuchObjectException"},
     "drop_table": {1: "NoSuchObjectException", 2: "MetaException"},
@@ -303,6 +304,97 @@ class HiveCatalog(MetastoreCatalog):
         delete_dropped(self.io, new, dropped)
         return location, new
 
+    # --- plain Hive tables (what migrate, snapshot and add_files import) ---------------------------------
+    def _plain_table(self, ident: Identifier) -> dict:
+        try:
+            table = self._call("get_table", [(1, STRING, self._database(ident.namespace)), (2, STRING, ident.name)])
+        except MetastoreError as e:
+            if e.kind == "NoSuchObjectException":
+                raise NoSuchTableError(f"table {ident} does not exist in catalog {self.name}") from None
+            raise CatalogDatabaseError(f"Hive catalog {self.name}: {e}") from None
+        if _is_iceberg(table):
+            raise ValidationError(f"table {ident} is an Iceberg table already")
+        if str(table.get(12) or "").upper() == "VIRTUAL_VIEW":
+            raise ValidationError(f"{ident} is a Hive view, not a table")
+        return table
+
+    def hive_table(self, identifier) -> HiveTable:
+        """The plain (not Iceberg) Hive table ``identifier`` names; a named error for an Iceberg table or a view."""
+        ident = parse_identifier(identifier)
+        table = self._plain_table(ident)
+        sd = table.get(7) or {}
+        serde = sd.get(7) or {}
+        params = dict(table.get(9) or {})
+        storage = " ".join(str(x) for x in (sd.get(3), serde.get(2), params.get("spark.sql.sources.provider"))
+                           if x).lower()
+        return HiveTable(ident, tuple(_columns(sd.get(1))), tuple(_columns(table.get(8))), sd.get(2) or "",
+                         storage, params, str(table.get(12) or "").upper() == "MANAGED_TABLE")
+
+    def hive_partitions(self, identifier) -> list[HivePartition]:
+        """Every partition of the plain Hive table ``identifier``: its values and its location."""
+        ident = parse_identifier(identifier)
+        keys = [c.name for c in _columns(self._plain_table(ident).get(8))]
+        try:
+            parts = self._call("get_partitions", [(1, STRING, self._database(ident.namespace)),
+                                                  (2, STRING, ident.name), (3, I16, -1)]) or []
+        except MetastoreError as e:
+            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot list the partitions of {ident}: {e}") \
+                from None
+        return [HivePartition(dict(zip(keys, p.get(1) or [])), (p.get(6) or {}).get(2) or "") for p in parts]
+
+    def move_hive_table(self, source, target, external: bool) -> None:
+        """Rename the plain Hive table ``source`` (with its partitions) to ``target``, its files left where they
+        are, and make it external (its drop keeps the files) or managed. A managed table is made external first,
+        as the metastore moves the directory of a managed table it renames."""
+        src, dst = parse_identifier(source), parse_identifier(target)
+        table = self._plain_table(src)
+        self._get_database(dst.namespace)
+        managed = str(table.get(12) or "").upper() == "MANAGED_TABLE"
+        if managed:
+            self._alter_plain(src, src, table, True)
+            table = self._plain_table(src)
+        try:
+            self._alter_plain(src, dst, table, True)
+        except MetastoreError as e:
+            if managed:  # (as it was)
+                self._alter_plain(src, src, table, False)
+            if e.kind in ("AlreadyExistsException", "InvalidOperationException") and self._exists(dst):
+                raise TableAlreadyExistsError(f"table {dst} already exists") from None
+            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot rename {src} to {dst}: {e}") from None
+        if not external:
+            self._alter_plain(dst, dst, self._plain_table(dst), False)
+
+    def _exists(self, ident: Identifier) -> bool:
+        try:
+            self._call("get_table", [(1, STRING, self._database(ident.namespace)), (2, STRING, ident.name)])
+            return True
+        except MetastoreError:
+            return False
+
+    def _alter_plain(self, src: Identifier, dst: Identifier, table: dict, external: bool) -> None:
+        params = dict(table.get(9) or {})
+        if external:
+            params["EXTERNAL"] = "TRUE"
+        else:
+            params.pop("EXTERNAL", None)
+        altered = [f for f in _resend(table, _TABLE) if f[0] not in (1, 2, 9, 12)] + [
+            (1, STRING, dst.name), (2, STRING, dst.namespace[0]), (9, MAP, (STRING, STRING, params)),
+            (12, STRING, "EXTERNAL_TABLE" if external else "MANAGED_TABLE")]
+        self._call("alter_table_with_environment_context",
+                   [(1, STRING, self._database(src.namespace)), (2, STRING, src.name),
+                    (3, STRUCT, sorted(altered, key=lambda f: f[0])),
+                    (4, STRUCT, [(1, MAP, (STRING, STRING, {"DO_NOT_UPDATE_STATS": "true"}))])])
+
+    def drop_hive_table(self, identifier) -> None:
+        """Drop the plain Hive table ``identifier`` from the metastore, never its files."""
+        ident = parse_identifier(identifier)
+        self._plain_table(ident)
+        try:
+            self._call("drop_table", [(1, STRING, self._database(ident.namespace)), (2, STRING, ident.name),
+                                      (3, BOOL, False)])
+        except MetastoreError as e:
+            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot drop {ident}: {e}") from None
+
     def _locked(self, database: str, ident: Identifier) -> "_TableLock":
         return _TableLock(self, database, ident)
 
@@ -429,6 +521,10 @@ def _user() -> str:
         return "sparkberg"
 
 
+def _columns(fields: list | None) -> list[Column]:
+    return [Column(f.get(1) or "", f.get(2) or "", f.get(3)) for f in fields or []]
+
+
 def _is_iceberg(table: dict) -> bool:
     return str((table.get(9) or {}).get(TABLE_TYPE, "")).upper() == ICEBERG
 
@@ -470,7 +566,10 @@ def _table_struct(ident: Identifier, metadata: TableMetadata | None, location: s
 _FIELD = {1: STRING, 2: STRING, 3: STRING}
 _SERDE = {1: STRING, 2: STRING, 3: (MAP, STRING, STRING)}
 _SD = {1: (LIST, _FIELD), 2: STRING, 3: STRING, 4: STRING, 5: BOOL, 6: I32, 7: _SERDE, 8: (LIST, STRING),
-       10: (MAP, STRING, STRING)}
+       9: (LIST, {1: STRING, 2: I32}), 10: (MAP, STRING, STRING), 12: BOOL}
+# a plain table's fields as the metastore gave them, sent back by a rename
+_TABLE = {1: STRING, 2: STRING, 3: STRING, 4: I32, 5: I32, 6: I32, 7: _SD, 8: (LIST, _FIELD), 9: (MAP, STRING, STRING),
+          10: STRING, 11: STRING, 12: STRING}
 
 
 def _resend(value: dict | None, schema: dict) -> list:

@@ -64,13 +64,16 @@ def _paths_of(mapping: list[dict], prefix: str = "") -> dict[str, int]:
     return out
 
 
-def add_files(table, given: Any, check_duplicate_files: bool = True) -> Changes | None:
-    """What :meth:`sparkberg.table.Table.add_files` changes (None: no file to add)."""
-    paths = parquet_paths(given, table.io)
+def add_files(table, given: Any, check_duplicate_files: bool = True,
+              partitions: dict[str, dict[str, str] | None] | None = None) -> Changes | None:
+    """What :meth:`sparkberg.table.Table.add_files` changes (None: no file to add); ``partitions``: the partition
+    values a metastore keeps for each of the files ``given`` (a plain table's, listed already)."""
+    paths = parquet_paths(given, table.io) if partitions is None else list(given)
     if not paths:
         return None
     spark = table.spark
-    wanted = local_dataframe(spark, [(p,) for p in paths], "file_path string")
+    values = [json.dumps(partitions[p]) if partitions and partitions.get(p) is not None else None for p in paths]
+    wanted = local_dataframe(spark, list(zip(paths, values)), "file_path string, partition string")
     if check_duplicate_files and table.metadata.current_snapshot is not None:
         live = table.metadata_table("files").select("file_path")
         dup = wanted.join(F.broadcast(live), "file_path").limit(1).collect()

@@ -61,7 +61,7 @@ class TaskReader:
         self.lineage = {name: ids.index(f.field_id) for name, f in (("row_id", ROW_ID),
                                                                    ("seq", LAST_UPDATED_SEQUENCE_NUMBER))
                         if f.field_id in ids}
-        self.mapping = name_mapping(metadata)
+        self.mapping = name_mapping(metadata, nested=True)
         self.all_fields: dict[int, T.NestedField] = {}
         for s in metadata.schemas:
             self.all_fields.update(s.index_by_id())

@@ -469,14 +469,16 @@ def check_formats(files: Sequence[tuple[str, str]], what: str) -> None:
 
 def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str, str]], what: str, *,
                io: FileIO, spark_schemes: frozenset[str], parquet=None, mapping: dict[int, list[str]] | None = None,
-               file_ids: FileIds | None = None, keys: bool | str = True) -> DataFrame:
+               file_ids: FileIds | None = None, keys: bool | str = True,
+               identity: dict[str, dict[int, Any]] | None = None) -> DataFrame:
     """The rows of ``files`` ((format, path) pairs; Parquet, ORC or Avro) with ``fields`` matched by field id,
     plus ``_key`` (the path as a join key) and ``_pos`` (the row's position in its file), as ``keys`` asks
     (:func:`_key_columns`). ``parquet`` reads the Parquet paths when the caller needs more than a plain
     field-id read. Parquet files on an object store are read by sparkberg's Arrow reader with ``io`` (the table's
     FileIO: its credentials reach the executors), which a pip-installed PySpark's Hadoop file systems cannot
     open, unless their scheme is among ``spark_schemes`` (the session's setting, :class:`ReadTuning`;
-    :func:`spark_reads`)."""
+    :func:`spark_reads`). ``mapping``: the table's name mapping at every depth, for files without field ids;
+    ``identity``: path -> {field id: value} of the identity partition columns a file may lack."""
     spark_schema = ST.StructType([to_spark_read_field(f) for f in fields])
     check_formats(files, what)
     by_format: dict[str, list[str]] = defaultdict(list)
@@ -487,7 +489,7 @@ def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str
         if fmt == "parquet" and all(spark_reads(p, spark_schemes) for p in paths):
             parts.append(parquet(paths) if parquet is not None else _parquet(spark, spark_schema, paths))
         else:
-            part = read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping, io)
+            part = read_with_arrow(spark, fmt, fields, spark_schema.fields, paths, mapping, io, identity)
             if file_ids is not None:
                 part = _with_file_ids(spark, part, file_ids)
             elif keys is not True:  # (the columns of a Parquet read with these keys)

@@ -75,12 +75,21 @@ def _cast(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str) 
         raise ValidationError(f"{where}: stored type {array.type} cannot be read as {ice}: {e}") from None
 
 
-def conform(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str, key: bytes = ORC_ID) -> pa.Array:
+def conform(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str, key: bytes = ORC_ID,
+            names: dict[int, list[str]] | None = None) -> pa.Array:
     """``array`` (as pyarrow reads it from ORC or Parquet, with field ids in its fields' metadata under ``key``)
-    as the Arrow ``target`` type of Iceberg type ``ice``: struct fields by id, lists and maps element-wise,
+    as the Arrow ``target`` type of Iceberg type ``ice``: struct fields by id (in a file without ids, by the
+    table's name mapping ``names``, field id -> names, else by the current name), lists and maps element-wise,
     primitives cast."""
     if isinstance(ice, T.StructType):
-        children = {(_field_id(array.type.field(i), key) or -1): a for i, a in enumerate(array.flatten())}
+        flat = array.flatten()
+        ids = [_field_id(array.type.field(i), key) for i in range(len(flat))]
+        if any(i is not None for i in ids):
+            children = {(i if i is not None else -1): a for i, a in zip(ids, flat)}
+        else:  # (no ids: a file written without Iceberg, its struct fields matched by name)
+            by_name = {array.type.field(i).name: a for i, a in enumerate(flat)}
+            children = {f.field_id: next((by_name[n] for n in (names or {}).get(f.field_id, [f.name])
+                                          if n in by_name), None) for f in ice.fields}
         out = []
         for f, tf in zip(ice.fields, target):
             a = children.get(f.field_id)
@@ -88,14 +97,14 @@ def conform(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str
                 d = _default_value(f)
                 out.append(pa.nulls(len(array), tf.type) if d is None else pa.repeat(scalar(d, tf.type), len(array)))
             else:
-                out.append(conform(a, f.field_type, tf.type, f"{where}.{f.name}", key))
+                out.append(conform(a, f.field_type, tf.type, f"{where}.{f.name}", key, names))
         return pa.StructArray.from_arrays(out, fields=list(target), mask=array.is_null())
     if isinstance(ice, T.ListType):
-        values = conform(array.values, ice.element_type, target.value_type, f"{where}.element", key)
+        values = conform(array.values, ice.element_type, target.value_type, f"{where}.element", key, names)
         return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
     if isinstance(ice, T.MapType):
-        keys = conform(array.keys, ice.key_type, target.key_type, f"{where}.key", key)
-        items = conform(array.items, ice.value_type, target.item_type, f"{where}.value", key)
+        keys = conform(array.keys, ice.key_type, target.key_type, f"{where}.key", key, names)
+        items = conform(array.items, ice.value_type, target.item_type, f"{where}.value", key, names)
         return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=array.is_null())
     return _cast(array, ice, target, where)
 
@@ -169,15 +178,17 @@ class ArrowFileReader:
 
     def __init__(self, fmt: str, fields: Sequence[T.NestedField], arrow_schema: pa.Schema,
                  mapping: dict[int, list[str]] | None = None, batch_rows: int = 65536,
-                 constants: dict[int, Any] | None = None, *, io: Any):
+                 constants: dict[int, Any] | None = None, *, io: Any,
+                 constants_by_path: dict[str, dict[int, Any]] | None = None):
         if fmt not in (*ARROW_READ_FORMATS, "parquet"):
             raise NotSupportedError(f"reading {fmt} files is not supported")
         self.fmt, self.fields, self.mapping, self.batch_rows = fmt, list(fields), mapping or {}, batch_rows
         # (the table's FileIO, which opens files on object stores with the table's credentials)
         self.io = io
         # (field id -> the value a column the file lacks holds: its identity partition value, spec "Column
-        # Projection"; before the field's default)
+        # Projection"; before the field's default); of each file by its path where files differ
         self.constants = constants or {}
+        self.constants_by_path = constants_by_path or {}
         self.schema = arrow_schema
         self.data_schema = pa.schema(list(arrow_schema)[:len(self.fields)])
 
@@ -210,12 +221,13 @@ class ArrowFileReader:
                     break
         return out
 
-    def _fill(self, columns: dict[int, pa.Array], n: int) -> pa.RecordBatch:
+    def _fill(self, columns: dict[int, pa.Array], n: int, path: str) -> pa.RecordBatch:
+        constants = self.constants_by_path.get(path, self.constants)
         arrays = []
         for f, tf in zip(self.fields, self.data_schema):
             a = columns.get(f.field_id)
             if a is None:
-                d = self.constants[f.field_id] if f.field_id in self.constants else _default_value(f)
+                d = constants[f.field_id] if f.field_id in constants else _default_value(f)
                 a = pa.nulls(n, tf.type) if d is None else pa.repeat(scalar(d, tf.type), n)
             arrays.append(a)
         return pa.RecordBatch.from_arrays(arrays, schema=self.data_schema)
@@ -235,8 +247,8 @@ class ArrowFileReader:
                       if fld.field_id in index]
             for rb in f.iter_batches(batch_size=self.batch_rows, columns=[n for _, _, n in wanted] or None):
                 cols = {fld.field_id: conform(rb.column(rb.schema.get_field_index(n)), fld.field_type, tf.type,
-                                              f"{path}: {fld.name}", PARQUET_ID) for fld, tf, n in wanted}
-                yield self._fill(cols, rb.num_rows)
+                                              f"{path}: {fld.name}", PARQUET_ID, self.mapping) for fld, tf, n in wanted}
+                yield self._fill(cols, rb.num_rows, path)
 
     def _orc(self, path: str) -> Iterator[pa.RecordBatch]:
         import pyarrow.orc as orc
@@ -249,9 +261,9 @@ class ArrowFileReader:
             for s in range(f.nstripes):
                 stripe = f.read_stripe(s, columns=[names[k] for _, _, k in wanted] or None)
                 by_name = {stripe.schema.names[k]: stripe.column(k) for k in range(stripe.num_columns)}
-                cols = {fld.field_id: conform(by_name[names[k]], fld.field_type, tf.type, f"{path}: {fld.name}")
-                        for fld, tf, k in wanted}
-                yield self._fill(cols, stripe.num_rows)
+                cols = {fld.field_id: conform(by_name[names[k]], fld.field_type, tf.type, f"{path}: {fld.name}",
+                                              names=self.mapping) for fld, tf, k in wanted}
+                yield self._fill(cols, stripe.num_rows, path)
 
     def _avro(self, path: str) -> Iterator[pa.RecordBatch]:
         import fastavro
@@ -269,25 +281,29 @@ class ArrowFileReader:
             for r in rows:
                 chunk.append(r)
                 if len(chunk) >= self.batch_rows:
-                    yield self._avro_batch(chunk, converters)
+                    yield self._avro_batch(chunk, converters, path)
                     chunk = []
             if chunk:
-                yield self._avro_batch(chunk, converters)
+                yield self._avro_batch(chunk, converters, path)
 
-    def _avro_batch(self, rows: list[dict], converters: list) -> pa.RecordBatch:
+    def _avro_batch(self, rows: list[dict], converters: list, path: str) -> pa.RecordBatch:
         cols = {}
         for fid, typ, name, conv in converters:
             cols[fid] = from_python([None if r.get(name) is None else conv(r[name]) for r in rows], typ)
-        return self._fill(cols, len(rows))
+        return self._fill(cols, len(rows), path)
 
 
 def read_with_arrow(spark, fmt: str, fields: Sequence[T.NestedField], spark_fields: Sequence, paths: Sequence[str],
-                    mapping: dict[int, list[str]] | None = None, io: Any = None):
+                    mapping: dict[int, list[str]] | None = None, io: Any = None,
+                    identity: dict[str, dict[int, Any]] | None = None):
     """A DataFrame of the rows of files ``paths`` (ORC, Avro, or Parquet on an object store Spark's reader does
     not serve): ``spark_fields`` (the Spark fields of ``fields``) plus ``_key`` and ``_pos``, decoded on the
-    executors, opened by ``io`` (the table's FileIO) where it is given."""
+    executors, opened by ``io`` (the table's FileIO) where it is given; a column a file lacks holds its identity
+    partition value (``identity``: path -> {field id: value})."""
     from pyspark.sql import types as ST
     out = ST.StructType(list(spark_fields) + [ST.StructField("_key", ST.StringType()),
                                               ST.StructField("_pos", ST.LongType())])
-    reader = ArrowFileReader(fmt, fields, arrow_schema(out), mapping, io=io)
+    wanted = set(paths)
+    reader = ArrowFileReader(fmt, fields, arrow_schema(out), mapping, io=io,
+                             constants_by_path={p: v for p, v in (identity or {}).items() if p in wanted})
     return map_in_arrow(local_dataframe(spark, [(p,) for p in paths], "file_path string"), reader, out)

@@ -104,7 +104,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
     per_file = has_deletes or needs_info  # rows matched to their file, by its name or its path
     ids = FileIds([t["file_path"] for t in tasks], tuning.name_ids_max_files) if per_file else None
 
-    mapping = name_mapping(metadata)
+    mapping = name_mapping(metadata, nested=True)
     identity = identity_values(metadata, schema, tasks, layout)
 
     def read(some: list, matched: bool = True, row_filter: Column | None = None) -> DataFrame:
@@ -118,7 +118,7 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
                                                               keys=keys, file_ids=file_ids, row_filter=row_filter,
                                                               identity=identity),
                           mapping=mapping, file_ids=file_ids, keys=keys, io=io,
-                          spark_schemes=tuning.spark_file_systems)
+                          spark_schemes=tuning.spark_file_systems, identity=identity)
 
     # the columns of an unmatched read, in order: the read schema's, and _pos when wanted
     plain_columns = spark_schema.fieldNames() + (["_pos"] if "_pos" in wanted else [])

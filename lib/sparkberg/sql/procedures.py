@@ -288,11 +288,17 @@ def _rewrite_position_delete_files(names: Names, v: dict[str, Any]) -> Any:
 def _add_files(names: Names, v: dict[str, Any]) -> Any:
     t = _table(names, v).table
     source = split_name(str(v["source_table"]))
-    if len(source) != 2 or source[0].lower() != "parquet":
-        raise NotSupportedError(f"add_files: source_table {v['source_table']!r}: sparkberg adds Parquet files "
-                                "(`parquet`.`/path/to/dir`), not the files of another catalog's table")
-    path = source[1].rstrip("/")
+    _positive(v, "parallelism")
+    check = v.get("check_duplicate_files")
+    check = True if check is None else bool(check)
     partition_filter = v.get("partition_filter") or {}
+    if len(source) == 2 and source[0].lower() in ("orc", "avro"):
+        raise NotSupportedError(f"add_files: source_table {v['source_table']!r}: sparkberg adds Parquet files only")
+    if len(source) != 2 or source[0].lower() != "parquet":  # (a plain table of the target's catalog)
+        t.add_files(source_table=".".join(_same_catalog(names, t.catalog, source)), check_duplicate_files=check,
+                    partition_filter=partition_filter)
+        return _added(names, t)
+    path = source[1].rstrip("/")
     if partition_filter:
         identity = [f.name for f in t.spec().fields if str(f.transform) == "identity"]
         keys = list(partition_filter)
@@ -300,14 +306,47 @@ def _add_files(names: Names, v: dict[str, Any]) -> Any:
             raise NotSupportedError(f"add_files: partition_filter {partition_filter} must name the leading identity "
                                     f"partition columns ({', '.join(identity)})")
         path += "".join(f"/{k}={partition_filter[k]}" for k in identity[:len(keys)])
-    _positive(v, "parallelism")
-    check = v.get("check_duplicate_files")
-    t.add_files([path], check_duplicate_files=True if check is None else bool(check))
+    t.add_files([path], check_duplicate_files=check)
+    return _added(names, t)
+
+
+def _same_catalog(names: Names, catalog: Any, parts: list[str]) -> list[str]:
+    """The identifier in ``catalog`` (the Iceberg table's) of the plain table ``parts`` names (a name of another
+    catalog: an error)."""
+    cat, rest = names.split(parts)
+    if cat is not None and catalog is not None and cat.uri != catalog.uri:
+        raise NotSupportedError(f"{'.'.join(parts)} is in another catalog than the Iceberg table's: sparkberg "
+                                "imports the plain tables of the table's own catalog (a Hive Metastore or Glue)")
+    return rest
+
+
+def _added(names: Names, t: Any) -> Any:
     summary = t.current_snapshot().summary
     # (as Java's procedure: an unpartitioned table has no partitions to count, so the count is null)
     changed = int(summary.get("changed-partition-count", 0)) if t.spec().fields else None
     return _rows(names, "added_files_count bigint, changed_partition_count bigint",
                  [(int(summary.get("added-data-files", 0)), changed)])
+
+
+def _migrate(names: Names, v: dict[str, Any]) -> Any:
+    _positive(v, "parallelism")
+    cat, ident = names.catalog_for(split_name(str(v["table"])))
+    t = cat.migrate_table(".".join(ident), v.get("properties"), bool(v.get("drop_backup") or False),
+                          v.get("backup_table_name"))
+    return _rows(names, "migrated_files_count bigint", [(_total_files(t),)])
+
+
+def _snapshot(names: Names, v: dict[str, Any]) -> Any:
+    _positive(v, "parallelism")
+    cat, ident = names.catalog_for(split_name(str(v["table"])))
+    source = _same_catalog(names, cat, split_name(str(v["source_table"])))
+    t = cat.snapshot_table(".".join(source), ".".join(ident), v.get("location"), v.get("properties"))
+    return _rows(names, "imported_files_count bigint", [(_total_files(t),)])
+
+
+def _total_files(t: Any) -> int:
+    snap = t.current_snapshot()
+    return int(snap.summary.get("total-data-files", 0)) if snap is not None else 0
 
 
 def _register_table(names: Names, v: dict[str, Any]) -> Any:
@@ -382,6 +421,10 @@ PROCEDURES: dict[str, Procedure] = {
     "add_files": Procedure(_params("table!", "source_table!", "partition_filter:map", "check_duplicate_files:boolean",
                                    "parallelism:int"), _add_files),
     "register_table": Procedure(_params("table!", "metadata_file!"), _register_table),
+    "migrate": Procedure(_params("table!", "properties:map", "drop_backup:boolean", "backup_table_name",
+                                 "parallelism:int"), _migrate),
+    "snapshot": Procedure(_params("source_table!", "table!", "location", "properties:map", "parallelism:int"),
+                          _snapshot),
     "ancestors_of": Procedure(_params("table!", "snapshot_id:long"), _ancestors_of),
     "create_changelog_view": Procedure(_params("table!", "changelog_view", "options:map", "net_changes:boolean",
                                                "compute_updates:boolean", "identifier_columns:array"),

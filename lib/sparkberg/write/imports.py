@@ -4,7 +4,8 @@
 Columns are matched to the table's fields by the Parquet field ids, or, in files without ids, by the table's name
 mapping (spec Appendix C). Metrics come from the footer's row group statistics (value and null counts, and bounds
 truncated per ``write.metadata.metrics.*`` as written files' are; no NaN counts: footers have none), for primitive
-columns outside lists and maps. Partition values come from Hive-style directories (``region=eu/``, identity
+columns outside lists and maps. Partition values come from the metastore's partition of the file (a Hive or Glue
+table's files), else from Hive-style directories (``region=eu/``, identity
 fields and ``day`` ones by their value; a timestamp as Spark spells it, in the writing session's zone) or else from
 the column's bounds: a file whose rows do not all fall in one partition (bounds that transform to different values,
 or a bucket over a range) is an error naming the file.
@@ -70,8 +71,9 @@ def _raw_value(t: T.IcebergType, raw: Any, column) -> Any:
 
 class FileImporter:
     """Executor side: each Parquet file of a batch of paths described as a data file of ``spec`` (JSON, as the
-    writer's results are). ``time_zone``: the zone of the session that wrote Hive-style directories, which spell
-    a timestamp with a zone in it without naming it."""
+    writer's results are); a second column, where the batch has one, holds each file's partition values as its
+    metastore gives them (a JSON object of text by partition column). ``time_zone``: the zone of the session that
+    wrote Hive-style directories, which spell a timestamp with a zone in it without naming it."""
 
     def __init__(self, schema: T.Schema, spec: PartitionSpec, mapping: dict[str, int], properties: dict[str, str],
                  time_zone: str, io: FileIO):
@@ -82,7 +84,8 @@ class FileImporter:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            out = [self.describe(p) for p in batch.column(0).to_pylist()]
+            given = batch.column(1).to_pylist() if batch.num_columns > 1 else [None] * batch.num_rows
+            out = [self.describe(p, json.loads(v) if v else None) for p, v in zip(batch.column(0).to_pylist(), given)]
             yield pa.RecordBatch.from_arrays([strings(out)], names=["data_file"])
 
     def _ids(self, meta) -> dict[int, int]:
@@ -108,10 +111,11 @@ class FileImporter:
                 ids[i] = fid
         return ids
 
-    def describe(self, path: str) -> str:
-        meta = read_footer(path, self.io)
-        if meta is None:
-            raise ValidationError(f"cannot add {path}: it is not a Parquet file")
+    def describe(self, path: str, given: dict[str, str] | None = None) -> str:
+        try:
+            meta = read_footer(path, self.io)
+        except pa.ArrowInvalid:
+            raise ValidationError(f"cannot add {path}: it is not a Parquet file") from None
         ids = self._ids(meta)
         stats = {fid: ColumnStats(self.leaves[fid][1], metrics_mode(self.properties, self.leaves[fid][0]))
                  for fid in ids.values()}
@@ -154,19 +158,21 @@ class FileImporter:
                 if hi is not None:
                     upper[fid] = base64.b64encode(hi).decode("ascii")
         partition = self._partition(path, {fid: (s.lower, s.upper) if bounded[fid] else (None, None)
-                                           for fid, s in stats.items()})
+                                           for fid, s in stats.items()}, given)
         return json.dumps({"file_path": path, "record_count": meta.num_rows,
                            "file_size_in_bytes": self.io.size(path),
                            "partition": partition, "column_sizes": sizes, "value_counts": values,
                            "null_value_counts": nulls, "nan_value_counts": {}, "lower_bounds": lower,
                            "upper_bounds": upper, "split_offsets": sorted(offsets), "sort_order_id": 0})
 
-    def _partition(self, path: str, bounds: dict[int, tuple[Any, Any]]) -> dict[str, Any]:
+    def _partition(self, path: str, bounds: dict[int, tuple[Any, Any]], values: dict[str, str] | None
+                   ) -> dict[str, Any]:
         hive = {}
         for seg in path.split("/")[:-1]:
             if "=" in seg:
                 k, _, v = seg.partition("=")
                 hive[unquote(k)] = unquote(v)
+        hive.update(values or {})
         ptype = self.spec.partition_type(self.schema)
         out = {}
         for f, pf in zip(self.spec.fields, ptype.fields):
