@@ -156,14 +156,20 @@ class RestServer:
     its config lists (it then answers 404 to any other). ``subjects``: the subject tokens (of any type but an
     access token's) its token endpoint exchanges for access tokens; an access token it handed out (or ``token``)
     it exchanges too, for a fresh one. ``table_token``: a token it vends in each table's ``config``, which it then
-    requires of every request on that table."""
+    requires of every request on that table. ``signing``: (access key, secret key) with which its tables' ``sign``
+    route signs S3 requests (botocore's SigV4 for S3), vending ``s3.remote-signing-enabled`` and
+    ``signing_config`` (the S3 endpoint's properties, no key) with each table, and ``remote-signing-config``
+    ``signing_static`` (properties and headers the client must send along; each sign request is kept in
+    ``sign_requests``)."""
 
     def __init__(self, directory: str, warehouse: str | None = None, token: str | None = None,
                  client: tuple[str, str] | None = None, token_ttl_s: int = 3600, prefix: str | None = None,
                  page_size: int | None = None, io_properties: dict[str, str] | None = None,
                  vend: Callable[[str], dict[str, str]] | None = None,
                  sigv4: tuple[str, str, str, str] | None = None, endpoints: list[str] | None = None,
-                 subjects: dict[str, str] | None = None, table_token: str | None = None):
+                 subjects: dict[str, str] | None = None, table_token: str | None = None,
+                 signing: tuple[str, str] | None = None, signing_config: dict[str, str] | None = None,
+                 signing_static: dict | None = None):
         os.makedirs(directory, exist_ok=True)
         self.warehouse = warehouse or "file://" + os.path.join(directory, "warehouse")
         self.catalog = SqlCatalog("rest", sqlite_database(os.path.join(directory, "catalog.db")), self.warehouse,
@@ -172,6 +178,9 @@ class RestServer:
         self.sigv4, self.signed = sigv4, 0
         self.endpoints = endpoints
         self.tokens: dict[str, float] = {} if token is None else {token: float("inf")}
+        self.signing, self.signing_config, self.signing_static = signing, signing_config or {}, signing_static
+        self.sign_requests: list[tuple[dict, dict]] = []  # (the request's JSON, its headers)
+        self.refuse_signing = False
         self.subjects = dict(subjects or {})
         self.table_token = table_token
         if table_token is not None:
@@ -349,6 +358,8 @@ class RestServer:
                 return 200, self._create(ns, body)
             tables = [{"namespace": list(ns), "name": i.name} for i in self.catalog.list_tables(ns)]
             return 200, self._page("identifiers", tables, query)
+        if len(parts) == 5 and parts[2] == "tables" and parts[4] == "sign" and self.signing is not None:
+            return 200, self._sign(ns + (parts[3],), body)
         if len(parts) == 5 and parts[2] == "tables" and parts[4] == "metrics":
             return 204, None  # (scan and commit reports, as Iceberg Java's client sends them: not kept)
         if len(parts) == 5 and parts[2] == "tables" and parts[4] == "credentials" and self.vend is not None:
@@ -381,7 +392,30 @@ class RestServer:
     def _load_result(self, ident) -> dict:
         _, loc, meta = self.catalog.load(ident)
         config = {} if self.table_token is None else {"token": self.table_token}
-        return {"metadata-location": loc, "metadata": meta.to_json(), "config": config, **self._vended()}
+        out = {"metadata-location": loc, "metadata": meta.to_json(), "config": config, **self._vended()}
+        if self.signing is not None:
+            config.update({**self.signing_config, "s3.remote-signing-enabled": "true"})
+            if self.signing_static is not None:
+                out["remote-signing-config"] = self.signing_static
+        return out
+
+    def _sign(self, ident: tuple, body: dict) -> dict:
+        """A table's S3 request signed with the server's key, the client's payload hash kept as it was sent."""
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        self.catalog.load(ident)
+        self.sign_requests.append((body, dict(self.headers_seen[-1])))
+        if self.refuse_signing:
+            raise HttpError(403, "ForbiddenException", f"signing refused for table {'.'.join(ident)}")
+
+        class KeepPayload(S3SigV4Auth):
+            def payload(self, request):
+                return request.headers.get("x-amz-content-sha256") or "UNSIGNED-PAYLOAD"
+        headers = {k: v[0] for k, v in body["headers"].items()}
+        request = AWSRequest(method=body["method"], url=body["uri"], headers=headers)
+        KeepPayload(Credentials(*self.signing), "s3", body["region"]).add_auth(request)
+        return {"uri": body["uri"], "headers": {k: [v] for k, v in request.headers.items()}}
 
     def _vended(self) -> dict:
         return {} if self.vend is None else \

@@ -229,6 +229,32 @@ def test_vended_credentials_are_renewed_before_they_expire(spark, tmp_path):
             server.close()
 
 
+def test_executors_write_and_read_through_a_catalog_that_signs_every_s3_request(spark, tmp_path):
+    # (moto checks every request's signature: only the REST server holds a key, and signs for the executors)
+    with started(str(tmp_path), S3Server, users={"server": ["arn:aws:s3:::signed", "arn:aws:s3:::signed/*"]},
+                 buckets=("signed",)) as s3:
+        props = s3.properties("server")
+        server = RestServer(str(tmp_path / "rest"), warehouse="s3://signed/wh", io_properties=props,
+                            signing=(props["s3.access-key-id"], props["s3.secret-access-key"]),
+                            signing_config={k: props[k] for k in ("s3.endpoint", "s3.region",
+                                                                  "s3.path-style-access")})
+        try:
+            cat = sparkberg.catalog(spark, server.uri)  # (no storage property, no key)
+            cat.create_namespace("db")
+            t = cat.create_table("db.t", "id bigint, p int", partition_by=["p"],
+                                 properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+            t = t.append(spark.range(30).selectExpr("id", "cast(id % 3 AS int) AS p"))
+            t = t.delete("id < 5")
+            again = cat.load_table("db.t")
+            assert again.to_df().count() == 25 and again.to_df("p = 1").count() == 8
+            assert again.metadata_table("delete_files").count() >= 1
+            signed = {body["method"] for body, _ in server.sign_requests}
+            assert {"PUT", "GET", "HEAD"} <= signed and props["s3.secret-access-key"] not in repr(again.io)
+            assert not server.violations
+        finally:
+            server.close()
+
+
 def test_copy_on_write_overwrite_sql_statements_and_a_stream_on_s3(spark, s3, tmp_path):
     bucket = s3.bucket("cow")
     cat = sparkberg.catalog(spark, f"{bucket}/wh", properties=s3.properties())

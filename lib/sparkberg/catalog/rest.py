@@ -293,6 +293,7 @@ class RestCatalog:
         self._auth = _Auth(self._session, self._base, props)
         # (a table whose load vended a token: that table's further requests carry it, as the spec's config says)
         self._table_auth: dict[Identifier, _Auth] = {}
+        self._signing: dict[Identifier, dict] = {}  # (each table's remote-signing-config)
         self._signer = SigV4Signer(props) if sigv4_enabled(props) else None
         self._endpoints: set[str] = set()
         self._prefix = "v1/"
@@ -468,6 +469,7 @@ class RestCatalog:
         location = body.get("metadata-location")
         metadata = TableMetadata.from_json(body["metadata"], location or str(ident))
         self._vended[ident] = vended_properties(body, metadata.location)
+        self._signing[ident] = dict(body.get("remote-signing-config") or {})
         token = (body.get("config") or {}).get("token")
         if token:
             self._table_auth[ident] = self._auth.for_token(str(token))
@@ -482,6 +484,9 @@ class RestCatalog:
         ident = parse_identifier(identifier)
         vended = self._vended.get(ident, {})
         io = self.io.with_properties({**metadata.properties, **vended})
+        auth = self._table_auth.get(ident, self._auth)
+        if str(io.properties.get("s3.remote-signing-enabled", "false")).lower() == "true":
+            io = io.with_signer(self._remote_signer(ident, vended, auth))
         if expires_at_ms(vended) is None or \
                 str(self.properties.get("client.refresh-credentials-enabled", "true")).lower() == "false":
             return io
@@ -493,9 +498,27 @@ class RestCatalog:
             path = f"{self._table(ident)}/credentials" if listed else self._table(ident)
         shown = f"{self.uri}/{path.lstrip('/')}"
         url = path if "://" in path else f"{self._base}/{path.lstrip('/')}"
-        auth = self._table_auth.get(ident, self._auth)
         return io.with_renewal(VendedCredentials(url, shown, {**self._headers, **auth.header()},
                                                  metadata.location, self._signer))
+
+    def _remote_signer(self, ident: Identifier, vended: dict[str, str], auth: _Auth) -> "RemoteSigner":
+        """The signer of a table's S3 requests: the spec's per-table ``sign`` route, or the deprecated
+        ``signer.endpoint`` (against ``signer.uri``, by default the catalog's) where the table's config names one;
+        with the static ``properties`` and ``headers`` of its ``remote-signing-config``."""
+        config = self._signing.get(ident, {})
+        endpoint = vended.get("signer.endpoint")
+        if endpoint is None:
+            path = f"{self._table(ident)}/sign"
+            self._check_offered("POST", path)
+            url = f"{self._base}/{path}"
+        elif "://" in endpoint:
+            url = endpoint
+        else:
+            url = f"{vended.get('signer.uri', self._base).rstrip('/')}/{endpoint.lstrip('/')}"
+        headers = {**self._headers, **auth.header(),
+                   **{k: ",".join(v) if isinstance(v, list) else str(v)
+                      for k, v in (config.get("headers") or {}).items()}}
+        return RemoteSigner(url, redact.uri(url), headers, dict(config.get("properties") or {}), self._signer)
 
     def load(self, identifier) -> tuple[Identifier, str, TableMetadata]:
         """(identifier, metadata location, metadata) of the table's current version."""
@@ -605,6 +628,48 @@ class VendedCredentials:
             raise StorageError(redact.text(f"cannot renew the credentials of {self._location}: {self._shown} -> "
                                            f"HTTP {r.status_code}: {_message(r)}"))
         return vended_properties(r.json(), self._location)
+
+
+class RemoteSigner:
+    """Has the catalog sign a table's S3 requests (the REST spec's ``RemoteSignRequest`` to the table's ``sign``
+    route): ``(method, url, headers, body, region) -> (url, headers)`` to send. Picklable: it travels with the FileIO to
+    the executors, with the catalog's headers of when the table was loaded; its ``repr`` names the endpoint,
+    never a header."""
+
+    def __init__(self, url: str, shown: str, headers: dict[str, str], properties: dict[str, str],
+                 signer: SigV4Signer | None = None):
+        self._url, self._shown, self._headers, self._properties = url, shown, headers, properties
+        self._signer = signer
+
+    def __repr__(self) -> str:
+        return f"RemoteSigner({self._shown})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RemoteSigner) and other._url == self._url
+
+    def __hash__(self) -> int:
+        return hash(self._url)
+
+    def __call__(self, method: str, url: str, headers: dict[str, str], body: bytes | None, region: str
+                 ) -> tuple[str, dict[str, str]]:
+        request = {"region": region, "uri": url, "method": method,
+                   "headers": {k: [v] for k, v in headers.items()}, "provider": "s3"}
+        if self._properties:
+            request["properties"] = self._properties
+        data = json.dumps(request).encode()
+        sent = {**self._headers, "Content-Type": "application/json"}
+        if self._signer is not None:
+            sent = self._signer.sign("POST", self._url, sent, data)
+        try:
+            r = requests.post(self._url, data=data, headers=sent, timeout=TIMEOUT_S)
+        except requests.RequestException as e:
+            raise StorageError(redact.text(f"cannot reach the S3 request signer {self._shown}: {e}")) from None
+        if r.status_code != 200:
+            raise StorageError(redact.text(f"the S3 request signer {self._shown} refused to sign {method} "
+                                           f"{redact.uri(url.split('?')[0])}: HTTP {r.status_code}: {_message(r)}"))
+        out = r.json()
+        return out["uri"], {k: ",".join(v) if isinstance(v, list) else str(v)
+                            for k, v in (out.get("headers") or {}).items()}
 
 
 def vended_properties(body: dict, table_location: str) -> dict[str, str]:

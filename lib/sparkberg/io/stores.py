@@ -8,6 +8,7 @@ catalog, overridden by the table's, overridden by what a catalog vends for the t
 
 - S3: ``s3.endpoint``, ``s3.access-key-id``, ``s3.secret-access-key``, ``s3.session-token``, ``s3.region`` (else
   ``client.region``), ``s3.path-style-access``, ``s3.connect-timeout`` / ``s3.request-timeout`` (seconds);
+  ``s3.remote-signing-enabled`` (every request signed by the table's REST catalog: :mod:`sparkberg.io.signeds3`);
 - GCS: ``gcs.project-id``, ``gcs.oauth2.token`` (with ``gcs.oauth2.token-expires-at``, epoch millis),
   ``gcs.service.host`` (an emulator's or a private endpoint, ``http://host:port``);
 - Azure: ``adls.account-name``, ``adls.account-key``, ``adls.sas-token.<account>``,
@@ -171,9 +172,26 @@ class _S3:
                    _flag(properties, "s3.path-style-access"))
 
 
-def pyarrow_filesystem(properties: dict[str, str], at: Where, location: str):
-    """The ``pyarrow.fs`` client of the store ``at`` names, configured by ``properties``."""
+def remote_signing(properties: dict[str, str], at: Where, signer: Any) -> Any:
+    """The :class:`~sparkberg.io.signeds3.SignedS3` of an S3 location whose requests the table's catalog signs
+    (``s3.remote-signing-enabled``, with the catalog's ``signer``); None for any other."""
+    if at.store != S3 or not _flag(properties, "s3.remote-signing-enabled"):
+        return None
+    if signer is None:
+        raise ValidationError("s3.remote-signing-enabled: S3 requests are to be signed by the table's REST catalog, "
+                              "and this FileIO has no catalog's signer (load the table through its REST catalog)")
+    from sparkberg.io.signeds3 import SignedS3  # (only for a store whose catalog signs)
+    return SignedS3(properties, signer)
+
+
+def pyarrow_filesystem(properties: dict[str, str], at: Where, location: str, signer: Any = None):
+    """The ``pyarrow.fs`` client of the store ``at`` names, configured by ``properties`` (``signer``: the
+    catalog's, for S3 with remote signing)."""
     from pyarrow import fs
+    signed = remote_signing(properties, at, signer)
+    if signed is not None:
+        from sparkberg.io.signeds3 import handler  # (only for a store whose catalog signs)
+        return fs.PyFileSystem(handler(signed))
     if at.store == S3:
         c = _S3.of(properties)
         kwargs: dict[str, Any] = {
@@ -215,9 +233,12 @@ def pyarrow_filesystem(properties: dict[str, str], at: Where, location: str):
     raise ValidationError(f"no object store client for {location!r}")
 
 
-def obstore_store(properties: dict[str, str], at: Where):
+def obstore_store(properties: dict[str, str], at: Where, signer: Any = None):
     """The ``obstore`` client of the bucket (container) ``at`` names, for conditional creates; None for a store
-    without one (HDFS)."""
+    without one (HDFS); for S3 with remote signing, the :class:`~sparkberg.io.signeds3.SignedS3` client."""
+    signed = remote_signing(properties, at, signer)
+    if signed is not None:
+        return signed
     import obstore.store as stores  # (only where a commit creates a file on an object store)
     if at.store == S3:
         c = _S3.of(properties)
