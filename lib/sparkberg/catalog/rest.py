@@ -14,7 +14,8 @@ token), ``credential`` (``client_id:client_secret`` for OAuth2's client credenti
 ``oauth2-server-uri``, by default ``<uri>/v1/oauth/tokens``, with ``scope``, by default ``catalog``), a subject
 token to exchange (RFC 8693, under its token type's name: :class:`_Auth`), ``token-refresh-enabled`` and
 ``token-exchange-enabled``, and ``header.<name>`` (an HTTP header sent with every request). A table's load may vend
-a ``token`` of its own, which that table's requests then carry.
+a ``token`` of its own, which that table's requests then carry, storage credentials (:meth:`RestCatalog.table_io`),
+or ``s3.remote-signing-enabled``: the catalog then signs each of the table's S3 requests (:class:`RemoteSigner`).
 """
 from __future__ import annotations
 
