@@ -611,18 +611,29 @@ class Table(RefsMixin, EvolutionMixin):
     def repair(self, dry_run: bool = True):
         """Remove the current snapshot's references to data and delete files that no longer exist (and the delete
         files scoped to such a data file alone), as one snapshot (``delete``, or ``overwrite`` when only delete
-        files go) whose summary names how many; never deletes a file. Returns what it removes (or, with
-        ``dry_run``, the default, would remove): ``file_path``, ``content``, ``content_offset``."""
+        files go) whose summary names how many, its totals counted from the manifests; a current snapshot whose
+        summary totals are wrong, with nothing to remove, gets a ``replace`` snapshot that changes no file and
+        states them right. Never deletes a file. Returns what it does (or, with ``dry_run``, the default, would
+        do): a row per ``remedy`` (``remove-reference``: ``file_path``, ``content``, ``content_offset``;
+        ``restate-summary``: the total, in ``detail``)."""
         from sparkberg.maintenance import doctor  # (only where a table is repaired)
         with self._running("REPAIR"):
-            _, keys = doctor.repair_plan(self._metadata, self.io, self.spark)
-            if keys and not dry_run:
-                operation = "delete" if any(content == 0 for _, _, content in keys) else "overwrite"
+            _, plan = doctor.repair_plan(self._metadata, self.io, self.spark)
+            if plan.totals is not None and not dry_run:
+                keys = plan.removed
+                operation = "delete" if any(content == 0 for _, _, content in keys) else \
+                    "overwrite" if keys else "replace"
+                summary = {"sparkberg.repair.removed-missing-files": str(len(keys))} if keys else {}
+                if plan.wrong:
+                    summary["sparkberg.repair.restated-totals"] = ",".join(sorted(plan.wrong))
                 self._commit(SnapshotChange(self._metadata, self.io, Changes(
-                    operation, removed={(path, offset) for path, offset, _ in keys},
-                    summary={"sparkberg.repair.removed-missing-files": str(len(keys))}), MAIN_REQUEST))
-        return local_dataframe(self.spark, [(p, c, o) for p, o, c in keys],
-                               "file_path string, content int, content_offset bigint")
+                    operation, removed={(path, offset) for path, offset, _ in keys}, summary=summary,
+                    totals=plan.totals), MAIN_REQUEST))
+        rows = [("remove-reference", p, c, o, "the file no longer exists") for p, o, c in plan.removed]
+        rows += [("restate-summary", None, None, None, f"{k} is {was} in the summary, {now} in the manifests")
+                 for k, (was, now) in sorted(plan.wrong.items())]
+        return local_dataframe(self.spark, rows, "remedy string, file_path string, content int, "
+                                                 "content_offset bigint, detail string")
 
     def remove_orphan_files(self, older_than: Any = None, location: str | None = None, dry_run: bool = False,
                             equal_schemes: dict[str, str] | None = None,

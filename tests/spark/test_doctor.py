@@ -62,6 +62,19 @@ def test_each_broken_rule_is_exactly_its_finding(spark, warehouse):
     found = bad.check().collect()
     assert [(r["rule"], r["snapshot_id"]) for r in found] == [("summary-totals", last.snapshot_id)]
     assert "total-records is 7" in found[0]["detail"] and found[0]["spec_section"].startswith("Snapshots")
+    # its repair: proposed first, then a replace snapshot that changes no file and states the totals right
+    proposed = [(r["remedy"], r["file_path"], r["detail"]) for r in bad.repair().collect()]
+    assert proposed == [("restate-summary", None, "total-records is 7 in the summary, 81 in the manifests")]
+    assert cat.load_table("db.t").metadata_location == bad.metadata_location
+    bad.repair(dry_run=False)
+    fixed = cat.load_table("db.t")
+    snap = fixed.current_snapshot()
+    assert (snap.summary["operation"], snap.summary["total-records"]) == ("replace", "81")
+    assert snap.summary["sparkberg.repair.restated-totals"] == "total-records"
+    assert all(snap.summary[k] == last.summary[k] for k in ("total-data-files", "total-delete-files",
+                                                            "total-position-deletes", "total-files-size"))
+    assert [r for r in fixed.check().collect() if r["snapshot_id"] == snap.snapshot_id] == []
+    assert fixed.to_df().count() == 81 and fixed.repair().collect() == []
     # a sequence number below its entries', and a next-row-id below the ids assigned
     low = dataclasses.replace(last, sequence_number=1)
     bad = _commit_metadata(cat, bad, snapshots=tuple(low if s.snapshot_id == last.snapshot_id else s
@@ -97,7 +110,7 @@ def test_files_that_are_gone_or_resized_and_their_repair(spark, warehouse):
     assert ("file-missing", gone["file_path"]) in found and ("file-size", resized["file_path"]) in found
     assert {rule for rule, _ in found} == {"file-missing", "file-size"}
     # repair: the dry run proposes the data file and its deletion vector, and changes nothing
-    proposed = {(r["file_path"], r["content"]) for r in t.repair().collect()}
+    proposed = {(r["file_path"], r["content"]) for r in t.repair().collect() if r["remedy"] == "remove-reference"}
     dv = gone["deletes"][0]["file_path"]
     assert proposed == {(gone["file_path"], 0), (dv, 1)}
     assert cat.load_table("db.t").metadata_location == t.metadata_location

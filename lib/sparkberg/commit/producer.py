@@ -121,6 +121,8 @@ def _summary(head: Snapshot | None, c: Changes, removed: list[DataFile], target:
         }
         for k in SUMMARY_TOTALS:
             s[k] = str(int(prev.get(k, 0)) + deltas[k])
+    if c.totals is not None:
+        s.update({k: str(c.totals[k]) for k in SUMMARY_TOTALS})
     s["engine-name"] = "sparkberg"
     return s
 

@@ -42,8 +42,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"[spec: {r['spec_section']}]")
         if args.repair:
             for r in t.repair(dry_run=not args.commit).collect():
-                verb = "removed" if args.commit else "would remove"
-                print(f"repair: {verb} the reference to {r['file_path']} (content {r['content']})")
+                if r["remedy"] == "remove-reference":
+                    verb = "removed" if args.commit else "would remove"
+                    print(f"repair: {verb} the reference to {r['file_path']} (content {r['content']})")
+                else:
+                    verb = "restated" if args.commit else "would restate"
+                    print(f"repair: {verb} the summary: {r['detail']}")
         if not found:
             print(f"{args.table}: healthy at level {args.level}")
         return FINDINGS if found else OK

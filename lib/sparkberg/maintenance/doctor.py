@@ -18,7 +18,9 @@ A table written by Iceberg Java, PyIceberg, DuckDB or sparkberg that keeps the s
 
 :func:`repair` removes, in one snapshot, the references to data and delete files that no longer exist (a
 ``delete`` of data files, or an ``overwrite`` when delete files go too), its summary naming how many; it never
-deletes a file. A dry run (the default) shows what it would remove.
+deletes a file. Its summary's totals are counted from the manifests, so a current snapshot whose totals went
+wrong gets them right again (with nothing to remove, in a ``replace`` snapshot that changes no file, which
+incremental readers skip). A dry run (the default) shows what it would do.
 """
 from __future__ import annotations
 
@@ -85,21 +87,51 @@ def check(metadata: TableMetadata, metadata_location: str, io: FileIO, spark: An
     return _examined(metadata, io, spark, level)[0]
 
 
-def repair_plan(metadata: TableMetadata, io: FileIO, spark: Any
-                ) -> tuple[list[Finding], list[tuple[str, int | None, int]]]:
-    """The ``files`` level's findings, and (path, content offset, content) of the current snapshot's files that
-    :func:`repair` removes: the data and delete files those findings say no longer exist, and the delete files
-    scoped to a removed data file alone (they would dangle)."""
+@dataclass(frozen=True)
+class RepairPlan:
+    """What :func:`repair` does: ``removed``, (path, content offset, content) of the current snapshot's files
+    whose references go; ``totals``, the summary totals of the snapshot it commits, counted from the manifests
+    (None when it commits nothing); ``wrong``, the current summary's totals that differ from them."""
+
+    removed: list[tuple[str, int | None, int]]
+    totals: dict[str, int] | None
+    wrong: dict[str, tuple[str, int]]
+
+
+def repair_plan(metadata: TableMetadata, io: FileIO, spark: Any) -> tuple[list[Finding], RepairPlan]:
+    """The ``files`` level's findings, and the :class:`RepairPlan`: the data and delete files those findings say
+    no longer exist, with the delete files scoped to a removed data file alone (they would dangle), and the
+    totals of what is left."""
     found, live = _examined(metadata, io, spark, "files")
     current = metadata.current_snapshot
+    if current is None or current.snapshot_id not in live:
+        return found, RepairPlan([], None, {})
     gone = {f.location for f in found if f.rule == "file-missing"}
-    if current is None or not gone or current.snapshot_id not in live:
-        return found, []
     files = [e.data_file for _, e in live[current.snapshot_id]]
     data_gone = {d.file_path for d in files if d.content == DATA and d.file_path in gone}
-    out = {(d.file_path, d.content_offset, d.content) for d in files
-           if d.file_path in gone or (d.content != DATA and d.referenced_data_file in data_gone)}
-    return found, sorted(out, key=lambda k: (k[0], k[1] or -1))
+    removed = sorted({(d.file_path, d.content_offset, d.content) for d in files
+                      if d.file_path in gone or (d.content != DATA and d.referenced_data_file in data_gone)},
+                     key=lambda k: (k[0], k[1] or -1))
+    now = _totals(files)
+    summary = current.summary or {}
+    wrong = {k: (str(summary[k]), now[k]) for k in _TOTALS if k in summary and str(summary[k]) != str(now[k])}
+    if not removed and not wrong:
+        return found, RepairPlan([], None, {})
+    keys = {(p, o) for p, o, _ in removed}
+    return found, RepairPlan(removed, _totals([d for d in files if (d.file_path, d.content_offset) not in keys]),
+                             wrong)
+
+
+def _totals(files: list) -> dict[str, int]:
+    """A snapshot's summary totals, counted from its live data and delete files' entries (each deletion vector
+    one delete file, as the summaries count them)."""
+    data = [d for d in files if d.content == DATA]
+    deletes = [d for d in files if d.content != DATA]
+    return {"total-data-files": len(data), "total-delete-files": len(deletes),
+            "total-records": sum(d.record_count for d in data),
+            "total-files-size": sum(d.file_size_in_bytes for d in files),
+            "total-position-deletes": sum(d.record_count for d in deletes if d.content == 1),
+            "total-equality-deletes": sum(d.record_count for d in deletes if d.content == 2)}
 
 
 def _examined(metadata: TableMetadata, io: FileIO, spark: Any, level: str
@@ -182,10 +214,7 @@ def _snapshot_findings(metadata: TableMetadata, snap: Snapshot, entries: list[tu
             found.append(Finding("sequence-number", e.data_file.file_path, snap.snapshot_id,
                                  f"data sequence number {e.sequence_number} is above its snapshot's "
                                  f"{snap.sequence_number}"))
-    actual = {"total-data-files": len(data), "total-delete-files": len(deletes),
-              "total-records": sum(d.record_count for d in data),
-              "total-position-deletes": sum(d.record_count for d in deletes if d.content == 1),
-              "total-equality-deletes": sum(d.record_count for d in deletes if d.content == 2)}
+    actual = _totals(data + deletes)
     summary = snap.summary or {}
     for key in _TOTALS:
         if key in summary and str(summary[key]).lstrip("-").isdigit() and int(summary[key]) != actual[key]:

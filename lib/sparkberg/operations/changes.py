@@ -38,7 +38,8 @@ class Changes:
     mapping); ``requirements``: what each base must hold for them (a schema merge's: the schema it merged into is
     still current), and ``conflict``: how a base that does not is named (``the schema of table t changed ...``).
     ``written``: the files the operation wrote for it, deleted if it is never committed (by default, the files it
-    adds; none when it adds files the table holds already)."""
+    adds; none when it adds files the table holds already). ``totals``: the summary's ``total-*`` fields stated
+    outright (a repair's, counted from the manifests) instead of the base's totals moved by this change."""
 
     operation: str
     added_data: list[DataFile] = field(default_factory=list)
@@ -52,6 +53,7 @@ class Changes:
     requirements: Sequence[U.TableRequirement] = ()
     conflict: str = "the table changed"
     written: list[str] | None = None
+    totals: dict[str, int] | None = None
 
     def __post_init__(self) -> None:
         if self.written is None:
