@@ -62,19 +62,6 @@ def test_each_broken_rule_is_exactly_its_finding(spark, warehouse):
     found = bad.check().collect()
     assert [(r["rule"], r["snapshot_id"]) for r in found] == [("summary-totals", last.snapshot_id)]
     assert "total-records is 7" in found[0]["detail"] and found[0]["spec_section"].startswith("Snapshots")
-    # its repair: proposed first, then a replace snapshot that changes no file and states the totals right
-    proposed = [(r["remedy"], r["file_path"], r["detail"]) for r in bad.repair().collect()]
-    assert proposed == [("restate-summary", None, "total-records is 7 in the summary, 81 in the manifests")]
-    assert cat.load_table("db.t").metadata_location == bad.metadata_location
-    bad.repair(dry_run=False)
-    fixed = cat.load_table("db.t")
-    snap = fixed.current_snapshot()
-    assert (snap.summary["operation"], snap.summary["total-records"]) == ("replace", "81")
-    assert snap.summary["sparkberg.repair.restated-totals"] == "total-records"
-    assert all(snap.summary[k] == last.summary[k] for k in ("total-data-files", "total-delete-files",
-                                                            "total-position-deletes", "total-files-size"))
-    assert [r for r in fixed.check().collect() if r["snapshot_id"] == snap.snapshot_id] == []
-    assert fixed.to_df().count() == 81 and fixed.repair().collect() == []
     # a sequence number below its entries', and a next-row-id below the ids assigned
     low = dataclasses.replace(last, sequence_number=1)
     bad = _commit_metadata(cat, bad, snapshots=tuple(low if s.snapshot_id == last.snapshot_id else s
@@ -95,6 +82,27 @@ def test_each_broken_rule_is_exactly_its_finding(spark, warehouse):
         t.metadata.refs["main"], snapshot_id=123, type="tag")})
     with pytest.raises(sparkberg.InvalidMetadataError, match="ref 'audit' points to unknown snapshot 123"):
         cat.load_table("db.t")
+
+
+def test_a_wrong_summary_total_is_restated_by_repair(spark, warehouse):
+    cat, t = _table(spark, warehouse)
+    last = t.current_snapshot()
+    wrong = dataclasses.replace(last, summary={**last.summary, "total-records": "7"})
+    bad = _commit_metadata(cat, t, snapshots=tuple(wrong if s.snapshot_id == last.snapshot_id else s
+                                                   for s in t.metadata.snapshots))
+    # proposed first, then (committed) a replace snapshot that changes no file and states the totals right
+    proposed = [(r["remedy"], r["file_path"], r["detail"]) for r in bad.repair().collect()]
+    assert proposed == [("restate-summary", None, "total-records is 7 in the summary, 91 in the manifests")]
+    assert cat.load_table("db.t").metadata_location == bad.metadata_location
+    bad.repair(dry_run=False)
+    fixed = cat.load_table("db.t")
+    snap = fixed.current_snapshot()
+    assert (snap.summary["operation"], snap.summary["total-records"]) == ("replace", last.summary["total-records"])
+    assert snap.summary["sparkberg.repair.restated-totals"] == "total-records"
+    assert all(snap.summary[k] == last.summary[k] for k in ("total-data-files", "total-delete-files",
+                                                            "total-position-deletes", "total-files-size"))
+    assert [r for r in fixed.check().collect() if r["snapshot_id"] == snap.snapshot_id] == []
+    assert fixed.to_df().count() == 81 and fixed.repair().collect() == []
 
 
 def test_files_that_are_gone_or_resized_and_their_repair(spark, warehouse):
