@@ -13,8 +13,9 @@ from sparkberg.errors import (  # noqa: F401, E402 - every error a user can meet
     AlreadyCommittedError, CatalogDatabaseError, CommitFailedException, CommitStateUnknownException,
     FileAlreadyExistsError, InvalidIdentifierError, InvalidMetadataError, MissingFileError, NamespaceAlreadyExistsError,
     NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, NotSupportedError,
-    RestCatalogError, SparkbergError, SqlSyntaxError, StatementFailedError, StorageError, TableAlreadyExistsError,
-    TableUUIDMismatchError, UnsupportedFormatVersionError, ValidationError, WorkerEnvironmentError,
+    NoSuchViewError, RestCatalogError, SparkbergError, SqlSyntaxError, StatementFailedError, StorageError,
+    TableAlreadyExistsError, TableUUIDMismatchError, UnsupportedFormatVersionError, ValidationError,
+    ViewAlreadyExistsError, WorkerEnvironmentError,
 )
 
 __version__ = "0.1.0"

@@ -59,6 +59,14 @@ class TableAlreadyExistsError(SparkbergError):
     """A table with that identifier already exists."""
 
 
+class NoSuchViewError(SparkbergError):
+    """The view does not exist in the catalog."""
+
+
+class ViewAlreadyExistsError(SparkbergError):
+    """A view with that identifier already exists (or a table holds the name)."""
+
+
 class InvalidIdentifierError(ValidationError):
     """A namespace or table identifier that is empty or tries to escape the warehouse."""
 

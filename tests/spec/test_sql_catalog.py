@@ -319,3 +319,46 @@ def test_an_error_after_the_swap_was_sent_is_told_apart(cat, tmp_path, monkeypat
         cat.commit("db.t", base_loc, pending(base, U.apply_all([U.SetProperties({"b": "1"})], base)))
     kept = str(e.value).split("metadata file ")[1].split(" is kept")[0]
     assert os.path.exists(kept[len("file://"):])
+
+
+def _view_version(sql: str, ts: int):
+    from sparkberg.format.views import Representation, ViewVersion
+    return ViewVersion(0, ts, 0, {"engine-name": "spark"}, (Representation("sql", sql, "spark"),), ("db",))
+
+
+def test_views_are_rows_of_type_view_beside_tables(cat, database, tmp_path):
+    from sparkberg.errors import NoSuchViewError, ViewAlreadyExistsError
+    from sparkberg.format.views import new_view, replaced
+    cat.create_namespace("db")
+    make(cat, "db.t")
+    first = new_view(f"file://{tmp_path}/wh/db/v", SCHEMA, _view_version("SELECT id FROM db.t", 1000))
+    ident, location, _ = cat.create_view("db.v", first)
+    assert re.search(r"/db/v/metadata/00000-[0-9a-f-]{36}\.gz\.metadata\.json$", location)
+    assert rows(database, "SELECT table_name, iceberg_type FROM iceberg_tables ORDER BY table_name") == \
+        [("t", "TABLE"), ("v", "VIEW")]
+    assert [str(i) for i in cat.list_views("db")] == ["db.v"] and [str(i) for i in cat.list_tables("db")] == ["db.t"]
+    assert cat.view_exists("db.v") and not cat.table_exists("db.v") and not cat.view_exists("db.t")
+    # a view and a table never share a name
+    with pytest.raises(ViewAlreadyExistsError, match="a table of that name exists"):
+        cat.create_view("db.t", first)
+    with pytest.raises(ViewAlreadyExistsError, match="a view of that name exists"):
+        cat.create_view("db.v", first)
+    with pytest.raises(TableAlreadyExistsError, match="a view of that name exists"):
+        make(cat, "db.v")
+    # a new version: a compare-and-swap on the row, as a table's commit
+    _, base, meta = cat.load_view("db.v")
+    new_location, _ = cat.commit_view("db.v", base, replaced(meta, _view_version("SELECT 1 AS id", 2000), SCHEMA))
+    assert "/00001-" in new_location and cat.load_view("db.v")[2].current_version_id == 2
+    with pytest.raises(CommitFailedException, match="changed"):
+        cat.commit_view("db.v", base, replaced(meta, _view_version("SELECT 2 AS id", 3000), SCHEMA))
+    cat.rename_view("db.v", "db.w")
+    assert [str(i) for i in cat.list_views("db")] == ["db.w"]
+    with pytest.raises(ViewAlreadyExistsError, match="a table of that name exists"):
+        cat.rename_view("db.w", "db.t")
+    cat.drop_view("db.w")
+    assert cat.list_views("db") == [] and not os.path.exists(new_location.replace("file://", ""))
+    with pytest.raises(NoSuchViewError):
+        cat.drop_view("db.w")
+    with pytest.raises(NoSuchViewError):
+        cat.load_view("db.t")  # (a table is no view)
+    assert [str(i) for i in cat.list_tables("db")] == ["db.t"]

@@ -8,12 +8,13 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Protocol, Sequence
 
 from sparkberg.commit.pending import PendingCommit
-from sparkberg.errors import InvalidIdentifierError, InvalidMetadataError, NoSuchTableError
+from sparkberg.errors import InvalidIdentifierError, InvalidMetadataError, NoSuchTableError, NoSuchViewError
 from sparkberg.identifiers import split_dotted
 from sparkberg.io.fileio import FileIO
 from sparkberg.format.metadata import TableMetadata
 from sparkberg.format.properties import DELETE_AFTER_COMMIT, boolean
 from sparkberg.format.snapshots import MetadataLogEntry
+from sparkberg.format.views import ViewMetadata
 
 PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100
@@ -144,6 +145,23 @@ def write_metastore_metadata(io: FileIO, metadata: TableMetadata, version: int) 
     location = f"{metadata.location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
     io.create(location, metadata.to_json_bytes())
     return location
+
+
+def write_view_metadata(io: FileIO, metadata: ViewMetadata, version: int) -> str:
+    """Write a view's metadata as catalog version ``version`` (Iceberg Java's
+    ``<location>/metadata/<version, 5 digits>-<uuid>.gz.metadata.json``), never over another file; its location."""
+    location = f"{metadata.location.rstrip('/')}/metadata/{metadata.file_name(version)}"
+    io.create(location, metadata.to_json_bytes())
+    return location
+
+
+def read_view_metadata(io: FileIO, location: str) -> ViewMetadata:
+    """Read and parse a view's metadata file; errors name the file."""
+    try:
+        data = io.read(location)
+    except FileNotFoundError:
+        raise NoSuchViewError(f"view metadata file does not exist: {location}") from None
+    return ViewMetadata.from_bytes(data, location)
 
 
 def metastore_version(metadata_location: str) -> int:

@@ -4,7 +4,8 @@ PyIceberg's ``SqlCatalog`` lay them out, so one database serves all three.
 - ``iceberg_tables``: one row per table (``catalog_name``, ``table_namespace`` as its levels joined by ``.``,
   ``table_name``), with ``metadata_location``, ``previous_metadata_location`` and, in Java's current schema
   (created here when the database has no catalog tables), ``iceberg_type`` = ``TABLE`` (null, as older
-  writers and PyIceberg leave it, is a table too).
+  writers and PyIceberg leave it, is a table too); a view is a row of ``iceberg_type`` = ``VIEW``, as Java's
+  ``JdbcCatalog`` keeps it (its name is then not a table's: one row per name).
 - ``iceberg_namespace_properties``: one row per namespace property; a namespace created here holds
   ``exists`` = ``true`` besides its properties, as Java writes it (PyIceberg writes it only for a namespace
   created without properties). A namespace exists while it has a property row or a table.
@@ -31,21 +32,23 @@ from urllib.parse import unquote
 from sparkberg import redact
 from sparkberg.catalog.base import (
     Identifier, delete_dropped, metastore_version, parse_identifier, parse_namespace, read_metadata,
-    with_metadata_log, write_metastore_metadata,
+    read_view_metadata, with_metadata_log, write_metastore_metadata, write_view_metadata,
 )
 from sparkberg.catalog.purge import referenced_files
 from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CatalogDatabaseError, CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError,
-    NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, SparkbergError, TableAlreadyExistsError,
-    ValidationError,
+    NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, NotSupportedError,
+    SparkbergError, TableAlreadyExistsError, ValidationError, ViewAlreadyExistsError,
 )
 from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.views import ViewMetadata
 
 TABLES = "iceberg_tables"
 NAMESPACE_PROPERTIES = "iceberg_namespace_properties"
 TABLE_TYPE = "TABLE"
+VIEW_TYPE = "VIEW"
 EXISTS_PROPERTY = "exists"
 SQLITE_BUSY_TIMEOUT_S = 60.0
 _CREATE_TABLES = (f"CREATE TABLE {TABLES} (catalog_name VARCHAR(255) NOT NULL, table_namespace VARCHAR(255) NOT "
@@ -343,16 +346,19 @@ class SqlCatalog:
             raise
         return ident, location, metadata
 
-    def _insert(self, ident: Identifier, metadata_location: str) -> None:
+    def _insert(self, ident: Identifier, metadata_location: str, kind: str = TABLE_TYPE) -> None:
         columns, values = "catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location", \
             [self.name, ".".join(ident.namespace), ident.name, metadata_location, None]
         if self._typed:
             columns += ", iceberg_type"
-            values.append(TABLE_TYPE)
+            values.append(kind)
         try:
             self.db.execute(f"INSERT INTO {TABLES} ({columns}) VALUES ({', '.join('?' * len(values))})", values)
         except KeyError:
-            raise TableAlreadyExistsError(f"table {ident} already exists") from None
+            taken = "a view" if self._view_location(ident) is not None else "a table"
+            error = TableAlreadyExistsError if kind == TABLE_TYPE else ViewAlreadyExistsError
+            raise error(f"{'table' if kind == TABLE_TYPE else 'view'} {ident} cannot be created: {taken} of that "
+                        "name exists") from None
 
     def register(self, identifier, metadata_location: str) -> tuple[Identifier, str, TableMetadata]:
         """Add a table whose metadata file exists already (written by any engine)."""
@@ -421,6 +427,104 @@ class SqlCatalog:
         if purge:
             for f in referenced_files(self.io, metadata):
                 self.io.delete(f)
+            self.io.delete(location)
+
+
+    # --- views (Java's JdbcCatalog with its V1 schema) -------------------------------------------------------
+    def _views(self) -> str:
+        """The condition on ``iceberg_type`` that selects views; a database without the column keeps none."""
+        if not self._typed:
+            raise NotSupportedError(f"SQL catalog {self.name}: its {TABLES} table has no iceberg_type column (Iceberg "
+                                    "Java's V0 schema), so it keeps no views; a catalog created by sparkberg or by "
+                                    "Java with jdbc.schema-version=V1 does")
+        return f" AND iceberg_type = '{VIEW_TYPE}'"
+
+    def _view_location(self, ident: Identifier) -> str | None:
+        if not self._typed:
+            return None
+        rows = self.db.query(f"SELECT metadata_location FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ? "
+                             "AND table_name = ?" + self._views(), (self.name, ".".join(ident.namespace), ident.name))
+        return rows[0][0] if rows else None
+
+    def view_exists(self, identifier) -> bool:
+        return self._view_location(parse_identifier(identifier)) is not None
+
+    def list_views(self, namespace) -> list[Identifier]:
+        ns = parse_namespace(namespace)
+        if not self.namespace_exists(ns):
+            raise NoSuchNamespaceError(f"namespace {'.'.join(ns)} does not exist")
+        rows = self.db.query(f"SELECT table_name FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ?"
+                             + self._views(), (self.name, ".".join(ns)))
+        return [Identifier(ns, r[0]) for r in sorted(rows)]
+
+    def load_view(self, identifier) -> tuple[Identifier, str, ViewMetadata]:
+        """(identifier, metadata location, metadata) of the view's current version."""
+        ident = parse_identifier(identifier)
+        location = self._view_location(ident)
+        if location is None:
+            raise NoSuchViewError(f"view {ident} does not exist in catalog {self.name}")
+        return ident, location, read_view_metadata(self.io, location)
+
+    def create_view(self, identifier, metadata: ViewMetadata) -> tuple[Identifier, str, ViewMetadata]:
+        """Write the first metadata file of a new view and add its row; a name a table or a view holds is an
+        error (the file is then deleted)."""
+        ident = parse_identifier(identifier)
+        self._views()
+        if not self.namespace_exists(ident.namespace):
+            raise NoSuchNamespaceError(f"namespace {'.'.join(ident.namespace)} does not exist")
+        if self.table_exists(ident) or self.view_exists(ident):
+            taken = "a table" if self.table_exists(ident) else "a view"
+            raise ViewAlreadyExistsError(f"view {ident} cannot be created: {taken} of that name exists")
+        location = write_view_metadata(self.io, metadata, 0)
+        try:
+            self._insert(ident, location, VIEW_TYPE)
+        except BaseException:
+            self.io.delete(location)
+            raise
+        return ident, location, metadata
+
+    def commit_view(self, identifier, base_location: str, metadata: ViewMetadata) -> tuple[str, ViewMetadata]:
+        """Swap in ``metadata`` as the view's version after ``base_location`` (compare-and-swap on its row, as a
+        table's commit); CommitFailedException when another commit came first."""
+        ident = parse_identifier(identifier)
+        location = write_view_metadata(self.io, metadata, metastore_version(base_location) + 1)
+        changed = self.db.execute(
+            f"UPDATE {TABLES} SET metadata_location = ?, previous_metadata_location = ? WHERE catalog_name = ? "
+            "AND table_namespace = ? AND table_name = ? AND metadata_location = ?" + self._views(),
+            (location, base_location, self.name, ".".join(ident.namespace), ident.name, base_location))
+        if changed != 1:
+            self.io.delete(location)
+            current = self._view_location(ident)
+            if current is None:
+                raise NoSuchViewError(f"view {ident} does not exist in catalog {self.name}")
+            raise CommitFailedException(f"view {ident} changed: based on {base_location}, current is {current}")
+        return location, metadata
+
+    def rename_view(self, source, target) -> None:
+        """Rename a view (its files stay where they are)."""
+        src, dst = parse_identifier(source), parse_identifier(target)
+        if not self.namespace_exists(dst.namespace):
+            raise NoSuchNamespaceError(f"namespace {'.'.join(dst.namespace)} does not exist")
+        if self.table_exists(dst) or self.view_exists(dst):
+            raise ViewAlreadyExistsError(f"view {src} cannot be renamed to {dst}: "
+                                         f"{'a table' if self.table_exists(dst) else 'a view'} of that name exists")
+        changed = self.db.execute(
+            f"UPDATE {TABLES} SET table_namespace = ?, table_name = ? WHERE catalog_name = ? AND "
+            "table_namespace = ? AND table_name = ?" + self._views(),
+            (".".join(dst.namespace), dst.name, self.name, ".".join(src.namespace), src.name))
+        if changed != 1:
+            raise NoSuchViewError(f"view {src} does not exist in catalog {self.name}")
+
+    def drop_view(self, identifier) -> None:
+        """Remove the view's row and its current metadata file (as Java's ``dropViewMetadata``; a view has no
+        data)."""
+        ident = parse_identifier(identifier)
+        location = self._view_location(ident)
+        changed = self.db.execute(f"DELETE FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ? AND "
+                                  "table_name = ?" + self._views(), (self.name, ".".join(ident.namespace), ident.name))
+        if changed != 1:
+            raise NoSuchViewError(f"view {ident} does not exist in catalog {self.name}")
+        if location is not None:
             self.io.delete(location)
 
 
