@@ -55,6 +55,7 @@ def shared(request, java, tmp_path):
             f"spark.sql.catalog.{name}.type": "jdbc", f"spark.sql.catalog.{name}.uri": java_uri,
             f"spark.sql.catalog.{name}.warehouse": warehouse,
             f"spark.sql.catalog.{name}.cache-enabled": "false",  # (each read sees the latest commit)
+            f"spark.sql.catalog.{name}.jdbc.schema-version": "V1",  # (Java keeps views only in its V1 schema)
             **{f"spark.sql.catalog.{name}.{k}": v for k, v in props.items()}}
     # sparkberg's catalog first: it creates the catalog tables, which Java's then finds (the case in which
     # Java's start-up checks leave their result sets open)
@@ -126,3 +127,45 @@ def test_catalog_keys_set_at_runtime_are_read_on_pyspark_35(java, tmp_path):
     finally:
         for k in keys:
             java.conf.unset(f"{prefix}.{k}")
+
+
+def test_views_in_one_jdbc_catalog_both_ways(java, shared):
+    import gzip
+    import json
+    import re
+    from sparkberg.format import types as T
+    from sparkberg.format.views import Representation, ViewMetadata, ViewVersion, new_view
+    name, ours = shared
+    backend = ours._backend
+    java.sql(f"CREATE NAMESPACE {name}.vdb")
+    java.sql(f"CREATE TABLE {name}.vdb.t (id bigint, s string) USING iceberg")
+    java.sql(f"INSERT INTO {name}.vdb.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    # Java's view: read by sparkberg as Java wrote it
+    java.sql(f"CREATE VIEW {name}.vdb.jv (ident COMMENT 'the id', s) COMMENT 'from java' TBLPROPERTIES ('k' = 'v') "
+             f"AS SELECT id, s FROM {name}.vdb.t WHERE id > 1")
+    assert [str(i) for i in backend.list_views("vdb")] == ["vdb.jv"] and ours.list_tables("vdb") == ["vdb.t"]
+    _, location, meta = backend.load_view("vdb.jv")
+    assert re.search(r"/metadata/00000-[0-9a-f-]{36}\.gz\.metadata\.json$", location)
+    raw = json.loads(gzip.decompress(backend.io.read(location)))
+    assert meta.to_json() == raw  # (every field read, and written back as Java wrote it)
+    version = meta.current_version
+    assert version.sql("spark") == f"SELECT id, s FROM {name}.vdb.t WHERE id > 1"
+    assert [(f.name, f.doc) for f in meta.schema().fields] == [("ident", "the id"), ("s", None)]
+    assert meta.properties["k"] == "v" and meta.properties["comment"] == "from java"
+    # sparkberg's view: queried, listed, replaced and dropped by Java
+    schema = T.Schema([T.NestedField(1, "id", T.LONG, False), T.NestedField(2, "s", T.STRING, False)])
+    mine = new_view(f"{ours.warehouse}/vdb/mine", schema, ViewVersion(
+        0, 1000, 0, {"engine-name": "spark", "engine-version": "4.0.0"},
+        (Representation("sql", f"SELECT id, s FROM {name}.vdb.t WHERE id < 3", "spark"),), ("vdb",), name))
+    backend.create_view("vdb.mine", mine)
+    assert sorted(tuple(r) for r in java.sql(f"SELECT * FROM {name}.vdb.mine").collect()) == [(1, "a"), (2, "b")]
+    assert {r[1] for r in java.sql(f"SHOW VIEWS IN {name}.vdb").collect()} == {"jv", "mine"}
+    java.sql(f"CREATE OR REPLACE VIEW {name}.vdb.mine AS SELECT id FROM {name}.vdb.t")
+    _, _, replaced = backend.load_view("vdb.mine")
+    assert replaced.current_version_id == 2 and [e.version_id for e in replaced.version_log] == [1, 2]
+    assert [f.name for f in replaced.schema().fields] == ["id"] and replaced.view_uuid == mine.view_uuid
+    java.sql(f"DROP VIEW {name}.vdb.mine")
+    assert not backend.view_exists("vdb.mine")
+    with pytest.raises(Exception, match="a table of that name exists"):
+        backend.create_view("vdb.t", mine)
+    assert isinstance(meta, ViewMetadata)
