@@ -15,6 +15,7 @@ Test infrastructure, not a product: Iceberg Java's own server (make interop) is 
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -31,13 +32,16 @@ from sparkberg.catalog.sql import SqlCatalog, sqlite_database
 from sparkberg.io.fileio import file_io_for
 from sparkberg.errors import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
-    NoSuchTableError, SparkbergError, TableAlreadyExistsError, ValidationError,
+    NoSuchTableError, NoSuchViewError, SparkbergError, TableAlreadyExistsError, ValidationError,
+    ViewAlreadyExistsError,
 )
 from sparkberg.format import updates as U
 from sparkberg.format.metadata import TableMetadata
 from sparkberg.format.partitioning import PartitionSpec, SortOrder
 from sparkberg.format.snapshots import PartitionStatisticsFile, Snapshot, StatisticsFile
+from sparkberg.format import types as T
 from sparkberg.format.types import Schema
+from sparkberg.format.views import ViewHistoryEntry, ViewVersion, new_view, with_properties
 
 import openapi_check
 from commits import pending
@@ -50,6 +54,7 @@ _ERRORS = [  # (exception, status, the spec's error type)
                                                                "AlreadyExistsException"),
     (NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"), (CommitFailedException, 409,
                                                                    "CommitFailedException"),
+    (NoSuchViewError, 404, "NoSuchViewException"), (ViewAlreadyExistsError, 409, "AlreadyExistsException"),
     (ValidationError, 400, "BadRequestException"),
 ]
 
@@ -193,6 +198,7 @@ class RestServer:
         self.faults: list[tuple[int, bool]] = []  # (status, applied first) for the next commits
         self.requests: list[str] = []
         self.commits: list[dict] = []  # the body of every table commit, as sent
+        self.view_commits: list[dict] = []  # and of every view commit
         self.token_requests = 0
         self.rejected = 0  # requests answered 401
         self.headers_seen: list[dict] = []
@@ -328,6 +334,11 @@ class RestServer:
             src, dst = body["source"], body["destination"]
             self.catalog.rename(tuple(src["namespace"]) + (src["name"],), tuple(dst["namespace"]) + (dst["name"],))
             return 204, None
+        if parts == ["views", "rename"]:
+            src, dst = body["source"], body["destination"]
+            self.catalog.rename_view(tuple(src["namespace"]) + (src["name"],),
+                                     tuple(dst["namespace"]) + (dst["name"],))
+            return 204, None
         if parts == ["transactions", "commit"]:
             with self.lock:
                 for change in body["table-changes"]:
@@ -358,6 +369,23 @@ class RestServer:
                 return 200, self._create(ns, body)
             tables = [{"namespace": list(ns), "name": i.name} for i in self.catalog.list_tables(ns)]
             return 200, self._page("identifiers", tables, query)
+        if parts[2:] == ["views"]:
+            if method == "POST":
+                return 200, self._create_view(ns, body)
+            views = [{"namespace": list(ns), "name": i.name} for i in self.catalog.list_views(ns)]
+            return 200, self._page("identifiers", views, query)
+        if len(parts) == 4 and parts[2] == "views":
+            ident = ns + (parts[3],)
+            if method == "DELETE":
+                self.catalog.drop_view(ident)
+                return 204, None
+            if method == "POST":
+                with self.lock:
+                    return 200, self._commit_view(ident, body)
+            _, location, meta = self.catalog.load_view(ident)
+            if method == "HEAD":
+                return 204, None
+            return 200, {"metadata-location": location, "metadata": meta.to_json(), "config": {}}
         if len(parts) == 5 and parts[2] == "tables" and parts[4] == "sign" and self.signing is not None:
             return 200, self._sign(ns + (parts[3],), body)
         if len(parts) == 5 and parts[2] == "tables" and parts[4] == "metrics":
@@ -398,6 +426,53 @@ class RestServer:
             if self.signing_static is not None:
                 out["remote-signing-config"] = self.signing_static
         return out
+
+    def _create_view(self, ns: tuple, body: dict) -> dict:
+        version = ViewVersion.from_json(body["view-version"], "view-version")
+        location = body.get("location") or "/".join([self.warehouse, *ns, body["name"]])
+        meta = new_view(location, T.Schema.from_json(body["schema"]), version, body.get("properties") or {})
+        _, written, meta = self.catalog.create_view(ns + (body["name"],), meta)
+        return {"metadata-location": written, "metadata": meta.to_json(), "config": {}}
+
+    def _commit_view(self, ident: tuple, body: dict) -> dict:
+        """A view's commit: its requirements checked, its updates applied in order (a schema or version of id -1:
+        the last one added), and swapped in on the catalog."""
+        self.view_commits.append(body)
+        _, base_location, base = self.catalog.load_view(ident)
+        for r in body.get("requirements") or []:
+            if r["type"] == "assert-view-uuid" and r["uuid"] != base.view_uuid:
+                raise HttpError(409, "CommitFailedException", f"view uuid changed: {r['uuid']} != {base.view_uuid}")
+        meta, last_schema, last_version = base, None, None
+        for u in body["updates"]:
+            action = u["action"]
+            if action == "set-properties":
+                meta = with_properties(meta, u["updates"])
+            elif action == "remove-properties":
+                meta = with_properties(meta, {}, set(u["removals"]))
+            elif action == "add-schema":
+                schema = T.Schema.from_json(u["schema"])
+                same = next((x for x in meta.schemas if x.fields == schema.fields), None)
+                if same is None:
+                    same = dataclasses.replace(schema, schema_id=max(x.schema_id for x in meta.schemas) + 1)
+                    meta = dataclasses.replace(meta, schemas=meta.schemas + (same,))
+                last_schema = same.schema_id
+            elif action == "add-view-version":
+                version = ViewVersion.from_json(u["view-version"], "view-version")
+                if version.schema_id == -1:
+                    version = dataclasses.replace(version, schema_id=last_schema)
+                version = dataclasses.replace(version, version_id=max(v.version_id for v in meta.versions) + 1)
+                meta = dataclasses.replace(meta, versions=meta.versions + (version,))
+                last_version = version.version_id
+            elif action == "set-current-view-version":
+                vid = last_version if u["view-version-id"] == -1 else u["view-version-id"]
+                when = meta.version(vid).timestamp_ms
+                meta = dataclasses.replace(meta, current_version_id=vid,
+                                           version_log=meta.version_log + (ViewHistoryEntry(when, vid),))
+            else:
+                raise HttpError(400, "BadRequestException", f"unknown view update {action!r}")
+        meta = with_properties(meta, {})  # (the versions beyond version.history.num-entries expired)
+        written, meta = self.catalog.commit_view(ident, base_location, meta)
+        return {"metadata-location": written, "metadata": meta.to_json(), "config": {}}
 
     def _sign(self, ident: tuple, body: dict) -> dict:
         """A table's S3 request signed with the server's key, the client's payload hash kept as it was sent."""

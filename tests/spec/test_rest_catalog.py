@@ -384,3 +384,40 @@ def test_a_token_vended_with_a_table_carries_its_requests(tmp_path):
         assert srv.rejected == 0 and srv.violations == []
     finally:
         srv.close()
+
+
+def test_views_over_the_rest_protocol(server):
+    from sparkberg.errors import NoSuchViewError, ViewAlreadyExistsError
+    from sparkberg.format import types as T
+    from sparkberg.format.views import Representation, ViewVersion, new_view, replaced, with_properties
+    cat = catalog(server)
+    rest = cat._backend
+    _new_table(cat)
+
+    def version(sql: str, ts: int) -> ViewVersion:
+        return ViewVersion(0, ts, 0, {"engine-name": "spark"}, (Representation("sql", sql, "spark"),), ("db",))
+    first = new_view(f"{server.warehouse}/db/v", SCHEMA, version("SELECT id FROM db.t", 1000), {"comment": "c"})
+    ident, location, meta = rest.create_view("db.v", first)
+    assert location.endswith(".gz.metadata.json") and meta.current_version.sql("spark") == "SELECT id FROM db.t"
+    assert [str(i) for i in rest.list_views("db")] == ["db.v"] and rest.view_exists("db.v")
+    with pytest.raises(ViewAlreadyExistsError):
+        rest.create_view("db.t", first)  # (a table's name)
+    # a new version and a property change: the updates and the uuid requirement the spec has
+    _, base, meta = rest.load_view("db.v")
+    wider = T.Schema([T.NestedField(1, "id", T.LONG, False), T.NestedField(2, "x", T.INT, False)])
+    changed = with_properties(replaced(meta, version("SELECT id, 1 AS x FROM db.t", 2000), wider), {"k": "v"},
+                              {"comment"})
+    new_location, written = rest.commit_view("db.v", base, changed)
+    assert written.current_version_id == 2 and written.properties == {"k": "v"}
+    assert [f.name for f in written.schema().fields] == ["id", "x"] and new_location != base
+    sent = server.view_commits[-1]
+    assert sent["requirements"] == [{"type": "assert-view-uuid", "uuid": meta.view_uuid}]
+    assert [u["action"] for u in sent["updates"]] == ["set-properties", "remove-properties", "add-schema",
+                                                       "add-view-version", "set-current-view-version"]
+    assert sent["updates"][3]["view-version"]["schema-id"] == -1 and sent["updates"][4]["view-version-id"] == -1
+    rest.rename_view("db.v", "db.w")
+    assert [str(i) for i in rest.list_views("db")] == ["db.w"]
+    rest.drop_view("db.w")
+    with pytest.raises(NoSuchViewError):
+        rest.load_view("db.w")
+    assert server.violations == []

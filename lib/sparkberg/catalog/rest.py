@@ -33,14 +33,15 @@ from sparkberg.catalog.sigv4 import SigV4Signer, sigv4_enabled
 from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError, NamespaceNotEmptyError,
-    NoSuchNamespaceError, NoSuchTableError, NotAuthorizedError, NotSupportedError, RestCatalogError, StorageError,
-    TableAlreadyExistsError, ValidationError,
+    NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, NotAuthorizedError, NotSupportedError, RestCatalogError,
+    StorageError, TableAlreadyExistsError, ValidationError, ViewAlreadyExistsError,
 )
 from sparkberg.io.fileio import file_io_for
 from sparkberg.io.stores import expires_at_ms
 from sparkberg import redact
 from sparkberg.format import updates as U
 from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.views import ViewMetadata
 
 NAMESPACE_SEPARATOR = "\x1f"  # joins a namespace's levels in a URL path (the spec's default)
 DEFAULT_SCOPE = "catalog"
@@ -295,6 +296,7 @@ class RestCatalog:
         # (a table whose load vended a token: that table's further requests carry it, as the spec's config says)
         self._table_auth: dict[Identifier, _Auth] = {}
         self._signing: dict[Identifier, dict] = {}  # (each table's remote-signing-config)
+        self._views: dict[Identifier, ViewMetadata] = {}  # (each view's last loaded metadata: what a commit changes)
         self._signer = SigV4Signer(props) if sigv4_enabled(props) else None
         self._endpoints: set[str] = set()
         self._prefix = "v1/"
@@ -581,6 +583,102 @@ class RestCatalog:
                       errors={404: _table_or_namespace}, auth=self._table_auth.pop(ident, None))
 
 
+    # --- views ----------------------------------------------------------------------------------------
+    def _view(self, ident: Identifier) -> str:
+        return f"{self._ns(ident.namespace)}/views/{quote(ident.name, safe='')}"
+
+    def list_views(self, namespace) -> list[Identifier]:
+        ns = parse_namespace(namespace)
+        return sorted((Identifier(tuple(i["namespace"]), i["name"])
+                       for i in self._paged(f"{self._ns(ns)}/views", "identifiers")), key=str)
+
+    def view_exists(self, identifier) -> bool:
+        try:
+            self.load_view(identifier)
+            return True
+        except NoSuchViewError:
+            return False
+
+    def _loaded_view(self, ident: Identifier, body: dict) -> tuple[Identifier, str, ViewMetadata]:
+        location = body["metadata-location"]
+        metadata = ViewMetadata.from_json(body["metadata"], location)
+        self._views[ident] = metadata
+        return ident, location, metadata
+
+    def load_view(self, identifier) -> tuple[Identifier, str, ViewMetadata]:
+        """(identifier, metadata location, metadata) of the view's current version."""
+        ident = parse_identifier(identifier)
+        return self._loaded_view(ident, self._request("GET", self._view(ident),
+                                                      errors={404: _view_or_namespace}))
+
+    def create_view(self, identifier, metadata: ViewMetadata) -> tuple[Identifier, str, ViewMetadata]:
+        """Create the view ``metadata`` describes (its first version, schema and properties; the server assigns
+        the ids and writes the file)."""
+        ident = parse_identifier(identifier)
+        version = metadata.current_version
+        body = {"name": ident.name, "location": metadata.location, "schema": metadata.schema().to_json(),
+                "view-version": version.to_json(), "properties": dict(metadata.properties)}
+        out = self._request("POST", f"{self._ns(ident.namespace)}/views", body,
+                            errors={409: ViewAlreadyExistsError, 404: NoSuchNamespaceError})
+        return self._loaded_view(ident, out)
+
+    def commit_view(self, identifier, base_location: str, metadata: ViewMetadata) -> tuple[str, ViewMetadata]:
+        """Send what ``metadata`` changes of the view's last loaded version (properties, schemas, versions, the
+        current one), with the view's uuid as the requirement; returns the new location and metadata as the
+        server wrote them."""
+        ident = parse_identifier(identifier)
+        base = self._views.get(ident)
+        if base is None:
+            base = self.load_view(ident)[2]
+        updates: list[dict] = []
+        removed = sorted(set(base.properties) - set(metadata.properties))
+        changed = {k: v for k, v in metadata.properties.items() if base.properties.get(k) != v}
+        if changed:
+            updates.append({"action": "set-properties", "updates": changed})
+        if removed:
+            updates.append({"action": "remove-properties", "removals": removed})
+        known = {s.schema_id for s in base.schemas}
+        added_schema = None
+        for schema in metadata.schemas:
+            if schema.schema_id not in known:
+                updates.append({"action": "add-schema", "schema": schema.to_json()})
+                added_schema = schema.schema_id
+        known_versions = {v.version_id for v in base.versions}
+        added_version = None
+        for version in metadata.versions:
+            if version.version_id not in known_versions:
+                out = version.to_json()
+                if version.schema_id == added_schema:
+                    out["schema-id"] = -1  # (the schema this commit adds, whatever id the server gives it)
+                updates.append({"action": "add-view-version", "view-version": out})
+                added_version = version.version_id
+        if metadata.current_version_id != base.current_version_id:
+            updates.append({"action": "set-current-view-version",
+                            "view-version-id": -1 if metadata.current_version_id == added_version
+                            else metadata.current_version_id})
+        body = {"identifier": {"namespace": list(ident.namespace), "name": ident.name},
+                "requirements": [{"type": "assert-view-uuid", "uuid": base.view_uuid}], "updates": updates}
+        out = self._request("POST", self._view(ident), body,
+                            errors={409: CommitFailedException, 404: _view_or_namespace}, commit=True)
+        _, location, written = self._loaded_view(ident, out)
+        return location, written
+
+    def rename_view(self, source, target) -> None:
+        """Rename a view."""
+        src, dst = parse_identifier(source), parse_identifier(target)
+        self._request("POST", f"{self._prefix}views/rename",
+                      {"source": {"namespace": list(src.namespace), "name": src.name},
+                       "destination": {"namespace": list(dst.namespace), "name": dst.name}},
+                      errors={409: ViewAlreadyExistsError, 404: _view_or_namespace})
+        self._views.pop(src, None)
+
+    def drop_view(self, identifier) -> None:
+        """Drop the view."""
+        ident = parse_identifier(identifier)
+        self._request("DELETE", self._view(ident), errors={404: _view_or_namespace})
+        self._views.pop(ident, None)
+
+
 CREDENTIALS_ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
 
 
@@ -683,6 +781,11 @@ def vended_properties(body: dict, table_location: str) -> dict[str, str]:
         best = max(credentials, key=lambda c: len(str(c.get("prefix", ""))))
         out.update({str(k): str(v) for k, v in (best.get("config") or {}).items()})
     return out
+
+
+def _view_or_namespace(kind: str) -> type:
+    """The exception of a 404 on a view, from the server's error type: its namespace's or its own."""
+    return NoSuchNamespaceError if "Namespace" in kind else NoSuchViewError
 
 
 def _table_or_namespace(kind: str) -> type:
