@@ -84,7 +84,9 @@ class JavaRestServer:
         if parts[:1] == ["v1"]:
             parts = parts[1:]
         if parts == ["config"]:
-            return 200, json.dumps({"defaults": {}, "overrides": {}})
+            # (no endpoint list, as older servers: then Java's client calls the view routes only when told the
+            # server has them)
+            return 200, json.dumps({"defaults": {}, "overrides": {"view-endpoints-supported": "true"}})
         if parts == ["namespaces"]:
             if method == "POST":
                 return self._write(h.createNamespace(cat, self._parse(
@@ -99,6 +101,9 @@ class JavaRestServer:
             return 204, ""
         if parts == ["tables", "rename"]:
             h.renameTable(cat, self._parse(raw, "org.apache.iceberg.rest.requests.RenameTableRequest"))
+            return 204, ""
+        if parts == ["views", "rename"]:
+            h.renameView(cat, self._parse(raw, "org.apache.iceberg.rest.requests.RenameTableRequest"))
             return 204, ""
         ns = jvm.org.apache.iceberg.rest.RESTUtil.decodeNamespace(parts[1])
         if len(parts) == 2:
@@ -122,6 +127,24 @@ class JavaRestServer:
                     return self._write(h.stageTableCreate(cat, ns, request))
                 return self._write(h.createTable(cat, ns, request))
             return self._write(h.listTables(cat, ns))
+        if parts[2:] == ["views"]:
+            if method == "POST":
+                return self._write(h.createView(cat, ns, self._parse(
+                    raw, "org.apache.iceberg.rest.requests.CreateViewRequest")))
+            return self._write(h.listViews(cat, ns))
+        if parts[2:3] == ["views"]:
+            view = jvm.org.apache.iceberg.catalog.TableIdentifier.of(ns, jvm.org.apache.iceberg.rest.RESTUtil
+                                                                     .decodeString(parts[3]))
+            if method == "POST":
+                return self._write(h.updateView(cat, view, self._parse(
+                    raw, "org.apache.iceberg.rest.requests.UpdateTableRequest")))
+            if method == "DELETE":
+                h.dropView(cat, view)
+                return 204, ""
+            if method == "HEAD":
+                h.viewExists(cat, view)
+                return 204, ""
+            return self._write(h.loadView(cat, view))
         if parts[4:] == ["metrics"]:
             return 204, ""  # (scan and commit reports: not kept)
         ident = jvm.org.apache.iceberg.catalog.TableIdentifier.of(ns, jvm.org.apache.iceberg.rest.RESTUtil

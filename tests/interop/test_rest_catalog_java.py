@@ -130,3 +130,43 @@ def test_a_stale_sparkberg_writer_retries_after_javas_commit(java, rest):
     held.append(java.sql("SELECT 2L AS id"))
     assert java_ids(java, f"{name}.db.t") == [1, 2]
     assert server.requests.count("POST /v1/namespaces/db/tables/t") >= 2
+
+
+def test_views_over_javas_rest_server_both_ways(java, rest):
+    from sparkberg.format import types as T
+    from sparkberg.format.views import Representation, ViewVersion, new_view, replaced
+    server, name = rest
+    ours = sparkberg.catalog(java, server.uri)
+    backend = ours._backend
+    ours.create_namespace("vdb")
+    t = ours.create_table("vdb.t", "id bigint, s string")
+    t.append(java.sql("SELECT id, CAST(id AS string) AS s FROM range(0, 5)"))
+    # sparkberg's view through Java's server: Java's RESTCatalog queries it
+    schema = T.Schema([T.NestedField(1, "id", T.LONG, False)])
+    version = ViewVersion(0, 1000, 0, {"engine-name": "spark", "engine-version": "4.0.0"},
+                          (Representation("sql", f"SELECT id FROM {name}.vdb.t WHERE id < 2", "spark"),), ("vdb",),
+                          name)
+    _, _, created = backend.create_view("vdb.mine", new_view(f"file:{ours.warehouse}/vdb/mine", schema, version,
+                                                              {"comment": "ours"}))
+    assert sorted(r[0] for r in java.sql(f"SELECT * FROM {name}.vdb.mine").collect()) == [0, 1]
+    # a new version committed by sparkberg (Java's server applies the updates), then one by Java
+    _, base, meta = backend.load_view("vdb.mine")
+    wider = T.Schema([T.NestedField(1, "id", T.LONG, False), T.NestedField(2, "s", T.STRING, False)])
+    newer = replaced(meta, ViewVersion(0, 2000, 0, version.summary, (Representation(
+        "sql", f"SELECT id, s FROM {name}.vdb.t WHERE id < 3", "spark"),), ("vdb",), name), wider)
+    _, written = backend.commit_view("vdb.mine", base, newer)
+    assert written.current_version_id == 2 and [f.name for f in written.schema().fields] == ["id", "s"]
+    assert sorted(tuple(r) for r in java.sql(f"SELECT * FROM {name}.vdb.mine").collect()) == \
+        [(0, "0"), (1, "1"), (2, "2")]
+    java.sql(f"CREATE OR REPLACE VIEW {name}.vdb.mine AS SELECT s FROM {name}.vdb.t WHERE id = 4")
+    _, _, after = backend.load_view("vdb.mine")
+    assert after.current_version_id == 3 and after.view_uuid == created.view_uuid
+    assert after.current_version.sql("spark") == f"SELECT s FROM {name}.vdb.t WHERE id = 4"
+    # Java's view: listed and loaded by sparkberg; renamed and dropped by sparkberg, seen by Java
+    java.sql(f"CREATE VIEW {name}.vdb.theirs AS SELECT count(*) AS n FROM {name}.vdb.t")
+    assert [str(i) for i in backend.list_views("vdb")] == ["vdb.mine", "vdb.theirs"]
+    assert [f.name for f in backend.load_view("vdb.theirs")[2].schema().fields] == ["n"]
+    backend.rename_view("vdb.theirs", "vdb.renamed")
+    assert java.sql(f"SELECT n FROM {name}.vdb.renamed").collect()[0][0] == 5
+    backend.drop_view("vdb.renamed")
+    assert {r[1] for r in java.sql(f"SHOW VIEWS IN {name}.vdb").collect()} == {"mine"}
