@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
@@ -32,7 +33,7 @@ from sparkberg.operations.request import APP_ID, MAIN_REQUEST, VERSION, CommitRe
 from sparkberg.operations.target import read_branch, resolve
 from sparkberg.errors import (
     AlreadyCommittedError, CommitStateUnknownException, InvalidMetadataError, MissingFileError, NoSuchTableError,
-    NotSupportedError, SparkbergError, ValidationError,
+    NotSupportedError, SparkbergError, ValidationError, ViewAlreadyExistsError,
 )
 from sparkberg.expressions.predicates import TRUE, bind
 from sparkberg.expressions.sql import Filter, translate_filter
@@ -55,6 +56,7 @@ from sparkberg.format.partitioning import PartitionSpec, SortOrder, build_partit
 from sparkberg.format.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.format.snapshots import Snapshot
 from sparkberg.format.types import Schema
+from sparkberg.format import views as views_format
 from sparkberg.spark.types import schema_from, to_spark_schema
 from sparkberg.write.dataframe import MERGE_SCHEMA_CONF, write_files
 from sparkberg import state
@@ -841,6 +843,12 @@ class SqlLayer(Protocol):
     def read_stream(self, table: "Table", options: dict[str, Any]) -> Any:
         """:meth:`Table.read_stream`."""
 
+    def view_frame(self, view: "View") -> Any:
+        """:meth:`View.to_df`."""
+
+    def query_schema(self, catalog: "Catalog", query: str, view: Identifier) -> Any:
+        """The Spark schema of ``query`` as view ``view`` of ``catalog`` would read it."""
+
 
 # The SQL layer, once sparkberg.sql is imported (sparkberg/__init__ imports it with this module): process-wide,
 # set once, never cleared.
@@ -1004,10 +1012,141 @@ class Catalog:
         ``backup_table_name``) unless ``drop_backup``, and put back if the migration fails."""
         return migrate.migrate_table(self, identifier, properties, drop_backup, backup_table_name)
 
+    # --- views ------------------------------------------------------------------------------------------------
+    def _views(self) -> Any:
+        if not hasattr(self._backend, "load_view"):
+            raise NotSupportedError(f"catalog {self.uri} keeps no views (views live in SQL and REST catalogs)")
+        return self._backend
+
+    def list_views(self, namespace: str | Sequence[str]) -> list[str]:
+        """The identifiers of the namespace's views."""
+        return [str(i) for i in self._views().list_views(namespace)]
+
+    def view_exists(self, identifier: str | Sequence[str]) -> bool:
+        """Whether the catalog has a view of that identifier."""
+        return hasattr(self._backend, "view_exists") and self._backend.view_exists(identifier)
+
+    def load_view(self, identifier: str | Sequence[str]) -> View:
+        """The view at its current version; an unknown one raises ``NoSuchViewError``."""
+        ident, location, metadata = self._views().load_view(identifier)
+        return View(ident, metadata, location, self)
+
+    def create_view(self, identifier: str | Sequence[str], query: str, *, columns: Sequence[Any] | None = None,
+                    comment: str | None = None, properties: dict[str, str] | None = None,
+                    replace: bool = False) -> View:
+        """Create a view of Spark SQL ``query`` (what ``CREATE VIEW`` makes): its schema the query's columns,
+        renamed by ``columns`` (names, or (name, comment) pairs, one per column), its default catalog this one and
+        its default namespace the view's own, in which the query's one-part table names resolve. With ``replace``,
+        an existing view gets a new version (``CREATE OR REPLACE VIEW``); a name a table holds is an error."""
+        backend = self._views()
+        ident = parse_identifier(identifier)
+        if self.table_exists(ident):
+            raise ViewAlreadyExistsError(f"view {ident} cannot be created: a table of that name exists")
+        exists = backend.view_exists(ident)
+        if exists and not replace:
+            raise ViewAlreadyExistsError(f"view {ident} already exists (CREATE OR REPLACE VIEW replaces it)")
+        spark_schema = _sql_layer().query_schema(self, query, ident)
+        names = [f.name for f in spark_schema.fields]
+        schema = _view_schema(self.spark, spark_schema, columns, ident)
+        version = views_format.ViewVersion(
+            0, _now_ms(), 0, _view_summary(self.spark), (views_format.Representation("sql", query.strip(), "spark"),),
+            ident.namespace, self.config.get("name"))
+        engine = f"Spark {self.spark.version}"
+        props = {**(properties or {}), **({"comment": comment} if comment is not None else {}),
+                 CREATE_ENGINE_VERSION: engine, ENGINE_VERSION: engine, QUERY_COLUMN_NAMES: ",".join(names)}
+        if exists:
+            view = self.load_view(ident)
+            kept = {k: v for k, v in view.metadata.properties.items() if k not in (QUERY_COLUMN_NAMES, ENGINE_VERSION)}
+            metadata = views_format.replaced(
+                views_format.with_properties(view.metadata, {**kept, **props}), version, schema)
+            return view._commit(metadata)
+        metadata = views_format.new_view(backend.default_table_location(ident), schema, version, props)
+        ident, location, written = backend.create_view(ident, metadata)
+        return View(ident, written, location, self)
+
+    def replace_view(self, identifier: str | Sequence[str], query: str, *,
+                     columns: Sequence[Any] | None = None, comment: str | None = None) -> View:
+        """A new version of an existing view (``ALTER VIEW ... AS``): the query, its schema and column names;
+        the view's properties kept."""
+        view = self.load_view(identifier)
+        spark_schema = _sql_layer().query_schema(self, query, view.identifier)
+        schema = _view_schema(self.spark, spark_schema, columns, view.identifier)
+        version = views_format.ViewVersion(
+            0, _now_ms(), 0, _view_summary(self.spark), (views_format.Representation("sql", query.strip(), "spark"),),
+            view.identifier.namespace, self.config.get("name"))
+        props = {ENGINE_VERSION: f"Spark {self.spark.version}",
+                 QUERY_COLUMN_NAMES: ",".join(f.name for f in spark_schema.fields),
+                 **({"comment": comment} if comment is not None else {})}
+        return view._commit(views_format.replaced(views_format.with_properties(view.metadata, props), version,
+                                                  schema))
+
+    def drop_view(self, identifier: str | Sequence[str]) -> None:
+        """Drop a view (``NoSuchViewError`` when there is none)."""
+        self._views().drop_view(identifier)
+
+    def rename_view(self, source: str | Sequence[str], target: str | Sequence[str]) -> None:
+        """Rename a view."""
+        self._views().rename_view(source, target)
+
     def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
         """Add an existing table to the catalog by its metadata file (SQL and REST catalogs)."""
         ident, loc, meta = self._backend.register(identifier, normalize_location(metadata_location))
         return Table(ident, meta, loc, self.table_io(ident, meta), self, self.spark)
+
+
+# the properties Iceberg's Spark SQL gives a view, which a view of its makes besides the user's
+QUERY_COLUMN_NAMES = "spark.query-column-names"
+ENGINE_VERSION = "engine_version"
+CREATE_ENGINE_VERSION = "create_engine_version"
+
+
+class View:
+    """An Iceberg view of a catalog at one metadata version (:mod:`sparkberg.format.views`): its SQL, schema and
+    properties; :meth:`to_df` reads it."""
+
+    def __init__(self, identifier: Identifier, metadata: Any, metadata_location: str, catalog: "Catalog"):
+        self.identifier, self.metadata, self.metadata_location = identifier, metadata, metadata_location
+        self.catalog = catalog
+
+    def __repr__(self) -> str:
+        return f"View({self.name})"
+
+    @property
+    def name(self) -> str:
+        return str(self.identifier)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.metadata.properties)
+
+    def schema(self) -> Schema:
+        """The schema of the view's current version."""
+        return self.metadata.schema()
+
+    def sql(self, dialect: str = "spark") -> str | None:
+        """The query of the current version in ``dialect`` (None when it has none)."""
+        return self.metadata.current_version.sql(dialect)
+
+    def to_df(self):
+        """The view's rows: its Spark SQL query, the tables and views it names resolved in its default catalog and
+        namespace, its columns named and typed as its schema says."""
+        return _sql_layer().view_frame(self)
+
+    def set_properties(self, properties: dict[str, str] | None = None, **kwargs: str) -> "View":
+        """Set view properties (one commit)."""
+        return self._commit(views_format.with_properties(self.metadata, {**(properties or {}), **kwargs}))
+
+    def remove_properties(self, *keys: str) -> "View":
+        """Remove view properties (one commit); a key the view lacks is an error."""
+        missing = [k for k in keys if k not in self.metadata.properties]
+        if missing:
+            raise ValidationError(f"view {self.name} has no properties {', '.join(missing)}")
+        return self._commit(views_format.with_properties(self.metadata, {}, set(keys)))
+
+    def _commit(self, metadata: Any) -> "View":
+        location, written = self.catalog._backend.commit_view(self.identifier, self.metadata_location, metadata)
+        self.metadata, self.metadata_location = written, location
+        return self
 
 
 def catalog(spark: Any, uri: str, warehouse: str | None = None, name: str | None = None, type: str | None = None,
@@ -1023,6 +1162,35 @@ def catalog(spark: Any, uri: str, warehouse: str | None = None, name: str | None
     configured by ``spark.sql.catalog.<name>.*``."""
     backend, description, config = open_backend(spark, uri, warehouse, name, type, properties)
     return Catalog(spark, backend, description, config)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _view_summary(spark: Any) -> dict[str, str]:
+    """A view version's summary: the engine that made it, as Iceberg's Spark SQL names it."""
+    out = {"engine-name": "spark", "engine-version": str(spark.version)}
+    try:
+        out["app-id"] = spark.sparkContext.applicationId
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext here
+        pass
+    return out
+
+
+def _view_schema(spark: Any, spark_schema: Any, columns: Sequence[Any] | None, ident: Identifier) -> Schema:
+    """A view's schema: the query's columns (their nullability kept), renamed and commented by ``columns``."""
+    schema = U.assign_fresh_ids(schema_from(spark, spark_schema))
+    if not columns:
+        return schema
+    if len(columns) != len(schema.fields):
+        raise ValidationError(f"view {ident}: {len(columns)} column names for a query of {len(schema.fields)} "
+                              f"columns ({', '.join(f.name for f in schema.fields)})")
+    fields = []
+    for f, c in zip(schema.fields, columns):
+        name, doc = (c, None) if isinstance(c, str) else (c[0], c[1])
+        fields.append(dataclasses.replace(f, name=name, doc=doc if doc is not None else f.doc))
+    return Schema(fields, schema.schema_id)
 
 
 _METASTORE_NAME = re.compile(r"^(\d+)-[0-9a-fA-F-]+\.(?:gz\.)?metadata\.json(?:\.gz)?$")

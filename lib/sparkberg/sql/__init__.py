@@ -28,6 +28,16 @@ class _Layer:
     write_stream = staticmethod(_streaming.write_stream)
     read_stream = staticmethod(_streaming.read_stream)
 
+    @staticmethod
+    def view_frame(view: _Any) -> _Any:
+        from sparkberg.sql import names  # (with the parser: imported by the first view read, not by every job)
+        return names.view_frame(names.Names(view.catalog.spark, view.catalog), view)
+
+    @staticmethod
+    def query_schema(catalog: _Catalog, query: str, view: _Any) -> _Any:
+        from sparkberg.sql import names  # (with the parser: imported by the first view made, not by every job)
+        return names.query_schema(names.Names(catalog.spark, catalog), query, view.namespace, str(view))
+
 
 _use_sql_layer(_Layer())
 

@@ -19,6 +19,7 @@ from sparkberg.format import transforms as X
 from sparkberg.format.partitioning import PartitionSpec, SortOrder
 from sparkberg.format.types import Schema
 from sparkberg.sql.names import Names, Resolved, catalog_name, empty, parts_of, source
+from sparkberg.sql import view_ddl
 from sparkberg.sql.parsing import Extension, Statement, unsupported
 from sparkberg.table import Table
 
@@ -33,8 +34,12 @@ _SPARK_TABLE_RESERVED = ("provider", "format", "current-snapshot-id", "location"
 # --- CREATE, DROP ---------------------------------------------------------------------------------------------
 def create(names: Names, statement: Statement, tree: exp.Create, must_exist: bool = False) -> Any:
     """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] ... [USING iceberg] [PARTITIONED BY] [LOCATION] [COMMENT]
-    [TBLPROPERTIES] [AS SELECT]`` and ``REPLACE TABLE``."""
-    if str(tree.args.get("kind") or "").upper() != "TABLE":
+    [TBLPROPERTIES] [AS SELECT]`` and ``REPLACE TABLE``; ``CREATE VIEW`` of a sparkberg catalog
+    (:mod:`sparkberg.sql.view_ddl`)."""
+    kind = str(tree.args.get("kind") or "").upper()
+    if kind == "VIEW" and tree.find(exp.TemporaryProperty) is None:
+        return view_ddl.create(names, statement, tree)
+    if kind != "TABLE":
         return NotImplemented
     target = tree.this
     columns = None
@@ -146,8 +151,11 @@ def _nullable(schema: Any) -> Any:
 
 
 def drop(names: Names, statement: Statement, tree: exp.Drop) -> Any:
-    """``DROP TABLE [IF EXISTS] t [PURGE]``."""
-    if str(tree.args.get("kind") or "").upper() != "TABLE":
+    """``DROP TABLE [IF EXISTS] t [PURGE]``; ``DROP VIEW`` (:mod:`sparkberg.sql.view_ddl`)."""
+    kind = str(tree.args.get("kind") or "").upper()
+    if kind == "VIEW" and not tree.args.get("temporary"):
+        return view_ddl.drop(names, tree)
+    if kind != "TABLE":
         return NotImplemented
     for node in tree.args.get("tables") or []:
         parts = parts_of(node)
@@ -155,6 +163,8 @@ def drop(names: Names, statement: Statement, tree: exp.Drop) -> Any:
         if cat is None:
             return NotImplemented
         if not cat.table_exists(ident):
+            if cat.view_exists(ident):
+                raise ValidationError(f"{'.'.join(parts)} is a view: DROP VIEW drops it")
             if tree.args.get("exists"):
                 continue
             raise NoSuchTableError(f"table {'.'.join(parts)} does not exist")
@@ -165,7 +175,9 @@ def drop(names: Names, statement: Statement, tree: exp.Drop) -> Any:
 # --- ALTER TABLE ---------------------------------------------------------------------------------------------
 def alter(names: Names, statement: Statement, tree: exp.Alter) -> Any:
     """The ``ALTER TABLE`` actions of Spark's grammar: rename, set properties, add, rename, alter and drop
-    columns."""
+    columns; ``ALTER VIEW`` (:mod:`sparkberg.sql.view_ddl`)."""
+    if str(tree.args.get("kind") or "").upper() == "VIEW":
+        return view_ddl.alter(names, statement, tree)
     if str(tree.args.get("kind") or "").upper() != "TABLE":
         return NotImplemented
     if names.resolve(parts_of(tree.this)) is None:
@@ -260,6 +272,11 @@ def extension(names: Names, statement: Statement, ext: Extension) -> Any:
     """Iceberg's extension statements (and the ``SHOW`` statements)."""
     if ext.kind == "show_tables":
         return show_tables(names, ext.args["namespace"], ext.args["pattern"])
+    if ext.kind in ("show_views", "unset_view_properties") or (
+            ext.kind in ("show_properties", "show_create") and names.resolve(ext.table) is None):
+        out = view_ddl.extension(names, ext)
+        if out is not NotImplemented:
+            return out
     if names.resolve(ext.table) is None and names.split(ext.table)[0] is None:
         return names.spark.sql(statement.text)  # (not a sparkberg table: Spark's, or Iceberg Java's, to run)
     found = names.table(ext.table)

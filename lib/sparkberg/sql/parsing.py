@@ -282,6 +282,12 @@ def parse_extension(statement: Statement) -> Extension | None:
         return _show(Cursor(statement, len(head)))  # (as after CALL)
     if head == "ALTER":
         c = Cursor(statement)
+        if c.accept("ALTER", "VIEW"):
+            view = c.name("a view name")
+            if not c.at("UNSET"):
+                return None  # (ALTER VIEW ... AS, SET TBLPROPERTIES, RENAME TO: sqlglot's grammar)
+            ext = _alter(c, view)
+            return Extension("unset_view_properties", view, ext.args)
         if not c.accept("ALTER", "TABLE"):
             return None
         table = c.name("a table name")
@@ -326,6 +332,17 @@ def _show(c: Cursor) -> Extension:
         table = c.name("a table name")
         c.end()
         return Extension("show_create", table, {})
+    if c.accept("VIEWS"):
+        namespace = None
+        if c.accept("IN") or c.accept("FROM"):
+            namespace = c.name("a namespace")
+        pattern = None
+        if c.accept("LIKE"):
+            pattern = _string(c)
+        elif not c.done():
+            pattern = _string(c)
+        c.end()
+        return Extension("show_views", [], {"namespace": namespace, "pattern": pattern})
     if c.accept("TABLES"):
         namespace = None
         if c.accept("IN") or c.accept("FROM"):
@@ -337,7 +354,7 @@ def _show(c: Cursor) -> Extension:
             pattern = _string(c)
         c.end()
         return Extension("show_tables", [], {"namespace": namespace, "pattern": pattern})
-    return Extension("spark", [], {})  # (any other SHOW is Spark's own: SHOW DATABASES, SHOW VIEWS, ...)
+    return Extension("spark", [], {})  # (any other SHOW is Spark's own: SHOW DATABASES, SHOW FUNCTIONS, ...)
 
 
 def _string(c: Cursor) -> str:

@@ -25,7 +25,7 @@ from sparkberg.expressions.sql import Filter
 from sparkberg.spark.frames import local_dataframe
 from sparkberg.catalog.config import conf_properties
 from sparkberg.spark.session import session_conf, session_setting
-from sparkberg.sql import ddl, procedures
+from sparkberg.sql import ddl, procedures, view_ddl
 from sparkberg.sql.filters import filter_of
 from sparkberg.sql.names import DEFAULT_CATALOG_CONF, Names, empty, parts_of, rewrite_query, source
 from sparkberg.sql.parsing import (
@@ -391,6 +391,8 @@ def truncate(names: Names, statement: Statement, tree: exp.TruncateTable) -> Any
 
 def _describe(names: Names, statement: Statement, tree: exp.Describe) -> Any:
     node = tree.this
+    if isinstance(node, exp.Table) and names.resolve(parts_of(node)) is None and names.view(parts_of(node)):
+        return view_ddl.describe(names, node, str(tree.args.get("style") or "").upper() == "EXTENDED")
     if not isinstance(node, exp.Table) or names.resolve(parts_of(node)) is None:
         return NotImplemented
     return ddl.describe(names, names.table(parts_of(node)), str(tree.args.get("style") or "").upper() == "EXTENDED")
