@@ -55,6 +55,7 @@ from sparkberg.format.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
 from sparkberg.format.partitioning import PartitionSpec, SortOrder, build_partition_spec, build_sort_order
 from sparkberg.format.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.format.snapshots import Snapshot
+from sparkberg.format import types as T
 from sparkberg.format.types import Schema
 from sparkberg.format import views as views_format
 from sparkberg.spark.types import schema_from, to_spark_schema
@@ -1178,9 +1179,39 @@ def _view_summary(spark: Any) -> dict[str, str]:
     return out
 
 
+def _spark_view_ids(schema: Schema) -> Schema:
+    """``schema`` numbered as Iceberg's Spark SQL numbers a view's (``SparkSchemaUtil.convert`` of the query's
+    Spark schema made nullable): top-level columns 0, 1, ...; then nested fields, list elements and map keys and
+    values in the order its type visitor finishes them (children before their parent's own ids); every field,
+    element and value optional."""
+    counter = [len(schema.fields)]
+
+    def nxt() -> int:
+        counter[0] += 1
+        return counter[0] - 1
+
+    def visit(t: Any) -> Any:
+        if isinstance(t, T.StructType):
+            children = [visit(f.field_type) for f in t.fields]
+            return T.StructType([dataclasses.replace(f, field_id=nxt(), field_type=c, required=False)
+                                 for f, c in zip(t.fields, children)])
+        if isinstance(t, T.ListType):
+            element = visit(t.element_type)
+            return dataclasses.replace(t, element_id=nxt(), element_type=element, element_required=False)
+        if isinstance(t, T.MapType):
+            key, value = visit(t.key_type), visit(t.value_type)
+            return dataclasses.replace(t, key_id=nxt(), key_type=key, value_id=nxt(), value_type=value,
+                                       value_required=False)
+        return t
+    children = [visit(f.field_type) for f in schema.fields]
+    return Schema([dataclasses.replace(f, field_id=i, field_type=c, required=False)
+                   for i, (f, c) in enumerate(zip(schema.fields, children))], schema.schema_id)
+
+
 def _view_schema(spark: Any, spark_schema: Any, columns: Sequence[Any] | None, ident: Identifier) -> Schema:
-    """A view's schema: the query's columns (their nullability kept), renamed and commented by ``columns``."""
-    schema = U.assign_fresh_ids(schema_from(spark, spark_schema))
+    """A view's schema: the query's columns (numbered and made optional as Iceberg's Spark SQL makes them),
+    renamed and commented by ``columns``."""
+    schema = _spark_view_ids(schema_from(spark, spark_schema))
     if not columns:
         return schema
     if len(columns) != len(schema.fields):
