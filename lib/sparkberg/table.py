@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from sparkberg.catalog.base import CatalogBackend, Identifier, parse_identifier, read_metadata
-from sparkberg.catalog.config import open_backend
+from sparkberg.catalog.config import DEFAULT_NAME as DEFAULT_CATALOG_NAME, open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.commit import committer
 from sparkberg.commit.pending import Change, MetadataChange, PendingCommit
@@ -1051,7 +1051,7 @@ class Catalog:
         schema = _view_schema(self.spark, spark_schema, columns, ident)
         version = views_format.ViewVersion(
             0, _now_ms(), 0, _view_summary(self.spark), (views_format.Representation("sql", query.strip(), "spark"),),
-            ident.namespace, self.config.get("name"))
+            ident.namespace, self._view_catalog_name())
         engine = f"Spark {self.spark.version}"
         props = {**(properties or {}), **({"comment": comment} if comment is not None else {}),
                  CREATE_ENGINE_VERSION: engine, ENGINE_VERSION: engine, QUERY_COLUMN_NAMES: ",".join(names)}
@@ -1074,12 +1074,18 @@ class Catalog:
         schema = _view_schema(self.spark, spark_schema, columns, view.identifier)
         version = views_format.ViewVersion(
             0, _now_ms(), 0, _view_summary(self.spark), (views_format.Representation("sql", query.strip(), "spark"),),
-            view.identifier.namespace, self.config.get("name"))
+            view.identifier.namespace, self._view_catalog_name())
         props = {ENGINE_VERSION: f"Spark {self.spark.version}",
                  QUERY_COLUMN_NAMES: ",".join(f.name for f in spark_schema.fields),
                  **({"comment": comment} if comment is not None else {})}
         return view._commit(views_format.replaced(views_format.with_properties(view.metadata, props), version,
                                                   schema))
+
+    def _view_catalog_name(self) -> str | None:
+        """The default catalog a view of this catalog records: the name Spark sessions know it by, none for a
+        catalog opened without one (then engines resolve the view's names in the catalog that loads it)."""
+        name = self.config.get("name")
+        return None if name in (None, DEFAULT_CATALOG_NAME) else name
 
     def drop_view(self, identifier: str | Sequence[str]) -> None:
         """Drop a view (``NoSuchViewError`` when there is none)."""

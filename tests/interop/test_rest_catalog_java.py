@@ -169,4 +169,17 @@ def test_views_over_javas_rest_server_both_ways(java, rest):
     backend.rename_view("vdb.theirs", "vdb.renamed")
     assert java.sql(f"SELECT n FROM {name}.vdb.renamed").collect()[0][0] == 5
     backend.drop_view("vdb.renamed")
-    assert {r[1] for r in java.sql(f"SHOW VIEWS IN {name}.vdb").collect()} == {"mine"}
+    assert {r[1] for r in java.sql(f"SHOW VIEWS IN {name}.vdb").collect() if not r[2]} == {"mine"}
+    # PyIceberg's RestCatalog lists and loads the view sparkberg made (and Java replaced), and one made by
+    # sparkberg's SQL
+    sparkberg.sql(java, "CREATE VIEW vdb.by_sql (k COMMENT 'the key') COMMENT 'made by sparkberg.sql' "
+                        "AS SELECT id FROM vdb.t WHERE id > 2", catalog=ours)
+    py = pyiceberg_catalog(server)
+    assert sorted(i[-1] for i in py.list_views("vdb")) == ["by_sql", "mine"]
+    loaded = py.load_view(("vdb", "by_sql"))
+    version = next(v for v in loaded.metadata.versions if v.version_id == loaded.metadata.current_version_id)
+    assert version.representations[0].root.sql == "SELECT id FROM vdb.t WHERE id > 2"
+    schema = next(s for s in loaded.metadata.schemas if s.schema_id == version.schema_id)
+    assert [(f.name, f.doc) for f in schema.fields] == [("k", "the key")]
+    assert loaded.metadata.properties["comment"] == "made by sparkberg.sql"
+    assert sorted(r[0] for r in java.sql(f"SELECT * FROM {name}.vdb.by_sql").collect()) == [3, 4]

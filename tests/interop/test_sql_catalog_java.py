@@ -159,7 +159,7 @@ def test_views_in_one_jdbc_catalog_both_ways(java, shared):
         (Representation("sql", f"SELECT id, s FROM {name}.vdb.t WHERE id < 3", "spark"),), ("vdb",), name))
     backend.create_view("vdb.mine", mine)
     assert sorted(tuple(r) for r in java.sql(f"SELECT * FROM {name}.vdb.mine").collect()) == [(1, "a"), (2, "b")]
-    assert {r[1] for r in java.sql(f"SHOW VIEWS IN {name}.vdb").collect()} == {"jv", "mine"}
+    assert {r[1] for r in java.sql(f"SHOW VIEWS IN {name}.vdb").collect() if not r[2]} == {"jv", "mine"}
     java.sql(f"CREATE OR REPLACE VIEW {name}.vdb.mine AS SELECT id FROM {name}.vdb.t")
     _, _, replaced = backend.load_view("vdb.mine")
     assert replaced.current_version_id == 2 and [e.version_id for e in replaced.version_log] == [1, 2]
