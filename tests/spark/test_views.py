@@ -159,3 +159,24 @@ def test_a_catalog_without_views_says_so(spark, tmp_path):
     with pytest.raises(NotSupportedError, match="keeps no views"):
         cat.create_view("db.v", "SELECT 1 AS one")
     assert not cat.view_exists("db.v")
+
+
+def test_the_cli_lists_and_describes_views(spark, tmp_path, capsys):
+    import json
+    from sparkberg.jobs import cli
+    from sparkberg.jobs.common import OK
+    uri, warehouse = f"sqlite:///{tmp_path}/c.db", f"file://{tmp_path}/wh"
+    cat = sparkberg.catalog(spark, uri, warehouse=warehouse)
+    sql = _setup(spark, cat)
+    sql("CREATE VIEW db.v (ident COMMENT 'the id') COMMENT 'ids' AS SELECT id FROM db.t WHERE id > 1")
+    args = ["--catalog", uri, "--warehouse", warehouse]
+    assert cli.main([*args, "--output", "json", "views", "db"]) == OK
+    assert json.loads(capsys.readouterr().out) == ["db.v"]
+    assert cli.main([*args, "--output", "json", "describe", "db.v"]) == OK
+    d = json.loads(capsys.readouterr().out)
+    assert d["sql"] == {"spark": "SELECT id FROM db.t WHERE id > 1"} and d["versions"] == 1
+    assert [(f["name"], f["doc"]) for f in d["schema"]] == [("ident", "the id")]
+    assert d["properties"]["comment"] == "ids" and d["default_namespace"] == ["db"]
+    assert cli.main([*args, "describe", "db.v"]) == OK
+    text = capsys.readouterr().out
+    assert text.startswith("db.v  (view, 1 versions") and "sql (spark):\n  SELECT id FROM db.t WHERE id > 1" in text

@@ -2,7 +2,9 @@
 
     sparkberg --warehouse ./warehouse list                 # namespaces
     sparkberg --warehouse ./warehouse list db              # tables of a namespace
+    sparkberg views db                                     # views of a namespace
     sparkberg describe db.events                           # schema, partition spec, properties, snapshot
+    sparkberg describe db.daily_counts                     # a view: its query, schema, versions, properties
     sparkberg snapshots db.events
     sparkberg files db.events --limit 20
     sparkberg partitions db.events
@@ -73,6 +75,37 @@ def _describe_text(d: dict[str, Any], t) -> str:
     return "\n".join(cut(line) for line in lines)
 
 
+def _describe_view(v) -> dict[str, Any]:
+    m = v.metadata
+    version = m.current_version
+    return {
+        "view": v.name, "location": m.location, "view_uuid": m.view_uuid,
+        "schema": [{"id": f.field_id, "name": f.name, "type": str(f.field_type), "doc": f.doc}
+                   for f in v.schema().fields],
+        "sql": {r.dialect: r.sql for r in version.representations if r.type == "sql"},
+        "default_catalog": version.default_catalog, "default_namespace": list(version.default_namespace),
+        "current_version": {"version_id": version.version_id, "timestamp": _ts(version.timestamp_ms),
+                            "summary": version.summary},
+        "versions": len(m.versions), "properties": dict(m.properties),
+    }
+
+
+def _describe_view_text(d: dict[str, Any]) -> str:
+    v = d["current_version"]
+    lines = [f"{d['view']}  (view, {d['versions']} versions, current {v['version_id']} of {v['timestamp'][:19]})",
+             f"location: {d['location']}",
+             f"resolves in: {'.'.join([d['default_catalog'] or '(its catalog)'] + d['default_namespace'])}",
+             "schema:"]
+    lines += [f"  {f['id']:>4}  {f['name']}: {f['type']}" + (f"  -- {f['doc']}" if f["doc"] else "")
+              for f in d["schema"]]
+    for dialect, text in d["sql"].items():
+        lines.append(f"sql ({dialect}):")
+        lines += [f"  {line}" for line in text.splitlines()]
+    lines.append("properties:" if d["properties"] else "properties: none")
+    lines += [f"  {k} = {val}" for k, val in sorted(d["properties"].items())]
+    return "\n".join(lines)
+
+
 def _ts(ms: int) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds")
 
@@ -103,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="namespaces, or the tables of a namespace")
     ls.add_argument("namespace", nargs="?")
+    vs = sub.add_parser("views", help="the views of a namespace")
+    vs.add_argument("namespace")
     for name, text in (("describe", "schema, spec, properties and current snapshot"),
                        ("snapshots", "the snapshots"), ("history", "the snapshot log"), ("refs", "branches and tags"),
                        ("files", "the live data and delete files"), ("partitions", "per-partition counts"),
@@ -135,6 +170,14 @@ def main(argv: list[str] | None = None) -> int:
             items = cat.list_tables(args.namespace) if args.namespace else [".".join(n) for n in
                                                                               cat.list_namespaces()]
             print(json.dumps(items) if args.output == "json" else "\n".join(items))
+            return OK
+        if args.command == "views":
+            items = cat.list_views(args.namespace)
+            print(json.dumps(items) if args.output == "json" else "\n".join(items))
+            return OK
+        if args.command == "describe" and not cat.table_exists(args.table) and cat.view_exists(args.table):
+            d = _describe_view(cat.load_view(args.table))
+            print(json.dumps(d, indent=2, default=str) if args.output == "json" else _describe_view_text(d))
             return OK
         t = cat.load_table(args.table)
         if args.command == "describe":
