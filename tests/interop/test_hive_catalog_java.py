@@ -102,3 +102,28 @@ def test_appends_from_sparkberg_and_java_at_once_all_land(java, shared, hive_met
     assert len(snapshots) == len(expected) and len({s.parent_snapshot_id for s in snapshots}) == len(expected)
     report(f"Hive catalog, Iceberg Java's HiveCatalog and 2 sparkberg processes appending at once: "
            f"{len(expected)} snapshots, linear, {seconds:.1f} s")
+
+
+def test_views_in_one_hive_metastore_both_ways(java, shared):
+    name, ours, _ = shared
+    java.sql(f"CREATE NAMESPACE {name}.vdb")
+    java.sql(f"CREATE TABLE {name}.vdb.t (id bigint) USING iceberg")
+    java.sql(f"INSERT INTO {name}.vdb.t VALUES (1), (2), (3)")
+    # Java's view, read by sparkberg
+    java.sql(f"CREATE VIEW {name}.vdb.jv AS SELECT id FROM {name}.vdb.t WHERE id > 1")
+    assert ours.list_views("vdb") == ["vdb.jv"] and ours.list_tables("vdb") == ["vdb.t"]
+    assert sorted(r[0] for r in ours.load_view("vdb.jv").to_df().collect()) == [2, 3]
+    # sparkberg's view, read, replaced and dropped by Java
+    sparkberg.sql(java, "CREATE VIEW vdb.mine (k COMMENT 'the key') AS SELECT id FROM vdb.t WHERE id < 3",
+                  catalog=ours)
+    assert sorted(r[0] for r in java.sql(f"SELECT * FROM {name}.vdb.mine").collect()) == [1, 2]
+    java.sql(f"CREATE OR REPLACE VIEW {name}.vdb.mine AS SELECT id * 10 AS k FROM {name}.vdb.t")
+    mine = ours.load_view("vdb.mine")
+    assert mine.metadata.current_version_id == 2 and sorted(r[0] for r in mine.to_df().collect()) == [10, 20, 30]
+    sparkberg.sql(java, "ALTER VIEW vdb.mine SET TBLPROPERTIES ('team' = 'core')", catalog=ours)
+    props = {r[0]: r[1] for r in java.sql(f"SHOW TBLPROPERTIES {name}.vdb.mine").collect()}
+    assert props["team"] == "core"
+    ours.rename_view("vdb.mine", "vdb.renamed")
+    assert sorted(r[0] for r in java.sql(f"SELECT * FROM {name}.vdb.renamed").collect()) == [10, 20, 30]
+    java.sql(f"DROP VIEW {name}.vdb.renamed")
+    assert ours.list_views("vdb") == ["vdb.jv"]

@@ -178,3 +178,45 @@ def test_a_metastore_that_does_not_answer_or_wants_sasl_is_named(hive_metastore)
     with pytest.raises(NotSupportedError, match="SASL"):
         sparkberg.catalog(None, hive_metastore.uri, warehouse="file:///tmp/x",
                           properties={"hive.metastore.sasl.enabled": "true"})
+
+
+def test_views_in_a_hive_metastore_as_java_keeps_them(hive_metastore, tmp_path):
+    import re
+    from sparkberg.catalog.thrift import STRING
+    from sparkberg.errors import NoSuchViewError, ViewAlreadyExistsError
+    from sparkberg.format.views import Representation, ViewVersion, new_view, replaced, with_properties
+    cat = _catalog(hive_metastore.uri, f"file://{tmp_path}/wh")
+    backend = cat._backend
+    cat.create_namespace("hv")
+    cat.create_table("hv.t", SCHEMA)
+    schema = T.Schema([T.NestedField(0, "id", T.LONG, False, "the key")])
+
+    def version(sql: str, ts: int) -> ViewVersion:
+        return ViewVersion(0, ts, 0, {"engine-name": "spark"}, (Representation("sql", sql, "spark"),), ("hv",))
+    meta = new_view(f"file://{tmp_path}/wh/hv.db/v", schema, version("SELECT id FROM hv.t", 1000), {"k": "v"})
+    _, location, _ = backend.create_view("hv.v", meta)
+    assert re.search(r"/metadata/00000-[0-9a-f-]{36}\.gz\.metadata\.json$", location)
+    hive = backend._call("get_table", [(1, STRING, "hv"), (2, STRING, "v")])
+    params = hive[9]
+    assert (hive[12], params["table_type"], params["metadata_location"], params["uuid"], params["k"]) == \
+        ("VIRTUAL_VIEW", "ICEBERG-VIEW", location, meta.view_uuid, "v")
+    assert [(c[1], c[2], c[3]) for c in hive[7][1]] == [("id", "bigint", "the key")]
+    assert [str(i) for i in backend.list_views("hv")] == ["hv.v"] and cat.list_tables("hv") == ["hv.t"]
+    assert backend.view_exists("hv.v") and not cat.table_exists("hv.v") and not backend.view_exists("hv.t")
+    with pytest.raises(ViewAlreadyExistsError, match="a table of that name exists"):
+        backend.create_view("hv.t", meta)
+    # a new version and a removed property, under the view's lock; a commit on a stale base refused
+    _, base, current = backend.load_view("hv.v")
+    newer = with_properties(replaced(current, version("SELECT id + 1 AS id FROM hv.t", 2000), schema), {}, {"k"})
+    new_location, _ = backend.commit_view("hv.v", base, newer)
+    params = backend._call("get_table", [(1, STRING, "hv"), (2, STRING, "v")])[9]
+    assert params["metadata_location"] == new_location and params["previous_metadata_location"] == base
+    assert "k" not in params and backend.load_view("hv.v")[2].current_version_id == 2
+    with pytest.raises(CommitFailedException):
+        backend.commit_view("hv.v", base, newer)
+    backend.rename_view("hv.v", "hv.w")
+    assert [str(i) for i in backend.list_views("hv")] == ["hv.w"]
+    backend.drop_view("hv.w")
+    with pytest.raises(NoSuchViewError):
+        backend.load_view("hv.w")
+    assert cat.list_tables("hv") == ["hv.t"]

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from sparkberg.catalog.base import (
     Identifier, delete_dropped, metastore_version, parse_identifier, parse_namespace, read_metadata,
-    with_metadata_log, write_metastore_metadata,
+    read_view_metadata, with_metadata_log, write_metastore_metadata, write_view_metadata,
 )
 from sparkberg.catalog.glue import ICEBERG, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION, TABLE_TYPE, hive_type
 from sparkberg.catalog.metastore import Column, HivePartition, HiveTable, MetastoreCatalog
@@ -37,14 +37,17 @@ from sparkberg.catalog.thrift import BOOL, I16, I32, I64, LIST, MAP, STRING, STR
 from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CatalogDatabaseError, CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError,
-    NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, NotSupportedError, TableAlreadyExistsError,
-    ValidationError,
+    NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, NotSupportedError,
+    TableAlreadyExistsError, ValidationError, ViewAlreadyExistsError,
 )
 from sparkberg.format.metadata import TableMetadata
+from sparkberg.format.views import ViewMetadata
 from sparkberg.io.fileio import FileIO
 
 CONNECT_TIMEOUT_S = 5
 LOCATION = "location"
+# how Iceberg Java's HiveCatalog marks a view: a VIRTUAL_VIEW Hive table of this table_type
+ICEBERG_VIEW = "ICEBERG-VIEW"
 # Hive's lock protocol (hive_metastore.thrift): an exclusive table lock outside any transaction
 _EXCLUSIVE, _TABLE_LEVEL, _NO_TXN = 3, 2, 6
 _ACQUIRED, _WAITING = 1, 2
@@ -395,6 +398,113 @@ class HiveCatalog(MetastoreCatalog):
         except MetastoreError as e:
             raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot drop {ident}: {e}") from None
 
+    # --- views (as Iceberg Java's HiveViewOperations keeps them) ------------------------------------------
+    def _hive_view(self, ident: Identifier) -> dict | None:
+        try:
+            table = self._call("get_table", [(1, STRING, self._database(ident.namespace)), (2, STRING, ident.name)])
+        except MetastoreError as e:
+            if e.kind == "NoSuchObjectException":
+                return None
+            raise CatalogDatabaseError(f"Hive catalog {self.name}: {e}") from None
+        return table if _is_view(table) else None
+
+    def view_exists(self, identifier) -> bool:
+        return self._hive_view(parse_identifier(identifier)) is not None
+
+    def list_views(self, namespace) -> list[Identifier]:
+        name = self._database(namespace)
+        self._get_database(name)
+        out = []
+        for table in sorted(self._call("get_all_tables", [(1, STRING, name)]) or []):
+            if self._hive_view(Identifier((name,), table)) is not None:
+                out.append(Identifier((name,), table))
+        return out
+
+    def load_view(self, identifier) -> tuple[Identifier, str, ViewMetadata]:
+        """(identifier, metadata location, metadata) of the view's current version."""
+        ident = parse_identifier(identifier)
+        table = self._hive_view(ident)
+        if table is None:
+            raise NoSuchViewError(f"view {ident} does not exist in catalog {self.name}")
+        location = table[9][METADATA_LOCATION]
+        return ident, location, read_view_metadata(self.io, location)
+
+    def create_view(self, identifier, metadata: ViewMetadata) -> tuple[Identifier, str, ViewMetadata]:
+        """Write the first metadata file of a new view and create its Hive view; a name a table or a view holds
+        is an error (the file is then deleted)."""
+        ident = parse_identifier(identifier)
+        self._get_database(ident.namespace)
+        location = write_view_metadata(self.io, metadata, 0)
+        try:
+            self._call("create_table", [(1, STRUCT, _view_struct(ident, metadata, location, None, {}))])
+        except MetastoreError as e:
+            self.io.delete(location)
+            if e.kind == "AlreadyExistsException":
+                taken = "a view" if self.view_exists(ident) else "a table"
+                raise ViewAlreadyExistsError(f"view {ident} cannot be created: {taken} of that name exists") \
+                    from None
+            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot create view {ident}: {e}") from None
+        except BaseException:
+            self.io.delete(location)
+            raise
+        return ident, location, metadata
+
+    def commit_view(self, identifier, base_location: str, metadata: ViewMetadata) -> tuple[str, ViewMetadata]:
+        """Swap in ``metadata`` as the view's version after ``base_location``, under the view's exclusive lock
+        (a table's commit protocol)."""
+        ident = parse_identifier(identifier)
+        database = self._database(ident.namespace)
+        with self._locked(database, ident):
+            table = self._hive_view(ident)
+            if table is None:
+                raise NoSuchViewError(f"view {ident} does not exist in catalog {self.name}")
+            params = dict(table.get(9) or {})
+            if params.get(METADATA_LOCATION) != base_location:
+                raise CommitFailedException(f"view {ident} changed: based on {base_location}, current is "
+                                            f"{params.get(METADATA_LOCATION)}")
+            location = write_view_metadata(self.io, metadata, metastore_version(base_location) + 1)
+            _, _, base = self.load_view(ident)
+            removed = {k: None for k in base.properties if k not in metadata.properties}
+            altered = _view_struct(ident, metadata, location, base_location,
+                                   {k: v for k, v in params.items() if k not in removed}, table)
+            try:
+                self._call("alter_table_with_environment_context",
+                           [(1, STRING, database), (2, STRING, ident.name), (3, STRUCT, altered),
+                            (4, STRUCT, [(1, MAP, (STRING, STRING, {"DO_NOT_UPDATE_STATS": "true"}))])])
+            except MetastoreError as e:
+                self.io.delete(location)
+                raise CommitFailedException(f"commit of view {ident} refused by the metastore: {e}") from None
+        return location, metadata
+
+    def rename_view(self, source, target) -> None:
+        """Rename a view (the metastore alters it)."""
+        src, dst = parse_identifier(source), parse_identifier(target)
+        table = self._hive_view(src)
+        if table is None:
+            raise NoSuchViewError(f"view {src} does not exist in catalog {self.name}")
+        self._get_database(dst.namespace)
+        if self._exists(dst):
+            raise ViewAlreadyExistsError(f"view {src} cannot be renamed to {dst}: that name is taken")
+        renamed = [f for f in _resend(table, _TABLE) if f[0] not in (1, 2)] + [
+            (1, STRING, dst.name), (2, STRING, dst.namespace[0])]
+        try:
+            self._call("alter_table_with_environment_context",
+                       [(1, STRING, self._database(src.namespace)), (2, STRING, src.name),
+                        (3, STRUCT, sorted(renamed, key=lambda f: f[0])),
+                        (4, STRUCT, [(1, MAP, (STRING, STRING, {"DO_NOT_UPDATE_STATS": "true"}))])])
+        except MetastoreError as e:
+            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot rename {src} to {dst}: {e}") from None
+
+    def drop_view(self, identifier) -> None:
+        """Drop the view and its current metadata file (as Java's ``dropViewMetadata``)."""
+        ident, location, _ = self.load_view(identifier)
+        try:
+            self._call("drop_table", [(1, STRING, self._database(ident.namespace)), (2, STRING, ident.name),
+                                      (3, BOOL, False)])
+        except MetastoreError as e:
+            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot drop view {ident}: {e}") from None
+        self.io.delete(location)
+
     def _locked(self, database: str, ident: Identifier) -> "_TableLock":
         return _TableLock(self, database, ident)
 
@@ -527,6 +637,33 @@ def _columns(fields: list | None) -> list[Column]:
 
 def _is_iceberg(table: dict) -> bool:
     return str((table.get(9) or {}).get(TABLE_TYPE, "")).upper() == ICEBERG
+
+
+def _is_view(table: dict) -> bool:
+    return str((table.get(9) or {}).get(TABLE_TYPE, "")).upper() == ICEBERG_VIEW
+
+
+def _view_struct(ident: Identifier, metadata: ViewMetadata, location: str, previous: str | None,
+                 params: dict[str, str], table: dict | None = None) -> list:
+    """An Iceberg view as Iceberg Java's ``HiveViewOperations`` keeps it: a ``VIRTUAL_VIEW`` Hive table whose
+    parameters hold the view's properties, its uuid and metadata file (and the one before), its storage
+    descriptor the view's location and schema's columns."""
+    table = table or {}
+    params = {**params, **{k: v for k, v in metadata.properties.items() if k.lower() != "owner"},
+              "uuid": metadata.view_uuid, TABLE_TYPE: ICEBERG_VIEW, METADATA_LOCATION: location}
+    if previous is not None:
+        params[PREVIOUS_METADATA_LOCATION] = previous
+    columns = [[(1, STRING, f.name), (2, STRING, hive_type(f.field_type)), (3, STRING, f.doc)]
+               for f in metadata.schema().fields]
+    serde = [(2, STRING, "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"), (3, MAP, (STRING, STRING, {}))]
+    sd = [(1, LIST, (STRUCT, columns)), (2, STRING, metadata.location),
+          (3, STRING, "org.apache.hadoop.mapred.FileInputFormat"),
+          (4, STRING, "org.apache.hadoop.mapred.FileOutputFormat"), (5, BOOL, False), (6, I32, 0),
+          (7, STRUCT, serde), (8, LIST, (STRING, [])), (9, LIST, (STRUCT, [])), (10, MAP, (STRING, STRING, {}))]
+    now = int(time.time())
+    return [(1, STRING, ident.name), (2, STRING, ident.namespace[0]), (3, STRING, table.get(3) or _user()),
+            (4, I32, table.get(4) or now), (5, I32, now), (6, I32, 0), (7, STRUCT, sd),
+            (8, LIST, (STRUCT, [])), (9, MAP, (STRING, STRING, params)), (12, STRING, "VIRTUAL_VIEW")]
 
 
 def _database_struct(name: str, comment: str | None, location: str | None, params: dict[str, str]) -> list:
