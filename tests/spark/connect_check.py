@@ -167,6 +167,17 @@ def main(metadata: str, expected: int, warehouse: str, s3_root: str | None = Non
     described = [r[0] for r in sparkberg.sql(spark, "DESCRIBE TABLE connsql.db.stmt").collect()]
     assert described[:2] == ["id", "v"] and "# Partitioning" in described, described
     print("SQL statements over connect ok")
+    # an Iceberg view over Spark Connect: created, read (through a view of it), altered and dropped
+    sparkberg.sql(spark, "CREATE VIEW connsql.db.stmt_v (ident COMMENT 'the id') AS "
+                         "SELECT id FROM connsql.db.stmt WHERE id > 2")
+    sparkberg.sql(spark, "CREATE VIEW connsql.db.stmt_n AS SELECT count(*) AS n FROM stmt_v")
+    assert sparkberg.sql(spark, "SELECT * FROM connsql.db.stmt_n").collect()[0][0] == 3  # (3, 4, 5 after the rollback)
+    sparkberg.sql(spark, "ALTER VIEW connsql.db.stmt_v AS SELECT id FROM connsql.db.stmt")
+    assert sq.load_view("db.stmt_v").metadata.current_version_id == 2
+    assert sorted(r[0] for r in sq.load_view("db.stmt_n").to_df().collect()) == [6]
+    sparkberg.sql(spark, "DROP VIEW connsql.db.stmt_n; DROP VIEW connsql.db.stmt_v")
+    assert sq.list_views("db") == []
+    print("Iceberg views over connect ok")
     if s3_root:
         import json
 

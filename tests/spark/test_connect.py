@@ -32,5 +32,5 @@ def test_reads_over_spark_connect(pyi, tmp_path):  # noqa: F811
                   "sql catalog over connect ok", "views prune by WHERE over connect ok",
                   "maintenance over connect ok", "branches and write-audit-publish over connect ok",
                   "a transaction over connect ok", "idempotent writes over connect ok", "streams over connect ok",
-                  "SQL statements over connect ok", "a table on S3 over connect ok"):
+                  "SQL statements over connect ok", "Iceberg views over connect ok", "a table on S3 over connect ok"):
         assert check in out.stdout
