@@ -17,7 +17,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from sparkberg.catalog.base import CatalogBackend, Identifier, parse_identifier, read_metadata
 from sparkberg.catalog.config import DEFAULT_NAME as DEFAULT_CATALOG_NAME, open_backend
@@ -25,6 +25,7 @@ from sparkberg.catalog.filesystem import FileSystemCatalog
 from sparkberg.commit import committer
 from sparkberg.commit.pending import Change, MetadataChange, PendingCommit
 from sparkberg.commit.producer import SnapshotChange
+from sparkberg.commit.retry import RetryPolicy, retrying
 from sparkberg.commit.transaction import Transaction
 from sparkberg.operations import equality, imports, merge, rowlevel
 from sparkberg.operations.changes import Changes
@@ -1016,7 +1017,8 @@ class Catalog:
     # --- views ------------------------------------------------------------------------------------------------
     def _views(self) -> Any:
         if not hasattr(self._backend, "load_view"):
-            raise NotSupportedError(f"catalog {self.uri} keeps no views (views live in SQL and REST catalogs)")
+            raise NotSupportedError(f"catalog {self.uri} keeps no views (views live in SQL, REST and Hive Metastore "
+                                    "catalogs)")
         return self._backend
 
     def list_views(self, namespace: str | Sequence[str]) -> list[str]:
@@ -1056,11 +1058,8 @@ class Catalog:
         props = {**(properties or {}), **({"comment": comment} if comment is not None else {}),
                  CREATE_ENGINE_VERSION: engine, ENGINE_VERSION: engine, QUERY_COLUMN_NAMES: ",".join(names)}
         if exists:
-            view = self.load_view(ident)
-            kept = {k: v for k, v in view.metadata.properties.items() if k not in (QUERY_COLUMN_NAMES, ENGINE_VERSION)}
-            metadata = views_format.replaced(
-                views_format.with_properties(view.metadata, {**kept, **props}), version, schema)
-            return view._commit(metadata)
+            return self.load_view(ident)._commit(lambda m: views_format.replaced(
+                views_format.with_properties(m, props), version, schema))
         metadata = views_format.new_view(backend.default_table_location(ident), schema, version, props)
         ident, location, written = backend.create_view(ident, metadata)
         return View(ident, written, location, self)
@@ -1078,8 +1077,7 @@ class Catalog:
         props = {ENGINE_VERSION: f"Spark {self.spark.version}",
                  QUERY_COLUMN_NAMES: ",".join(f.name for f in spark_schema.fields),
                  **({"comment": comment} if comment is not None else {})}
-        return view._commit(views_format.replaced(views_format.with_properties(view.metadata, props), version,
-                                                  schema))
+        return view._commit(lambda m: views_format.replaced(views_format.with_properties(m, props), version, schema))
 
     def _view_catalog_name(self) -> str | None:
         """The default catalog a view of this catalog records: the name Spark sessions know it by, none for a
@@ -1141,19 +1139,30 @@ class View:
 
     def set_properties(self, properties: dict[str, str] | None = None, **kwargs: str) -> "View":
         """Set view properties (one commit)."""
-        return self._commit(views_format.with_properties(self.metadata, {**(properties or {}), **kwargs}))
+        updates = {**(properties or {}), **kwargs}
+        return self._commit(lambda m: views_format.with_properties(m, updates))
 
     def remove_properties(self, *keys: str) -> "View":
         """Remove view properties (one commit); a key the view lacks is an error."""
-        missing = [k for k in keys if k not in self.metadata.properties]
-        if missing:
-            raise ValidationError(f"view {self.name} has no properties {', '.join(missing)}")
-        return self._commit(views_format.with_properties(self.metadata, {}, set(keys)))
+        def change(m: Any) -> Any:
+            missing = [k for k in keys if k not in m.properties]
+            if missing:
+                raise ValidationError(f"view {self.name} has no properties {', '.join(missing)}")
+            return views_format.with_properties(m, {}, set(keys))
+        return self._commit(change)
 
-    def _commit(self, metadata: Any) -> "View":
-        location, written = self.catalog._backend.commit_view(self.identifier, self.metadata_location, metadata)
-        self.metadata, self.metadata_location = written, location
-        return self
+    def _commit(self, change: Callable[[Any], Any]) -> "View":
+        """Commit ``change`` (the view's next metadata from its current one) atomically; a lost race is tried
+        again on the view's latest version, per ``commit.retry.*`` (its properties), as a table's commit."""
+        def attempt(_: int) -> "View":
+            location, written = self.catalog._backend.commit_view(self.identifier, self.metadata_location,
+                                                                  change(self.metadata), self.metadata)
+            self.metadata, self.metadata_location = written, location
+            return self
+
+        def refresh() -> None:
+            _, self.metadata_location, self.metadata = self.catalog._backend.load_view(self.identifier)
+        return retrying(RetryPolicy.of(self.metadata.properties), attempt, refresh)
 
 
 def catalog(spark: Any, uri: str, warehouse: str | None = None, name: str | None = None, type: str | None = None,

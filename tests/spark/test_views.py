@@ -180,3 +180,17 @@ def test_the_cli_lists_and_describes_views(spark, tmp_path, capsys):
     assert cli.main([*args, "describe", "db.v"]) == OK
     text = capsys.readouterr().out
     assert text.startswith("db.v  (view, 1 versions") and "sql (spark):\n  SELECT id FROM db.t WHERE id > 1" in text
+
+
+def test_a_view_commit_that_lost_a_race_is_tried_again_on_the_latest_version(spark, cat):
+    sql = _setup(spark, cat)
+    sql("CREATE VIEW db.v AS SELECT id FROM db.t")
+    stale = cat.load_view("db.v")
+    cat.load_view("db.v").set_properties(first="1")  # (another writer commits meanwhile)
+    stale.set_properties(second="2")  # (its first try fails on the moved view; the retry keeps both)
+    props = cat.load_view("db.v").properties
+    assert (props["first"], props["second"]) == ("1", "2")
+    stale.remove_properties("first")
+    assert "first" not in cat.load_view("db.v").properties
+    with pytest.raises(ValidationError, match="has no properties first"):
+        stale.remove_properties("first")

@@ -449,7 +449,8 @@ class HiveCatalog(MetastoreCatalog):
             raise
         return ident, location, metadata
 
-    def commit_view(self, identifier, base_location: str, metadata: ViewMetadata) -> tuple[str, ViewMetadata]:
+    def commit_view(self, identifier, base_location: str, metadata: ViewMetadata,
+                    base: ViewMetadata | None = None) -> tuple[str, ViewMetadata]:
         """Swap in ``metadata`` as the view's version after ``base_location``, under the view's exclusive lock
         (a table's commit protocol)."""
         ident = parse_identifier(identifier)

@@ -622,12 +622,14 @@ class RestCatalog:
                             errors={409: ViewAlreadyExistsError, 404: NoSuchNamespaceError})
         return self._loaded_view(ident, out)
 
-    def commit_view(self, identifier, base_location: str, metadata: ViewMetadata) -> tuple[str, ViewMetadata]:
-        """Send what ``metadata`` changes of the view's last loaded version (properties, schemas, versions, the
-        current one), with the view's uuid as the requirement; returns the new location and metadata as the
-        server wrote them."""
+    def commit_view(self, identifier, base_location: str, metadata: ViewMetadata,
+                    base: ViewMetadata | None = None) -> tuple[str, ViewMetadata]:
+        """Send what ``metadata`` changes of ``base`` (the version it was made from; by default the view's last
+        loaded one): its properties, schemas, versions and the current one, with the view's uuid as the
+        requirement, which is all the spec's view commit requires (the server applies the updates to the view as
+        it is then); returns the new location and metadata as the server wrote them."""
         ident = parse_identifier(identifier)
-        base = self._views.get(ident)
+        base = base or self._views.get(ident)
         if base is None:
             base = self.load_view(ident)[2]
         updates: list[dict] = []

@@ -483,7 +483,8 @@ class SqlCatalog:
             raise
         return ident, location, metadata
 
-    def commit_view(self, identifier, base_location: str, metadata: ViewMetadata) -> tuple[str, ViewMetadata]:
+    def commit_view(self, identifier, base_location: str, metadata: ViewMetadata,
+                    base: ViewMetadata | None = None) -> tuple[str, ViewMetadata]:
         """Swap in ``metadata`` as the view's version after ``base_location`` (compare-and-swap on its row, as a
         table's commit); CommitFailedException when another commit came first."""
         ident = parse_identifier(identifier)
