@@ -270,9 +270,9 @@ def _path(node: exp.Expr) -> str:
 
 def extension(names: Names, statement: Statement, ext: Extension) -> Any:
     """Iceberg's extension statements (and the ``SHOW`` statements)."""
-    if ext.kind == "show_tables":
-        return show_tables(names, ext.args["namespace"], ext.args["pattern"])
-    if ext.kind in ("show_views", "unset_view_properties") or (
+    if ext.kind in ("show_tables", "show_views"):
+        return show_names(names, ext.args["namespace"], ext.args["pattern"], ext.kind[len("show_"):])
+    if ext.kind == "unset_view_properties" or (
             ext.kind in ("show_properties", "show_create") and names.resolve(ext.table) is None):
         out = view_ddl.extension(names, ext)
         if out is not NotImplemented:
@@ -414,21 +414,23 @@ def show_properties(names: Names, t: Table, key: str | None) -> Any:
     return names.spark.createDataFrame(sorted(props.items()), "key string, value string")
 
 
-def show_tables(names: Names, namespace: list[str] | None, pattern: str | None) -> Any:
-    """``SHOW TABLES [IN ns] [LIKE 'pattern']``: Spark's columns (namespace, tableName, isTemporary)."""
+def show_names(names: Names, namespace: list[str] | None, pattern: str | None, kind: str = "tables") -> Any:
+    """``SHOW TABLES`` or ``SHOW VIEWS`` ``[IN ns] [LIKE 'pattern']``: Spark's columns (namespace, tableName or
+    viewName, isTemporary)."""
     cat = names.default
     ns = namespace
     if namespace is not None and len(namespace) >= 2 and names.named(namespace[0]) is not None:
         cat, ns = names.named(namespace[0]), namespace[1:]
     if cat is None or ns is None:
-        raise ValidationError("SHOW TABLES needs IN <namespace> of a sparkberg catalog")
-    tables = [n.split(".")[-1] for n in cat.list_tables(ns)]
+        raise ValidationError(f"SHOW {kind.upper()} needs IN <namespace> of a sparkberg catalog")
+    found = [n.split(".")[-1] for n in (cat.list_views(ns) if kind == "views" else cat.list_tables(ns))]
     if pattern:
         options = [p.strip() for p in pattern.split("|")]
-        tables = [n for n in tables if any(fnmatch.fnmatchcase(n.lower(), p.lower().replace(".*", "*"))
-                                           for p in options)]
-    return names.spark.createDataFrame([(".".join(ns), n, False) for n in sorted(tables)],
-                                       "namespace string, tableName string, isTemporary boolean")
+        found = [n for n in found if any(fnmatch.fnmatchcase(n.lower(), p.lower().replace(".*", "*"))
+                                         for p in options)]
+    column = "viewName" if kind == "views" else "tableName"
+    return names.spark.createDataFrame([(".".join(ns), n, False) for n in sorted(found)],
+                                       f"namespace string, {column} string, isTemporary boolean")
 
 
 def describe(names: Names, found: Resolved, extended: bool) -> Any:

@@ -332,28 +332,18 @@ def _show(c: Cursor) -> Extension:
         table = c.name("a table name")
         c.end()
         return Extension("show_create", table, {})
-    if c.accept("VIEWS"):
-        namespace = None
-        if c.accept("IN") or c.accept("FROM"):
-            namespace = c.name("a namespace")
-        pattern = None
-        if c.accept("LIKE"):
-            pattern = _string(c)
-        elif not c.done():
-            pattern = _string(c)
-        c.end()
-        return Extension("show_views", [], {"namespace": namespace, "pattern": pattern})
-    if c.accept("TABLES"):
-        namespace = None
-        if c.accept("IN") or c.accept("FROM"):
-            namespace = c.name("a namespace")
-        pattern = None
-        if c.accept("LIKE"):
-            pattern = _string(c)
-        elif not c.done():
-            pattern = _string(c)
-        c.end()
-        return Extension("show_tables", [], {"namespace": namespace, "pattern": pattern})
+    for kind in ("TABLES", "VIEWS"):
+        if c.accept(kind):
+            namespace = None
+            if c.accept("IN") or c.accept("FROM"):
+                namespace = c.name("a namespace")
+            pattern = None
+            if c.accept("LIKE"):
+                pattern = _string(c)
+            elif not c.done():
+                pattern = _string(c)
+            c.end()
+            return Extension(f"show_{kind.lower()}", [], {"namespace": namespace, "pattern": pattern})
     return Extension("spark", [], {})  # (any other SHOW is Spark's own: SHOW DATABASES, SHOW FUNCTIONS, ...)
 
 

@@ -1,13 +1,13 @@
 """The view statements of ``sparkberg.sql``, as Iceberg's Spark SQL has them: ``CREATE [OR REPLACE] VIEW [IF NOT
 EXISTS] v [(c1 [COMMENT '...'], ...)] [COMMENT '...'] [TBLPROPERTIES (...)] AS <query>``, ``ALTER VIEW v AS
 <query>``, ``ALTER VIEW v SET/UNSET TBLPROPERTIES``, ``ALTER VIEW v RENAME TO w``, ``DROP VIEW [IF EXISTS] v``,
-``SHOW VIEWS [IN ns] [LIKE 'pattern']``, ``DESCRIBE [EXTENDED] v``, ``SHOW CREATE TABLE v`` and ``SHOW
-TBLPROPERTIES v``, each through the catalog's view API (:class:`~sparkberg.table.View`). The query a view keeps is
-the statement's own text after ``AS``, dialect ``spark``.
+``DESCRIBE [EXTENDED] v``, ``SHOW CREATE TABLE v`` and ``SHOW TBLPROPERTIES v`` (``SHOW VIEWS`` is
+:func:`sparkberg.sql.ddl.show_names`'s, with ``SHOW TABLES``), each through the catalog's view API
+(:class:`~sparkberg.table.View`). The query a view keeps is the statement's own text after ``AS``, dialect
+``spark``.
 """
 from __future__ import annotations
 
-import fnmatch
 from typing import Any
 
 from sqlglot import exp
@@ -144,10 +144,8 @@ def drop(names: Names, tree: exp.Drop) -> Any:
 
 
 def extension(names: Names, ext: Extension) -> Any:
-    """``SHOW VIEWS``, ``ALTER VIEW ... UNSET TBLPROPERTIES``, and ``SHOW TBLPROPERTIES`` / ``SHOW CREATE TABLE``
-    of a view; NotImplemented for what names no view."""
-    if ext.kind == "show_views":
-        return show_views(names, ext.args["namespace"], ext.args["pattern"])
+    """``ALTER VIEW ... UNSET TBLPROPERTIES``, and ``SHOW TBLPROPERTIES`` / ``SHOW CREATE TABLE`` of a view;
+    NotImplemented for what names no view."""
     found = _target(names, exp.to_table(".".join(f"`{p}`" for p in ext.table), dialect="spark"))
     if found is None or not found[0].view_exists(found[1]):
         if ext.kind == "unset_view_properties":
@@ -169,22 +167,6 @@ def extension(names: Names, ext: Extension) -> Any:
     if ext.kind == "show_create":
         return names.spark.createDataFrame([(show_create(names, view),)], "createtab_stmt string")
     raise ValidationError(f"{view.name} is a view: {ext.kind.replace('_', ' ')} takes a table")
-
-
-def show_views(names: Names, namespace: list[str] | None, pattern: str | None) -> Any:
-    """``SHOW VIEWS [IN ns] [LIKE 'pattern']``: Spark's columns (namespace, viewName, isTemporary)."""
-    cat, ns = names.default, namespace
-    if namespace is not None and len(namespace) >= 2 and names.named(namespace[0]) is not None:
-        cat, ns = names.named(namespace[0]), namespace[1:]
-    if cat is None or ns is None:
-        raise ValidationError("SHOW VIEWS needs IN <namespace> of a sparkberg catalog")
-    views = [n.split(".")[-1] for n in cat.list_views(ns)]
-    if pattern:
-        options = [p.strip() for p in pattern.split("|")]
-        views = [n for n in views if any(fnmatch.fnmatchcase(n.lower(), p.lower().replace(".*", "*"))
-                                         for p in options)]
-    return names.spark.createDataFrame([(".".join(ns), n, False) for n in sorted(views)],
-                                       "namespace string, viewName string, isTemporary boolean")
 
 
 def describe(names: Names, node: exp.Expr, extended: bool) -> Any:
@@ -232,4 +214,4 @@ def _quote(name: str) -> str:
     return name if name.replace("_", "").isalnum() and not name[0].isdigit() else f"`{name}`"
 
 
-__all__ = ["alter", "create", "describe", "drop", "extension", "query_text", "show_create", "show_views"]
+__all__ = ["alter", "create", "describe", "drop", "extension", "query_text", "show_create"]
