@@ -249,10 +249,7 @@ class Table(RefsMixin, EvolutionMixin):
         if filter is not None:
             filter = Filter.of(filter)  # (parsed once: the plan's pruning and the exact count's test read it)
         with self._running("COUNT", snap):
-            p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), None, self.name)
-            must = TRUE if filter is None else bind(translate_filter(
-                filter, schema, lambda: session_time_zone(self.spark), strengthen=True), schema)
-            exact = exact_count(p.arrow(), p.layout, self._metadata, schema, must)
+            p, exact = self._exact_count(filter, snap, schema)
             if exact is not None:
                 _LOG.info("count of %s at snapshot %s: from its manifests", self.name, snap.snapshot_id)
                 return exact
@@ -260,6 +257,30 @@ class Table(RefsMixin, EvolutionMixin):
                       "decide)", self.name, snap.snapshot_id)
             # (the rows of the plan just made, as to_df would read them)
             return read_tasks(self.spark, self._metadata, schema, p.rows(), p.layout, None, filter, self.io).count()
+
+    def _exact_count(self, filter: Filter | None, snap: Snapshot, schema: Schema) -> tuple[Any, int | None]:
+        """(the plan of ``filter`` at ``snap``, the count its manifests give exactly, None when they cannot)."""
+        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), None, self.name)
+        must = TRUE if filter is None else bind(translate_filter(
+            filter, schema, lambda: session_time_zone(self.spark), strengthen=True), schema)
+        return p, exact_count(p.arrow(), p.layout, self._metadata, schema, must)
+
+    def explain_count(self, filter: str | None = None, snapshot_id: int | None = None,
+                      ref: str | None = None) -> str:
+        """How :meth:`count` answers (what ``EXPLAIN SELECT count(*)`` shows through ``sparkberg.sql``): from the
+        manifests, reading no data file, or by reading the rows, and why."""
+        snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
+        if snap is None:
+            return f"count of {self.name}: 0, the table has no snapshot (no file is read)"
+        p, exact = self._exact_count(Filter.of(filter) if filter is not None else None, snap, schema)
+        files = p.arrow().num_rows
+        if exact is not None:
+            return (f"count of {self.name} at snapshot {snap.snapshot_id}: from its manifests ({files} data files' "
+                    "record counts less their deletion vectors' and file-scoped position deletes' cardinalities"
+                    f"{', the filter decided by partition values' if filter else ''}); no data file is read")
+        return (f"count of {self.name} at snapshot {snap.snapshot_id}: by reading the rows of {files} data files "
+                "(equality deletes, position deletes of several files, or a filter the partition values cannot "
+                "decide)")
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
               ref: str | None = None, columns: Sequence[str] | None = None, planning: str | None = None,

@@ -102,6 +102,11 @@ def test_sql_count_star_is_answered_from_the_manifests(spark, warehouse, caplog)
             df = sparkberg.sql(spark, text, catalog=cat)
             assert df.columns == [column] and df.collect()[0][0] == n, text
             assert ("from its manifests" in caplog.text) == from_manifests, text
+            # EXPLAIN says which, without counting
+            plan = sparkberg.sql(spark, f"EXPLAIN {text}", catalog=cat).collect()[0][0]
+            assert plan.startswith("== sparkberg ==\ncount of db.s at snapshot ") and \
+                (("from its manifests" in plan and "no data file is read" in plan) if from_manifests
+                 else "by reading the rows" in plan), (text, plan)
     # (anything more than a count of one table's rows is Spark's query, as before)
     grouped = sparkberg.sql(spark, "SELECT p, count(*) FROM db.s GROUP BY p ORDER BY p", catalog=cat).collect()
     assert [tuple(r) for r in grouped] == [(0, 8), (1, 8), (2, 9)]

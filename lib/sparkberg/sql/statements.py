@@ -132,6 +132,11 @@ def _command(names: Names, statement: Statement, tree: exp.Command) -> Any:
         mode = words[0].upper() if words and words[0].upper() in ("EXTENDED", "CODEGEN", "COST", "FORMATTED") else ""
         inner = Statement(rest[len(mode):].strip() if mode else rest, statement.start, statement.number,
                           statement.script)
+        counted = _count_target(names, parse(inner))
+        if counted is not None:  # (a count the table answers, from its manifests where they can: say how)
+            found, condition, _ = counted
+            text = f"== sparkberg ==\n{found.table.explain_count(condition)}"
+            return local_dataframe(names.spark, [(text,)], "plan string")
         rewritten, replaced = rewrite_query(names, parse(inner))
         return names.spark.sql(f"EXPLAIN {mode} {rewritten.sql(dialect='spark')}" if replaced else statement.text)
     return names.spark.sql(statement.text)
@@ -164,6 +169,16 @@ def _count(names: Names, tree: exp.Expr) -> Any:
     """``SELECT count(*) FROM ns.t [WHERE ...]`` over one sparkberg table (its current snapshot, no join, grouping
     or subquery) answered by :meth:`~sparkberg.Table.count`: from the manifests where they hold the answer; None
     for any other statement."""
+    counted = _count_target(names, tree)
+    if counted is None:
+        return None
+    found, condition, name = counted
+    return local_dataframe(names.spark, [(found.table.count(condition),)], f"`{name}` bigint")
+
+
+def _count_target(names: Names, tree: exp.Expr) -> tuple[Any, Any, str] | None:
+    """(the table, the WHERE condition, the column's name) of a count :func:`_count` answers; None for any other
+    statement."""
     if not isinstance(tree, exp.Select) or len(tree.expressions) != 1 or \
             any(tree.args.get(k) for k in _NOT_A_COUNT):
         return None
@@ -185,8 +200,7 @@ def _count(names: Names, tree: exp.Expr) -> Any:
         return None
     qualifiers = {q.lower() for q in (node.name, node.alias) if q}
     condition = None if where is None else filter_of(_unqualified(where.this, qualifiers))
-    name = item.alias if isinstance(item, exp.Alias) else "count(1)"
-    return local_dataframe(names.spark, [(found.table.count(condition),)], f"`{name}` bigint")
+    return found, condition, item.alias if isinstance(item, exp.Alias) else "count(1)"
 
 
 # --- writes ------------------------------------------------------------------------------------------------------
