@@ -97,9 +97,10 @@ def gcs(tmp_path_factory):
         yield server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hive_metastore():
-    """A Hive Metastore (tests/hiveserver.py) for the module's tests."""
+    """A Hive Metastore (tests/hiveserver.py), one per test process (its start takes some 20 s): the modules that
+    use it keep to namespaces of their own."""
     from hiveserver import HiveMetastore
     server = HiveMetastore()
     yield server
