@@ -1069,15 +1069,8 @@ class Catalog:
         exists = backend.view_exists(ident)
         if exists and not replace:
             raise ViewAlreadyExistsError(f"view {ident} already exists (CREATE OR REPLACE VIEW replaces it)")
-        spark_schema = _sql_layer().query_schema(self, query, ident)
-        names = [f.name for f in spark_schema.fields]
-        schema = _view_schema(self.spark, spark_schema, columns, ident)
-        version = views_format.ViewVersion(
-            0, _now_ms(), 0, _view_summary(self.spark), (views_format.Representation("sql", query.strip(), "spark"),),
-            ident.namespace, self._view_catalog_name())
-        engine = f"Spark {self.spark.version}"
-        props = {**(properties or {}), **({"comment": comment} if comment is not None else {}),
-                 CREATE_ENGINE_VERSION: engine, ENGINE_VERSION: engine, QUERY_COLUMN_NAMES: ",".join(names)}
+        version, schema, props = self._view_version(ident, query, columns, comment)
+        props = {**(properties or {}), **props, CREATE_ENGINE_VERSION: props[ENGINE_VERSION]}
         if exists:
             return self.load_view(ident)._commit(lambda m: views_format.replaced(
                 views_format.with_properties(m, props), version, schema))
@@ -1090,15 +1083,22 @@ class Catalog:
         """A new version of an existing view (``ALTER VIEW ... AS``): the query, its schema and column names;
         the view's properties kept."""
         view = self.load_view(identifier)
-        spark_schema = _sql_layer().query_schema(self, query, view.identifier)
-        schema = _view_schema(self.spark, spark_schema, columns, view.identifier)
+        version, schema, props = self._view_version(view.identifier, query, columns, comment)
+        return view._commit(lambda m: views_format.replaced(views_format.with_properties(m, props), version, schema))
+
+    def _view_version(self, ident: Identifier, query: str, columns: Sequence[Any] | None, comment: str | None
+                      ) -> tuple[Any, Schema, dict[str, str]]:
+        """(the version, its schema, the properties it sets) of view ``ident`` of ``query``, as Iceberg's Spark
+        SQL makes them."""
+        spark_schema = _sql_layer().query_schema(self, query, ident)
+        schema = _view_schema(self.spark, spark_schema, columns, ident)
         version = views_format.ViewVersion(
             0, _now_ms(), 0, _view_summary(self.spark), (views_format.Representation("sql", query.strip(), "spark"),),
-            view.identifier.namespace, self._view_catalog_name())
+            ident.namespace, self._view_catalog_name())
         props = {ENGINE_VERSION: f"Spark {self.spark.version}",
                  QUERY_COLUMN_NAMES: ",".join(f.name for f in spark_schema.fields),
                  **({"comment": comment} if comment is not None else {})}
-        return view._commit(lambda m: views_format.replaced(views_format.with_properties(m, props), version, schema))
+        return version, schema, props
 
     def _view_catalog_name(self) -> str | None:
         """The default catalog a view of this catalog records: the name Spark sessions know it by, none for a
@@ -1139,10 +1139,12 @@ class View:
 
     @property
     def name(self) -> str:
+        """The view's identifier as text (``db.daily_counts``)."""
         return str(self.identifier)
 
     @property
     def properties(self) -> dict[str, str]:
+        """The view's properties (a copy)."""
         return dict(self.metadata.properties)
 
     def schema(self) -> Schema:
@@ -1153,7 +1155,7 @@ class View:
         """The query of the current version in ``dialect`` (None when it has none)."""
         return self.metadata.current_version.sql(dialect)
 
-    def to_df(self):
+    def to_df(self) -> Any:
         """The view's rows: its Spark SQL query, the tables and views it names resolved in its default catalog and
         namespace, its columns named and typed as its schema says."""
         return _sql_layer().view_frame(self)
