@@ -245,29 +245,34 @@ class HiveCatalog(MetastoreCatalog):
         ident = parse_identifier(identifier)
         self._get_database(ident.namespace)
         location = write_metastore_metadata(self.io, metadata, 0)
-        try:
-            self._call("create_table", [(1, STRUCT, _table_struct(ident, metadata, location, None, {}))])
-        except MetastoreError as e:
-            self.io.delete(location)
-            if e.kind == "AlreadyExistsException":
-                raise TableAlreadyExistsError(f"table {ident} already exists") from None
-            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot create table {ident}: {e}") from None
-        except BaseException:
-            self.io.delete(location)
-            raise
+        self._create_entry(ident, _table_struct(ident, metadata, location, None, {}), location, "create table",
+                           lambda: TableAlreadyExistsError(f"table {ident} already exists"))
         return ident, location, metadata
+
+    def _create_entry(self, ident: Identifier, struct: list, written: str | None, what: str,
+                      exists: Any) -> None:
+        """Create the Hive table ``struct`` (a table's or a view's); on any failure the metadata file ``written``
+        for it is deleted, and a name that is taken raises ``exists()``."""
+        try:
+            self._call("create_table", [(1, STRUCT, struct)])
+        except MetastoreError as e:
+            if written is not None:
+                self.io.delete(written)
+            if e.kind == "AlreadyExistsException":
+                raise exists() from None
+            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot {what} {ident}: {e}") from None
+        except BaseException:
+            if written is not None:
+                self.io.delete(written)
+            raise
 
     def register(self, identifier, metadata_location: str) -> tuple[Identifier, str, TableMetadata]:
         """Add a table whose metadata file exists already (written by any engine)."""
         ident = parse_identifier(identifier)
         self._get_database(ident.namespace)
         metadata = read_metadata(self.io, metadata_location)
-        try:
-            self._call("create_table", [(1, STRUCT, _table_struct(ident, metadata, metadata_location, None, {}))])
-        except MetastoreError as e:
-            if e.kind == "AlreadyExistsException":
-                raise TableAlreadyExistsError(f"table {ident} already exists") from None
-            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot register table {ident}: {e}") from None
+        self._create_entry(ident, _table_struct(ident, metadata, metadata_location, None, {}), None,
+                           "register table", lambda: TableAlreadyExistsError(f"table {ident} already exists"))
         return ident, metadata_location, metadata
 
     def commit(self, identifier, base_location: str, pending: PendingCommit) -> tuple[str, TableMetadata]:
@@ -435,18 +440,10 @@ class HiveCatalog(MetastoreCatalog):
         ident = parse_identifier(identifier)
         self._get_database(ident.namespace)
         location = write_view_metadata(self.io, metadata, 0)
-        try:
-            self._call("create_table", [(1, STRUCT, _view_struct(ident, metadata, location, None, {}))])
-        except MetastoreError as e:
-            self.io.delete(location)
-            if e.kind == "AlreadyExistsException":
-                taken = "a view" if self.view_exists(ident) else "a table"
-                raise ViewAlreadyExistsError(f"view {ident} cannot be created: {taken} of that name exists") \
-                    from None
-            raise CatalogDatabaseError(f"Hive catalog {self.name}: cannot create view {ident}: {e}") from None
-        except BaseException:
-            self.io.delete(location)
-            raise
+        self._create_entry(ident, _view_struct(ident, metadata, location, None, {}), location, "create view",
+                           lambda: ViewAlreadyExistsError(f"view {ident} cannot be created: "
+                                                          f"{'a view' if self.view_exists(ident) else 'a table'} "
+                                                          "of that name exists"))
         return ident, location, metadata
 
     def commit_view(self, identifier, base_location: str, metadata: ViewMetadata,

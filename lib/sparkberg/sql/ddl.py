@@ -20,7 +20,7 @@ from sparkberg.format.partitioning import PartitionSpec, SortOrder
 from sparkberg.format.types import Schema
 from sparkberg.sql.names import Names, Resolved, catalog_name, empty, parts_of, source
 from sparkberg.sql import view_ddl
-from sparkberg.sql.parsing import Extension, Statement, unsupported
+from sparkberg.sql.parsing import Extension, Statement, property_text, set_properties, unsupported
 from sparkberg.table import Table
 
 DISTRIBUTION_MODE = "write.distribution-mode"
@@ -118,14 +118,10 @@ def _create_options(tree: exp.Create) -> dict[str, Any]:
         elif isinstance(p, exp.SchemaCommentProperty):
             out["properties"]["comment"] = p.this.name
         elif type(p) is exp.Property:
-            out["properties"][_key(p.this)] = _key(p.args["value"])
+            out["properties"][property_text(p.this)] = property_text(p.args["value"])
         else:
             raise ValidationError(f"CREATE TABLE does not take {p.sql(dialect='spark')} for an Iceberg table")
     return out
-
-
-def _key(node: exp.Expr) -> str:
-    return node.name if isinstance(node, (exp.Literal, exp.Identifier, exp.Var)) else node.sql(dialect="spark")
 
 
 def _term(node: exp.Expr) -> str:
@@ -199,13 +195,7 @@ def alter(names: Names, statement: Statement, tree: exp.Alter) -> Any:
         elif isinstance(action, exp.AlterSet) and action.args.get("location") is not None:
             table.set_location(action.args["location"].name)
         elif isinstance(action, exp.AlterSet):
-            props = {}
-            for p in action.expressions:
-                for kv in (p.expressions if isinstance(p, exp.Properties) else [p]):
-                    if type(kv) is exp.Property:
-                        props[_key(kv.this)] = _key(kv.args["value"])
-                    else:
-                        raise unsupported(statement, f"ALTER TABLE ... SET {kv.sql(dialect='spark')}")
+            props = set_properties(statement, action, "ALTER TABLE")
             if props:
                 table.set_properties(props)
         else:

@@ -526,6 +526,22 @@ def _unit(c: Cursor) -> int:
     raise c.error("DAYS, HOURS or MINUTES")
 
 
+def property_text(node: exp.Expr) -> str:
+    """A property key or value of a statement (``'k'``, ``k``, ``1``) as text."""
+    return node.name if isinstance(node, (exp.Literal, exp.Identifier, exp.Var)) else node.sql(dialect="spark")
+
+
+def set_properties(statement: Statement, action: exp.Expr, what: str) -> dict[str, str]:
+    """The properties ``SET TBLPROPERTIES (...)`` of an ``ALTER`` sets; anything else it sets is unsupported."""
+    props = {}
+    for p in action.expressions:
+        for kv in (p.expressions if isinstance(p, exp.Properties) else [p]):
+            if type(kv) is not exp.Property:
+                raise unsupported(statement, f"{what} ... SET {kv.sql(dialect='spark')}")
+            props[property_text(kv.this)] = property_text(kv.args["value"])
+    return props
+
+
 def unsupported(statement: Statement, what: str) -> NotSupportedError:
     """The error of a statement sparkberg does not run, naming it."""
     return NotSupportedError(f"statement {statement.number} is not supported by sparkberg.sql: {what} "

@@ -17,7 +17,7 @@ from sqlglot.dialects.spark import Spark
 from sparkberg.errors import NoSuchViewError, ValidationError
 from sparkberg.spark.types import to_spark_type
 from sparkberg.sql.names import Names, catalog_name, empty, parts_of
-from sparkberg.sql.parsing import Extension, Statement
+from sparkberg.sql.parsing import Extension, Statement, property_text, set_properties
 from sparkberg.table import CREATE_ENGINE_VERSION, ENGINE_VERSION, QUERY_COLUMN_NAMES, View
 
 # (the view properties Spark keeps for itself: SHOW TBLPROPERTIES leaves them out, SHOW CREATE names them apart)
@@ -69,7 +69,7 @@ def create(names: Names, statement: Statement, tree: exp.Create) -> Any:
         if isinstance(p, exp.SchemaCommentProperty):
             comment = p.this.name
         elif type(p) is exp.Property:
-            properties[_text(p.this)] = _text(p.args["value"])
+            properties[property_text(p.this)] = property_text(p.args["value"])
         else:
             raise ValidationError(f"CREATE VIEW does not take {p.sql(dialect='spark')}")
     if tree.args.get("exists") and cat.view_exists(ident):
@@ -87,20 +87,22 @@ def _column(node: exp.Expr) -> tuple[str, str | None]:
     return node.name, None
 
 
-def _text(node: exp.Expr) -> str:
-    return node.name if isinstance(node, (exp.Literal, exp.Identifier, exp.Var)) else node.sql(dialect="spark")
-
-
 def _view(names: Names, node: exp.Expr) -> View | None:
+    """The view a statement names (None: no sparkberg catalog's name); a name that is no view is an error."""
     found = _target(names, node)
     if found is None:
         return None
     cat, ident = found
     if not cat.view_exists(ident):
-        if cat.table_exists(ident):
-            raise ValidationError(f"{'.'.join(ident)} is a table, not a view")
-        raise NoSuchViewError(f"view {'.'.join(ident)} does not exist")
+        raise _no_view(cat, ident)
     return cat.load_view(ident)
+
+
+def _no_view(cat: Any, ident: list[str]) -> Exception:
+    """The error for a name that is no view: a table's, or nothing's."""
+    if cat.table_exists(ident):
+        return ValidationError(f"{'.'.join(ident)} is a table, not a view")
+    return NoSuchViewError(f"view {'.'.join(ident)} does not exist")
 
 
 def alter(names: Names, statement: Statement, tree: exp.Alter) -> Any:
@@ -112,11 +114,7 @@ def alter(names: Names, statement: Statement, tree: exp.Alter) -> Any:
         if isinstance(action, exp.Query):
             view.catalog.replace_view(view.identifier, query_text(statement))
         elif isinstance(action, exp.AlterSet):
-            props = {}
-            for p in action.expressions:
-                for prop in (p.expressions if isinstance(p, exp.Properties) else [p]):
-                    props[_text(prop.this)] = _text(prop.args["value"])
-            view.set_properties(props)
+            view.set_properties(set_properties(statement, action, "ALTER VIEW"))
         elif isinstance(action, exp.AlterRename):
             new = parts_of(action.this)
             ident = [*view.identifier.namespace, new[0]] if len(new) == 1 else names.split(new)[1]
@@ -134,11 +132,10 @@ def drop(names: Names, tree: exp.Drop) -> Any:
             return NotImplemented
         cat, ident = found
         if not cat.view_exists(ident):
-            if cat.table_exists(ident):
-                raise ValidationError(f"{'.'.join(ident)} is a table: DROP TABLE drops it")
-            if tree.args.get("exists"):
+            error = _no_view(cat, ident)
+            if tree.args.get("exists") and isinstance(error, NoSuchViewError):
                 continue
-            raise NoSuchViewError(f"view {'.'.join(ident)} does not exist")
+            raise error
         cat.drop_view(ident)
     return empty(names)
 
