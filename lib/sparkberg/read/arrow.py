@@ -105,7 +105,7 @@ class TaskReader:
     def file(self, task: dict, identity: dict[str, dict[int, Any]] | None) -> ArrowFileReader:
         """The reader of ``task``'s data file, a column the file lacks holding its identity partition value."""
         return ArrowFileReader(task["file_format"].lower(), self.fields, self.arrow, self.mapping,
-                               constants=(identity or {}).get(task["file_path"]), io=self.io)
+                               io=self.io, constants={task["file_path"]: (identity or {}).get(task["file_path"], {})})
 
     def inherited(self, batch: pa.RecordBatch, task: dict, start: int) -> pa.RecordBatch:
         """``batch`` (rows ``start``... of ``task``'s file) with its row-lineage columns inherited where null."""

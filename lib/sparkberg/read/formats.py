@@ -177,18 +177,16 @@ class ArrowFileReader:
     readers of delete files.)"""
 
     def __init__(self, fmt: str, fields: Sequence[T.NestedField], arrow_schema: pa.Schema,
-                 mapping: dict[int, list[str]] | None = None, batch_rows: int = 65536,
-                 constants: dict[int, Any] | None = None, *, io: Any,
-                 constants_by_path: dict[str, dict[int, Any]] | None = None):
+                 mapping: dict[int, list[str]] | None = None, batch_rows: int = 65536, *, io: Any,
+                 constants: dict[str, dict[int, Any]] | None = None):
         if fmt not in (*ARROW_READ_FORMATS, "parquet"):
             raise NotSupportedError(f"reading {fmt} files is not supported")
         self.fmt, self.fields, self.mapping, self.batch_rows = fmt, list(fields), mapping or {}, batch_rows
         # (the table's FileIO, which opens files on object stores with the table's credentials)
         self.io = io
-        # (field id -> the value a column the file lacks holds: its identity partition value, spec "Column
-        # Projection"; before the field's default); of each file by its path where files differ
+        # (path -> field id -> the value a column that file lacks holds: its identity partition value, spec
+        # "Column Projection"; before the field's default)
         self.constants = constants or {}
-        self.constants_by_path = constants_by_path or {}
         self.schema = arrow_schema
         self.data_schema = pa.schema(list(arrow_schema)[:len(self.fields)])
 
@@ -222,7 +220,7 @@ class ArrowFileReader:
         return out
 
     def _fill(self, columns: dict[int, pa.Array], n: int, path: str) -> pa.RecordBatch:
-        constants = self.constants_by_path.get(path, self.constants)
+        constants = self.constants.get(path, {})
         arrays = []
         for f, tf in zip(self.fields, self.data_schema):
             a = columns.get(f.field_id)
@@ -305,5 +303,5 @@ def read_with_arrow(spark, fmt: str, fields: Sequence[T.NestedField], spark_fiel
                                               ST.StructField("_pos", ST.LongType())])
     wanted = set(paths)
     reader = ArrowFileReader(fmt, fields, arrow_schema(out), mapping, io=io,
-                             constants_by_path={p: v for p, v in (identity or {}).items() if p in wanted})
+                             constants={p: v for p, v in (identity or {}).items() if p in wanted})
     return map_in_arrow(local_dataframe(spark, [(p,) for p in paths], "file_path string"), reader, out)
