@@ -42,9 +42,9 @@ from sparkberg.inspect import MetadataTables
 from sparkberg.io.fileio import FileIO, file_io_for, normalize_location, to_local_path
 from sparkberg.evolution import EvolutionMixin, SchemaMerge
 from sparkberg.maintenance import data_files, deletes, expire, manifests, migrate, orphans
-from sparkberg.planning.counts import exact_count
+from sparkberg.planning.counts import any_deletes, exact_bounds, exact_count
 from sparkberg.planning.entries import referenced_by
-from sparkberg.planning.scan import plan
+from sparkberg.planning.scan import plan, planned_metrics
 from sparkberg.read.changes import changelog, read_appended
 from sparkberg.read.reader import read_tasks
 from sparkberg.refs import RefsMixin
@@ -58,9 +58,11 @@ from sparkberg.format.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.format.snapshots import Snapshot
 from sparkberg.format import types as T
 from sparkberg.format.types import Schema
+from sparkberg.format.values import to_python
 from sparkberg.format import views as views_format
 from sparkberg.spark.types import schema_from, to_spark_schema
 from sparkberg.write.dataframe import MERGE_SCHEMA_CONF, write_files
+from sparkberg.write.writer import metrics_mode
 from sparkberg import state
 
 _LOG = logging.getLogger(__name__)
@@ -249,38 +251,98 @@ class Table(RefsMixin, EvolutionMixin):
         if filter is not None:
             filter = Filter.of(filter)  # (parsed once: the plan's pruning and the exact count's test read it)
         with self._running("COUNT", snap):
-            p, exact = self._exact_count(filter, snap, schema)
-            if exact is not None:
+            answer = self._from_manifests([("count", None)], filter, snap, schema)
+            if answer.values is not None:
                 _LOG.info("count of %s at snapshot %s: from its manifests", self.name, snap.snapshot_id)
-                return exact
-            _LOG.info("count of %s at snapshot %s: by reading its rows (deletes or a filter the manifests cannot "
-                      "decide)", self.name, snap.snapshot_id)
+                return answer.values[0]
+            _LOG.info("count of %s at snapshot %s: by reading its rows (%s)", self.name, snap.snapshot_id,
+                      answer.why_not)
             # (the rows of the plan just made, as to_df would read them)
-            return read_tasks(self.spark, self._metadata, schema, p.rows(), p.layout, None, filter, self.io).count()
+            return read_tasks(self.spark, self._metadata, schema, answer.plan.rows(), answer.plan.layout, None,
+                              filter, self.io).count()
 
-    def _exact_count(self, filter: Filter | None, snap: Snapshot, schema: Schema) -> tuple[Any, int | None]:
-        """(the plan of ``filter`` at ``snap``, the count its manifests give exactly, None when they cannot)."""
-        p = plan(self.spark, self._metadata, self.io, snap, self._bound_filter(filter, schema), None, self.name)
-        must = TRUE if filter is None else bind(translate_filter(
-            filter, schema, lambda: session_time_zone(self.spark), strengthen=True), schema)
-        return p, exact_count(p.arrow(), p.layout, self._metadata, schema, must)
+    def aggregates_from_manifests(self, aggregates: Sequence[tuple[str, str | None]], filter: str | None = None,
+                                  snapshot_id: int | None = None, ref: str | None = None) -> list[Any] | None:
+        """The values of ``aggregates`` over the current snapshot's rows (deletes applied) matching ``filter``,
+        from the manifests alone, or None where they cannot give them exactly (then only the rows can; a log line
+        at INFO says which and why). Each is ``("count", None)`` (the rows), ``("min", column)`` or ``("max",
+        column)`` (a top-level column's least or greatest value, None when it has none, as Spark's ``min`` and
+        ``max``): counts as :meth:`count` gives them; minimums and maximums from the files' bounds where no
+        delete applies to the files and the bounds are the values (:mod:`sparkberg.planning.counts`). What
+        ``sparkberg.sql`` answers ``SELECT count(*), min(c), max(c) FROM t [WHERE ...]`` with. ``snapshot_id`` and
+        ``ref``: as for :meth:`count`."""
+        snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
+        if snap is None:
+            return [0 if kind == "count" else None for kind, _ in aggregates]
+        answer = self._from_manifests(aggregates, Filter.of(filter) if filter is not None else None, snap, schema)
+        if answer.values is None:
+            _LOG.info("%s of %s at snapshot %s: by reading its rows (%s)", _aggregates_text(aggregates),
+                      self.name, snap.snapshot_id, answer.why_not)
+        else:
+            _LOG.info("%s of %s at snapshot %s: from its manifests", _aggregates_text(aggregates), self.name,
+                      snap.snapshot_id)
+        return answer.values
+
+    def explain_aggregates(self, aggregates: Sequence[tuple[str, str | None]], filter: str | None = None,
+                           snapshot_id: int | None = None, ref: str | None = None) -> str:
+        """How :meth:`aggregates_from_manifests` (and :meth:`count`) answer (what ``EXPLAIN`` shows through
+        ``sparkberg.sql``): from the manifests, reading no data file, or by reading the rows, and why."""
+        what = _aggregates_text(aggregates)
+        snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
+        if snap is None:
+            return f"{what} of {self.name}: the table has no snapshot (no file is read)"
+        answer = self._from_manifests(aggregates, Filter.of(filter) if filter is not None else None, snap, schema)
+        files = answer.plan.arrow().num_rows
+        if answer.values is not None:
+            return (f"{what} of {self.name} at snapshot {snap.snapshot_id}: from its manifests ({files} data "
+                    f"files' {answer.used}{', the filter decided by partition values' if filter else ''}); no data "
+                    "file is read")
+        return (f"{what} of {self.name} at snapshot {snap.snapshot_id}: by reading the rows of {files} data files "
+                f"({answer.why_not})")
 
     def explain_count(self, filter: str | None = None, snapshot_id: int | None = None,
                       ref: str | None = None) -> str:
-        """How :meth:`count` answers (what ``EXPLAIN SELECT count(*)`` shows through ``sparkberg.sql``): from the
-        manifests, reading no data file, or by reading the rows, and why."""
-        snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
-        if snap is None:
-            return f"count of {self.name}: 0, the table has no snapshot (no file is read)"
-        p, exact = self._exact_count(Filter.of(filter) if filter is not None else None, snap, schema)
-        files = p.arrow().num_rows
-        if exact is not None:
-            return (f"count of {self.name} at snapshot {snap.snapshot_id}: from its manifests ({files} data files' "
-                    "record counts less their deletion vectors' and file-scoped position deletes' cardinalities"
-                    f"{', the filter decided by partition values' if filter else ''}); no data file is read")
-        return (f"count of {self.name} at snapshot {snap.snapshot_id}: by reading the rows of {files} data files "
-                "(equality deletes, position deletes of several files, or a filter the partition values cannot "
-                "decide)")
+        """:meth:`explain_aggregates` of a count: how :meth:`count` answers."""
+        return self.explain_aggregates([("count", None)], filter, snapshot_id, ref)
+
+    def _from_manifests(self, aggregates: Sequence[tuple[str, str | None]], filter: Filter | None,
+                        snap: Snapshot, schema: Schema) -> "_ManifestAnswer":
+        """``aggregates`` (as :meth:`aggregates_from_manifests`) of the rows at ``snap`` matching ``filter`` from
+        the manifests alone, with the plan made for them and, when they cannot give the values, why not."""
+        bound = self._bound_filter(filter, schema)
+        p = plan(self.spark, self._metadata, self.io, snap, bound, None, self.name)
+        must = TRUE if filter is None else bind(translate_filter(
+            filter, schema, lambda: session_time_zone(self.spark), strengthen=True), schema)
+        tasks = p.arrow()
+        count = exact_count(tasks, p.layout, self._metadata, schema, must)
+        if count is None:
+            return _ManifestAnswer(p, why_not="equality deletes, position deletes of several files, or a filter "
+                                   "the partition values cannot decide")
+        used = "record counts less their deletion vectors' and file-scoped position deletes' cardinalities"
+        if all(kind == "count" for kind, _ in aggregates):
+            return _ManifestAnswer(p, [count] * len(aggregates), used=used)
+        if any_deletes(tasks):
+            return _ManifestAnswer(p, why_not="deletes apply to the files, and a deleted row may hold a bound")
+        files = planned_metrics(self.spark, self._metadata, self.io, snap, bound)
+        if files.num_rows != tasks.num_rows:  # (the same pruning as the plan's: never expected)
+            return _ManifestAnswer(p, why_not="the files' metrics differ from the plan's files")
+        values: list[Any] = []
+        for kind, column in aggregates:
+            if kind == "count":
+                values.append(count)
+                continue
+            field = next((f for f in schema.fields if f.name.lower() == (column or "").lower()), None)
+            if field is None or any(
+                    (other := s.index_by_id().get(field.field_id)) is not None and other.field_type != field.field_type
+                    for s in self._metadata.schemas):
+                return _ManifestAnswer(p, why_not=f"column {column!r} is not one of the table's with one type")
+            bounds = exact_bounds(files, field.field_id, field.field_type,
+                                  metrics_mode(self._metadata.properties, field.name)[0] == "full")
+            if bounds is None:
+                return _ManifestAnswer(p, why_not=f"the bounds of column {field.name!r} are not its values "
+                                       "(NaNs, zeros, truncation, files without bounds, or its type)")
+            values.append(to_python(field.field_type, bounds[0 if kind == "min" else 1]))
+        return _ManifestAnswer(p, values, used="record counts and column bounds")
 
     def to_df(self, filter: Any = None, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
               ref: str | None = None, columns: Sequence[str] | None = None, planning: str | None = None,
@@ -772,6 +834,21 @@ class Table(RefsMixin, EvolutionMixin):
                                 properties)
         self._commit(MetadataChange("replace", tuple(updates), (U.AssertTableUUID(base.table_uuid),)))
         return self
+
+
+@dataclass(frozen=True)
+class _ManifestAnswer:
+    """What the manifests give of some aggregates (:meth:`Table._from_manifests`): the plan made for them, and
+    the values with what they were made of, or why the manifests cannot give them."""
+    plan: Any
+    values: list[Any] | None = None
+    used: str = ""
+    why_not: str = ""
+
+
+def _aggregates_text(aggregates: Sequence[tuple[str, str | None]]) -> str:
+    """``count, min(x)``: what :meth:`Table.explain_aggregates` and the log lines name."""
+    return ", ".join(kind if column is None else f"{kind}({column})" for kind, column in aggregates)
 
 
 @dataclass(frozen=True)

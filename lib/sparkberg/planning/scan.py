@@ -142,6 +142,13 @@ class ScanPlan:
             return tasks  # its placeholder struct<_none: int>, always null
 
 
+def _field_types(metadata: TableMetadata) -> dict[int, T.IcebergType]:
+    """Every field id's type, the current schema's where schemas differ (a promoted column)."""
+    types = {f.field_id: f.field_type for s in metadata.schemas for f in s.index_by_id().values()}
+    types.update({f.field_id: f.field_type for f in metadata.current_schema.index_by_id().values()})
+    return types
+
+
 def _partition_filters(metadata: TableMetadata, bound: Bound) -> dict[int, Bound]:
     schema = metadata.current_schema
     return {spec.spec_id: inclusive_projection(bound, spec, schema) for spec in metadata.partition_specs}
@@ -204,8 +211,7 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     delete_manifests = [m for m in manifests if m.content == MANIFEST_DELETES]
     if not data_manifests:
         return ScanPlan(spark, snapshot, layout, table=empty_table(_tasks_arrow_schema(layout)))
-    types = {f.field_id: f.field_type for s in metadata.schemas for f in s.index_by_id().values()}
-    types.update({f.field_id: f.field_type for f in metadata.current_schema.index_by_id().values()})
+    types = _field_types(metadata)
     metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types)
     # (data files' metrics maps hold an item per column: read by key where they are wide. Delete files' maps
     # hold a few columns' items whatever the table: read whole)
@@ -255,6 +261,32 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
                         table=tasks.table([(mf, i, io) for i, mf in enumerate(data_manifests)], DRIVER_THREADS))
     return ScanPlan(spark, snapshot, layout, tasks=map_in_arrow(
         manifests_df(spark, data_manifests), tasks, tasks_struct(layout)))
+
+
+# what answering min and max from the manifests reads of the data entries a plan keeps
+METRICS_ENTRY_COLUMNS = ("content", "file_path", "record_count", "null_value_counts", "nan_value_counts",
+                         "lower_bounds", "upper_bounds")
+
+
+def planned_metrics(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot, bound: Bound = TRUE
+                    ) -> pa.Table:
+    """The data files :func:`plan` keeps for ``bound`` at ``snapshot`` (the same manifest, partition and metrics
+    pruning), with their null and NaN counts and bounds (:data:`METRICS_ENTRY_COLUMNS`), decoded on the driver:
+    what :func:`~sparkberg.planning.counts.exact_bounds` reads."""
+    layout = PartitionLayout(metadata)
+    filters = _partition_filters(metadata, bound)
+    cache = manifest_cache(spark)
+    manifests = [m for m in prune_manifests(metadata, snapshot_manifest_table(io, snapshot, cache), filters)
+                 if m.content == MANIFEST_DATA]
+    types = _field_types(metadata)
+    decoder = EntryDecoder(layout, with_metrics=True, partition_filters=filters, cache=cache, io=io,
+                           metrics_filter=None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types),
+                           columns=METRICS_ENTRY_COLUMNS)
+    if not manifests:
+        return empty_table(decoder.schema)
+    entries = decoder.load_many([(mf, i, io) for i, mf in enumerate(manifests)], DRIVER_THREADS)
+    data = int_values(entries.column("content"))[0] == 0
+    return entries if data.all() else entries.filter(from_bools(data))
 
 
 class TaskDecoder:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 from sqlglot import exp
 
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
 from sparkberg.errors import StatementFailedError, ValidationError
 from sparkberg.expressions.sql import Filter
@@ -132,11 +133,15 @@ def _command(names: Names, statement: Statement, tree: exp.Command) -> Any:
         mode = words[0].upper() if words and words[0].upper() in ("EXTENDED", "CODEGEN", "COST", "FORMATTED") else ""
         inner = Statement(rest[len(mode):].strip() if mode else rest, statement.start, statement.number,
                           statement.script)
-        counted = _count_target(names, parse(inner))
-        if counted is not None:  # (a count the table answers, from its manifests where they can: say how)
-            found, condition, _ = counted
-            text = f"== sparkberg ==\n{found.table.explain_count(condition)}"
-            return local_dataframe(names.spark, [(text,)], "plan string")
+        aggregated = _aggregate_target(names, parse(inner))
+        if aggregated is not None:  # (aggregates the table answers from its manifests where they can: say how)
+            found, condition, items = aggregated
+            text = found.table.explain_aggregates([(kind, column) for kind, column, _ in items], condition)
+            if "from its manifests" in text or all(kind == "count" for kind, _, _ in items):
+                return local_dataframe(names.spark, [(f"== sparkberg ==\n{text}",)], "plan string")
+            rewritten, _ = rewrite_query(names, parse(inner))
+            spark_plan = names.spark.sql(f"EXPLAIN {mode} {rewritten.sql(dialect='spark')}").collect()[0][0]
+            return local_dataframe(names.spark, [(f"== sparkberg ==\n{text}\n\n{spark_plan}",)], "plan string")
         rewritten, replaced = rewrite_query(names, parse(inner))
         return names.spark.sql(f"EXPLAIN {mode} {rewritten.sql(dialect='spark')}" if replaced else statement.text)
     return names.spark.sql(statement.text)
@@ -147,9 +152,9 @@ def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
     any other statement of Spark's unchanged, unless it names a sparkberg table (then it is not supported)."""
     temporary_view = isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "VIEW" and \
         tree.find(exp.TemporaryProperty) is not None
-    counted = _count(names, tree)
-    if counted is not None:
-        return counted
+    aggregated = _aggregate(names, tree)
+    if aggregated is not None:
+        return aggregated
     if isinstance(tree, exp.Query) or temporary_view:
         rewritten, replaced = rewrite_query(names, tree)
         return names.spark.sql(rewritten.sql(dialect="spark") if replaced else statement.text)
@@ -160,47 +165,67 @@ def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
     return names.spark.sql(statement.text)
 
 
-# the clauses that make a query more than a count of one table's rows
-_NOT_A_COUNT = ("joins", "group", "having", "order", "limit", "offset", "distinct", "with", "laterals", "windows",
-                "qualify", "pivots", "sort", "cluster", "distribute")
+# the clauses that make a query more than aggregates of one table's rows
+_NOT_AN_AGGREGATE = ("joins", "group", "having", "order", "limit", "offset", "distinct", "with", "laterals",
+                     "windows", "qualify", "pivots", "sort", "cluster", "distribute")
 
 
-def _count(names: Names, tree: exp.Expr) -> Any:
-    """``SELECT count(*) FROM ns.t [WHERE ...]`` over one sparkberg table (its current snapshot, no join, grouping
-    or subquery) answered by :meth:`~sparkberg.Table.count`: from the manifests where they hold the answer; None
-    for any other statement."""
-    counted = _count_target(names, tree)
-    if counted is None:
+def _aggregate(names: Names, tree: exp.Expr) -> Any:
+    """``SELECT count(*), min(c), max(c) FROM ns.t [WHERE ...]`` (any of them, over one sparkberg table's current
+    snapshot, no join, grouping or subquery) answered from the manifests where they hold the answer
+    (:meth:`~sparkberg.Table.aggregates_from_manifests`), a count alone by :meth:`~sparkberg.Table.count`; None
+    for any other statement, and for minimums and maximums only the rows can give (Spark runs the query)."""
+    aggregated = _aggregate_target(names, tree)
+    if aggregated is None:
         return None
-    found, condition, name = counted
-    return local_dataframe(names.spark, [(found.table.count(condition),)], f"`{name}` bigint")
-
-
-def _count_target(names: Names, tree: exp.Expr) -> tuple[Any, Any, str] | None:
-    """(the table, the WHERE condition, the column's name) of a count :func:`_count` answers; None for any other
-    statement."""
-    if not isinstance(tree, exp.Select) or len(tree.expressions) != 1 or \
-            any(tree.args.get(k) for k in _NOT_A_COUNT):
+    found, condition, items = aggregated
+    if all(kind == "count" for kind, _, _ in items):
+        n = found.table.count(condition)
+        return local_dataframe(names.spark, [(n,) * len(items)], ", ".join(f"`{name}` bigint" for _, _, name in items))
+    values = found.table.aggregates_from_manifests([(kind, column) for kind, column, _ in items], condition)
+    if values is None:
         return None
-    item = tree.expressions[0]
-    counted = item.this if isinstance(item, exp.Alias) else item
-    if not isinstance(counted, exp.Count) or counted.args.get("big_int") is False or \
-            not (isinstance(counted.this, exp.Star) or (isinstance(counted.this, exp.Literal)
-                                                       and counted.this.is_number)):
+    spark_types = {f.name.lower(): f.dataType for f in found.table.spark_schema().fields}
+    # (as Spark types them: a count is never null, a minimum or maximum of no value is)
+    schema = StructType([StructField(name, LongType(), False) if kind == "count" else
+                         StructField(name, spark_types[column.lower()]) for kind, column, name in items])
+    return local_dataframe(names.spark, [tuple(values)], schema)
+
+
+def _aggregate_target(names: Names, tree: exp.Expr) -> tuple[Any, Any, list[tuple[str, str | None, str]]] | None:
+    """(the table, the WHERE condition, the aggregates: (``count``, None, name), (``min`` or ``max``, column,
+    name), each with its column's name as Spark gives it) of a query :func:`_aggregate` answers; None for any
+    other statement."""
+    if not isinstance(tree, exp.Select) or not tree.expressions or \
+            any(tree.args.get(k) for k in _NOT_AN_AGGREGATE):
         return None
     source_ = tree.args.get("from_")
     node = source_.this if source_ is not None else None
     if not isinstance(node, exp.Table) or node.args.get("version") or node.args.get("joins"):
         return None
+    qualifiers = {q.lower() for q in (node.name, node.alias) if q}
+    items = []
+    for item in tree.expressions:
+        aggregate = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(aggregate, exp.Count) and aggregate.args.get("big_int") is not False and (
+                isinstance(aggregate.this, exp.Star) or (isinstance(aggregate.this, exp.Literal)
+                                                         and aggregate.this.is_number)):
+            items.append(("count", None, item.alias if isinstance(item, exp.Alias) else "count(1)"))
+            continue
+        column = aggregate.this if isinstance(aggregate, (exp.Min, exp.Max)) else None
+        if not isinstance(column, exp.Column) or aggregate.expressions or column.args.get("db") or \
+                (column.table and column.table.lower() not in qualifiers):
+            return None
+        kind = "min" if isinstance(aggregate, exp.Min) else "max"
+        items.append((kind, column.name, item.alias if isinstance(item, exp.Alias) else f"{kind}({column.name})"))
     found = names.resolve(parts_of(node))
     if found is None or found.metadata_table is not None or found.ref is not None:
         return None
     where = tree.args.get("where")
     if where is not None and where.find(exp.Subquery, exp.Select):
         return None
-    qualifiers = {q.lower() for q in (node.name, node.alias) if q}
     condition = None if where is None else filter_of(_unqualified(where.this, qualifiers))
-    return found, condition, item.alias if isinstance(item, exp.Alias) else "count(1)"
+    return found, condition, items
 
 
 # --- writes ------------------------------------------------------------------------------------------------------
