@@ -306,6 +306,29 @@ def bench_partition_deletes(spark, wh, sizes: list[int], repeats, results):
                   repeats, results)
 
 
+def bench_doctor(spark, wh, files: int, repeats, results):
+    """``Table.check`` of a table of ``files`` data files (1% with a position delete file of its own), in ten
+    snapshots, its files made on local disk with the sizes its manifests record: level ``metadata`` (every
+    snapshot's manifests read, summaries and sequence numbers checked), and ``files`` (also every file's existence
+    and size, on the executors). Iceberg Java has no integrity check: its row is a full read of the ``all_files``
+    metadata table through Spark SQL, the closest metadata walk it has (every snapshot's manifests)."""
+    t0 = time.perf_counter()
+    t = build_planning_table(spark, wh, f"doctor{files}", files, snapshots=10)
+    for path, size in spark.sql(f"SELECT file_path, file_size_in_bytes FROM ref.b.doctor{files}.all_files").collect():
+        local = path.removeprefix("file:")
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        with open(local, "wb") as f:
+            f.truncate(size)  # (a sparse file of the recorded size)
+    print(f"built a {files}-file table and its files in {time.perf_counter() - t0:.1f} s", flush=True)
+    java = _runs(lambda: spark.sql(f"SELECT * FROM ref.b.doctor{files}.all_files").count(), repeats)
+    for level in ("metadata", "files"):
+        findings = t.check(level=level).collect()
+        assert not findings, findings[:3]
+        ours = _runs(lambda: t.check(level=level).count(), repeats)
+        _spread_row(results, f"check a {files}-file table (10 snapshots)",
+                    f"level {level}; java: all_files read", ours, java)
+
+
 def bench_wide_planning(spark, wh, files: int, columns: int, repeats, results):
     """The planning benchmarks on a table whose data files carry metrics of ``columns`` + 3 columns."""
     t0 = time.perf_counter()
@@ -1419,11 +1442,15 @@ def bench_scale(wh: str, sizes: list[int], results: list) -> None:
 
 
 # --- cold processes: what a scheduled job pays ---------------------------------------------------------------
-COLD_OPS = ("append", "delete", "merge", "compact", "read", "cli snapshots", "cli files")
+COLD_OPS = ("append", "delete", "merge", "compact", "read", "count", "cli snapshots", "cli files")
+# the cold operations that read metadata alone (sparkberg's; Java's count reads the rows of a table with deletes):
+# no Spark floor
+METADATA_OPS = ("count", "cli snapshots", "cli files")
 COLD_LABELS = {"append": "append rows (a tenth of the table, at most 1M)", "delete": "DELETE 1% (merge-on-read)",
                "merge": "MERGE a source of 1% of the table (at most 100k rows)",
                "compact": "compact one partition (its deletes folded in)",
-               "read": "read count(*), sum(x) with deletes", "cli snapshots": "CLI: snapshots",
+               "read": "read count(*), sum(x) with deletes",
+               "count": "count(*) with deletion vectors (ours: Table.count)", "cli snapshots": "CLI: snapshots",
                "cli files": "CLI: files"}
 
 
@@ -1476,9 +1503,12 @@ def cold_child(spec: str) -> None:
                       "options => map('rewrite-all', 'true'))").collect()
     elif op == "read":
         (t.to_df() if engine == "ours" else spark.table(f"ref.b.{name}")).selectExpr("count(*)", "sum(x)").collect()
+    elif op == "count":
+        counted = t.count() if engine == "ours" else spark.sql(f"SELECT count(*) FROM ref.b.{name}").collect()[0][0]
     elif op.startswith("cli "):
         spark.sql(f"SELECT * FROM ref.b.{name}.{op.split()[1]}").collect()
-    print(json.dumps({"started_s": started, "op_s": time.perf_counter() - t0 - started}))
+    print(json.dumps({"started_s": started, "op_s": time.perf_counter() - t0 - started,
+                      **({"count": counted} if op == "count" else {})}))
 
 
 def cold_append_rows(spark, rows: int, days: int):
@@ -1568,9 +1598,10 @@ def bench_cold(wh: str, name: str, rows: int, days: int, starts: dict[str, int],
                        "ids": FileIds(tasks.column("file_path").to_pylist(), ReadTuning().name_ids_max_files).sql(),
                        "day": [r["file_path"] for r in tasks.select(["file_path", "partition"]).to_pylist()
                                if r["partition"]["ts_day"] == compacted_day]}, f)
-        engines = ("ours", "java") + (() if op.startswith("cli ") else ("floor",))
+        engines = ("ours", "java") + (() if op in METADATA_OPS else ("floor",))
         times: dict[str, list[float]] = {e: [] for e in engines}
         inside: dict[str, list[float]] = {e: [] for e in engines}
+        counts: set = set()
         for r in range(repeats):
             for engine in engines[r % len(engines):] + engines[:r % len(engines)]:
                 t = meta.load_table(f"b.{name}")
@@ -1584,8 +1615,12 @@ def bench_cold(wh: str, name: str, rows: int, days: int, starts: dict[str, int],
                     if p.returncode:
                         raise RuntimeError(p.stderr[-2000:])
                 else:
-                    inside[engine].append(_child(wh, "--cold-child", f"{engine}:{op}:{name}:{rows}:{days}")["op_s"])
+                    got = _child(wh, "--cold-child", f"{engine}:{op}:{name}:{rows}:{days}")
+                    inside[engine].append(got["op_s"])
+                    counts.add(got.get("count"))
                 times[engine].append(time.perf_counter() - t0)
+        if len(counts) > 1:
+            raise RuntimeError(f"the engines' counts differ: {counts}")
         ours, java = statistics.median(times["ours"]), statistics.median(times["java"])
         results.append({"benchmark": f"cold process, {rows} rows v3 merge-on-read: {COLD_LABELS[op]}",
                         "variant": "a new process each", "sparkberg_s": ours, "java_s": java, "ratio": ours / java,
@@ -1645,6 +1680,8 @@ def main() -> int:
                    help="FILESxCOLUMNS of the wide table's planning benchmarks (metrics of COLUMNS + 3 columns)")
     p.add_argument("--deletes", default=os.environ.get("BENCH_DELETES", "100000,1000000"),
                    help="files of the tables whose position deletes are in 5%% of their partitions")
+    p.add_argument("--doctor", type=int, default=int(os.environ.get("BENCH_DOCTOR", 100_000)),
+                   help="data files of the table the integrity check runs on")
     p.add_argument("--maintenance-files", type=int, default=int(os.environ.get("BENCH_MAINTENANCE_FILES", 1_000_000)),
                    help="data files of the tables the maintenance actions run on (100 snapshots)")
     p.add_argument("--scale", default=os.environ.get("BENCH_SCALE", "100000,1000000,10000000"),
@@ -1658,7 +1695,7 @@ def main() -> int:
                    help="FILES,ROWS,OBJECTS of the S3 rows: the table planned, the rows appended and read, the "
                         "objects listed for orphans")
     p.add_argument("--only",
-                   default="planning,deletes,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
+                   default="planning,deletes,doctor,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
                            "s3,memory,cold,scale")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
@@ -1698,6 +1735,8 @@ def main() -> int:
             build_planning_table(spark, wh, f"plan{sizes[-1]}", sizes[-1])
     if "deletes" in only:
         bench_partition_deletes(spark, wh, [int(x) for x in args.deletes.split(",") if x], args.repeats, results)
+    if "doctor" in only:
+        bench_doctor(spark, wh, args.doctor, args.repeats, results)
     if "wide" in only:
         files, columns = (int(x) for x in args.wide.split("x"))
         bench_wide_planning(spark, wh, files, columns, args.repeats, results)
