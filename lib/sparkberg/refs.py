@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-from sparkberg.commit.cherrypick import cherry_pick, publish_wap
 from sparkberg.commit.pending import PlannedChange
 from sparkberg.operations.target import MAIN
 from sparkberg.errors import ValidationError
@@ -201,12 +200,16 @@ class RefsMixin:
         fast-forward when main's head is its parent; otherwise an append or a dynamic overwrite is replayed in a
         new snapshot carrying ``source-snapshot-id`` (and ``published-wap-id`` for a staged one), with Java's
         checks (:mod:`sparkberg.commit.cherrypick`)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.commit.cherrypick import cherry_pick
         self._commit(cherry_pick(self.refresh().metadata, self.io, self.name, snapshot_id))
         return self
 
     def publish_wap(self, wap_id: str) -> "RefsMixin":
         """Cherry-pick the snapshot staged with WAP id ``wap_id`` into main (Iceberg's ``publish_changes``); an
         unknown or already published id is an error."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.commit.cherrypick import publish_wap
         self._commit(publish_wap(self.refresh().metadata, self.io, self.name, wap_id))
         return self
 

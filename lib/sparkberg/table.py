@@ -17,39 +17,19 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from sparkberg.catalog.base import CatalogBackend, Identifier, parse_identifier, read_metadata
 from sparkberg.catalog.config import DEFAULT_NAME as DEFAULT_CATALOG_NAME, open_backend
 from sparkberg.catalog.filesystem import FileSystemCatalog
-from sparkberg.commit import committer
 from sparkberg.commit.pending import Change, MetadataChange, PendingCommit
-from sparkberg.commit.producer import SnapshotChange
-from sparkberg.commit.retry import RetryPolicy, retrying
-from sparkberg.commit.transaction import Transaction
-from sparkberg.operations import equality, imports, merge, rowlevel
-from sparkberg.operations.changes import Changes
-from sparkberg.operations.properties import current_snapshot_properties
-from sparkberg.operations.request import APP_ID, MAIN_REQUEST, VERSION, CommitRequest, Idempotency, Staging
-from sparkberg.operations.target import read_branch, resolve
 from sparkberg.errors import (
     AlreadyCommittedError, CommitStateUnknownException, InvalidMetadataError, MissingFileError, NoSuchTableError,
     NotSupportedError, SparkbergError, ValidationError, ViewAlreadyExistsError,
 )
-from sparkberg.expressions.predicates import TRUE, bind
-from sparkberg.expressions.sql import Filter, translate_filter
-from sparkberg.inspect import MetadataTables
 from sparkberg.io.fileio import FileIO, file_io_for, normalize_location, to_local_path
 from sparkberg.evolution import EvolutionMixin, SchemaMerge
-from sparkberg.maintenance import data_files, deletes, expire, manifests, migrate, orphans
-from sparkberg.planning.counts import any_deletes, exact_bounds, exact_count
-from sparkberg.planning.entries import referenced_by
-from sparkberg.planning.scan import plan, planned_metrics
-from sparkberg.read.changes import changelog, read_appended
-from sparkberg.read.reader import read_tasks
 from sparkberg.refs import RefsMixin
-from sparkberg.spark.executors import executor_errors
-from sparkberg.spark.frames import local_dataframe
 from sparkberg.spark.session import job_description, session_conf, session_time_zone
 from sparkberg.format import updates as U
 from sparkberg.format.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
@@ -58,12 +38,15 @@ from sparkberg.format.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.format.snapshots import Snapshot
 from sparkberg.format import types as T
 from sparkberg.format.types import Schema
-from sparkberg.format.values import to_python
 from sparkberg.format import views as views_format
 from sparkberg.spark.types import schema_from, to_spark_schema
-from sparkberg.write.dataframe import MERGE_SCHEMA_CONF, write_files
-from sparkberg.write.writer import metrics_mode
 from sparkberg import state
+
+if TYPE_CHECKING:  # (names for annotations alone: importing them would import the commit machinery)
+    from sparkberg.commit.transaction import Transaction  # (annotations only)
+    from sparkberg.expressions.sql import Filter  # (annotations only)
+    from sparkberg.operations.changes import Changes  # (annotations only)
+    from sparkberg.operations.request import CommitRequest, Staging  # (annotations only)
 
 _LOG = logging.getLogger(__name__)
 
@@ -140,6 +123,8 @@ class Table(RefsMixin, EvolutionMixin):
     def refresh(self) -> "Table":
         """Reload the newest committed metadata version (in a transaction's block: the table as the transaction
         has changed it, which nothing else changes until it commits)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.commit import committer
         if self._transaction is not None:
             return self
         if self.catalog is None:
@@ -161,6 +146,8 @@ class Table(RefsMixin, EvolutionMixin):
         by id, timestamp or tag; the table schema for the current state and for branches (as Iceberg's Spark
         integration does). Without any of them, the WAP branch when WAP is on and it exists (``spark.wap.branch``),
         else main's head."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations.target import read_branch
         m = self._metadata
         if sum(x is not None for x in (snapshot_id, as_of_timestamp_ms, ref)) > 1:
             raise ValidationError("give at most one of snapshot_id, as_of_timestamp_ms and ref")
@@ -198,6 +185,9 @@ class Table(RefsMixin, EvolutionMixin):
         a block that starts none of its own: labelling costs three calls into the JVM), errors raised in Spark's
         Python workers are sparkberg's own (:mod:`sparkberg.spark.executors`), and a file of ``snapshot`` (the
         current one by default) that is gone is named with what references it."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.planning.entries import referenced_by
+        from sparkberg.spark.executors import executor_errors  # (put off, as above)
         described = job_description(self.spark, f"{label} {self.name}{suffix}") if label else contextlib.nullcontext()
         with described, executor_errors(self.spark):
             try:
@@ -210,6 +200,9 @@ class Table(RefsMixin, EvolutionMixin):
                                        f"{self.name}", e.path) from None
 
     def _bound_filter(self, filter: Any, schema: Schema):
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.expressions.predicates import TRUE, bind
+        from sparkberg.expressions.sql import Filter, translate_filter  # (put off, as above)
         if filter is None:
             return TRUE
         if not isinstance(filter, (str, Filter)):
@@ -231,6 +224,8 @@ class Table(RefsMixin, EvolutionMixin):
         the driver, large ones on the executors), "local" or "distributed", by default the table property
         ``read.data-planning-mode`` (else "auto"; see :mod:`sparkberg.spark.tuning`); the result is the same.
         """
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.planning.scan import plan
         snap, schema = self.resolve_snapshot(snapshot_id, as_of_timestamp_ms, ref)
         # (no label: a plan made here starts no Spark job but a delete planning one, which has its own, and a
         # distributed plan's jobs run when its DataFrame is read)
@@ -243,6 +238,9 @@ class Table(RefsMixin, EvolutionMixin):
         manifests alone where they hold the answer (record counts less deletion vectors' cardinalities and
         file-scoped position deletes', the filter decided by partition values), else by reading the rows
         (:mod:`sparkberg.planning.counts`). The result is the same either way; a log line at INFO says which."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.expressions.sql import Filter
+        from sparkberg.read.reader import read_tasks  # (put off, as above)
         snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
         if snap is None:
             return 0
@@ -271,6 +269,8 @@ class Table(RefsMixin, EvolutionMixin):
         delete applies to the files and the bounds are the values (:mod:`sparkberg.planning.counts`). What
         ``sparkberg.sql`` answers ``SELECT count(*), min(c), max(c) FROM t [WHERE ...]`` with. ``snapshot_id`` and
         ``ref``: as for :meth:`count`."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.expressions.sql import Filter
         snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
         if snap is None:
             return [0 if kind == "count" else None for kind, _ in aggregates]
@@ -287,6 +287,8 @@ class Table(RefsMixin, EvolutionMixin):
                            snapshot_id: int | None = None, ref: str | None = None) -> str:
         """How :meth:`aggregates_from_manifests` (and :meth:`count`) answer (what ``EXPLAIN`` shows through
         ``sparkberg.sql``): from the manifests, reading no data file, or by reading the rows, and why."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.expressions.sql import Filter
         what = _aggregates_text(aggregates)
         snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
         if snap is None:
@@ -309,6 +311,13 @@ class Table(RefsMixin, EvolutionMixin):
                         snap: Snapshot, schema: Schema) -> "_ManifestAnswer":
         """``aggregates`` (as :meth:`aggregates_from_manifests`) of the rows at ``snap`` matching ``filter`` from
         the manifests alone, with the plan made for them and, when they cannot give the values, why not."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.expressions.predicates import TRUE, bind
+        from sparkberg.expressions.sql import translate_filter  # (put off, as above)
+        from sparkberg.format.values import to_python  # (put off, as above)
+        from sparkberg.planning.counts import any_deletes, exact_bounds, exact_count  # (put off, as above)
+        from sparkberg.planning.scan import plan, planned_metrics  # (put off, as above)
+        from sparkberg.write.writer import metrics_mode  # (put off, as above)
         bound = self._bound_filter(filter, schema)
         p = plan(self.spark, self._metadata, self.io, snap, bound, None, self.name)
         must = TRUE if filter is None else bind(translate_filter(
@@ -361,6 +370,10 @@ class Table(RefsMixin, EvolutionMixin):
         delete removed included: other operations are not appends). A start that is not an ancestor of the end,
         or a range through an expired snapshot, is a named error.
         """
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.planning.scan import plan
+        from sparkberg.read.changes import read_appended  # (put off, as above)
+        from sparkberg.read.reader import read_tasks  # (put off, as above)
         if start_snapshot_id is not None or end_snapshot_id is not None:
             if start_snapshot_id is None:
                 raise ValidationError("an incremental read needs start_snapshot_id (end_snapshot_id alone is not a "
@@ -396,6 +409,8 @@ class Table(RefsMixin, EvolutionMixin):
         fields, else on v3 tables ``_row_id``. Unlike Java's, ranges with delete files are read exactly: a row a
         merge-on-read DELETE, UPDATE or MERGE removed is a ``DELETE`` of the snapshot that removed it.
         ``filter`` (Spark SQL or a Column) is applied to the rows and prunes the files read."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.read.changes import changelog
         with self._running("CHANGELOG"):
             return changelog(self.spark, self._metadata, self.io, start_snapshot_id, end_snapshot_id,
                              start_timestamp_ms, end_timestamp_ms, net_changes, compute_updates, identifier_columns,
@@ -430,6 +445,11 @@ class Table(RefsMixin, EvolutionMixin):
         """One write, checked now: its :class:`~sparkberg.operations.request.CommitRequest` (target, the snapshot
         properties of the call and of the user's enclosing ``snapshot_properties`` blocks, the transaction's
         staging, the idempotency key) and its merged schema."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations.properties import current_snapshot_properties
+        from sparkberg.operations.request import CommitRequest, Idempotency  # (put off, as above)
+        from sparkberg.operations.target import resolve  # (put off, as above)
+        from sparkberg.write.dataframe import MERGE_SCHEMA_CONF  # (put off, as above)
         self._writable()
         target = resolve(self.spark, self._metadata, branch, wap_id)
         request = CommitRequest(target, {**current_snapshot_properties(), **(snapshot_properties or {})},
@@ -454,6 +474,9 @@ class Table(RefsMixin, EvolutionMixin):
                distribution_mode: str | None = None) -> "Table | WriteOutcome":
         """Append the rows of a DataFrame as one atomic snapshot. Columns are matched by name and must fit
         the table schema (missing optional columns are null); nothing is committed on error."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations.changes import Changes
+        from sparkberg.write.dataframe import write_files  # (put off, as above)
         write = self._write("WRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency)
         if write.wanted:
             with write.running():
@@ -467,6 +490,8 @@ class Table(RefsMixin, EvolutionMixin):
         ``write.delete.mode`` (position delete files on v2, deletion vectors on v3). ``filter`` is Spark SQL, whose
         conjuncts prune the files read, ``col IN (SELECT ...)`` ones by the subquery's values (a semi-join: the
         subquery runs once more for that), or a Column, applied exactly but pruning nothing."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations import rowlevel
         write = self._write("DELETE", snapshot_properties, branch, wap_id)
         if write.wanted:
             with write.running():
@@ -479,6 +504,8 @@ class Table(RefsMixin, EvolutionMixin):
                   distribution_mode: str | None = None) -> "Table | WriteOutcome":
         """Replace the rows matching ``filter`` (a Spark SQL expression; all rows when None) with ``df``, in one
         commit. Files whose rows all match are dropped; others are rewritten without the matching rows."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations import rowlevel
         write = self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency)
         if write.wanted:
             with write.running():
@@ -490,6 +517,8 @@ class Table(RefsMixin, EvolutionMixin):
                           idempotency: tuple[str, int] | None = None,
                           distribution_mode: str | None = None) -> "Table | WriteOutcome":
         """Replace each partition (of the default spec) that ``df`` has rows for with those rows, in one commit."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations import rowlevel
         write = self._write("OVERWRITE", snapshot_properties, branch, wap_id, df, merge_schema, idempotency)
         if write.wanted:
             with write.running():
@@ -502,6 +531,8 @@ class Table(RefsMixin, EvolutionMixin):
         """Set columns to Spark SQL expressions (``{"v": "v + 1"}``) on the rows matching ``filter`` (Spark SQL or
         a Column, as for :meth:`delete`), in one commit: copy-on-write or merge-on-read per ``write.update.mode``;
         v3 rows keep their ``_row_id``."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations import rowlevel
         if not set:
             raise ValidationError("update needs at least one column to set")
         write = self._write("UPDATE", snapshot_properties, branch, wap_id)
@@ -514,6 +545,8 @@ class Table(RefsMixin, EvolutionMixin):
                        branch: str | None = None, wap_id: str | None = None) -> "Table":
         """Delete the rows whose ``key_columns`` equal those of a row of ``df`` (null-safe), without reading
         the table: equality delete files, one commit (streaming-style upserts pair this with ``append``)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations import equality
         write = self._write("DELETE", snapshot_properties, branch, wap_id)
         if write.wanted:
             with write.running():
@@ -527,6 +560,8 @@ class Table(RefsMixin, EvolutionMixin):
         ``mode="equality-deletes"`` writes equality deletes of ``df``'s keys next to its rows and never reads the
         table (as streaming writers upsert; keys must be unique in ``df``: two rows of one key both stay);
         ``mode="merge"`` is a keyed MERGE (matched rows updated, others inserted; ``df``'s keys must be unique)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations import equality
         keys = [key_columns] if isinstance(key_columns, str) else list(key_columns)
         if mode == "merge":
             on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
@@ -550,6 +585,8 @@ class Table(RefsMixin, EvolutionMixin):
         .when_matched_delete("s.deleted").when_not_matched_insert_all().execute()``. With ``merge_schema`` the
         source's columns the table lacks are added first (in the merge's commit), so ``*_all`` clauses fill them.
         With ``idempotency``, ``execute()`` returns the :class:`WriteOutcome`."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations import merge
         return merge.MergeBuilder(self, self._write("MERGE", snapshot_properties, branch, wap_id, source, merge_schema,
                                                     idempotency), source, condition, target_alias, source_alias)
 
@@ -563,6 +600,8 @@ class Table(RefsMixin, EvolutionMixin):
         of this table's catalog (a Hive Metastore's or Glue's), its files with the partition values the metastore
         keeps, only the partitions matching ``partition_filter`` (``{"region": "eu"}``)
         (:mod:`sparkberg.maintenance.migrate`)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.maintenance import migrate
         if (files is None) == (source_table is None):
             raise ValidationError("add_files takes files or a source_table (one of them)")
         partitions = None
@@ -579,6 +618,8 @@ class Table(RefsMixin, EvolutionMixin):
     def _add_files(self, files: Any, check_duplicate_files: bool, partitions: dict[str, Any] | None,
                    snapshot_properties: dict[str, str] | None = None, branch: str | None = None) -> "Table":
         """:meth:`add_files` of ``files`` (``partitions``: each file's metastore partition values, or None)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations import imports
         write = self._write("ADD FILES", snapshot_properties, branch, None)
         if write.wanted:
             with write.running():
@@ -621,6 +662,8 @@ class Table(RefsMixin, EvolutionMixin):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see
         :data:`sparkberg.inspect.METADATA_TABLES`) as a DataFrame with Iceberg's Spark columns; ``snapshot_id``
         picks the snapshot for the tables that describe one (entries, files, manifests, partitions...)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.inspect import MetadataTables
         snap = self._metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
         with self._running("METADATA", snap, f".{name}"):
             return MetadataTables(self.spark, self._metadata, self.io, self.metadata_location).table(
@@ -641,6 +684,8 @@ class Table(RefsMixin, EvolutionMixin):
         Java's names (``{"min-input-files": "2", "partial-progress.enabled": "true"}``). v3 row ids are kept.
         ``dry_run``: nothing written, the files that would be rewritten reported (added: the planned count).
         Returns a one-row DataFrame with the procedure's columns (``rewritten_data_files_count``, ...)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.maintenance import data_files
         self._writable("rewrite_data_files")
         with self._running("REWRITE"):
             return data_files.rewrite_data_files(self, self._commit, filter, strategy, sort_order, options, dry_run)
@@ -656,6 +701,8 @@ class Table(RefsMixin, EvolutionMixin):
         commit, then the files only expired snapshots reached are deleted by Spark's executors (none with
         ``clean_expired_files=False``). ``dry_run``: nothing committed or deleted, the same counts reported.
         Returns a one-row DataFrame with the procedure's columns (``deleted_data_files_count``, ...)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.maintenance import expire
         self._writable("expire_snapshots")
         with self._running("EXPIRE"):
             return expire.expire_snapshots(self, self._commit, older_than, retain_last, snapshot_ids,
@@ -670,6 +717,8 @@ class Table(RefsMixin, EvolutionMixin):
         (``rewritten_delete_files_count``, ``added_delete_files_count``, ``rewritten_bytes_count``,
         ``added_bytes_count``). ``dry_run``: the positions are read but nothing is written or committed; the
         counts are the real run's (added bytes 0: not known before writing)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.maintenance import deletes
         self._writable("rewrite_position_delete_files")
         with self._running("REWRITE-DELETES"):
             return deletes.rewrite_position_delete_files(self, self._commit, filter, options, dry_run)
@@ -680,6 +729,8 @@ class Table(RefsMixin, EvolutionMixin):
         their sequence numbers and row ids (:mod:`sparkberg.maintenance.manifests`). Returns a one-row DataFrame
         (``rewritten_manifests_count``, ``added_manifests_count``) as Iceberg Java's procedure does. ``dry_run``:
         nothing written or committed; the manifests it would rewrite, and add as planned."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.maintenance import manifests
         self._writable("rewrite_manifests")
         with self._running("REWRITE-MANIFESTS"):
             return manifests.rewrite_manifests(self, self._commit, spec_id, dry_run)
@@ -690,6 +741,8 @@ class Table(RefsMixin, EvolutionMixin):
         manifest lists and manifests, sequence numbers, summary totals, row lineage, partition values),
         ``files`` (also every referenced file's existence and size and each deletion vector's cardinality, on the
         executors) or ``data`` (also Parquet footers' row counts). See :mod:`sparkberg.maintenance.doctor`."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.spark.frames import local_dataframe
         from sparkberg.maintenance import doctor  # (only where a table is checked)
         with self._running("CHECK"):
             found = doctor.check(self._metadata, self.metadata_location, self.io, self.spark, level)
@@ -703,6 +756,11 @@ class Table(RefsMixin, EvolutionMixin):
         states them right. Never deletes a file. Returns what it does (or, with ``dry_run``, the default, would
         do): a row per ``remedy`` (``remove-reference``: ``file_path``, ``content``, ``content_offset``;
         ``restate-summary``: the total, in ``detail``)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.commit.producer import SnapshotChange
+        from sparkberg.operations.changes import Changes  # (put off, as above)
+        from sparkberg.operations.request import MAIN_REQUEST  # (put off, as above)
+        from sparkberg.spark.frames import local_dataframe  # (put off, as above)
         from sparkberg.maintenance import doctor  # (only where a table is repaired)
         with self._running("REPAIR"):
             _, plan = doctor.repair_plan(self._metadata, self.io, self.spark)
@@ -730,6 +788,8 @@ class Table(RefsMixin, EvolutionMixin):
         ago), as Iceberg Java's ``remove_orphan_files`` does (:mod:`sparkberg.maintenance.orphans`: hidden files,
         scheme and authority equivalences, prefix mismatches). The listing and the comparison run on Spark's
         executors. ``dry_run``: nothing deleted. Returns the files as a DataFrame (``orphan_file_location``)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.maintenance import orphans
         self._writable("remove_orphan_files")
         with self._running("ORPHANS"):
             return orphans.remove_orphan_files(self, older_than, location, dry_run, equal_schemes, equal_authorities,
@@ -750,6 +810,8 @@ class Table(RefsMixin, EvolutionMixin):
         """Hand ``change`` to the one committer (:mod:`sparkberg.commit.committer`: built on the current version,
         retried on a lost race per ``commit.retry.*``), or, in a transaction's block, stage it there; the table
         then holds the new version. Returns the try that was committed (or staged)."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.commit import committer
         self._writable()
         if self._transaction is not None:  # (staged now, committed with the transaction's other changes)
             pending = self._transaction.stage(change)
@@ -782,6 +844,8 @@ class Table(RefsMixin, EvolutionMixin):
 
     @contextlib.contextmanager
     def _transacting(self) -> Iterator["Table"]:
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.commit.transaction import Transaction
         tx = Transaction(self.name, self._metadata, self.io)
         staged = Table(self.identifier, self._metadata, self.metadata_location, self.io, self.catalog, self.spark, tx)
         try:
@@ -898,6 +962,8 @@ class _Write:
     def commit(self, changes: Changes | None) -> None:
         """Commit the write's ``changes`` (none: it found nothing to change) as one snapshot, with the merged
         schema's updates first."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.commit.producer import SnapshotChange
         if changes is None:
             return
         if self.merged is not None:
@@ -910,6 +976,8 @@ class _Write:
 
     def outcome(self) -> "Table | WriteOutcome":
         """What the write returns: the table, or with an idempotency key, the :class:`WriteOutcome`."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.operations.request import APP_ID, VERSION
         key = self.request.idempotency
         if key is None:
             return self.table
@@ -1102,6 +1170,8 @@ class Catalog:
         (Iceberg's ``snapshot``; :mod:`sparkberg.maintenance.migrate`). Its location is ``location`` or the
         catalog's default; it has ``gc.enabled=false``, so that its maintenance never deletes the source's
         files."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.maintenance import migrate
         return migrate.snapshot_table(self, source, target, location, properties)
 
     def migrate_table(self, identifier: str | Sequence[str], properties: dict[str, str] | None = None,
@@ -1110,6 +1180,8 @@ class Catalog:
         table of the same name and location, its files imported where they are (Iceberg's ``migrate``;
         :mod:`sparkberg.maintenance.migrate`). The old definition is kept as ``<name>_BACKUP_`` (or
         ``backup_table_name``) unless ``drop_backup``, and put back if the migration fails."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.maintenance import migrate
         return migrate.migrate_table(self, identifier, properties, drop_backup, backup_table_name)
 
     # --- views ------------------------------------------------------------------------------------------------
@@ -1254,6 +1326,8 @@ class View:
     def _commit(self, change: Callable[[Any], Any]) -> "View":
         """Commit ``change`` (the view's next metadata from its current one) atomically; a lost race is tried
         again on the view's latest version, per ``commit.retry.*`` (its properties), as a table's commit."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.commit.retry import RetryPolicy, retrying
         def attempt(_: int) -> "View":
             location, written = self.catalog._backend.commit_view(self.identifier, self.metadata_location,
                                                                   change(self.metadata), self.metadata)

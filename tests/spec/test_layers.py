@@ -222,3 +222,27 @@ def test_the_jvm_is_reached_from_one_module():
             if private.search(code) and not code.strip().startswith(('"', "'")):
                 found.append(f"{rel}:{n}: {line.strip()}")
     assert found == []
+
+
+def test_import_and_a_table_s_load_import_neither_numpy_nor_pyarrow(tmp_path):
+    """``import sparkberg`` and a first ``catalog(...).load_table(...)`` (every scheduled job's first step)
+    import only what they use: not numpy, pyarrow, the SQL parser, the commit machinery or the planner, which the
+    first read, write or statement imports."""
+    import subprocess
+    import sys
+    setup = (f"import sys; sys.path.insert(0, {os.path.dirname(LIB)!r})\n"
+             "import sparkberg\n"
+             "from pyspark.sql.types import LongType, StructField, StructType\n"
+             f"sparkberg.catalog(None, {str(tmp_path)!r}).create_table("
+             "'db.t', StructType([StructField('id', LongType())]))\n")
+    subprocess.run([sys.executable, "-c", setup], check=True, capture_output=True)
+    heavy = ("numpy", "pyarrow", "sqlglot", "pandas", "sparkberg.commit.producer", "sparkberg.planning.scan",
+             "sparkberg.avro.decode", "sparkberg.operations.merge", "sparkberg.sql.statements")
+    code = (f"import sys; sys.path.insert(0, {os.path.dirname(LIB)!r})\n"
+            "import pyspark.sql, sparkberg\n"
+            f"t = sparkberg.catalog(None, {str(tmp_path)!r}).load_table('db.t')\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules), t.schema().fields[0].name)\n"
+            "t.plan_files\n"
+            "from sparkberg.planning.scan import plan\n"
+            "print('numpy' in sys.modules)\n")
+    assert _child_output(code).split("\n")[:2] == ["[] id", "True"]

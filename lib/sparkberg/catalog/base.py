@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Protocol, Sequence
 
-from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import InvalidIdentifierError, InvalidMetadataError, NoSuchTableError, NoSuchViewError
 from sparkberg.identifiers import split_dotted
 from sparkberg.io.fileio import FileIO
@@ -15,6 +14,9 @@ from sparkberg.format.metadata import TableMetadata
 from sparkberg.format.properties import DELETE_AFTER_COMMIT, boolean
 from sparkberg.format.snapshots import MetadataLogEntry
 from sparkberg.format.views import ViewMetadata
+
+if TYPE_CHECKING:  # (a catalog is opened, and a table loaded, without the commit machinery)
+    from sparkberg.commit.pending import PendingCommit  # (annotations only)
 
 PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100

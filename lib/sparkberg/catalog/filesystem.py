@@ -11,19 +11,20 @@ nothing there: reading works, and commits go through a SQL or REST catalog.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from sparkberg.catalog.base import (
     Identifier, delete_dropped, parse_identifier, parse_namespace, read_metadata, with_metadata_log,
 )
-from sparkberg.catalog.purge import referenced_files
-from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CommitFailedException, NamespaceAlreadyExistsError, NamespaceNotEmptyError, NoSuchNamespaceError,
     NoSuchTableError, NotSupportedError, StorageError, TableAlreadyExistsError, ValidationError,
 )
 from sparkberg.io.fileio import FileAlreadyExistsError, FileIO, file_io_for
 from sparkberg.format.metadata import TableMetadata
+
+if TYPE_CHECKING:  # (names for annotations alone: importing them would import the commit machinery)
+    from sparkberg.commit.pending import PendingCommit  # (annotations only)
 
 VERSION_HINT = "version-hint.text"
 _VERSION_RE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json(\.gz)?$")
@@ -236,6 +237,7 @@ class FileSystemCatalog:
         ident, location, metadata = self.load(identifier)
         table_loc = self.table_location(ident)
         if purge:
+            from sparkberg.catalog.purge import referenced_files  # (manifests are read only to purge)
             for f in referenced_files(self.io, metadata):
                 self.io.delete(f)
             self.io.delete_dir(table_loc)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from urllib.parse import unquote
 
 from sparkberg import redact
@@ -34,8 +34,6 @@ from sparkberg.catalog.base import (
     Identifier, delete_dropped, metastore_version, parse_identifier, parse_namespace, read_metadata,
     read_view_metadata, with_metadata_log, write_metastore_metadata, write_view_metadata,
 )
-from sparkberg.catalog.purge import referenced_files
-from sparkberg.commit.pending import PendingCommit
 from sparkberg.errors import (
     CatalogDatabaseError, CommitFailedException, CommitStateUnknownException, NamespaceAlreadyExistsError,
     NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, NotSupportedError,
@@ -44,6 +42,9 @@ from sparkberg.errors import (
 from sparkberg.io.fileio import FileIO, file_io_for
 from sparkberg.format.metadata import TableMetadata
 from sparkberg.format.views import ViewMetadata
+
+if TYPE_CHECKING:  # (names for annotations alone: importing them would import the commit machinery)
+    from sparkberg.commit.pending import PendingCommit  # (annotations only)
 
 TABLES = "iceberg_tables"
 NAMESPACE_PROPERTIES = "iceberg_namespace_properties"
@@ -418,6 +419,8 @@ class SqlCatalog:
 
     def drop(self, identifier, purge: bool = False) -> None:
         """Remove the table's row; with ``purge`` also every file its metadata references."""
+        # (put off: import sparkberg and a table's load import none of it)
+        from sparkberg.catalog.purge import referenced_files
         ident, location, metadata = self.load(identifier)
         changed = self.db.execute(f"DELETE FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ? AND "
                                   "table_name = ?" + self._tables_only(),

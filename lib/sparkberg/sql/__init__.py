@@ -15,18 +15,37 @@ import sys as _sys
 import types as _types
 from typing import Any as _Any
 
-from sparkberg.sql import streaming as _streaming, views as _views
 from sparkberg.table import Catalog as _Catalog, use_sql_layer as _use_sql_layer
 
 
 class _Layer:
-    """What this layer does for the table API (:class:`sparkberg.table.SqlLayer`)."""
+    """What this layer does for the table API (:class:`sparkberg.table.SqlLayer`). Its modules are imported on
+    first use: a job that loads a table and never names it in SQL or streams it imports none of them."""
 
-    register_table_views = staticmethod(_views.register_table_views)
-    register_catalog_views = staticmethod(_views.register_catalog_views)
-    table_committed = staticmethod(_views.table_committed)
-    write_stream = staticmethod(_streaming.write_stream)
-    read_stream = staticmethod(_streaming.read_stream)
+    @staticmethod
+    def register_table_views(*args: _Any, **kwargs: _Any) -> _Any:
+        from sparkberg.sql import views  # (on first use: a job that names no table in SQL does without it)
+        return views.register_table_views(*args, **kwargs)
+
+    @staticmethod
+    def register_catalog_views(*args: _Any, **kwargs: _Any) -> _Any:
+        from sparkberg.sql import views  # (on first use: a job that names no table in SQL does without it)
+        return views.register_catalog_views(*args, **kwargs)
+
+    @staticmethod
+    def table_committed(*args: _Any, **kwargs: _Any) -> _Any:
+        from sparkberg.sql import views  # (on first use: a job that names no table in SQL does without it)
+        return views.table_committed(*args, **kwargs)
+
+    @staticmethod
+    def write_stream(*args: _Any, **kwargs: _Any) -> _Any:
+        from sparkberg.sql import streaming  # (on first use: most jobs stream nothing)
+        return streaming.write_stream(*args, **kwargs)
+
+    @staticmethod
+    def read_stream(*args: _Any, **kwargs: _Any) -> _Any:
+        from sparkberg.sql import streaming  # (on first use: most jobs stream nothing)
+        return streaming.read_stream(*args, **kwargs)
 
     @staticmethod
     def view_frame(view: _Any) -> _Any:
