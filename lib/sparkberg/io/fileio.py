@@ -92,6 +92,11 @@ class FileIO:
         millis) of its files, and the locations of its directories; nothing if it does not exist."""
         raise NotImplementedError
 
+    def file_sizes(self, location: str) -> dict[str, int]:
+        """The name and size in bytes of each file directly under a directory location, in one listing (an object
+        store's list call answers for a thousand objects); empty if it does not exist."""
+        raise NotImplementedError
+
     def is_dir(self, location: str) -> bool:
         raise NotImplementedError
 
@@ -202,6 +207,20 @@ class LocalFileIO(FileIO):
             except FileNotFoundError:  # (removed since the directory was read)
                 continue
         return sorted(files), sorted(dirs)
+
+    def file_sizes(self, location):
+        sizes = {}
+        try:
+            entries = list(os.scandir(self._p(location)))
+        except (FileNotFoundError, NotADirectoryError):
+            return sizes
+        for e in entries:
+            try:
+                if e.is_file():
+                    sizes[e.name] = e.stat().st_size
+            except FileNotFoundError:  # (removed since the directory was read)
+                continue
+        return sizes
 
     def delete_dir(self, location):
         import shutil
@@ -404,6 +423,11 @@ class ObjectStoreFileIO(FileIO):
                 files.append((at, ms))
         return sorted(files), sorted(dirs)
 
+    def file_sizes(self, location):
+        from pyarrow import fs
+        return {info.base_name: info.size for info, _, _ in self._listing(location, False)
+                if info.type == fs.FileType.File}
+
     def delete_dir(self, location):
         fs_, p = self._fs(location)
         with self._errors(location):
@@ -561,6 +585,9 @@ class TableFileIO(FileIO):
 
     def list_level(self, location):
         return self._io(location).list_level(location)
+
+    def file_sizes(self, location):
+        return self._io(location).file_sizes(location)
 
     def makedirs(self, location):
         return self._io(location).makedirs(location)

@@ -11,7 +11,8 @@ concerned, what was found, and the spec section the rule comes from. Levels, eac
   the table's ``next-row-id``; identity partition values agree with their files' column bounds.
 - ``files``: every data file, delete file and statistics file a snapshot references exists with the size its
   metadata records, and each deletion vector's cardinality equals its entry's record count: checked on the
-  executors, a task per batch of files, with the table's FileIO.
+  executors with the table's FileIO, each directory of the files listed once by one task (a request per
+  thousand objects on an object store, not one per file).
 - ``data``: each Parquet data file's footer holds the row count its entry records.
 
 A table written by Iceberg Java, PyIceberg, DuckDB or sparkberg that keeps the spec gets no finding.
@@ -104,10 +105,10 @@ def repair_plan(metadata: TableMetadata, io: FileIO, spark: Any) -> tuple[list[F
     totals of what is left."""
     found, live = _examined(metadata, io, spark, "files")
     current = metadata.current_snapshot
-    if current is None or current.snapshot_id not in live:
+    if current is None or current.snapshot_id not in live.manifests:
         return found, RepairPlan([], None, {})
     gone = {f.location for f in found if f.rule == "file-missing"}
-    files = [e.data_file for _, e in live[current.snapshot_id]]
+    files = [e.data_file for _, e in live.entries(current.snapshot_id)]
     data_gone = {d.file_path for d in files if d.content == DATA and d.file_path in gone}
     removed = sorted({(d.file_path, d.content_offset, d.content) for d in files
                       if d.file_path in gone or (d.content != DATA and d.referenced_data_file in data_gone)},
@@ -134,8 +135,30 @@ def _totals(files: list) -> dict[str, int]:
             "total-equality-deletes": sum(d.record_count for d in deletes if d.content == 2)}
 
 
-def _examined(metadata: TableMetadata, io: FileIO, spark: Any, level: str
-              ) -> tuple[list[Finding], dict[int, list[tuple[ManifestFile, ManifestEntry]]]]:
+class _Live:
+    """The live entries of every snapshot whose manifests all read: each manifest decoded once, with what the
+    checks need of it computed once (its totals, its highest data sequence number, its deletion vectors), since
+    the snapshots of a table share most of their manifests."""
+
+    def __init__(self) -> None:
+        self.manifests: dict[int, list[ManifestFile]] = {}  # snapshot id -> its manifests
+        self.decoded: dict[str, list[ManifestEntry]] = {}  # manifest path -> its live entries
+        self.totals: dict[str, dict[str, int]] = {}
+        self.top_sequence: dict[str, int] = {}
+
+    def add(self, mf: ManifestFile, entries: list[ManifestEntry]) -> None:
+        live = [e for e in entries if e.status != DELETED]
+        self.decoded[mf.manifest_path] = live
+        self.totals[mf.manifest_path] = _totals([e.data_file for e in live])
+        self.top_sequence[mf.manifest_path] = max((e.sequence_number for e in live
+                                                   if e.sequence_number is not None), default=-1)
+
+    def entries(self, snapshot_id: int) -> list[tuple[ManifestFile, ManifestEntry]]:
+        """The snapshot's live entries with their manifests."""
+        return [(mf, e) for mf in self.manifests[snapshot_id] for e in self.decoded[mf.manifest_path]]
+
+
+def _examined(metadata: TableMetadata, io: FileIO, spark: Any, level: str) -> tuple[list[Finding], _Live]:
     """The findings of ``level``, and each snapshot's live entries as read for them."""
     if level not in LEVELS:
         raise ValidationError(f"check level must be one of {', '.join(LEVELS)}, got {level!r}")
@@ -147,23 +170,23 @@ def _examined(metadata: TableMetadata, io: FileIO, spark: Any, level: str
                                  "the metadata log names a file that does not exist"))
     live = _live_entries(metadata, io, found)
     for snap in metadata.snapshots:
-        if snap.snapshot_id in live:
-            found += _snapshot_findings(metadata, snap, live[snap.snapshot_id])
+        if snap.snapshot_id in live.manifests:
+            found += _snapshot_findings(snap, live)
     current = metadata.current_snapshot
-    if current is not None and current.snapshot_id in live:
-        found += _lineage_findings(metadata, current, live[current.snapshot_id])
-        found += _partition_findings(metadata, current, live[current.snapshot_id])
+    if current is not None and current.snapshot_id in live.manifests:
+        entries = live.entries(current.snapshot_id)
+        found += _lineage_findings(metadata, current, entries)
+        found += _partition_findings(metadata, current, entries)
     if level in ("files", "data"):
         found += _file_findings(spark, io, metadata, live, level == "data")
     return found, live
 
 
-def _live_entries(metadata: TableMetadata, io: FileIO, found: list[Finding]
-                  ) -> dict[int, list[tuple[ManifestFile, ManifestEntry]]]:
-    """Each snapshot's live entries with their manifests (each manifest decoded once); snapshots whose
-    manifest list or a manifest cannot be read are left out, with a finding."""
-    decoded: dict[str, list[ManifestEntry] | None] = {}
-    out = {}
+def _live_entries(metadata: TableMetadata, io: FileIO, found: list[Finding]) -> _Live:
+    """Each snapshot's manifests and their live entries (each manifest decoded once); snapshots whose manifest
+    list or a manifest cannot be read are left out, with a finding."""
+    live = _Live()
+    unreadable: set[str] = set()
     for snap in metadata.snapshots:
         if not snap.manifest_list:
             continue
@@ -176,56 +199,55 @@ def _live_entries(metadata: TableMetadata, io: FileIO, found: list[Finding]
         except (InvalidMetadataError, SparkbergError) as e:
             found.append(Finding("manifest-list-unreadable", snap.manifest_list, snap.snapshot_id, str(e)))
             continue
-        entries, whole = [], True
+        whole = True
         for mf in manifests:
             if snap.sequence_number is not None and mf.sequence_number is not None and \
                     mf.sequence_number > snap.sequence_number:
                 found.append(Finding("sequence-number", mf.manifest_path, snap.snapshot_id,
                                      f"manifest sequence number {mf.sequence_number} is above its snapshot's "
                                      f"{snap.sequence_number}"))
-            if mf.manifest_path not in decoded:
+            if mf.manifest_path not in live.decoded and mf.manifest_path not in unreadable:
                 try:
-                    decoded[mf.manifest_path] = manifest_entries(io.read(mf.manifest_path), mf)
+                    live.add(mf, manifest_entries(io.read(mf.manifest_path), mf))
                 except MissingFileError:
-                    decoded[mf.manifest_path] = None
+                    unreadable.add(mf.manifest_path)
                     found.append(Finding("manifest-missing", mf.manifest_path, snap.snapshot_id,
                                          "a manifest the snapshot lists does not exist"))
                 except (InvalidMetadataError, SparkbergError) as e:
-                    decoded[mf.manifest_path] = None
+                    unreadable.add(mf.manifest_path)
                     found.append(Finding("manifest-unreadable", mf.manifest_path, snap.snapshot_id, str(e)))
-            got = decoded[mf.manifest_path]
-            if got is None:
-                whole = False
-                continue
-            entries += [(mf, e) for e in got if e.status != DELETED]
+            whole = whole and mf.manifest_path not in unreadable
         if whole:
-            out[snap.snapshot_id] = entries
-    return out
+            live.manifests[snap.snapshot_id] = manifests
+    return live
 
 
-def _snapshot_findings(metadata: TableMetadata, snap: Snapshot, entries: list[tuple[ManifestFile, ManifestEntry]]
-                       ) -> list[Finding]:
+def _snapshot_findings(snap: Snapshot, live: _Live) -> list[Finding]:
     found = []
-    data = [e.data_file for mf, e in entries if mf.content == MANIFEST_DATA]
-    deletes = [e.data_file for mf, e in entries if mf.content != MANIFEST_DATA]
-    for mf, e in entries:
-        if snap.sequence_number is not None and e.sequence_number is not None and \
-                e.sequence_number > snap.sequence_number:
-            found.append(Finding("sequence-number", e.data_file.file_path, snap.snapshot_id,
-                                 f"data sequence number {e.sequence_number} is above its snapshot's "
-                                 f"{snap.sequence_number}"))
-    actual = _totals(data + deletes)
+    manifests = live.manifests[snap.snapshot_id]
+    if snap.sequence_number is not None:
+        for mf in manifests:
+            if live.top_sequence[mf.manifest_path] > snap.sequence_number:
+                found += [Finding("sequence-number", e.data_file.file_path, snap.snapshot_id,
+                                  f"data sequence number {e.sequence_number} is above its snapshot's "
+                                  f"{snap.sequence_number}")
+                          for e in live.decoded[mf.manifest_path]
+                          if e.sequence_number is not None and e.sequence_number > snap.sequence_number]
+    actual = {key: sum(live.totals[mf.manifest_path][key] for mf in manifests) for key in _TOTALS}
     summary = snap.summary or {}
     for key in _TOTALS:
         if key in summary and str(summary[key]).lstrip("-").isdigit() and int(summary[key]) != actual[key]:
             found.append(Finding("summary-totals", snap.manifest_list or "", snap.snapshot_id,
                                  f"summary {key} is {summary[key]}, its manifests hold {actual[key]}"))
-    live_data = {d.file_path for d in data}
-    for d in deletes:
-        if d.content == 1 and d.content_offset is not None and d.referenced_data_file not in live_data:
-            found.append(Finding("dv-dangling", d.file_path, snap.snapshot_id,
-                                 f"the deletion vector at offset {d.content_offset} names data file "
-                                 f"{d.referenced_data_file}, which is not live in the snapshot"))
+    vectors = [e.data_file for mf in manifests if mf.content != MANIFEST_DATA for e in live.decoded[mf.manifest_path]
+               if e.data_file.content == 1 and e.data_file.content_offset is not None]
+    if vectors:  # (the snapshot's live data files, gathered only where a deletion vector names one)
+        live_data = {e.data_file.file_path for mf in manifests if mf.content == MANIFEST_DATA
+                     for e in live.decoded[mf.manifest_path]}
+        found += [Finding("dv-dangling", d.file_path, snap.snapshot_id,
+                          f"the deletion vector at offset {d.content_offset} names data file "
+                          f"{d.referenced_data_file}, which is not live in the snapshot")
+                  for d in vectors if d.referenced_data_file not in live_data]
     return found
 
 
@@ -277,50 +299,64 @@ def _partition_findings(metadata: TableMetadata, snap: Snapshot, entries) -> lis
 _ORDERED = {"int", "long", "date", "timestamp", "timestamptz", "boolean"}
 
 
-def _file_findings(spark, io: FileIO, metadata: TableMetadata, live: dict, footers: bool) -> list[Finding]:
+def _file_findings(spark, io: FileIO, metadata: TableMetadata, live: _Live, footers: bool) -> list[Finding]:
     """The ``files`` level (and ``data``'s footers): every referenced file's existence and size, and each
-    deletion vector's cardinality, checked on the executors."""
+    deletion vector's cardinality, checked on the executors: each task lists the directories of its files, one
+    listing a directory (:meth:`~sparkberg.io.fileio.FileIO.file_sizes`), and reads only deletion vectors (and
+    with ``footers`` Parquet footers)."""
     seen: dict[tuple, tuple] = {}
-    # (a file many snapshots reference is checked once, and named with the newest of them)
-    for snapshot_id, entries in reversed(list(live.items())):
-        for mf, e in entries:
-            d = e.data_file
-            key = (d.file_path, d.content_offset)
-            if key not in seen:
-                seen[key] = (d.file_path, d.file_size_in_bytes, d.content, d.content_offset,
-                             d.content_size_in_bytes, d.record_count, d.file_format.lower(), snapshot_id)
+    checked: set[str] = set()
+    # (a file many snapshots reference is checked once, and named with the newest of them; so is a manifest)
+    for snapshot_id in reversed(list(live.manifests)):
+        for mf in live.manifests[snapshot_id]:
+            if mf.manifest_path in checked:
+                continue
+            checked.add(mf.manifest_path)
+            for e in live.decoded[mf.manifest_path]:
+                d = e.data_file
+                key = (d.file_path, d.content_offset)
+                if key not in seen:
+                    seen[key] = (d.file_path, d.file_size_in_bytes, d.content, d.content_offset,
+                                 d.content_size_in_bytes, d.record_count, d.file_format.lower(), snapshot_id)
     for st in (*metadata.statistics, *metadata.partition_statistics):
         if (st.statistics_path, None) not in seen:
             seen[(st.statistics_path, None)] = (st.statistics_path, st.file_size_in_bytes, -1, None, None, None,
                                                 "puffin", st.snapshot_id)
     if not seen:
         return []
-    files = local_dataframe(spark, list(seen.values()),
-                            "path string, size bigint, content int, offset bigint, length bigint, records bigint, "
-                            "format string, snapshot_id bigint")
-    rows = map_in_arrow(files.repartition(max(1, min(200, len(seen) // 500))),
-                        _FileChecker(io, footers), FINDINGS_DDL).collect()
-    return [Finding(r["rule"], r["location"], r["snapshot_id"], r["detail"]) for r in rows]
+    # a directory's files go to one task, which lists it once: directories spread over the tasks
+    directories: dict[str, int] = {}
+    rows = [(directories.setdefault(row[0].rsplit("/", 1)[0], len(directories)),) + row for row in seen.values()]
+    tasks = max(1, min(200, len(seen) // 500, len(directories)))
+    files = local_dataframe(spark, rows, "directory int, path string, size bigint, content int, offset bigint, "
+                                         "length bigint, records bigint, format string, snapshot_id bigint")
+    found = map_in_arrow(files.repartition(tasks, "directory"), _FileChecker(io, footers), FINDINGS_DDL).collect()
+    return [Finding(r["rule"], r["location"], r["snapshot_id"], r["detail"]) for r in found]
 
 
 class _FileChecker:
-    """Checks files on an executor (picklable: the table's FileIO travels with it)."""
+    """Checks files on an executor (picklable: the table's FileIO travels with it): the files of a task's rows,
+    each directory of them listed once."""
 
     def __init__(self, io: FileIO, footers: bool):
         self.io, self.footers = io, footers
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            out = [f.row() for row in batch.to_pylist() for f in self._check(row)]
-            yield pa.RecordBatch.from_pylist([dict(zip(("rule", "severity", "location", "snapshot_id", "detail",
-                                                        "spec_section"), r)) for r in out],
-                                             schema=_FINDINGS_ARROW)
+        by_directory: dict[int, list[dict]] = {}
+        for batch in batches:  # (a directory's rows may come in several batches: all are gathered first)
+            for row in batch.to_pylist():
+                by_directory.setdefault(row["directory"], []).append(row)
+        out = []
+        for rows in by_directory.values():
+            sizes = self.io.file_sizes(rows[0]["path"].rsplit("/", 1)[0])
+            out += [f.row() for row in rows for f in self._check(row, sizes.get(row["path"].rsplit("/", 1)[1]))]
+        yield pa.RecordBatch.from_pylist([dict(zip(("rule", "severity", "location", "snapshot_id", "detail",
+                                                    "spec_section"), r)) for r in out], schema=_FINDINGS_ARROW)
 
-    def _check(self, r: dict) -> list[Finding]:
+    def _check(self, r: dict, size: int | None) -> list[Finding]:
+        """The findings of the file of row ``r``, whose directory's listing gave it ``size`` bytes (None: absent)."""
         path, snap = r["path"], r["snapshot_id"]
-        try:
-            size = self.io.size(path)
-        except MissingFileError:
+        if size is None:
             rule = "statistics-missing" if r["content"] == -1 else "file-missing"
             return [Finding(rule, path, snap, "the file does not exist")]
         found = []
