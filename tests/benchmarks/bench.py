@@ -166,9 +166,12 @@ def compiled_modules() -> None:
 # --- synthetic tables -------------------------------------------------------------------------------------
 def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: int = 1000, columns: int = 0,
                          snapshots: int = 1, deleted: Callable[[int], bool] = lambda i: i % 100 == 0,
-                         properties: dict[str, str] | None = None):
+                         properties: dict[str, str] | None = None, partition_scoped: bool = False):
     """A v2 table of ``files`` data files, each ``deleted(i)`` one with a position delete file of its own, written
     as metadata only, in ``snapshots`` appends of as many manifests each (of ``per_manifest`` files).
+    ``partition_scoped``: instead, each partition with deleted files gets one position delete file for the whole
+    partition (no ``referenced_data_file``, ``file_path`` bounds spanning its files, as Iceberg's Spark writes
+    without file granularity) and one in eight of those files one of its own.
     ``columns``: that many more bigint columns, and metrics of every column in each data file (sizes, counts,
     bounds, as Iceberg's writers keep them for up to 100 columns): a wide table's manifests."""
     import sparkberg
@@ -207,6 +210,8 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
     starts = list(range(0, files, per_manifest))
     manifests: list = []
     parent, total_deletes, now = None, 0, int(time.time() * 1000)
+    scoped: set[tuple] = set()  # (the partitions given a partition-scoped delete file)
+    delete_rows = delete_bytes = 0  # (the table's, as the totals count them)
     for k in range(snapshots):
         sid, seq = k + 1, k + 1
         mine = starts[k * len(starts) // snapshots:(k + 1) * len(starts) // snapshots]
@@ -218,13 +223,22 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
                 entries.append(ManifestEntry(ADDED, DataFile(
                     file_path=path, file_format="parquet", partition=part(i), record_count=1000,
                     file_size_in_bytes=100_000, **metrics(i)), sid))
-                if deleted(i):
+                if deleted(i) and partition_scoped and tuple(part(i).values()) not in scoped:
+                    scoped.add(tuple(part(i).values()))
+                    deletes.append(ManifestEntry(ADDED, DataFile(
+                        content=1, file_path=f"{t.location}/data/p{i}.parquet", file_format="parquet",
+                        partition=part(i), record_count=100, file_size_in_bytes=20_000,
+                        lower_bounds={2147483546: f"{t.location}/data/f".encode()},
+                        upper_bounds={2147483546: f"{t.location}/data/g".encode()}), sid))
+                if deleted(i) and (not partition_scoped or i % 8 == 0):
                     deletes.append(ManifestEntry(ADDED, DataFile(
                         content=1, file_path=f"{t.location}/data/d{i}.parquet", file_format="parquet",
                         partition=part(i), record_count=10, file_size_in_bytes=2_000, referenced_data_file=path,
                         lower_bounds={2147483546: path.encode()}, upper_bounds={2147483546: path.encode()}), sid))
             added += len(entries)
             added_deletes += len(deletes)
+            delete_rows += sum(e.data_file.record_count for e in deletes)
+            delete_bytes += sum(e.data_file.file_size_in_bytes for e in deletes)
             for content, es in ((0, entries), (MANIFEST_DELETES, deletes)):
                 if not es:
                     continue
@@ -241,10 +255,10 @@ def build_planning_table(spark, wh: str, name: str, files: int, per_manifest: in
         total = min(files, (mine[-1] + per_manifest)) if mine else 0
         summary = {"operation": "append", "added-data-files": str(added), "added-records": str(added * 1000),
                    "added-position-delete-files": str(added_deletes), "added-delete-files": str(added_deletes),
-                   "added-position-deletes": str(added_deletes * 10), "total-data-files": str(total),
+                   "total-data-files": str(total),
                    "total-delete-files": str(total_deletes), "total-records": str(total * 1000),
-                   "total-files-size": str(total * 100_000 + total_deletes * 2_000),
-                   "total-position-deletes": str(total_deletes * 10), "total-equality-deletes": "0"}
+                   "total-files-size": str(total * 100_000 + delete_bytes),
+                   "total-position-deletes": str(delete_rows), "total-equality-deletes": "0"}
         snap = Snapshot(sid, now - (snapshots - k) * 1000, parent, seq, lst, None, summary, 0)
         commit_updates(t, [U.AddSnapshot(snap), U.SetSnapshotRef("main", sid)])
         parent = sid
@@ -295,15 +309,17 @@ def bench_planning(spark, wh, sizes, repeats, results):
 
 def bench_partition_deletes(spark, wh, sizes: list[int], repeats, results):
     """The planning benchmarks on tables of each of ``sizes`` files whose position deletes sit in 5% of their
-    partitions (days), grown by ten appends: what the plan's DataFrame costs next to the plan."""
+    partitions (days), grown by ten appends: what the plan's DataFrame costs next to the plan. Each size twice:
+    every delete file scoped to one data file, then a partition-scoped delete file in each such partition with
+    file-scoped ones for one in eight of its files (:func:`build_planning_table`)."""
     for files in sizes:
-        t0 = time.perf_counter()
-        t = build_planning_table(spark, wh, f"pdeletes{files}", files, snapshots=10,
-                                 deleted=lambda i: (i // 1600) % 20 == 0)
-        print(f"built a {files}-file table with deletes in 5% of its days in {time.perf_counter() - t0:.1f} s",
-              flush=True)
-        plan_rows(spark, wh, t, files, f"pdeletes{files}", f"planning {files} files, deletes in 5% of partitions",
-                  repeats, results)
+        for scoped, name, label in ((False, f"pdeletes{files}", "deletes in 5% of partitions"),
+                                    (True, f"pscoped{files}", "partition-scoped deletes in 5% of partitions")):
+            t0 = time.perf_counter()
+            t = build_planning_table(spark, wh, name, files, snapshots=10, deleted=lambda i: (i // 1600) % 20 == 0,
+                                     partition_scoped=scoped)
+            print(f"built a {files}-file table with {label} in {time.perf_counter() - t0:.1f} s", flush=True)
+            plan_rows(spark, wh, t, files, name, f"planning {files} files, {label}", repeats, results)
 
 
 def bench_doctor(spark, wh, files: int, repeats, results):

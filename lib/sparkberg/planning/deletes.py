@@ -275,6 +275,23 @@ def _integral_keys(values: list[np.ndarray]) -> tuple[list[tuple], np.ndarray] |
     return [tuple(key) for key in (distinct + lows).tolist()], inverse
 
 
+def _by_path(members: np.ndarray, paths: pa.Array) -> tuple[pa.Array, _Groups]:
+    """The distinct paths of deletes ``members`` (indexes into ``paths``, the path each names), and the group of
+    each: its members, in order."""
+    grouped: dict[str, list[int]] = defaultdict(list)
+    for i, path in zip(members.tolist(), paths.take(indices(members)).to_pylist()):
+        grouped[path].append(i)
+    return strings(list(grouped)), _Groups(list(grouped.values()))
+
+
+def _path_groups(paths: pa.Array, keys: pa.Array) -> np.ndarray:
+    """The index in ``keys`` of each of ``paths`` (-1: not there), by one hash lookup of each path."""
+    if not len(keys):
+        return np.full(len(paths), -1, np.int64)
+    found = pc.index_in(paths, value_set=keys)
+    return np.where(valid_mask(found), int_values(found)[0], -1).astype(np.int64)
+
+
 class DeleteMatcher:
     """The delete files of a scan, indexed to attach to data entries a batch at a time (picklable).
 
@@ -303,10 +320,9 @@ class DeleteMatcher:
         self.list_type = pa.list_(struct_type)
         self.seq = int_values(column("sequence_number"))[0]
         self.content = int_values(column("content"))[0].astype(np.int8)
-        self.refs = column("referenced_data_file", pa.string())
+        refs = column("referenced_data_file", pa.string())
         self.lower = column("_path_lower", pa.string())
         self.upper = column("_path_upper", pa.string())
-        self.has_refs = self.refs.null_count < n
         self.has_bounds = self.lower.null_count < n or self.upper.null_count < n
         self.stats = [_stats_of(e) for e in entries.select(["_eq_stats", "_has_bounds"]).to_pylist()] \
             if "_eq_stats" in entries.column_names else [None] * n
@@ -319,22 +335,30 @@ class DeleteMatcher:
             true_mask(pc.equal(column("file_format", pa.string()), scalar("puffin", pa.string())))
         is_global = (self.content == EQUALITY_DELETES) & \
             np.isin(int_values(spec_ids)[0], np.array(sorted(unpartitioned), np.int64))
-        dvs: dict[str, list[int]] = defaultdict(list)
-        dv_index = np.flatnonzero(is_dv)
-        for i, ref in zip(dv_index.tolist(), self.refs.take(indices(dv_index)).to_pylist()):
-            dvs[ref].append(i)
-        self.dv_refs = strings(list(dvs))
-        self.dvs = _Groups(list(dvs.values()))
+        self.dv_refs, self.dvs = _by_path(np.flatnonzero(is_dv), refs)
+        # position delete files of one data file (``referenced_data_file``, or ``file_path`` bounds of one path,
+        # as Iceberg's Spark writers bound them): found by that path, as deletion vectors are, not among their
+        # partition's candidates (comparing each of a partition's files with each of them copied every path)
+        one_path = valid_mask(self.lower) & true_mask(pc.equal(self.lower, self.upper))
+        is_file_scoped = (self.content == POSITION_DELETES) & ~is_dv & (valid_mask(refs) | one_path)
+        file_scoped = np.flatnonzero(is_file_scoped)
+        self.file_refs, self.by_file = _by_path(file_scoped, pc.coalesce(refs, self.lower))
         global_eq = np.flatnonzero(is_global).tolist()
         self.global_eq = _Groups([global_eq] if global_eq else [])
-        scoped = np.flatnonzero(~is_dv & ~is_global)
+        # the (spec, partition) groups of the rest, with the keys of the file-scoped ones too (a file's delete
+        # applies only within its partition): each group's members in the sorted order
+        keyed = np.flatnonzero(~is_dv & ~is_global)
         members: dict[tuple, list[np.ndarray]] = defaultdict(list)
-        if len(scoped):
-            take = indices(scoped)
+        self.file_group = np.full(n, -1, np.int64)  # (the group of each file-scoped delete's partition)
+        if len(keyed):
+            take = indices(keyed)
             keys, inverse = _partition_keys(spec_ids.take(take), column("partition").take(take))
             order = np.argsort(inverse, kind="stable")
-            for key, group in zip(keys, np.split(scoped[order], np.cumsum(np.bincount(inverse))[:-1])):
-                members[key].append(group)  # (keys that compare equal, as 0.0 and -0.0, share a group)
+            for key, group in zip(keys, np.split(keyed[order], np.cumsum(np.bincount(inverse))[:-1])):
+                # (keys that compare equal, as 0.0 and -0.0, share a group)
+                members[key].append(group[~is_file_scoped[group]])
+            group_of = {k: g for g, k in enumerate(members)}
+            self.file_group[keyed] = np.array([group_of[k] for k in keys], np.int64)[inverse]
         self.group_of_key = {k: g for g, k in enumerate(members)}
         self.scoped = _Groups([np.sort(np.concatenate(m)) if len(m) > 1 else m[0] for m in members.values()])
 
@@ -362,19 +386,25 @@ class DeleteMatcher:
         data_seq = int_values(data.column("sequence_number"))[0]
         paths = data.column("file_path").combine_chunks()
         # deletion vectors: by path, data sequence number <= theirs; a file with one ignores position delete files
-        found = pc.index_in(paths, value_set=self.dv_refs) if len(self.dv_refs) else None
-        dv_group = np.full(n, -1) if found is None else np.where(valid_mask(found), int_values(found)[0], -1)
-        dv_rows, dv_dels = self.dvs.pairs(dv_group.astype(np.int64))
+        dv_rows, dv_dels = self.dvs.pairs(_path_groups(paths, self.dv_refs))
         dv_keep = sequence_applies(POSITION_DELETES, data_seq[dv_rows], self.seq[dv_dels])
         dv_rows, dv_dels = dv_rows[dv_keep], dv_dels[dv_keep]
         has_dv = np.zeros(n, bool)
         has_dv[dv_rows] = True
+        # position delete files of one data file: by path, as deletion vectors
+        file_rows, file_dels = self.by_file.pairs(_path_groups(paths, self.file_refs))
+        groups = self._scoped_groups(data)
+        file_keep = ~has_dv[file_rows] & (groups[file_rows] == self.file_group[file_dels]) & \
+            sequence_applies(POSITION_DELETES, data_seq[file_rows], self.seq[file_dels])
+        file_keep[file_keep] = self._in_reach(paths, file_rows[file_keep], file_dels[file_keep])
+        dv_rows = np.concatenate([dv_rows, file_rows[file_keep]])
+        dv_dels = np.concatenate([dv_dels, file_dels[file_keep]])
         # position deletes and partition-scoped equality deletes: by (spec, partition)
-        rows, dels = self.scoped.pairs(self._scoped_groups(data))
+        rows, dels = self.scoped.pairs(groups)
         content, d_seq, r_seq = self.content[dels], self.seq[dels], data_seq[rows]
         pos = (content == POSITION_DELETES) & ~has_dv[rows] & sequence_applies(POSITION_DELETES, r_seq, d_seq)
-        if pos.any() and (self.has_refs or self.has_bounds):
-            pos &= self._in_reach(paths, rows, dels, pos)
+        if pos.any() and self.has_bounds:
+            pos[pos] = self._in_reach(paths, rows[pos], dels[pos])
         keep = pos | ((content == EQUALITY_DELETES) & sequence_applies(EQUALITY_DELETES, r_seq, d_seq))
         g_rows, g_dels = self.global_eq.pairs(np.zeros(n, np.int64)) if len(self.global_eq.lengths) else (
             np.empty(0, np.int64), np.empty(0, np.int64))
@@ -390,22 +420,19 @@ class DeleteMatcher:
         return pa.ListArray.from_arrays(from_numpy(offsets, pa.int32()), self.structs.take(indices(dels)),
                                         type=self.list_type)
 
-    def _in_reach(self, paths: pa.Array, rows: np.ndarray, dels: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        """Of position delete candidates (``pos``), those that name no other file (``referenced_data_file``)
-        and whose ``file_path`` bounds hold the data file's path (UTF-8 byte order, as Iceberg Java)."""
-        idx = np.flatnonzero(pos)
-        path = paths.take(indices(rows[idx]))
-        take = indices(dels[idx])
-        ok = np.ones(len(idx), bool)
-        for bound, op in ((self.refs, pc.equal), (self.lower, pc.greater_equal), (self.upper, pc.less_equal)):
-            if bound.null_count == len(bound):
-                continue
+    def _in_reach(self, paths: pa.Array, rows: np.ndarray, dels: np.ndarray) -> np.ndarray:
+        """Of (data row, position delete) pairs, those whose delete's ``file_path`` bounds hold the data file's
+        path (UTF-8 byte order, as Iceberg Java; no bound: in reach)."""
+        ok = np.ones(len(rows), bool)
+        if not self.has_bounds or not len(rows):
+            return ok
+        path = paths.take(indices(rows))
+        take = indices(dels)
+        for bound, op in ((self.lower, pc.greater_equal), (self.upper, pc.less_equal)):
             b = bound.take(take)
             if b.null_count < len(b):
-                ok &= ~valid_mask(b) | true_mask(op(path, b))  # (no bound: in reach)
-        out = np.ones(len(pos), bool)
-        out[idx] = ok
-        return out
+                ok &= ~valid_mask(b) | true_mask(op(path, b))
+        return ok
 
     def _by_eq_stats(self, data: pa.Table, rows: np.ndarray, dels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Drop equality delete pairs whose column stats show they share no values (Java's DeleteFileIndex)."""
