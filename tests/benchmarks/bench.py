@@ -1334,6 +1334,53 @@ def _child(wh: str, *args: str) -> dict:
     return json.loads(line[-1])
 
 
+def stages_child(spec: str) -> None:
+    """In a fresh process: ``daemon:table``, the table's distributed plan counted twice in a user's session (no
+    Iceberg jar), with PySpark's daemon (``pyspark``) or sparkberg's (``sparkberg``: its workers forked with the
+    stages' modules imported); prints the seconds of the session's start, of the first plan (the process's first
+    Python stage: the daemon's start and the workers' imports) and of the second."""
+    daemon, name = spec.split(":")
+    from pyspark.sql import SparkSession
+    t0 = time.perf_counter()
+    b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false"))
+    if daemon == "sparkberg":
+        b = b.config("spark.python.daemon.module", "sparkberg.daemon")
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    import sparkberg
+    t = sparkberg.catalog(spark, os.environ["BENCH_MEMORY_WH"]).load_table(f"b.{name}")
+    spark.range(1).count()  # (a JVM job first, as a job's first steps are)
+    t1 = time.perf_counter()
+    n = t.plan_files(planning="distributed").count()
+    t2 = time.perf_counter()
+    t.plan_files(planning="distributed").count()
+    t3 = time.perf_counter()
+    print(json.dumps({"started_s": t1 - t0, "first_s": t2 - t1, "second_s": t3 - t2, "count": n}))
+
+
+def bench_stages(spark, wh: str, files: int, repeats: int, results: list) -> None:
+    """A fresh process's first and second Python stage (the distributed plan of a ``files``-file table, counted),
+    with PySpark's daemon and with sparkberg's (:mod:`sparkberg.daemon`), alternating, ``repeats`` times each: what
+    the preload buys a scheduled job's first stage."""
+    name = f"stages{files}"
+    build_planning_table(spark, wh, name, files)
+    runs: dict[str, list[dict]] = {"pyspark": [], "sparkberg": []}
+    for r in range(repeats):
+        for daemon in (("pyspark", "sparkberg") if r % 2 == 0 else ("sparkberg", "pyspark")):
+            runs[daemon].append(_child(wh, "--stages-child", f"{daemon}:{name}"))
+    for daemon, got in runs.items():
+        first = [g["first_s"] for g in got]
+        second = [g["second_s"] for g in got]
+        results.append({"benchmark": f"fresh process, distributed plan of {files} files",
+                        "variant": f"{daemon}'s daemon: first stage vs the second",
+                        "sparkberg_s": statistics.median(first), "java_s": statistics.median(second),
+                        "ratio": statistics.median(first) / statistics.median(second),
+                        "spread": f"first {min(first):.2f}-{max(first):.2f} s, "
+                                  f"second {min(second):.2f}-{max(second):.2f} s"})
+        print(results[-1], flush=True)
+
+
 def bench_memory(wh, files, results):
     out = {engine: _child(wh, "--memory-child", engine, "--sizes", str(files))["peak_rss_mb"]
            for engine in ("sparkberg", "java")}
@@ -1712,12 +1759,13 @@ def main() -> int:
                         "objects listed for orphans")
     p.add_argument("--only",
                    default="planning,deletes,doctor,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
-                           "s3,memory,cold,scale")
+                           "s3,memory,stages,cold,scale")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     p.add_argument("--maintenance-child", help=argparse.SUPPRESS)
     p.add_argument("--spark4-child", help=argparse.SUPPRESS)
     p.add_argument("--cold-child", help=argparse.SUPPRESS)
+    p.add_argument("--stages-child", help=argparse.SUPPRESS)
     p.add_argument("--scale-child", help=argparse.SUPPRESS)
     p.add_argument("--build-child", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -1733,6 +1781,9 @@ def main() -> int:
         return 0
     if args.cold_child:
         cold_child(args.cold_child)
+        return 0
+    if args.stages_child:
+        stages_child(args.stages_child)
         return 0
     if args.scale_child:
         scale_child(args.scale_child)
@@ -1779,6 +1830,8 @@ def main() -> int:
     if "s3" in only:
         files, rows, objects = (int(x) for x in args.object_store.split(","))
         bench_object_store(spark, wh, files, rows, objects, args.repeats, results)
+    if "stages" in only:
+        bench_stages(spark, wh, 100_000, max(args.repeats, 3), results)
     cold = bench_cold_table(spark, args.rows) if "cold" in only else None
     spark.stop()
     # (after the session stops: its JVM, alive beside the child's, slowed the child's reads by 0.05-0.1 s each)
