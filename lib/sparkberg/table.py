@@ -261,20 +261,21 @@ class Table(RefsMixin, EvolutionMixin):
 
     def aggregates_from_manifests(self, aggregates: Sequence[tuple[str, str | None]], filter: str | None = None,
                                   snapshot_id: int | None = None, ref: str | None = None) -> list[Any] | None:
-        """The values of ``aggregates`` over the current snapshot's rows (deletes applied) matching ``filter``,
-        from the manifests alone, or None where they cannot give them exactly (then only the rows can; a log line
-        at INFO says which and why). Each is ``("count", None)`` (the rows), ``("min", column)`` or ``("max",
+        """The values of ``aggregates`` over the rows (deletes applied) matching ``filter`` of the current snapshot,
+        or of ``snapshot_id`` or ``ref``'s, from the manifests alone, or None where they cannot give them exactly
+        (then only the rows can; a log line at INFO says which and why). Each is ``("count", None)`` (the rows), ``("min", column)`` or ``("max",
         column)`` (a top-level column's least or greatest value, None when it has none, as Spark's ``min`` and
         ``max``): counts as :meth:`count` gives them; minimums and maximums from the files' bounds where no
         delete applies to the files and the bounds are the values (:mod:`sparkberg.planning.counts`). What
-        ``sparkberg.sql`` answers ``SELECT count(*), min(c), max(c) FROM t [WHERE ...]`` with. ``snapshot_id`` and
-        ``ref``: as for :meth:`count`."""
+        ``sparkberg.sql`` answers ``SELECT count(*), min(c), max(c) FROM t [WHERE ...]`` with."""
         # (put off: import sparkberg and a table's load import none of it)
         from sparkberg.expressions.sql import Filter
         snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
         if snap is None:
             return [0 if kind == "count" else None for kind, _ in aggregates]
-        answer = self._from_manifests(aggregates, Filter.of(filter) if filter is not None else None, snap, schema)
+        with self._running("AGGREGATE", snap):
+            answer = self._from_manifests(aggregates, Filter.of(filter) if filter is not None else None, snap,
+                                          schema)
         if answer.values is None:
             _LOG.info("%s of %s at snapshot %s: by reading its rows (%s)", _aggregates_text(aggregates),
                       self.name, snap.snapshot_id, answer.why_not)
