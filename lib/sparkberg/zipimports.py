@@ -16,7 +16,6 @@ import sys
 import zipimport
 
 _WORKER_MODULES = ("pyspark.worker", "pyspark.daemon")
-_DAEMON = "sparkberg.daemon"  # (sparkberg's daemon module, :mod:`sparkberg.daemon`)
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
@@ -43,12 +42,9 @@ class StableZipImporter(zipimport.zipimporter):
 
 
 def in_pyspark_worker() -> bool:
-    """Whether this process is a PySpark Python worker (forked by the daemon, or started as ``pyspark.worker``), or
-    the daemon :mod:`sparkberg.daemon` (whose package is imported before the module runs: its command tells)."""
+    """Whether this process is a PySpark Python worker (forked by the daemon, or started as ``pyspark.worker``)."""
     main = getattr(sys.modules.get("__main__"), "__spec__", None)
-    command = getattr(sys, "orig_argv", ())
-    return any(m in sys.modules for m in _WORKER_MODULES) or getattr(main, "name", None) in _WORKER_MODULES or \
-        any(a == "-m" and b == _DAEMON for a, b in zip(command, command[1:]))
+    return any(m in sys.modules for m in _WORKER_MODULES) or getattr(main, "name", None) in _WORKER_MODULES
 
 
 def install() -> int:

@@ -1334,19 +1334,14 @@ def _child(wh: str, *args: str) -> dict:
     return json.loads(line[-1])
 
 
-def stages_child(spec: str) -> None:
-    """In a fresh process: ``daemon:table``, the table's distributed plan counted twice in a user's session (no
-    Iceberg jar), with PySpark's daemon (``pyspark``) or sparkberg's (``sparkberg``: its workers forked with the
-    stages' modules imported); prints the seconds of the session's start, of the first plan (the process's first
-    Python stage: the daemon's start and the workers' imports) and of the second."""
-    daemon, name = spec.split(":")
+def stages_child(name: str) -> None:
+    """In a fresh process: the table ``name``'s distributed plan counted twice in a user's session (no Iceberg
+    jar, PySpark's own Python daemon); prints the seconds of the session's start, of the first plan (the process's
+    first Python stage: the daemon's start, the workers' imports, the JVM's first Arrow stage) and of the second."""
     from pyspark.sql import SparkSession
     t0 = time.perf_counter()
-    b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false"))
-    if daemon == "sparkberg":
-        b = b.config("spark.python.daemon.module", "sparkberg.daemon")
-    spark = b.getOrCreate()
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     import sparkberg
     t = sparkberg.catalog(spark, os.environ["BENCH_MEMORY_WH"]).load_table(f"b.{name}")
@@ -1361,24 +1356,17 @@ def stages_child(spec: str) -> None:
 
 def bench_stages(spark, wh: str, files: int, repeats: int, results: list) -> None:
     """A fresh process's first and second Python stage (the distributed plan of a ``files``-file table, counted),
-    with PySpark's daemon and with sparkberg's (:mod:`sparkberg.daemon`), alternating, ``repeats`` times each: what
-    the preload buys a scheduled job's first stage."""
+    ``repeats`` times: what a scheduled job's first Python stage costs beyond the next one."""
     name = f"stages{files}"
     build_planning_table(spark, wh, name, files)
-    runs: dict[str, list[dict]] = {"pyspark": [], "sparkberg": []}
-    for r in range(repeats):
-        for daemon in (("pyspark", "sparkberg") if r % 2 == 0 else ("sparkberg", "pyspark")):
-            runs[daemon].append(_child(wh, "--stages-child", f"{daemon}:{name}"))
-    for daemon, got in runs.items():
-        first = [g["first_s"] for g in got]
-        second = [g["second_s"] for g in got]
-        results.append({"benchmark": f"fresh process, distributed plan of {files} files",
-                        "variant": f"{daemon}'s daemon: first stage vs the second",
-                        "sparkberg_s": statistics.median(first), "java_s": statistics.median(second),
-                        "ratio": statistics.median(first) / statistics.median(second),
-                        "spread": f"first {min(first):.2f}-{max(first):.2f} s, "
-                                  f"second {min(second):.2f}-{max(second):.2f} s"})
-        print(results[-1], flush=True)
+    got = [_child(wh, "--stages-child", name) for _ in range(repeats)]
+    first, second = [g["first_s"] for g in got], [g["second_s"] for g in got]
+    results.append({"benchmark": f"fresh process, distributed plan of {files} files",
+                    "variant": "first Python stage (the 'java' column: the second)",
+                    "sparkberg_s": statistics.median(first), "java_s": statistics.median(second),
+                    "ratio": statistics.median(first) / statistics.median(second),
+                    "spread": f"first {min(first):.2f}-{max(first):.2f} s, second {min(second):.2f}-{max(second):.2f} s"})
+    print(results[-1], flush=True)
 
 
 def bench_memory(wh, files, results):

@@ -18,8 +18,7 @@ from sparkberg.sql.views import _source_supported  # noqa: E402
 def main(metadata: str, expected: int, warehouse: str, s3_root: str | None = None,
          s3_properties: str | None = None) -> int:
     spark = (SparkSession.builder.remote("local[2]").config("spark.sql.shuffle.partitions", "4")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.python.daemon.module", "sparkberg.daemon").getOrCreate())
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     assert "connect" in type(spark).__module__, type(spark)
     t = sparkberg.load_table(spark, metadata)
     n = t.to_df().count()

@@ -13,7 +13,7 @@ LAYERS = [
     {"errors", "redact", "identifiers", "zipimports", "threads", "lru", "arrays", "state"}, {"format"}, {"expressions", "avro", "io"}, {"spark"},
     {"planning", "read", "write"}, {"operations"},
     {"commit", "catalog", "refs", "evolution"}, {"maintenance"}, {"table", "inspect"}, {"sql"}, {"__init__"},
-    {"jobs", "daemon"},
+    {"jobs"},
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 PURE = {"format", "expressions", "avro"}
