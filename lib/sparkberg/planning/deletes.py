@@ -397,8 +397,8 @@ class DeleteMatcher:
         file_keep = ~has_dv[file_rows] & (groups[file_rows] == self.file_group[file_dels]) & \
             sequence_applies(POSITION_DELETES, data_seq[file_rows], self.seq[file_dels])
         file_keep[file_keep] = self._in_reach(paths, file_rows[file_keep], file_dels[file_keep])
-        dv_rows = np.concatenate([dv_rows, file_rows[file_keep]])
-        dv_dels = np.concatenate([dv_dels, file_dels[file_keep]])
+        by_path_rows = np.concatenate([dv_rows, file_rows[file_keep]])
+        by_path_dels = np.concatenate([dv_dels, file_dels[file_keep]])
         # position deletes and partition-scoped equality deletes: by (spec, partition)
         rows, dels = self.scoped.pairs(groups)
         content, d_seq, r_seq = self.content[dels], self.seq[dels], data_seq[rows]
@@ -409,8 +409,8 @@ class DeleteMatcher:
         g_rows, g_dels = self.global_eq.pairs(np.zeros(n, np.int64)) if len(self.global_eq.lengths) else (
             np.empty(0, np.int64), np.empty(0, np.int64))
         g_keep = sequence_applies(EQUALITY_DELETES, data_seq[g_rows], self.seq[g_dels])
-        rows = np.concatenate([dv_rows, rows[keep], g_rows[g_keep]])
-        dels = np.concatenate([dv_dels, dels[keep], g_dels[g_keep]])
+        rows = np.concatenate([by_path_rows, rows[keep], g_rows[g_keep]])
+        dels = np.concatenate([by_path_dels, dels[keep], g_dels[g_keep]])
         if self.has_stats and "_eq_stats" in data.column_names:
             rows, dels = self._by_eq_stats(data, rows, dels)
         order = np.lexsort((dels, rows))
