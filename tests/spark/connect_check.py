@@ -164,6 +164,12 @@ def main(metadata: str, expected: int, warehouse: str, s3_root: str | None = Non
     assert old == 6, old
     rolled = sparkberg.sql(spark, f"CALL connsql.system.rollback_to_snapshot('db.stmt', {first})").collect()
     assert rolled[0]["current_snapshot_id"] == first
+    # count, min and max from the manifests (the first snapshot has no delete), with the schema Spark would give
+    answered = sparkberg.sql(spark, "SELECT count(*), min(id), max(v) AS top FROM connsql.db.stmt")
+    assert [tuple(r) for r in answered.collect()] == [(6, 0, "5")], answered.collect()  # (a string: Spark's)
+    assert answered.columns == ["count(1)", "min(id)", "top"], answered.columns
+    plan = sparkberg.sql(spark, "EXPLAIN SELECT min(id), max(id) FROM connsql.db.stmt").collect()[0][0]
+    assert "from its manifests" in plan, plan
     described = [r[0] for r in sparkberg.sql(spark, "DESCRIBE TABLE connsql.db.stmt").collect()]
     assert described[:2] == ["id", "v"] and "# Partitioning" in described, described
     print("SQL statements over connect ok")
