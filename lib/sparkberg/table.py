@@ -240,7 +240,6 @@ class Table(RefsMixin, EvolutionMixin):
         (:mod:`sparkberg.planning.counts`). The result is the same either way; a log line at INFO says which."""
         # (put off: import sparkberg and a table's load import none of it)
         from sparkberg.expressions.sql import Filter
-        from sparkberg.read.reader import read_tasks  # (put off, as above)
         snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
         if snap is None:
             return 0
@@ -255,7 +254,8 @@ class Table(RefsMixin, EvolutionMixin):
                 return answer.values[0]
             _LOG.info("count of %s at snapshot %s: by reading its rows (%s)", self.name, snap.snapshot_id,
                       answer.why_not)
-            # (the rows of the plan just made, as to_df would read them)
+            # (the rows of the plan just made, as to_df would read them; the reader imported only for them)
+            from sparkberg.read.reader import read_tasks
             return read_tasks(self.spark, self._metadata, schema, answer.plan.rows(), answer.plan.layout, None,
                               filter, self.io).count()
 
@@ -263,11 +263,12 @@ class Table(RefsMixin, EvolutionMixin):
                                   snapshot_id: int | None = None, ref: str | None = None) -> list[Any] | None:
         """The values of ``aggregates`` over the rows (deletes applied) matching ``filter`` of the current snapshot,
         or of ``snapshot_id`` or ``ref``'s, from the manifests alone, or None where they cannot give them exactly
-        (then only the rows can; a log line at INFO says which and why). Each is ``("count", None)`` (the rows), ``("min", column)`` or ``("max",
-        column)`` (a top-level column's least or greatest value, None when it has none, as Spark's ``min`` and
-        ``max``): counts as :meth:`count` gives them; minimums and maximums from the files' bounds where no
-        delete applies to the files and the bounds are the values (:mod:`sparkberg.planning.counts`). What
-        ``sparkberg.sql`` answers ``SELECT count(*), min(c), max(c) FROM t [WHERE ...]`` with."""
+        (then only the rows can; a log line at INFO says which and why). Each is ``("count", None)`` (the rows),
+        ``("min", column)`` or ``("max", column)`` (a top-level column's least or greatest value, None when it has
+        none, as Spark's ``min`` and ``max``): counts as :meth:`count` gives them; minimums and maximums from the
+        files' bounds where no delete applies to the files and the bounds are the values
+        (:mod:`sparkberg.planning.counts`). What ``sparkberg.sql`` answers ``SELECT count(*), min(c), max(c) FROM t
+        [WHERE ...]`` with."""
         # (put off: import sparkberg and a table's load import none of it)
         from sparkberg.expressions.sql import Filter
         snap, schema = self.resolve_snapshot(snapshot_id, None, ref)
