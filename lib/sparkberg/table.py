@@ -317,7 +317,10 @@ class Table(RefsMixin, EvolutionMixin):
         from sparkberg.expressions.predicates import TRUE, bind
         from sparkberg.expressions.sql import translate_filter  # (put off, as above)
         from sparkberg.format.values import to_python  # (put off, as above)
-        from sparkberg.planning.counts import any_deletes, exact_bounds, exact_count  # (put off, as above)
+        from sparkberg.planning.counts import (  # (put off, as above)
+            any_deletes, exact_bounds, exact_count, metrics_rows,
+        )
+        from sparkberg.read.columns import promoted_fields  # (put off, as above)
         from sparkberg.planning.scan import plan, planned_metrics  # (put off, as above)
         from sparkberg.write.writer import metrics_mode  # (put off, as above)
         bound = self._bound_filter(filter, schema)
@@ -337,18 +340,21 @@ class Table(RefsMixin, EvolutionMixin):
         files = planned_metrics(self.spark, self._metadata, self.io, snap, bound)
         if files.num_rows != tasks.num_rows:  # (the same pruning as the plan's: never expected)
             return _ManifestAnswer(p, why_not="the files' metrics differ from the plan's files")
+        rows, promoted = metrics_rows(files), promoted_fields(self._metadata, schema)
+        bounds_of: dict[int, tuple[Any, Any] | None] = {}  # (a column's min and max come from one pass)
         values: list[Any] = []
         for kind, column in aggregates:
             if kind == "count":
                 values.append(count)
                 continue
             field = next((f for f in schema.fields if f.name.lower() == (column or "").lower()), None)
-            if field is None or any(
-                    (other := s.index_by_id().get(field.field_id)) is not None and other.field_type != field.field_type
-                    for s in self._metadata.schemas):
+            if field is None or field.field_id in promoted:
                 return _ManifestAnswer(p, why_not=f"column {column!r} is not one of the table's with one type")
-            bounds = exact_bounds(files, field.field_id, field.field_type,
-                                  metrics_mode(self._metadata.properties, field.name)[0] == "full")
+            if field.field_id not in bounds_of:
+                bounds_of[field.field_id] = exact_bounds(
+                    rows, field.field_id, field.field_type,
+                    metrics_mode(self._metadata.properties, field.name)[0] == "full")
+            bounds = bounds_of[field.field_id]
             if bounds is None:
                 return _ManifestAnswer(p, why_not=f"the bounds of column {field.name!r} are not its values "
                                        "(NaNs, zeros, truncation, files without bounds, or its type)")

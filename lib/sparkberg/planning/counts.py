@@ -84,9 +84,17 @@ def _all_match(tasks: pa.Table, layout: PartitionLayout, metadata: TableMetadata
 _ORDERED_AS_SPARK = (T.BOOLEAN, T.INT, T.LONG, T.FLOAT, T.DOUBLE, T.DATE, T.TIMESTAMP, T.TIMESTAMPTZ)
 
 
-def exact_bounds(files: pa.Table, field_id: int, field_type: T.IcebergType, full_bounds: bool
+def metrics_rows(files: pa.Table) -> list[tuple]:
+    """Each file's (record count, null counts, NaN counts, lower bounds, upper bounds), the maps as dicts: what
+    :func:`exact_bounds` reads, made once for all the columns a query asks about."""
+    columns = [files.column(c).to_pylist() for c in ("record_count", "null_value_counts", "nan_value_counts",
+                                                      "lower_bounds", "upper_bounds")]
+    return [(records, *(dict(m or ()) for m in maps)) for records, *maps in zip(*columns)]
+
+
+def exact_bounds(files: list[tuple], field_id: int, field_type: T.IcebergType, full_bounds: bool
                  ) -> tuple[Any, Any] | None:
-    """(min, max) of column ``field_id`` (of ``field_type``) over ``files`` (rows of
+    """(min, max) of column ``field_id`` (of ``field_type``) over ``files`` (:func:`metrics_rows` of
     :data:`~sparkberg.planning.scan.METRICS_ENTRY_COLUMNS`, none of them with a delete that applies), as in-memory
     values ((None, None) when every value is null), from their bounds alone; None when the bounds cannot give
     them exactly (the module docstring). ``full_bounds``: the column's metrics mode is ``full`` (strings and
@@ -98,15 +106,14 @@ def exact_bounds(files: pa.Table, field_id: int, field_type: T.IcebergType, full
         return None
     floating = field_type in (T.FLOAT, T.DOUBLE)
     low = high = None
-    for records, nulls, nans, lowers, uppers in zip(*(files.column(c).to_pylist() for c in (
-            "record_count", "null_value_counts", "nan_value_counts", "lower_bounds", "upper_bounds"))):
+    for records, nulls, nans, lowers, uppers in files:
         if not records:
             continue
-        if floating and dict(nans or ()).get(field_id, 1) != 0:
+        if floating and nans.get(field_id, 1) != 0:
             return None  # (NaNs, or no NaN count to say there are none)
-        if dict(nulls or ()).get(field_id) == records:
+        if nulls.get(field_id) == records:
             continue  # (only nulls)
-        lower, upper = dict(lowers or ()).get(field_id), dict(uppers or ()).get(field_id)
+        lower, upper = lowers.get(field_id), uppers.get(field_id)
         if lower is None or upper is None:
             return None
         lower, upper = from_bytes(field_type, lower), from_bytes(field_type, upper)

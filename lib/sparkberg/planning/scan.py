@@ -8,7 +8,7 @@ scan's delete files and the spec's rules (:class:`~sparkberg.planning.deletes.De
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -149,6 +149,18 @@ def _field_types(metadata: TableMetadata) -> dict[int, T.IcebergType]:
     return types
 
 
+def _pruning(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot, bound: Bound
+             ) -> tuple[dict[int, Bound], Any, list[ManifestFile], MetricsFilter | None]:
+    """What a scan of ``bound`` at ``snapshot`` prunes with (:func:`plan`, :func:`planned_metrics`): each spec's
+    partition filter, the session's manifest cache, the manifests whose partition summaries may match, and the
+    metrics filter (None: no filter)."""
+    filters = _partition_filters(metadata, bound)
+    cache = manifest_cache(spark)
+    manifests = prune_manifests(metadata, snapshot_manifest_table(io, snapshot, cache), filters)
+    metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, _field_types(metadata))
+    return filters, cache, manifests, metrics
+
+
 def _partition_filters(metadata: TableMetadata, bound: Bound) -> dict[int, Bound]:
     schema = metadata.current_schema
     return {spec.spec_id: inclusive_projection(bound, spec, schema) for spec in metadata.partition_specs}
@@ -204,15 +216,11 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     layout = PartitionLayout(metadata)
     if snapshot is None:
         return ScanPlan(spark, None, layout, table=empty_table(_tasks_arrow_schema(layout)))
-    filters = _partition_filters(metadata, bound)
-    cache = manifest_cache(spark)
-    manifests = prune_manifests(metadata, snapshot_manifest_table(io, snapshot, cache), filters)
+    filters, cache, manifests, metrics = _pruning(spark, metadata, io, snapshot, bound)
     data_manifests = [m for m in manifests if m.content == MANIFEST_DATA]
     delete_manifests = [m for m in manifests if m.content == MANIFEST_DELETES]
     if not data_manifests:
         return ScanPlan(spark, snapshot, layout, table=empty_table(_tasks_arrow_schema(layout)))
-    types = _field_types(metadata)
-    metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types)
     # (data files' metrics maps hold an item per column: read by key where they are wide. Delete files' maps
     # hold a few columns' items whatever the table: read whole)
     metrics_columns = sum(1 for f in metadata.current_schema.index_by_id().values() if f.field_type.is_primitive)
@@ -273,15 +281,10 @@ def planned_metrics(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapsh
     """The data files :func:`plan` keeps for ``bound`` at ``snapshot`` (the same manifest, partition and metrics
     pruning), with their null and NaN counts and bounds (:data:`METRICS_ENTRY_COLUMNS`), decoded on the driver:
     what :func:`~sparkberg.planning.counts.exact_bounds` reads."""
-    layout = PartitionLayout(metadata)
-    filters = _partition_filters(metadata, bound)
-    cache = manifest_cache(spark)
-    manifests = [m for m in prune_manifests(metadata, snapshot_manifest_table(io, snapshot, cache), filters)
-                 if m.content == MANIFEST_DATA]
-    types = _field_types(metadata)
-    decoder = EntryDecoder(layout, with_metrics=True, partition_filters=filters, cache=cache, io=io,
-                           metrics_filter=None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, types),
-                           columns=METRICS_ENTRY_COLUMNS)
+    filters, cache, manifests, metrics = _pruning(spark, metadata, io, snapshot, bound)
+    manifests = [m for m in manifests if m.content == MANIFEST_DATA]
+    decoder = EntryDecoder(PartitionLayout(metadata), with_metrics=True, partition_filters=filters, cache=cache,
+                           io=io, metrics_filter=metrics, columns=METRICS_ENTRY_COLUMNS)
     if not manifests:
         return empty_table(decoder.schema)
     entries = decoder.load_many([(mf, i, io) for i, mf in enumerate(manifests)], DRIVER_THREADS)
