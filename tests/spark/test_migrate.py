@@ -54,7 +54,10 @@ def _expected(spark) -> list[tuple]:
 def hive_catalog(spark, hive_metastore, tmp_path_factory):
     warehouse = "file:" + str(tmp_path_factory.mktemp("hive-wh"))
     cat = sparkberg.catalog(spark, hive_metastore.uri, warehouse=warehouse, type="hive")
-    cat.create_namespace("mig")
+    # The metastore lives as long as the test process, this fixture as long as a run of this module's tests: under
+    # xdist a process may run some of them, other modules, then the rest, and come here twice.
+    if not cat.namespace_exists("mig"):
+        cat.create_namespace("mig")
     return cat
 
 
