@@ -9,19 +9,20 @@ Deliberate differences from Iceberg Java are listed in :data:`DIFFERENCES`.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from sparkberg.arrays import from_bools, from_numpy, from_python, int_values, valid_mask
+from sparkberg.avro.columnar import METRIC_COLUMNS
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import (
-    EntryDecoder, PartitionLayout, entries_arrow_schema, entries_df, snapshot_manifests,
+    EntryDecoder, PartitionLayout, entries_arrow_schema, entries_df, entry_column_types, snapshot_manifests,
 )
 from sparkberg.planning.scan import partition_column
 from sparkberg.read.columns import read_files
@@ -49,7 +50,23 @@ DATA_FILE_COLUMNS = ("content", "file_path", "file_format", "spec_id", "partitio
                      "file_size_in_bytes", "column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
                      "lower_bounds", "upper_bounds", "key_metadata", "split_offsets", "equality_ids", "sort_order_id",
                      "first_row_id", "referenced_data_file", "content_offset", "content_size_in_bytes")
+# the tables of entries (whose columns :meth:`MetadataTables.table` decodes only as a query needs them)
+_ENTRY_TABLES = frozenset({"entries", "all_entries", "files", "data_files", "delete_files", "all_files",
+                           "all_data_files", "all_delete_files"})
+ENTRIES_COLUMNS = ("status", "snapshot_id", "sequence_number", "file_sequence_number", "data_file",
+                   "readable_metrics")
 METRIC_FIELDS = ("column_size", "value_count", "null_value_count", "nan_value_count", "lower_bound", "upper_bound")
+
+
+def entry_table_columns(metadata: TableMetadata, name: str) -> list[str] | None:
+    """The columns of metadata table ``name`` when it is a table of entries or files (None for the others), in
+    order: the files tables of an unpartitioned table have no ``partition`` (as in Iceberg Java)."""
+    if name not in _ENTRY_TABLES:
+        return None
+    if name.endswith("entries"):
+        return list(ENTRIES_COLUMNS)
+    parted = any(spec.fields for spec in metadata.partition_specs)
+    return [c for c in DATA_FILE_COLUMNS if c != "partition" or parted] + ["readable_metrics"]
 
 
 def readable_columns(schema: T.Schema) -> list[tuple[str, int, T.IcebergType, ST.DataType]]:
@@ -186,25 +203,41 @@ _BOOKKEEPING = frozenset({"_manifest_ordinal", "_entry_ordinal", "manifest_path"
 
 
 class MetadataDecoder(EntryDecoder):
-    """Entries with every metric, deleted entries included, and ``readable_metrics`` (bounds decoded per
-    Appendix D for the current schema's columns). Only the columns the metadata tables show leave the Python
-    workers: Spark converts every column of every row a Python stage returns, whatever the query reads of them."""
+    """Entries with their metrics, deleted entries included, and ``readable_metrics`` (bounds decoded per
+    Appendix D for the current schema's columns). Only the columns a metadata table needs leave the Python
+    workers, and only those are decoded: Spark converts every column of every row a Python stage returns, whatever
+    the query reads of them, and cannot ask a Python stage for fewer."""
 
-    def __init__(self, layout: PartitionLayout, schema: T.Schema, io: FileIO | None = None):
-        super().__init__(layout, with_metrics=True, include_deleted=True, columns=[
-            n for n in entries_arrow_schema(layout, with_metrics=True).names if n not in _BOOKKEEPING], io=io)
+    def __init__(self, layout: PartitionLayout, schema: T.Schema, io: FileIO | None = None,
+                 columns: Sequence[str] | None = None):
+        """``columns``: the entry columns (of :func:`entries_arrow_schema` with metrics) and ``readable_metrics``
+        to return, in the schema's order whatever the order given; None: every one but planning's bookkeeping."""
+        shown = [n for n in entries_arrow_schema(layout, with_metrics=True).names if n not in _BOOKKEEPING]
+        # (at least one: Spark counts no rows of a Python stage's batches without columns)
+        wanted = set(shown + ["readable_metrics"] if columns is None else columns or ["status"])
+        unknown = wanted - set(shown) - {"readable_metrics"}
+        if unknown:
+            raise ValidationError(f"entries have no column {', '.join(sorted(unknown))}")
+        self.with_readable = "readable_metrics" in wanted
+        # readable_metrics is made of the metrics maps, which are then left out unless asked for
+        decoded = [n for n in shown if n in wanted or (self.with_readable and n in METRIC_COLUMNS)]
+        super().__init__(layout, with_metrics=any(n in METRIC_COLUMNS for n in decoded), include_deleted=True,
+                         columns=decoded, io=io)
         self.columns = readable_columns(schema)
         self.readable = _readable_type(self.columns)
-        self.schema = pa.schema(list(self.schema) + [
-            pa.field("readable_metrics", pa.struct(list(arrow_schema(self.readable))))])
-
-    @property
-    def ddl(self) -> str:
-        return super().ddl + f", readable_metrics {ddl(self.readable)}"
+        returned = [f for f in self.schema if f.name in wanted]
+        if self.with_readable:
+            returned.append(pa.field("readable_metrics", pa.struct(list(arrow_schema(self.readable)))))
+        self.schema = pa.schema(returned)
+        types = {**entry_column_types(layout, with_metrics=True), "readable_metrics": ddl(self.readable)}
+        self._ddl = ", ".join(f"{n} {types[n]}" for n in self.schema.names)
 
     def _from_columns(self, manifests: list[tuple[ManifestFile, int]], mc: Any) -> pa.Table:
         entries = super()._from_columns(manifests, mc)
-        return entries.append_column(self.schema.field("readable_metrics"), [self.readable_metrics(entries)])
+        columns = [entries.column(f.name) for f in self.schema if f.name != "readable_metrics"]
+        if self.with_readable:
+            columns.append(self.readable_metrics(entries))
+        return pa.Table.from_arrays(columns, schema=self.schema)
 
     def readable_metrics(self, entries: pa.Table) -> pa.StructArray:
         """The ``readable_metrics`` column of entries' columns, a column at a time (:meth:`readable_rows`, the
@@ -310,11 +343,29 @@ class MetadataTables:
         self.spark, self.m, self.io, self.location = spark, metadata, io, metadata_location
         self.layout = PartitionLayout(metadata)
 
-    def table(self, name: str, snapshot_id: int | None = None) -> DataFrame:
+    def table(self, name: str, snapshot_id: int | None = None, columns: Sequence[str] | None = None) -> DataFrame:
+        """Metadata table ``name`` of the snapshot ``snapshot_id`` (the current one when None); ``columns``: only
+        these (matched as Spark matches names, without regard to case), in the order given; the tables read from
+        manifests then decode only what they need for them."""
         if name not in METADATA_TABLES:
             raise ValidationError(f"unknown metadata table {name!r}; there are {', '.join(METADATA_TABLES)}")
         snap = self._snapshot(snapshot_id)
-        return getattr(self, f"_{name}")(snap)
+        build = getattr(self, f"_{name}")
+        if columns is None:
+            return build(snap)
+        shown, df = entry_table_columns(self.m, name), None
+        if shown is None:
+            df = build(snap)
+            shown = df.columns
+        by_lower = {c.lower(): c for c in shown}
+        unknown = [c for c in columns if c.lower() not in by_lower]
+        if unknown:
+            raise ValidationError(f"metadata table {name} has no column {', '.join(map(repr, unknown))}; its columns "
+                                  f"are {', '.join(shown)}")
+        picked = [by_lower[c.lower()] for c in columns]
+        if df is None:
+            df = build(snap, frozenset(picked))
+        return df.select(*picked)
 
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
         if snapshot_id is None:
@@ -337,57 +388,66 @@ class MetadataTables:
                     out.append(mf)
         return out
 
-    def _raw_entries(self, manifests: Sequence[ManifestFile]) -> DataFrame:
-        decoder = MetadataDecoder(self.layout, self.m.current_schema, self.io)
+    def _raw_entries(self, manifests: Sequence[ManifestFile], columns: Collection[str] | None = None) -> DataFrame:
+        """The entries of ``manifests``, deleted ones included, with ``columns`` (:class:`MetadataDecoder`'s)."""
+        decoder = MetadataDecoder(self.layout, self.m.current_schema, self.io, columns)
         if not manifests:
             return local_dataframe(self.spark, [], decoder.ddl)
         return entries_df(self.spark, manifests, decoder)
 
-    def _data_file(self) -> list:
+    def _file_columns(self) -> list[str]:
+        return entry_table_columns(self.m, "files")
+
+    def _data_file(self, names: Collection[str]) -> list[Column]:
+        """The files tables' columns of the entries' columns, those of ``names``, in the tables' order."""
         cols = []
-        for c in DATA_FILE_COLUMNS:
-            if c == "partition":  # unpartitioned tables have no partition column (as in Iceberg Java)
-                if self.layout.slots:
-                    cols.append(partition_column(self.layout, "partition").alias("partition"))
+        for c in self._file_columns():
+            if c not in names:
+                continue
+            if c == "partition":
+                cols.append(partition_column(self.layout, "partition").alias("partition"))
             elif c == "file_format":
                 cols.append(F.upper("file_format").alias("file_format"))  # (as Java names it: PARQUET)
             else:
                 cols.append(F.col(c))
         return cols
 
-    def _entries_table(self, manifests) -> DataFrame:
-        df = self._raw_entries(manifests)
-        return df.select("status", "snapshot_id", "sequence_number", "file_sequence_number",
-                         F.struct(*self._data_file()).alias("data_file"), "readable_metrics")
+    def _entries_table(self, manifests, picked: Collection[str] = ENTRIES_COLUMNS) -> DataFrame:
+        data_file = [c for c in self._file_columns() if c != "readable_metrics"] if "data_file" in picked else []
+        df = self._raw_entries(manifests, {*picked, *data_file} - {"data_file"})
+        return df.select(*[F.struct(*self._data_file(data_file)).alias("data_file") if c == "data_file" else c
+                           for c in ENTRIES_COLUMNS if c in picked])
 
-    def _files_table(self, manifests, content: Sequence[int]) -> DataFrame:
-        df = self._raw_entries(manifests)
+    def _files_table(self, manifests, content: Sequence[int], picked: Collection[str] | None = None) -> DataFrame:
+        picked = self._file_columns() if picked is None else picked
+        df = self._raw_entries(manifests, {"status", "content", *picked})
         df = df.filter((F.col("status") != 2) & F.col("content").isin(list(content)))
-        return df.select(*self._data_file(), "readable_metrics")
+        return df.select(*self._data_file(picked))
 
-    def _entries(self, snap):
-        return self._entries_table(self._manifests_of(snap))
+    def _entries(self, snap, picked=ENTRIES_COLUMNS):
+        return self._entries_table(self._manifests_of(snap), picked)
 
-    def _all_entries(self, snap):
-        return self._entries_table(self._all_manifest_files())
+    def _all_entries(self, snap, picked=ENTRIES_COLUMNS):
+        return self._entries_table(self._all_manifest_files(), picked)
 
-    def _files(self, snap):
-        return self._files_table(self._manifests_of(snap), (0, 1, 2))
+    def _files(self, snap, picked=None):
+        return self._files_table(self._manifests_of(snap), (0, 1, 2), picked)
 
-    def _data_files(self, snap):
-        return self._files_table([m for m in self._manifests_of(snap) if m.content == MANIFEST_DATA], (0,))
+    def _data_files(self, snap, picked=None):
+        return self._files_table([m for m in self._manifests_of(snap) if m.content == MANIFEST_DATA], (0,), picked)
 
-    def _delete_files(self, snap):
-        return self._files_table([m for m in self._manifests_of(snap) if m.content != MANIFEST_DATA], (1, 2))
+    def _delete_files(self, snap, picked=None):
+        return self._files_table([m for m in self._manifests_of(snap) if m.content != MANIFEST_DATA], (1, 2), picked)
 
-    def _all_files(self, snap):
-        return self._files_table(self._all_manifest_files(), (0, 1, 2))
+    def _all_files(self, snap, picked=None):
+        return self._files_table(self._all_manifest_files(), (0, 1, 2), picked)
 
-    def _all_data_files(self, snap):
-        return self._files_table([m for m in self._all_manifest_files() if m.content == MANIFEST_DATA], (0,))
+    def _all_data_files(self, snap, picked=None):
+        return self._files_table([m for m in self._all_manifest_files() if m.content == MANIFEST_DATA], (0,), picked)
 
-    def _all_delete_files(self, snap):
-        return self._files_table([m for m in self._all_manifest_files() if m.content != MANIFEST_DATA], (1, 2))
+    def _all_delete_files(self, snap, picked=None):
+        return self._files_table([m for m in self._all_manifest_files() if m.content != MANIFEST_DATA], (1, 2),
+                                 picked)
 
     # --- manifests -----------------------------------------------------------------------------------
     MANIFESTS_DDL = ("content int, path string, length bigint, partition_spec_id int, added_snapshot_id bigint, "
@@ -453,7 +513,9 @@ class MetadataTables:
 
     # --- partitions and position deletes ----------------------------------------------------------------
     def _partitions(self, snap):
-        df = self._raw_entries(self._manifests_of(snap)).filter(F.col("status") != 2)
+        df = self._raw_entries(self._manifests_of(snap), ("status", "snapshot_id", "content", "spec_id", "partition",
+                                                          "record_count", "file_size_in_bytes"))
+        df = df.filter(F.col("status") != 2)
         times = local_dataframe(self.spark, [(s.snapshot_id, s.timestamp_ms) for s in self.m.snapshots],
                                 "snapshot_id bigint, _ts bigint")
         df = df.join(F.broadcast(times), "snapshot_id", "left")
@@ -493,10 +555,11 @@ class MetadataTables:
         schema = self.m.current_schema
         row_field = T.NestedField(DELETE_FILE_ROW_ID, DELETE_FILE_ROW_NAME, T.StructType(schema.fields))
         v3 = self.m.format_version >= 3
-        deletes = (self._raw_entries([m for m in self._manifests_of(snap) if m.content != MANIFEST_DATA])
-                   .filter((F.col("status") != 2) & (F.col("content") == 1))
-                   .select("file_path", "file_format", "spec_id", "partition", "referenced_data_file",
-                           "content_offset", "content_size_in_bytes").collect())
+        wanted = ("file_path", "file_format", "spec_id", "partition", "referenced_data_file", "content_offset",
+                  "content_size_in_bytes")
+        deletes = (self._raw_entries([m for m in self._manifests_of(snap) if m.content != MANIFEST_DATA],
+                                     ("status", "content", *wanted))
+                   .filter((F.col("status") != 2) & (F.col("content") == 1)).select(*wanted).collect())
         row_type = to_spark_read_field(row_field).dataType
         parted = bool(self.layout.slots)
         out_cols = ["file_path", "pos", "row"] + (["partition"] if parted else []) + ["spec_id", "delete_file_path"] \

@@ -666,16 +666,18 @@ class Table(RefsMixin, EvolutionMixin):
             "skip_delete_snapshots": skip_delete_snapshots, "skip_overwrite_snapshots": skip_overwrite_snapshots,
             "changes": changes})
 
-    def metadata_table(self, name: str, snapshot_id: int | None = None):
+    def metadata_table(self, name: str, snapshot_id: int | None = None, columns: Sequence[str] | None = None):
         """One of Iceberg's metadata tables (``files``, ``snapshots``, ``partitions``...; see
         :data:`sparkberg.inspect.METADATA_TABLES`) as a DataFrame with Iceberg's Spark columns; ``snapshot_id``
-        picks the snapshot for the tables that describe one (entries, files, manifests, partitions...)."""
+        picks the snapshot for the tables that describe one (entries, files, manifests, partitions...).
+        ``columns``: only those columns, in that order: the tables of files and entries then decode no other
+        (``columns=[]`` for a count); ``sparkberg.sql`` passes the columns a query names."""
         # (put off: import sparkberg and a table's load import none of it)
         from sparkberg.inspect import MetadataTables
         snap = self._metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
         with self._running("METADATA", snap, f".{name}"):
             return MetadataTables(self.spark, self._metadata, self.io, self.metadata_location).table(
-                name, snapshot_id)
+                name, snapshot_id, columns)
 
     def register_views(self, name: str | None = None) -> list[str]:
         """Temporary Spark SQL views of this table (``events``) and its metadata tables (``events__snapshots``,

@@ -25,6 +25,10 @@
 - deletes: the same planning benchmarks on tables of 100k and 1M data files (``--deletes``) grown by ten appends,
   each data file of 5% of the partitions (days) with a position delete file of its own: a table that
   takes deletes in a few partitions. Its rows, like every "auto" row above, time ``plan_files().count()``.
+- doctor: ``Table.check`` at levels ``metadata`` and ``files`` of a 100k-file table in ten snapshots
+  (``--doctor``) against Java's read of its ``all_files`` table (Java has no integrity check).
+- metatables: every metadata table of a 100k-file table in ten snapshots (``--metatables``) against Java's, warm:
+  ``count(*)``, a query of a few columns and every column (:func:`bench_metadata_tables`).
 - wide: the same planning benchmarks on a table of 100k data files (``--wide``) with 50 more bigint columns,
   each data file carrying metrics of all 53 columns (sizes, counts, bounds), as writers keep them: most of
   what its manifests hold and what a decoder steps over.
@@ -343,6 +347,56 @@ def bench_doctor(spark, wh, files: int, repeats, results):
         ours = _runs(lambda: t.check(level=level).count(), repeats)
         _spread_row(results, f"check a {files}-file table (10 snapshots)",
                     f"level {level}; java: all_files read", ours, java)
+
+
+# each metadata table's query of a few of its columns ({t}: the table); position_deletes is not run, as the
+# bench's metadata-only tables have no delete files on disk to read
+METADATA_QUERIES = {
+    **{name: "SELECT status, count(*) FROM {t} GROUP BY status ORDER BY status"
+       for name in ("entries", "all_entries")},
+    **{name: "SELECT sum(record_count), sum(file_size_in_bytes) FROM {t}"
+       for name in ("files", "data_files", "delete_files", "all_files", "all_data_files", "all_delete_files")},
+    **{name: "SELECT sum(added_data_files_count + existing_data_files_count), sum(length) FROM {t}"
+       for name in ("manifests", "all_manifests")},
+    "snapshots": "SELECT max(committed_at), count(DISTINCT operation) FROM {t}",
+    "history": "SELECT count(*) FILTER (WHERE is_current_ancestor) FROM {t}",
+    "refs": "SELECT max(snapshot_id) FROM {t}",
+    "metadata_log_entries": "SELECT max(latest_snapshot_id) FROM {t}",
+    "partitions": "SELECT sum(record_count), sum(file_count), sum(position_delete_file_count) FROM {t}",
+}
+
+
+def bench_metadata_tables(spark, wh, files: int, repeats, results):
+    """Every metadata table of a table of ``files`` data files (1% with a position delete file of its own; metadata
+    only) in ten snapshots, against Iceberg Java's of the same table through Spark SQL, warm (the median of
+    ``repeats`` runs after one): ``count(*)`` (no column read), a query of a few columns
+    (:data:`METADATA_QUERIES`), and every column (``SELECT *`` to Spark's ``noop`` sink). sparkberg's through
+    ``sparkberg.sql``, which decodes only the columns a query names; the engines' answers compared."""
+    import sparkberg
+    t0 = time.perf_counter()
+    build_planning_table(spark, wh, f"meta{files}", files, snapshots=10)
+    print(f"built a {files}-file table in {time.perf_counter() - t0:.1f} s", flush=True)
+    cat = sparkberg.catalog(spark, wh)
+
+    def everything(df):
+        return lambda: df().write.format("noop").mode("overwrite").save()
+    for name, few in METADATA_QUERIES.items():
+        ours_t, java_t = f"b.meta{files}.{name}", f"ref.b.meta{files}.{name}"
+        for variant, query in (("count(*)", "SELECT count(*) FROM {t}"), ("a few columns", few),
+                               ("every column", None)):
+            if query is None:
+                ours_fn = everything(lambda: sparkberg.sql(spark, f"SELECT * FROM {ours_t}", catalog=cat))
+                java_fn = everything(lambda: spark.sql(f"SELECT * FROM {java_t}"))
+            else:
+                def ours_fn(q=query.format(t=ours_t)):
+                    return [tuple(r) for r in sparkberg.sql(spark, q, catalog=cat).collect()]
+
+                def java_fn(q=query.format(t=java_t)):
+                    return [tuple(r) for r in spark.sql(q).collect()]
+                got, want = ours_fn(), java_fn()
+                assert got == want, (name, variant, got, want)
+            _spread_row(results, f"metadata table {name} of a {files}-file table (10 snapshots)", variant,
+                        _runs(ours_fn, repeats), _runs(java_fn, repeats))
 
 
 def bench_wide_planning(spark, wh, files: int, columns: int, repeats, results):
@@ -1733,6 +1787,8 @@ def main() -> int:
                    help="files of the tables whose position deletes are in 5%% of their partitions")
     p.add_argument("--doctor", type=int, default=int(os.environ.get("BENCH_DOCTOR", 100_000)),
                    help="data files of the table the integrity check runs on")
+    p.add_argument("--metatables", type=int, default=int(os.environ.get("BENCH_METATABLES", 100_000)),
+                   help="data files of the table whose metadata tables are read")
     p.add_argument("--maintenance-files", type=int, default=int(os.environ.get("BENCH_MAINTENANCE_FILES", 1_000_000)),
                    help="data files of the tables the maintenance actions run on (100 snapshots)")
     p.add_argument("--scale", default=os.environ.get("BENCH_SCALE", "100000,1000000,10000000"),
@@ -1746,7 +1802,7 @@ def main() -> int:
                    help="FILES,ROWS,OBJECTS of the S3 rows: the table planned, the rows appended and read, the "
                         "objects listed for orphans")
     p.add_argument("--only",
-                   default="planning,deletes,doctor,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
+                   default="planning,deletes,doctor,metatables,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
                            "s3,memory,stages,cold,scale")
     p.add_argument("--json", default="bench.json")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
@@ -1792,6 +1848,8 @@ def main() -> int:
         bench_partition_deletes(spark, wh, [int(x) for x in args.deletes.split(",") if x], args.repeats, results)
     if "doctor" in only:
         bench_doctor(spark, wh, args.doctor, args.repeats, results)
+    if "metatables" in only:
+        bench_metadata_tables(spark, wh, args.metatables, args.repeats, results)
     if "wide" in only:
         files, columns = (int(x) for x in args.wide.split("x"))
         bench_wide_planning(spark, wh, files, columns, args.repeats, results)

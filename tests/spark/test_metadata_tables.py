@@ -88,3 +88,61 @@ def test_rows_made_on_the_driver_are_read_without_a_python_worker(spark, table):
     for name in ("snapshots", "history", "refs", "metadata_log_entries", "manifests", "all_manifests"):
         assert not _pickled(table.metadata_table(name)), name
     assert not _pickled(table.rewrite_manifests())
+
+
+def _rows(df) -> list[str]:
+    return sorted(repr(tuple(r)) for r in df.collect())
+
+
+def test_a_table_of_some_columns_holds_what_the_whole_table_holds_of_them(table):
+    """``columns=``: the rows of those columns, in the order given, for every table and a column or none of each
+    (the tables of files and entries then decode only those: nothing of the metrics for ``file_path``)."""
+    from sparkberg.avro.columnar import METRIC_COLUMNS
+    from sparkberg.inspect import MetadataDecoder
+    from sparkberg.planning.entries import PartitionLayout
+    for name in METADATA_TABLES:
+        whole = table.metadata_table(name)
+        cols = whole.columns
+        for picked in ([], [cols[0]], [cols[-1]], [cols[-1], cols[0]], [c.upper() for c in cols[1:3]]):
+            some = table.metadata_table(name, columns=picked)
+            assert some.columns == [whole.columns[[c.lower() for c in cols].index(p.lower())] for p in picked]
+            if picked:
+                assert _rows(some) == _rows(whole.select(*picked)), (name, picked)
+            assert some.count() == whole.count(), (name, picked)
+        with pytest.raises(ValidationError, match=f"metadata table {name} has no column 'nope'; its columns are"):
+            table.metadata_table(name, columns=["nope"])
+    decoder = MetadataDecoder(PartitionLayout(table.metadata), table.schema(), columns=["file_path"])
+    assert decoder.schema.names == ["file_path"] and decoder._needed.isdisjoint(METRIC_COLUMNS)
+    readable = MetadataDecoder(PartitionLayout(table.metadata), table.schema(), columns=["readable_metrics"])
+    assert readable.schema.names == ["readable_metrics"] and set(METRIC_COLUMNS) <= readable._needed
+
+
+def test_sql_reads_of_a_metadata_table_decode_the_columns_the_query_names(spark, warehouse, table, monkeypatch):
+    calls = []
+    real = type(table).metadata_table
+
+    def spy(self, name, snapshot_id=None, columns=None):
+        calls.append((name, None if columns is None else list(columns)))
+        return real(self, name, snapshot_id, columns)
+    monkeypatch.setattr(type(table), "metadata_table", spy)
+    cat = sparkberg.catalog(spark, warehouse)
+    whole = table.metadata_table("files")
+    calls.clear()
+    cases = [
+        ("SELECT count(*) FROM db.mt.files", [], [(whole.count(),)]),
+        ("SELECT sum(record_count) AS n FROM db.mt.files WHERE content = 0", ["content", "record_count"],
+         [tuple(whole.where("content = 0").agg(F.sum("record_count")).first())]),
+        ("SELECT f.FILE_PATH, readable_metrics.id.lower_bound FROM db.mt.files AS f WHERE content = 0",
+         ["content", "file_path", "readable_metrics"],
+         whole.where("content = 0").select("file_path", "readable_metrics.id.lower_bound").collect()),
+        ("SELECT data_file.record_count FROM db.mt.entries", ["data_file"],
+         table.metadata_table("entries").select("data_file.record_count").collect()),
+        ("SELECT * FROM db.mt.files", None, whole.collect()),
+        ("SELECT count(x) FROM (SELECT struct(*) AS x FROM db.mt.files)", None, [(whole.count(),)]),
+    ]
+    for query, columns, expected in cases:
+        calls.clear()
+        got = sparkberg.sql(spark, query, catalog=cat).collect()
+        assert calls == [(query.split("db.mt.")[1].split()[0].rstrip(")"), columns)], query
+        if expected is not None:
+            assert sorted(map(repr, map(tuple, got))) == sorted(map(repr, map(tuple, expected))), query

@@ -183,6 +183,12 @@ def _entry_columns(layout: PartitionLayout, with_metrics: bool, with_path_bounds
     return cols
 
 
+def entry_column_types(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False,
+                       with_eq_stats: bool = False) -> dict[str, str]:
+    """Each canonical entries column's Spark type as DDL, by name."""
+    return dict(c.split(" ", 1) for c in _entry_columns(layout, with_metrics, with_path_bounds, with_eq_stats))
+
+
 def entries_arrow_schema(layout: PartitionLayout, with_metrics: bool, with_path_bounds: bool = False,
                          with_eq_stats: bool = False) -> pa.Schema:
     """The Arrow schema of every canonical entries column (:class:`EntryDecoder` outputs a subset of them)."""
@@ -247,8 +253,7 @@ class EntryDecoder:
         # how many columns the entries' metrics maps may hold items for (the table's): None when unknown
         self.metrics_columns = metrics_columns
         self._metric_keys = self._keys_read(metrics_filter)
-        ddl = dict(c.split(" ", 1) for c in _entry_columns(layout, with_metrics, with_path_bounds,
-                                                            bool(self.eq_types)))
+        ddl = entry_column_types(layout, with_metrics, with_path_bounds, bool(self.eq_types))
         self._ddl = ", ".join(f"{n} {ddl[n]}" for n in self.schema.names)
 
     def _keys_read(self, metrics_filter: Any) -> frozenset[int] | None:

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from sparkberg.catalog.config import conf_properties
 from sparkberg.errors import NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, NotSupportedError, \
     ValidationError
-from sparkberg.inspect import METADATA_TABLES
+from sparkberg.inspect import METADATA_TABLES, entry_table_columns
 from sparkberg.spark.session import session_conf
 from sparkberg.spark.types import to_spark_type
 from sparkberg.table import Catalog, Table, View, catalog as open_catalog
@@ -208,9 +208,19 @@ def parts_of(table: exp.Table) -> list[str]:
 
 
 # --- reads ---------------------------------------------------------------------------------------------------
-def read(names: Names, node: exp.Table) -> tuple[Resolved, Any] | None:
+def referenced(tree: exp.Expr) -> frozenset[str] | None:
+    """Every name a query's text holds, lowercased (a superset of the columns it reads of any table); None when
+    it reads every column of some table (a ``*``, ``t.*``, ``struct(*)``: any star but ``count(*)``'s)."""
+    for star in tree.find_all(exp.Star):
+        if not isinstance(star.parent, exp.Count):
+            return None
+    return frozenset(n.name.lower() for n in tree.find_all(exp.Identifier, exp.Var))
+
+
+def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None) -> tuple[Resolved, Any] | None:
     """The DataFrame a table node of a query reads (its time travel applied), None when it is not a sparkberg
-    table."""
+    table. ``columns``: the query's :func:`referenced` names; a metadata table of entries or files then decodes
+    only the columns named (the others are never read)."""
     found = names.resolve(parts_of(node))
     if found is None:
         return None
@@ -235,7 +245,9 @@ def read(names: Names, node: exp.Table) -> tuple[Resolved, Any] | None:
     if found.metadata_table is not None:
         if at_ms is not None or ref is not None:
             snapshot_id = t.resolve_snapshot(None, at_ms, ref)[0].snapshot_id
-        return found, t.metadata_table(found.metadata_table, snapshot_id)
+        shown = None if columns is None else entry_table_columns(t.metadata, found.metadata_table)
+        picked = None if shown is None else [c for c in shown if c.lower() in columns]
+        return found, t.metadata_table(found.metadata_table, snapshot_id, picked)
     return found, t.to_df(snapshot_id=snapshot_id, as_of_timestamp_ms=at_ms, ref=ref)
 
 
@@ -257,12 +269,14 @@ def timestamp_ms(spark: Any, expression: str) -> int:
     return int(row["ms"])
 
 
-def view_of(found: Resolved, df: Any, node: exp.Table) -> str:
-    """A temporary view holding ``df`` (what ``node`` reads), named by what it reads."""
+def view_of(found: Resolved, df: Any, node: exp.Table, columns: frozenset[str] | None = None) -> str:
+    """A temporary view holding ``df`` (what ``node`` reads, of a metadata table the ``columns`` :func:`read`
+    took), named by what it reads."""
     t = found.table
     version = node.args.get("version")
+    picked = sorted(columns) if found.metadata_table is not None and columns is not None else None
     key = "|".join(str(x) for x in (found.catalog.uri, t.name, t.metadata_location, found.metadata_table, found.ref,
-                                     version.sql(dialect="spark") if version is not None else ""))
+                                     version.sql(dialect="spark") if version is not None else "", picked))
     name = "sparkberg_" + hashlib.sha1(key.encode()).hexdigest()[:16]
     df.createOrReplaceTempView(name)
     return name
@@ -273,11 +287,12 @@ def rewrite_query(names: Names, tree: exp.Expr, views: tuple[str, ...] = ()) -> 
     table's own name for the columns it qualifies), and every Iceberg view by what it reads; the number
     replaced. ``views``: the Iceberg views being read around it (a cycle is an error)."""
     replaced = 0
+    columns = referenced(tree)
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     for node in list(tree.find_all(exp.Table)):
         if len(node.parts) == 1 and node.name.lower() in ctes:
             continue
-        got = read(names, node)
+        got = read(names, node, columns)
         if got is None and isinstance(node.this, exp.Identifier):
             found_view = names.view(parts_of(node))
             if found_view is not None:
@@ -302,7 +317,7 @@ def rewrite_query(names: Names, tree: exp.Expr, views: tuple[str, ...] = ()) -> 
             continue
         found, df = got
         alias = node.args.get("alias")
-        view = view_of(found, df, node)
+        view = view_of(found, df, node, columns)
         new = exp.Table(this=exp.to_identifier(view))
         parts = parts_of(node)
         new.set("alias", alias if alias is not None else exp.TableAlias(this=exp.to_identifier(parts[-1])))
