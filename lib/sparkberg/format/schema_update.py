@@ -218,7 +218,10 @@ class SchemaUpdate(CommitsOnce):
         if type is not None:
             new = self._type(type)
             old = f.field_type
-            if not old.is_primitive or not new.is_primitive:
+            if old == T.UNKNOWN and self.format_version >= 3 and not new.is_primitive:
+                # (spec "Schema Evolution": unknown may become any type; a nested one's fields get new ids)
+                new = self._fresh(new)
+            elif not old.is_primitive or not new.is_primitive:
                 raise ValidationError(f"cannot change column {path!r} from {old} to {new}: only primitive types are "
                                       "promoted")
             if new != old:

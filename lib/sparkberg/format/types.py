@@ -109,7 +109,7 @@ EDGE_ALGORITHMS = ("spherical", "vincenty", "thomas", "andoyer", "karney")
 
 @dataclass(frozen=True)
 class GeometryType(PrimitiveType):
-    """``geometry(C)`` (v3): parsed and round-tripped; data cannot be read or written yet."""
+    """``geometry(C)`` (v3): WKB values with the coordinate reference system ``C`` (Spark sees their bytes)."""
 
     name: str = field(init=False, default="geometry")
     crs: str = DEFAULT_CRS
@@ -127,7 +127,7 @@ class GeometryType(PrimitiveType):
 
 @dataclass(frozen=True)
 class GeographyType(PrimitiveType):
-    """``geography(C, A)`` (v3): parsed and round-tripped; data cannot be read or written yet."""
+    """``geography(C, A)`` (v3): WKB values with the CRS ``C`` and edge algorithm ``A`` (Spark sees their bytes)."""
 
     name: str = field(init=False, default="geography")
     crs: str = DEFAULT_CRS
@@ -183,8 +183,6 @@ _SIMPLE = {t.name: t for t in (UNKNOWN, BOOLEAN, INT, LONG, FLOAT, DOUBLE, DATE,
                                 TIMESTAMPTZ, TIMESTAMP_NS, TIMESTAMPTZ_NS, STRING, UUID, BINARY)}
 # Types added by format version 3; using them in older tables breaks forward compatibility.
 V3_TYPE_NAMES = frozenset({"unknown", "timestamp_ns", "timestamptz_ns", "variant", "geometry", "geography"})
-# Types whose data this library cannot read or write yet (they still parse and round-trip).
-UNSUPPORTED_DATA_TYPE_NAMES = frozenset({"variant", "geometry", "geography"})
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,15 @@ from sparkberg.spark.types import FIELD_ID_KEY, arrow_schema, to_spark_read_fiel
 from sparkberg.format import types as T
 from sparkberg.format.metadata import TableMetadata
 from sparkberg.format.properties import NAME_MAPPING
-from sparkberg.format.types import UNSUPPORTED_DATA_TYPE_NAMES
 from sparkberg.format.values import to_python
 
 
+# (nanosAsLong: Spark has no nanosecond timestamp, and without it refuses to read a Parquet TIMESTAMP(NANOS) column
+# at all; read as the longs they are, the nanoseconds become timestamps here, :func:`nanos_timestamp`)
 SPARK_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true",
-              "spark.sql.parquet.fieldId.read.ignoreMissing": "true"}
+              "spark.sql.parquet.fieldId.read.ignoreMissing": "true",
+              "spark.sql.legacy.parquet.nanosAsLong": "true"}
+NANOS = (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS)
 
 
 def spark_path_key(col: Column) -> Column:
@@ -53,11 +56,92 @@ def ensure_session_conf(spark) -> None:
             pass
 
 
-def check_readable(schema: T.Schema) -> None:
-    for f in schema.index_by_id().values():
-        name = f.field_type.to_json() if not f.field_type.is_nested else ""
-        if isinstance(name, str) and name.split("(")[0] in UNSUPPORTED_DATA_TYPE_NAMES:
-            raise NotSupportedError(f"reading column {f.name!r} of type {f.field_type} is not supported yet")
+def servable(schema: T.Schema, wanted: Sequence[str], named: bool) -> tuple[T.Schema, list[str]]:
+    """``schema`` without the columns Spark cannot hold (a ``variant`` on PySpark 3.5, a ``time`` where Spark has
+    no TIME type), and ``wanted`` without them, so a table with such a column stays readable. A column ``named``
+    by the read (its ``columns``) that Spark cannot hold is a :class:`NotSupportedError` naming it and its type;
+    a read of every column leaves it out, with a warning naming it."""
+    left: dict[str, str] = {}
+    for f in schema.fields:
+        try:
+            to_spark_read_field(f)
+        except NotSupportedError as e:
+            left[f.name] = str(e)
+    if not left:
+        return schema, list(wanted)
+    asked = [c for c in wanted if c in left]
+    if asked and named:
+        f = schema.as_struct.field_by_name(asked[0])
+        raise NotSupportedError(f"column {f.name!r} of type {f.field_type} cannot be read: {left[f.name]}")
+    import logging
+    logging.getLogger("sparkberg").warning(
+        "reading without column(s) %s: %s", ", ".join(repr(n) for n in left), "; ".join(left.values()))
+    kept = [f for f in schema.fields if f.name not in left]
+    ids = {f.field_id for f in kept}
+    return (T.Schema(kept, schema.schema_id, [i for i in schema.identifier_field_ids if i in ids]),
+            [c for c in wanted if c not in left])
+
+
+def nanos_timestamp(col: Column, target: ST.DataType) -> Column:
+    """Nanoseconds from the epoch (a long) as a Spark timestamp of type ``target`` (TIMESTAMP_NTZ or TIMESTAMP):
+    the microsecond at or before it (floor division, as Iceberg Java's ``DateTimeUtil.nanosToMicros``: -1 ns is
+    the microsecond before the epoch; exact in decimal, where a double would round), added to the epoch as an
+    interval (exact on every Spark version: ``timestamp_micros`` makes no TIMESTAMP_NTZ, and a cast would bring
+    in a time zone)."""
+    micros = F.floor(col.cast("decimal(20,0)") / F.lit(1000)).cast("bigint")
+    epoch = "TIMESTAMP_NTZ '1970-01-01 00:00:00'" if isinstance(target, ST.TimestampNTZType) else \
+        "TIMESTAMP_LTZ '1970-01-01 00:00:00 UTC'"
+    return F.expr(epoch) + micros * F.expr("INTERVAL '0.000001' SECOND")
+
+
+def _physical_type(t: T.IcebergType, want: ST.DataType) -> ST.DataType:
+    """The type Spark's Parquet reader is asked for where a column of Iceberg type ``t`` is ``want`` to Spark:
+    a UUID as its 16 bytes, a nanosecond timestamp as its long, an ``unknown`` (never in a data file) as a
+    placeholder int (PySpark 3.5's reader refuses VOID); at any depth, struct fields by field id."""
+    if isinstance(t, T.StructType) and isinstance(want, ST.StructType):
+        by_id = {f.field_id: f.field_type for f in t.fields}
+        return ST.StructType([
+            ST.StructField(sf.name, _physical_type(by_id[int(sf.metadata[FIELD_ID_KEY])], sf.dataType)
+                           if int(sf.metadata.get(FIELD_ID_KEY, -1)) in by_id else sf.dataType,
+                           sf.nullable, sf.metadata) for sf in want.fields])
+    if isinstance(t, T.ListType) and isinstance(want, ST.ArrayType):
+        return ST.ArrayType(_physical_type(t.element_type, want.elementType), want.containsNull)
+    if isinstance(t, T.MapType) and isinstance(want, ST.MapType):
+        return ST.MapType(_physical_type(t.key_type, want.keyType), _physical_type(t.value_type, want.valueType),
+                          want.valueContainsNull)
+    if t == T.UUID:
+        return ST.BinaryType()
+    if t in NANOS:
+        return ST.LongType()
+    if t == T.UNKNOWN:
+        return ST.IntegerType()
+    return want
+
+
+def _from_physical(col: Column, t: T.IcebergType, want: ST.DataType, got: ST.DataType) -> Column:
+    """``col``, read as :func:`_physical_type` ``got``, as ``want``."""
+    if want == got:
+        return col
+    if isinstance(want, ST.StructType):
+        by_id = {f.field_id: f.field_type for f in t.fields}
+        parts = [_from_physical(col.getField(w.name), by_id[int(w.metadata[FIELD_ID_KEY])], w.dataType, g.dataType)
+                 .alias(w.name) if w.dataType != g.dataType else col.getField(w.name).alias(w.name)
+                 for w, g in zip(want.fields, got.fields)]
+        return F.when(col.isNull(), F.lit(None).cast(want)).otherwise(F.struct(*parts))
+    if isinstance(want, ST.ArrayType):
+        return F.transform(col, lambda e: _from_physical(e, t.element_type, want.elementType, got.elementType))
+    if isinstance(want, ST.MapType):
+        if want.keyType != got.keyType:
+            col = F.transform_keys(col, lambda k, v: _from_physical(k, t.key_type, want.keyType, got.keyType))
+        if want.valueType != got.valueType:
+            col = F.transform_values(col, lambda k, v: _from_physical(v, t.value_type, want.valueType,
+                                                                      got.valueType))
+        return col
+    if t == T.UUID:
+        return uuid_string(col)
+    if t in NANOS:
+        return nanos_timestamp(col, want)
+    return F.lit(None).cast(want)
 
 
 def read_schema(schema: T.Schema, extra: Sequence[T.NestedField] = ()) -> ST.StructType:
@@ -285,17 +369,18 @@ def read_data_parquet(spark, metadata: TableMetadata, schema: T.Schema, spark_sc
     ``_metadata``) is applied to each relation read."""
     import json
 
-    uuids = {f.name for f in schema.fields if f.field_type == T.UUID}
+    top = {f.field_id: f.field_type for f in schema.fields}
 
     def read(schema_: ST.StructType, files: list[str]) -> DataFrame:
-        if not uuids:
-            return _parquet(spark, schema_, files, keys, file_ids, row_filter)
-        # uuid columns are 16-byte values in the file and strings in Spark (Iceberg's Spark type mapping)
-        fields = [ST.StructField(f.name, ST.BinaryType(), True, f.metadata) if f.name in uuids else f
-                  for f in schema_.fields]
-        df = _parquet(spark, ST.StructType(fields), files, keys, file_ids, row_filter)
-        for name in uuids & set(schema_.fieldNames()):
-            df = df.withColumn(name, uuid_string(F.col(f"`{name}`")))
+        # columns Spark's reader cannot take as Spark holds them (UUIDs, nanosecond timestamps, unknown) are
+        # read as their physical values and made Spark's (:func:`_physical_type`)
+        types = [top.get(int(f.metadata.get(FIELD_ID_KEY, -1))) for f in schema_.fields]
+        physical = [f if t is None else ST.StructField(f.name, _physical_type(t, f.dataType), f.nullable, f.metadata)
+                    for f, t in zip(schema_.fields, types)]
+        df = _parquet(spark, ST.StructType(physical), files, keys, file_ids, row_filter)
+        for f, p, t in zip(schema_.fields, physical, types):
+            if p.dataType != f.dataType:
+                df = df.withColumn(f.name, _from_physical(F.col(f"`{f.name}`"), t, f.dataType, p.dataType))
         return df
 
     promoted = promoted_fields(metadata, schema)
@@ -498,12 +583,28 @@ def read_files(spark, fields: Sequence[T.NestedField], files: Sequence[tuple[str
     return union_all(parts)
 
 
+# the file systems of a table none of whose files Spark's Parquet reader can read (:func:`spark_parses`)
+NO_SPARK_READS = frozenset({"(none)"})
+
+
 def spark_reads(path: str, schemes: frozenset[str] = frozenset()) -> bool:
     """Whether Spark's own Parquet reader reads ``path``: local files and HDFS, which every Spark serves, and the
     ``schemes`` the session says its Hadoop file systems serve (``spark.sparkberg.read.spark-file-systems``,
     :class:`~sparkberg.spark.tuning.ReadTuning`); not another object store's, which a pip-installed PySpark has
-    no Hadoop connector for and which it could not open with a table's own (or vended) credentials anyway."""
+    no Hadoop connector for and which it could not open with a table's own (or vended) credentials anyway; none
+    for :data:`NO_SPARK_READS`."""
+    if schemes is NO_SPARK_READS:
+        return False
     return store_of(path) in (LOCAL, HDFS) or ("://" in path and path.split("://", 1)[0].lower() in schemes)
+
+
+def spark_parses(spark, metadata: TableMetadata) -> bool:
+    """Whether Spark's Parquet reader can open the table's data files: not on Spark before 4.0 where a schema of
+    the table has a ``variant`` (its parquet-mr fails on the footer's VARIANT annotation, whatever the columns
+    read); sparkberg's Arrow reader reads those."""
+    if not any(isinstance(f.field_type, T.VariantType) for s in metadata.schemas for f in s.index_by_id().values()):
+        return True
+    return int(spark.version.split(".")[0]) >= 4
 
 
 def union_all(parts: Sequence[DataFrame]) -> DataFrame:

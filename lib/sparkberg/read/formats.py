@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from sparkberg.arrays import from_python, indices, scalar
+from sparkberg.arrays import from_numpy, from_python, indices, int_values, scalar
 from sparkberg.avro.manifest import non_null
 from sparkberg.errors import MissingFileError, NotSupportedError, ValidationError
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
@@ -69,6 +69,17 @@ def _cast(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str) 
         return from_python([None if b is None else str(uuid.UUID(bytes=b)) for b in array.to_pylist()], target)
     if array.type == target:
         return array
+    if ice in (T.TIMESTAMP_NS, T.TIMESTAMPTZ_NS) and pa.types.is_timestamp(array.type) and \
+            pa.types.is_timestamp(target) and array.type.unit == "ns" and target.unit == "us":
+        # the microsecond at or before each value (as Iceberg Java's DateTimeUtil.nanosToMicros; a cast truncates
+        # toward zero, which puts -1 ns at the epoch)
+        values, valid = int_values(array)
+        return from_numpy(np.floor_divide(values, 1000), target, valid)
+    if isinstance(ice, T.VariantType) and pa.types.is_struct(array.type):
+        if array.type.get_field_index("typed_value") >= 0:
+            raise NotSupportedError(f"{where}: the variant is shredded (typed_value), which sparkberg's Arrow "
+                                    "reader (tables on object stores) does not read yet; Spark's Parquet reader "
+                                    "does (a table on a file system Spark reads)")
     try:
         return array.cast(target, safe=not pa.types.is_timestamp(target))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:

@@ -7,6 +7,8 @@ vectors by (file, ``_metadata.row_index``); equality deletes by null-safe equali
 """
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from typing import Any, Callable, Sequence
 
@@ -21,8 +23,8 @@ from sparkberg.expressions.sql import Filter, referenced_names
 from sparkberg.planning.entries import PartitionLayout, physical_spark_type
 from sparkberg.planning.scan import partition_column
 from sparkberg.read.columns import (
-    check_readable, empty_frame, ensure_session_conf, name_mapping, read_data_parquet, read_files, read_schema,
-    spark_reads,
+    NO_SPARK_READS, empty_frame, ensure_session_conf, name_mapping, read_data_parquet, read_files, read_schema,
+    servable, spark_parses, spark_reads,
 )
 from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.equality import apply_equality_deletes, equality_positions
@@ -81,10 +83,12 @@ def read_tasks(spark, metadata: TableMetadata, schema: T.Schema, tasks: list, la
         filter = filter.text
     ensure_session_conf(spark)
     tuning = ReadTuning.of(spark)
-    check_readable(schema)
+    if not spark_parses(spark, metadata):
+        tuning = dataclasses.replace(tuning, spark_file_systems=NO_SPARK_READS)
     v3 = metadata.format_version >= 3
     wanted = list(columns) if columns is not None else [f.name for f in schema.fields]
     _check_columns(wanted, schema, metadata.format_version)
+    schema, wanted = servable(schema, wanted, named=columns is not None)
     all_fields = {}
     for s in metadata.schemas:
         all_fields.update(s.index_by_id())

@@ -1,11 +1,16 @@
 """Iceberg <-> Spark types, as Iceberg's own Spark integration maps them.
 
 timestamp -> TIMESTAMP_NTZ, timestamptz -> TIMESTAMP, uuid -> STRING, fixed/binary -> BINARY,
-byte/short -> int on the way in, char/varchar -> string. Types Spark cannot hold raise
+byte/short -> int on the way in, char/varchar -> string. Of format v3's types: timestamp_ns and timestamptz_ns ->
+TIMESTAMP_NTZ and TIMESTAMP (Spark has no nanosecond timestamp: reads drop the sub-microsecond digits toward
+negative infinity, as Iceberg Java's ``DateTimeUtil.nanosToMicros``), geometry and geography -> BINARY (their WKB),
+unknown -> NULL (VOID), variant -> VARIANT where PySpark has it (4.0+). Types Spark cannot hold raise
 :class:`NotSupportedError` naming the column.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import types as T
@@ -24,10 +29,13 @@ def to_spark_type(t: I.IcebergType, where: str = "") -> T.DataType:
         I.BOOLEAN: T.BooleanType(), I.INT: T.IntegerType(), I.LONG: T.LongType(), I.FLOAT: T.FloatType(),
         I.DOUBLE: T.DoubleType(), I.DATE: T.DateType(), I.TIMESTAMP: T.TimestampNTZType(),
         I.TIMESTAMPTZ: T.TimestampType(), I.STRING: T.StringType(), I.UUID: T.StringType(),
-        I.BINARY: T.BinaryType(), I.UNKNOWN: T.NullType(),
+        I.BINARY: T.BinaryType(), I.UNKNOWN: T.NullType(), I.TIMESTAMP_NS: T.TimestampNTZType(),
+        I.TIMESTAMPTZ_NS: T.TimestampType(),
     }
     if t in simple:
         return simple[t]
+    if isinstance(t, (I.GeometryType, I.GeographyType)):
+        return T.BinaryType()
     if isinstance(t, I.DecimalType):
         return T.DecimalType(t.precision, t.scale)
     if isinstance(t, I.FixedType):
@@ -44,8 +52,10 @@ def to_spark_type(t: I.IcebergType, where: str = "") -> T.DataType:
     if isinstance(t, I.MapType):
         return T.MapType(to_spark_type(t.key_type, where), to_spark_type(t.value_type, where),
                          valueContainsNull=not t.value_required)
-    if isinstance(t, I.VariantType) and hasattr(T, "VariantType"):
-        return T.VariantType()
+    if isinstance(t, I.VariantType):
+        if hasattr(T, "VariantType"):
+            return T.VariantType()
+        raise NotSupportedError(f"PySpark {_spark_version()} has no variant type (PySpark 4.0 has){where}")
     raise NotSupportedError(f"Iceberg type {t} cannot be represented in Spark{where}; not supported yet")
 
 
@@ -195,21 +205,72 @@ def _arrow_type(dt: T.DataType):
     raise _NotMapped(dt)
 
 
+# Iceberg types Spark's DDL has no name for (format v3), written in DDL by their Iceberg names
+_ICEBERG_ONLY = re.compile(r"^(timestamp_ns|timestamptz_ns|unknown|variant|geometry\s*(\(.*\))?|"
+                           r"geography\s*(\(.*\))?)$", re.IGNORECASE | re.DOTALL)
+
+
+def _iceberg_only(text: str) -> I.IcebergType | None:
+    """The Iceberg type a DDL type names when Spark's DDL cannot (``timestamp_ns``, ``geometry(OGC:CRS84)``...)."""
+    text = text.strip()
+    if not _ICEBERG_ONLY.match(text):
+        return None
+    name, paren, rest = text.partition("(")
+    return I.parse_type(name.strip().lower() + paren + rest)
+
+
+def _top_level_items(ddl: str) -> list[str]:
+    """A DDL column list split at its top-level commas (not those inside ``<>``, ``()`` or quotes)."""
+    items, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(ddl):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "`'\"":
+            quote = ch
+        elif ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(ddl[start:i])
+            start = i + 1
+    return items + [ddl[start:]]
+
+
 def schema_from(spark: Any, schema: Any) -> I.Schema:
-    """A sparkberg Schema from a Spark StructType, a DDL string, or a Schema."""
+    """A sparkberg Schema from a Spark StructType, a DDL string, or a Schema. A DDL string's top-level columns
+    may have the v3 types Spark has no DDL name for (``ts timestamp_ns``, ``g geometry``, ``v variant``...)."""
     if isinstance(schema, I.Schema):
         return schema
+    iceberg_only: dict[int, I.IcebergType] = {}
     if isinstance(schema, str):
-        schema = parse_ddl(spark, schema)
+        items = []
+        for pos, item in enumerate(_top_level_items(schema)):
+            m = re.match(r"\s*(`(?:[^`]|``)+`|[^\s`]+)\s+(.*?)\s*(\s(?:NOT\s+NULL|COMMENT\s.*))?$", item,
+                         re.IGNORECASE | re.DOTALL)
+            t = _iceberg_only(m.group(2)) if m else None
+            if t is not None:
+                iceberg_only[pos] = t
+                item = f"{m.group(1)} binary{m.group(3) or ''}"  # (a placeholder of one field id)
+            items.append(item)
+        schema = parse_ddl(spark, ",".join(items))
     if not isinstance(schema, T.StructType):
         raise ValidationError(f"schema must be a Spark StructType, a DDL string or a sparkberg Schema, "
                               f"got {type(schema).__name__}")
-    return from_spark_schema(schema)
+    out = from_spark_schema(schema)
+    if not iceberg_only:
+        return out
+    return I.Schema([replace(f, field_type=iceberg_only[i]) if i in iceberg_only else f
+                     for i, f in enumerate(out.fields)], out.schema_id)
 
 
 def parse_type(spark: Any, text: str) -> I.IcebergType:
-    """The Iceberg type of a Spark DDL type (``"bigint"``, ``"decimal(12,2)"``, ``"struct<a: int>"``), nested field
-    ids numbered from 1."""
+    """The Iceberg type of a Spark DDL type (``"bigint"``, ``"decimal(12,2)"``, ``"struct<a: int>"``), or of one
+    of the v3 types Spark's DDL has no name for (``"timestamp_ns"``, ``"variant"``...), nested field ids numbered
+    from 1."""
+    own = _iceberg_only(text)
+    if own is not None:
+        return own
     parsed = parse_ddl(spark, f"`x` {text}")
     if len(parsed.fields) != 1:
         raise ValidationError(f"{text!r} is not one Spark type")

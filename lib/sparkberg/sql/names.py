@@ -248,6 +248,9 @@ def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None) -
         shown = None if columns is None else entry_table_columns(t.metadata, found.metadata_table)
         picked = None if shown is None else [c for c in shown if c.lower() in columns]
         return found, t.metadata_table(found.metadata_table, snapshot_id, picked)
+    if columns is not None:  # (a column the query names that Spark cannot hold: the read's named error)
+        from sparkberg.read.columns import servable  # (put off: the reader, for queries of tables only)
+        servable(t.schema(), [f.name for f in t.schema().fields if f.name.lower() in columns], named=True)
     return found, t.to_df(snapshot_id=snapshot_id, as_of_timestamp_ms=at_ms, ref=ref)
 
 

@@ -406,9 +406,6 @@ def _written_schema(metadata: TableMetadata, extra_fields) -> tuple[T.Schema, An
     spec = metadata.default_spec
     if any(not f.transform.is_known for f in spec.fields):
         raise ValidationError("cannot write with a partition spec that has an unknown transform")
-    for f in schema.index_by_id().values():
-        if isinstance(f.field_type, (T.GeometryType, T.GeographyType, T.VariantType)):
-            raise ValidationError(f"writing column {f.name!r} of type {f.field_type} is not supported yet")
     return schema, spec
 
 

@@ -27,6 +27,7 @@ from sparkberg.format.properties import compression, target_file_size
 from sparkberg.format.values import to_bytes
 from sparkberg.format.types import from_json_value, to_json_value
 from sparkberg.write.arrow_transforms import physical
+from sparkberg.write.footer import VariantFooterSink
 
 METRICS_DEFAULT = ("write.metadata.metrics.default", "truncate(16)")
 METRICS_COLUMN_PREFIX = "write.metadata.metrics.column."
@@ -55,10 +56,23 @@ def uuids_from_strings(arr: pa.Array, name: str) -> pa.Array:
     return storage if target == storage.type else pa.ExtensionArray.from_storage(target, storage)
 
 
-def arrow_type(t: T.IcebergType, name: str = "") -> pa.DataType:
-    """The Arrow type a Parquet file stores Iceberg type ``t`` in (nested fields carry field ids)."""
+# a variant in Parquet (spec "Parquet"): a group of its metadata and value binaries, whose fields have no ids; the
+# VARIANT annotation is left out, as pyarrow cannot write it (readers find the variant by the table's type)
+VARIANT_ARROW = pa.struct([pa.field("metadata", pa.binary(), nullable=False),
+                           pa.field("value", pa.binary(), nullable=False)])
+
+
+def arrow_type(t: T.IcebergType, name: str = "") -> pa.DataType | None:
+    """The Arrow type a Parquet file stores Iceberg type ``t`` in (nested fields carry field ids); None for
+    ``unknown``, whose columns data files never hold (spec "Schema Evolution": always null)."""
     if t == T.UUID:
         return uuid_arrow_type()
+    if t == T.UNKNOWN:
+        return None
+    if isinstance(t, (T.GeometryType, T.GeographyType)):
+        return pa.binary()  # (their WKB)
+    if isinstance(t, T.VariantType):
+        return VARIANT_ARROW
     simple = {T.BOOLEAN: pa.bool_(), T.INT: pa.int32(), T.LONG: pa.int64(), T.FLOAT: pa.float32(),
               T.DOUBLE: pa.float64(), T.DATE: pa.date32(), T.TIME: pa.time64("us"), T.TIMESTAMP: pa.timestamp("us"),
               T.TIMESTAMPTZ: pa.timestamp("us", "UTC"), T.TIMESTAMP_NS: pa.timestamp("ns"),
@@ -70,26 +84,36 @@ def arrow_type(t: T.IcebergType, name: str = "") -> pa.DataType:
     if isinstance(t, T.FixedType):
         return pa.binary(t.length)
     if isinstance(t, T.StructType):
-        return pa.struct([arrow_field(f) for f in t.fields])
+        return pa.struct([af for af in (arrow_field(f) for f in t.fields) if af is not None])
     if isinstance(t, T.ListType):
-        return pa.list_(pa.field("element", arrow_type(t.element_type), nullable=not t.element_required,
+        return pa.list_(pa.field("element", _stored(t.element_type, name), nullable=not t.element_required,
                                  metadata={b"PARQUET:field_id": str(t.element_id).encode()}))
     if isinstance(t, T.MapType):
-        return pa.map_(pa.field("key", arrow_type(t.key_type), nullable=False,
+        return pa.map_(pa.field("key", _stored(t.key_type, name), nullable=False,
                                 metadata={b"PARQUET:field_id": str(t.key_id).encode()}),
-                       pa.field("value", arrow_type(t.value_type), nullable=not t.value_required,
+                       pa.field("value", _stored(t.value_type, name), nullable=not t.value_required,
                                 metadata={b"PARQUET:field_id": str(t.value_id).encode()}))
     raise NotSupportedError(f"writing column {name!r} of type {t} is not supported yet")
 
 
-def arrow_field(f: T.NestedField) -> pa.Field:
-    return pa.field(f.name, arrow_type(f.field_type, f.name), nullable=not f.required,
-                    metadata={b"PARQUET:field_id": str(f.field_id).encode()})
+def _stored(t: T.IcebergType, name: str) -> pa.DataType:
+    """:func:`arrow_type` of a list's element or a map's key or value, which a file cannot leave out."""
+    out = arrow_type(t, name)
+    if out is None:
+        raise NotSupportedError(f"writing column {name!r}: a list or map of {t} cannot be stored")
+    return out
+
+
+def arrow_field(f: T.NestedField) -> pa.Field | None:
+    """The Parquet (Arrow) field of ``f`` with its field id; None for an ``unknown`` one (never stored)."""
+    t = arrow_type(f.field_type, f.name)
+    return None if t is None else pa.field(f.name, t, nullable=not f.required,
+                                           metadata={b"PARQUET:field_id": str(f.field_id).encode()})
 
 
 def arrow_schema(schema: T.Schema) -> pa.Schema:
-    """The Parquet (Arrow) schema of data files of ``schema``, with field ids."""
-    return pa.schema([arrow_field(f) for f in schema.fields])
+    """The Parquet (Arrow) schema of data files of ``schema``, with field ids (``unknown`` columns left out)."""
+    return pa.schema([af for af in (arrow_field(f) for f in schema.fields) if af is not None])
 
 
 def metrics_mode(props: dict, name: str) -> tuple[str, int]:
@@ -229,8 +253,14 @@ class FileWriter:
         if self.compression == "uncompressed":
             self.compression = "none"
         self.required = [f.name for f in schema.fields if f.required]
-        self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive]
+        self.variants = {f.name for f in schema.fields if _has_variant(f.field_type)}
+        self.variant_ids = {f.field_id for f in schema.index_by_id().values()
+                            if isinstance(f.field_type, T.VariantType)}
+        self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive and f.field_type != T.UNKNOWN]
         self.metrics_modes = {f.name: metrics_mode(self.properties, f.name) for f in self.stat_fields}
+        for f in self.stat_fields:  # (bounds of geometry and geography are bounding boxes: not kept, counts are)
+            if isinstance(f.field_type, (T.GeometryType, T.GeographyType)) and self.metrics_modes[f.name][0] != "none":
+                self.metrics_modes[f.name] = ("counts", 0)
         self.ptype = spec.partition_type(schema)
         self.key_columns = key_columns
         self.clustered = clustered
@@ -243,7 +273,10 @@ class FileWriter:
         arrays = []
         for f in self.arrow_schema:
             src = batch.column(batch.schema.get_field_index(f.name))
-            arrays.append(_cast(src, f.type, f.name))
+            out = _cast(src, f.type, f.name)
+            if f.name in self.variants:
+                out = _variant_nulls(out, self.schema.as_struct.field_by_name(f.name).field_type)
+            arrays.append(out)
         return pa.Table.from_arrays(arrays, schema=self.arrow_schema)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -292,6 +325,34 @@ class FileWriter:
         results += [f.close() for f in files.values()]
         if results:
             yield pa.RecordBatch.from_arrays([strings(results)], names=["data_file"])
+
+
+def _has_variant(t: T.IcebergType) -> bool:
+    return isinstance(t, T.VariantType) or any(_has_variant(c.field_type) for c in T.children(t))
+
+
+def _variant_nulls(arr: pa.Array, t: T.IcebergType) -> pa.Array:
+    """``arr`` with empty bytes in a variant's ``metadata`` and ``value`` under each null variant (at any depth):
+    Parquet's writer refuses a null in a required field even where its parent is null and no reader looks."""
+    if isinstance(arr, pa.ChunkedArray):
+        return pa.chunked_array([_variant_nulls(c, t) for c in arr.chunks], arr.type)
+    if isinstance(t, T.VariantType):
+        if not arr.null_count:
+            return arr
+        valid = pc.is_valid(arr)
+        kids = [pc.if_else(valid, arr.field(i), pa.scalar(b"", pa.binary())) for i in range(arr.type.num_fields)]
+        return pa.StructArray.from_arrays(kids, fields=list(arr.type), mask=pc.invert(valid))
+    if isinstance(t, T.StructType):
+        kids = [_variant_nulls(arr.field(i), f.field_type) if _has_variant(f.field_type) else arr.field(i)
+                for i, f in enumerate(f for f in t.fields if f.field_type != T.UNKNOWN)]
+        return pa.StructArray.from_arrays(kids, fields=list(arr.type), mask=pc.is_null(arr) if arr.null_count else None)
+    if isinstance(t, T.ListType):
+        return pa.ListArray.from_arrays(arr.offsets, _variant_nulls(arr.values, t.element_type), type=arr.type,
+                                        mask=pc.is_null(arr) if arr.null_count else None)
+    if isinstance(t, T.MapType):
+        return pa.MapArray.from_arrays(arr.offsets, arr.keys, _variant_nulls(arr.items, t.value_type), type=arr.type,
+                                       mask=pc.is_null(arr) if arr.null_count else None)
+    return arr
 
 
 def _cast(arr: pa.Array, target: pa.DataType, name: str) -> pa.Array:
@@ -357,13 +418,15 @@ class _OpenFile:
         else:
             self.sink = w.io.open_output(self.path)
         self.footer: list = []  # (the footer as written, which the writer hands back as it closes the file)
-        self.writer = pq.ParquetWriter(self.sink, w.arrow_schema, compression=w.compression,
+        # (variant groups get their VARIANT annotation in the footer, which pyarrow cannot write)
+        self.annotated = VariantFooterSink(self.sink, w.variant_ids) if w.variant_ids else None
+        self.writer = pq.ParquetWriter(self.annotated or self.sink, w.arrow_schema, compression=w.compression,
                                        write_statistics=True, metadata_collector=self.footer)
         self.records = 0
         self.stats = [ColumnStats(f, w.metrics_modes[f.name]) for f in w.stat_fields]
 
     def size(self) -> int:
-        return self.sink.tell() + self.pending_bytes
+        return (self.annotated or self.sink).tell() + self.pending_bytes
 
     def write(self, table: pa.Table) -> None:
         self.records += table.num_rows
@@ -385,8 +448,13 @@ class _OpenFile:
 
     def close(self) -> str:
         self.flush()
-        self.writer.close()
-        size = self.sink.tell()
+        if self.annotated is not None:
+            self.annotated.hold()
+            self.writer.close()
+            size = self.annotated.finish()
+        else:
+            self.writer.close()
+            size = self.sink.tell()
         self.sink.close()
         meta = self.footer[0]  # (not read back from the file: on an object store that is a request a file)
         ids = {f.name: f.field_id for f in self.w.schema.fields}
