@@ -18,3 +18,19 @@ def duckdb_with_httpfs():
         pytest.fail("duckdb-extension-httpfs is not installed in the interop venv (make interop installs it)")
     con.execute(f"LOAD '{httpfs[0]}'")
     return con
+
+
+def duckdb_on_rest(tmp_path_factory, name: str):
+    """(DuckDB attached as ``w`` with a schema ``w.db``, the REST catalog it writes through, its warehouse
+    directory): a REST catalog served by tests/restserver.py over a warehouse of its own, as DuckDB writes Iceberg
+    only through one. The caller closes the catalog."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from restserver import RestServer
+    warehouse = str(tmp_path_factory.mktemp(f"{name}-wh"))
+    rest = RestServer(str(tmp_path_factory.mktemp(f"{name}-rest")), warehouse="file://" + warehouse)
+    con = duckdb_with_httpfs()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"ATTACH 'wh' AS w (TYPE iceberg, ENDPOINT '{rest.uri}', AUTHORIZATION_TYPE 'none')")
+    con.execute("CREATE SCHEMA w.db")
+    return con, rest, warehouse

@@ -10,7 +10,6 @@ import json
 import os
 import struct
 import subprocess
-import sys
 
 import pytest
 
@@ -31,15 +30,8 @@ NANOS = ["1969-12-31 23:59:59.999999999", "1970-01-01 00:00:00.000000001", "2024
 
 @pytest.fixture(scope="module")
 def duck_v3(tmp_path_factory):
-    sys.path.insert(0, os.path.dirname(HERE))
-    from restserver import RestServer
-    warehouse = str(tmp_path_factory.mktemp("duck-v3-wh"))
-    rest = RestServer(str(tmp_path_factory.mktemp("duck-v3-rest")), warehouse="file://" + warehouse)
-    from duckdbs import duckdb_with_httpfs
-    con = duckdb_with_httpfs()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"ATTACH 'wh' AS w (TYPE iceberg, ENDPOINT '{rest.uri}', AUTHORIZATION_TYPE 'none')")
-    con.execute("CREATE SCHEMA w.db")
+    from duckdbs import duckdb_on_rest
+    con, rest, warehouse = duckdb_on_rest(tmp_path_factory, "duck-v3")
     con.execute("CREATE TABLE w.db.v3 (id BIGINT, v VARIANT, ts TIMESTAMP_NS) PARTITIONED BY (day(ts)) "
                 "WITH ('format-version' = '3')")
     values = ", ".join(f"({i}, '{VARIANTS[i % len(VARIANTS)]}'::JSON::VARIANT, '{NANOS[i]}'::TIMESTAMP_NS)"

@@ -3,7 +3,6 @@ test serves one (tests/restserver.py) over a warehouse directory; DuckDB creates
 (merge-on-read position deletes), and sparkberg reads every snapshot as DuckDB and Iceberg Java (through the same
 REST catalog) do."""
 import os
-import sys
 from collections import Counter
 
 import pytest
@@ -15,15 +14,8 @@ pytestmark = pytest.mark.interop
 
 @pytest.fixture(scope="module")
 def duck_tables(tmp_path_factory):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from restserver import RestServer
-    warehouse = str(tmp_path_factory.mktemp("duck-wh"))
-    rest = RestServer(str(tmp_path_factory.mktemp("duck-rest")), warehouse="file://" + warehouse)
-    from duckdbs import duckdb_with_httpfs
-    con = duckdb_with_httpfs()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"ATTACH 'wh' AS w (TYPE iceberg, ENDPOINT '{rest.uri}', AUTHORIZATION_TYPE 'none')")
-    con.execute("CREATE SCHEMA w.db")
+    from duckdbs import duckdb_on_rest
+    con, rest, warehouse = duckdb_on_rest(tmp_path_factory, "duck")
     con.execute("CREATE TABLE w.db.events (id BIGINT, s VARCHAR, d DATE, ts TIMESTAMP, tstz TIMESTAMPTZ, "
                 "dec DECIMAL(10,2), f DOUBLE, b BLOB, flag BOOLEAN)")
     con.execute("INSERT INTO w.db.events SELECT i, 's' || i, DATE '2024-01-01' + i::INT, "

@@ -8,7 +8,6 @@ vectors by (file, ``_metadata.row_index``); equality deletes by null-safe equali
 from __future__ import annotations
 
 import dataclasses
-
 import re
 from typing import Any, Callable, Sequence
 
