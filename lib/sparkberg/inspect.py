@@ -13,6 +13,7 @@ from typing import Any, Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -22,15 +23,19 @@ from sparkberg.avro.columnar import METRIC_COLUMNS
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import (
-    EntryDecoder, PartitionLayout, entries_arrow_schema, entries_df, entry_column_types, snapshot_manifests,
+    EntryDecoder, PartitionLayout, entry_count, entries_arrow_schema, entries_df, entry_column_types,
+    snapshot_manifests,
 )
 from sparkberg.planning.scan import partition_column
 from sparkberg.read.columns import read_files
 from sparkberg.read.formats import path_key
 from sparkberg.read.positions import DVDecoder
-from sparkberg.spark.frames import local_dataframe, map_in_arrow
+from sparkberg.spark.frames import (
+    arrow_dataframe, counted_dataframe, known_count, local_dataframe, map_in_arrow, with_known_count,
+)
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field, to_spark_type
+from sparkberg.threads import DRIVER_THREADS
 from sparkberg.format import types as T
 from sparkberg.format.manifests import MANIFEST_DATA, ManifestFile
 from sparkberg.format.metadata import TableMetadata
@@ -336,6 +341,12 @@ def manifest_row(m: TableMetadata, mf: ManifestFile) -> dict:
             "partition_summaries": summaries}
 
 
+# a metadata table of at most this many entries (the manifest list's counts) is decoded on the driver, into a
+# local relation: a Python stage's fixed cost is more than the driver's decoding until every column of ~70,000
+# entries goes to Spark through one thread (docs/contributing/benchmarks.md, "Where the thresholds ... come from")
+DRIVER_ENTRIES = 50_000
+
+
 class MetadataTables:
     """The metadata tables of one table (``t.metadata_table(name)``)."""
 
@@ -365,7 +376,7 @@ class MetadataTables:
         picked = [by_lower[c.lower()] for c in columns]
         if df is None:
             df = build(snap, frozenset(picked))
-        return df.select(*picked)
+        return _counted(df.select(*picked), known_count(df))
 
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
         if snapshot_id is None:
@@ -388,12 +399,23 @@ class MetadataTables:
                     out.append(mf)
         return out
 
-    def _raw_entries(self, manifests: Sequence[ManifestFile], columns: Collection[str] | None = None) -> DataFrame:
-        """The entries of ``manifests``, deleted ones included, with ``columns`` (:class:`MetadataDecoder`'s)."""
+    def _raw_entries(self, manifests: Sequence[ManifestFile], columns: Collection[str],
+                     live: Sequence[int] | None = None) -> tuple[DataFrame, int | None]:
+        """The entries of ``manifests`` with ``columns`` (:class:`MetadataDecoder`'s), deleted ones included, or
+        with ``live`` only the live ones of those contents (``columns`` then has ``status`` and ``content``); and
+        their number when the driver decoded them (None: Spark counts them)."""
         decoder = MetadataDecoder(self.layout, self.m.current_schema, self.io, columns)
         if not manifests:
-            return local_dataframe(self.spark, [], decoder.ddl)
-        return entries_df(self.spark, manifests, decoder)
+            return local_dataframe(self.spark, [], decoder.ddl), 0
+        if sum(entry_count(mf) for mf in manifests) > DRIVER_ENTRIES:
+            df = entries_df(self.spark, manifests, decoder)
+            return (df if live is None else df.filter((F.col("status") != 2) & F.col("content").isin(list(live))),
+                    None)
+        table = decoder.load_many([(mf, i, self.io) for i, mf in enumerate(manifests)], DRIVER_THREADS)
+        if live is not None:
+            table = table.filter(pc.and_(pc.not_equal(table["status"], 2),
+                                         pc.is_in(table["content"], pa.array(live, table["content"].type))))
+        return arrow_dataframe(self.spark, table, decoder.ddl), table.num_rows
 
     def _file_columns(self) -> list[str]:
         return entry_table_columns(self.m, "files")
@@ -414,15 +436,14 @@ class MetadataTables:
 
     def _entries_table(self, manifests, picked: Collection[str] = ENTRIES_COLUMNS) -> DataFrame:
         data_file = [c for c in self._file_columns() if c != "readable_metrics"] if "data_file" in picked else []
-        df = self._raw_entries(manifests, {*picked, *data_file} - {"data_file"})
-        return df.select(*[F.struct(*self._data_file(data_file)).alias("data_file") if c == "data_file" else c
-                           for c in ENTRIES_COLUMNS if c in picked])
+        df, rows = self._raw_entries(manifests, {*picked, *data_file} - {"data_file"})
+        return _counted(df.select(*[F.struct(*self._data_file(data_file)).alias("data_file") if c == "data_file"
+                                    else c for c in ENTRIES_COLUMNS if c in picked]), rows)
 
     def _files_table(self, manifests, content: Sequence[int], picked: Collection[str] | None = None) -> DataFrame:
         picked = self._file_columns() if picked is None else picked
-        df = self._raw_entries(manifests, {"status", "content", *picked})
-        df = df.filter((F.col("status") != 2) & F.col("content").isin(list(content)))
-        return df.select(*self._data_file(picked))
+        df, rows = self._raw_entries(manifests, {"status", "content", *picked}, live=content)
+        return _counted(df.select(*self._data_file(picked)), rows)
 
     def _entries(self, snap, picked=ENTRIES_COLUMNS):
         return self._entries_table(self._manifests_of(snap), picked)
@@ -449,6 +470,13 @@ class MetadataTables:
         return self._files_table([m for m in self._all_manifest_files() if m.content != MANIFEST_DATA], (1, 2),
                                  picked)
 
+    # --- the tables made of the metadata on the driver -------------------------------------------------
+    def _local(self, rows: list[tuple], ddl: str) -> DataFrame:
+        """A table made of the metadata on the driver, counted without being made (:func:`counted_dataframe`).
+        Its timestamps are given as microseconds, the unit of its Arrow type: a column Spark converted from
+        epoch millis would cost each query a projection, as much as the rows' conversion."""
+        return counted_dataframe(self.spark, lambda: local_dataframe(self.spark, rows, ddl), len(rows))
+
     # --- manifests -----------------------------------------------------------------------------------
     MANIFESTS_DDL = ("content int, path string, length bigint, partition_spec_id int, added_snapshot_id bigint, "
                      "added_data_files_count int, existing_data_files_count int, deleted_data_files_count int, "
@@ -458,34 +486,27 @@ class MetadataTables:
 
     def _manifests(self, snap):
         rows = [tuple(manifest_row(self.m, mf).values()) for mf in self._manifests_of(snap)]
-        return local_dataframe(self.spark, rows, self.MANIFESTS_DDL)
+        return self._local(rows, self.MANIFESTS_DDL)
 
     def _all_manifests(self, snap):
         rows = [tuple(manifest_row(self.m, mf).values()) + (s.snapshot_id,) for s in self.m.snapshots
                 for mf in snapshot_manifests(self.io, s)]
-        return local_dataframe(self.spark, rows, self.MANIFESTS_DDL + ", reference_snapshot_id bigint")
+        return self._local(rows, self.MANIFESTS_DDL + ", reference_snapshot_id bigint")
 
     # --- snapshots, history, refs, logs ----------------------------------------------------------------
-    def _ts(self, df: DataFrame, *cols: str) -> DataFrame:
-        for c in cols:
-            df = df.withColumn(c, F.timestamp_millis(F.col(c)))
-        return df
-
     def _snapshots(self, snap):
-        df = local_dataframe(self.spark, [tuple(r.values()) for r in snapshot_rows(self.m)],
-                             "committed_at bigint, snapshot_id bigint, parent_id bigint, "
-                             "operation string, manifest_list string, summary map<string,string>")
-        return self._ts(df, "committed_at")
+        return self._local([(r["committed_at"] * 1000, *list(r.values())[1:]) for r in snapshot_rows(self.m)],
+                           "committed_at timestamp, snapshot_id bigint, parent_id bigint, "
+                           "operation string, manifest_list string, summary map<string,string>")
 
     def _history(self, snap):
-        df = local_dataframe(self.spark, [tuple(r.values()) for r in history_rows(self.m)],
-                             "made_current_at bigint, snapshot_id bigint, parent_id bigint, "
-                             "is_current_ancestor boolean")
-        return self._ts(df, "made_current_at")
+        return self._local([(r["made_current_at"] * 1000, *list(r.values())[1:]) for r in history_rows(self.m)],
+                           "made_current_at timestamp, snapshot_id bigint, parent_id bigint, "
+                           "is_current_ancestor boolean")
 
     def _refs(self, snap):
-        return local_dataframe(self.spark, [tuple(r.values()) for r in refs_rows(self.m)],
-                               "name string, type string, snapshot_id bigint, max_reference_age_in_ms bigint, "
+        return self._local([tuple(r.values()) for r in refs_rows(self.m)],
+                           "name string, type string, snapshot_id bigint, max_reference_age_in_ms bigint, "
                                "min_snapshots_to_keep int, max_snapshot_age_in_ms bigint")
 
     def _metadata_log_entries(self, snap):
@@ -498,11 +519,10 @@ class MetadataTables:
         rows = []
         for ts, path in entries:
             s = self._snapshot_as_of(ts)
-            rows.append((ts, path, s.snapshot_id if s else None, s.schema_id if s else None,
+            rows.append((ts * 1000, path, s.snapshot_id if s else None, s.schema_id if s else None,
                          (s.sequence_number or 0) if s else None))
-        df = local_dataframe(self.spark, rows, "timestamp bigint, file string, latest_snapshot_id bigint, "
-                                               "latest_schema_id int, latest_sequence_number bigint")
-        return self._ts(df, "timestamp")
+        return self._local(rows, "timestamp timestamp, file string, latest_snapshot_id bigint, "
+                                 "latest_schema_id int, latest_sequence_number bigint")
 
     def _snapshot_as_of(self, ts: int) -> Snapshot | None:
         found = None
@@ -513,9 +533,9 @@ class MetadataTables:
 
     # --- partitions and position deletes ----------------------------------------------------------------
     def _partitions(self, snap):
-        df = self._raw_entries(self._manifests_of(snap), ("status", "snapshot_id", "content", "spec_id", "partition",
-                                                          "record_count", "file_size_in_bytes"))
-        df = df.filter(F.col("status") != 2)
+        df, _ = self._raw_entries(self._manifests_of(snap), ("status", "snapshot_id", "content", "spec_id",
+                                                             "partition", "record_count", "file_size_in_bytes"),
+                                  live=(0, 1, 2))
         times = local_dataframe(self.spark, [(s.snapshot_id, s.timestamp_ms) for s in self.m.snapshots],
                                 "snapshot_id bigint, _ts bigint")
         df = df.join(F.broadcast(times), "snapshot_id", "left")
@@ -558,8 +578,8 @@ class MetadataTables:
         wanted = ("file_path", "file_format", "spec_id", "partition", "referenced_data_file", "content_offset",
                   "content_size_in_bytes")
         deletes = (self._raw_entries([m for m in self._manifests_of(snap) if m.content != MANIFEST_DATA],
-                                     ("status", "content", *wanted))
-                   .filter((F.col("status") != 2) & (F.col("content") == 1)).select(*wanted).collect())
+                                     ("status", "content", *wanted), live=(1,))[0]
+                   .select(*wanted).collect())
         row_type = to_spark_read_field(row_field).dataType
         parted = bool(self.layout.slots)
         out_cols = ["file_path", "pos", "row"] + (["partition"] if parted else []) + ["spec_id", "delete_file_path"] \
@@ -605,3 +625,8 @@ class MetadataTables:
         return df.select("file_path", "pos", "row", *partition, "spec_id",
                          F.col("_df_path").alias("delete_file_path"),
                          *(["content_offset", "content_size_in_bytes"] if v3 else [])).select(*out_cols)
+
+
+def _counted(df: DataFrame, rows: int | None) -> DataFrame:
+    """``df``, counted without a Spark job when its rows are known (:func:`with_known_count`)."""
+    return df if rows is None else with_known_count(df, rows)

@@ -94,6 +94,29 @@ def _rows(df) -> list[str]:
     return sorted(repr(tuple(r)) for r in df.collect())
 
 
+def _python_stage(df) -> bool:
+    """Whether ``df``'s plan runs a Python stage (``mapInArrow``)."""
+    return "MapInArrow" in df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_tables_of_entries_decoded_on_the_driver_equal_those_a_python_stage_decodes(table, monkeypatch):
+    """A small table's manifests are decoded on the driver (``DRIVER_ENTRIES``), a large one's by a Python stage:
+    every metadata table is the same either way, every column and a few."""
+    import sparkberg.inspect as inspect_
+    of_entries = ("entries", "all_entries", "files", "data_files", "delete_files", "all_files", "all_data_files",
+                  "all_delete_files", "partitions")
+    driver = {name: table.metadata_table(name) for name in METADATA_TABLES}
+    assert not any(_python_stage(driver[name]) for name in of_entries)
+    monkeypatch.setattr(inspect_, "DRIVER_ENTRIES", -1)
+    for name in METADATA_TABLES:
+        staged = table.metadata_table(name)
+        assert name not in of_entries or _python_stage(staged), name
+        assert staged.schema == driver[name].schema, name
+        assert _rows(staged) == _rows(driver[name]), name
+        cols = staged.columns[:2]
+        assert _rows(table.metadata_table(name, columns=cols)) == _rows(driver[name].select(*cols)), name
+
+
 def test_a_table_of_some_columns_holds_what_the_whole_table_holds_of_them(table):
     """``columns=``: the rows of those columns, in the order given, for every table and a column or none of each
     (the tables of files and entries then decode only those: nothing of the metrics for ``file_path``)."""
@@ -146,3 +169,29 @@ def test_sql_reads_of_a_metadata_table_decode_the_columns_the_query_names(spark,
         assert calls == [(query.split("db.mt.")[1].split()[0].rstrip(")"), columns)], query
         if expected is not None:
             assert sorted(map(repr, map(tuple, got))) == sorted(map(repr, map(tuple, expected))), query
+
+
+def test_a_count_of_a_metadata_table_made_on_the_driver_runs_no_spark_job(spark, warehouse, table):
+    """``SELECT count(*) FROM ns.t.<metadata table>``: the rows the driver made the table of, where it made it
+    (EXPLAIN says so); the same count as Spark's of every metadata table."""
+    import sparkberg.inspect as inspect_
+    cat = sparkberg.catalog(spark, warehouse)
+    for name in METADATA_TABLES:
+        query = f"SELECT count(*), count(1) AS n FROM db.mt.{name}"
+        want = table.metadata_table(name).toDF(*table.metadata_table(name).columns).count()
+        got = sparkberg.sql(spark, query, catalog=cat)
+        assert got.columns == ["count(1)", "n"] and tuple(got.first()) == (want, want), name
+        explained = sparkberg.sql(spark, f"EXPLAIN {query}", catalog=cat).first()[0]
+        driver = name not in ("partitions", "position_deletes")
+        assert (f"count of db.mt.{name}: its {want} rows, made on the driver" in explained) == driver, explained
+    filtered = sparkberg.sql(spark, "SELECT count(*) FROM db.mt.files WHERE content = 0", catalog=cat).first()[0]
+    assert filtered == table.metadata_table("files").where("content = 0").count()
+    big = inspect_.DRIVER_ENTRIES
+    try:
+        inspect_.DRIVER_ENTRIES = -1  # (decoded by a Python stage: Spark counts)
+        assert "count of db.mt.files: by Spark" in sparkberg.sql(
+            spark, "EXPLAIN SELECT count(*) FROM db.mt.files", catalog=cat).first()[0]
+        assert sparkberg.sql(spark, "SELECT count(*) FROM db.mt.files", catalog=cat).first()[0] == \
+            table.metadata_table("files").count()
+    finally:
+        inspect_.DRIVER_ENTRIES = big

@@ -312,7 +312,7 @@ class EntryDecoder:
                 flush()
                 entries = size = 0
             batch.append((mf, ordinal, io))
-            entries += _entry_count(mf)
+            entries += entry_count(mf)
             size += mf.manifest_length
         flush()
         parts = by_threads(lambda unit: unit(), units, threads if self.cache is None else 1)
@@ -510,7 +510,9 @@ def _read_all(manifests: list[tuple[ManifestFile, int, FileIO]]) -> list[bytes]:
     return io.read_all([mf.manifest_path for mf, _, _ in manifests])
 
 
-def _entry_count(mf: ManifestFile) -> int:
+def entry_count(mf: ManifestFile) -> int:
+    """How many entries the manifest holds: the manifest list's counts, else a guess from its size (64 bytes
+    an entry)."""
     known = known_entries(mf)
     return mf.manifest_length // 64 if known is None else known
 
@@ -535,7 +537,7 @@ def manifest_groups(manifests: Iterable[tuple[ManifestFile, int, FileIO]]
     entries = 0
     for item in manifests:
         group.append(item)
-        entries += _entry_count(item[0])
+        entries += entry_count(item[0])
         if entries >= BATCH_ENTRIES:
             yield group
             group, entries = [], 0

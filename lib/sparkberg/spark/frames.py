@@ -51,10 +51,10 @@ def arrow_dataframe(spark, table: pa.Table, ddl: str | StructType, rows: Callabl
 
 def local_dataframe(spark, rows: Sequence[Sequence[Any]], schema: str | StructType) -> DataFrame:
     """Rows made on the driver (tuples, in the columns' order; timestamps as zone-aware datetimes, which Arrow
-    takes as UTC when naive) as a DataFrame of ``schema`` (DDL or a StructType), through Arrow
-    (:func:`arrow_dataframe`): Spark holds them as a local relation, which it reads and broadcasts on the driver.
-    PySpark's ``createDataFrame`` of Python rows pickles them into an RDD instead, which a Python worker unpickles
-    in a Spark job each time the DataFrame is read."""
+    takes as UTC when naive, or as ints of microseconds) as a DataFrame of ``schema`` (DDL or a StructType),
+    through Arrow (:func:`arrow_dataframe`): Spark holds them as a local relation, which it reads and broadcasts on
+    the driver. PySpark's ``createDataFrame`` of Python rows pickles them into an RDD instead, which a Python
+    worker unpickles in a Spark job each time the DataFrame is read."""
     import pyarrow as pa
     from sparkberg.arrays import from_python  # (it imports pyarrow: put off, as this module puts off its own)
 
@@ -62,7 +62,7 @@ def local_dataframe(spark, rows: Sequence[Sequence[Any]], schema: str | StructTy
     arrow = arrow_schema(struct)
     columns = list(zip(*rows)) if rows else [() for _ in arrow]
     table = pa.Table.from_arrays([from_python(c, f.type) for c, f in zip(columns, arrow)], schema=arrow)
-    return arrow_dataframe(spark, table, struct, rows=lambda: [tuple(r) for r in rows])
+    return arrow_dataframe(spark, table, struct)
 
 
 _COUNTED: dict[type, type] = {}
@@ -116,6 +116,12 @@ def counted_dataframe(spark, make: Callable[[], DataFrame], rows: int) -> DataFr
     df = object.__new__(cls)
     df.__dict__.update(_sparkberg_make=make, _sparkberg_rows=rows)
     return df
+
+
+def known_count(df: DataFrame) -> int | None:
+    """How many rows ``df`` has when that is known without a Spark job (:func:`with_known_count`,
+    :func:`counted_dataframe`), else None."""
+    return df.__dict__.get("_sparkberg_rows")
 
 
 def _known_count(self) -> int:

@@ -9,6 +9,7 @@ unknown -> NULL (VOID), variant -> VARIANT where PySpark has it (4.0+). Types Sp
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 from typing import Any
@@ -284,7 +285,13 @@ def parse_type(spark: Any, text: str) -> I.IcebergType:
 
 def parse_ddl(spark: Any, ddl: str) -> T.StructType:
     """The columns a Spark DDL string describes (``"id bigint, v string"``), on any session; a clear error
-    otherwise."""
+    otherwise. The same string gives the same object, not to be changed: parsing is a call into the JVM (or the
+    Connect server), which every DataFrame sparkberg makes on the driver, a metadata table's, would pay again."""
+    return _parsed_ddl(ddl)
+
+
+@functools.lru_cache(maxsize=256)  # (a process's DDL strings: sparkberg's own, and the few its caller names)
+def _parsed_ddl(ddl: str) -> T.StructType:
     try:
         if hasattr(T.StructType, "fromDDL"):
             parsed = T.StructType.fromDDL(ddl)

@@ -23,7 +23,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from sparkberg.errors import StatementFailedError, ValidationError
 from sparkberg.expressions.sql import Filter
-from sparkberg.spark.frames import local_dataframe
+from sparkberg.spark.frames import known_count, local_dataframe
 from sparkberg.catalog.config import conf_properties
 from sparkberg.spark.session import session_conf, session_setting
 from sparkberg.sql import ddl, procedures, view_ddl
@@ -136,6 +136,11 @@ def _command(names: Names, statement: Statement, tree: exp.Command) -> Any:
         aggregated = _aggregate_target(names, parse(inner))
         if aggregated is not None:  # (aggregates the table answers from its manifests where they can: say how)
             found, condition, items = aggregated
+            if found.metadata_table is not None:
+                rows = known_count(found.table.metadata_table(found.metadata_table, columns=[]))
+                text = f"count of {found.label}: " + (f"its {rows} rows, made on the driver" if rows is not None
+                                                        else "by Spark")
+                return local_dataframe(names.spark, [(f"== sparkberg ==\n{text}",)], "plan string")
             text = found.table.explain_aggregates([(kind, column) for kind, column, _ in items], condition)
             if "from its manifests" in text or all(kind == "count" for kind, _, _ in items):
                 return local_dataframe(names.spark, [(f"== sparkberg ==\n{text}",)], "plan string")
@@ -173,12 +178,19 @@ _NOT_AN_AGGREGATE = ("joins", "group", "having", "order", "limit", "offset", "di
 def _aggregate(names: Names, tree: exp.Expr) -> Any:
     """``SELECT count(*), min(c), max(c) FROM ns.t [WHERE ...]`` (any of them, over one sparkberg table's current
     snapshot, no join, grouping or subquery) answered from the manifests where they hold the answer
-    (:meth:`~sparkberg.Table.aggregates_from_manifests`), a count alone by :meth:`~sparkberg.Table.count`; None
-    for any other statement, and for minimums and maximums only the rows can give (Spark runs the query)."""
+    (:meth:`~sparkberg.Table.aggregates_from_manifests`), a count alone by :meth:`~sparkberg.Table.count`, and
+    ``SELECT count(*) FROM ns.t.files`` (any metadata table, no filter) where the driver made the table and knows
+    its rows; None for any other statement, and for minimums and maximums only the rows can give (Spark runs the
+    query)."""
     aggregated = _aggregate_target(names, tree)
     if aggregated is None:
         return None
     found, condition, items = aggregated
+    if found.metadata_table is not None:  # (a metadata table made on the driver knows its rows; else Spark counts)
+        n = known_count(found.table.metadata_table(found.metadata_table, columns=[]))
+        if n is None:
+            return None
+        return local_dataframe(names.spark, [(n,) * len(items)], ", ".join(f"`{name}` bigint" for _, _, name in items))
     if all(kind == "count" for kind, _, _ in items):
         n = found.table.count(condition)
         return local_dataframe(names.spark, [(n,) * len(items)], ", ".join(f"`{name}` bigint" for _, _, name in items))
@@ -219,9 +231,10 @@ def _aggregate_target(names: Names, tree: exp.Expr) -> tuple[Any, Any, list[tupl
         kind = "min" if isinstance(aggregate, exp.Min) else "max"
         items.append((kind, column.name, item.alias if isinstance(item, exp.Alias) else f"{kind}({column.name})"))
     found = names.resolve(parts_of(node))
-    if found is None or found.metadata_table is not None or found.ref is not None:
-        return None
     where = tree.args.get("where")
+    if found is None or found.ref is not None or found.metadata_table is not None and (
+            where is not None or any(kind != "count" for kind, _, _ in items)):
+        return None
     if where is not None and where.find(exp.Subquery, exp.Select):
         return None
     condition = None if where is None else filter_of(_unqualified(where.this, qualifiers))
