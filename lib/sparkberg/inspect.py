@@ -9,7 +9,7 @@ Deliberate differences from Iceberg Java are listed in :data:`DIFFERENCES`.
 """
 from __future__ import annotations
 
-from typing import Any, Collection, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +31,7 @@ from sparkberg.read.columns import read_files
 from sparkberg.read.formats import path_key
 from sparkberg.read.positions import DVDecoder
 from sparkberg.spark.frames import (
-    arrow_dataframe, counted_dataframe, known_count, local_dataframe, map_in_arrow, with_known_count,
+    arrow_dataframe, counted_dataframe, known_count, local_dataframe, map_in_arrow,
 )
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, to_spark_read_field, to_spark_type
@@ -376,7 +376,7 @@ class MetadataTables:
         picked = [by_lower[c.lower()] for c in columns]
         if df is None:
             df = build(snap, frozenset(picked))
-        return _counted(df.select(*picked), known_count(df))
+        return self._counted(lambda: df.select(*picked), known_count(df))
 
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
         if snapshot_id is None:
@@ -400,22 +400,28 @@ class MetadataTables:
         return out
 
     def _raw_entries(self, manifests: Sequence[ManifestFile], columns: Collection[str],
-                     live: Sequence[int] | None = None) -> tuple[DataFrame, int | None]:
-        """The entries of ``manifests`` with ``columns`` (:class:`MetadataDecoder`'s), deleted ones included, or
-        with ``live`` only the live ones of those contents (``columns`` then has ``status`` and ``content``); and
-        their number when the driver decoded them (None: Spark counts them)."""
+                     live: Sequence[int] | None = None) -> tuple[Callable[[], DataFrame], int | None]:
+        """What makes the DataFrame of the entries of ``manifests`` with ``columns`` (:class:`MetadataDecoder`'s),
+        deleted ones included, or with ``live`` only the live ones of those contents (``columns`` then has
+        ``status`` and ``content``); and their number when the driver decoded them (None: Spark counts them)."""
         decoder = MetadataDecoder(self.layout, self.m.current_schema, self.io, columns)
         if not manifests:
-            return local_dataframe(self.spark, [], decoder.ddl), 0
+            return (lambda: local_dataframe(self.spark, [], decoder.ddl)), 0
         if sum(entry_count(mf) for mf in manifests) > DRIVER_ENTRIES:
-            df = entries_df(self.spark, manifests, decoder)
-            return (df if live is None else df.filter((F.col("status") != 2) & F.col("content").isin(list(live))),
-                    None)
+            def staged() -> DataFrame:
+                df = entries_df(self.spark, manifests, decoder)
+                return df if live is None else df.filter((F.col("status") != 2) & F.col("content").isin(list(live)))
+            return staged, None
         table = decoder.load_many([(mf, i, self.io) for i, mf in enumerate(manifests)], DRIVER_THREADS)
         if live is not None:
             table = table.filter(pc.and_(pc.not_equal(table["status"], 2),
                                          pc.is_in(table["content"], pa.array(live, table["content"].type))))
-        return arrow_dataframe(self.spark, table, decoder.ddl), table.num_rows
+        return (lambda: arrow_dataframe(self.spark, table, decoder.ddl)), table.num_rows
+
+    def _counted(self, make: Callable[[], DataFrame], rows: int | None) -> DataFrame:
+        """``make()``, or where its rows are known, a DataFrame counted without being made
+        (:func:`counted_dataframe`)."""
+        return make() if rows is None else counted_dataframe(self.spark, make, rows)
 
     def _file_columns(self) -> list[str]:
         return entry_table_columns(self.m, "files")
@@ -436,14 +442,15 @@ class MetadataTables:
 
     def _entries_table(self, manifests, picked: Collection[str] = ENTRIES_COLUMNS) -> DataFrame:
         data_file = [c for c in self._file_columns() if c != "readable_metrics"] if "data_file" in picked else []
-        df, rows = self._raw_entries(manifests, {*picked, *data_file} - {"data_file"})
-        return _counted(df.select(*[F.struct(*self._data_file(data_file)).alias("data_file") if c == "data_file"
-                                    else c for c in ENTRIES_COLUMNS if c in picked]), rows)
+        make, rows = self._raw_entries(manifests, {*picked, *data_file} - {"data_file"})
+        return self._counted(lambda: make().select(*[F.struct(*self._data_file(data_file)).alias("data_file")
+                                                     if c == "data_file" else c
+                                                     for c in ENTRIES_COLUMNS if c in picked]), rows)
 
     def _files_table(self, manifests, content: Sequence[int], picked: Collection[str] | None = None) -> DataFrame:
         picked = self._file_columns() if picked is None else picked
-        df, rows = self._raw_entries(manifests, {"status", "content", *picked}, live=content)
-        return _counted(df.select(*self._data_file(picked)), rows)
+        make, rows = self._raw_entries(manifests, {"status", "content", *picked}, live=content)
+        return self._counted(lambda: make().select(*self._data_file(picked)), rows)
 
     def _entries(self, snap, picked=ENTRIES_COLUMNS):
         return self._entries_table(self._manifests_of(snap), picked)
@@ -475,7 +482,7 @@ class MetadataTables:
         """A table made of the metadata on the driver, counted without being made (:func:`counted_dataframe`).
         Its timestamps are given as microseconds, the unit of its Arrow type: a column Spark converted from
         epoch millis would cost each query a projection, as much as the rows' conversion."""
-        return counted_dataframe(self.spark, lambda: local_dataframe(self.spark, rows, ddl), len(rows))
+        return self._counted(lambda: local_dataframe(self.spark, rows, ddl), len(rows))
 
     # --- manifests -----------------------------------------------------------------------------------
     MANIFESTS_DDL = ("content int, path string, length bigint, partition_spec_id int, added_snapshot_id bigint, "
@@ -533,9 +540,9 @@ class MetadataTables:
 
     # --- partitions and position deletes ----------------------------------------------------------------
     def _partitions(self, snap):
-        df, _ = self._raw_entries(self._manifests_of(snap), ("status", "snapshot_id", "content", "spec_id",
-                                                             "partition", "record_count", "file_size_in_bytes"),
-                                  live=(0, 1, 2))
+        df = self._raw_entries(self._manifests_of(snap), ("status", "snapshot_id", "content", "spec_id",
+                                                          "partition", "record_count", "file_size_in_bytes"),
+                               live=(0, 1, 2))[0]()
         times = local_dataframe(self.spark, [(s.snapshot_id, s.timestamp_ms) for s in self.m.snapshots],
                                 "snapshot_id bigint, _ts bigint")
         df = df.join(F.broadcast(times), "snapshot_id", "left")
@@ -578,7 +585,7 @@ class MetadataTables:
         wanted = ("file_path", "file_format", "spec_id", "partition", "referenced_data_file", "content_offset",
                   "content_size_in_bytes")
         deletes = (self._raw_entries([m for m in self._manifests_of(snap) if m.content != MANIFEST_DATA],
-                                     ("status", "content", *wanted), live=(1,))[0]
+                                     ("status", "content", *wanted), live=(1,))[0]()
                    .select(*wanted).collect())
         row_type = to_spark_read_field(row_field).dataType
         parted = bool(self.layout.slots)
@@ -626,7 +633,3 @@ class MetadataTables:
                          F.col("_df_path").alias("delete_file_path"),
                          *(["content_offset", "content_size_in_bytes"] if v3 else [])).select(*out_cols)
 
-
-def _counted(df: DataFrame, rows: int | None) -> DataFrame:
-    """``df``, counted without a Spark job when its rows are known (:func:`with_known_count`)."""
-    return df if rows is None else with_known_count(df, rows)

@@ -73,6 +73,13 @@ def main(metadata: str, expected: int, warehouse: str, s3_root: str | None = Non
     snaps = spark.sql("SELECT count(*) FROM connect_mor__snapshots").first()[0]
     assert snaps == len(cat.load_table("db.connect_mor").metadata.snapshots), snaps
     print("views follow writes over connect ok")
+    mt = cat.load_table("db.connect_mor")
+    files = mt.metadata_table("files", columns=["file_path", "content"]).collect()
+    live = [r["file_path"] for r in mt.plan_files().collect()]
+    assert sorted(r["file_path"] for r in files if r["content"] == 0) == sorted(live), files
+    counted = sparkberg.sql(spark, "SELECT count(*) FROM db.connect_mor.files", catalog=cat).first()[0]
+    assert counted == len(files) == mt.metadata_table("files").count(), (counted, len(files))
+    print("metadata tables decoded on the driver over connect ok")
     if _source_supported(spark):  # (4.1+: each query plans the view again, with its filters)
         wanted = {r["file_path"] for r in m.plan_files("id = 100").collect()}
         others = [r["file_path"] for r in m.plan_files().collect() if r["file_path"] not in wanted]
