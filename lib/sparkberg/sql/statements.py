@@ -179,17 +179,18 @@ def _aggregate(names: Names, tree: exp.Expr) -> Any:
     """``SELECT count(*), min(c), max(c) FROM ns.t [WHERE ...]`` (any of them, over one sparkberg table's current
     snapshot, no join, grouping or subquery) answered from the manifests where they hold the answer
     (:meth:`~sparkberg.Table.aggregates_from_manifests`), a count alone by :meth:`~sparkberg.Table.count`, and
-    ``SELECT count(*) FROM ns.t.files`` (any metadata table, no filter) where the driver made the table and knows
-    its rows; None for any other statement, and for minimums and maximums only the rows can give (Spark runs the
-    query)."""
+    ``SELECT count(*) FROM ns.t.files`` (any metadata table, no filter) by the rows the driver made the table of
+    or Spark's count of it; None for any other statement, and for minimums and maximums only the rows can give
+    (Spark runs the query)."""
     aggregated = _aggregate_target(names, tree)
     if aggregated is None:
         return None
     found, condition, items = aggregated
     if found.metadata_table is not None:  # (a metadata table made on the driver knows its rows; else Spark counts)
-        n = known_count(found.table.metadata_table(found.metadata_table, columns=[]))
+        df = found.table.metadata_table(found.metadata_table, columns=[])
+        n = known_count(df)
         if n is None:
-            return None
+            n = df.count()
         return local_dataframe(names.spark, [(n,) * len(items)], ", ".join(f"`{name}` bigint" for _, _, name in items))
     if all(kind == "count" for kind, _, _ in items):
         n = found.table.count(condition)
