@@ -80,6 +80,20 @@ def main(metadata: str, expected: int, warehouse: str, s3_root: str | None = Non
     counted = sparkberg.sql(spark, "SELECT count(*) FROM db.connect_mor.files", catalog=cat).first()[0]
     assert counted == len(files) == mt.metadata_table("files").count(), (counted, len(files))
     print("metadata tables decoded on the driver over connect ok")
+    v3 = cat.create_table("db.connect_v3", "id bigint, ts timestamp_ns, g geometry, v variant",
+                          properties={"format-version": "3"})
+    v3.append(spark.sql("SELECT 1L AS id, TIMESTAMP_NTZ'2024-01-01 00:00:00.123456' AS ts, "
+                        "X'0101000000000000000000F03F0000000000000040' AS g, parse_json('{\"a\": 7}') AS v "
+                        "UNION ALL SELECT 2L, NULL, NULL, parse_json('[1, 2]')"))
+    with v3.update_schema() as u:
+        u.add_column("u", "unknown")
+    v3 = cat.load_table("db.connect_v3")
+    rows = sorted(v3.to_df().selectExpr("id", "CAST(ts AS string)", "hex(g)", "to_json(v)", "u").collect())
+    assert [tuple(r) for r in rows] == [(1, "2024-01-01 00:00:00.123456",
+                                        "0101000000000000000000F03F0000000000000040", '{"a":7}', None),
+                                       (2, None, None, "[1,2]", None)], rows
+    assert [r[0] for r in v3.to_df().where("variant_get(v, '$.a', 'int') = 7").select("id").collect()] == [1]
+    print("format v3 types over connect ok")
     if _source_supported(spark):  # (4.1+: each query plans the view again, with its filters)
         wanted = {r["file_path"] for r in m.plan_files("id = 100").collect()}
         others = [r["file_path"] for r in m.plan_files().collect() if r["file_path"] not in wanted]

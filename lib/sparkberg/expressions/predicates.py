@@ -358,6 +358,9 @@ def _bind_predicate(e: Predicate, schema: T.Schema, case_sensitive: bool) -> Bou
         if f.required and e.op == "not_null":
             return TRUE
         return BoundPredicate(e.op, f.field_id, t, None, e.term)
+    if isinstance(t, (T.GeometryType, T.GeographyType)):  # (their bounds are boxes: no order to compare with)
+        raise ValidationError(f"cannot filter column {e.term!r} of type {t} by {e.op}: a geometry or geography "
+                              f"column is filtered only by IS NULL or IS NOT NULL")
     if e.op in ("starts_with", "not_starts_with") and t != T.STRING:
         raise ValidationError(f"{e.op} needs a string column, {e.term!r} is {t}")
     if e.op in SET:

@@ -22,6 +22,7 @@ from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import FileIO, to_local_path
 from sparkberg.format import types as T
 from sparkberg.format.manifests import DataFile
+from sparkberg.format.geo import GeoBox
 from sparkberg.format.partitioning import PartitionSpec
 from sparkberg.format.properties import compression, target_file_size
 from sparkberg.format.values import to_bytes
@@ -167,6 +168,9 @@ class ColumnStats:
         self.nans = 0
         self.lower: Any = None
         self.upper: Any = None
+        # a geometry's bounds are its bounding box's corners, whatever the mode keeping bounds (a truncated corner
+        # would be no point); a geography's are not kept (format/geo.py says why)
+        self.box = GeoBox() if isinstance(field.field_type, T.GeometryType) else None
 
     def update(self, arr: pa.Array) -> None:
         t = self.field.field_type
@@ -175,6 +179,9 @@ class ColumnStats:
         if self.mode[0] in ("none", "counts"):
             if t in (T.FLOAT, T.DOUBLE) and self.mode[0] == "counts":
                 self.nans += int(pc.sum(pc.is_nan(arr)).as_py() or 0)
+            return
+        if self.box is not None:
+            self.box.update(arr)
             return
         if t == T.UUID:  # bounds are the 16 bytes, ordered as unsigned bytes (spec Appendix D)
             if not pa.types.is_fixed_size_binary(arr.type) and not isinstance(arr.type, pa.BaseExtensionType):
@@ -207,6 +214,8 @@ class ColumnStats:
 
     def bounds(self) -> tuple[bytes | None, bytes | None]:
         t = self.field.field_type
+        if self.box is not None and self.mode[0] not in ("none", "counts"):
+            return self.box.bounds() or (None, None)
         if self.lower is None or self.mode[0] in ("none", "counts"):
             return None, None
         lo, hi = self.lower, self.upper
@@ -258,8 +267,8 @@ class FileWriter:
                             if isinstance(f.field_type, T.VariantType)}
         self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive and f.field_type != T.UNKNOWN]
         self.metrics_modes = {f.name: metrics_mode(self.properties, f.name) for f in self.stat_fields}
-        for f in self.stat_fields:  # (bounds of geometry and geography are bounding boxes: not kept, counts are)
-            if isinstance(f.field_type, (T.GeometryType, T.GeographyType)) and self.metrics_modes[f.name][0] != "none":
+        for f in self.stat_fields:  # (a geography's bounds are not kept: format/geo.py says why; counts are)
+            if isinstance(f.field_type, T.GeographyType) and self.metrics_modes[f.name][0] != "none":
                 self.metrics_modes[f.name] = ("counts", 0)
         self.ptype = spec.partition_type(schema)
         self.key_columns = key_columns
