@@ -59,8 +59,8 @@ def _spark4(*args: str) -> str:
     return out.stdout
 
 
-def _ours(rest, table: str = "db.v3") -> tuple[str, dict[int, tuple]]:
-    out = _spark4(rest.uri, table, "read").splitlines()
+def _ours(rest, table: str = "db.v3", mode: str = "read") -> tuple[str, dict[int, tuple]]:
+    out = _spark4(rest.uri, table, mode).splitlines()
     schema = next(x for x in out if x.startswith("SCHEMA "))[len("SCHEMA "):]
     rows = json.loads(next(x for x in out if x.startswith("ROWS "))[len("ROWS "):])
     return schema, {r[0]: (None if r[1] is None else json.loads(r[1]), r[2], *r[3:]) for r in rows}
@@ -80,6 +80,19 @@ def test_sparkberg_reads_duckdb_s_variant_and_nanoseconds_as_duckdb_does(duck_v3
         assert ours[i][0] == v, i
         assert ours[i][1] == (None if ns is None else ns // 1000), i  # (floored: -1 ns is the microsecond before)
     assert ours[0][1] == -1 and ours[1][1] == 0 and ours[2][1] == theirs[2][1] // 1000
+
+
+def test_sparkberg_s_arrow_reader_unshreds_duckdb_s_variants_as_duckdb_reads_them(duck_v3):
+    """sparkberg's Arrow reader (tables on object stores) rebuilds each row's variant from DuckDB's shredded
+    columns, and floors the nanoseconds, as Spark's Parquet reader does."""
+    con, rest, _ = duck_v3
+    schema, ours = _ours(rest, mode="read-arrow")
+    assert schema == "struct<id:bigint,v:variant,ts:timestamp_ntz>"
+    theirs = _duck_rows(con)
+    assert set(ours) == set(theirs)
+    for i, (v, ns) in theirs.items():
+        assert ours[i][0] == v, (i, ours[i][0], v)
+        assert ours[i][1] == (None if ns is None else ns // 1000), i
 
 
 def test_duckdb_reads_what_sparkberg_appends_with_day_partitions_and_nanosecond_bounds(duck_v3, java):

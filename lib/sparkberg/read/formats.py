@@ -15,6 +15,7 @@ nested fields too) for the SQL views' data source (:mod:`sparkberg.read.arrow`).
 """
 from __future__ import annotations
 
+import struct
 import uuid
 from decimal import Decimal
 from typing import Any, Callable, Iterator, Sequence
@@ -28,6 +29,7 @@ from sparkberg.errors import MissingFileError, NotSupportedError, ValidationErro
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.types import arrow_schema
 from sparkberg.format import types as T
+from sparkberg.format.variant import unshred
 
 ORC_ID = b"iceberg.id"
 PARQUET_ID = b"PARQUET:field_id"
@@ -75,11 +77,12 @@ def _cast(array: pa.Array, ice: T.IcebergType, target: pa.DataType, where: str) 
         # toward zero, which puts -1 ns at the epoch)
         values, valid = int_values(array)
         return from_numpy(np.floor_divide(values, 1000), target, valid)
-    if isinstance(ice, T.VariantType) and pa.types.is_struct(array.type):
-        if array.type.get_field_index("typed_value") >= 0:
-            raise NotSupportedError(f"{where}: the variant is shredded (typed_value), which sparkberg's Arrow "
-                                    "reader (tables on object stores) does not read yet; Spark's Parquet reader "
-                                    "does (a table on a file system Spark reads)")
+    if isinstance(ice, T.VariantType) and pa.types.is_struct(array.type) and \
+            array.type.get_field_index("typed_value") >= 0:
+        try:
+            array = unshred(array)  # (shredded by its writer: each row's variant rebuilt)
+        except (ValidationError, ValueError, IndexError, struct.error) as e:
+            raise ValidationError(f"{where}: a shredded variant that is not as the spec stores one: {e}") from None
     try:
         return array.cast(target, safe=not pa.types.is_timestamp(target))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
