@@ -30,10 +30,6 @@ _EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
 _SLOTS = {(False, False): (0, 1), (True, False): (0, 1, 2), (False, True): (0, 1, 3), (True, True): (0, 1, 2, 3)}
 
 
-class NotWKB(ValueError):
-    """A value this module cannot read as WKB."""
-
-
 class GeoBox:
     """The bounding box of the ``geometry`` values given to :meth:`update`, per dimension (x, y, z, m)."""
 
@@ -55,7 +51,7 @@ class GeoBox:
             if not _points_2d(values, self):
                 for v in values.drop_null().to_pylist():
                     _read(memoryview(v), 0, self, depth=0)
-        except (NotWKB, struct.error, ValueError):
+        except (struct.error, ValueError):  # (a value that is not WKB, or a kind not read)
             self.readable = False
 
     def take(self, coords: np.ndarray, slots: Sequence[int]) -> None:
@@ -109,9 +105,9 @@ def _points_2d(values: pa.Array, box: GeoBox) -> bool:
 def _read(buf: memoryview, at: int, box: GeoBox, depth: int) -> int:
     """Read one WKB geometry at ``at`` into ``box``; where it ends."""
     if depth > 64:
-        raise NotWKB("geometry nested too deep")
+        raise ValueError("geometry nested too deep")
     if at + 5 > len(buf) or buf[at] not in (0, 1):
-        raise NotWKB("no WKB byte order")
+        raise ValueError("no WKB byte order")
     order = "<" if buf[at] == 1 else ">"
     kind, = struct.unpack_from(order + "I", buf, at + 1)
     at += 5
@@ -121,7 +117,7 @@ def _read(buf: memoryview, at: int, box: GeoBox, depth: int) -> int:
     kind &= 0x0FFFFFFF
     iso, kind = divmod(kind, 1000)
     if iso > 3:
-        raise NotWKB(f"WKB type {iso * 1000 + kind}")
+        raise ValueError(f"WKB type {iso * 1000 + kind}")
     has_z, has_m = has_z or iso in (1, 3), has_m or iso in (2, 3)
     dims = 2 + has_z + has_m
     slots = _SLOTS[(has_z, has_m)]
@@ -129,7 +125,7 @@ def _read(buf: memoryview, at: int, box: GeoBox, depth: int) -> int:
     def points(at: int, n: int) -> int:
         end = at + 8 * dims * n
         if end > len(buf):
-            raise NotWKB("WKB ends inside its coordinates")
+            raise ValueError("WKB ends inside its coordinates")
         box.take(np.frombuffer(buf, order + "f8", dims * n, at).reshape(n, dims), slots)
         return end
 
@@ -152,4 +148,4 @@ def _read(buf: memoryview, at: int, box: GeoBox, depth: int) -> int:
         for _ in range(parts):
             at = _read(buf, at, box, depth + 1)
         return at
-    raise NotWKB(f"WKB geometry type {kind} (curves are not read)")
+    raise ValueError(f"WKB geometry type {kind} (curves are not read)")

@@ -38,11 +38,15 @@ def arrow_dataframe(spark, table: pa.Table, ddl: str | StructType, rows: Callabl
     """An Arrow table built on the driver as a DataFrame of ``ddl`` (DDL or a StructType): the table itself
     where PySpark takes one (4.x; several times faster than row by row), on a classic PySpark 3.5 session its
     Arrow batches, else its rows (``rows()`` when given: dicts or tuples built for this schema, so unverified)."""
+    import pyarrow as pa
     import pyspark
+    # (one chunk: PySpark 4.3 returned no rows for a table concatenated from empty and non-empty tables, and
+    # fails on a nested column of no chunk, which an empty table can have)
+    table = table.combine_chunks() if table.num_rows else \
+        pa.Table.from_arrays([pa.array([], f.type) for f in table.schema], schema=table.schema)
     if int(pyspark.__version__.split(".")[0]) >= 4:
-        # (one chunk: PySpark 4.3 returned no rows for a table concatenated from empty and non-empty tables)
-        return spark.createDataFrame(table.combine_chunks(), ddl)
-    df = arrow_dataframe_35(spark, table.combine_chunks(), ddl)
+        return spark.createDataFrame(table, ddl)
+    df = arrow_dataframe_35(spark, table, ddl)
     if df is not None:
         return df
     # (PySpark's per-value verification would double the cost)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pyspark.sql import types as T
 
+from sparkberg import state
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.format import types as I
 
@@ -303,3 +304,6 @@ def _parsed_ddl(ddl: str) -> T.StructType:
     if not isinstance(parsed, T.StructType):
         raise ValidationError(f"schema DDL {ddl!r} must describe columns, like 'id bigint, v string'")
     return parsed
+
+
+state.register("sparkberg.spark.types._parsed_ddl", "256 DDL strings", _parsed_ddl.cache_clear)
