@@ -367,6 +367,8 @@ class MetadataTables:
         shown, df = entry_table_columns(self.m, name), None
         if shown is None:
             df = build(snap)
+            if not columns:  # (a count: no column to find, so the table need not be made to know them)
+                return self._counted(lambda: df.select(), known_count(df))
             shown = df.columns
         by_lower = {c.lower(): c for c in shown}
         unknown = [c for c in columns if c.lower() not in by_lower]
@@ -514,7 +516,7 @@ class MetadataTables:
     def _refs(self, snap):
         return self._local([tuple(r.values()) for r in refs_rows(self.m)],
                            "name string, type string, snapshot_id bigint, max_reference_age_in_ms bigint, "
-                               "min_snapshots_to_keep int, max_snapshot_age_in_ms bigint")
+                           "min_snapshots_to_keep int, max_snapshot_age_in_ms bigint")
 
     def _metadata_log_entries(self, snap):
         entries = [(e.timestamp_ms, e.metadata_file) for e in self.m.metadata_log]

@@ -186,14 +186,13 @@ def _aggregate(names: Names, tree: exp.Expr) -> Any:
     if aggregated is None:
         return None
     found, condition, items = aggregated
-    if found.metadata_table is not None:  # (a metadata table made on the driver knows its rows; else Spark counts)
-        df = found.table.metadata_table(found.metadata_table, columns=[])
-        n = known_count(df)
-        if n is None:
-            n = df.count()
-        return local_dataframe(names.spark, [(n,) * len(items)], ", ".join(f"`{name}` bigint" for _, _, name in items))
     if all(kind == "count" for kind, _, _ in items):
-        n = found.table.count(condition)
+        if found.metadata_table is None:
+            n = found.table.count(condition)
+        else:  # (a metadata table made on the driver knows its rows; else Spark counts them)
+            df = found.table.metadata_table(found.metadata_table, columns=[])
+            n = known_count(df)
+            n = df.count() if n is None else n
         return local_dataframe(names.spark, [(n,) * len(items)], ", ".join(f"`{name}` bigint" for _, _, name in items))
     values = found.table.aggregates_from_manifests([(kind, column) for kind, column, _ in items], condition)
     if values is None:
