@@ -198,9 +198,11 @@ def unshred(array: pa.StructArray) -> pa.StructArray:
     (``metadata``, ``value``), row for row; a null row stays null."""
     n = len(array)
     metadata = array.field("metadata").to_pylist() if n else []
-    dictionaries: dict[bytes, list[str]] = {}
-    keys = [None if m is None else dictionaries.get(m) or dictionaries.setdefault(m, metadata_keys(m))
-            for m in metadata]
+    dictionaries: dict[bytes, list[str]] = {}  # (rows share a few: each parsed once, an empty one too)
+    for m in metadata:
+        if m is not None and m not in dictionaries:
+            dictionaries[m] = metadata_keys(m)
+    keys = [None if m is None else dictionaries[m] for m in metadata]
     trees = _group(array, keys)
     valid = array.is_valid().to_pylist()
     out_meta, out_value = [], []
