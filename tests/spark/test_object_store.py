@@ -284,3 +284,26 @@ def test_copy_on_write_overwrite_sql_statements_and_a_stream_on_s3(spark, s3, tm
     q.awaitTermination()
     assert q.exception() is None
     assert sorted(r.id for r in cat.load_table("db.t").to_df().collect()) == [2, 3, 4, 5, 6, 7, 100, 101, 102]
+
+
+def test_format_v3_types_on_s3(spark, s3, tmp_path):
+    """Nanosecond timestamps, geometry (its bounds a box) and variant columns written to S3 and read back by the
+    Arrow reader (which floors the nanoseconds and gives Spark the variants), credentials from properties only."""
+    import struct as st
+
+    from pyspark.sql import types as ST
+    bucket = s3.bucket("lake")
+    cat = sparkberg.catalog(spark, f"sqlite:///{tmp_path}/catalog.db", warehouse=f"{bucket}/wh",
+                            properties=s3.properties())
+    cat.create_namespace("db")
+    variant = hasattr(ST, "VariantType")
+    t = cat.create_table("db.v3", "id bigint, ts timestamp_ns, g geometry" + (", v variant" if variant else ""),
+                         properties={"format-version": "3"})
+    point = st.pack("<BI2d", 1, 1, 3.0, -4.0)  # (POINT (3 -4), little-endian WKB)
+    t = t.append(spark.sql("SELECT 1L AS id, TIMESTAMP_NTZ'1969-12-31 23:59:59.999999' AS ts, "
+                           f"X'{point.hex()}' AS g" + (", parse_json('{\"a\": [1, 2]}') AS v" if variant else "")))
+    bounds = t.metadata_table("files", columns=["lower_bounds", "upper_bounds"]).first()
+    assert bounds["lower_bounds"][3] == bounds["upper_bounds"][3] == st.pack("<2d", 3.0, -4.0)
+    got = t.to_df().selectExpr("id", "CAST(ts AS string)", "hex(g)", *(["to_json(v)"] if variant else [])).collect()
+    assert [tuple(r) for r in got] == [(1, "1969-12-31 23:59:59.999999", point.hex().upper(),
+                                        *(['{"a":[1,2]}'] if variant else []))]
