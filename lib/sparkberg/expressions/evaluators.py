@@ -9,10 +9,11 @@
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any, Callable, Sequence
 
 from sparkberg.arrays import binary_offsets, int_values, valid_mask
-from sparkberg.expressions.predicates import Bound, BoundPredicate, Fold, rewrite_not, tester, visit
+from sparkberg.expressions.predicates import Bound, BoundPredicate, Fold, boxes_intersect, rewrite_not, tester, visit
 from sparkberg.format import types as T
 from sparkberg.format.values import from_bytes
 
@@ -83,6 +84,15 @@ def _range_may_match(op: str, value: Any, lower: Any, upper: Any, t: T.IcebergTy
         return True
     del truncatable
     return True
+
+
+def _file_box(lower: bytes | None, upper: bytes | None) -> tuple[float, float, float, float] | None:
+    """(xmin, ymin, xmax, ymax) of a geometry or geography column's bounds (two points, x:y first, Appendix D), or
+    None where they are missing, unreadable or NaN (the box is then not reliable, as the Parquet spec says)."""
+    if lower is None or upper is None or len(lower) < 16 or len(upper) < 16:
+        return None
+    (xmin, ymin), (xmax, ymax) = struct.unpack_from("<2d", lower), struct.unpack_from("<2d", upper)
+    return None if any(map(math.isnan, (xmin, ymin, xmax, ymax))) else (xmin, ymin, xmax, ymax)
 
 
 # --- manifests ------------------------------------------------------------------------------------------
@@ -243,10 +253,13 @@ def metrics_may_match(pred: Bound, schema_types: dict[int, T.IcebergType], recor
             return not all_nulls(fid)
         if p.op == "not_nan":
             return not all_nans(fid)
-        if p.op in ("not_eq", "not_in", "not_starts_with"):
+        if p.op in ("not_eq", "not_in", "not_starts_with", "st_disjoint"):
             return True
         if all_nulls(fid) or all_nans(fid):
             return False
+        if p.op == "st_intersects":
+            box = _file_box(lower_bounds.get(fid), upper_bounds.get(fid))
+            return box is None or boxes_intersect(box, p.value, isinstance(t, T.GeographyType))
         lower = _decode(t, lower_bounds.get(fid))
         upper = _decode(t, upper_bounds.get(fid))
         if _is_float(t):
@@ -291,6 +304,10 @@ def metrics_must_match(pred: Bound, schema_types: dict[int, T.IcebergType], reco
             return _is_float(t) and (nan_counts.get(fid) == 0 or nulls_only(fid))
         if p.op == "is_nan" or not no_nulls_nor_nans(fid, t):
             return False
+        if p.op in ("st_intersects", "st_disjoint"):  # (no value's box meets the query's if the file's does not)
+            box = _file_box(lower_bounds.get(fid), upper_bounds.get(fid))
+            return p.op == "st_disjoint" and box is not None and \
+                not boxes_intersect(box, p.value, isinstance(t, T.GeographyType))
         lower, upper = _decode(t, lower_bounds.get(fid)), _decode(t, upper_bounds.get(fid))
         if _is_float(t) and any(b is not None and math.isnan(b) for b in (lower, upper)):
             return False

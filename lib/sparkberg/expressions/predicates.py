@@ -24,9 +24,14 @@ from sparkberg.format.types import from_json_value
 UNARY = ("is_null", "not_null", "is_nan", "not_nan")
 LITERAL = ("lt", "lt_eq", "gt", "gt_eq", "eq", "not_eq", "starts_with", "not_starts_with")
 SET = ("in", "not_in")
+# a geometry or geography value's bounding box meets (or does not meet) a box (xmin, ymin, xmax, ymax): what a
+# spatial filter implies (expressions/spatial.py), pruned by the files' bounding boxes as Iceberg Java's
+# ``stIntersects`` / ``stDisjoint`` are
+SPATIAL = ("st_intersects", "st_disjoint")
 NEGATE = {"is_null": "not_null", "not_null": "is_null", "is_nan": "not_nan", "not_nan": "is_nan", "lt": "gt_eq",
           "lt_eq": "gt", "gt": "lt_eq", "gt_eq": "lt", "eq": "not_eq", "not_eq": "eq", "in": "not_in",
-          "not_in": "in", "starts_with": "not_starts_with", "not_starts_with": "starts_with"}
+          "not_in": "in", "starts_with": "not_starts_with", "not_starts_with": "starts_with",
+          "st_intersects": "st_disjoint", "st_disjoint": "st_intersects"}
 FLIP = {"lt": "gt", "lt_eq": "gt_eq", "gt": "lt", "gt_eq": "lt_eq", "eq": "eq", "not_eq": "not_eq"}
 
 
@@ -87,16 +92,17 @@ class Not(Expression):
 
 @dataclass(frozen=True)
 class Predicate(Expression):
-    """An unbound predicate on a column name: ``op`` from UNARY, LITERAL or SET."""
+    """An unbound predicate on a column name: ``op`` from UNARY, LITERAL, SET or SPATIAL (its value a box
+    (xmin, ymin, xmax, ymax))."""
 
     op: str
     term: str
     value: Any = None
 
     def __post_init__(self):
-        if self.op not in UNARY + LITERAL + SET:
+        if self.op not in UNARY + LITERAL + SET + SPATIAL:
             raise ValidationError(f"unknown predicate operation {self.op!r}")
-        if self.op in SET:
+        if self.op in SET + SPATIAL:
             object.__setattr__(self, "value", tuple(self.value))
 
     def __repr__(self):
@@ -358,9 +364,11 @@ def _bind_predicate(e: Predicate, schema: T.Schema, case_sensitive: bool) -> Bou
         if f.required and e.op == "not_null":
             return TRUE
         return BoundPredicate(e.op, f.field_id, t, None, e.term)
+    if e.op in SPATIAL:
+        return BoundPredicate(e.op, f.field_id, t, _spatial_box(t, e.value, where), e.term)
     if isinstance(t, (T.GeometryType, T.GeographyType)):  # (their bounds are boxes: no order to compare with)
         raise ValidationError(f"cannot filter column {e.term!r} of type {t} by {e.op}: a geometry or geography "
-                              f"column is filtered only by IS NULL or IS NOT NULL")
+                              f"column is filtered by IS NULL, IS NOT NULL or a box (st_intersects, st_disjoint)")
     if e.op in ("starts_with", "not_starts_with") and t != T.STRING:
         raise ValidationError(f"{e.op} needs a string column, {e.term!r} is {t}")
     if e.op in SET:
@@ -374,6 +382,24 @@ def _bind_predicate(e: Predicate, schema: T.Schema, case_sensitive: bool) -> Bou
     if isinstance(value, float) and math.isnan(value) and e.op in ("eq", "not_eq"):
         return BoundPredicate("is_nan" if e.op == "eq" else "not_nan", f.field_id, t, None, e.term)
     return BoundPredicate(e.op, f.field_id, t, value, e.term)
+
+
+def _spatial_box(t: T.IcebergType, box: tuple, where: str) -> tuple[float, float, float, float]:
+    """A spatial predicate's box, checked: four finite numbers, ymin <= ymax; xmin <= xmax for a geometry, and for a
+    geography longitudes and latitudes in range (xmin > xmax: across the antimeridian)."""
+    if not isinstance(t, (T.GeometryType, T.GeographyType)):
+        raise ValidationError(f"a box filters geometry and geography columns only{where}, not {t}")
+    try:
+        xmin, ymin, xmax, ymax = (float(v) for v in box)
+    except (TypeError, ValueError):
+        raise ValidationError(f"a box is (xmin, ymin, xmax, ymax), got {box!r}{where}") from None
+    if not all(map(math.isfinite, (xmin, ymin, xmax, ymax))) or ymin > ymax:
+        raise ValidationError(f"box {box!r} is not (xmin, ymin, xmax, ymax) with ymin <= ymax{where}")
+    if isinstance(t, T.GeometryType) and xmin > xmax:
+        raise ValidationError(f"box {box!r} has xmin > xmax{where}: only a geography's box crosses the antimeridian")
+    if isinstance(t, T.GeographyType) and not (max(abs(xmin), abs(xmax)) <= 180 and max(abs(ymin), abs(ymax)) <= 90):
+        raise ValidationError(f"box {box!r} is outside longitudes [-180, 180] and latitudes [-90, 90]{where}")
+    return xmin, ymin, xmax, ymax
 
 
 # --- evaluation ---------------------------------------------------------------------------------------
@@ -395,6 +421,11 @@ def test_predicate(p: BoundPredicate, v: Any) -> bool:
         return not _is_nan(v)
     if v is None:
         return False
+    if op in SPATIAL:
+        from sparkberg.format.geo import box_of  # (numpy and pyarrow: only once a spatial predicate is tested)
+        box = box_of(p.field_type, v)  # (a value without a box, as a file without bounds, may meet any)
+        meets = box is None or boxes_intersect(box, p.value, isinstance(p.field_type, T.GeographyType))
+        return meets if op == "st_intersects" else not meets
     if op == "in":
         return v in p.value
     if op == "not_in":
@@ -419,6 +450,19 @@ def test_predicate(p: BoundPredicate, v: Any) -> bool:
     if op == "gt_eq":
         return v >= x
     raise ValidationError(f"unknown operation {op!r}")
+
+
+def boxes_intersect(a: tuple, b: tuple, wraps: bool) -> bool:
+    """Whether boxes (xmin, ymin, xmax, ymax) share a point; with ``wraps`` (geography), a box whose xmin is greater
+    than its xmax crosses the antimeridian (it holds x >= xmin or x <= xmax), as the spec's bounds say."""
+    if a[1] > b[3] or a[3] < b[1]:
+        return False
+
+    def spans(lo: float, hi: float) -> list[tuple[float, float]]:
+        return [(lo, hi)] if lo <= hi or not wraps else [(lo, 180.0), (-180.0, hi)]
+
+    return any(lo1 <= hi2 and lo2 <= hi1 for lo1, hi1 in spans(a[0], a[2]) for lo2, hi2 in spans(b[0], b[2]))
+
 
 
 Leaf = Callable[[Any], bool]

@@ -25,6 +25,8 @@ from sparkberg.errors import ValidationError
 from sparkberg.expressions.predicates import (
     FALSE, TRUE, Expression, Predicate, and_, convert_literal, not_, or_, rewrite_not,
 )
+from sparkberg.expressions.spatial import FUNCTIONS as SPATIAL_FUNCTIONS, implied_box
+from sparkberg.expressions.tree import Col, Lit, Node, Opaque
 from sparkberg.format import types as T
 from sparkberg.format.scalars import datetime_to_micros, zone_of
 
@@ -40,34 +42,6 @@ _TOKEN = re.compile(r"""
 _DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _KEYWORDS = {"and", "or", "not", "is", "null", "in", "between", "like", "true", "false", "date", "timestamp",
              "timestamp_ntz", "timestamp_ltz", "x"}
-
-
-# A condition's parse tree, as the translations read it: columns (dotted names), literals, what they do not read
-# (``Opaque``: a function, arithmetic, a subquery), and the nodes the translations know: ``and``/``or``/``not``
-# (operands), ``cmp`` (op, left, right), ``isnull`` (operand, negated), ``isbool`` (operand, value, negated), ``in``
-# (operand, items, negated), ``between`` (operand, low, high, negated), ``like`` (operand, pattern, negated),
-# ``isnan`` (column). This module's parser makes it from a filter string; the SQL statements' parser from a
-# statement's WHERE (:mod:`sparkberg.sql.filters`).
-@dataclass
-class Col:
-    name: str
-
-
-@dataclass
-class Lit:
-    value: Any
-    kind: str  # number, string, date, timestamp, timestamp_ntz, bool, null, binary
-
-
-@dataclass
-class Opaque:
-    pass
-
-
-@dataclass
-class Node:
-    kind: str
-    args: tuple
 
 
 @dataclass(frozen=True)
@@ -264,6 +238,8 @@ class _Parser:
                 self.expect(")")
                 if low == "isnan" and len(args) == 1 and isinstance(args[0], Col):
                     return Node("isnan", (args[0],))
+                if low in SPATIAL_FUNCTIONS:
+                    return Node("call", (low, tuple(args)))
                 return Opaque()
             return self._dotted(text)
         raise ValidationError(f"unexpected {text!r} in filter {self.text!r}")
@@ -336,6 +312,11 @@ class _Translator:
                 return f
         return None
 
+    def geo_field(self, node) -> T.NestedField | None:
+        """The geometry or geography field a column node names, or None."""
+        f = self.field(node)
+        return f if f is not None and isinstance(f.field_type, (T.GeometryType, T.GeographyType)) else None
+
     def literal(self, f: T.NestedField, lit: Lit) -> Any:
         """The literal as a value of the column's type the way Spark would compare them, or raise."""
         t = f.field_type
@@ -405,6 +386,9 @@ class _Translator:
                 return rewrite_not(not_(self.translate(a[0], not positive, not negated)))
             if k == "between":  # (either comparison may be one it cannot translate)
                 return self.translate(_between_as_and(node), positive, negated)
+            if k == "call":  # (a spatial relation implies its box, never the other way: no strengthening)
+                implied = implied_box(node, self.geo_field) if positive else None
+                return unknown if implied is None else Predicate("st_intersects", *implied)
             if k == "in" and negated and any(isinstance(i, Lit) and i.kind == "null" for i in a[1]):
                 # (a value the list lacks makes it NULL, never FALSE: no negation of its translation holds)
                 return unknown

@@ -11,6 +11,7 @@ from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
+from sparkberg.expressions.spatial import FUNCTIONS as SPATIAL_FUNCTIONS
 from sparkberg.expressions.sql import Col, Filter, Lit, Node, Opaque, number_value
 
 _COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
@@ -90,6 +91,11 @@ def _operand(node: exp.Expr):
         return Lit(bytes.fromhex(node.this), "binary")
     if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, exp.Literal):
         return _typed_literal(node, node.this, node.to)
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in SPATIAL_FUNCTIONS:
+        return Node("call", (str(node.this).lower(), tuple(_operand(e) for e in node.expressions)))
+    if isinstance(node, exp.StPoint):  # (the one spatial function sqlglot has a class for: ST_Point, ST_MakePoint)
+        coords = (node.args.get(k) for k in ("this", "expression", "z", "m"))
+        return Node("call", ("st_point", tuple(_operand(c) for c in coords if c is not None)))
     return Opaque()
 
 

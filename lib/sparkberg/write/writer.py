@@ -22,7 +22,7 @@ from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.io.fileio import FileIO, to_local_path
 from sparkberg.format import types as T
 from sparkberg.format.manifests import DataFile
-from sparkberg.format.geo import GeoBox
+from sparkberg.format.geo import geo_box
 from sparkberg.format.partitioning import PartitionSpec
 from sparkberg.format.properties import compression, target_file_size
 from sparkberg.format.values import to_bytes
@@ -168,9 +168,9 @@ class ColumnStats:
         self.nans = 0
         self.lower: Any = None
         self.upper: Any = None
-        # a geometry's bounds are its bounding box's corners, whatever the mode keeping bounds (a truncated corner
-        # would be no point); a geography's are not kept (format/geo.py says why)
-        self.box = GeoBox() if isinstance(field.field_type, T.GeometryType) else None
+        # a geometry's or geography's bounds are its bounding box's corners, whatever the mode keeping bounds (a
+        # truncated corner would be no point); a geography whose edges are not spherical gets none (format/geo.py)
+        self.box = geo_box(field.field_type)
 
     def update(self, arr: pa.Array) -> None:
         t = self.field.field_type
@@ -267,8 +267,9 @@ class FileWriter:
                             if isinstance(f.field_type, T.VariantType)}
         self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive and f.field_type != T.UNKNOWN]
         self.metrics_modes = {f.name: metrics_mode(self.properties, f.name) for f in self.stat_fields}
-        for f in self.stat_fields:  # (a geography's bounds are not kept: format/geo.py says why; counts are)
-            if isinstance(f.field_type, T.GeographyType) and self.metrics_modes[f.name][0] != "none":
+        for f in self.stat_fields:  # (a geography without a box keeps counts: format/geo.py::geo_box says why)
+            if isinstance(f.field_type, T.GeographyType) and geo_box(f.field_type) is None and \
+                    self.metrics_modes[f.name][0] != "none":
                 self.metrics_modes[f.name] = ("counts", 0)
         self.ptype = spec.partition_type(schema)
         self.key_columns = key_columns
