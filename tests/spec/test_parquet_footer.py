@@ -1,13 +1,17 @@
-"""The Parquet footer's VARIANT annotation (spec "Parquet": a variant is a group annotated VARIANT), which pyarrow
-cannot write and sparkberg adds to the footer: every other byte of the footer kept (a Thrift compact round trip is
-exact), the column chunks where they were, and the file read back by pyarrow with the annotation."""
+"""The Parquet footer's VARIANT, GEOMETRY and GEOGRAPHY annotations (spec "Parquet": a variant is a group annotated
+VARIANT, a geometry a binary annotated GEOMETRY, a geography GEOGRAPHY, with their CRS and edge algorithm), which
+pyarrow cannot write and sparkberg adds to the footer: every other byte of the footer kept (a Thrift compact round
+trip is exact), the column chunks where they were, and the file read back by pyarrow with the annotations."""
 import io
 import struct
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sparkberg.write.footer import VariantFooterSink, _Reader, _write, annotate_variants, logical_type_ids
+import pytest
+
+from sparkberg.format import types as T
+from sparkberg.write.footer import AnnotatedFooterSink, _Reader, _write, annotate, logical_type, logical_type_ids
 
 VARIANT = pa.struct([pa.field("metadata", pa.binary(), nullable=False), pa.field("value", pa.binary(), nullable=False)])
 
@@ -33,13 +37,13 @@ def test_footers_round_trip_exactly():
     pq.write_table(_table(), buf, compression="zstd")
     footer = _footer(buf.getvalue())
     assert _write(12, _Reader(footer).value(12)) == footer
-    assert annotate_variants(footer, set()) == footer
+    assert annotate(footer, {}) == footer
 
 
 def test_the_sink_annotates_the_variant_groups_and_nothing_else():
     plain, out = io.BytesIO(), io.BytesIO()
     pq.write_table(_table(), plain)
-    sink = VariantFooterSink(out, {2, 4})
+    sink = AnnotatedFooterSink(out, {2: logical_type(T.VariantType()), 4: logical_type(T.VariantType())})
     writer = pq.ParquetWriter(sink, _table().schema)
     writer.write_table(_table())
     sink.hold()
@@ -54,3 +58,32 @@ def test_the_sink_annotates_the_variant_groups_and_nothing_else():
     assert f.read().to_pylist() == pq.read_table(io.BytesIO(plain.getvalue())).to_pylist()
     before = plain.getvalue()
     assert data[:-len(_footer(data)) - 8] == before[:-len(_footer(before)) - 8]  # (the column chunks, unmoved)
+
+
+@pytest.mark.parametrize("t, logical", [
+    (T.GeometryType(), {"Type": "Geometry"}),
+    (T.GeometryType("EPSG:4326"), {"Type": "Geometry", "crs": "EPSG:4326"}),
+    (T.GeographyType(), {"Type": "Geography"}),
+    (T.GeographyType("srid:4269", "karney"), {"Type": "Geography", "crs": "srid:4269", "algorithm": "karney"}),
+    (T.GeographyType("OGC:CRS84", "vincenty"), {"Type": "Geography", "algorithm": "vincenty"}),
+])
+def test_geometry_and_geography_columns_get_their_logical_types_with_crs_and_edges(t, logical):
+    import json
+    point = struct.pack("<BI2d", 1, 1, 1.0, 2.0)
+    table = pa.table([pa.array([1, 2], pa.int64()), pa.array([point, None], pa.binary())],
+                     schema=pa.schema([pa.field("id", pa.int64(), metadata={"PARQUET:field_id": "1"}),
+                                       pa.field("g", pa.binary(), metadata={"PARQUET:field_id": "2"})]))
+    out = io.BytesIO()
+    sink = AnnotatedFooterSink(out, {2: logical_type(t)})
+    writer = pq.ParquetWriter(sink, table.schema)
+    writer.write_table(table)
+    sink.hold()
+    writer.close()
+    sink.finish()
+    f = pq.ParquetFile(io.BytesIO(out.getvalue()))
+    got = json.loads(f.metadata.schema.column(1).logical_type.to_json())
+    assert {k: v for k, v in got.items() if k != "crs" or v} == logical  # (Parquet's default CRS: left out)
+    assert f.metadata.schema.column(1).physical_type == "BYTE_ARRAY"
+    assert f.read().column("g").to_pylist() == [point, None] or \
+        [getattr(v, "wkb", v) for v in f.read().column("g").to_pylist()] == [point, None]
+    assert logical_type(T.STRING) is None

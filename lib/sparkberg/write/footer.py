@@ -1,7 +1,8 @@
-"""The Parquet footer's ``VARIANT`` annotation, which pyarrow cannot write: the footer (a ``FileMetaData`` struct in
-Thrift's compact protocol) read as generic fields, the variant groups' schema elements given the logical type, and
-written back. The Iceberg spec's "Parquet" section stores a variant as a group annotated ``VARIANT``, and readers
-such as DuckDB find a variant by that annotation alone (unannotated, they read a struct of two binaries).
+"""The Parquet footer's ``VARIANT``, ``GEOMETRY`` and ``GEOGRAPHY`` annotations, which pyarrow cannot write as the
+Iceberg spec's "Parquet" section asks (pyarrow writes neither a variant's nor an ellipsoidal geography's, and drops
+some CRSs): the footer (a ``FileMetaData`` struct in Thrift's compact protocol) read as generic fields, the schema
+elements of those columns given their logical type, and written back. Readers such as DuckDB find a variant or a
+geometry by that annotation alone (unannotated, they read a struct of two binaries, or a binary they will not cast).
 
 Only the footer changes: the column chunks' offsets are absolute positions in the file, and the footer follows them.
 """
@@ -10,11 +11,18 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from sparkberg.format import types as T
+
 # Thrift compact protocol type codes
 _STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(13)
-# parquet.thrift: FileMetaData.schema, SchemaElement.num_children / field_id / logicalType, LogicalType.VARIANT,
-# VariantType.specification_version
-_SCHEMA, _NUM_CHILDREN, _FIELD_ID, _LOGICAL_TYPE, _VARIANT, _SPEC_VERSION = 2, 5, 9, 10, 16, 1
+# parquet.thrift: FileMetaData.schema, SchemaElement.num_children / field_id / logicalType; LogicalType's VARIANT
+# (VariantType.specification_version), GEOMETRY (GeometryType.crs) and GEOGRAPHY (GeographyType.crs, .algorithm,
+# an EdgeInterpolationAlgorithm)
+_SCHEMA, _NUM_CHILDREN, _FIELD_ID, _LOGICAL_TYPE = 2, 5, 9, 10
+_VARIANT, _GEOMETRY, _GEOGRAPHY = 16, 17, 18
+_SPEC_VERSION, _CRS, _ALGORITHM = 1, 1, 2
+_EDGES = {"spherical": 0, "vincenty": 1, "thomas": 2, "andoyer": 3, "karney": 4}
+DEFAULT_CRS = "OGC:CRS84"  # (Parquet's default too: left out)
 MAGIC = b"PAR1"
 
 Field = tuple[int, int, Any]  # (field id, compact type, value)
@@ -132,9 +140,24 @@ def _write(t: int, v: Any) -> bytes:
     raise ValueError(f"Thrift compact type {t}")
 
 
-def annotate_variants(footer: bytes, field_ids: set[int]) -> bytes:
-    """A ``FileMetaData`` (its Thrift bytes) whose groups with a field id of ``field_ids`` are annotated
-    ``VARIANT`` (specification version 1), the rest as it was."""
+def logical_type(t: Any) -> Field | None:
+    """The member of Parquet's ``LogicalType`` union that annotates a column of Iceberg type ``t`` where pyarrow
+    cannot write it (variant, geometry, geography), or None."""
+    if isinstance(t, T.VariantType):
+        return _VARIANT, _STRUCT, [(_SPEC_VERSION, _BYTE, 1)]
+    if isinstance(t, (T.GeometryType, T.GeographyType)):
+        fields = [] if t.crs == DEFAULT_CRS else [(_CRS, _BINARY, t.crs.encode())]
+        if isinstance(t, T.GeometryType):
+            return _GEOMETRY, _STRUCT, fields
+        if t.algorithm != "spherical":
+            fields.append((_ALGORITHM, _I32, _EDGES[t.algorithm]))
+        return _GEOGRAPHY, _STRUCT, fields
+    return None
+
+
+def annotate(footer: bytes, annotations: dict[int, Field]) -> bytes:
+    """A ``FileMetaData`` (its Thrift bytes) whose schema elements with a field id of ``annotations`` (and no logical
+    type yet) get that logical type (:func:`logical_type`), the rest as it was."""
     meta = _Reader(footer).value(_STRUCT)
     for i, (fid, ft, value) in enumerate(meta):
         if fid != _SCHEMA:
@@ -142,8 +165,8 @@ def annotate_variants(footer: bytes, field_ids: set[int]) -> bytes:
         et, elements = value
         for element in elements:
             own = {f: v for f, _, v in element}
-            if own.get(_FIELD_ID) in field_ids and _NUM_CHILDREN in own and _LOGICAL_TYPE not in own:
-                element.append((_LOGICAL_TYPE, _STRUCT, [(_VARIANT, _STRUCT, [(_SPEC_VERSION, _BYTE, 1)])]))
+            if own.get(_FIELD_ID) in annotations and _LOGICAL_TYPE not in own:
+                element.append((_LOGICAL_TYPE, _STRUCT, [annotations[own[_FIELD_ID]]]))
                 element.sort(key=lambda f: f[0])
     return _write(_STRUCT, meta)
 
@@ -160,13 +183,14 @@ def logical_type_ids(footer: bytes) -> dict[int, list[int]]:
     return out
 
 
-class VariantFooterSink:
+class AnnotatedFooterSink:
     """A file-like sink for pyarrow's ``ParquetWriter`` that passes every write through to ``sink``, but holds what
     the writer writes once :meth:`hold` is called (the last row group and the footer, which ``close`` writes) and
-    writes it with the footer's variant groups annotated (:func:`annotate_variants`) at :meth:`finish`."""
+    writes it with the footer's columns annotated (:func:`annotate`, ``annotations`` by field id) at
+    :meth:`finish`."""
 
-    def __init__(self, sink: Any, field_ids: set[int]):
-        self.sink, self.field_ids = sink, field_ids
+    def __init__(self, sink: Any, annotations: dict[int, Field]):
+        self.sink, self.annotations = sink, annotations
         self.held: bytearray | None = None
         self.position = 0
         self.closed = False
@@ -206,7 +230,7 @@ class VariantFooterSink:
         if held[-4:] != MAGIC or length + 8 > len(held):
             raise ValueError("the Parquet writer's footer was not where it should be")
         start = len(held) - 8 - length
-        footer = annotate_variants(held[start:-8], self.field_ids)
+        footer = annotate(held[start:-8], self.annotations)
         self.sink.write(held[:start] + footer + struct.pack("<I", len(footer)) + MAGIC)
         self.held = None
         return self.position - length + len(footer)

@@ -28,7 +28,7 @@ from sparkberg.format.properties import compression, target_file_size
 from sparkberg.format.values import to_bytes
 from sparkberg.format.types import from_json_value, to_json_value
 from sparkberg.write.arrow_transforms import physical
-from sparkberg.write.footer import VariantFooterSink
+from sparkberg.write.footer import AnnotatedFooterSink, logical_type
 
 METRICS_DEFAULT = ("write.metadata.metrics.default", "truncate(16)")
 METRICS_COLUMN_PREFIX = "write.metadata.metrics.column."
@@ -263,8 +263,8 @@ class FileWriter:
             self.compression = "none"
         self.required = [f.name for f in schema.fields if f.required]
         self.variants = {f.name for f in schema.fields if _has_variant(f.field_type)}
-        self.variant_ids = {f.field_id for f in schema.index_by_id().values()
-                            if isinstance(f.field_type, T.VariantType)}
+        self.annotations = {f.field_id: logical_type(f.field_type) for f in schema.index_by_id().values()
+                            if logical_type(f.field_type) is not None}
         self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive and f.field_type != T.UNKNOWN]
         self.metrics_modes = {f.name: metrics_mode(self.properties, f.name) for f in self.stat_fields}
         for f in self.stat_fields:  # (a geography without a box keeps counts: format/geo.py::geo_box says why)
@@ -428,8 +428,8 @@ class _OpenFile:
         else:
             self.sink = w.io.open_output(self.path)
         self.footer: list = []  # (the footer as written, which the writer hands back as it closes the file)
-        # (variant groups get their VARIANT annotation in the footer, which pyarrow cannot write)
-        self.annotated = VariantFooterSink(self.sink, w.variant_ids) if w.variant_ids else None
+        # (variant, geometry and geography columns get their logical types in the footer: write/footer.py)
+        self.annotated = AnnotatedFooterSink(self.sink, w.annotations) if w.annotations else None
         self.writer = pq.ParquetWriter(self.annotated or self.sink, w.arrow_schema, compression=w.compression,
                                        write_statistics=True, metadata_collector=self.footer)
         self.records = 0
