@@ -1,6 +1,6 @@
 """Run on a multi-process cluster (``local-cluster[2,1,1024]``: two executor JVMs, each with its own Python
 workers), in a process of its own: what sparkberg runs on executors (the writer's fanout and clustered paths,
-merge-on-read deletes and updates, the changelog's tasks, the streaming sink and source) pickled and imported
+merge-on-read deletes and updates, the changelog's tasks, the streaming sink and source, format v3's types) pickled and imported
 there. Prints one line per check; exits non-zero on the first failure.
 
     python cluster_check.py WAREHOUSE [S3_ROOT PROPERTIES_JSON_FILE]
@@ -58,6 +58,8 @@ def main(warehouse: str, s3_root: str | None = None, s3_properties: str | None =
     assert q.exception() is None
     assert sorted(r[0] for r in copy.refresh().to_df().collect()) == list(range(30))
     print("streams on a cluster ok")
+    check_v3_types(spark, cat)
+    print("format v3 types on a cluster ok")
     if s3_root:
         import json
         with open(s3_properties) as f:
@@ -65,6 +67,31 @@ def main(warehouse: str, s3_root: str | None = None, s3_properties: str | None =
         print("a table on S3 on a cluster ok")
     spark.stop()
     return 0
+
+
+def check_v3_types(spark, cat) -> None:
+    """Nanosecond timestamps (partitioned by day), geometry and geography (their boxes computed by the executors'
+    writers) and, on PySpark 4, variant, written by tasks on both executors and read back."""
+    import struct
+    from pyspark.sql import types as T
+    variant = hasattr(T, "VariantType")
+    t = cat.create_table("db.v3", "id bigint, ts timestamp_ns, g geometry, h geography" +
+                         (", v variant" if variant else ""), partition_by=["day(ts)"],
+                         properties={"format-version": "3"})
+    points = [(i, struct.pack("<BI2d", 1, 1, float(i % 50), float(i % 30)),
+               struct.pack("<BI2d", 1, 1, float(i % 170), float(i % 80))) for i in range(200)]
+    df = spark.createDataFrame(points, "id bigint, g binary, h binary").selectExpr(
+        "id", "TIMESTAMP_NTZ'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id % 3 AS INT)) AS ts", "g", "h")
+    if variant:
+        df = df.selectExpr("*", "parse_json(concat('{\"id\": ', id, '}')) AS v")
+    t = t.append(df.repartition(4))
+    got = t.to_df().selectExpr("id", "ts", "g", "h", *(["to_json(v)"] if variant else [])).collect()
+    assert sorted(tuple(r)[:4] for r in got) == sorted(tuple(r) for r in df.select("id", "ts", "g", "h").collect())
+    if variant:
+        assert all(r[4] == f'{{"id":{r[0]}}}' for r in got)
+    # a box each for g and h (field ids 3 and 4) in every file; the files of each day
+    assert all(3 in b and 4 in b for b, in t.metadata_table("files", columns=["lower_bounds"]).collect())
+    assert t.plan_files(filter="ts >= '2024-01-03'").count() == t.plan_files().count() // 3
 
 
 if __name__ == "__main__":
