@@ -1,7 +1,7 @@
 """Run on a multi-process cluster (``local-cluster[2,1,1024]``: two executor JVMs, each with its own Python
 workers), in a process of its own: what sparkberg runs on executors (the writer's fanout and clustered paths,
-merge-on-read deletes and updates, the changelog's tasks, the streaming sink and source, format v3's types) pickled and imported
-there. Prints one line per check; exits non-zero on the first failure.
+merge-on-read deletes and updates, the changelog's tasks, the streaming sink and source, format v3's types) pickled
+and imported there. Prints one line per check; exits non-zero on the first failure.
 
     python cluster_check.py WAREHOUSE [S3_ROOT PROPERTIES_JSON_FILE]
 

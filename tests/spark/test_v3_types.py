@@ -2,9 +2,9 @@
 timestamps, the sub-microsecond digits dropped toward negative infinity as Iceberg Java's
 ``DateTimeUtil.nanosToMicros`` does; written from Spark's timestamps as nanoseconds, partitioned and bounded on the
 nanosecond value), ``unknown`` (never in a data file, read as null, promoted to any type), geometry and geography
-(their WKB, the CRS and edge algorithm kept in the schema; their boxes in test_geo_filters.py), ``variant`` (spec "Parquet": a
-group of ``metadata`` and ``value`` whose fields have no ids; shredded ones read), and a table with a column Spark
-cannot hold staying readable. Data files are checked field by field with pyarrow."""
+(their WKB, the CRS and edge algorithm kept in the schema; their boxes in test_geo_filters.py), ``variant`` (spec
+"Parquet": a group of ``metadata`` and ``value`` whose fields have no ids; shredded ones read), and a table with a
+column Spark cannot hold staying readable. Data files are checked field by field with pyarrow."""
 import datetime as dt
 import glob
 import logging
