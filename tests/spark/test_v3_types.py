@@ -147,6 +147,18 @@ def test_geometry_and_geography_are_their_wkb_with_crs_and_algorithm_kept(spark,
     assert str(reloaded.schema().find_field("h").field_type) == "geography(OGC:CRS84, karney)"
 
 
+@pytest.mark.skipif(not hasattr(ST, "GeometryType"), reason="Spark's GEOMETRY type came in 4.1")
+def test_spark_s_geometry_type_is_written_as_its_wkb(spark, warehouse):
+    cat = sparkberg.catalog(spark, warehouse)
+    t = cat.create_table("db.sgeo", "id bigint, g geometry", properties={"format-version": "3"})
+    wkb = "X'0101000000000000000000F03F0000000000000040'"
+    with pytest.raises(ValidationError, match=r"column 'g' has type geometry\(0\).*write st_asbinary\(...\) of it"):
+        t.append(spark.sql(f"SELECT 1L AS id, st_geomfromwkb({wkb}) AS g"))
+    assert t.refresh().current_snapshot() is None
+    t = t.append(spark.sql(f"SELECT 1L AS id, st_asbinary(st_geomfromwkb({wkb})) AS g"))
+    assert t.to_df().selectExpr("hex(g)").first()[0] == wkb[2:-1]
+
+
 VARIANTS = [
     "{}", "[]", "null", "true", "false", "0", "-128", "32767", "-2147483648", "9223372036854775807", "1.5",
     "-0.0", "1e300", "12345678901234567890.123", '""', '"a string with ünïcode"',

@@ -187,8 +187,10 @@ def _not_assignable(name: str, src: ST.DataType, dst: str, policy: str, expressi
     """The one error of a value a write, an UPDATE or a MERGE would store into a column of a type the store
     assignment policy does not assign it to."""
     given = f" (set to {expression})" if expression else ""
+    # (Spark 4.1's GEOMETRY and GEOGRAPHY: a table's geometry or geography column holds WKB, which st_asbinary gives)
+    hint = "; write st_asbinary(...) of it, its WKB" if src.typeName() in ("geometry", "geography") else ""
     return ValidationError(f"column {name!r} has type {src.simpleString()}{given}, which cannot be written as {dst} "
-                           f"under {STORE_ASSIGNMENT_CONF}={policy}")
+                           f"under {STORE_ASSIGNMENT_CONF}={policy}{hint}")
 
 
 def _field_path(target: ST.StructType, name: str) -> list[str]:
