@@ -74,6 +74,52 @@ def entry_table_columns(metadata: TableMetadata, name: str) -> list[str] | None:
     return [c for c in DATA_FILE_COLUMNS if c != "partition" or parted] + ["readable_metrics"]
 
 
+_MANIFESTS_DDL = ("content int, path string, length bigint, partition_spec_id int, added_snapshot_id bigint, "
+                  "added_data_files_count int, existing_data_files_count int, deleted_data_files_count int, "
+                  "added_delete_files_count int, existing_delete_files_count int, deleted_delete_files_count int, "
+                  "partition_summaries array<struct<contains_null: boolean, contains_nan: boolean, "
+                  "lower_bound: string, upper_bound: string>>")
+# the tables made of the metadata on the driver, and their columns
+LOCAL_TABLES = {
+    "manifests": _MANIFESTS_DDL,
+    "all_manifests": _MANIFESTS_DDL + ", reference_snapshot_id bigint",
+    "snapshots": "committed_at timestamp, snapshot_id bigint, parent_id bigint, operation string, "
+                 "manifest_list string, summary map<string,string>",
+    "history": "made_current_at timestamp, snapshot_id bigint, parent_id bigint, is_current_ancestor boolean",
+    "refs": "name string, type string, snapshot_id bigint, max_reference_age_in_ms bigint, "
+            "min_snapshots_to_keep int, max_snapshot_age_in_ms bigint",
+    "metadata_log_entries": "timestamp timestamp, file string, latest_snapshot_id bigint, latest_schema_id int, "
+                            "latest_sequence_number bigint",
+}
+
+
+def ddl_parts(ddl: str) -> list[str]:
+    """The column definitions of a DDL string (``a int, b struct<x: int, y: int>`` -> two), split at its
+    top-level commas."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(ddl):
+        depth += ch in "<("
+        depth -= ch in ">)"
+        if ch == "," and depth == 0:
+            parts.append(ddl[start:i].strip())
+            start = i + 1
+    parts.append(ddl[start:].strip())
+    return parts
+
+
+def ddl_columns(ddl: str) -> list[str]:
+    """The column names of a DDL string, in order."""
+    return [part.split(None, 1)[0] for part in ddl_parts(ddl)]
+
+
+def metadata_table_columns(metadata: TableMetadata, name: str) -> list[str] | None:
+    """The columns of metadata table ``name`` known without making it (the tables of entries or files, and those
+    made of the metadata on the driver), in order; None for the others (partitions, position deletes)."""
+    if name in LOCAL_TABLES:
+        return ddl_columns(LOCAL_TABLES[name])
+    return entry_table_columns(metadata, name)
+
+
 def readable_columns(schema: T.Schema) -> list[tuple[str, int, T.IcebergType, ST.DataType]]:
     """(full name, field id, type, Spark type) of every primitive column, nested ones included, sorted by name:
     the fields of ``readable_metrics``."""
@@ -318,18 +364,19 @@ def partition_key_fields(metadata: TableMetadata) -> dict[int, int]:
     return {spec.spec_id: len({pf.field_id for pf in spec.fields} & active) for spec in metadata.partition_specs}
 
 
-def manifest_row(m: TableMetadata, mf: ManifestFile) -> dict:
+def manifest_row(m: TableMetadata, mf: ManifestFile, summaries: bool = True) -> dict:
     """A ``manifests`` table row: the file counts under data or delete columns by the manifest's content, the
-    partition summaries' bounds as human strings (as Java prints them; a missing bound is "null")."""
+    partition summaries' bounds as human strings (as Java prints them; a missing bound is "null"); without
+    ``summaries``, None in their place (a query that does not read them)."""
     spec = m.spec(mf.partition_spec_id)
     ptype = spec.partition_type(m.current_schema)
-    summaries = []
-    for pf, field, s in zip(spec.fields, ptype.fields, mf.partitions or ()):
+    shown = [] if summaries else None
+    for pf, field, s in zip(spec.fields, ptype.fields, mf.partitions or ()) if summaries else ():
         def human(raw):
             if raw is None:
                 return "null"
             return pf.transform.to_human_string(field.field_type, from_bytes(field.field_type, bytes(raw)))
-        summaries.append((s.contains_null, s.contains_nan, human(s.lower_bound), human(s.upper_bound)))
+        shown.append((s.contains_null, s.contains_nan, human(s.lower_bound), human(s.upper_bound)))
     data = mf.content == MANIFEST_DATA
     counts = (mf.added_files_count or 0, mf.existing_files_count or 0, mf.deleted_files_count or 0)
     return {"content": mf.content, "path": mf.manifest_path, "length": mf.manifest_length,
@@ -338,7 +385,7 @@ def manifest_row(m: TableMetadata, mf: ManifestFile) -> dict:
                        counts if data else (0, 0, 0))),
             **dict(zip(("added_delete_files_count", "existing_delete_files_count", "deleted_delete_files_count"),
                        (0, 0, 0) if data else counts)),
-            "partition_summaries": summaries}
+            "partition_summaries": shown}
 
 
 # a metadata table of at most this many entries (the manifest list's counts) is decoded on the driver, into a
@@ -364,7 +411,7 @@ class MetadataTables:
         build = getattr(self, f"_{name}")
         if columns is None:
             return build(snap)
-        shown, df = entry_table_columns(self.m, name), None
+        shown, df = metadata_table_columns(self.m, name), None
         if shown is None:
             df = build(snap)
             if not columns:  # (a count: no column to find, so the table need not be made to know them)
@@ -480,45 +527,44 @@ class MetadataTables:
                                  picked)
 
     # --- the tables made of the metadata on the driver -------------------------------------------------
-    def _local(self, rows: list[tuple], ddl: str) -> DataFrame:
-        """A table made of the metadata on the driver, counted without being made (:func:`counted_dataframe`).
+    def _local(self, rows: list[tuple], ddl: str, picked: Collection[str] | None = None) -> DataFrame:
+        """A table made of the metadata on the driver, counted without being made (:func:`counted_dataframe`),
+        of the columns ``picked`` (every column when None; the first one, which keeps the rows, when empty).
         Its timestamps are given as microseconds, the unit of its Arrow type: a column Spark converted from
         epoch millis would cost each query a projection, as much as the rows' conversion."""
-        return self._counted(lambda: local_dataframe(self.spark, rows, ddl), len(rows))
+        if picked is None:
+            return self._counted(lambda: local_dataframe(self.spark, rows, ddl), len(rows))
+        columns = ddl_columns(ddl)
+        keep = [i for i, c in enumerate(columns) if c in picked] or [0]
+        kept = [tuple(r[i] for i in keep) for r in rows]
+        parts = ddl_parts(ddl)
+        return self._counted(lambda: local_dataframe(self.spark, kept, ", ".join(parts[i] for i in keep)), len(rows))
 
     # --- manifests -----------------------------------------------------------------------------------
-    MANIFESTS_DDL = ("content int, path string, length bigint, partition_spec_id int, added_snapshot_id bigint, "
-                     "added_data_files_count int, existing_data_files_count int, deleted_data_files_count int, "
-                     "added_delete_files_count int, existing_delete_files_count int, "
-                     "deleted_delete_files_count int, partition_summaries array<struct<contains_null: boolean, "
-                     "contains_nan: boolean, lower_bound: string, upper_bound: string>>")
+    def _manifests(self, snap, picked=None):
+        summaries = picked is None or "partition_summaries" in picked
+        rows = [tuple(manifest_row(self.m, mf, summaries).values()) for mf in self._manifests_of(snap)]
+        return self._local(rows, LOCAL_TABLES["manifests"], picked)
 
-    def _manifests(self, snap):
-        rows = [tuple(manifest_row(self.m, mf).values()) for mf in self._manifests_of(snap)]
-        return self._local(rows, self.MANIFESTS_DDL)
-
-    def _all_manifests(self, snap):
-        rows = [tuple(manifest_row(self.m, mf).values()) + (s.snapshot_id,) for s in self.m.snapshots
+    def _all_manifests(self, snap, picked=None):
+        summaries = picked is None or "partition_summaries" in picked
+        rows = [tuple(manifest_row(self.m, mf, summaries).values()) + (s.snapshot_id,) for s in self.m.snapshots
                 for mf in snapshot_manifests(self.io, s)]
-        return self._local(rows, self.MANIFESTS_DDL + ", reference_snapshot_id bigint")
+        return self._local(rows, LOCAL_TABLES["all_manifests"], picked)
 
     # --- snapshots, history, refs, logs ----------------------------------------------------------------
-    def _snapshots(self, snap):
+    def _snapshots(self, snap, picked=None):
         return self._local([(r["committed_at"] * 1000, *list(r.values())[1:]) for r in snapshot_rows(self.m)],
-                           "committed_at timestamp, snapshot_id bigint, parent_id bigint, "
-                           "operation string, manifest_list string, summary map<string,string>")
+                           LOCAL_TABLES["snapshots"], picked)
 
-    def _history(self, snap):
+    def _history(self, snap, picked=None):
         return self._local([(r["made_current_at"] * 1000, *list(r.values())[1:]) for r in history_rows(self.m)],
-                           "made_current_at timestamp, snapshot_id bigint, parent_id bigint, "
-                           "is_current_ancestor boolean")
+                           LOCAL_TABLES["history"], picked)
 
-    def _refs(self, snap):
-        return self._local([tuple(r.values()) for r in refs_rows(self.m)],
-                           "name string, type string, snapshot_id bigint, max_reference_age_in_ms bigint, "
-                           "min_snapshots_to_keep int, max_snapshot_age_in_ms bigint")
+    def _refs(self, snap, picked=None):
+        return self._local([tuple(r.values()) for r in refs_rows(self.m)], LOCAL_TABLES["refs"], picked)
 
-    def _metadata_log_entries(self, snap):
+    def _metadata_log_entries(self, snap, picked=None):
         entries = [(e.timestamp_ms, e.metadata_file) for e in self.m.metadata_log]
         if self.location:
             current = self.location
@@ -530,8 +576,7 @@ class MetadataTables:
             s = self._snapshot_as_of(ts)
             rows.append((ts * 1000, path, s.snapshot_id if s else None, s.schema_id if s else None,
                          (s.sequence_number or 0) if s else None))
-        return self._local(rows, "timestamp timestamp, file string, latest_snapshot_id bigint, "
-                                 "latest_schema_id int, latest_sequence_number bigint")
+        return self._local(rows, LOCAL_TABLES["metadata_log_entries"], picked)
 
     def _snapshot_as_of(self, ts: int) -> Snapshot | None:
         found = None

@@ -1,11 +1,13 @@
 """Metadata tables on sparkberg-written tables (Java equality is checked in the interop suite): they agree
 with the table's own metadata, the plan, and the rows."""
+import re
+
 import pytest
 from pyspark.sql import functions as F
 
 import sparkberg
 from sparkberg.errors import ValidationError
-from sparkberg.inspect import METADATA_TABLES
+from sparkberg.inspect import LOCAL_TABLES, METADATA_TABLES
 
 pytestmark = pytest.mark.spark
 
@@ -131,6 +133,10 @@ def test_a_table_of_some_columns_holds_what_the_whole_table_holds_of_them(table)
             assert some.columns == [whole.columns[[c.lower() for c in cols].index(p.lower())] for p in picked]
             if picked:
                 assert _rows(some) == _rows(whole.select(*picked)), (name, picked)
+                if name in LOCAL_TABLES:  # (made of the metadata on the driver: of those columns alone)
+                    plan = some._jdf.queryExecution().analyzed().toString().lower()
+                    held = {c for c in cols if re.search(rf"(?<![a-z_]){c.lower()}#", plan)}
+                    assert held == {c for c in cols if c.lower() in {p.lower() for p in picked}}, (name, picked)
             assert some.count() == whole.count(), (name, picked)
         with pytest.raises(ValidationError, match=f"metadata table {name} has no column 'nope'; its columns are"):
             table.metadata_table(name, columns=["nope"])
@@ -161,6 +167,10 @@ def test_sql_reads_of_a_metadata_table_decode_the_columns_the_query_names(spark,
         ("SELECT data_file.record_count FROM db.mt.entries", ["data_file"],
          table.metadata_table("entries").select("data_file.record_count").collect()),
         ("SELECT * FROM db.mt.files", None, whole.collect()),
+        ("SELECT sum(length), max(partition_spec_id) FROM db.mt.manifests", ["length", "partition_spec_id"],
+         [tuple(table.metadata_table("manifests").agg(F.sum("length"), F.max("partition_spec_id")).first())]),
+        ("SELECT operation FROM db.mt.snapshots WHERE snapshot_id > 0", ["snapshot_id", "operation"],
+         table.metadata_table("snapshots").where("snapshot_id > 0").select("operation").collect()),
         ("SELECT count(x) FROM (SELECT struct(*) AS x FROM db.mt.files)", None, [(whole.count(),)]),
     ]
     for query, columns, expected in cases:

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from sparkberg.catalog.config import conf_properties
 from sparkberg.errors import NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, NotSupportedError, \
     ValidationError
-from sparkberg.inspect import METADATA_TABLES, entry_table_columns
+from sparkberg.inspect import METADATA_TABLES, metadata_table_columns
 from sparkberg.spark.session import session_conf
 from sparkberg.spark.types import to_spark_type
 from sparkberg.table import Catalog, Table, View, catalog as open_catalog
@@ -245,7 +245,7 @@ def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None) -
     if found.metadata_table is not None:
         if at_ms is not None or ref is not None:
             snapshot_id = t.resolve_snapshot(None, at_ms, ref)[0].snapshot_id
-        shown = None if columns is None else entry_table_columns(t.metadata, found.metadata_table)
+        shown = None if columns is None else metadata_table_columns(t.metadata, found.metadata_table)
         picked = None if shown is None else [c for c in shown if c.lower() in columns]
         return found, t.metadata_table(found.metadata_table, snapshot_id, picked)
     if columns is not None:  # (a column the query names that Spark cannot hold: the read's named error)
