@@ -31,8 +31,11 @@ from pyspark.sql import functions as F
 from sparkberg.catalog.config import conf_properties
 from sparkberg.errors import NoSuchNamespaceError, NoSuchTableError, NoSuchViewError, NotSupportedError, \
     ValidationError
+from sparkberg.expressions.predicates import TRUE
+from sparkberg.expressions.sql import Filter, translate_filter
 from sparkberg.inspect import METADATA_TABLES, metadata_table_columns
-from sparkberg.spark.session import session_conf
+from sparkberg.spark.session import session_conf, session_time_zone
+from sparkberg.sql.filters import filter_of
 from sparkberg.spark.types import to_spark_type
 from sparkberg.table import Catalog, Table, View, catalog as open_catalog
 
@@ -217,10 +220,58 @@ def referenced(tree: exp.Expr) -> frozenset[str] | None:
     return frozenset(n.name.lower() for n in tree.find_all(exp.Identifier, exp.Var))
 
 
+def unqualified(node: exp.Expr, qualifiers: set[str]) -> exp.Expr:
+    """``node`` with the columns qualified by the target's name or alias unqualified (the table API's filters
+    and ``SET`` values name the table's columns plainly)."""
+    def strip(n: exp.Expr) -> exp.Expr:
+        if isinstance(n, exp.Column) and n.table and n.table.lower() in qualifiers and not n.args.get("db"):
+            return exp.column(n.this.copy())
+        return n
+    return node.copy().transform(strip)
+
+
+def pushed_condition(node: exp.Table, table: Table) -> Filter | None:
+    """What of the WHERE of the query that reads the table ``node`` prunes its files: the WHERE's top-level
+    conjuncts that name only the table's columns and translate to an Iceberg predicate (deterministic comparisons,
+    ``IN``, ``IS NULL``, ``LIKE`` prefixes, spatial relations: :mod:`sparkberg.expressions.sql`), as a filter of
+    the table's read (which applies it to the rows as Spark will again). Only for a ``SELECT`` whose ``FROM`` is
+    that table alone (no join, whose outer sides would keep rows such a filter drops); None when nothing prunes."""
+    from_ = node.parent
+    select = from_.parent if isinstance(from_, exp.From) else None
+    if not isinstance(select, exp.Select) or select.args.get("joins") or select.args.get("laterals") or \
+            select.args.get("where") is None:
+        return None
+    qualifiers = {node.name.lower()} | ({node.alias.lower()} if node.alias else set())
+    schema = table.schema()
+    columns = {f.name.lower() for f in schema.fields}
+    kept = []
+    for conjunct in _conjuncts(select.args["where"].this):
+        if conjunct.find(exp.Query, exp.AggFunc, exp.Window) is not None:
+            continue
+        plain = unqualified(conjunct, qualifiers)
+        # (every column of the table's own: a name of an outer query's, or a qualifier of another, is not)
+        if any((c.parts[0].name.lower() not in columns) for c in plain.find_all(exp.Column)):
+            continue
+        condition = filter_of(plain)
+        if translate_filter(condition, schema, lambda: session_time_zone(table.spark)) != TRUE:
+            kept.append(plain)
+    return filter_of(exp.and_(*kept)) if kept else None
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The operands of a condition's top-level ANDs (parentheses looked through)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
 def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None) -> tuple[Resolved, Any] | None:
     """The DataFrame a table node of a query reads (its time travel applied), None when it is not a sparkberg
     table. ``columns``: the query's :func:`referenced` names; a metadata table of entries or files then decodes
-    only the columns named (the others are never read)."""
+    only the columns named (the others are never read). A table's files are pruned by its query's WHERE
+    (:func:`pushed_condition`)."""
     found = names.resolve(parts_of(node))
     if found is None:
         return None
@@ -251,7 +302,8 @@ def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None) -
     if columns is not None:  # (a column the query names that Spark cannot hold: the read's named error)
         from sparkberg.read.columns import servable  # (put off: the reader, for queries of tables only)
         servable(t.schema(), [f.name for f in t.schema().fields if f.name.lower() in columns], named=True)
-    return found, t.to_df(snapshot_id=snapshot_id, as_of_timestamp_ms=at_ms, ref=ref)
+    return found, t.to_df(snapshot_id=snapshot_id, as_of_timestamp_ms=at_ms, ref=ref,
+                          filter=pushed_condition(node, t))
 
 
 def _version_ref(table: Table, text: str) -> str | None:
@@ -278,8 +330,10 @@ def view_of(found: Resolved, df: Any, node: exp.Table, columns: frozenset[str] |
     t = found.table
     version = node.args.get("version")
     picked = sorted(columns) if found.metadata_table is not None and columns is not None else None
+    pushed = pushed_condition(node, t) if found.metadata_table is None else None
     key = "|".join(str(x) for x in (found.catalog.uri, t.name, t.metadata_location, found.metadata_table, found.ref,
-                                     version.sql(dialect="spark") if version is not None else "", picked))
+                                     version.sql(dialect="spark") if version is not None else "", picked,
+                                     pushed.text if pushed is not None else ""))
     name = "sparkberg_" + hashlib.sha1(key.encode()).hexdigest()[:16]
     df.createOrReplaceTempView(name)
     return name

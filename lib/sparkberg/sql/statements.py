@@ -28,7 +28,7 @@ from sparkberg.catalog.config import conf_properties
 from sparkberg.spark.session import session_conf, session_setting
 from sparkberg.sql import ddl, procedures, view_ddl
 from sparkberg.sql.filters import filter_of
-from sparkberg.sql.names import DEFAULT_CATALOG_CONF, Names, empty, parts_of, rewrite_query, source
+from sparkberg.sql.names import DEFAULT_CATALOG_CONF, Names, empty, parts_of, rewrite_query, source, unqualified
 from sparkberg.sql.parsing import (
     Extension, SqlSyntaxError, Statement, parse, parse_extension, split, unsupported,
 )
@@ -237,7 +237,7 @@ def _aggregate_target(names: Names, tree: exp.Expr) -> tuple[Any, Any, list[tupl
         return None
     if where is not None and where.find(exp.Subquery, exp.Select):
         return None
-    condition = None if where is None else filter_of(_unqualified(where.this, qualifiers))
+    condition = None if where is None else filter_of(unqualified(where.this, qualifiers))
     return found, condition, items
 
 
@@ -264,22 +264,12 @@ def _ours(names: Names, node: exp.Table) -> bool:
     return names.resolve(parts) is not None or names.split(parts)[0] is not None
 
 
-def _unqualified(node: exp.Expr, qualifiers: set[str]) -> exp.Expr:
-    """``node`` with the columns qualified by the target's name or alias unqualified (the table API's filters
-    and ``SET`` values name the table's columns plainly)."""
-    def strip(n: exp.Expr) -> exp.Expr:
-        if isinstance(n, exp.Column) and n.table and n.table.lower() in qualifiers and not n.args.get("db"):
-            return exp.column(n.this.copy())
-        return n
-    return node.copy().transform(strip)
-
-
 def _condition(names: Names, node: exp.Expr, qualifiers: set[str]) -> Filter:
     """The condition of a DELETE, UPDATE or REPLACE WHERE (or an UPDATE's value: its ``text``) as a filter (its
     Spark SQL text, and its tree from this parse: :mod:`sparkberg.sql.filters`): the target's qualifiers dropped,
     and the sparkberg tables its subqueries read (``id IN (SELECT id FROM ns.staging)``) replaced by views of
     them."""
-    rewritten, _ = rewrite_query(names, _unqualified(node, qualifiers))
+    rewritten, _ = rewrite_query(names, unqualified(node, qualifiers))
     return filter_of(rewritten)
 
 
@@ -356,7 +346,7 @@ def update(names: Names, statement: Statement, tree: exp.Update) -> Any:
     table, branch, alias = _target(names, tree.this)
     qualifiers = _qualifiers(tree.this, alias)
     where = tree.args.get("where")
-    assignments = {_unqualified(e.this, qualifiers).sql(dialect="spark").replace("`", ""):
+    assignments = {unqualified(e.this, qualifiers).sql(dialect="spark").replace("`", ""):
                    _condition(names, e.expression, qualifiers).text for e in tree.expressions}
     condition = None if where is None else _condition(names, where.this, qualifiers)
     table.update(assignments, condition, branch=branch)
@@ -393,7 +383,7 @@ def merge(names: Names, statement: Statement, tree: exp.Merge) -> Any:
                     raise unsupported(statement, "UPDATE SET * in WHEN NOT MATCHED BY SOURCE (no source row)")
                 builder.when_matched_update_all(cond_sql)
             else:
-                assignments = {_unqualified(e.this, target_names).sql(dialect="spark").replace("`", ""):
+                assignments = {unqualified(e.this, target_names).sql(dialect="spark").replace("`", ""):
                                e.expression.sql(dialect="spark") for e in then.expressions}
                 (builder.when_matched_update if matched else builder.when_not_matched_by_source_update)(
                     assignments, cond_sql)
@@ -403,7 +393,7 @@ def merge(names: Names, statement: Statement, tree: exp.Merge) -> Any:
             if isinstance(then.this, exp.Star):
                 builder.when_not_matched_insert_all(cond_sql)
             else:
-                cols = [_unqualified(c, target_names).sql(dialect="spark").replace("`", "")
+                cols = [unqualified(c, target_names).sql(dialect="spark").replace("`", "")
                         for c in then.this.expressions]
                 values = [v.sql(dialect="spark") for v in then.expression.expressions]
                 if len(cols) != len(values):
