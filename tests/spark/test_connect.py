@@ -28,7 +28,7 @@ def test_reads_over_spark_connect(pyi, tmp_path):  # noqa: F811
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     for check in ("to_df count ok", "filtered read ok", "plan_files pruning ok", "time travel ok",
                   "catalog over connect ok", "merge-on-read over connect ok", "changelog over connect ok",
-                  "views follow writes over connect ok",
+                  "views follow writes over connect ok", "format v3 types over connect ok",
                   "sql catalog over connect ok", "views prune by WHERE over connect ok",
                   "maintenance over connect ok", "branches and write-audit-publish over connect ok",
                   "a transaction over connect ok", "idempotent writes over connect ok", "streams over connect ok",
