@@ -304,10 +304,13 @@ def metrics_must_match(pred: Bound, schema_types: dict[int, T.IcebergType], reco
             return _is_float(t) and (nan_counts.get(fid) == 0 or nulls_only(fid))
         if p.op == "is_nan" or not no_nulls_nor_nans(fid, t):
             return False
-        if p.op in ("st_intersects", "st_disjoint"):  # (no value's box meets the query's if the file's does not)
+        if p.op in ("st_intersects", "st_disjoint"):
+            # no geometry's box meets the query's if the file's does not. Not a geography's: which side of a ring
+            # is a polygon's inside is the engine's to say (format/geo.py takes the smaller), and a file dropped
+            # whole on that reading cannot be taken back
             box = _file_box(lower_bounds.get(fid), upper_bounds.get(fid))
-            return p.op == "st_disjoint" and box is not None and \
-                not boxes_intersect(box, p.value, isinstance(t, T.GeographyType))
+            return p.op == "st_disjoint" and isinstance(t, T.GeometryType) and box is not None and \
+                not boxes_intersect(box, p.value, False)
         lower, upper = _decode(t, lower_bounds.get(fid)), _decode(t, upper_bounds.get(fid))
         if _is_float(t) and any(b is not None and math.isnan(b) for b in (lower, upper)):
             return False
