@@ -234,12 +234,15 @@ def pushed_condition(node: exp.Table, table: Table) -> Filter | None:
     """What of the WHERE of the query that reads the table ``node`` prunes its files: the WHERE's top-level
     conjuncts that name only the table's columns and translate to an Iceberg predicate (deterministic comparisons,
     ``IN``, ``IS NULL``, ``LIKE`` prefixes, spatial relations: :mod:`sparkberg.expressions.sql`), as a filter of
-    the table's read (which applies it to the rows as Spark will again). Only for a ``SELECT`` whose ``FROM`` is
-    that table alone (no join, whose outer sides would keep rows such a filter drops); None when nothing prunes."""
-    from_ = node.parent
-    select = from_.parent if isinstance(from_, exp.From) else None
-    if not isinstance(select, exp.Select) or select.args.get("joins") or select.args.get("laterals") or \
-            select.args.get("where") is None:
+    the table's read (which applies it to the rows as Spark will again). In a join, only for a table whose rows
+    reach the WHERE as they are (:func:`_null_extended`), and only its columns qualified by its name or alias (a
+    plain name may be another table's); None when nothing prunes."""
+    parent = node.parent
+    select = parent.parent if isinstance(parent, (exp.From, exp.Join)) else None
+    if not isinstance(select, exp.Select) or select.args.get("laterals") or select.args.get("where") is None:
+        return None
+    joined = bool(select.args.get("joins"))
+    if joined and _null_extended(node, select):
         return None
     qualifiers = {node.name.lower()} | ({node.alias.lower()} if node.alias else set())
     schema = table.schema()
@@ -247,6 +250,8 @@ def pushed_condition(node: exp.Table, table: Table) -> Filter | None:
     kept = []
     for conjunct in _conjuncts(select.args["where"].this):
         if conjunct.find(exp.Query, exp.AggFunc, exp.Window) is not None:
+            continue
+        if joined and any(not c.table or c.table.lower() not in qualifiers for c in conjunct.find_all(exp.Column)):
             continue
         plain = unqualified(conjunct, qualifiers)
         # (every column of the table's own: a name of an outer query's, or a qualifier of another, is not)
@@ -256,6 +261,21 @@ def pushed_condition(node: exp.Table, table: Table) -> Filter | None:
         if translate_filter(condition, schema, lambda: session_time_zone(table.spark)) != TRUE:
             kept.append(plain)
     return filter_of(exp.and_(*kept)) if kept else None
+
+
+def _null_extended(node: exp.Table, select: exp.Select) -> bool:
+    """Whether a join of ``select`` may give the WHERE rows of table ``node`` made of nulls (an outer join's
+    null-supplying side: a filter pushed below it would drop rows the join keeps unmatched), or none of its columns
+    (the right side of a semi or anti join)."""
+    joins = select.args.get("joins") or []
+    own = next((i for i, j in enumerate(joins) if j.this is node), -1)  # (-1: the FROM's table)
+    for i, j in enumerate(joins):
+        side, kind = (j.side or "").upper(), (j.kind or "").upper()
+        if i == own and (side in ("LEFT", "FULL") or kind in ("SEMI", "ANTI")):
+            return True
+        if i >= max(own, 0) and i != own and side in ("RIGHT", "FULL"):  # (everything before it may be nulls)
+            return True
+    return False
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
