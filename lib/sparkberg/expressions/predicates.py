@@ -464,7 +464,6 @@ def boxes_intersect(a: tuple, b: tuple, wraps: bool) -> bool:
     return any(lo1 <= hi2 and lo2 <= hi1 for lo1, hi1 in spans(a[0], a[2]) for lo2, hi2 in spans(b[0], b[2]))
 
 
-
 Leaf = Callable[[Any], bool]
 
 
