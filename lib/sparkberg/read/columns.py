@@ -599,12 +599,15 @@ def spark_reads(path: str, schemes: frozenset[str] = frozenset()) -> bool:
 
 
 def spark_parses(spark, metadata: TableMetadata) -> bool:
-    """Whether Spark's Parquet reader can open the table's data files: not on Spark before 4.0 where a schema of
-    the table has a ``variant`` (its parquet-mr fails on the footer's VARIANT annotation, whatever the columns
-    read); sparkberg's Arrow reader reads those."""
-    if not any(isinstance(f.field_type, T.VariantType) for s in metadata.schemas for f in s.index_by_id().values()):
-        return True
-    return int(spark.version.split(".")[0]) >= 4
+    """Whether Spark's Parquet reader can open the table's data files: not where a schema of the table has a
+    ``variant`` on Spark before 4.0, or a ``geometry`` or ``geography`` before 4.1 (their parquet-mr fails on the
+    footer's VARIANT, GEOMETRY or GEOGRAPHY annotation, which the spec asks for, whatever the columns read: 4.1 is
+    the first with parquet-java 1.16); sparkberg's Arrow reader reads those."""
+    types = [f.field_type for s in metadata.schemas for f in s.index_by_id().values()]
+    version = tuple(int(p) for p in re.findall(r"\d+", spark.version)[:2])
+    if version < (4, 1) and any(isinstance(t, (T.GeometryType, T.GeographyType)) for t in types):
+        return False
+    return version >= (4, 0) or not any(isinstance(t, T.VariantType) for t in types)
 
 
 def union_all(parts: Sequence[DataFrame]) -> DataFrame:
