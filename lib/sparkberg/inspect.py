@@ -34,7 +34,7 @@ from sparkberg.spark.frames import (
     arrow_dataframe, counted_dataframe, known_count, local_dataframe, map_in_arrow,
 )
 from sparkberg.spark.tuning import ReadTuning
-from sparkberg.spark.types import arrow_schema, to_spark_read_field, to_spark_type
+from sparkberg.spark.types import arrow_schema, ddl_items, to_spark_read_field, to_spark_type
 from sparkberg.threads import DRIVER_THREADS
 from sparkberg.format import types as T
 from sparkberg.format.manifests import MANIFEST_DATA, ManifestFile
@@ -93,23 +93,9 @@ LOCAL_TABLES = {
 }
 
 
-def ddl_parts(ddl: str) -> list[str]:
-    """The column definitions of a DDL string (``a int, b struct<x: int, y: int>`` -> two), split at its
-    top-level commas."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(ddl):
-        depth += ch in "<("
-        depth -= ch in ">)"
-        if ch == "," and depth == 0:
-            parts.append(ddl[start:i].strip())
-            start = i + 1
-    parts.append(ddl[start:].strip())
-    return parts
-
-
 def ddl_columns(ddl: str) -> list[str]:
     """The column names of a DDL string, in order."""
-    return [part.split(None, 1)[0] for part in ddl_parts(ddl)]
+    return [item.split(None, 1)[0] for item in ddl_items(ddl)]
 
 
 def metadata_table_columns(metadata: TableMetadata, name: str) -> list[str] | None:
@@ -534,10 +520,9 @@ class MetadataTables:
         epoch millis would cost each query a projection, as much as the rows' conversion."""
         if picked is None:
             return self._counted(lambda: local_dataframe(self.spark, rows, ddl), len(rows))
-        columns = ddl_columns(ddl)
-        keep = [i for i, c in enumerate(columns) if c in picked] or [0]
+        parts = [item.strip() for item in ddl_items(ddl)]
+        keep = [i for i, part in enumerate(parts) if part.split(None, 1)[0] in picked] or [0]
         kept = [tuple(r[i] for i in keep) for r in rows]
-        parts = ddl_parts(ddl)
         return self._counted(lambda: local_dataframe(self.spark, kept, ", ".join(parts[i] for i in keep)), len(rows))
 
     # --- manifests -----------------------------------------------------------------------------------

@@ -415,7 +415,10 @@ def wkt_to_wkb(text: str) -> bytes:
         if flag:
             take()
         dims = 2 + len(flag)
-        head = struct.pack("<BI", 1, kind + {"": 0, "z": 1000, "m": 2000, "zm": 3000}[flag])
+        offset = {"": 0, "z": 1000, "m": 2000, "zm": 3000}[flag]  # (ISO WKB's dimensions)
+
+        def header(k: int) -> bytes:
+            return struct.pack("<BI", 1, k + offset)
 
         def points() -> bytes:
             pts = seq(lambda: coords(dims))
@@ -423,11 +426,10 @@ def wkt_to_wkb(text: str) -> bytes:
 
         def point_member() -> bytes:  # (MULTIPOINT ((1 2), (3 4)) or MULTIPOINT (1 2, 3 4))
             p = seq(lambda: coords(dims))[0] if peek() == "(" else coords(dims)
-            return struct.pack("<BI", 1, 1 + {"": 0, "z": 1000, "m": 2000, "zm": 3000}[flag]) + \
-                struct.pack(f"<{dims}d", *p)
+            return header(1) + struct.pack(f"<{dims}d", *p)
 
         def member(k: int) -> bytes:
-            return struct.pack("<BI", 1, k + {"": 0, "z": 1000, "m": 2000, "zm": 3000}[flag]) + part(k)
+            return header(k) + part(k)
 
         def part(k: int) -> bytes:
             if k == 1:
@@ -451,7 +453,7 @@ def wkt_to_wkb(text: str) -> bytes:
                 members = seq(geometry)
             return struct.pack("<I", len(members)) + b"".join(members)
 
-        return head + part(kind)
+        return header(kind) + part(kind)
 
     out = geometry()
     if pos != len(tokens):

@@ -221,7 +221,7 @@ def _iceberg_only(text: str) -> I.IcebergType | None:
     return I.parse_type(name.strip().lower() + paren + rest)
 
 
-def _top_level_items(ddl: str) -> list[str]:
+def ddl_items(ddl: str) -> list[str]:
     """A DDL column list split at its top-level commas (not those inside ``<>``, ``()`` or quotes)."""
     items, depth, quote, start = [], 0, "", 0
     for i, ch in enumerate(ddl):
@@ -247,7 +247,7 @@ def schema_from(spark: Any, schema: Any) -> I.Schema:
     iceberg_only: dict[int, I.IcebergType] = {}
     if isinstance(schema, str):
         items = []
-        for pos, item in enumerate(_top_level_items(schema)):
+        for pos, item in enumerate(ddl_items(schema)):
             m = re.match(r"\s*(`(?:[^`]|``)+`|[^\s`]+)\s+(.*?)\s*(\s(?:NOT\s+NULL|COMMENT\s.*))?$", item,
                          re.IGNORECASE | re.DOTALL)
             t = _iceberg_only(m.group(2)) if m else None

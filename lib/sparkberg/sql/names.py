@@ -287,11 +287,12 @@ def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     return [node]
 
 
-def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None) -> tuple[Resolved, Any] | None:
-    """The DataFrame a table node of a query reads (its time travel applied), None when it is not a sparkberg
-    table. ``columns``: the query's :func:`referenced` names; a metadata table of entries or files then decodes
-    only the columns named (the others are never read). A table's files are pruned by its query's WHERE
-    (:func:`pushed_condition`)."""
+def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None
+         ) -> tuple[Resolved, Any, Filter | None] | None:
+    """The DataFrame a table node of a query reads (its time travel applied), and the filter it was pruned by;
+    None when it is not a sparkberg table. ``columns``: the query's :func:`referenced` names; a metadata table of
+    entries or files then decodes only the columns named (the others are never read). A table's files are pruned
+    by its query's WHERE (:func:`pushed_condition`)."""
     found = names.resolve(parts_of(node))
     if found is None:
         return None
@@ -318,12 +319,12 @@ def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None) -
             snapshot_id = t.resolve_snapshot(None, at_ms, ref)[0].snapshot_id
         shown = None if columns is None else metadata_table_columns(t.metadata, found.metadata_table)
         picked = None if shown is None else [c for c in shown if c.lower() in columns]
-        return found, t.metadata_table(found.metadata_table, snapshot_id, picked)
+        return found, t.metadata_table(found.metadata_table, snapshot_id, picked), None
     if columns is not None:  # (a column the query names that Spark cannot hold: the read's named error)
         from sparkberg.read.columns import servable  # (put off: the reader, for queries of tables only)
         servable(t.schema(), [f.name for f in t.schema().fields if f.name.lower() in columns], named=True)
-    return found, t.to_df(snapshot_id=snapshot_id, as_of_timestamp_ms=at_ms, ref=ref,
-                          filter=pushed_condition(node, t))
+    pushed = pushed_condition(node, t)
+    return found, t.to_df(snapshot_id=snapshot_id, as_of_timestamp_ms=at_ms, ref=ref, filter=pushed), pushed
 
 
 def _version_ref(table: Table, text: str) -> str | None:
@@ -344,13 +345,13 @@ def timestamp_ms(spark: Any, expression: str) -> int:
     return int(row["ms"])
 
 
-def view_of(found: Resolved, df: Any, node: exp.Table, columns: frozenset[str] | None = None) -> str:
+def view_of(found: Resolved, df: Any, node: exp.Table, columns: frozenset[str] | None = None,
+            pushed: Filter | None = None) -> str:
     """A temporary view holding ``df`` (what ``node`` reads, of a metadata table the ``columns`` :func:`read`
-    took), named by what it reads."""
+    took, of a table the files ``pushed`` kept), named by what it reads."""
     t = found.table
     version = node.args.get("version")
     picked = sorted(columns) if found.metadata_table is not None and columns is not None else None
-    pushed = pushed_condition(node, t) if found.metadata_table is None else None
     key = "|".join(str(x) for x in (found.catalog.uri, t.name, t.metadata_location, found.metadata_table, found.ref,
                                      version.sql(dialect="spark") if version is not None else "", picked,
                                      pushed.text if pushed is not None else ""))
@@ -392,9 +393,9 @@ def rewrite_query(names: Names, tree: exp.Expr, views: tuple[str, ...] = ()) -> 
                     not (len(parts) == 2 and ("/" in parts[1] or ":" in parts[1])) and not names.spark_has(parts):
                 raise names.missing(parts)
             continue
-        found, df = got
+        found, df, pushed = got
         alias = node.args.get("alias")
-        view = view_of(found, df, node, columns)
+        view = view_of(found, df, node, columns, pushed)
         new = exp.Table(this=exp.to_identifier(view))
         parts = parts_of(node)
         new.set("alias", alias if alias is not None else exp.TableAlias(this=exp.to_identifier(parts[-1])))

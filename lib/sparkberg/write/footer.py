@@ -15,10 +15,10 @@ from sparkberg.format import types as T
 
 # Thrift compact protocol type codes
 _STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(13)
-# parquet.thrift: FileMetaData.schema, SchemaElement.num_children / field_id / logicalType; LogicalType's VARIANT
+# parquet.thrift: FileMetaData.schema, SchemaElement.field_id / logicalType; LogicalType's VARIANT
 # (VariantType.specification_version), GEOMETRY (GeometryType.crs) and GEOGRAPHY (GeographyType.crs, .algorithm,
 # an EdgeInterpolationAlgorithm)
-_SCHEMA, _NUM_CHILDREN, _FIELD_ID, _LOGICAL_TYPE = 2, 5, 9, 10
+_SCHEMA, _FIELD_ID, _LOGICAL_TYPE = 2, 9, 10
 _VARIANT, _GEOMETRY, _GEOGRAPHY = 16, 17, 18
 _SPEC_VERSION, _CRS, _ALGORITHM = 1, 1, 2
 _EDGES = {"spherical": 0, "vincenty": 1, "thomas": 2, "andoyer": 3, "karney": 4}

@@ -263,8 +263,8 @@ class FileWriter:
             self.compression = "none"
         self.required = [f.name for f in schema.fields if f.required]
         self.variants = {f.name for f in schema.fields if _has_variant(f.field_type)}
-        self.annotations = {f.field_id: logical_type(f.field_type) for f in schema.index_by_id().values()
-                            if logical_type(f.field_type) is not None}
+        self.annotations = {f.field_id: annotation for f in schema.index_by_id().values()
+                            if (annotation := logical_type(f.field_type)) is not None}
         self.stat_fields = [f for f in schema.fields if f.field_type.is_primitive and f.field_type != T.UNKNOWN]
         self.metrics_modes = {f.name: metrics_mode(self.properties, f.name) for f in self.stat_fields}
         for f in self.stat_fields:  # (a geography without a box keeps counts: format/geo.py::geo_box says why)
