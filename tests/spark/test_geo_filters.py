@@ -8,11 +8,11 @@ so a box that dropped a matching file would show."""
 import struct
 
 import pytest
+import shapely
 from pyspark.sql import types as ST
 
 import sparkberg
 
-shapely = pytest.importorskip("shapely")
 pytestmark = pytest.mark.spark
 
 ROWS = [  # (id, geometry WKT, geography WKT), a file each
