@@ -149,6 +149,19 @@ def test_geometry_and_geography_are_their_wkb_with_crs_and_algorithm_kept(spark,
 
 @pytest.mark.skipif(not hasattr(ST, "GeometryType"), reason="Spark's GEOMETRY type came in 4.1")
 def test_spark_s_geometry_type_is_written_as_its_wkb(spark, warehouse):
+    # (Spark 4.1 has the type behind this setting, off by default; later Sparks have it on)
+    was = spark.conf.get("spark.sql.geospatial.enabled", None)
+    spark.conf.set("spark.sql.geospatial.enabled", "true")
+    try:
+        _write_spark_geometry(spark, warehouse)
+    finally:
+        if was is None:
+            spark.conf.unset("spark.sql.geospatial.enabled")
+        else:
+            spark.conf.set("spark.sql.geospatial.enabled", was)
+
+
+def _write_spark_geometry(spark, warehouse):
     cat = sparkberg.catalog(spark, warehouse)
     t = cat.create_table("db.sgeo", "id bigint, g geometry", properties={"format-version": "3"})
     wkb = "X'0101000000000000000000F03F0000000000000040'"

@@ -87,3 +87,21 @@ def test_geometry_and_geography_columns_get_their_logical_types_with_crs_and_edg
     assert f.read().column("g").to_pylist() == [point, None] or \
         [getattr(v, "wkb", v) for v in f.read().column("g").to_pylist()] == [point, None]
     assert logical_type(T.STRING) is None
+
+
+@pytest.mark.parametrize("version, parses", [("3.5.6", False), ("4.0.5", False), ("4.1.0", True), ("4.3.0", True)])
+@pytest.mark.parametrize("column", [T.VARIANT, T.GeometryType(), T.GeographyType()])
+def test_spark_s_reader_opens_annotated_files_only_from_parquet_java_1_16(version, parses, column):
+    """Spark 3.5 (parquet-java 1.13) and 4.0 (1.15) fail on a footer with any of these annotations, whatever the
+    columns read (a NullPointerException in ``LogicalType.getSetField``, seen on PySpark 3.5.6 and 4.0.5); 4.1
+    (1.16) and later read them. Before that, sparkberg's Arrow reader reads the table; a table without them,
+    Spark's reader on every version."""
+    from types import SimpleNamespace
+    from sparkberg.format.updates import new_table_metadata
+    from sparkberg.read.columns import spark_parses
+    spark = SimpleNamespace(version=version)
+    annotated = new_table_metadata(T.Schema([T.NestedField(1, "id", T.LONG), T.NestedField(2, "c", column)]),
+                                   "file:///wh/t", format_version=3)
+    plain = new_table_metadata(T.Schema([T.NestedField(1, "id", T.LONG)]), "file:///wh/t", format_version=3)
+    assert spark_parses(spark, annotated) is parses
+    assert spark_parses(spark, plain) is True

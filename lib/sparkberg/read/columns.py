@@ -600,14 +600,13 @@ def spark_reads(path: str, schemes: frozenset[str] = frozenset()) -> bool:
 
 def spark_parses(spark, metadata: TableMetadata) -> bool:
     """Whether Spark's Parquet reader can open the table's data files: not where a schema of the table has a
-    ``variant`` on Spark before 4.0, or a ``geometry`` or ``geography`` before 4.1 (their parquet-mr fails on the
-    footer's VARIANT, GEOMETRY or GEOGRAPHY annotation, which the spec asks for, whatever the columns read: 4.1 is
-    the first with parquet-java 1.16); sparkberg's Arrow reader reads those."""
-    types = [f.field_type for s in metadata.schemas for f in s.index_by_id().values()]
+    ``variant``, ``geometry`` or ``geography`` on Spark before 4.1, whose parquet-java (1.13 in 3.5, 1.15 in 4.0)
+    fails on the footer's VARIANT, GEOMETRY or GEOGRAPHY annotation, which the spec asks for, whatever the columns
+    read (parquet-java 1.16, Spark 4.1's, is the first that knows them); sparkberg's Arrow reader reads those."""
     version = tuple(int(p) for p in re.findall(r"\d+", spark.version)[:2])
-    if version < (4, 1) and any(isinstance(t, (T.GeometryType, T.GeographyType)) for t in types):
-        return False
-    return version >= (4, 0) or not any(isinstance(t, T.VariantType) for t in types)
+    return version >= (4, 1) or not any(
+        isinstance(f.field_type, (T.VariantType, T.GeometryType, T.GeographyType))
+        for s in metadata.schemas for f in s.index_by_id().values())
 
 
 def union_all(parts: Sequence[DataFrame]) -> DataFrame:
