@@ -411,6 +411,9 @@ class MetadataTables:
         picked = [by_lower[c.lower()] for c in columns]
         if df is None:
             df = build(snap, frozenset(picked))
+            if picked and picked == [c for c in shown if c in picked]:
+                return df  # (the builders give the columns picked in the table's order: another select would only
+                # cost the JVM one more analysis, a query's fixed cost on the tables made on the driver)
         return self._counted(lambda: df.select(*picked), known_count(df))
 
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
