@@ -17,8 +17,11 @@ import sparkberg
 from sparkberg.operations.request import APP_ID, VERSION
 from sparkberg.errors import NotSupportedError, ValidationError
 from sparkberg.sql.streaming import EPOCH_ID, QUERY_ID
+from sparkberg.spark.session import spark_version
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# (a stream's read limits reach a Python stream source from Spark 4.2 on; before, they are a named error)
+needs_limits = pytest.mark.skipif(spark_version(None) < (4, 2), reason="read limits need PySpark 4.2")
 
 
 def parquet_files(directory, count, rows=20):
@@ -184,6 +187,7 @@ def test_a_sink_killed_at_any_moment_commits_every_batch_once(spark, cat, sink, 
     print("\n".join(log))
 
 
+@needs_limits
 def test_a_pipeline_from_a_table_stream_killed_at_any_moment_delivers_every_row_once(spark, cat, sink, warehouse,
                                                                                       tmp_path):
     random.seed(os.getpid() + 1)
@@ -226,6 +230,7 @@ def test_a_stream_reads_every_appended_row_once_and_then_what_comes(spark, sourc
     assert batches_of(source.read_stream(), ckpt) == []
 
 
+@needs_limits
 def test_limits_bound_each_micro_batch(source, tmp_path):
     by_files = batches_of(source.read_stream(max_files_per_trigger=3), str(tmp_path / "a"))
     assert [len(b) for b in by_files] == [15, 15, 10] and sorted(sum(by_files, [])) == list(range(40))
@@ -278,6 +283,20 @@ def test_bad_stream_options_are_named_errors(source):
             source.read_stream(**kwargs)
 
 
+def test_read_limits_before_spark_4_2_are_a_named_error(source, monkeypatch):
+    """Spark before 4.2 hands a Python stream source no read limit: each micro-batch would read everything
+    available, so a bound the stream could not keep is refused instead of ignored."""
+    import sparkberg.sql.stream_source as stream_source
+    monkeypatch.setattr(stream_source, "spark_version", lambda spark: (4, 1))
+    with pytest.raises(NotSupportedError, match=r"^max_files_per_trigger needs PySpark and Spark 4.2 or later"):
+        source.read_stream(max_files_per_trigger=3)
+    with pytest.raises(NotSupportedError, match=r"^max_files_per_trigger and max_rows_per_trigger need PySpark"):
+        source.read_stream(max_files_per_trigger=3, max_rows_per_trigger=10)
+    with pytest.raises(ValidationError, match="positive integer"):  # (bad values are named first)
+        source.read_stream(max_files_per_trigger=0)
+    assert source.read_stream().isStreaming  # (no bound: every version)
+
+
 def change_batches(sdf, checkpoint):
     got = []
     q = sdf.writeStream.foreachBatch(lambda df, batch_id: got.append([tuple(r) for r in df.collect()])) \
@@ -287,6 +306,7 @@ def change_batches(sdf, checkpoint):
     return [b for b in got if b]
 
 
+@needs_limits
 @pytest.mark.parametrize("version,mode", [(2, "merge-on-read"), (3, "merge-on-read"), (2, "copy-on-write")])
 def test_a_changelog_stream_delivers_the_changes_of_every_snapshot_once(spark, cat, tmp_path, version, mode):
     t = cat.create_table("db.chg", "id bigint, p int, v string", partition_by=["p"], properties={

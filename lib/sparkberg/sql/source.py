@@ -42,16 +42,12 @@ from sparkberg.read.reader import identity_values
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.spark.jvm import as_active
 from sparkberg.spark.session import default_parallelism, per_session
+from sparkberg.sql.splits import CONFIG_OPTION, split_tasks
 from sparkberg.table import catalog
 
 NAME = "sparkberg"
 PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
-CONFIG_OPTION = "catalog-config-secret"
 PLANNED = "_sparkberg_planned"
-# (how Spark's file sources size their splits: at most maxPartitionBytes, at least openCostInBytes, else the
-# data spread over the default parallelism; each file counts its open cost too)
-SPLIT_BYTES_MAX = 128 * 1024 * 1024
-OPEN_COST_BYTES = 4 * 1024 * 1024
 _COMPARISONS = {EqualTo: "eq", GreaterThan: "gt", GreaterThanOrEqual: "gt_eq", LessThan: "lt",
                 LessThanOrEqual: "lt_eq"}
 
@@ -165,19 +161,3 @@ class SparkbergReader(DataSourceReader):
         for batch in reader.read(tasks, DeleteCache(bound) if bound > 0 else None, identity):
             planned = from_bools(np.ones(batch.num_rows, bool))
             yield pa.RecordBatch.from_arrays([*batch.columns, planned], names=[*batch.schema.names, PLANNED])
-
-
-def split_tasks(tasks: list[dict], parallelism: int) -> list[list[dict]]:
-    """Tasks in consecutive groups (at least one) sized as Spark sizes the splits of a file source."""
-    total = sum(t["file_size_in_bytes"] + OPEN_COST_BYTES for t in tasks)
-    target = min(SPLIT_BYTES_MAX, max(OPEN_COST_BYTES, total // max(parallelism, 1)))
-    groups: list[list[dict]] = [[]]
-    size = 0
-    for t in tasks:
-        cost = t["file_size_in_bytes"] + OPEN_COST_BYTES
-        if groups[-1] and size + cost > target:
-            groups.append([])
-            size = 0
-        groups[-1].append(t)
-        size += cost
-    return groups

@@ -36,16 +36,16 @@ from pyspark.sql import types as ST
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from sparkberg.arrays import scalar
-from sparkberg.errors import SparkbergError, ValidationError
+from sparkberg.errors import NotSupportedError, SparkbergError, ValidationError
 from sparkberg.planning.changes import APPEND, REPLACE, appended_tasks, snapshot_change
 from sparkberg.planning.entries import PartitionLayout
 from sparkberg.read.arrow import ChangeReader, TaskReader, read_struct
 from sparkberg.read.changes import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID, DELETE, INSERT
 from sparkberg.read.reader import identity_values
 from sparkberg.spark.jvm import as_active
-from sparkberg.spark.session import default_parallelism, per_session
+from sparkberg.spark.session import default_parallelism, per_session, spark_version
 from sparkberg.format.snapshots import Snapshot
-from sparkberg.sql.source import CONFIG_OPTION, split_tasks
+from sparkberg.sql.splits import CONFIG_OPTION, split_tasks
 from sparkberg.table import Table, catalog
 
 NAME = "sparkberg-stream"
@@ -81,6 +81,13 @@ def stream_frame(table: Table, options: dict[str, Any]) -> Any:
         raise ValidationError(f"cannot start the stream after snapshot {settings['start_snapshot_id']}: table "
                               f"{table.name} has no such snapshot")
     spark = table.spark
+    bounds = [k for k in ("max_files_per_trigger", "max_rows_per_trigger") if k in settings]
+    if bounds and (spark_version(None) < (4, 2) or spark_version(spark) < (4, 2)):
+        # (Spark hands a Python stream source its read limit from 4.2 on; before, every micro-batch would read all
+        # that is available, whatever the bound said)
+        verb = "need" if len(bounds) > 1 else "needs"
+        raise NotSupportedError(f"{' and '.join(bounds)} {verb} PySpark and Spark 4.2 or later (read limits of "
+                                "Python streaming data sources); before, each micro-batch reads all that is available")
     with as_active(spark):  # (the data source's name is resolved in the active session)
         if per_session(spark, "sparkberg stream source", lambda: spark.dataSource.register(StreamSource) or True) \
                 is None:
