@@ -24,6 +24,7 @@ from sparkberg.read.fileids import FileIds
 from sparkberg.read.formats import ARROW_READ_FORMATS, ArrowFileReader, path_key, read_with_arrow
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.spark.jvm import read_parquet
+from sparkberg.spark.session import spark_version
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import FIELD_ID_KEY, arrow_schema, to_spark_read_field
 from sparkberg.format import types as T
@@ -603,8 +604,7 @@ def spark_parses(spark, metadata: TableMetadata) -> bool:
     ``variant``, ``geometry`` or ``geography`` on Spark before 4.1, whose parquet-java (1.13 in 3.5, 1.15 in 4.0)
     fails on the footer's VARIANT, GEOMETRY or GEOGRAPHY annotation, which the spec asks for, whatever the columns
     read (parquet-java 1.16, Spark 4.1's, is the first that knows them); sparkberg's Arrow reader reads those."""
-    version = tuple(int(p) for p in re.findall(r"\d+", spark.version)[:2])
-    return version >= (4, 1) or not any(
+    return spark_version(spark) >= (4, 1) or not any(
         isinstance(f.field_type, (T.VariantType, T.GeometryType, T.GeographyType))
         for s in metadata.schemas for f in s.index_by_id().values())
 
