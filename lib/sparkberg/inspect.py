@@ -536,8 +536,16 @@ class MetadataTables:
 
     def _all_manifests(self, snap, picked=None):
         summaries = picked is None or "partition_summaries" in picked
-        rows = [tuple(manifest_row(self.m, mf, summaries).values()) + (s.snapshot_id,) for s in self.m.snapshots
-                for mf in snapshot_manifests(self.io, s)]
+        # every snapshot lists again most of its parent's manifests: a row is made once per manifest list entry
+        # (the entry, not its path, is the key: what the row shows is the entry's)
+        made: dict[ManifestFile, tuple] = {}
+        rows = []
+        for s in self.m.snapshots:
+            for mf in snapshot_manifests(self.io, s):
+                row = made.get(mf)
+                if row is None:
+                    row = made[mf] = tuple(manifest_row(self.m, mf, summaries).values())
+                rows.append(row + (s.snapshot_id,))
         return self._local(rows, LOCAL_TABLES["all_manifests"], picked)
 
     # --- snapshots, history, refs, logs ----------------------------------------------------------------
