@@ -9,7 +9,7 @@ Deliberate differences from Iceberg Java are listed in :data:`DIFFERENCES`.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, Sequence
+from typing import Any, Callable, Collection, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -314,6 +314,106 @@ class MetadataDecoder(EntryDecoder):
         return rows
 
 
+# the partitions table's totals, in the order it shows them: (name, content of the files counted, what of them:
+# their rows, their number, their bytes)
+PARTITION_TOTALS = (("record_count", 0, "rows"), ("file_count", 0, "files"),
+                    ("total_data_file_size_in_bytes", 0, "bytes"), ("position_delete_record_count", 1, "rows"),
+                    ("position_delete_file_count", 1, "files"), ("equality_delete_record_count", 2, "rows"),
+                    ("equality_delete_file_count", 2, "files"))
+
+
+class PartitionTotals:
+    """The ``partitions`` table's totals of the live entries of some manifests, added up where they are decoded
+    (each task of a Python stage, or the driver): a row per partition tuple and number of its spec's fields
+    (:func:`partition_key_fields`) holding the sums and the (commit time, snapshot, spec) of its most recent
+    file. Spark adds up the rows of every task and groups them as the table groups, so what leaves the Python
+    workers is a row per partition rather than per file. Picklable; used as a decoder is (``ddl``, a Python
+    stage's function, ``load_many``)."""
+
+    COLUMNS = ("status", "snapshot_id", "content", "spec_id", "partition", "record_count", "file_size_in_bytes")
+
+    def __init__(self, layout: PartitionLayout, schema: T.Schema, io: FileIO | None, projected: dict[int, int],
+                 times: dict[int, int]):
+        """``projected``: spec id -> number of its fields in the unified partition type; ``times``: snapshot id
+        -> its commit time in epoch millis (a file of a snapshot not in it has none, as in a left join)."""
+        self.decoder = MetadataDecoder(layout, schema, io, self.COLUMNS)
+        self.keyed = bool(layout.slots)
+        self.projected = projected
+        self.times = times
+        arrow = self.decoder.schema
+        fields = ([arrow.field("partition"), pa.field("_projected", pa.int32())] if self.keyed else []) + \
+            [pa.field(name, pa.int64()) for name, _, _ in PARTITION_TOTALS] + \
+            [pa.field("_ts", pa.int64()), pa.field("_snapshot_id", pa.int64()), pa.field("_spec_id", pa.int32())]
+        self.schema = pa.schema(fields)
+        types = dict(item.strip().split(None, 1) for item in ddl_items(self.decoder.ddl))
+        self.ddl = ", ".join(f"{f.name} {types['partition'] if f.name == 'partition' else _INT_DDL[f.type]}"
+                             for f in fields)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        decoded = [pa.Table.from_batches([b]) for b in self.decoder(batches)]
+        if decoded:
+            yield from self.totals(pa.concat_tables(decoded)).to_batches()
+
+    def load_many(self, manifests: Iterable[tuple[ManifestFile, int, FileIO]], threads: int = 1) -> pa.Table:
+        """The totals of these manifests' entries, decoded on the driver."""
+        return self.totals(self.decoder.load_many(manifests, threads))
+
+    def totals(self, entries: pa.Table) -> pa.Table:
+        """The totals of decoded entries (:data:`COLUMNS`), deleted ones and contents other than files left out."""
+        status, content = int_values(entries["status"])[0], int_values(entries["content"])[0]
+        live = (status != 2) & (content >= 0) & (content <= 2)
+        if not live.all():
+            entries, content = entries.filter(from_bools(live)), content[live]
+        n = entries.num_rows
+        if n == 0:
+            return self.schema.empty_table()
+        rows, size = int_values(entries["record_count"])[0], int_values(entries["file_size_in_bytes"])[0]
+        sid, spec = int_values(entries["snapshot_id"])[0], int_values(entries["spec_id"])[0]
+        ts, has_ts = _looked_up(self.times, sid)
+        columns: dict[str, np.ndarray] = {}
+        for name, kind, what in PARTITION_TOTALS:
+            of = content == kind
+            columns[name] = of.astype(np.int64) if what == "files" else np.where(of, rows if what == "rows" else size, 0)
+        # the most recent file: the greatest (commit time, snapshot id, spec id), an unknown time the least, as
+        # Spark orders structs; each row's rank in that order, so a group's greatest rank names its row
+        order = np.lexsort((spec, sid, np.where(has_ts, ts, np.iinfo(np.int64).min)))
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n, dtype=np.int64)
+        table = pa.table({name: from_numpy(values, pa.int64()) for name, values in columns.items()})
+        table = table.append_column("_rank", from_numpy(rank, pa.int64()))
+        keys = []
+        if self.keyed:
+            part = entries["partition"].combine_chunks()
+            for i, child in enumerate(part.flatten()):
+                table = table.append_column(f"_k{i}", child)
+                keys.append(f"_k{i}")
+            table = table.append_column("_projected", from_numpy(_looked_up(self.projected, spec)[0], pa.int64()))
+            keys.append("_projected")
+        grouped = table.group_by(keys).aggregate([(c, "sum") for c in columns] + [("_rank", "max")])
+        last = order[int_values(grouped["_rank_max"])[0]]
+        out = [pa.StructArray.from_arrays([grouped[k].combine_chunks() for k in keys[:-1]],
+                                          fields=list(part.type)),
+               grouped["_projected"].cast(pa.int32())] if self.keyed else []
+        out += [grouped[f"{c}_sum"] for c in columns]
+        out += [from_numpy(ts[last], pa.int64(), has_ts[last]), from_numpy(sid[last], pa.int64()),
+                from_numpy(spec[last].astype(np.int32), pa.int32())]
+        return pa.Table.from_arrays(out, schema=self.schema)
+
+
+_INT_DDL = {pa.int32(): "int", pa.int64(): "bigint"}
+
+
+def _looked_up(mapping: dict[int, int], keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the value ``mapping`` holds for each of ``keys``, 0 where none; whether it holds one) as int64 arrays."""
+    known = np.fromiter(mapping.keys(), np.int64, len(mapping))
+    values = np.fromiter(mapping.values(), np.int64, len(mapping))
+    order = np.argsort(known)
+    known, values = known[order], values[order]
+    at = np.minimum(np.searchsorted(known, keys), max(len(known) - 1, 0))
+    found = known[at] == keys if len(known) else np.zeros(len(keys), bool)
+    return np.where(found, values[at] if len(known) else 0, 0), found
+
+
 def snapshot_rows(m: TableMetadata) -> list[dict]:
     """The ``snapshots`` table's rows, in metadata order (``committed_at`` in epoch millis)."""
     return [{"committed_at": s.timestamp_ms, "snapshot_id": s.snapshot_id, "parent_id": s.parent_snapshot_id,
@@ -438,11 +538,13 @@ class MetadataTables:
         return out
 
     def _raw_entries(self, manifests: Sequence[ManifestFile], columns: Collection[str],
-                     live: Sequence[int] | None = None) -> tuple[Callable[[], DataFrame], int | None]:
+                     live: Sequence[int] | None = None, decoder: PartitionTotals | None = None
+                     ) -> tuple[Callable[[], DataFrame], int | None]:
         """What makes the DataFrame of the entries of ``manifests`` with ``columns`` (:class:`MetadataDecoder`'s),
         deleted ones included, or with ``live`` only the live ones of those contents (``columns`` then has
-        ``status`` and ``content``); and their number when the driver decoded them (None: Spark counts them)."""
-        decoder = MetadataDecoder(self.layout, self.m.current_schema, self.io, columns)
+        ``status`` and ``content``), or ``decoder``'s rows of them; and their number when the driver decoded them
+        (None: Spark counts them)."""
+        decoder = decoder or MetadataDecoder(self.layout, self.m.current_schema, self.io, columns)
         if not manifests:
             return (lambda: local_dataframe(self.spark, [], decoder.ddl)), 0
         if sum(entry_count(mf) for mf in manifests) > DRIVER_ENTRIES:
@@ -583,43 +685,22 @@ class MetadataTables:
 
     # --- partitions and position deletes ----------------------------------------------------------------
     def _partitions(self, snap):
-        df = self._raw_entries(self._manifests_of(snap), ("status", "snapshot_id", "content", "spec_id",
-                                                          "partition", "record_count", "file_size_in_bytes"),
-                               live=(0, 1, 2))[0]()
-        times = local_dataframe(self.spark, [(s.snapshot_id, s.timestamp_ms) for s in self.m.snapshots],
-                                "snapshot_id bigint, _ts bigint")
-        df = df.join(F.broadcast(times), "snapshot_id", "left")
-        is_data, is_pos, is_eq = F.col("content") == 0, F.col("content") == 1, F.col("content") == 2
-
-        def total(cond, c="record_count"):
-            return F.coalesce(F.sum(F.when(cond, F.col(c))), F.lit(0)).cast("bigint")
-
-        def count(cond):
-            return F.count(F.when(cond, 1)).cast("int")
-        # one row per partition tuple of the table's unified partition type and number of its fields the file's
-        # spec has (partition_key_fields), as Iceberg Java's partitions table groups; the row keeps the spec and
-        # snapshot of its most recent file
-        counts = partition_key_fields(self.m)
-        projected = F.lit(0)
-        for spec_id, n in counts.items():
-            projected = F.when(F.col("spec_id") == spec_id, F.lit(n)).otherwise(projected)
-        df = df.withColumn("_projected", projected)
-        keys = ["partition", "_projected"] if self.layout.slots else []
-        agg = (df.groupBy(*keys).agg(
-            total(is_data).alias("record_count"), count(is_data).alias("file_count"),
-            total(is_data, "file_size_in_bytes").alias("total_data_file_size_in_bytes"),
-            total(is_pos).alias("position_delete_record_count"), count(is_pos).alias("position_delete_file_count"),
-            total(is_eq).alias("equality_delete_record_count"), count(is_eq).alias("equality_delete_file_count"),
-            F.max(F.struct("_ts", "snapshot_id", "spec_id")).alias("_last")))
-        out = agg.select(*([partition_column(self.layout, "partition").alias("partition"),
-                            F.col("_last.spec_id").alias("spec_id")]
-                           if keys else []),
-                         "record_count", "file_count", "total_data_file_size_in_bytes",
-                         "position_delete_record_count", "position_delete_file_count",
-                         "equality_delete_record_count", "equality_delete_file_count",
-                         F.timestamp_millis(F.col("_last._ts")).alias("last_updated_at"),
-                         F.col("_last.snapshot_id").alias("last_updated_snapshot_id"))
-        return out
+        totals = PartitionTotals(self.layout, self.m.current_schema, self.io, partition_key_fields(self.m),
+                                 {s.snapshot_id: s.timestamp_ms for s in self.m.snapshots})
+        df = self._raw_entries(self._manifests_of(snap), totals.COLUMNS, decoder=totals)[0]()
+        # the tasks' totals added up by partition tuple, as Iceberg Java's partitions table groups
+        # (PartitionTotals); the aggregates as SQL text, one JVM call each where Columns built of functions cost
+        # dozens (this table's fixed cost, paid by every query of it)
+        keys = ["partition", "_projected"] if totals.keyed else []
+        agg = df.groupBy(*keys).agg(
+            *(F.expr(f"CAST(coalesce(sum({name}), 0) AS {'INT' if what == 'files' else 'BIGINT'}) AS {name}")
+              for name, _, what in PARTITION_TOTALS),
+            F.expr("max(struct(_ts, _snapshot_id, _spec_id)) AS _last"))
+        return agg.select(*([partition_column(self.layout, "partition").alias("partition"),
+                             F.expr("_last._spec_id AS spec_id")] if keys else []),
+                          *(F.expr(name) for name, _, _ in PARTITION_TOTALS),
+                          F.expr("timestamp_millis(_last._ts) AS last_updated_at"),
+                          F.expr("_last._snapshot_id AS last_updated_snapshot_id"))
 
     def _position_deletes(self, snap):
         schema = self.m.current_schema
