@@ -313,6 +313,31 @@ def test_queries_time_travel_refs_and_metadata_tables(sql, cat, spark):
         sql("SELECT * FROM db.q VERSION AS OF 'nope'")
 
 
+def test_a_whole_table_query_is_the_table_s_dataframe_without_a_view(sql, cat, spark):
+    """``SELECT * FROM t`` (time travel, a ref, a metadata table, an alias) is the DataFrame the table reads: no
+    temporary view is made for it, and it holds what Spark's query of a view of the table holds; a query with
+    anything more (a WHERE, a LIMIT, another column) is Spark's query."""
+    sql("CREATE TABLE db.w (id bigint, s string); INSERT INTO db.w VALUES (1, 'a'), (2, 'b'); "
+        "INSERT INTO db.w VALUES (3, 'c')")
+    first = cat.load_table("db.w").snapshots()[0].snapshot_id
+
+    def temporary_views():
+        return {v.name for v in spark.catalog.listTables() if v.isTemporary}
+    for query, want in (("SELECT * FROM db.w", 3), (f"SELECT * FROM db.w VERSION AS OF {first}", 2),
+                        ("SELECT * FROM cat.db.w.branch_main", 3), ("SELECT * FROM db.w AS x", 3),
+                        ("SELECT * FROM db.w.snapshots", 2), (f"SELECT * FROM db.w.files VERSION AS OF {first}", None)):
+        before = temporary_views()
+        whole = sql(query)
+        assert temporary_views() == before, query
+        viewed = sql(f"{query} WHERE true")  # (Spark's query of a view of the same table)
+        assert whole.schema == viewed.schema and rows(whole) == rows(viewed), query
+        assert whole.count() == (viewed.count() if want is None else want), query
+    assert rows(sql("SELECT * FROM db.w LIMIT 1"), order=False)[0][0] in (1, 2, 3)
+    assert sql("SELECT * FROM db.w LIMIT 1").count() == 1
+    assert sql("SELECT *, 1 AS one FROM db.w").columns == ["id", "s", "one"]
+    assert rows(sql("SELECT * FROM db.w WHERE id > 1")) == [(2, "b"), (3, "c")]
+
+
 def test_procedures(sql, cat, spark, tmp_path):
     sql("CREATE TABLE db.pr (id bigint, p int) PARTITIONED BY (p) TBLPROPERTIES ('write.wap.enabled'='true')")
     for i in range(3):

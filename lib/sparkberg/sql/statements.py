@@ -28,7 +28,9 @@ from sparkberg.catalog.config import conf_properties
 from sparkberg.spark.session import session_conf, session_setting
 from sparkberg.sql import ddl, procedures, view_ddl
 from sparkberg.sql.filters import filter_of
-from sparkberg.sql.names import DEFAULT_CATALOG_CONF, Names, empty, parts_of, rewrite_query, source, unqualified
+from sparkberg.sql.names import (
+    DEFAULT_CATALOG_CONF, Names, empty, parts_of, read, rewrite_query, source, unqualified,
+)
 from sparkberg.sql.parsing import (
     Extension, SqlSyntaxError, Statement, parse, parse_extension, split, unsupported,
 )
@@ -160,6 +162,9 @@ def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
     aggregated = _aggregate(names, tree)
     if aggregated is not None:
         return aggregated
+    whole = _whole_table(names, tree)
+    if whole is not None:
+        return whole
     if isinstance(tree, exp.Query) or temporary_view:
         rewritten, replaced = rewrite_query(names, tree)
         return names.spark.sql(rewritten.sql(dialect="spark") if replaced else statement.text)
@@ -168,6 +173,27 @@ def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
         if found is not None:
             raise unsupported(statement, f"{statement.text.split(None, 1)[0].upper()} on table {found.label}")
     return names.spark.sql(statement.text)
+
+
+# what a query's SELECT and its one table may hold for the query to be that table as it is
+_WHOLE_SELECT = frozenset({"expressions", "from_"})
+_WHOLE_TABLE = frozenset({"this", "db", "catalog", "alias", "version"})
+
+
+def _whole_table(names: Names, tree: exp.Expr) -> Any:
+    """``SELECT * FROM ns.t`` (a table, with time travel or not, or a metadata table; nothing else in the query):
+    the DataFrame the table reads, which is what Spark would return from a view of it, without the view and the
+    second parse and analysis a rewritten query costs; None for any other query."""
+    if not isinstance(tree, exp.Select) or any(v for k, v in tree.args.items() if k not in _WHOLE_SELECT):
+        return None
+    source_ = tree.args.get("from_")
+    node = source_.this if source_ is not None else None
+    if len(tree.expressions) != 1 or not isinstance(tree.expressions[0], exp.Star) or \
+            any(tree.expressions[0].args.values()) or not isinstance(node, exp.Table) or \
+            any(v for k, v in node.args.items() if k not in _WHOLE_TABLE):
+        return None
+    got = read(names, node)
+    return None if got is None else got[1]
 
 
 # the clauses that make a query more than aggregates of one table's rows
