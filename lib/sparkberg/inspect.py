@@ -373,7 +373,8 @@ class PartitionTotals:
         columns: dict[str, np.ndarray] = {}
         for name, kind, what in PARTITION_TOTALS:
             of = content == kind
-            columns[name] = of.astype(np.int64) if what == "files" else np.where(of, rows if what == "rows" else size, 0)
+            columns[name] = of.astype(np.int64) if what == "files" else \
+                np.where(of, rows if what == "rows" else size, 0)
         # the most recent file: the greatest (commit time, snapshot id, spec id), an unknown time the least, as
         # Spark orders structs; each row's rank in that order, so a group's greatest rank names its row
         order = np.lexsort((spec, sid, np.where(has_ts, ts, np.iinfo(np.int64).min)))
