@@ -324,7 +324,7 @@ PARTITION_TOTALS = (("record_count", 0, "rows"), ("file_count", 0, "files"),
 
 class PartitionTotals:
     """The ``partitions`` table's totals of the live entries of some manifests, added up where they are decoded
-    (each task of a Python stage, or the driver): a row per partition tuple and number of its spec's fields
+    (by each task of a Python stage, or the driver): a row per partition tuple and number of its spec's fields
     (:func:`partition_key_fields`) holding the sums and the (commit time, snapshot, spec) of its most recent
     file. Spark adds up the rows of every task and groups them as the table groups, so what leaves the Python
     workers is a row per partition rather than per file. Picklable; used as a decoder is (``ddl``, a Python
@@ -350,9 +350,10 @@ class PartitionTotals:
                              for f in fields)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        decoded = [pa.Table.from_batches([b]) for b in self.decoder(batches)]
-        if decoded:
-            yield from self.totals(pa.concat_tables(decoded)).to_batches()
+        # (each batch the decoder gives, tens of thousands of entries, added up alone: a task holds no more of its
+        # entries than the decoder does, and Spark adds up the batches' rows as it adds up the tasks')
+        for batch in self.decoder(batches):
+            yield from self.totals(pa.Table.from_batches([batch])).to_batches()
 
     def load_many(self, manifests: Iterable[tuple[ManifestFile, int, FileIO]], threads: int = 1) -> pa.Table:
         """The totals of these manifests' entries, decoded on the driver."""
