@@ -327,8 +327,8 @@ class PartitionTotals:
     (by each task of a Python stage, or the driver): a row per partition tuple and number of its spec's fields
     (:func:`partition_key_fields`) holding the sums and the (commit time, snapshot, spec) of its most recent
     file. Spark adds up these rows and groups them as the table groups, so what leaves the Python workers is a
-    row per partition (for each batch the decoder gives) rather than per file. Picklable; used as a decoder is (``ddl``, a Python
-    stage's function, ``load_many``)."""
+    row per partition (for each batch the decoder gives) rather than per file. Picklable; used as a decoder is
+    (``ddl``, a Python stage's function, ``load_many``)."""
 
     COLUMNS = ("status", "snapshot_id", "content", "spec_id", "partition", "record_count", "file_size_in_bytes")
 
