@@ -185,6 +185,10 @@ def main(metadata: str, expected: int, warehouse: str, s3_root: str | None = Non
                          "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
     got = sorted(tuple(r) for r in sparkberg.sql(spark, "SELECT * FROM connsql.db.stmt").collect())
     assert got == [(1, "u"), (2, "m"), (3, "3"), (4, "4"), (5, "5"), (9, "n")], got
+    # a query of one table: its DataFrame filtered and projected, on the client
+    got = sorted(tuple(r) for r in sparkberg.sql(
+        spark, "SELECT v, id * 2 AS twice, sum(id) OVER () FROM connsql.db.stmt WHERE id BETWEEN 2 AND 4").collect())
+    assert got == [("3", 6, 9), ("4", 8, 9), ("m", 4, 9)], got
     first = sq.load_table("db.stmt").snapshots()[0].snapshot_id
     old = sparkberg.sql(spark, f"SELECT count(*) FROM connsql.db.stmt VERSION AS OF {first}").collect()[0][0]
     assert old == 6, old

@@ -29,7 +29,7 @@ from sparkberg.spark.session import session_conf, session_setting
 from sparkberg.sql import ddl, procedures, view_ddl
 from sparkberg.sql.filters import filter_of
 from sparkberg.sql.names import (
-    DEFAULT_CATALOG_CONF, Names, empty, parts_of, read, rewrite_query, source, unqualified,
+    DEFAULT_CATALOG_CONF, Names, empty, parts_of, read, referenced, rewrite_query, source, unqualified,
 )
 from sparkberg.sql.parsing import (
     Extension, SqlSyntaxError, Statement, parse, parse_extension, split, unsupported,
@@ -162,9 +162,9 @@ def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
     aggregated = _aggregate(names, tree)
     if aggregated is not None:
         return aggregated
-    whole = _whole_table(names, tree)
-    if whole is not None:
-        return whole
+    selected = _one_table(names, tree)
+    if selected is not None:
+        return selected
     if isinstance(tree, exp.Query) or temporary_view:
         rewritten, replaced = rewrite_query(names, tree)
         return names.spark.sql(rewritten.sql(dialect="spark") if replaced else statement.text)
@@ -175,25 +175,38 @@ def query(names: Names, statement: Statement, tree: exp.Expr) -> Any:
     return names.spark.sql(statement.text)
 
 
-# what a query's SELECT and its one table may hold for the query to be that table as it is
-_WHOLE_SELECT = frozenset({"expressions", "from_"})
-_WHOLE_TABLE = frozenset({"this", "db", "catalog", "alias", "version"})
+# what a query's SELECT and its one table may hold for the query to be that table's rows, filtered and projected
+_ONE_TABLE_SELECT = frozenset({"expressions", "from_", "where"})
+_ONE_TABLE = frozenset({"this", "db", "catalog", "alias", "version"})
 
 
-def _whole_table(names: Names, tree: exp.Expr) -> Any:
-    """``SELECT * FROM ns.t`` (a table, with time travel or not, or a metadata table; nothing else in the query):
-    the DataFrame the table reads, which is what Spark would return from a view of it, without the view and the
-    second parse and analysis a rewritten query costs; None for any other query."""
-    if not isinstance(tree, exp.Select) or any(v for k, v in tree.args.items() if k not in _WHOLE_SELECT):
+def _one_table(names: Names, tree: exp.Expr) -> Any:
+    """``SELECT <items> FROM ns.t [WHERE c]`` of one sparkberg table (with time travel or not, or a metadata
+    table), with nothing else in the query (no join, grouping, ordering, limit, subquery or qualified column):
+    the DataFrame the table reads, filtered by ``c`` and projected by the items through Spark's DataFrame API,
+    which analyzes to the plan of Spark's query of a view of the table, without the view and the second parse and
+    analysis a rewritten query costs; ``SELECT * FROM ns.t`` is that DataFrame itself. None for any other query."""
+    if not isinstance(tree, exp.Select) or any(v for k, v in tree.args.items() if k not in _ONE_TABLE_SELECT):
         return None
     source_ = tree.args.get("from_")
     node = source_.this if source_ is not None else None
-    if len(tree.expressions) != 1 or not isinstance(tree.expressions[0], exp.Star) or \
-            any(tree.expressions[0].args.values()) or not isinstance(node, exp.Table) or \
-            any(v for k, v in node.args.items() if k not in _WHOLE_TABLE):
+    if not isinstance(node, exp.Table) or any(v for k, v in node.args.items() if k not in _ONE_TABLE):
         return None
-    got = read(names, node)
-    return None if got is None else got[1]
+    alias = node.args.get("alias")
+    if (alias is not None and alias.columns) or any(c.table for c in tree.find_all(exp.Column)) or \
+            any(q is not tree for q in tree.find_all(exp.Query)):
+        return None  # (a column list renames the columns; a qualifier names the view's alias; a subquery its tables)
+    got = read(names, node, referenced(tree))
+    if got is None:
+        return None
+    df = got[1]
+    where = tree.args.get("where")
+    if where is not None:
+        df = df.where(where.this.sql(dialect="spark"))
+    items = tree.expressions
+    if len(items) == 1 and isinstance(items[0], exp.Star) and not any(items[0].args.values()):
+        return df
+    return df.selectExpr(*(item.sql(dialect="spark") for item in items))
 
 
 # the clauses that make a query more than aggregates of one table's rows
