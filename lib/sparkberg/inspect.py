@@ -527,13 +527,15 @@ class MetadataTables:
         return snap
 
     # --- entries and files -------------------------------------------------------------------------
+    # (the manifest lists read here are kept in the process's memory, as Iceberg Java's cached table keeps them:
+    # a repeated query reads none again; :func:`~sparkberg.avro.cache.remembered_manifest_list`)
     def _manifests_of(self, snap: Snapshot | None) -> list[ManifestFile]:
-        return snapshot_manifests(self.io, snap) if snap is not None else []
+        return snapshot_manifests(self.io, snap, remember=True) if snap is not None else []
 
     def _all_manifest_files(self) -> list[ManifestFile]:
         seen, out = set(), []
         for s in self.m.snapshots:
-            for mf in snapshot_manifests(self.io, s):
+            for mf in snapshot_manifests(self.io, s, remember=True):
                 if mf.manifest_path not in seen:
                     seen.add(mf.manifest_path)
                     out.append(mf)
@@ -645,7 +647,7 @@ class MetadataTables:
         made: dict[ManifestFile, tuple] = {}
         rows = []
         for s in self.m.snapshots:
-            for mf in snapshot_manifests(self.io, s):
+            for mf in snapshot_manifests(self.io, s, remember=True):
                 row = made.get(mf)
                 if row is None:
                     row = made[mf] = tuple(manifest_row(self.m, mf, summaries).values())

@@ -205,3 +205,26 @@ def test_a_count_of_a_metadata_table_made_on_the_driver_runs_no_spark_job(spark,
             table.metadata_table("files").count()
     finally:
         inspect_.DRIVER_ENTRIES = big
+
+
+def test_the_metadata_tables_read_each_manifest_list_once_per_process(spark, table, monkeypatch):
+    """A manifest list never changes once written: the metadata tables keep the ones they read in the process's
+    memory (as Iceberg Java's cached table keeps its snapshots' manifests), so a repeated query of them reads none
+    again, and a new snapshot's list is read once; what they show is the same."""
+    from sparkberg.avro import cache as C
+    C._LISTS.clear()
+    lists = {s.manifest_list for s in table.metadata.snapshots}
+    read = []
+    real = type(table.io).read
+    monkeypatch.setattr(type(table.io), "read", lambda io, location: read.append(location) or real(io, location))
+    first = sorted(tuple(r) for r in table.metadata_table("all_manifests").collect())
+    assert set(read) & lists == lists and len(read) == len(set(read))
+    read.clear()
+    assert sorted(tuple(r) for r in table.metadata_table("all_manifests").collect()) == first
+    assert sorted(tuple(r) for r in table.metadata_table("manifests").collect()) == \
+        sorted(r[:-1] for r in first if r[-1] == table.metadata.current_snapshot_id)
+    assert not set(read) & lists, read
+    table.append(spark.sql("SELECT 7L AS id, 'odd' AS cat, 1.0D AS v"))
+    read.clear()  # (the commit read its parent's list itself)
+    table.metadata_table("all_manifests").collect()
+    assert [p for p in read if p.endswith(".avro") and "snap-" in p] == [table.metadata.current_snapshot.manifest_list]

@@ -443,20 +443,27 @@ def test_manifest_cache_keeps_what_this_process_mapped_within_its_bound(tmp_path
     assert [small.get(f"s{k}", 1, "t") is not None for k in range(3)] == [False, True, True]
 
 
-def test_manifest_cache_reads_a_manifest_list_once_per_process(tmp_path):
+def test_a_process_reads_a_manifest_list_once_within_its_bounds():
     from sparkberg.avro import cache as C
-    cache = C.ManifestCache(str(tmp_path))
+    C._LISTS.clear()
     reads = []
 
-    def read(path):
+    def read(path, n=1):
         reads.append(path)
-        return [path, len(reads)]
-    assert cache.manifest_list("a", lambda: read("a")) == ["a", 1]
-    assert C.ManifestCache(str(tmp_path / "x")).manifest_list("a", lambda: read("a")) == ["a", 1]
-    assert reads == ["a"]
-    for k in range(C.MANIFEST_LISTS):
-        cache.manifest_list(f"l{k}", lambda: read("l"))
-    assert cache.manifest_list("a", lambda: read("a")) == ["a", C.MANIFEST_LISTS + 2]  # dropped: read again
+        return [path] * n  # (a manifest list of n manifests)
+    assert C.remembered_manifest_list("a", lambda: read("a")) == ["a"]
+    assert C.remembered_manifest_list("a", lambda: read("a")) == ["a"] and reads == ["a"]
+    for k in range(C.MANIFEST_LISTS):  # (as many lists again: "a", the least recently used, is dropped)
+        C.remembered_manifest_list(f"l{k}", lambda: read("l"))
+    assert C.remembered_manifest_list("a", lambda: read("a")) == ["a"] and reads.count("a") == 2
+    # (lists of more manifests than the bound in all: the least recently used go first, the newest is kept)
+    C.remembered_manifest_list("big", lambda: read("big", C.MANIFEST_LIST_ENTRIES - 1))
+    assert C.remembered_manifest_list("a", lambda: read("a")) == ["a"] and reads.count("a") == 2
+    C.remembered_manifest_list("bigger", lambda: read("bigger", C.MANIFEST_LIST_ENTRIES))
+    assert len(C._LISTS) == 1 and C._LISTS.weight == C.MANIFEST_LIST_ENTRIES
+    C.remembered_manifest_list("big", lambda: read("big", C.MANIFEST_LIST_ENTRIES - 1))
+    assert reads.count("big") == 2
+    C._LISTS.clear()
 
 
 def test_manifest_columns_keep_the_map_values_they_looked_up():

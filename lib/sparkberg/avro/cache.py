@@ -16,8 +16,11 @@ It is off unless the session enables it (Spark conf, read on the driver when pla
   used files go first.
 
 Each process also keeps the cache files it has mapped, and the manifest lists it has read, in memory (at most
-``max-bytes`` of mapped files, :data:`MANIFEST_LISTS` lists, the least recently used dropped first): a repeated
-scan opens no file for them. Mapped files cost address space, not heap, and no file descriptor; the metrics
+``max-bytes`` of mapped files; at most :data:`MANIFEST_LISTS` lists listing :data:`MANIFEST_LIST_ENTRIES` manifests
+in all; the least recently used dropped first): a repeated scan opens no file for them. The metadata tables keep
+the manifest lists they read there whether the cache is on or not (:func:`remembered_manifest_list`), as Iceberg
+Java's cached table keeps its snapshots' manifests: a repeated query of ``all_manifests`` reads no list again. Mapped
+files cost address space, not heap, and no file descriptor; the metrics
 a scan looked up in them (:meth:`ManifestColumns.value`: at most one array per metrics map and field id, one
 value per entry) stay with them and go when they are dropped. These are the only copies of a manifest's content
 that sparkberg keeps; decoded delete files have their own bounded cache (:mod:`sparkberg.read.deletecache`).
@@ -46,17 +49,17 @@ MAX_BYTES_DEFAULT = 1 << 30
 # bumped whenever what a cache file holds changes, so files of an older layout are never read
 LAYOUT_VERSION = "1"
 _PARTITION = "partition:"
-MANIFEST_LISTS = 64  # manifest lists each process keeps decoded (a few hundred bytes per manifest they list)
+MANIFEST_LISTS = 64  # manifest lists each process keeps decoded
+MANIFEST_LIST_ENTRIES = 50_000  # and the manifests they list, in all (about 1 KB each as objects)
 
 
 class ManifestCache:
     """Decoded manifests (:class:`ManifestColumns`) as Arrow IPC files under ``directory``, at most
     ``max_bytes`` of them. Picklable: executors get the settings and open the same directory locally."""
 
-    # this process's mapped cache files (cache file -> columns, weighed in bytes) and decoded manifest lists (by
-    # path), shared by every cache object of the process (executors unpickle one per task)
+    # this process's mapped cache files (cache file -> columns, weighed in bytes), shared by every cache object of
+    # the process (executors unpickle one per task)
     _mapped = LRU()
-    _lists = LRU()
 
     def __init__(self, directory: str, max_bytes: int = MAX_BYTES_DEFAULT):
         self.directory = directory
@@ -100,18 +103,6 @@ class ManifestCache:
         mc = ManifestColumns(table.num_rows, columns, partition)
         self._mapped.put(file, mc, table.nbytes, self.max_bytes)
         return mc
-
-    def manifest_list(self, path: str, read: Callable[[], Any]) -> Any:
-        """The manifests the manifest list at ``path`` lists (a list, or columns that never change), decoded by
-        ``read`` on this process's first request (a manifest list, like a manifest, never changes once
-        written)."""
-        hit = self._lists.get(path)
-        if hit is not None:
-            return list(hit) if isinstance(hit, list) else hit
-        manifests = read()
-        self._lists.put(path, list(manifests) if isinstance(manifests, list) else manifests,
-                        max_entries=MANIFEST_LISTS)
-        return manifests
 
     def put(self, path: str, length: int, types: Any, mc: ManifestColumns) -> None:
         """Keep a decoded manifest; a failure to write (disk full, read-only directory) only costs the hit."""
@@ -176,10 +167,27 @@ def manifest_cache(spark) -> ManifestCache | None:
     return ManifestCache(directory, max_bytes)
 
 
+_LISTS = LRU()  # this process's decoded manifest lists, by path, weighed by the manifests they list
+
+
+def remembered_manifest_list(path: str, read: Callable[[], Any]) -> Any:
+    """The manifests the manifest list at ``path`` lists (columns that never change: a manifest list, like a
+    manifest, never changes once written), decoded by ``read`` on this process's first request and kept in
+    memory (:data:`MANIFEST_LISTS`, :data:`MANIFEST_LIST_ENTRIES`)."""
+    hit = _LISTS.get(path)
+    if hit is not None:
+        return hit
+    manifests = read()
+    _LISTS.put(path, manifests, weight=len(manifests), max_weight=MANIFEST_LIST_ENTRIES,
+               max_entries=MANIFEST_LISTS)
+    return manifests
+
+
 def _clear_memory() -> None:
     ManifestCache._mapped.clear()
-    ManifestCache._lists.clear()
+    _LISTS.clear()
 
 
 state.register("sparkberg.avro.cache.ManifestCache", f"decoded manifests: {MAX_BYTES} (default "
-               f"{MAX_BYTES_DEFAULT >> 20} MiB); manifest lists: {MANIFEST_LISTS}", _clear_memory)
+               f"{MAX_BYTES_DEFAULT >> 20} MiB); manifest lists: {MANIFEST_LISTS}, listing "
+               f"{MANIFEST_LIST_ENTRIES} manifests", _clear_memory)

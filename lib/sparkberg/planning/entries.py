@@ -23,7 +23,7 @@ from pyspark.sql import types as ST
 from sparkberg.arrays import (
     empty_table, from_numpy, from_python, indices, int_values, strings, valid_mask, value_codes,
 )
-from sparkberg.avro.cache import ManifestCache
+from sparkberg.avro.cache import ManifestCache, remembered_manifest_list
 from sparkberg.avro.columnar import METRIC_COLUMNS, ManifestColumns, ManifestListColumns, concat_manifest_columns
 from sparkberg.avro.decode import manifest_columns, manifest_entries, manifest_list
 from sparkberg.avro.manifest import manifest_file_from_manifest
@@ -622,10 +622,12 @@ def referenced_by(io: FileIO, snapshot: Snapshot, path: str) -> str:
     return f"snapshot {sid}"
 
 
-def snapshot_manifests(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None) -> list[ManifestFile]:
+def snapshot_manifests(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None,
+                       remember: bool = False) -> list[ManifestFile]:
     """The manifests of a snapshot: its manifest list, or (v1) the manifests it lists directly. With a manifest
-    cache, a manifest list this process has read is not read again."""
-    return snapshot_manifest_table(io, snapshot, cache).manifests()
+    cache, or ``remember``, a manifest list this process has read is not read again
+    (:func:`~sparkberg.avro.cache.remembered_manifest_list`)."""
+    return snapshot_manifest_table(io, snapshot, cache, remember).manifests()
 
 
 def own_entries(io: FileIO, snapshot: Snapshot, content: int, status: int) -> Iterator[tuple[ManifestFile, Any]]:
@@ -638,12 +640,12 @@ def own_entries(io: FileIO, snapshot: Snapshot, content: int, status: int) -> It
                     yield mf, e
 
 
-def snapshot_manifest_table(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None
-                            ) -> ManifestListColumns:
+def snapshot_manifest_table(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None,
+                            remember: bool = False) -> ManifestListColumns:
     """:func:`snapshot_manifests` as columns (planning prunes them before any ManifestFile is built)."""
     path = snapshot.manifest_list
-    if path and cache is not None:
-        return cache.manifest_list(path, lambda: manifest_list(io.read(path), path))
+    if path and (cache is not None or remember):
+        return remembered_manifest_list(path, lambda: manifest_list(io.read(path), path))
     if path:
         return manifest_list(io.read(path), path)
     out = []
