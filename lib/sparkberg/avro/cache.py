@@ -19,11 +19,11 @@ Each process also keeps the cache files it has mapped, and the manifest lists it
 ``max-bytes`` of mapped files; at most :data:`MANIFEST_LISTS` lists listing :data:`MANIFEST_LIST_ENTRIES` manifests
 in all; the least recently used dropped first): a repeated scan opens no file for them. The metadata tables keep
 the manifest lists they read there whether the cache is on or not (:func:`remembered_manifest_list`), as Iceberg
-Java's cached table keeps its snapshots' manifests: a repeated query of ``all_manifests`` reads no list again. Mapped
-files cost address space, not heap, and no file descriptor; the metrics
-a scan looked up in them (:meth:`ManifestColumns.value`: at most one array per metrics map and field id, one
-value per entry) stay with them and go when they are dropped. These are the only copies of a manifest's content
-that sparkberg keeps; decoded delete files have their own bounded cache (:mod:`sparkberg.read.deletecache`).
+Java's cached table keeps its snapshots' manifests: a repeated query of ``all_manifests`` reads no list again.
+Mapped files cost address space, not heap, and no file descriptor; the metrics a scan looked up in them
+(:meth:`ManifestColumns.value`: at most one array per metrics map and field id, one value per entry) stay with them
+and go when they are dropped. These are the only copies of a manifest's content that sparkberg keeps; decoded
+delete files have their own bounded cache (:mod:`sparkberg.read.deletecache`).
 
 A cache file that cannot be read is a miss (and is removed): the cache never changes what planning returns.
 """
