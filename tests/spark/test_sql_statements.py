@@ -369,7 +369,7 @@ def test_a_query_of_one_table_is_its_dataframe_filtered_and_projected_without_a_
         assert columns(got) == columns(reference), query
         assert rows(got) == rows(reference) and got.count() == want, query
     for query, want in (("SELECT s, count(*) FROM db.w GROUP BY s", 4), ("SELECT id FROM db.w ORDER BY id", 4),
-                        ("SELECT * FROM db.w LIMIT 1", 1), ("SELECT w.id FROM db.w WHERE w.id > 2", 2),
+                        ("SELECT * FROM db.w ORDER BY id LIMIT 1", 1), ("SELECT w.id FROM db.w WHERE w.id > 2", 2),
                         ("SELECT id FROM db.w WHERE id IN (SELECT id FROM db.w WHERE s = 'a')", 1),
                         ("SELECT DISTINCT d FROM db.w", 3), ("SELECT x.s FROM db.w AS x WHERE x.id = 1", 1)):
         before = no_temporary_views()
