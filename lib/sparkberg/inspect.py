@@ -695,12 +695,19 @@ class MetadataTables:
         # the tasks' totals added up by partition tuple, as Iceberg Java's partitions table groups
         # (PartitionTotals); the aggregates as SQL text, one JVM call each where Columns built of functions cost
         # dozens (this table's fixed cost, paid by every query of it)
-        keys = ["partition", "_projected"] if totals.keyed else []
+        keys = [F.col("partition"), F.col("_projected")] if totals.keyed else []
+        # (Spark groups -0.0 with 0.0, normalizing floating-point keys; Iceberg Java keeps them apart, as it keeps
+        # their files, by Double.compare: each float field's text is a key too, and a row's tuple is taken from its
+        # files rather than from Spark's normalized key)
+        signed = [s.name for s in self.layout.slots if s.field_type in (T.FLOAT, T.DOUBLE)] if keys else []
+        keys += [F.expr(f"CAST(partition.`{name.replace('`', '``')}` AS STRING)") for name in signed]
         agg = df.groupBy(*keys).agg(
             *(F.expr(f"CAST(coalesce(sum({name}), 0) AS {'INT' if what == 'files' else 'BIGINT'}) AS {name}")
               for name, _, what in PARTITION_TOTALS),
-            F.expr("max(struct(_ts, _snapshot_id, _spec_id)) AS _last"))
-        return agg.select(*([partition_column(self.layout, "partition").alias("partition"),
+            F.expr("max(struct(_ts, _snapshot_id, _spec_id)) AS _last"),
+            *([F.expr("first(partition) AS _tuple")] if signed else []))
+        tuple_ = "_tuple" if signed else "partition"
+        return agg.select(*([partition_column(self.layout, tuple_).alias("partition"),
                              F.expr("_last._spec_id AS spec_id")] if keys else []),
                           *(F.expr(name) for name, _, _ in PARTITION_TOTALS),
                           F.expr("timestamp_millis(_last._ts) AS last_updated_at"),

@@ -114,3 +114,24 @@ def test_partitions_after_partition_evolution_group_as_javas(java, java_warehous
     assert sorted(map(str, local)) == sorted(str((r["partition"].asDict(), r["spec_id"], r["record_count"],
                                                    r["file_count"], r["last_updated_snapshot_id"]))
                                               for r in theirs.collect())
+
+
+def test_partitions_of_signed_zeros_and_nans_are_javas(java, java_warehouse):
+    # Iceberg Java keeps -0.0 and 0.0 apart (Double.compare), as their files, and every NaN together; Spark's own
+    # grouping would merge the zeros (it normalizes floating-point keys). A zero's sign shows only in its text.
+    name = "ref.db.parts_signed_zeros"
+    java.sql(f"CREATE TABLE {name} (id bigint, p double, f float) USING iceberg PARTITIONED BY (p, f)")
+    for values in ("(1, -0.0D, 0.0F)", "(2, 0.0D, 0.0F)", "(3, 0.0D, -0.0F)", "(4, CAST('NaN' AS double), 1.0F)",
+                   "(5, CAST('NaN' AS double), 1.0F), (6, -0.0D, 0.0F)"):
+        java.sql(f"INSERT INTO {name} VALUES {values}")
+    t = sparkberg.catalog(java, java_warehouse).load_table(name.split(".", 1)[1])
+
+    def shown(rows):
+        return sorted((str(r["partition"]["p"]), str(r["partition"]["f"]), r["record_count"], r["file_count"],
+                       r["last_updated_snapshot_id"]) for r in rows)
+    theirs = shown(java.table(f"{name}.partitions").collect())
+    assert [r[:4] for r in theirs] == [("-0.0", "0.0", 2, 2), ("0.0", "-0.0", 1, 1), ("0.0", "0.0", 1, 1),
+                                       ("nan", "1.0", 2, 2)]
+    assert shown(t.metadata_table("partitions").collect()) == theirs
+    from sparkberg.jobs import metadata_view
+    assert shown(metadata_view.partitions(t)) == theirs

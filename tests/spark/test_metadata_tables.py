@@ -228,3 +228,22 @@ def test_the_metadata_tables_read_each_manifest_list_once_per_process(spark, tab
     read.clear()  # (the commit read its parent's list itself)
     table.metadata_table("all_manifests").collect()
     assert [p for p in read if p.endswith(".avro") and "snap-" in p] == [table.metadata.current_snapshot.manifest_list]
+
+
+@pytest.mark.parametrize("where", ["driver", "python stage"])
+def test_partitions_keep_signed_zeros_apart_and_nans_together(spark, warehouse, monkeypatch, where):
+    """-0.0 and 0.0 are two partitions (two files' paths, as Iceberg Java writes and compares them), every NaN one:
+    the partitions table shows a row for each, with its own sign, whether its entries are added up on the driver or
+    by a Python stage, and the local reference (the CLI's) agrees."""
+    import sparkberg.inspect as inspect_
+    from sparkberg.jobs import metadata_view
+    if where == "python stage":
+        monkeypatch.setattr(inspect_, "DRIVER_ENTRIES", -1)
+    t = sparkberg.catalog(spark, warehouse).create_table("db.zeros", "id bigint, p double", partition_by=["p"])
+    for values in ("(1L, -0.0D)", "(2L, 0.0D)", "(3L, CAST('NaN' AS double))", "(4L, CAST('NaN' AS double))"):
+        t.append(spark.sql(f"SELECT * FROM VALUES {values} AS v(id, p)"))
+
+    def shown(rows):
+        return sorted((str(r["partition"]["p"]), r["record_count"], r["file_count"]) for r in rows)
+    assert shown(t.metadata_table("partitions").collect()) == [("-0.0", 1, 1), ("0.0", 1, 1), ("nan", 2, 2)]
+    assert shown(metadata_view.partitions(t)) == shown(t.metadata_table("partitions").collect())

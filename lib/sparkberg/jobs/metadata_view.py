@@ -118,7 +118,9 @@ def partitions(t) -> list[dict]:
     rows: dict[tuple, dict] = {}
     for mf, e in _live_entries(t):
         part = _partition(layout, mf.partition_spec_id, e.data_file.partition) or {}
-        key = (counts.get(mf.partition_spec_id), tuple(sorted(part.items())))
+        # (a float's text: -0.0 and 0.0 are two tuples, every NaN one, as Iceberg Java compares them)
+        key = (counts.get(mf.partition_spec_id),
+               tuple(sorted((k, repr(v) if isinstance(v, float) else v) for k, v in part.items())))
         r = rows.setdefault(key, {"partition": part or None, "spec_id": mf.partition_spec_id, "record_count": 0,
                                   "file_count": 0, "total_data_file_size_in_bytes": 0,
                                   "position_delete_record_count": 0, "position_delete_file_count": 0,
