@@ -1388,14 +1388,20 @@ def _child(wh: str, *args: str) -> dict:
     return json.loads(line[-1])
 
 
-def stages_child(name: str) -> None:
-    """In a fresh process: the table ``name``'s distributed plan counted twice in a user's session (no Iceberg
-    jar, PySpark's own Python daemon); prints the seconds of the session's start, of the first plan (the process's
-    first Python stage: the daemon's start, the workers' imports, the JVM's first Arrow stage) and of the second."""
+DAEMONS = ("pyspark.daemon", "sparkberg.daemon")  # (PySpark's own; sparkberg's: PySpark from its bytecode)
+
+
+def stages_child(spec: str) -> None:
+    """In a fresh process: ``table:daemon``, the table's distributed plan counted twice in a user's session (no
+    Iceberg jar) whose Python workers the daemon module ``daemon`` (of :data:`DAEMONS`) forks; prints the seconds
+    of the session's start, of the first plan (the process's first Python stage: the daemon's start, the workers'
+    imports, the JVM's first Arrow stage) and of the second."""
     from pyspark.sql import SparkSession
+    name, daemon = spec.split(":")
     t0 = time.perf_counter()
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false").config("spark.python.daemon.module", daemon)
+             .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     import sparkberg
     t = sparkberg.catalog(spark, os.environ["BENCH_MEMORY_WH"]).load_table(f"b.{name}")
@@ -1410,17 +1416,22 @@ def stages_child(name: str) -> None:
 
 def bench_stages(spark, wh: str, files: int, repeats: int, results: list) -> None:
     """A fresh process's first and second Python stage (the distributed plan of a ``files``-file table, counted),
-    ``repeats`` times: what a scheduled job's first Python stage costs beyond the next one."""
+    ``repeats`` times with each of :data:`DAEMONS`, alternating: what a scheduled job's first Python stage costs
+    beyond the next one, with PySpark's daemon and with sparkberg's."""
     name = f"stages{files}"
     build_planning_table(spark, wh, name, files)
-    got = [_child(wh, "--stages-child", name) for _ in range(repeats)]
-    first, second = [g["first_s"] for g in got], [g["second_s"] for g in got]
-    results.append({"benchmark": f"fresh process, distributed plan of {files} files",
-                    "variant": "first Python stage (the 'java' column: the second)",
-                    "sparkberg_s": statistics.median(first), "java_s": statistics.median(second),
-                    "ratio": statistics.median(first) / statistics.median(second),
-                    "spread": f"first {min(first):.2f}-{max(first):.2f} s, second {min(second):.2f}-{max(second):.2f} s"})
-    print(results[-1], flush=True)
+    got = {d: [] for d in DAEMONS}
+    for _ in range(repeats):
+        for d in DAEMONS:
+            got[d].append(_child(wh, "--stages-child", f"{name}:{d}"))
+    for d in DAEMONS:
+        first, second = [g["first_s"] for g in got[d]], [g["second_s"] for g in got[d]]
+        results.append({"benchmark": f"fresh process, distributed plan of {files} files",
+                        "variant": f"first Python stage, {d} (the 'java' column: the second)",
+                        "sparkberg_s": statistics.median(first), "java_s": statistics.median(second),
+                        "ratio": statistics.median(first) / statistics.median(second),
+                        "spread": f"first {min(first):.2f}-{max(first):.2f} s, second {min(second):.2f}-{max(second):.2f} s"})
+        print(results[-1], flush=True)
 
 
 def bench_memory(wh, files, results):
@@ -1463,7 +1474,9 @@ def scale_child(spec: str) -> None:
     if engine == "ours":
         from pyspark.sql import SparkSession
         spark = (SparkSession.builder.master("local[2]").config("spark.sql.session.timeZone", "UTC")
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.python.daemon.module", os.environ.get("BENCH_PYTHON_DAEMON", DAEMONS[0]))
+                 .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         t0 = time.perf_counter()
         import sparkberg
@@ -1573,7 +1586,9 @@ def cold_child(spec: str) -> None:
         from pyspark.sql import SparkSession
         spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "8g")
                  .config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC")
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.python.daemon.module", os.environ.get("BENCH_PYTHON_DAEMON", DAEMONS[0]))
+                 .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         if engine == "ours":
             import sparkberg
@@ -1802,6 +1817,9 @@ def main() -> int:
     p.add_argument("--object-store", default=os.environ.get("BENCH_OBJECT_STORE", "100000,10000000,100000"),
                    help="FILES,ROWS,OBJECTS of the S3 rows: the table planned, the rows appended and read, the "
                         "objects listed for orphans")
+    p.add_argument("--python-daemon", choices=DAEMONS, default=os.environ.get("BENCH_PYTHON_DAEMON", DAEMONS[0]),
+                   help="the daemon module (spark.python.daemon.module) of sparkberg's sessions in the cold and scale "
+                        "rows' processes (default: PySpark's, as Spark's defaults leave it)")
     p.add_argument("--only",
                    default="planning,deletes,doctor,metatables,wide,reads,append,changes,streams,commit,catalogs,maintenance,rowlevel,"
                            "s3,memory,stages,cold,scale")
@@ -1814,6 +1832,7 @@ def main() -> int:
     p.add_argument("--scale-child", help=argparse.SUPPRESS)
     p.add_argument("--build-child", help=argparse.SUPPRESS)
     args = p.parse_args()
+    os.environ["BENCH_PYTHON_DAEMON"] = args.python_daemon  # (read by the cold and scale children)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.memory_child:
         memory_child(args.memory_child, sizes[-1])

@@ -18,11 +18,14 @@ from pyspark.sql import SparkSession  # noqa: E402
 import sparkberg  # noqa: E402
 from sparkberg.spark.session import spark_version  # noqa: E402
 from object_store_check import check as check_object_store  # noqa: E402
+import daemon_check  # noqa: E402
 
 
 def main(warehouse: str, s3_root: str | None = None, s3_properties: str | None = None) -> int:
     spark = (SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+             .config("spark.sql.session.timeZone", "UTC").config("spark.python.daemon.module", "sparkberg.daemon")
+             .getOrCreate())
+    daemon_check.check(spark, "a cluster")
     cat = sparkberg.catalog(spark, os.path.join(warehouse, "wh"))
     t = cat.create_table("db.t", "id bigint, p int, v string", partition_by=["p"], properties={
         "format-version": "3", "write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"})

@@ -13,13 +13,16 @@ from pyspark.sql import SparkSession  # noqa: E402
 import sparkberg  # noqa: E402
 from sparkberg.io.fileio import to_local_path  # noqa: E402
 from sparkberg.sql.views import _source_supported  # noqa: E402
+import daemon_check  # noqa: E402
 
 
 def main(metadata: str, expected: int, warehouse: str, s3_root: str | None = None,
          s3_properties: str | None = None) -> int:
     spark = (SparkSession.builder.remote("local[2]").config("spark.sql.shuffle.partitions", "4")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+             .config("spark.sql.session.timeZone", "UTC").config("spark.python.daemon.module", "sparkberg.daemon")
+             .getOrCreate())
     assert "connect" in type(spark).__module__, type(spark)
+    daemon_check.check(spark, "a Spark Connect server")
     t = sparkberg.load_table(spark, metadata)
     n = t.to_df().count()
     assert n == expected, (n, expected)

@@ -23,7 +23,7 @@ def test_executor_code_on_a_multi_process_cluster(tmp_path):
                              capture_output=True, text=True, timeout=900,
                              env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    for check in ("writes on a cluster ok", "row-level changes and the changelog on a cluster ok",
+    for check in ("the daemon module on a cluster ok", "writes on a cluster ok", "row-level changes and the changelog on a cluster ok",
                   "streams on a cluster ok", "format v3 types on a cluster ok", "a table on S3 on a cluster ok"):
         assert check in out.stdout
     assert not [s for s in SECRETS if s in out.stdout + out.stderr]

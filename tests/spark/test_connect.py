@@ -27,7 +27,7 @@ def test_reads_over_spark_connect(pyi, tmp_path):  # noqa: F811
                              env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert not [s for s in SECRETS if s in out.stdout + out.stderr]
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    for check in ("to_df count ok", "filtered read ok", "plan_files pruning ok", "time travel ok",
+    for check in ("the daemon module on a Spark Connect server ok", "to_df count ok", "filtered read ok", "plan_files pruning ok", "time travel ok",
                   "catalog over connect ok", "merge-on-read over connect ok", "changelog over connect ok",
                   "views follow writes over connect ok", "format v3 types over connect ok",
                   "sql catalog over connect ok", "maintenance over connect ok", "branches and write-audit-publish over connect ok",

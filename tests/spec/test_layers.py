@@ -1,4 +1,4 @@
-"""Imports point downward only (errors/redact/identifiers/zipimports/threads/lru/state < format <
+"""Imports point downward only (errors/redact/identifiers/zipimports/daemon/threads/lru/state < format <
 expressions/avro/io < spark < planning/read/write < operations < commit/catalog/refs/evolution < maintenance <
 table/inspect < sql < __init__ < jobs), function-local ones included; modules import each other without cycles,
 within a layer too and through function-local imports; an import inside a function says why it is there; format/,
@@ -10,7 +10,8 @@ import pytest
 
 LIB = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "sparkberg")
 LAYERS = [
-    {"errors", "redact", "identifiers", "zipimports", "threads", "lru", "arrays", "state"}, {"format"}, {"expressions", "avro", "io"}, {"spark"},
+    {"errors", "redact", "identifiers", "zipimports", "daemon", "threads", "lru", "arrays", "state"}, {"format"},
+    {"expressions", "avro", "io"}, {"spark"},
     {"planning", "read", "write"}, {"operations"},
     {"commit", "catalog", "refs", "evolution"}, {"maintenance"}, {"table", "inspect"}, {"sql"}, {"__init__"},
     {"jobs"},
