@@ -622,12 +622,11 @@ def referenced_by(io: FileIO, snapshot: Snapshot, path: str) -> str:
     return f"snapshot {sid}"
 
 
-def snapshot_manifests(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None,
-                       remember: bool = False) -> list[ManifestFile]:
-    """The manifests of a snapshot: its manifest list, or (v1) the manifests it lists directly. With a manifest
-    cache, or ``remember``, a manifest list this process has read is not read again
-    (:func:`~sparkberg.avro.cache.remembered_manifest_list`)."""
-    return snapshot_manifest_table(io, snapshot, cache, remember).manifests()
+def snapshot_manifests(io: FileIO, snapshot: Snapshot, remember: bool = False) -> list[ManifestFile]:
+    """The manifests of a snapshot: its manifest list, or (v1) the manifests it lists directly. With ``remember``,
+    a manifest list this process has read is not read again (:func:`~sparkberg.avro.cache.remembered_manifest_list`;
+    readers that must see a list deleted or damaged since, such as the doctor and commits, read it each time)."""
+    return snapshot_manifest_table(io, snapshot, remember).manifests()
 
 
 def own_entries(io: FileIO, snapshot: Snapshot, content: int, status: int) -> Iterator[tuple[ManifestFile, Any]]:
@@ -640,11 +639,10 @@ def own_entries(io: FileIO, snapshot: Snapshot, content: int, status: int) -> It
                     yield mf, e
 
 
-def snapshot_manifest_table(io: FileIO, snapshot: Snapshot, cache: ManifestCache | None = None,
-                            remember: bool = False) -> ManifestListColumns:
+def snapshot_manifest_table(io: FileIO, snapshot: Snapshot, remember: bool = False) -> ManifestListColumns:
     """:func:`snapshot_manifests` as columns (planning prunes them before any ManifestFile is built)."""
     path = snapshot.manifest_list
-    if path and (cache is not None or remember):
+    if path and remember:
         return remembered_manifest_list(path, lambda: manifest_list(io.read(path), path))
     if path:
         return manifest_list(io.read(path), path)

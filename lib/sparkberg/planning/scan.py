@@ -156,7 +156,7 @@ def _pruning(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot, bou
     metrics filter (None: no filter)."""
     filters = _partition_filters(metadata, bound)
     cache = manifest_cache(spark)
-    manifests = prune_manifests(metadata, snapshot_manifest_table(io, snapshot, cache), filters)
+    manifests = prune_manifests(metadata, snapshot_manifest_table(io, snapshot, remember=cache is not None), filters)
     metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, _field_types(metadata))
     return filters, cache, manifests, metrics
 
