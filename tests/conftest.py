@@ -45,6 +45,24 @@ def tune(spark):
         spark.conf.unset(key)
 
 
+@pytest.fixture
+def python_without_sparkberg(tmp_path):
+    """An interpreter to start Spark's Python workers with: this one, with sparkberg hidden from its imports."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'sparkberg' or name.startswith('sparkberg.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, _Hide())\n")
+    python = tmp_path / "python-without-sparkberg"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{blocker}:$PYTHONPATH" exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    return python
+
+
 @pytest.fixture(scope="session")
 def postgres():
     """A PostgreSQL server of the tests' own (tests/pgserver.py), stopped after the run."""

@@ -5,7 +5,6 @@ maintenance, row-level operations and transactions."""
 import datetime as dt
 import glob
 import os
-import shutil
 import uuid
 import pyarrow as pa
 import pytest
@@ -257,21 +256,9 @@ def test_a_missing_file_is_named_with_what_references_it(plain, tmp_path, versio
         assert "referenced by" in message and e.value.path is not None
 
 
-def test_a_worker_that_cannot_import_sparkberg_is_named(spark, tmp_path):
+def test_a_worker_that_cannot_import_sparkberg_is_named(spark, tmp_path, python_without_sparkberg):
     # the workers run another interpreter than the driver (here: the venv's, with sparkberg hidden from it)
-    import sys
-    blocker = tmp_path / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
-        "import sys\n"
-        "class _Hide:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'sparkberg' or name.startswith('sparkberg.'):\n"
-        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
-        "sys.meta_path.insert(0, _Hide())\n")
-    python = tmp_path / "python-without-sparkberg"
-    python.write_text(f'#!/bin/sh\nPYTHONPATH="{blocker}:$PYTHONPATH" exec {sys.executable} "$@"\n')
-    python.chmod(0o755)
+    python = python_without_sparkberg
     cat = sparkberg.catalog(spark, str(tmp_path / "wh"))
     t = cat.create_table("db.t", "id bigint, v string")
     sc = spark.sparkContext
@@ -293,7 +280,6 @@ def test_a_worker_that_cannot_import_sparkberg_is_named(spark, tmp_path):
     assert cat.load_table("db.t").current_snapshot() is None  # nothing committed
     t.append(spark.range(10).selectExpr("id", "CAST(id AS string) AS v"))
     assert t.to_df().count() == 10
-    shutil.rmtree(blocker)
 
 
 def test_sql_views_show_what_the_session_writes(plain, tmp_path):

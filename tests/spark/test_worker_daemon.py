@@ -36,20 +36,9 @@ except Exception as e:
 """
 
 
-def test_a_worker_interpreter_without_sparkberg_cannot_start_the_daemon_and_says_so(tmp_path):
+def test_a_worker_interpreter_without_sparkberg_cannot_start_the_daemon_and_says_so(python_without_sparkberg):
     # (the setting belongs where sparkberg is installed: there its own stages need it anyway)
-    blocker = tmp_path / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(
-        "import sys\n"
-        "class _Hide:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'sparkberg' or name.startswith('sparkberg.'):\n"
-        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
-        "sys.meta_path.insert(0, _Hide())\n")
-    python = tmp_path / "python-without-sparkberg"
-    python.write_text(f'#!/bin/sh\nPYTHONPATH="{blocker}:$PYTHONPATH" exec {sys.executable} "$@"\n')
-    python.chmod(0o755)
+    python = python_without_sparkberg
     out = subprocess.run([sys.executable, "-c", PLAIN], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYSPARK_PYTHON": str(python)})
     print(out.stdout[-3000:], out.stderr[-3000:])
