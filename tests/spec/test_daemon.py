@@ -29,7 +29,18 @@ def test_the_installed_package_s_zip_moves_behind_it(tmp_path):
     path = ["", zip_, "/py4j.zip", "/usr/lib/python3.11", site]
     assert prefer_installed_pyspark(path)
     assert path == ["", "/py4j.zip", "/usr/lib/python3.11", site, zip_]
-    assert not prefer_installed_pyspark(["", "/usr/lib/python3.11", site, zip_][:3])  # (no zip: nothing to do)
+    no_zip = ["", "/usr/lib/python3.11", site]
+    assert not prefer_installed_pyspark(no_zip) and no_zip == ["", "/usr/lib/python3.11", site]
+
+
+def test_a_process_that_imported_pyspark_keeps_its_path(tmp_path, monkeypatch):
+    # (this one has: moving the zip now would leave two copies of PySpark's modules within reach)
+    site, zip_ = installed(tmp_path)
+    monkeypatch.setattr(sys, "path", [zip_, site])
+    assert "pyspark" in sys.modules and not prefer_installed_pyspark()
+    assert sys.path == [zip_, site]
+    monkeypatch.delitem(sys.modules, "pyspark")
+    assert prefer_installed_pyspark() and sys.path == [site, zip_]
 
 
 def test_a_symlinked_site_packages_is_the_same_directory(tmp_path):
