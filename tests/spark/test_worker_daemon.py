@@ -1,6 +1,7 @@
 """``spark.python.daemon.module=sparkberg.daemon`` (the project's ``spark-defaults.conf``): the test session's Python
 workers are forked by sparkberg's daemon and import PySpark from the installed package, and sparkberg's own Python
-stages run in them; a worker interpreter that lacks sparkberg is told by name."""
+stages run in them; in a session of Spark's defaults, with PySpark's own daemon, too; a worker interpreter that lacks
+sparkberg is told by name."""
 import os
 import subprocess
 import sys
@@ -22,6 +23,14 @@ def test_the_session_s_workers_import_pyspark_from_the_installed_package(spark, 
     t.append(spark.range(100).selectExpr("id", "CAST(id AS string) AS v"))  # (a Python stage of sparkberg's)
     t.delete("id < 10")
     assert t.to_df().count() == 90
+
+
+def test_sparkberg_s_stages_run_with_pyspark_s_own_daemon(tmp_path):
+    # (the test session has sparkberg's daemon; a session of Spark's defaults has PySpark's)
+    out = subprocess.run([sys.executable, os.path.join(HERE, "daemon_session_check.py"), "pyspark.daemon",
+                          str(tmp_path / "wh")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "sparkberg's stages with pyspark.daemon ok" in out.stdout
 
 
 PLAIN = r"""
