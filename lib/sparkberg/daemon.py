@@ -17,6 +17,7 @@ A daemon module of one's own composes by calling :func:`prefer_installed_pyspark
 """
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import runpy
 import sys
@@ -38,7 +39,8 @@ def _installed_package_of(zip_entry: str) -> str | None:
 def prefer_installed_pyspark(path: list[str] | None = None) -> bool:
     """Move the installed ``pyspark`` package's own ``pyspark.zip`` to the end of ``path`` (``sys.path`` by default),
     so that PySpark is imported from the package's compiled modules; True when it moved. Unchanged, and False, when
-    PySpark is already imported, no entry is such a zip, or the package's directory is not on ``path`` after it."""
+    PySpark is already imported, no entry is such a zip, or the package's directory is not on ``path`` after it, or
+    another ``pyspark`` would then be found before the package's."""
     path = sys.path if path is None else path
     if path is sys.path and "pyspark" in sys.modules:
         return False
@@ -48,7 +50,11 @@ def prefer_installed_pyspark(path: list[str] | None = None) -> bool:
         root = _installed_package_of(entry)
         if root is None or not any(os.path.realpath(p or os.curdir) == root for p in path[i + 1:]):
             return False
-        path.append(path.pop(i))
+        moved = path[:i] + path[i + 1:] + [entry]
+        found = importlib.machinery.PathFinder.find_spec("pyspark", moved)
+        if found is None or os.path.dirname(os.path.realpath(found.origin or "")) != os.path.join(root, "pyspark"):
+            return False  # (an entry between the zip and the package holds a PySpark of its own: it would win)
+        path[:] = moved
         return True
     return False
 

@@ -50,7 +50,8 @@ def test_a_symlinked_site_packages_is_the_same_directory(tmp_path):
     assert prefer_installed_pyspark(path) and path[-1].endswith("pyspark.zip")
 
 
-@pytest.mark.parametrize("case", ["distribution", "package not on the path", "package before the zip", "no package"])
+@pytest.mark.parametrize("case", ["distribution", "package not on the path", "package before the zip", "no package",
+                                  "another pyspark between"])
 def test_any_other_zip_stays_first(tmp_path, case):
     site, zip_ = installed(tmp_path)
     if case == "distribution":  # ($SPARK_HOME/python/lib/pyspark.zip, and an installed package elsewhere)
@@ -62,9 +63,13 @@ def test_any_other_zip_stays_first(tmp_path, case):
         path = [zip_, "/usr/lib/python3.11"]
     elif case == "package before the zip":  # (PySpark is imported from the package already)
         path = [site, zip_]
-    else:
+    elif case == "no package":
         os.remove(os.path.join(site, "pyspark", "__init__.py"))
         path = [zip_, site]
+    else:  # (a directory of the workers' PYTHONPATH with a PySpark of its own: behind the zip, ahead of the package)
+        (tmp_path / "mine" / "pyspark").mkdir(parents=True)
+        (tmp_path / "mine" / "pyspark" / "__init__.py").write_text("")
+        path = [zip_, str(tmp_path / "mine"), site]
     before = list(path)
     assert not prefer_installed_pyspark(path)
     assert path == before
