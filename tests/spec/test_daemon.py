@@ -14,6 +14,13 @@ from sparkberg import zipimports
 from sparkberg.daemon import prefer_installed_pyspark
 
 
+@pytest.fixture(autouse=True)
+def own_importer_cache(monkeypatch):
+    # (the path is asked with PathFinder, which caches an importer for each entry it meets: the tests' zips stay
+    # out of the process's cache)
+    monkeypatch.setattr(sys, "path_importer_cache", dict(sys.path_importer_cache))
+
+
 def installed(root):
     """A site-packages directory holding a pyspark package with its zip; returns (site, zip)."""
     lib = root / "site" / "pyspark" / "python" / "lib"
