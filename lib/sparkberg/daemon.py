@@ -26,34 +26,35 @@ _ZIP = "pyspark.zip"
 
 
 def _installed_package_of(zip_entry: str) -> str | None:
-    """The directory ``zip_entry`` (a ``pyspark.zip`` path entry) was installed with: the ``site-packages`` that holds
-    ``pyspark/python/lib/pyspark.zip`` and ``pyspark/__init__.py``; None for a zip that no installed package holds."""
+    """The ``pyspark`` package directory that ships ``zip_entry`` as its ``python/lib/pyspark.zip``, by the zip's
+    place; None for a zip elsewhere (a Spark distribution's)."""
     lib = os.path.dirname(os.path.realpath(zip_entry))
     package = os.path.dirname(os.path.dirname(lib))
-    if (os.path.basename(lib) != "lib" or os.path.basename(os.path.dirname(lib)) != "python"
-            or os.path.basename(package) != "pyspark" or not os.path.isfile(os.path.join(package, "__init__.py"))):
+    if (os.path.basename(lib), os.path.basename(os.path.dirname(lib)), os.path.basename(package)) != \
+            ("lib", "python", "pyspark"):
         return None
-    return os.path.dirname(package)
+    return package
 
 
 def prefer_installed_pyspark(path: list[str] | None = None) -> bool:
     """Move the installed ``pyspark`` package's own ``pyspark.zip`` to the end of ``path`` (``sys.path`` by default),
     so that PySpark is imported from the package's compiled modules; True when it moved. Unchanged, and False, when
-    PySpark is already imported, no entry is such a zip, or the package's directory is not on ``path`` after it, or
-    another ``pyspark`` would then be found before the package's."""
+    PySpark is already imported, no entry is such a zip, or PySpark would then not be imported from that package
+    (its directory is not on ``path`` after the zip, or another ``pyspark`` comes first)."""
     path = sys.path if path is None else path
     if path is sys.path and "pyspark" in sys.modules:
         return False
     for i, entry in enumerate(path):
         if os.path.basename(entry) != _ZIP:
             continue
-        root = _installed_package_of(entry)
+        package = _installed_package_of(entry)
+        root = os.path.dirname(package) if package else None
         if root is None or not any(os.path.realpath(p or os.curdir) == root for p in path[i + 1:]):
-            return False
+            return False  # (no package's zip, or its package is not behind it: nothing to gain)
         moved = path[:i] + path[i + 1:] + [entry]
         found = importlib.machinery.PathFinder.find_spec("pyspark", moved)
-        if found is None or os.path.dirname(os.path.realpath(found.origin or "")) != os.path.join(root, "pyspark"):
-            return False  # (an entry between the zip and the package holds a PySpark of its own: it would win)
+        if found is None or os.path.dirname(os.path.realpath(found.origin or "")) != package:
+            return False  # (not a package, or another pyspark between the zip and it would win)
         path[:] = moved
         return True
     return False

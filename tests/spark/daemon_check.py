@@ -25,9 +25,11 @@ def workers(spark, tasks: int = 2) -> set[tuple[str, str]]:
     return {(r["daemon"], r["pyspark"]) for r in rows}
 
 
-def check(spark, where: str) -> None:
-    """Asserts that every worker of a few tasks was forked by ``sparkberg.daemon`` and imported PySpark from the
-    installed package, not from ``pyspark.zip``; prints ``the daemon module on {where} ok``."""
+def check(spark, where: str, daemon: str = "sparkberg.daemon") -> None:
+    """Asserts that every worker of a few tasks was forked by ``daemon`` and imported PySpark from where it imports
+    it (PySpark's own daemon from ``pyspark.zip``, sparkberg's from the installed package); prints ``the daemon
+    module on {where} ok``."""
     got = workers(spark)
-    assert got and all("-m sparkberg.daemon" in d and ".zip" not in p for d, p in got), got
+    zipped = daemon == "pyspark.daemon"
+    assert got and all(f"-m {daemon}" in d and (".zip" in p) == zipped for d, p in got), got
     print(f"the daemon module on {where} ok")

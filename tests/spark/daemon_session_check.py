@@ -17,9 +17,7 @@ import daemon_check  # noqa: E402
 def main(daemon: str, warehouse: str) -> int:
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.python.daemon.module", daemon).getOrCreate())
-    got = daemon_check.workers(spark)
-    zipped = daemon == "pyspark.daemon"  # (PySpark's own daemon imports PySpark from pyspark.zip)
-    assert got and all(f"-m {daemon}" in d and (".zip" in p) == zipped for d, p in got), got
+    daemon_check.check(spark, "a session of Spark's defaults", daemon)
     t = sparkberg.catalog(spark, warehouse).create_table(
         "db.t", "id bigint, v string", partition_by=["bucket(4, id)"],
         properties={"format-version": "3", "write.delete.mode": "merge-on-read"})
