@@ -30,7 +30,8 @@ from sparkberg.errors import (
 from sparkberg.io.fileio import FileIO, file_io_for, normalize_location, to_local_path
 from sparkberg.evolution import EvolutionMixin, SchemaMerge
 from sparkberg.refs import RefsMixin
-from sparkberg.spark.session import job_description, session_conf, session_time_zone
+from sparkberg.spark.session import job_description
+from sparkberg.spark.settings import session_conf, session_time_zone
 from sparkberg.format import updates as U
 from sparkberg.format.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
 from sparkberg.format.partitioning import PartitionSpec, SortOrder, build_partition_spec, build_sort_order

@@ -495,7 +495,7 @@ def test_size_settings_read_as_spark_reads_them(plain):
     # a size setting in Spark's units; its default when unset or unreadable, read without asking the JVM for an
     # exception (which a fresh JVM answers slowly): ``spark.driver.maxResultSize`` is unset in most sessions
     import unittest.mock
-    from sparkberg.spark import session as S
+    from sparkberg.spark import settings as S
     key = "spark.sparkberg.test.size"
     for text, want in (("3m", 3 << 20), ("2g", 2 << 30), ("134217728b", 128 << 20), ("512", 512), ("1.5g", 7),
                        ("lots", 7)):

@@ -13,7 +13,7 @@ from sparkberg.spark import tuning
 from sparkberg.expressions.sql import row_filter
 from sparkberg.planning.scan import plan
 from sparkberg.read.arrow import TaskReader
-from sparkberg.spark.session import session_time_zone
+from sparkberg.spark.settings import session_time_zone
 
 pytestmark = pytest.mark.spark
 

@@ -504,20 +504,16 @@ def test_manifest_cache_is_off_unless_the_session_enables_it(tmp_path):
     from sparkberg.avro.cache import manifest_cache
     from sparkberg.errors import ValidationError
 
-    class Conf(dict):
-        def get(self, key, default=None):
-            return super().get(key, default)
-
-    class Session:
-        def __init__(self, **conf):
-            self.conf = Conf({f"spark.sparkberg.manifest-cache.{k.replace('_', '-')}": v for k, v in conf.items()})
-    assert manifest_cache(Session()) is None and manifest_cache(None) is None
-    assert manifest_cache(Session(enabled="false", dir=str(tmp_path))) is None
-    c = manifest_cache(Session(enabled="true", dir=str(tmp_path), max_bytes="1000"))
+    def setting(**conf):
+        conf = {f"spark.sparkberg.manifest-cache.{k.replace('_', '-')}": v for k, v in conf.items()}
+        return lambda key, default: conf.get(key, default)
+    assert manifest_cache(setting()) is None
+    assert manifest_cache(setting(enabled="false", dir=str(tmp_path))) is None
+    c = manifest_cache(setting(enabled="true", dir=str(tmp_path), max_bytes="1000"))
     assert (c.directory, c.max_bytes) == (str(tmp_path), 1000)
-    assert manifest_cache(Session(enabled="TRUE")).max_bytes == 1 << 30
+    assert manifest_cache(setting(enabled="TRUE")).max_bytes == 1 << 30
     with pytest.raises(ValidationError, match="max-bytes"):
-        manifest_cache(Session(enabled="true", max_bytes="1G"))
+        manifest_cache(setting(enabled="true", max_bytes="1G"))
 
 
 @settings(max_examples=80, deadline=None)

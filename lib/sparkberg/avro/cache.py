@@ -149,17 +149,13 @@ def _remove(file: str) -> None:
         pass
 
 
-def manifest_cache(spark) -> ManifestCache | None:
-    """The session's manifest cache, or None when it is not enabled (the default)."""
-    def conf(key: str, default: str | None) -> str | None:
-        try:
-            return spark.conf.get(key, default)
-        except Exception:  # noqa: BLE001 - no session (metadata-only use): no cache
-            return default
-    if spark is None or (conf(ENABLED, "false") or "false").strip().lower() != "true":
+def manifest_cache(setting: Callable[[str, str | None], str | None]) -> ManifestCache | None:
+    """The session's manifest cache, or None when it is not enabled (the default); ``setting(key, default)`` reads
+    the session's settings (:func:`sparkberg.spark.settings.session_conf`: this layer knows no session)."""
+    if (setting(ENABLED, "false") or "false").strip().lower() != "true":
         return None
-    directory = conf(DIRECTORY, None) or os.path.join(tempfile.gettempdir(), "sparkberg-manifest-cache")
-    raw = conf(MAX_BYTES, None)
+    directory = setting(DIRECTORY, None) or os.path.join(tempfile.gettempdir(), "sparkberg-manifest-cache")
+    raw = setting(MAX_BYTES, None)
     try:
         max_bytes = MAX_BYTES_DEFAULT if raw is None else int(raw)
     except ValueError:

@@ -61,7 +61,8 @@ from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.reader import identity_values
 from sparkberg.spark import tuning
 from sparkberg.spark.frames import local_dataframe
-from sparkberg.spark.session import is_classic, job_description, unsplit_file_bytes
+from sparkberg.spark.session import is_classic, job_description
+from sparkberg.spark.settings import unsplit_file_bytes
 from sparkberg.format import types as T
 from sparkberg.format.manifests import sequence_applies
 from sparkberg.format.properties import TARGET_FILE_SIZE, target_file_size

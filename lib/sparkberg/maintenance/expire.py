@@ -22,7 +22,7 @@ from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO
 from sparkberg.planning.entries import EntryDecoder, PartitionLayout, entries_df, snapshot_manifests
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
-from sparkberg.spark.session import session_time_zone
+from sparkberg.spark.settings import session_time_zone
 from sparkberg.format import updates as U
 from sparkberg.format.manifests import EQUALITY_DELETES, POSITION_DELETES, ManifestFile
 from sparkberg.format.metadata import TableMetadata

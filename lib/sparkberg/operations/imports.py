@@ -16,7 +16,7 @@ from sparkberg.errors import ValidationError
 from sparkberg.io.fileio import FileIO, normalize_location
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
 from sparkberg.operations.changes import Changes
-from sparkberg.spark.session import session_time_zone
+from sparkberg.spark.settings import session_time_zone
 from sparkberg.format import updates as U
 from sparkberg.format.properties import NAME_MAPPING
 from sparkberg.format.schema_update import mapping_of

@@ -36,7 +36,8 @@ from sparkberg.read.deletecache import delete_cache
 from sparkberg.read.reader import identity_values
 from sparkberg.spark import tuning
 from sparkberg.spark.frames import collect_arrow, local_dataframe
-from sparkberg.spark.session import is_classic, session_time_zone
+from sparkberg.spark.session import is_classic
+from sparkberg.spark.settings import session_time_zone
 from sparkberg.spark.types import arrow_schema
 from sparkberg.format import types as T
 from sparkberg.format.properties import merges_on_read

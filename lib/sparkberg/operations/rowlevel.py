@@ -43,7 +43,8 @@ from sparkberg.read.fileids import xxh64
 from sparkberg.read.reader import identity_values, read_tasks
 from sparkberg.spark import tuning
 from sparkberg.spark.frames import collect_arrow, map_in_arrow
-from sparkberg.spark.session import is_classic, max_result_bytes, session_time_zone, unsplit_file_bytes
+from sparkberg.spark.session import is_classic
+from sparkberg.spark.settings import max_result_bytes, session_time_zone, unsplit_file_bytes
 from sparkberg.format import types as T
 from sparkberg.format.manifests import ADDED, DELETED, MANIFEST_DATA, MANIFEST_DELETES
 from sparkberg.format.properties import SERIALIZABLE, isolation_level, merges_on_read

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparkberg.errors import ValidationError
-from sparkberg.spark.session import session_conf
+from sparkberg.spark.settings import session_conf
 from sparkberg.format import updates as U
 from sparkberg.format.metadata import TableMetadata
 from sparkberg.format.properties import WAP_ENABLED, boolean

@@ -8,6 +8,7 @@ scan's delete files and the spec's rules (:class:`~sparkberg.planning.deletes.De
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -33,6 +34,7 @@ from sparkberg.planning.entries import (
 )
 from sparkberg.spark.frames import arrow_dataframe, collect_arrow, counted_dataframe, map_in_arrow
 from sparkberg.spark.session import job_description
+from sparkberg.spark.settings import session_conf
 from sparkberg.spark.tuning import (
     DATA_PLANNING_MODE, DELETE_PLANNING_MODE, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES_DEFAULT, LOCAL_MAX_DELETE_ENTRIES,
     LOCAL_MAX_DELETE_ENTRIES_DEFAULT, LOCAL_MAX_FILES, LOCAL_MAX_FILES_DEFAULT, SCOPED_PAIRS_MAX,
@@ -155,7 +157,7 @@ def _pruning(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot, bou
     partition filter, the session's manifest cache, the manifests whose partition summaries may match, and the
     metrics filter (None: no filter)."""
     filters = _partition_filters(metadata, bound)
-    cache = manifest_cache(spark)
+    cache = manifest_cache(functools.partial(session_conf, spark))
     manifests = prune_manifests(metadata, snapshot_manifest_table(io, snapshot, remember=cache is not None), filters)
     metrics = None if isinstance(bound, AlwaysTrue) else MetricsFilter(bound, _field_types(metadata))
     return filters, cache, manifests, metrics

@@ -43,7 +43,7 @@ from sparkberg.read.arrow import ChangeReader, TaskReader, comparable, read_stru
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.read.reader import identity_values, read_tasks
 from sparkberg.spark.frames import local_dataframe, map_in_arrow
-from sparkberg.spark.session import default_parallelism
+from sparkberg.spark.settings import default_parallelism
 from sparkberg.format import types as T
 from sparkberg.format.metadata import TableMetadata
 

@@ -27,7 +27,7 @@ from typing import Any, Callable, Hashable
 
 from sparkberg.errors import ValidationError
 from sparkberg.lru import LRU
-from sparkberg.spark.session import session_conf
+from sparkberg.spark.settings import session_conf
 from sparkberg import state
 
 ENABLED = "spark.sparkberg.delete-cache.enabled"

@@ -20,7 +20,7 @@ from typing import Any
 
 import sparkberg.errors as errors
 from sparkberg import state
-from sparkberg.spark.session import session_conf
+from sparkberg.spark.settings import session_conf
 
 _RAISED = re.compile(r"sparkberg\.errors\.(\w+): ([^\n]+)")
 _NOT_IMPORTABLE = re.compile(r"ModuleNotFoundError: No module named '(sparkberg[\w.]*)'")

@@ -412,3 +412,70 @@ def session_conf_entries_35(spark, prefix: str) -> list[tuple[str, str]]:
         return [(str(k), str(entries[k])) for k in entries.keySet()]
     keys = [row[0] for row in spark.sql("SET").collect() if str(row[0]).startswith(prefix)]
     return [(k, spark.conf.get(k)) for k in keys]
+
+
+class _NotMade:
+    """What a classic session's SQL conf will be made from while Spark has not made it yet (its fields read through
+    Java reflection: Spark offers no way to ask without making it)."""
+
+    def __init__(self, jsession):
+        cls = jsession.getClass()
+        try:  # (Spark 4's RuntimeConfig reads the session's own ``sqlConf``; Spark 3.5's, ``sessionState.conf``)
+            self._conf = self._field(cls, "sqlConf")
+        except Exception:  # noqa: BLE001 - no such field: Spark 3.5
+            self._conf = self._field(cls, "sessionState")
+        self._shared = self._field(cls, "sharedState")
+        self._session = jsession
+        self.made = False
+
+    @classmethod
+    def of(cls, jsession) -> _NotMade | None:
+        """The reader of ``jsession``'s fields, or None where they moved (each read then takes the other way)."""
+        try:
+            return cls(jsession)
+        except Exception:  # noqa: BLE001 - Spark's internals that moved
+            return None
+
+    @staticmethod
+    def _field(cls, name: str) -> Any:
+        field = cls.getDeclaredField(name)
+        field.setAccessible(True)
+        return field
+
+    def get(self, key: str) -> tuple[bool, str | None]:
+        """(True, the value ``key`` will have in the conf, None when unset) while the conf is not made; once it is,
+        (False, None): read it."""
+        session = self._session
+        if not self.made and (self._conf.get(session) is not None or session.parentSessionState().isDefined()):
+            self.made = True  # (a cloned session's conf is a copy of its parent's: as if made)
+        if self.made:
+            return False, None
+        option = session.initialSessionOptions().get(key)  # (the builder's options, applied over the rest)
+        if option.isDefined():
+            return True, str(option.get())
+        shared = self._shared.get(session)
+        if shared is None and session.existingSharedState().isDefined():
+            shared = session.existingSharedState().get()
+        value = (shared.conf() if shared is not None else session.sparkContext().conf()).get(key, None)
+        return True, None if value is None else str(value)
+
+
+def sql_conf_before_made(spark, key: str) -> tuple[bool, str | None]:
+    """A classic session's setting ``key`` (outside ``spark.sql.``) read without making the session's SQL conf:
+    (True, its value or None) while Spark has not made that conf; (False, None) once it has, on Spark Connect and
+    where Spark's internals moved, for the caller to read ``spark.conf``.
+
+    PySpark 3.5's first ``spark.conf`` read makes the session's whole SQL state (analyzer, catalogs, parser: about
+    a second in a fresh process), Spark 4's its SQL conf; a plan or a count answered from metadata needs neither.
+    Until the conf is made nobody can have set a key in it at runtime, so a key's value is what Spark will copy
+    into it: the session's builder options over its shared state's conf, which is the SparkContext's where there is
+    no shared state yet. (Spark copies the first session's options into that conf only for static ``spark.sql.``
+    keys, so those keys always take the other way.) A cloned session's conf is a copy of its parent's: the other
+    way too."""
+    if key.startswith("spark.sql.") or not is_classic(spark):
+        return False, None
+    try:
+        reader = per_session(spark, "sql conf before made", lambda: _NotMade.of(spark._jsparkSession))
+        return (False, None) if reader is None else reader.get(key)
+    except Exception:  # noqa: BLE001 - Spark's internals that moved: the caller's other way
+        return False, None

@@ -1,6 +1,7 @@
-"""The Spark session: a builder with the settings of the project's ``spark-defaults.conf``, the session's settings
-read and set for a block, job labels, what a session keeps for its life (:func:`per_session`), and which Spark
-runs it. Public PySpark API only: what reaches into the JVM is :mod:`sparkberg.spark.jvm`."""
+"""The Spark session: a builder with the settings of the project's ``spark-defaults.conf``, a setting set for a
+block, job labels, what a session keeps for its life (:func:`per_session`), and which Spark runs it (its settings
+read: :mod:`sparkberg.spark.settings`). Public PySpark API only: what reaches into the JVM is
+:mod:`sparkberg.spark.jvm`."""
 from __future__ import annotations
 
 import contextlib
@@ -46,62 +47,6 @@ def is_classic(spark) -> bool:
     """Whether ``spark`` is a classic session (a JVM in this process, reached by py4j), not a Spark Connect
     client: the one place that asks (what only a classic session has is its py4j handle)."""
     return getattr(spark, "_jsparkSession", None) is not None
-
-
-def session_conf(spark, key: str, default: str | None = None) -> str | None:
-    """A session setting, or ``default`` when it is unset or there is no session (metadata-only use). (Read with a
-    default, even None: Spark answers the read of an unset key without one by an exception, which costs a fresh JVM
-    far more than the read.)"""
-    if spark is None:
-        return default
-    try:
-        value = spark.conf.get(key, default)
-    except Exception:  # noqa: BLE001 - a session that refuses the read: as if unset
-        return default
-    return default if value is None else value
-
-
-_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
-               "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
-
-
-def _conf_bytes(spark, key: str, default: int) -> int:
-    """A size setting of the session (Spark's ``134217728b``, ``4m``, ``1g``...) in bytes; ``default`` when unset
-    or unreadable (:func:`session_conf`: ``spark.driver.maxResultSize`` is usually unset)."""
-    value = session_conf(spark, key)
-    if value is None:
-        return default
-    text = str(value).strip().lower()
-    m = re.fullmatch(r"(\d+)\s*([a-z]*)", text)
-    return int(m.group(1)) * _BYTE_UNITS[m.group(2)] if m and m.group(2) in _BYTE_UNITS else default
-
-
-def unsplit_file_bytes(spark) -> int:
-    """The size up to which a file's rows are all read by one task of Spark's file scans: Spark cuts a file into
-    splits of ``min(maxPartitionBytes, max(openCostInBytes, bytes per core))``, never less than the smaller of
-    the two settings."""
-    return min(_conf_bytes(spark, "spark.sql.files.maxPartitionBytes", 128 << 20),
-               _conf_bytes(spark, "spark.sql.files.openCostInBytes", 4 << 20))
-
-
-def max_result_bytes(spark) -> int:
-    """``spark.driver.maxResultSize`` in bytes: what Spark lets a collect bring to the driver (1 GiB by default;
-    unlimited, 0, counts as the default: a bound for what sparkberg itself collects)."""
-    return _conf_bytes(spark, "spark.driver.maxResultSize", 1 << 30) or 1 << 30
-
-
-def default_parallelism(spark) -> int:
-    """The session's default parallelism (the cores of a classic session's executors; a Spark Connect client sees
-    only ``spark.default.parallelism`` when it is set, else 2, a local session's least)."""
-    try:
-        return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext on the client
-        return int(session_conf(spark, "spark.default.parallelism", "2") or 2)
-
-
-def session_time_zone(spark) -> str:
-    """The session time zone Spark interprets zone-less timestamp literals in (UTC without a session)."""
-    return session_conf(spark, "spark.sql.session.timeZone") or "UTC"
 
 
 class job_description:

@@ -70,7 +70,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from sparkberg.errors import ValidationError
-from sparkberg.spark.session import session_conf
+from sparkberg.spark.settings import session_conf
 from sparkberg.format.metadata import TableMetadata
 
 DRIVER_FILTER_VALUES = 16_000_000

@@ -34,7 +34,7 @@ from sparkberg.errors import NoSuchNamespaceError, NoSuchTableError, NoSuchViewE
 from sparkberg.expressions.predicates import TRUE
 from sparkberg.expressions.sql import Filter, translate_filter
 from sparkberg.inspect import METADATA_TABLES, metadata_table_columns
-from sparkberg.spark.session import session_conf, session_time_zone
+from sparkberg.spark.settings import session_conf, session_time_zone
 from sparkberg.spark.types import to_spark_type
 from sparkberg.sql.filters import filter_of
 from sparkberg.table import Catalog, Table, View, catalog as open_catalog

@@ -41,7 +41,8 @@ from sparkberg.read.arrow import TaskReader, read_struct
 from sparkberg.read.reader import identity_values
 from sparkberg.read.deletecache import DeleteCache, delete_cache
 from sparkberg.spark.jvm import as_active
-from sparkberg.spark.session import default_parallelism, per_session
+from sparkberg.spark.session import per_session
+from sparkberg.spark.settings import default_parallelism
 from sparkberg.sql.splits import CONFIG_OPTION, split_tasks
 from sparkberg.table import catalog
 

@@ -25,7 +25,8 @@ from sparkberg.errors import StatementFailedError, ValidationError
 from sparkberg.expressions.sql import Filter
 from sparkberg.spark.frames import known_count, local_dataframe
 from sparkberg.catalog.config import conf_properties
-from sparkberg.spark.session import session_conf, session_setting
+from sparkberg.spark.session import session_setting
+from sparkberg.spark.settings import session_conf
 from sparkberg.sql import ddl, procedures, view_ddl
 from sparkberg.sql.filters import filter_of
 from sparkberg.sql.names import (

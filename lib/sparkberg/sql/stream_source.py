@@ -43,7 +43,8 @@ from sparkberg.read.arrow import ChangeReader, TaskReader, read_struct
 from sparkberg.read.changes import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID, DELETE, INSERT
 from sparkberg.read.reader import identity_values
 from sparkberg.spark.jvm import as_active
-from sparkberg.spark.session import default_parallelism, per_session, spark_version
+from sparkberg.spark.session import per_session, spark_version
+from sparkberg.spark.settings import default_parallelism
 from sparkberg.format.snapshots import Snapshot
 from sparkberg.sql.splits import CONFIG_OPTION, split_tasks
 from sparkberg.table import Table, catalog

@@ -28,7 +28,8 @@ from sparkberg.operations.properties import checked
 from sparkberg.operations.target import resolve
 from sparkberg.errors import NotSupportedError, SparkbergError, ValidationError
 from sparkberg.io.fileio import FileIO, normalize_location
-from sparkberg.spark.session import session_conf, spark_version
+from sparkberg.spark.session import spark_version
+from sparkberg.spark.settings import session_conf
 from sparkberg.table import Table, catalog
 from sparkberg.format.properties import ACCEPT_ANY_SCHEMA, boolean
 from sparkberg.write.dataframe import DISTRIBUTION_CONF, MERGE_SCHEMA_CONF, align, store_assignment_policy

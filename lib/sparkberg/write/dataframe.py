@@ -18,7 +18,7 @@ from sparkberg.identifiers import split_dotted
 from sparkberg.planning.entries import physical_spark_type
 from sparkberg.spark.executors import executor_errors
 from sparkberg.spark.frames import map_in_arrow
-from sparkberg.spark.session import session_conf
+from sparkberg.spark.settings import session_conf
 from sparkberg.spark.types import to_spark_type
 from sparkberg.format.properties import data_location as data_location_of
 from sparkberg.format import types as T
