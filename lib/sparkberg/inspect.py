@@ -476,6 +476,29 @@ def manifest_row(m: TableMetadata, mf: ManifestFile, summaries: bool = True) -> 
             "partition_summaries": shown}
 
 
+def listed_entries(manifests: Sequence[ManifestFile], live: Sequence[int] | None) -> int | None:
+    """How many entries ``manifests`` hold by the manifest list's counts (the spec's ``added_files_count``,
+    ``existing_files_count``, ``deleted_files_count``: the entries of each status), or with ``live`` how many of
+    them are live (added or existing) and of those contents: every entry of a manifest of the kind that holds
+    them (data files, or delete files), as Iceberg Java's planning trusts those counts to skip a manifest. None
+    where a count is missing (optional in v1) or ``live`` leaves out some contents a manifest may hold."""
+    total = 0
+    for mf in manifests:
+        if live is None:
+            counts = (mf.added_files_count, mf.existing_files_count, mf.deleted_files_count)
+        elif set(_HOLDS[mf.content == MANIFEST_DATA]) <= set(live):
+            counts = (mf.added_files_count, mf.existing_files_count)
+        else:
+            return None
+        if None in counts:
+            return None
+        total += sum(counts)
+    return total
+
+
+_HOLDS = {True: (0,), False: (1, 2)}  # (the entries' contents a data manifest, and a delete manifest, holds)
+
+
 # a metadata table of at most this many entries (the manifest list's counts) is decoded on the driver, into a
 # local relation: a Python stage's fixed cost is more than the driver's decoding until every column of ~70,000
 # entries goes to Spark through one thread (docs/contributing/benchmarks.md, "Where the thresholds ... come from")
@@ -546,8 +569,10 @@ class MetadataTables:
                      ) -> tuple[Callable[[], DataFrame], int | None]:
         """What makes the DataFrame of the entries of ``manifests`` with ``columns`` (:class:`MetadataDecoder`'s),
         deleted ones included, or with ``live`` only the live ones of those contents (``columns`` then has
-        ``status`` and ``content``), or ``decoder``'s rows of them; and their number when the driver decoded them
-        (None: Spark counts them)."""
+        ``status`` and ``content``), or ``decoder``'s rows of them; and their number where it is known without a Spark
+        job: the driver decoded them, or the manifest list counts them (:func:`listed_entries`; not ``decoder``'s
+        rows); None: Spark counts them."""
+        totals = decoder is not None  # (the partitions table's rows: sums over the entries, not the entries)
         decoder = decoder or MetadataDecoder(self.layout, self.m.current_schema, self.io, columns)
         if not manifests:
             return (lambda: local_dataframe(self.spark, [], decoder.ddl)), 0
@@ -555,7 +580,7 @@ class MetadataTables:
             def staged() -> DataFrame:
                 df = entries_df(self.spark, manifests, decoder)
                 return df if live is None else df.filter((F.col("status") != 2) & F.col("content").isin(list(live)))
-            return staged, None
+            return staged, None if totals else listed_entries(manifests, live)
         table = decoder.load_many([(mf, i, self.io) for i, mf in enumerate(manifests)], DRIVER_THREADS)
         if live is not None:
             table = table.filter(pc.and_(pc.not_equal(table["status"], 2),

@@ -54,6 +54,22 @@ def test_every_metadata_table_of_every_corpus_table_equals_javas(corpus, java, j
     assert checked == len(corpus) * len(METADATA_TABLES) - len(JAVA_CANNOT)
 
 
+ENTRY_TABLES = ("entries", "all_entries", "files", "data_files", "delete_files", "all_files", "all_data_files",
+                 "all_delete_files")
+
+
+def test_counts_from_the_manifest_lists_equal_javas(corpus, java, java_warehouse, monkeypatch):
+    """A table of entries or files decoded by a Python stage is counted by its manifest lists' counts (no Spark
+    job): on every corpus table, each count is Java's count of its metadata table."""
+    import sparkberg.inspect as inspect_
+    monkeypatch.setattr(inspect_, "DRIVER_ENTRIES", -1)
+    for name in corpus:
+        t = sparkberg.load_table(java, os.path.join(java_warehouse, "db", name))
+        for mt in ENTRY_TABLES:
+            ours = inspect_.known_count(t.metadata_table(mt, columns=[]))
+            assert ours == java.table(f"ref.db.{name}.{mt}").count(), (name, mt)
+
+
 @pytest.mark.parametrize("mt", ["entries", "files", "manifests", "partitions", "position_deletes"])
 def test_metadata_tables_of_an_older_snapshot(corpus, java, java_warehouse, mt):
     t = sparkberg.load_table(java, os.path.join(java_warehouse, "db", "v2_mor"))

@@ -193,16 +193,21 @@ def test_a_count_of_a_metadata_table_made_on_the_driver_runs_no_spark_job(spark,
         assert got.columns == ["count(1)", "n"] and tuple(got.first()) == (want, want), name
         explained = sparkberg.sql(spark, f"EXPLAIN {query}", catalog=cat).first()[0]
         driver = name not in ("partitions", "position_deletes")
-        assert (f"count of db.mt.{name}: its {want} rows, made on the driver" in explained) == driver, explained
+        assert (f"count of db.mt.{name}: its {want} rows, known on the driver" in explained) == driver, explained
     filtered = sparkberg.sql(spark, "SELECT count(*) FROM db.mt.files WHERE content = 0", catalog=cat).first()[0]
     assert filtered == table.metadata_table("files").where("content = 0").count()
     big = inspect_.DRIVER_ENTRIES
     try:
-        inspect_.DRIVER_ENTRIES = -1  # (decoded by a Python stage: Spark counts)
-        assert "count of db.mt.files: by Spark" in sparkberg.sql(
-            spark, "EXPLAIN SELECT count(*) FROM db.mt.files", catalog=cat).first()[0]
-        assert sparkberg.sql(spark, "SELECT count(*) FROM db.mt.files", catalog=cat).first()[0] == \
-            table.metadata_table("files").count()
+        inspect_.DRIVER_ENTRIES = -1  # (decoded by a Python stage: counted by the manifest lists, else by Spark)
+        for name in METADATA_TABLES:
+            staged = table.metadata_table(name)
+            want = len(staged.collect())
+            explained = sparkberg.sql(spark, f"EXPLAIN SELECT count(*) FROM db.mt.{name}", catalog=cat).first()[0]
+            listed = name not in ("partitions", "position_deletes")
+            assert (f"count of db.mt.{name}: its {want} rows, known on the driver" in explained) == listed, explained
+            assert ("by Spark" in explained) == (not listed), explained
+            assert sparkberg.sql(spark, f"SELECT count(*) FROM db.mt.{name}", catalog=cat).first()[0] == want
+            assert staged.count() == want and table.metadata_table(name, columns=[]).count() == want, name
     finally:
         inspect_.DRIVER_ENTRIES = big
 
@@ -247,3 +252,48 @@ def test_partitions_keep_signed_zeros_apart_and_nans_together(spark, warehouse, 
         return sorted((str(r["partition"]["p"]), r["record_count"], r["file_count"]) for r in rows)
     assert shown(t.metadata_table("partitions").collect()) == [("-0.0", 1, 1), ("0.0", 1, 1), ("nan", 2, 2)]
     assert shown(metadata_view.partitions(t)) == shown(t.metadata_table("partitions").collect())
+
+
+def test_a_staged_table_of_entries_is_counted_by_the_manifest_lists(spark, warehouse, monkeypatch):
+    """The tables of entries and files decoded by a Python stage are counted by their manifest lists' counts of
+    added, existing and deleted entries, with no Spark job: on a table with entries of every status (a partition's
+    files deleted whole, rows deleted by position files, a compaction), each count is the number of rows the stage
+    returns, for the current snapshot, an older one and every snapshot's manifests."""
+    import sparkberg.inspect as inspect_
+    t = sparkberg.catalog(spark, warehouse).create_table(
+        "db.counted", "id bigint, cat string", partition_by=["cat"],
+        properties={"format-version": "2", "write.delete.mode": "merge-on-read"})
+    for lo in (0, 30, 60):
+        t.append(spark.sql(f"SELECT id, CAST(id % 3 AS string) AS cat FROM range({lo}, {lo + 30})"))
+    t.delete("cat = '0'")  # (whole files: DELETED entries)
+    t.delete("id % 7 = 0")  # (position delete files: a delete manifest)
+    t.rewrite_data_files()  # (a compaction: DELETED and ADDED entries, EXISTING ones carried)
+    monkeypatch.setattr(inspect_, "DRIVER_ENTRIES", -1)
+    older = t.metadata.snapshots[2].snapshot_id
+    for name in ("entries", "all_entries", "files", "data_files", "delete_files", "all_files", "all_data_files",
+                 "all_delete_files"):
+        for snapshot_id in (None, older):
+            staged = t.metadata_table(name, snapshot_id=snapshot_id)
+            rows = len(staged.collect())
+            assert _python_stage(staged) or not rows, name  # (an older snapshot has no delete manifest)
+            assert inspect_.known_count(t.metadata_table(name, snapshot_id=snapshot_id, columns=[])) == rows, name
+            assert staged.count() == rows, name
+    statuses = {r["status"] for r in t.metadata_table("all_entries").collect()}
+    assert statuses == {0, 1, 2}, statuses
+
+
+def test_a_manifest_list_without_counts_leaves_the_count_to_spark():
+    from sparkberg.format.manifests import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
+    from sparkberg.inspect import listed_entries
+    data = ManifestFile("d.avro", 1, 0, 1, MANIFEST_DATA, added_files_count=3, existing_files_count=4,
+                        deleted_files_count=5)
+    deletes = ManifestFile("p.avro", 1, 0, 1, MANIFEST_DELETES, added_files_count=1, existing_files_count=0,
+                           deleted_files_count=2)
+    assert listed_entries([data, deletes], None) == 15
+    assert listed_entries([data, deletes], (0, 1, 2)) == 8
+    assert listed_entries([data], (0,)) == 7 and listed_entries([deletes], (1, 2)) == 1
+    assert listed_entries([deletes], (1,)) is None  # (a delete manifest may hold equality deletes too)
+    assert listed_entries([data], (1, 2)) is None
+    v1 = ManifestFile("v1.avro", 1, 0, 1, MANIFEST_DATA)  # (v1's counts are optional)
+    assert listed_entries([data, v1], None) is None and listed_entries([v1], (0,)) is None
+    assert listed_entries([], (0,)) == 0

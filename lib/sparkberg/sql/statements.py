@@ -141,7 +141,7 @@ def _command(names: Names, statement: Statement, tree: exp.Command) -> Any:
             found, condition, items = aggregated
             if found.metadata_table is not None:
                 rows = known_count(found.table.metadata_table(found.metadata_table, columns=[]))
-                text = f"count of {found.label}: " + (f"its {rows} rows, made on the driver" if rows is not None
+                text = f"count of {found.label}: " + (f"its {rows} rows, known on the driver" if rows is not None
                                                         else "by Spark")
                 return local_dataframe(names.spark, [(f"== sparkberg ==\n{text}",)], "plan string")
             text = found.table.explain_aggregates([(kind, column) for kind, column, _ in items], condition)
@@ -219,8 +219,8 @@ def _aggregate(names: Names, tree: exp.Expr) -> Any:
     """``SELECT count(*), min(c), max(c) FROM ns.t [WHERE ...]`` (any of them, over one sparkberg table's current
     snapshot, no join, grouping or subquery) answered from the manifests where they hold the answer
     (:meth:`~sparkberg.Table.aggregates_from_manifests`), a count alone by :meth:`~sparkberg.Table.count`, and
-    ``SELECT count(*) FROM ns.t.files`` (any metadata table, no filter) by the rows the driver made the table of
-    or Spark's count of it; None for any other statement, and for minimums and maximums only the rows can give
+    ``SELECT count(*) FROM ns.t.files`` (any metadata table, no filter) by the rows the driver knows the table has
+    (it made them, or the manifest lists count them) or Spark's count of it; None for any other statement, and for minimums and maximums only the rows can give
     (Spark runs the query)."""
     aggregated = _aggregate_target(names, tree)
     if aggregated is None:
