@@ -11,6 +11,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from test_settings import run_settings_check  # noqa: E402
 
 
-def test_settings_before_the_sql_conf_is_made_on_pyspark_35(tmp_path):
+def test_settings_before_the_sql_conf_is_made_on_pyspark_35(java, tmp_path):
     assert pyspark.__version__.startswith("3.5"), pyspark.__version__
-    run_settings_check(str(tmp_path / "wh"))
+    run_settings_check(java, str(tmp_path / "wh"))

@@ -1,8 +1,9 @@
-"""Run as a script, in a fresh process: ``settings_check.py write WAREHOUSE`` writes a small table (an append and a
-merge-on-read delete); ``settings_check.py check WAREHOUSE`` reads settings set every way Spark takes them before the
-session's SQL conf is made, then plans and counts the table from its metadata, and checks that the conf is still not
-made (so none of it paid for making it) and that every value read before equals what Spark's own ``spark.conf``
-answers once it is made; then a new session on the same context and a cloned session. Prints ``settings ok``."""
+"""Run as a script, in a fresh process: ``settings_check.py WAREHOUSE`` reads settings set every way Spark takes them
+before the session's SQL conf is made, then plans and counts the table ``db.t`` of ``WAREHOUSE`` (written by
+``test_settings.write_table``: 1,000 rows in two files, a tenth deleted) from its metadata, and checks that the conf
+is still not made (so none of it paid for making it) and that every value read before equals what Spark's own
+``spark.conf`` answers once it is made; then a new session on the same context and a cloned session. Prints
+``settings ok``."""
 import sys
 
 from pyspark import SparkConf, SparkContext
@@ -20,21 +21,13 @@ def unmade(spark) -> bool:
     return sql_conf_before_made(spark, UNSET)[0]
 
 
-def main(mode: str, warehouse: str) -> None:
+def main(warehouse: str) -> None:
     conf = (SparkConf().setMaster("local[1]").setAppName("settings-check").set("spark.ui.enabled", "false")
             .set(CONTEXT, "from the context").set(BOTH, "from the context"))
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
     # (a session made over an existing context: its builder's options are the session's own, not the context's)
     spark = SparkSession.builder.config(BUILDER, "from the builder").config(BOTH, "from the builder").getOrCreate()
-    if mode == "write":
-        t = sparkberg.catalog(spark, warehouse).create_table(
-            "db.t", "id bigint, v string", partition_by=["bucket(2, id)"],
-            properties={"format-version": "3", "write.delete.mode": "merge-on-read"})
-        t.append(spark.range(1000).selectExpr("id", "CAST(id AS string) AS v"))
-        t.delete("id % 10 = 0")
-        print("written")
-        return
     assert unmade(spark), "a fresh session's SQL conf is made before anything asked for it"
     before = {k: session_conf(spark, k, "unset") for k in KEYS}
     assert before[CONTEXT] == "from the context" and before[BUILDER] == before[BOTH] == "from the builder", before
@@ -64,4 +57,4 @@ def main(mode: str, warehouse: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1])
