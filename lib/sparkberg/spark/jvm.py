@@ -418,21 +418,21 @@ class _NotMade:
     """What a classic session's SQL conf will be made from while Spark has not made it yet (its fields read through
     Java reflection: Spark offers no way to ask without making it)."""
 
-    def __init__(self, jsession):
+    def __init__(self, jvm, jsession):
         cls = jsession.getClass()
         try:  # (Spark 4's RuntimeConfig reads the session's own ``sqlConf``; Spark 3.5's, ``sessionState.conf``)
             self._conf = self._field(cls, "sqlConf")
         except Exception:  # noqa: BLE001 - no such field: Spark 3.5
             self._conf = self._field(cls, "sessionState")
-        self._shared = self._field(cls, "sharedState")
         self._session = jsession
+        self._static = jvm_static(jvm, "org.apache.spark.sql.internal.SQLConf.isStaticConfigKey")
         self.made = False
 
     @classmethod
-    def of(cls, jsession) -> _NotMade | None:
+    def of(cls, jvm, jsession) -> _NotMade | None:
         """The reader of ``jsession``'s fields, or None where they moved (each read then takes the other way)."""
         try:
-            return cls(jsession)
+            return cls(jvm, jsession)
         except Exception:  # noqa: BLE001 - Spark's internals that moved
             return None
 
@@ -443,39 +443,46 @@ class _NotMade:
         return field
 
     def get(self, key: str) -> tuple[bool, str | None]:
-        """(True, the value ``key`` will have in the conf, None when unset) while the conf is not made; once it is,
-        (False, None): read it."""
+        """(True, the value ``key`` will have in the conf, None when unset) while the conf is not made and ``key``
+        is not a static SQL setting; else (False, None): read the conf."""
         session = self._session
         if not self.made and (self._conf.get(session) is not None or session.parentSessionState().isDefined()):
             self.made = True  # (a cloned session's conf is a copy of its parent's: as if made)
-        if self.made:
+        if self.made or key.startswith("spark.sql.") and self._static(key):
             return False, None
-        option = session.initialSessionOptions().get(key)  # (the builder's options, applied over the rest)
+        option = session.initialSessionOptions().get(key)
         if option.isDefined():
             return True, str(option.get())
-        shared = self._shared.get(session)
-        if shared is None and session.existingSharedState().isDefined():
-            shared = session.existingSharedState().get()
-        value = (shared.conf() if shared is not None else session.sparkContext().conf()).get(key, None)
+        value = session.sparkContext().conf().get(key, None)
         return True, None if value is None else str(value)
 
 
 def sql_conf_before_made(spark, key: str) -> tuple[bool, str | None]:
-    """A classic session's setting ``key`` (outside ``spark.sql.``) read without making the session's SQL conf:
-    (True, its value or None) while Spark has not made that conf; (False, None) once it has, on Spark Connect and
+    """A classic session's setting ``key`` read without making the session's SQL conf: (True, its value or None)
+    while Spark has not made that conf; (False, None) once it has, for a static SQL setting, on Spark Connect and
     where Spark's internals moved, for the caller to read ``spark.conf``.
 
     PySpark 3.5's first ``spark.conf`` read makes the session's whole SQL state (analyzer, catalogs, parser: about
     a second in a fresh process), Spark 4's its SQL conf; a plan or a count answered from metadata needs neither.
     Until the conf is made nobody can have set a key in it at runtime, so a key's value is what Spark will copy
-    into it: the session's builder options over its shared state's conf, which is the SparkContext's where there is
-    no shared state yet. (Spark copies the first session's options into that conf only for static ``spark.sql.``
-    keys, so those keys always take the other way.) A cloned session's conf is a copy of its parent's: the other
-    way too."""
-    if key.startswith("spark.sql.") or not is_classic(spark):
+    into it: for any key but a static SQL one, the session's builder options over the SparkContext's settings
+    (Spark 3.5 and 4 make the conf of the shared state's settings, then the context's non-static ones, then the
+    options' non-static ones). A cloned session's conf is a copy of its parent's: the other way too."""
+    if not is_classic(spark):
         return False, None
     try:
-        reader = per_session(spark, "sql conf before made", lambda: _NotMade.of(spark._jsparkSession))
+        reader = per_session(spark, "sql conf before made", lambda: _NotMade.of(spark._jvm, spark._jsparkSession))
         return (False, None) if reader is None else reader.get(key)
     except Exception:  # noqa: BLE001 - Spark's internals that moved: the caller's other way
         return False, None
+
+
+def jvm_time_zone(spark) -> str | None:
+    """A classic session's driver JVM's own time zone (``TimeZone.getDefault``: Spark's default session time zone),
+    or None (Spark Connect: the server's)."""
+    if not is_classic(spark):
+        return None
+    try:
+        return str(jvm_static(spark._jvm, "java.util.TimeZone.getDefault")().getID())
+    except Exception:  # noqa: BLE001 - a JVM that cannot tell: the caller's other way
+        return None

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-from sparkberg.spark.jvm import sql_conf_before_made
+from sparkberg.spark.jvm import jvm_time_zone, sql_conf_before_made
+
+TIME_ZONE = "spark.sql.session.timeZone"
 
 
 def session_conf(spark, key: str, default: str | None = None) -> str | None:
@@ -65,5 +67,15 @@ def default_parallelism(spark) -> int:
 
 
 def session_time_zone(spark) -> str:
-    """The session time zone Spark interprets zone-less timestamp literals in (UTC without a session)."""
-    return session_conf(spark, "spark.sql.session.timeZone") or "UTC"
+    """The session time zone Spark interprets zone-less timestamp literals in: the session's setting, else Spark's
+    default, the driver JVM's own zone (``America/New_York`` on a machine set to it, not UTC); UTC without a
+    session."""
+    if spark is None:
+        return "UTC"
+    zone = session_conf(spark, TIME_ZONE) or jvm_time_zone(spark)
+    if zone is None:
+        try:  # (Spark Connect: the server answers its default, as for any registered setting read without one)
+            zone = spark.conf.get(TIME_ZONE)
+        except Exception:  # noqa: BLE001 - a session that refuses the read
+            zone = None
+    return zone or "UTC"
