@@ -37,7 +37,7 @@ from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, ddl_items, to_spark_read_field, to_spark_type
 from sparkberg.threads import DRIVER_THREADS
 from sparkberg.format import types as T
-from sparkberg.format.manifests import MANIFEST_DATA, ManifestFile
+from sparkberg.format.manifests import MANIFEST_DATA, MANIFEST_DELETES, ManifestFile
 from sparkberg.format.metadata import TableMetadata
 from sparkberg.format.metadata_columns import DELETE_FILE_PATH, DELETE_FILE_POS, DELETE_FILE_ROW_ID, DELETE_FILE_ROW_NAME
 from sparkberg.format.snapshots import Snapshot
@@ -486,7 +486,7 @@ def listed_entries(manifests: Sequence[ManifestFile], live: Sequence[int] | None
     for mf in manifests:
         if live is None:
             counts = (mf.added_files_count, mf.existing_files_count, mf.deleted_files_count)
-        elif set(_HOLDS[mf.content == MANIFEST_DATA]) <= set(live):
+        elif mf.content in _HOLDS and set(_HOLDS[mf.content]) <= set(live):
             counts = (mf.added_files_count, mf.existing_files_count)
         else:
             return None
@@ -496,7 +496,7 @@ def listed_entries(manifests: Sequence[ManifestFile], live: Sequence[int] | None
     return total
 
 
-_HOLDS = {True: (0,), False: (1, 2)}  # (the entries' contents a data manifest, and a delete manifest, holds)
+_HOLDS = {MANIFEST_DATA: (0,), MANIFEST_DELETES: (1, 2)}  # (the contents of the entries a manifest may hold)
 
 
 # a metadata table of at most this many entries (the manifest list's counts) is decoded on the driver, into a

@@ -220,8 +220,8 @@ def _aggregate(names: Names, tree: exp.Expr) -> Any:
     snapshot, no join, grouping or subquery) answered from the manifests where they hold the answer
     (:meth:`~sparkberg.Table.aggregates_from_manifests`), a count alone by :meth:`~sparkberg.Table.count`, and
     ``SELECT count(*) FROM ns.t.files`` (any metadata table, no filter) by the rows the driver knows the table has
-    (it made them, or the manifest lists count them) or Spark's count of it; None for any other statement, and for minimums and maximums only the rows can give
-    (Spark runs the query)."""
+    (it made them, or the manifest lists count them) or Spark's count of it; None for any other statement, and for
+    minimums and maximums only the rows can give (Spark runs the query)."""
     aggregated = _aggregate_target(names, tree)
     if aggregated is None:
         return None
