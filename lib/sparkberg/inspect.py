@@ -83,12 +83,12 @@ _MANIFESTS_DDL = ("content int, path string, length bigint, partition_spec_id in
 LOCAL_TABLES = {
     "manifests": _MANIFESTS_DDL,
     "all_manifests": _MANIFESTS_DDL + ", reference_snapshot_id bigint",
-    "snapshots": "committed_at timestamp, snapshot_id bigint, parent_id bigint, operation string, "
+    "snapshots": "committed_at timestamp_ltz, snapshot_id bigint, parent_id bigint, operation string, "
                  "manifest_list string, summary map<string,string>",
-    "history": "made_current_at timestamp, snapshot_id bigint, parent_id bigint, is_current_ancestor boolean",
+    "history": "made_current_at timestamp_ltz, snapshot_id bigint, parent_id bigint, is_current_ancestor boolean",
     "refs": "name string, type string, snapshot_id bigint, max_reference_age_in_ms bigint, "
             "min_snapshots_to_keep int, max_snapshot_age_in_ms bigint",
-    "metadata_log_entries": "timestamp timestamp, file string, latest_snapshot_id bigint, latest_schema_id int, "
+    "metadata_log_entries": "timestamp timestamp_ltz, file string, latest_snapshot_id bigint, latest_schema_id int, "
                             "latest_sequence_number bigint",
 }
 
@@ -128,7 +128,10 @@ def _readable_type(columns) -> ST.StructType:
 
 
 def ddl(dt: ST.DataType) -> str:
-    """A Spark type as DDL with every struct field name quoted (``readable_metrics`` has ``loc.lat``)."""
+    """A Spark type as DDL with every struct field name quoted (``readable_metrics`` has ``loc.lat``), a timestamp
+    with a zone named ``timestamp_ltz``: a bare ``timestamp`` means whatever ``spark.sql.timestampType`` says."""
+    if isinstance(dt, ST.TimestampType):
+        return "timestamp_ltz"
     if isinstance(dt, ST.StructType):
         return "struct<" + ", ".join(f"`{f.name.replace('`', '``')}`: {ddl(f.dataType)}" for f in dt.fields) + ">"
     if isinstance(dt, ST.ArrayType):

@@ -4,6 +4,7 @@ import re
 
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 import sparkberg
 from sparkberg.errors import ValidationError
@@ -297,3 +298,24 @@ def test_a_manifest_list_without_counts_leaves_the_count_to_spark():
     v1 = ManifestFile("v1.avro", 1, 0, 1, MANIFEST_DATA)  # (v1's counts are optional)
     assert listed_entries([data, v1], None) is None and listed_entries([v1], (0,)) is None
     assert listed_entries([], (0,)) == 0
+
+
+def test_timestamps_keep_their_zone_whatever_the_session_s_timestamp_type(spark, warehouse):
+    """``spark.sql.timestampType=TIMESTAMP_NTZ`` makes a bare ``timestamp`` in Spark's DDL mean one without a zone:
+    the metadata tables' commit times and a ``timestamp`` column's readable bounds stay timestamps with a zone, as
+    Iceberg Java's are, whatever the session says."""
+    from sparkberg.spark import types as S
+    t = sparkberg.catalog(spark, warehouse).create_table("db.zoned_mt", "id bigint, ts timestamp")
+    t.append(spark.sql("SELECT 1L AS id, TIMESTAMP '2024-01-01 00:00:00Z' AS ts"))
+    want = {name: t.metadata_table(name).schema for name in METADATA_TABLES}
+    S._parsed_ddl.cache_clear()  # (what the process parsed so far, under the default)
+    spark.conf.set("spark.sql.timestampType", "TIMESTAMP_NTZ")
+    try:
+        got = {name: t.metadata_table(name).schema for name in METADATA_TABLES}
+    finally:
+        spark.conf.unset("spark.sql.timestampType")
+        S._parsed_ddl.cache_clear()  # (nothing parsed under the setting outlives it)
+    assert got == want
+    assert isinstance(got["snapshots"]["committed_at"].dataType, T.TimestampType)
+    assert isinstance(got["files"]["readable_metrics"].dataType["ts"].dataType["lower_bound"].dataType,
+                      T.TimestampType)
