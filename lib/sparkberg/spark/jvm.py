@@ -426,7 +426,8 @@ class _NotMade:
             self._conf = self._field(cls, "sessionState")
         self._session = jsession
         self._static = jvm_static(jvm, "org.apache.spark.sql.internal.SQLConf.isStaticConfigKey")
-        self.made = False
+        # (a cloned session's conf is a copy of its parent's: as if made)
+        self.made = bool(jsession.parentSessionState().isDefined())
 
     @classmethod
     def of(cls, jvm, jsession) -> _NotMade | None:
@@ -446,8 +447,8 @@ class _NotMade:
         """(True, the value ``key`` will have in the conf, None when unset) while the conf is not made and ``key``
         is not a static SQL setting; else (False, None): read the conf."""
         session = self._session
-        if not self.made and (self._conf.get(session) is not None or session.parentSessionState().isDefined()):
-            self.made = True  # (a cloned session's conf is a copy of its parent's: as if made)
+        if not self.made and self._conf.get(session) is not None:
+            self.made = True
         if self.made or key.startswith("spark.sql.") and self._static(key):
             return False, None
         option = session.initialSessionOptions().get(key)
