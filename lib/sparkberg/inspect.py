@@ -31,7 +31,7 @@ from sparkberg.read.columns import read_files
 from sparkberg.read.formats import path_key
 from sparkberg.read.positions import DVDecoder
 from sparkberg.spark.frames import (
-    arrow_dataframe, counted_dataframe, known_count, local_dataframe, map_in_arrow,
+    arrow_dataframe, counted_dataframe, known_count, local_dataframe, made_on_driver, map_in_arrow,
 )
 from sparkberg.spark.tuning import ReadTuning
 from sparkberg.spark.types import arrow_schema, ddl_items, to_spark_read_field, to_spark_type
@@ -529,7 +529,7 @@ class MetadataTables:
         if shown is None:
             df = build(snap)
             if not columns:  # (a count: no column to find, so the table need not be made to know them)
-                return self._counted(lambda: df.select(), known_count(df))
+                return self._counted(lambda: df.select(), known_count(df), made_on_driver(df))
             shown = df.columns
         by_lower = {c.lower(): c for c in shown}
         unknown = [c for c in columns if c.lower() not in by_lower]
@@ -542,7 +542,7 @@ class MetadataTables:
             if picked and picked == [c for c in shown if c in picked]:
                 return df  # (the builders give the columns picked in the table's order: another select would only
                 # cost the JVM one more analysis, a query's fixed cost on the tables made on the driver)
-        return self._counted(lambda: df.select(*picked), known_count(df))
+        return self._counted(lambda: df.select(*picked), known_count(df), made_on_driver(df))
 
     def _snapshot(self, snapshot_id: int | None) -> Snapshot | None:
         if snapshot_id is None:
@@ -569,31 +569,39 @@ class MetadataTables:
 
     def _raw_entries(self, manifests: Sequence[ManifestFile], columns: Collection[str],
                      live: Sequence[int] | None = None, decoder: PartitionTotals | None = None
-                     ) -> tuple[Callable[[], DataFrame], int | None]:
+                     ) -> tuple[Callable[[], DataFrame], int | None, bool]:
         """What makes the DataFrame of the entries of ``manifests`` with ``columns`` (:class:`MetadataDecoder`'s),
         deleted ones included, or with ``live`` only the live ones of those contents (``columns`` then has
-        ``status`` and ``content``), or ``decoder``'s rows of them; and their number where it is known without a Spark
-        job: the driver decoded them, or the manifest list counts them (:func:`listed_entries`; not ``decoder``'s
-        rows); None: Spark counts them."""
+        ``status`` and ``content``), or ``decoder``'s rows of them; their number where it is known without a Spark
+        job: the manifest list counts them (:func:`listed_entries`; not ``decoder``'s rows: then nothing is decoded
+        until the DataFrame is used for more than its count), or the driver decoded them; None: Spark counts them;
+        and whether the driver decodes them (a local relation)."""
         totals = decoder is not None  # (the partitions table's rows: sums over the entries, not the entries)
         decoder = decoder or MetadataDecoder(self.layout, self.m.current_schema, self.io, columns)
         if not manifests:
-            return (lambda: local_dataframe(self.spark, [], decoder.ddl)), 0
+            return (lambda: local_dataframe(self.spark, [], decoder.ddl)), 0, True
+        listed = None if totals else listed_entries(manifests, live)
         if sum(entry_count(mf) for mf in manifests) > DRIVER_ENTRIES:
             def staged() -> DataFrame:
                 df = entries_df(self.spark, manifests, decoder)
                 return df if live is None else df.filter((F.col("status") != 2) & F.col("content").isin(list(live)))
-            return staged, None if totals else listed_entries(manifests, live)
-        table = decoder.load_many([(mf, i, self.io) for i, mf in enumerate(manifests)], DRIVER_THREADS)
-        if live is not None:
-            table = table.filter(pc.and_(pc.not_equal(table["status"], 2),
-                                         pc.is_in(table["content"], pa.array(live, table["content"].type))))
-        return (lambda: arrow_dataframe(self.spark, table, decoder.ddl)), table.num_rows
+            return staged, listed, False
 
-    def _counted(self, make: Callable[[], DataFrame], rows: int | None) -> DataFrame:
+        def decoded() -> pa.Table:
+            table = decoder.load_many([(mf, i, self.io) for i, mf in enumerate(manifests)], DRIVER_THREADS)
+            if live is not None:
+                table = table.filter(pc.and_(pc.not_equal(table["status"], 2),
+                                             pc.is_in(table["content"], pa.array(live, table["content"].type))))
+            return table
+        if listed is not None:
+            return (lambda: arrow_dataframe(self.spark, decoded(), decoder.ddl)), listed, True
+        table = decoded()
+        return (lambda: arrow_dataframe(self.spark, table, decoder.ddl)), table.num_rows, True
+
+    def _counted(self, make: Callable[[], DataFrame], rows: int | None, on_driver: bool) -> DataFrame:
         """``make()``, or where its rows are known, a DataFrame counted without being made
-        (:func:`counted_dataframe`)."""
-        return make() if rows is None else counted_dataframe(self.spark, make, rows)
+        (:func:`counted_dataframe`); ``on_driver``: a local relation of rows the driver made."""
+        return make() if rows is None else counted_dataframe(self.spark, make, rows, on_driver)
 
     def _file_columns(self) -> list[str]:
         return entry_table_columns(self.m, "files")
@@ -614,15 +622,15 @@ class MetadataTables:
 
     def _entries_table(self, manifests, picked: Collection[str] = ENTRIES_COLUMNS) -> DataFrame:
         data_file = [c for c in self._file_columns() if c != "readable_metrics"] if "data_file" in picked else []
-        make, rows = self._raw_entries(manifests, {*picked, *data_file} - {"data_file"})
+        make, rows, on_driver = self._raw_entries(manifests, {*picked, *data_file} - {"data_file"})
         return self._counted(lambda: make().select(*[F.struct(*self._data_file(data_file)).alias("data_file")
                                                      if c == "data_file" else c
-                                                     for c in ENTRIES_COLUMNS if c in picked]), rows)
+                                                     for c in ENTRIES_COLUMNS if c in picked]), rows, on_driver)
 
     def _files_table(self, manifests, content: Sequence[int], picked: Collection[str] | None = None) -> DataFrame:
         picked = self._file_columns() if picked is None else picked
-        make, rows = self._raw_entries(manifests, {"status", "content", *picked}, live=content)
-        return self._counted(lambda: make().select(*self._data_file(picked)), rows)
+        make, rows, on_driver = self._raw_entries(manifests, {"status", "content", *picked}, live=content)
+        return self._counted(lambda: make().select(*self._data_file(picked)), rows, on_driver)
 
     def _entries(self, snap, picked=ENTRIES_COLUMNS):
         return self._entries_table(self._manifests_of(snap), picked)
@@ -656,11 +664,12 @@ class MetadataTables:
         Its timestamps are given as microseconds, the unit of its Arrow type: a column Spark converted from
         epoch millis would cost each query a projection, as much as the rows' conversion."""
         if picked is None:
-            return self._counted(lambda: local_dataframe(self.spark, rows, ddl), len(rows))
+            return self._counted(lambda: local_dataframe(self.spark, rows, ddl), len(rows), True)
         parts = [item.strip() for item in ddl_items(ddl)]
         keep = [i for i, part in enumerate(parts) if part.split(None, 1)[0] in picked] or [0]
         kept = [tuple(r[i] for i in keep) for r in rows]
-        return self._counted(lambda: local_dataframe(self.spark, kept, ", ".join(parts[i] for i in keep)), len(rows))
+        return self._counted(lambda: local_dataframe(self.spark, kept, ", ".join(parts[i] for i in keep)), len(rows),
+                             True)
 
     # --- manifests -----------------------------------------------------------------------------------
     def _manifests(self, snap, picked=None):
@@ -719,7 +728,10 @@ class MetadataTables:
     def _partitions(self, snap):
         totals = PartitionTotals(self.layout, self.m.current_schema, self.io, partition_key_fields(self.m),
                                  {s.snapshot_id: s.timestamp_ms for s in self.m.snapshots})
-        df = self._raw_entries(self._manifests_of(snap), totals.COLUMNS, decoder=totals)[0]()
+        make, _, on_driver = self._raw_entries(self._manifests_of(snap), totals.COLUMNS, decoder=totals)
+        # (the totals of entries the driver decoded are grouped in one task: a local relation's rows would be
+        # shuffled across two stages for it; :func:`made_on_driver`)
+        df = make().coalesce(1) if on_driver else make()
         # the tasks' totals added up by partition tuple, as Iceberg Java's partitions table groups
         # (PartitionTotals); the aggregates as SQL text, one JVM call each where Columns built of functions cost
         # dozens (this table's fixed cost, paid by every query of it)

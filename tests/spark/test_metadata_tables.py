@@ -213,6 +213,55 @@ def test_a_count_of_a_metadata_table_made_on_the_driver_runs_no_spark_job(spark,
         inspect_.DRIVER_ENTRIES = big
 
 
+def _plan(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+# (metadata table, a query of it through sparkberg.sql that brings its rows together, the same over the DataFrame)
+GATHERING = [
+    ("snapshots", "SELECT max(committed_at), count(DISTINCT operation) FROM {t}",
+     lambda df: df.agg(F.max("committed_at"), F.countDistinct("operation"))),
+    ("history", "SELECT count(*) FILTER (WHERE is_current_ancestor) FROM {t}",
+     lambda df: df.agg(F.count(F.when(F.col("is_current_ancestor"), 1)))),
+    ("refs", "SELECT max(snapshot_id) FROM {t}", lambda df: df.agg(F.max("snapshot_id"))),
+    ("manifests", "SELECT path FROM {t} ORDER BY length DESC, path", lambda df: df.orderBy(F.desc("length"), "path")
+     .select("path")),
+    ("all_manifests", "SELECT content, count(*) FROM {t} GROUP BY content ORDER BY content",
+     lambda df: df.groupBy("content").count().orderBy("content")),
+    ("files", "SELECT content, sum(record_count) FROM {t} GROUP BY content ORDER BY content",
+     lambda df: df.groupBy("content").agg(F.sum("record_count")).orderBy("content")),
+    ("entries", "SELECT DISTINCT status FROM {t} ORDER BY status", lambda df: df.select("status").distinct()
+     .orderBy("status")),
+    ("metadata_log_entries", "SELECT file, row_number() OVER (ORDER BY timestamp) FROM {t}",
+     lambda df: df.selectExpr("file", "row_number() OVER (ORDER BY timestamp)")),
+]
+
+
+def test_a_query_that_brings_rows_together_reads_a_table_made_on_the_driver_in_one_task(spark, warehouse, table,
+                                                                                          monkeypatch):
+    """A metadata table made on the driver is a local relation, which Spark plans as a scan of unknown
+    partitioning: an aggregate, DISTINCT, ORDER BY or a window over it would shuffle its rows. ``sparkberg.sql``
+    reads it in one partition for such a query (no exchange, as Iceberg Java's one-task scan of it), and as the
+    local relation itself for any other, whose collect runs no job; the partitions table sums the entries decoded
+    on the driver in one task too. The answers are Spark's over the DataFrame. A table decoded by a Python stage
+    keeps its tasks."""
+    import sparkberg.inspect as inspect_
+    cat = sparkberg.catalog(spark, warehouse)
+    for name, query, same in GATHERING:
+        got = sparkberg.sql(spark, query.format(t=f"db.mt.{name}"), catalog=cat)
+        plan = _plan(got)
+        assert "Exchange" not in plan and "Coalesce 1" in plan, (name, plan)
+        assert [tuple(r) for r in got.collect()] == [tuple(r) for r in same(table.metadata_table(name)).collect()]
+    assert "Exchange" not in _plan(table.metadata_table("partitions"))
+    projected = sparkberg.sql(spark, "SELECT snapshot_id, operation FROM db.mt.snapshots WHERE snapshot_id > 0",
+                              catalog=cat)
+    assert _plan(projected).startswith("LocalTableScan"), _plan(projected)
+    monkeypatch.setattr(inspect_, "DRIVER_ENTRIES", -1)
+    staged = sparkberg.sql(spark, "SELECT content, sum(record_count) FROM db.mt.files GROUP BY content", catalog=cat)
+    assert "Coalesce" not in _plan(staged) and "Exchange" in _plan(staged), _plan(staged)
+    assert "Coalesce" not in _plan(table.metadata_table("partitions"))
+
+
 def test_the_metadata_tables_read_each_manifest_list_once_per_process(spark, table, monkeypatch):
     """A manifest list never changes once written: the metadata tables keep the ones they read in the process's
     memory (as Iceberg Java's cached table keeps its snapshots' manifests), so a repeated query of them reads none
@@ -281,6 +330,18 @@ def test_a_staged_table_of_entries_is_counted_by_the_manifest_lists(spark, wareh
             assert staged.count() == rows, name
     statuses = {r["status"] for r in t.metadata_table("all_entries").collect()}
     assert statuses == {0, 1, 2}, statuses
+    # decoded on the driver, the same tables are counted by the same counts, before any manifest is decoded
+    monkeypatch.setattr(inspect_, "DRIVER_ENTRIES", 50_000)
+    decoded = []
+    real = inspect_.MetadataDecoder.load_many
+    monkeypatch.setattr(inspect_.MetadataDecoder, "load_many", lambda self, *a: decoded.append(1) or real(self, *a))
+    for name in ("entries", "all_entries", "files", "data_files", "delete_files", "all_files", "all_data_files",
+                 "all_delete_files"):
+        local = t.metadata_table(name, columns=["status" if "entries" in name else "content"])
+        n = local.count()
+        assert not decoded and not _python_stage(local), name
+        assert n == len(local.collect()) and decoded, name
+        decoded.clear()
 
 
 def test_a_manifest_list_without_counts_leaves_the_count_to_spark():

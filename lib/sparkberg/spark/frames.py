@@ -86,10 +86,11 @@ def map_in_arrow(df: DataFrame, func: Callable[[Iterator[pa.RecordBatch]], Itera
     return df.mapInArrow(func, schema) if mapped is None else mapped
 
 
-def with_known_count(df: DataFrame, rows: int) -> DataFrame:
+def with_known_count(df: DataFrame, rows: int, on_driver: bool = False) -> DataFrame:
     """``df``, made on the driver from ``rows`` rows it holds (a plan's tasks), with a ``count()`` that answers
     from them instead of running a Spark job to count what the driver already knows (a job costs more than the
-    plan). Every other call, and every DataFrame derived from it, is Spark's own."""
+    plan). Every other call, and every DataFrame derived from it, is Spark's own. ``on_driver``: its rows are a
+    local relation (:func:`made_on_driver`)."""
     base = type(df)
     cls = _COUNTED.get(base)
     if cls is None:
@@ -97,29 +98,39 @@ def with_known_count(df: DataFrame, rows: int) -> DataFrame:
                                                                      "__module__": base.__module__}))
     try:
         df.__class__ = cls
-        df._sparkberg_rows = rows
+        df._sparkberg_rows, df._sparkberg_on_driver = rows, on_driver
     except TypeError:  # a DataFrame class that does not allow it: Spark counts
         pass
     return df
 
 
-def counted_dataframe(spark, make: Callable[[], DataFrame], rows: int) -> DataFrame:
+def counted_dataframe(spark, make: Callable[[], DataFrame], rows: int, on_driver: bool = False) -> DataFrame:
     """The DataFrame ``make()`` returns (made on the driver from ``rows`` rows it holds: a plan's tasks), counted
     as :func:`with_known_count` counts, and on a classic session made only when first used for more than its
     count: the JVM's analysis of a new DataFrame costs a classic session more than a selective plan (Spark
     Connect makes its DataFrames on the client, and analyses them when they run). Until then it is an instance
     of the session's DataFrame class with none of its state; the first attribute it lacks makes the DataFrame
-    and takes on its state, so every other call, and every DataFrame derived from it, is Spark's own."""
+    and takes on its state, so every other call, and every DataFrame derived from it, is Spark's own.
+    ``on_driver``: ``make()`` is a local relation of those rows (:func:`made_on_driver`)."""
     base = _classic_dataframe_class(spark)
     if base is None:
-        return with_known_count(make(), rows)
+        return with_known_count(make(), rows, on_driver)
     cls = _DEFERRED.get(base)
     if cls is None:
         cls = _DEFERRED.setdefault(base, type(base.__name__, (base,), {
             "count": _known_count, "__getattr__": _made_on_use, "__module__": base.__module__}))
     df = object.__new__(cls)
-    df.__dict__.update(_sparkberg_make=make, _sparkberg_rows=rows)
+    df.__dict__.update(_sparkberg_make=make, _sparkberg_rows=rows, _sparkberg_on_driver=on_driver)
     return df
+
+
+def made_on_driver(df: DataFrame) -> bool:
+    """Whether ``df`` is a local relation of rows made on the driver (:func:`counted_dataframe` was told so).
+    Spark plans such a relation as a scan of unknown partitioning, so a query that brings its rows together
+    (an aggregate, DISTINCT, ORDER BY, a window) shuffles them across two stages, where the single task of
+    ``df.coalesce(1)`` needs none; while a plain ``collect`` of the relation itself runs no job at all, which
+    ``coalesce(1)`` would cost one. So it is the query that chooses (:func:`~sparkberg.sql.names.read`)."""
+    return bool(df.__dict__.get("_sparkberg_on_driver"))
 
 
 def known_count(df: DataFrame) -> int | None:

@@ -34,6 +34,7 @@ from sparkberg.errors import NoSuchNamespaceError, NoSuchTableError, NoSuchViewE
 from sparkberg.expressions.predicates import TRUE
 from sparkberg.expressions.sql import Filter, translate_filter
 from sparkberg.inspect import METADATA_TABLES, metadata_table_columns
+from sparkberg.spark.frames import made_on_driver
 from sparkberg.spark.settings import session_conf, session_time_zone
 from sparkberg.spark.types import to_spark_type
 from sparkberg.sql.filters import filter_of
@@ -287,12 +288,23 @@ def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     return [node]
 
 
+# what brings a query's rows together: Spark's plan then asks for them in one partition
+_GATHERING = (exp.AggFunc, exp.Group, exp.Distinct, exp.Order, exp.Window)
+
+
+def gathers(tree: exp.Expr) -> bool:
+    """Whether a statement brings rows together anywhere: an aggregate, a grouping, DISTINCT, ORDER BY or a
+    window."""
+    return tree.find(*_GATHERING) is not None
+
+
 def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None
          ) -> tuple[Resolved, Any, Filter | None] | None:
     """The DataFrame a table node of a query reads (its time travel applied), and the filter it was pruned by;
     None when it is not a sparkberg table. ``columns``: the query's :func:`referenced` names; a metadata table of
     entries or files then decodes only the columns named (the others are never read). A table's files are pruned
-    by its query's WHERE (:func:`pushed_condition`)."""
+    by its query's WHERE (:func:`pushed_condition`). A metadata table made on the driver is read in one partition
+    by a statement that :func:`gathers` its rows."""
     found = names.resolve(parts_of(node))
     if found is None:
         return None
@@ -319,7 +331,10 @@ def read(names: Names, node: exp.Table, columns: frozenset[str] | None = None
             snapshot_id = t.resolve_snapshot(None, at_ms, ref)[0].snapshot_id
         shown = None if columns is None else metadata_table_columns(t.metadata, found.metadata_table)
         picked = None if shown is None else [c for c in shown if c.lower() in columns]
-        return found, t.metadata_table(found.metadata_table, snapshot_id, picked), None
+        df = t.metadata_table(found.metadata_table, snapshot_id, picked)
+        if made_on_driver(df) and gathers(node.root()):
+            df = df.coalesce(1)  # (one task brings its rows together, without a shuffle: made_on_driver)
+        return found, df, None
     if columns is not None:  # (a column the query names that Spark cannot hold: the read's named error)
         from sparkberg.read.columns import servable  # (put off: the reader, for queries of tables only)
         servable(t.schema(), [f.name for f in t.schema().fields if f.name.lower() in columns], named=True)
