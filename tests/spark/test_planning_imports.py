@@ -74,8 +74,11 @@ snap = t.metadata.current_snapshot
 manifests = entries.snapshot_manifests(t.io, snap)
 deletes = sum(entries.known_entries(m) for m in manifests if m.content == 1)
 total = sum(entries.known_entries(m) for m in manifests)
-# the budget: past the delete manifests' entries alone ("reached"), or past all of them ("missed")
-decode.LOAD_BUDGET_ENTRIES = deletes + 1 if sys.argv[4] == "reached" else total + 1
+# the budget: past the delete manifests alone ("reached"), or past all of them ("missed"), each manifest counted
+# as its entries and MANIFEST_ENTRIES more
+worth = decode.MANIFEST_ENTRIES
+decode.LOAD_BUDGET_ENTRIES = deletes + worth * sum(m.content == 1 for m in manifests) + 1 \
+    if sys.argv[4] == "reached" else total + worth * len(manifests) + 1
 if sys.argv[3] == "local":
     rows = scan.plan(None, t.metadata, t.io, snap, mode="local").arrow().num_rows
 else:  # the decoder a distributed plan's tasks run, called here on all the data manifests (as one task)

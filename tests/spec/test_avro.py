@@ -355,3 +355,27 @@ def test_a_fresh_process_loads_compiled_code_once_its_decoding_has_paid_for_it(t
             "print(decode.compiled.loaded(), 'numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "True", "True"], out.stdout + out.stderr
+
+
+def test_small_manifests_spend_the_load_budget_by_their_number_too(tmp_path):
+    """Opening a manifest costs the reference decoder about as much as ``MANIFEST_ENTRIES`` entries: a process
+    decoding ten-entry manifests one by one loads compiled code once their entries and their number reach the
+    budget, long before their entries alone would (a metadata table of delete files queried again and again)."""
+    import subprocess
+    import sys
+    entries = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(), 10), 7) for i in range(10)]
+    path = str(tmp_path / "m.avro")
+    with open(path, "wb") as f:
+        f.write(write_manifest(entries, format_version=2, spec=SPEC, schema=SCHEMA))
+    code = ("import sys; from sparkberg.avro import decode; "
+            f"data = open({path!r}, 'rb').read(); "
+            "n = decode.LOAD_BUDGET_ENTRIES // (10 + decode.MANIFEST_ENTRIES); "
+            "assert n * 10 < decode.LOAD_BUDGET_ENTRIES // 2; "
+            "cols = [decode.manifest_columns([(data, 'm.avro', 10)]) for _ in range(n - 1)]; "
+            "assert all(c.num_rows == 10 for r in cols for c in r); "
+            "print(decode.compiled.loaded(), decode._reference_manifests == n - 1); "
+            "cols = [decode.manifest_columns([(data, 'm.avro', 10)]) for _ in range(2)]; "
+            "assert all(c.num_rows == 10 for r in cols for c in r); "
+            "print(decode.compiled.loaded(), decode._reference_manifests <= n)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "True", "True", "True"], out.stdout + out.stderr

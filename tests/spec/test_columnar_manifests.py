@@ -306,12 +306,13 @@ def test_manifests_decoded_together_equal_each_by_the_reference(tmp_path_factory
     order."""
     from sparkberg.avro import decode
     from sparkberg.planning import entries as E
-    saved = decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, E.BATCH_BYTES
-    decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, E.BATCH_BYTES = min_entries, 0, batch_bytes
+    saved = decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, decode._reference_manifests, E.BATCH_BYTES
+    decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, decode._reference_manifests, E.BATCH_BYTES = \
+        min_entries, 0, 0, batch_bytes
     try:
         _check_manifests_together(tmp_path_factory, cached, specs, version, expr)
     finally:
-        decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, E.BATCH_BYTES = saved
+        decode.LOAD_BUDGET_ENTRIES, decode._reference_entries, decode._reference_manifests, E.BATCH_BYTES = saved
 
 
 def _check_manifests_together(tmp_path_factory, cached, specs, version, expr):

@@ -225,17 +225,18 @@ def test_a_commit_encodes_a_manifest_of_another_encoding_again():
     assert not taken and got == reference and len(read.entries) == 4
 
 
-@pytest.mark.parametrize("entries,decoded,copied", [(5, 0, False), (64, 0, True), (5, 60, True)])
+@pytest.mark.parametrize("entries,decoded,copied", [(5, 0, False), (64, 0, True), (5, 60, True), (5, 40, True)])
 def test_a_process_without_compiled_code_copies_only_once_it_has_decoded_enough(monkeypatch, entries, decoded,
                                                                                 copied):
     # loading compiled code costs a process as much as decoding a few thousand entries by the reference decoder:
-    # as planning, a commit starts it only once the entries decoded so (``decoded``) and the manifest's reach
-    # LOAD_BUDGET_ENTRIES (64 here)
+    # as planning, a commit starts it only once the entries decoded so (``decoded``) and the manifest's, with
+    # MANIFEST_ENTRIES for the manifest (20), reach LOAD_BUDGET_ENTRIES (64 here)
     from sparkberg.avro import compiled, decode
     spec = SPECS[2]
     many = [ManifestEntry(ADDED, data_file(spec, i)) for i in range(entries)]
     monkeypatch.setattr(compiled, "loaded", lambda: False)
     monkeypatch.setattr(decode, "LOAD_BUDGET_ENTRIES", 64)
     monkeypatch.setattr(decode, "_reference_entries", decoded)
+    monkeypatch.setattr(decode, "_reference_manifests", 0)  # (the manifest's own counts MANIFEST_ENTRIES more)
     got, reference, read, taken = _carried_over(2, spec, many)
     assert taken == copied and got == reference and len(read.entries) == entries

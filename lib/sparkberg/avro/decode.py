@@ -34,26 +34,34 @@ from sparkberg.format.manifests import ManifestEntry, ManifestFile, inherit
 # decoder until the entries it has decoded so, with those it is about to decode, reach that many, then loads
 # compiled code and keeps it (the rent-or-buy rule: a process never pays much more than twice what the better
 # choice, known in hindsight, would have cost). A short job over a small table (the CLI, a scheduled DELETE) never
-# loads it; a large table, or a long session that plans again and again, loads it once. A manifest list is
-# decoded by compiled code from FAST_LIST_MIN_BYTES (a table of a few hundred manifests) or once it is loaded.
+# loads it; a large table, or a long session that plans again and again, loads it once. Each manifest counts
+# MANIFEST_ENTRIES entries more: opening it (its header, its schema) costs the reference decoder about as much as
+# that many entries, so a table of many small manifests (ten-entry delete manifests) does not decode hundreds of
+# them by it before the budget is spent. A manifest list is decoded by compiled code from FAST_LIST_MIN_BYTES (a
+# table of a few hundred manifests) or once it is loaded.
 FAST_LIST_MIN_BYTES = 16 * 1024
 LOAD_BUDGET_ENTRIES = 10_000
+MANIFEST_ENTRIES = 20
 _reference_entries = 0  # entries this process has decoded by the reference decoder (:func:`_reference`)
+_reference_manifests = 0  # and the manifests they were in
 
 
-def compiled_for(entries: int | None) -> bool:
-    """Whether compiled code decodes (or copies from) a manifest of ``entries`` entries (None: unknown) in this
-    process: always once it is loaded, else when the entries the reference decoder has decoded in this process
-    and these reach :data:`LOAD_BUDGET_ENTRIES`, which pay for loading it."""
-    return compiled.loaded() or entries is None or _reference_entries + entries >= LOAD_BUDGET_ENTRIES
+def compiled_for(entries: int | None, manifests: int = 1) -> bool:
+    """Whether compiled code decodes (or copies from) ``manifests`` manifests of ``entries`` entries in all (None:
+    unknown) in this process: always once it is loaded, else when what the reference decoder has decoded in this
+    process and these reach :data:`LOAD_BUDGET_ENTRIES`, which pay for loading it (each manifest counted as
+    :data:`MANIFEST_ENTRIES` entries more)."""
+    return compiled.loaded() or entries is None or \
+        _reference_entries + entries + MANIFEST_ENTRIES * (_reference_manifests + manifests) >= LOAD_BUDGET_ENTRIES
 
 
-def expect(entries: int | None) -> None:
-    """Say that this process is about to decode manifests of ``entries`` entries in all (None: unknown), over
-    several calls: when these reach :data:`LOAD_BUDGET_ENTRIES` with those decoded already, compiled code is
-    loaded now. A plan decodes its delete manifests before its data manifests: without this, the reference
-    decoder would take the delete manifests on the way to the budget that the data manifests then reach anyway."""
-    if entries is not None and compiled_for(entries):
+def expect(entries: int | None, manifests: int = 1) -> None:
+    """Say that this process is about to decode ``manifests`` manifests of ``entries`` entries in all (None:
+    unknown), over several calls: when these reach :data:`LOAD_BUDGET_ENTRIES` with those decoded already
+    (:func:`compiled_for`), compiled code is loaded now. A plan decodes its delete manifests before its data
+    manifests: without this, the reference decoder would take the delete manifests on the way to the budget that
+    the data manifests then reach anyway."""
+    if entries is not None and compiled_for(entries, manifests):
         compiled.load()
 
 
@@ -89,7 +97,7 @@ def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],
     (others may be left undecoded); ``metric_keys``: the field ids whose metrics are read (see
     :func:`~sparkberg.avro.columnar.read_manifest_columns`)."""
     counts = [count for _, _, count in manifests]
-    small = None not in counts and not compiled_for(sum(counts))
+    small = None not in counts and not compiled_for(sum(counts), len(counts))
     if not small:
         if len(manifests) > 1:
             together = read_manifests_columns([data for data, _, _ in manifests], physical, names, metric_keys)
@@ -104,8 +112,10 @@ def manifest_columns(manifests: Sequence[tuple[bytes, str | None, int | None]],
 
 
 def _reference(data: bytes, path: str | None, physical, names: frozenset[str] | None) -> ManifestColumns:
-    global _reference_entries
+    global _reference_entries, _reference_manifests
     metrics = names is None or not names.isdisjoint(METRIC_COLUMNS)
     out = columns_from_manifest(read_manifest(data, path, with_metrics=metrics), physical, names)
-    _reference_entries += out.num_rows  # (threads may race on it: a count off by a manifest changes nothing)
+    # (threads may race on them: a count off by a manifest changes nothing)
+    _reference_entries += out.num_rows
+    _reference_manifests += 1
     return out

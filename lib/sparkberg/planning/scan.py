@@ -259,7 +259,8 @@ def plan(spark, metadata: TableMetadata, io: FileIO, snapshot: Snapshot | None, 
     elif delete_mode == "local" or (delete_mode == "auto" and (
             local or _entries(delete_manifests) <= int_property(metadata, LOCAL_MAX_DELETE_ENTRIES,
                                                                 LOCAL_MAX_DELETE_ENTRIES_DEFAULT))):
-        expect(_entries(delete_manifests) + (_entries(data_manifests) if local else 0))  # (all decoded here)
+        here = [*delete_manifests, *(data_manifests if local else ())]  # (all decoded here)
+        expect(_entries(here), len(here))
         deletes = delete_decoder.load_many(((mf, i, io) for i, mf in enumerate(delete_manifests)), DRIVER_THREADS)
     else:
         with job_description(spark, f"DELETE-PLANNING {label}".strip()):
@@ -339,7 +340,7 @@ class ScopedTaskDecoder(TaskDecoder):
         manifests = list(manifests_of(batches, self.decoder.io))  # (a few rows: the task's data manifests)
         needed = sorted({i for _, ordinal, _ in manifests for i in self.scoped[ordinal]})
         counts = [known_entries(self.delete_manifests[i]) for i in needed] + [known_entries(m) for m, _, _ in manifests]
-        expect(None if None in counts else sum(counts))
+        expect(None if None in counts else sum(counts), len(counts))
         deletes = self.delete_decoder.load_many(
             (self.delete_manifests[i], i, self.decoder.io) for i in needed)
         self.matcher = DeleteMatcher(deletes, self.unpartitioned)
