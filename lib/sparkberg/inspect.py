@@ -455,19 +455,44 @@ def partition_key_fields(metadata: TableMetadata) -> dict[int, int]:
     return {spec.spec_id: len({pf.field_id for pf in spec.fields} & active) for spec in metadata.partition_specs}
 
 
-def manifest_row(m: TableMetadata, mf: ManifestFile, summaries: bool = True) -> dict:
+class SummaryStrings:
+    """The partition summaries of one table's manifests as the ``manifests`` table shows them: each bound as a
+    human string (as Java prints it; a missing bound is "null"). Each distinct bound of a spec's field is converted
+    once: a table's manifests share most of their bounds (its days, its buckets)."""
+
+    def __init__(self, m: TableMetadata):
+        self.m = m
+        self._fields: dict[int, list] = {}
+        self._strings: dict[tuple[int, int, bytes], str] = {}
+
+    def __call__(self, mf: ManifestFile) -> list[tuple]:
+        """(contains_null, contains_nan, lower bound, upper bound) of each field of ``mf``'s spec."""
+        spec_id = mf.partition_spec_id
+        fields = self._fields.get(spec_id)
+        if fields is None:
+            spec = self.m.spec(spec_id)
+            fields = self._fields[spec_id] = list(zip(spec.fields, spec.partition_type(self.m.current_schema).fields))
+        return [(s.contains_null, s.contains_nan, self._string(spec_id, i, pf, field, s.lower_bound),
+                 self._string(spec_id, i, pf, field, s.upper_bound))
+                for i, ((pf, field), s) in enumerate(zip(fields, mf.partitions or ()))]
+
+    def _string(self, spec_id: int, i: int, pf, field, raw) -> str:
+        if raw is None:
+            return "null"
+        key = (spec_id, i, bytes(raw))
+        shown = self._strings.get(key)
+        if shown is None:
+            shown = self._strings[key] = pf.transform.to_human_string(field.field_type,
+                                                                      from_bytes(field.field_type, key[2]))
+        return shown
+
+
+def manifest_row(m: TableMetadata, mf: ManifestFile, summaries: bool = True,
+                 strings: SummaryStrings | None = None) -> dict:
     """A ``manifests`` table row: the file counts under data or delete columns by the manifest's content, the
-    partition summaries' bounds as human strings (as Java prints them; a missing bound is "null"); without
-    ``summaries``, None in their place (a query that does not read them)."""
-    spec = m.spec(mf.partition_spec_id)
-    ptype = spec.partition_type(m.current_schema)
-    shown = [] if summaries else None
-    for pf, field, s in zip(spec.fields, ptype.fields, mf.partitions or ()) if summaries else ():
-        def human(raw):
-            if raw is None:
-                return "null"
-            return pf.transform.to_human_string(field.field_type, from_bytes(field.field_type, bytes(raw)))
-        shown.append((s.contains_null, s.contains_nan, human(s.lower_bound), human(s.upper_bound)))
+    partition summaries' bounds as human strings (:class:`SummaryStrings`; ``strings``: those of the table's
+    other rows); without ``summaries``, None in their place (a query that does not read them)."""
+    shown = (strings or SummaryStrings(m))(mf) if summaries else None
     data = mf.content == MANIFEST_DATA
     counts = (mf.added_files_count or 0, mf.existing_files_count or 0, mf.deleted_files_count or 0)
     return {"content": mf.content, "path": mf.manifest_path, "length": mf.manifest_length,
@@ -673,12 +698,12 @@ class MetadataTables:
 
     # --- manifests -----------------------------------------------------------------------------------
     def _manifests(self, snap, picked=None):
-        summaries = picked is None or "partition_summaries" in picked
-        rows = [tuple(manifest_row(self.m, mf, summaries).values()) for mf in self._manifests_of(snap)]
+        summaries, strings = picked is None or "partition_summaries" in picked, SummaryStrings(self.m)
+        rows = [tuple(manifest_row(self.m, mf, summaries, strings).values()) for mf in self._manifests_of(snap)]
         return self._local(rows, LOCAL_TABLES["manifests"], picked)
 
     def _all_manifests(self, snap, picked=None):
-        summaries = picked is None or "partition_summaries" in picked
+        summaries, strings = picked is None or "partition_summaries" in picked, SummaryStrings(self.m)
         # every snapshot lists again most of its parent's manifests: a row is made once per manifest list entry
         # (the entry, not its path, is the key: what the row shows is the entry's)
         made: dict[ManifestFile, tuple] = {}
@@ -687,7 +712,7 @@ class MetadataTables:
             for mf in snapshot_manifests(self.io, s, remember=True):
                 row = made.get(mf)
                 if row is None:
-                    row = made[mf] = tuple(manifest_row(self.m, mf, summaries).values())
+                    row = made[mf] = tuple(manifest_row(self.m, mf, summaries, strings).values())
                 rows.append(row + (s.snapshot_id,))
         return self._local(rows, LOCAL_TABLES["all_manifests"], picked)
 

@@ -13,7 +13,9 @@ import shutil
 from typing import Any, Callable, Sequence
 
 from sparkberg.avro.decode import manifest_entries
-from sparkberg.inspect import history_rows, manifest_row, partition_key_fields, refs_rows, snapshot_rows
+from sparkberg.inspect import (
+    SummaryStrings, history_rows, manifest_row, partition_key_fields, refs_rows, snapshot_rows,
+)
 from sparkberg.planning.entries import PartitionLayout, snapshot_manifests
 from sparkberg.format.manifests import DELETED
 from sparkberg.format.snapshots import Snapshot
@@ -66,7 +68,10 @@ def refs(t) -> list[dict]:
 
 def manifests(t) -> list[dict]:
     snap = t.metadata.current_snapshot
-    return [manifest_row(t.metadata, mf) for mf in snapshot_manifests(t.io, snap)] if snap is not None else []
+    if snap is None:
+        return []
+    strings = SummaryStrings(t.metadata)
+    return [manifest_row(t.metadata, mf, strings=strings) for mf in snapshot_manifests(t.io, snap)]
 
 
 def listed_files(t, snap: Snapshot | None = None) -> int | None:
