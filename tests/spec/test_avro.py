@@ -336,40 +336,39 @@ def test_small_manifest_lists_are_read_by_fastavro_until_compiled_code_is_loaded
     assert decode.manifest_list(data).manifests() == manifests and used and used[0] is not None
 
 
+def _in_a_fresh_process(tmp_path, entries: int, code: str) -> list[str]:
+    """What ``code`` prints, run in a fresh Python process with ``data``, the bytes of a manifest of ``entries``
+    entries, and ``decode`` (:mod:`sparkberg.avro.decode`)."""
+    import subprocess
+    import sys
+    es = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(), 10), 7) for i in range(entries)]
+    path = str(tmp_path / "m.avro")
+    with open(path, "wb") as f:
+        f.write(write_manifest(es, format_version=2, spec=SPEC, schema=SCHEMA))
+    out = subprocess.run([sys.executable, "-c", "import sys; from sparkberg.avro import decode; "
+                          f"data = open({path!r}, 'rb').read(); " + code],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout.split()
+
+
 def test_a_fresh_process_loads_compiled_code_once_its_decoding_has_paid_for_it(tmp_path):
     """Planning a table of a few hundred files in a fresh process (a scheduled job, the CLI) does not start numba;
     a process that goes on decoding loads it once the entries it has decoded reach the load budget."""
-    import subprocess
-    import sys
-    entries = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(), 10), 7) for i in range(500)]
-    path = str(tmp_path / "m.avro")
-    with open(path, "wb") as f:
-        f.write(write_manifest(entries, format_version=2, spec=SPEC, schema=SCHEMA))
-    code = ("import sys; from sparkberg.avro import decode; "
-            f"data = open({path!r}, 'rb').read(); "
-            "cols = decode.manifest_columns([(data, 'm.avro', 500)]); "
+    code = ("cols = decode.manifest_columns([(data, 'm.avro', 500)]); "
             "assert cols[0].num_rows == 500, cols; print('numba' in sys.modules); "
             "runs = [decode.manifest_columns([(data, 'm.avro', 500)]) "
             "        for _ in range(decode.LOAD_BUDGET_ENTRIES // 500)]; "
             "assert all(c.num_rows == 500 for r in runs for c in r); "
             "print(decode.compiled.loaded(), 'numba' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.split() == ["False", "True", "True"], out.stdout + out.stderr
+    assert _in_a_fresh_process(tmp_path, 500, code) == ["False", "True", "True"]
 
 
 def test_small_manifests_spend_the_load_budget_by_their_number_too(tmp_path):
     """Opening a manifest costs the reference decoder about as much as ``MANIFEST_ENTRIES`` entries: a process
     decoding ten-entry manifests one by one loads compiled code once their entries and their number reach the
     budget, long before their entries alone would (a metadata table of delete files queried again and again)."""
-    import subprocess
-    import sys
-    entries = [ManifestEntry(ADDED, data_file(f"s3://b/d{i}.parquet", part(), 10), 7) for i in range(10)]
-    path = str(tmp_path / "m.avro")
-    with open(path, "wb") as f:
-        f.write(write_manifest(entries, format_version=2, spec=SPEC, schema=SCHEMA))
-    code = ("import sys; from sparkberg.avro import decode; "
-            f"data = open({path!r}, 'rb').read(); "
-            "n = decode.LOAD_BUDGET_ENTRIES // (10 + decode.MANIFEST_ENTRIES); "
+    code = ("n = decode.LOAD_BUDGET_ENTRIES // (10 + decode.MANIFEST_ENTRIES); "
             "assert n * 10 < decode.LOAD_BUDGET_ENTRIES // 2; "
             "cols = [decode.manifest_columns([(data, 'm.avro', 10)]) for _ in range(n - 1)]; "
             "assert all(c.num_rows == 10 for r in cols for c in r); "
@@ -377,5 +376,4 @@ def test_small_manifests_spend_the_load_budget_by_their_number_too(tmp_path):
             "cols = [decode.manifest_columns([(data, 'm.avro', 10)]) for _ in range(2)]; "
             "assert all(c.num_rows == 10 for r in cols for c in r); "
             "print(decode.compiled.loaded(), decode._reference_manifests <= n)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.split() == ["False", "True", "True", "True"], out.stdout + out.stderr
+    assert _in_a_fresh_process(tmp_path, 10, code) == ["False", "True", "True", "True"]
