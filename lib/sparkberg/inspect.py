@@ -487,12 +487,11 @@ class SummaryStrings:
         return shown
 
 
-def manifest_row(m: TableMetadata, mf: ManifestFile, summaries: bool = True,
-                 strings: SummaryStrings | None = None) -> dict:
+def manifest_row(mf: ManifestFile, strings: SummaryStrings | None) -> dict:
     """A ``manifests`` table row: the file counts under data or delete columns by the manifest's content, the
-    partition summaries' bounds as human strings (:class:`SummaryStrings`; ``strings``: those of the table's
-    other rows); without ``summaries``, None in their place (a query that does not read them)."""
-    shown = (strings or SummaryStrings(m))(mf) if summaries else None
+    partition summaries' bounds as human strings (``strings``, the table's :class:`SummaryStrings`); without
+    ``strings``, None in their place (a query that does not read them)."""
+    shown = strings(mf) if strings is not None else None
     data = mf.content == MANIFEST_DATA
     counts = (mf.added_files_count or 0, mf.existing_files_count or 0, mf.deleted_files_count or 0)
     return {"content": mf.content, "path": mf.manifest_path, "length": mf.manifest_length,
@@ -697,13 +696,17 @@ class MetadataTables:
                              True)
 
     # --- manifests -----------------------------------------------------------------------------------
+    def _summary_strings(self, picked: Collection[str] | None) -> SummaryStrings | None:
+        """The table's :class:`SummaryStrings` when the columns ``picked`` (every one when None) show them."""
+        return SummaryStrings(self.m) if picked is None or "partition_summaries" in picked else None
+
     def _manifests(self, snap, picked=None):
-        summaries, strings = picked is None or "partition_summaries" in picked, SummaryStrings(self.m)
-        rows = [tuple(manifest_row(self.m, mf, summaries, strings).values()) for mf in self._manifests_of(snap)]
+        strings = self._summary_strings(picked)
+        rows = [tuple(manifest_row(mf, strings).values()) for mf in self._manifests_of(snap)]
         return self._local(rows, LOCAL_TABLES["manifests"], picked)
 
     def _all_manifests(self, snap, picked=None):
-        summaries, strings = picked is None or "partition_summaries" in picked, SummaryStrings(self.m)
+        strings = self._summary_strings(picked)
         # every snapshot lists again most of its parent's manifests: a row is made once per manifest list entry
         # (the entry, not its path, is the key: what the row shows is the entry's)
         made: dict[ManifestFile, tuple] = {}
@@ -712,7 +715,7 @@ class MetadataTables:
             for mf in snapshot_manifests(self.io, s, remember=True):
                 row = made.get(mf)
                 if row is None:
-                    row = made[mf] = tuple(manifest_row(self.m, mf, summaries, strings).values())
+                    row = made[mf] = tuple(manifest_row(mf, strings).values())
                 rows.append(row + (s.snapshot_id,))
         return self._local(rows, LOCAL_TABLES["all_manifests"], picked)
 

@@ -97,9 +97,13 @@ def _rows(df) -> list[str]:
     return sorted(repr(tuple(r)) for r in df.collect())
 
 
+def _plan(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
 def _python_stage(df) -> bool:
     """Whether ``df``'s plan runs a Python stage (``mapInArrow``)."""
-    return "MapInArrow" in df._jdf.queryExecution().executedPlan().toString()
+    return "MapInArrow" in _plan(df)
 
 
 def test_tables_of_entries_decoded_on_the_driver_equal_those_a_python_stage_decodes(table, monkeypatch):
@@ -211,10 +215,6 @@ def test_a_count_of_a_metadata_table_made_on_the_driver_runs_no_spark_job(spark,
             assert staged.count() == want and table.metadata_table(name, columns=[]).count() == want, name
     finally:
         inspect_.DRIVER_ENTRIES = big
-
-
-def _plan(df) -> str:
-    return df._jdf.queryExecution().executedPlan().toString()
 
 
 # (metadata table, a query of it through sparkberg.sql that brings its rows together, the same over the DataFrame)

@@ -71,7 +71,7 @@ def manifests(t) -> list[dict]:
     if snap is None:
         return []
     strings = SummaryStrings(t.metadata)
-    return [manifest_row(t.metadata, mf, strings=strings) for mf in snapshot_manifests(t.io, snap)]
+    return [manifest_row(mf, strings) for mf in snapshot_manifests(t.io, snap)]
 
 
 def listed_files(t, snap: Snapshot | None = None) -> int | None:
